@@ -1,0 +1,63 @@
+/**
+ * How the CLI talks to people: tables, JSON for `--json`, and errors turned into a message and an
+ * exit code. Only `cli/` prints or exits.
+ *
+ * @module
+ */
+import { DockError } from "../client/errors.ts";
+
+/** Prints rows as an aligned table with a header. */
+export function table(headers: string[], rows: (string | number | boolean | null | undefined)[][]): void {
+  const cells = [
+    headers,
+    ...rows.map((row) => row.map((cell) => cell === null || cell === undefined ? "-" : String(cell))),
+  ];
+  const widths = headers.map((_, i) => Math.max(...cells.map((row) => (row[i] ?? "").length)));
+  for (const row of cells) {
+    console.log(
+      row.map((cell, i) => i === row.length - 1 ? cell : cell.padEnd(widths[i])).join("  ").trimEnd(),
+    );
+  }
+}
+
+/** Prints a value as indented JSON. */
+export function printJson(value: unknown): void {
+  console.log(JSON.stringify(value, null, 2));
+}
+
+/** Runs a CLI action; a DockError prints `dockd: <message>` and exits 1 (2 for usage errors). */
+export async function guarded(action: () => Promise<void>, program = "dockd"): Promise<void> {
+  try {
+    await action();
+  } catch (error) {
+    if (error instanceof DockError) {
+      console.error(`${program}: ${error.message}`);
+      if (error.code === "unreachable") {
+        console.error(`${program}: is the box daemon running? Start it with: dockd serve`);
+      }
+      Deno.exit(error.status === 400 ? 2 : 1);
+    }
+    throw error;
+  }
+}
+
+/** Parses `key=value` words into an object (values that parse as JSON numbers or booleans become them). */
+export function keyValues(words: string[]): Record<string, unknown> {
+  const data: Record<string, unknown> = {};
+  for (const word of words) {
+    const eq = word.indexOf("=");
+    if (eq <= 0) throw new DockError("usage", `expected key=value, got "${word}"`, { status: 400 });
+    const value = word.slice(eq + 1);
+    data[word.slice(0, eq)] = /^(-?\d+(\.\d+)?|true|false)$/.test(value) ? JSON.parse(value) : value;
+  }
+  return data;
+}
+
+/** Splits `LOC/WT`; the worktree part is required. */
+export function splitWorktree(spec: string): [string, string] {
+  const [location, worktree, extra] = spec.split("/");
+  if (!location || !worktree || extra !== undefined) {
+    throw new DockError("usage", `expected LOCATION/WORKTREE, got "${spec}"`, { status: 400 });
+  }
+  return [location, worktree];
+}

@@ -1,0 +1,24 @@
+/**
+ * `dockd schemas`: prints or writes the JSON Schemas of `.dock/config.json` and `kit.json`, generated
+ * from the same zod schemas the daemon validates with.
+ *
+ * @module
+ */
+import type { Command } from "@commander-js/extra-typings";
+import { configJsonSchema, kitJsonSchema } from "../daemon/config.ts";
+import { guarded } from "./output.ts";
+
+/** Adds `schemas`. */
+export function schemasCommand(program: Command): void {
+  program.command("schemas").description("print the JSON Schemas of .dock/config.json and kit.json")
+    .option("--write <dir>", "write config.schema.json and kit.schema.json into a folder").action((o) =>
+      guarded(async () => {
+        const schemas = { "config.schema.json": configJsonSchema(), "kit.schema.json": kitJsonSchema() };
+        if (!o.write) return console.log(JSON.stringify(schemas, null, 2));
+        await Deno.mkdir(o.write, { recursive: true });
+        for (const [file, schema] of Object.entries(schemas)) {
+          await Deno.writeTextFile(`${o.write}/${file}`, JSON.stringify(schema, null, 2) + "\n");
+        }
+      })
+    );
+}

@@ -1,0 +1,214 @@
+/**
+ * The typed client of the box API (spec 4.2). The `dockd` CLI, the laptop agent, tests and user
+ * scripts all use it; it is exported from `mod.ts`.
+ *
+ * @module
+ */
+import { type Endpoint, readNdjson, readSse, Transport } from "./http.ts";
+import type {
+  BoxInfo,
+  Branch,
+  Check,
+  Commit,
+  DockConfig,
+  DockEvent,
+  EnvFile,
+  EventAnnounce,
+  ExecRequest,
+  ExecResult,
+  FsListing,
+  Location,
+  LocationClone,
+  LocationConfig,
+  LocationCreate,
+  LocationNew,
+  LocationScripts,
+  SecretTestResult,
+  Stats,
+  StreamLine,
+  SyncRequest,
+  SyncResult,
+  Worktree,
+  WorktreeCreate,
+  WorktreeStatus,
+} from "./wire.ts";
+
+const enc = encodeURIComponent;
+
+/** Typed access to one box's `/v1/` API. */
+export class BoxClient {
+  readonly transport: Transport;
+
+  constructor(endpoint: Endpoint) {
+    this.transport = new Transport(endpoint);
+  }
+
+  /** Closes the underlying connection pool. */
+  close(): void {
+    this.transport.close();
+  }
+
+  /** `GET info`. */
+  info(): Promise<BoxInfo> {
+    return this.transport.json("/v1/info");
+  }
+
+  /** `GET doctor`. */
+  doctor(): Promise<Check[]> {
+    return this.transport.json("/v1/doctor");
+  }
+
+  /** `GET stats`. */
+  stats(): Promise<Stats> {
+    return this.transport.json("/v1/stats");
+  }
+
+  /** `GET fs?path=P`. */
+  fs(path?: string): Promise<FsListing> {
+    return this.transport.json("/v1/fs", { query: { path } });
+  }
+
+  /** `GET locations`. */
+  locations(): Promise<Location[]> {
+    return this.transport.json("/v1/locations");
+  }
+
+  /** `GET locations/{name}`. */
+  location(name: string): Promise<Location> {
+    return this.transport.json(`/v1/locations/${enc(name)}`);
+  }
+
+  /** `POST locations`. */
+  addLocation(body: LocationCreate): Promise<Location> {
+    return this.transport.json("/v1/locations", { body });
+  }
+
+  /** `DELETE locations/{name}`: forgets the location; its files stay. */
+  removeLocation(name: string): Promise<Location> {
+    return this.transport.json(`/v1/locations/${enc(name)}`, { method: "DELETE" });
+  }
+
+  /** `POST locations/clone`: streams git's progress as NDJSON, the last line carrying the location. */
+  async *cloneLocation(body: LocationClone): AsyncGenerator<StreamLine & { location?: Location }> {
+    const response = await this.transport.fetch("/v1/locations/clone", { body });
+    yield* readNdjson(response.body!);
+  }
+
+  /** `POST locations/new`. */
+  newLocation(body: LocationNew): Promise<Location> {
+    return this.transport.json("/v1/locations/new", { body });
+  }
+
+  /** `GET locations/{name}/branches`. */
+  branches(name: string): Promise<Branch[]> {
+    return this.transport.json(`/v1/locations/${enc(name)}/branches`);
+  }
+
+  /** `PUT locations/{name}/scripts`. */
+  setScripts(name: string, body: LocationScripts): Promise<LocationConfig> {
+    return this.transport.json(`/v1/locations/${enc(name)}/scripts`, { method: "PUT", body });
+  }
+
+  /** `GET locations/{name}/config`. */
+  config(name: string): Promise<LocationConfig> {
+    return this.transport.json(`/v1/locations/${enc(name)}/config`);
+  }
+
+  /** `PUT locations/{name}/config` with the box's own layer. */
+  putConfig(name: string, local: DockConfig | null): Promise<LocationConfig> {
+    return this.transport.json(`/v1/locations/${enc(name)}/config`, { method: "PUT", body: { local } });
+  }
+
+  /** `GET worktrees?location=L`: git status of every worktree. */
+  worktreeStatus(location?: string): Promise<WorktreeStatus[]> {
+    return this.transport.json("/v1/worktrees", { query: { location } });
+  }
+
+  /** `POST locations/{name}/worktrees`. */
+  createWorktree(location: string, body: WorktreeCreate): Promise<Worktree> {
+    return this.transport.json(`/v1/locations/${enc(location)}/worktrees`, { body });
+  }
+
+  /** `GET locations/{name}/worktrees/{wt}`. */
+  worktree(location: string, name: string): Promise<Worktree> {
+    return this.transport.json(`/v1/locations/${enc(location)}/worktrees/${enc(name)}`);
+  }
+
+  /** `DELETE locations/{name}/worktrees/{wt}[?force=1]`. */
+  removeWorktree(location: string, name: string, options: { force?: boolean } = {}): Promise<Worktree> {
+    return this.transport.json(`/v1/locations/${enc(location)}/worktrees/${enc(name)}`, {
+      method: "DELETE",
+      query: { force: options.force ? 1 : undefined },
+    });
+  }
+
+  /** `GET …/worktrees/{wt}/setup/log`: the setup output, followed live with `follow`. */
+  async *setupLog(
+    location: string,
+    name: string,
+    options: { follow?: boolean; signal?: AbortSignal } = {},
+  ): AsyncGenerator<StreamLine> {
+    const response = await this.transport.fetch(
+      `/v1/locations/${enc(location)}/worktrees/${enc(name)}/setup/log`,
+      { query: { follow: options.follow ? 1 : undefined }, signal: options.signal },
+    );
+    yield* readNdjson(response.body!);
+  }
+
+  /** `GET …/worktrees/{wt}/log?limit=N`. */
+  log(location: string, name: string, limit?: number): Promise<Commit[]> {
+    return this.transport.json(`/v1/locations/${enc(location)}/worktrees/${enc(name)}/log`, {
+      query: { limit },
+    });
+  }
+
+  /** `POST …/worktrees/{wt}/sync`. */
+  sync(location: string, name: string, body: SyncRequest = {}): Promise<SyncResult> {
+    return this.transport.json(`/v1/locations/${enc(location)}/worktrees/${enc(name)}/sync`, { body });
+  }
+
+  /** `POST exec`: runs to completion. */
+  exec(body: ExecRequest): Promise<ExecResult> {
+    return this.transport.json("/v1/exec", { body });
+  }
+
+  /** `POST exec?stream=1`: output lines as they come, then `{ done, exit_code }`. */
+  async *execStream(body: ExecRequest, signal?: AbortSignal): AsyncGenerator<StreamLine> {
+    const response = await this.transport.fetch("/v1/exec", { body, query: { stream: 1 }, signal });
+    yield* readNdjson(response.body!);
+  }
+
+  /** `GET events` (SSE): yields events from `after` (an event id) on, until aborted. */
+  async *events(options: { after?: number; signal?: AbortSignal } = {}): AsyncGenerator<DockEvent> {
+    const headers: Record<string, string> = {};
+    if (options.after !== undefined) headers["last-event-id"] = String(options.after);
+    const response = await this.transport.fetch("/v1/events", { headers, signal: options.signal });
+    try {
+      for await (const message of readSse(response.body!)) {
+        yield JSON.parse(message.data) as DockEvent;
+      }
+    } catch (error) {
+      if (!options.signal?.aborted) throw error;
+    }
+  }
+
+  /** `POST events`: announces an event on the box. */
+  emit(body: EventAnnounce): Promise<DockEvent> {
+    return this.transport.json("/v1/events", { body });
+  }
+
+  /** `GET env`. */
+  env(): Promise<EnvFile> {
+    return this.transport.json("/v1/env");
+  }
+
+  /** `PUT env`. */
+  putEnv(body: EnvFile): Promise<EnvFile> {
+    return this.transport.json("/v1/env", { method: "PUT", body });
+  }
+
+  /** `POST secrets/test`. */
+  testSecret(ref: string): Promise<SecretTestResult> {
+    return this.transport.json("/v1/secrets/test", { body: { ref } });
+  }
+}

@@ -1,0 +1,55 @@
+/**
+ * The one error class dock throws across process boundaries. A DockError carries a stable `code`
+ * (machine-readable, the `error.code` of an API answer) and the HTTP status it maps to, so the API
+ * layer and the CLI never guess how to present it.
+ *
+ * @module
+ */
+
+/** HTTP statuses dock answers errors with. */
+export type ErrorStatus = 400 | 401 | 403 | 404 | 405 | 408 | 409 | 413 | 422 | 500 | 502 | 503 | 504;
+
+/** Options for {@linkcode DockError}. */
+export interface DockErrorOptions {
+  /** HTTP status the error maps to. @default {400} */
+  status?: ErrorStatus;
+  /** The underlying error. */
+  cause?: unknown;
+  /** Extra machine-readable detail returned beside code and message (never secrets). */
+  detail?: Record<string, unknown>;
+}
+
+/** A user-facing error: it names what went wrong in words a person can act on. */
+export class DockError extends Error {
+  override name = "DockError";
+  readonly code: string;
+  readonly status: ErrorStatus;
+  readonly detail?: Record<string, unknown>;
+
+  constructor(code: string, message: string, options: DockErrorOptions = {}) {
+    super(message, { cause: options.cause });
+    this.code = code;
+    this.status = options.status ?? 400;
+    this.detail = options.detail;
+  }
+
+  /** The JSON body every API error is answered with. */
+  toBody(): ErrorBody {
+    return { error: { code: this.code, message: this.message, ...this.detail } };
+  }
+}
+
+/** The shape of every error answer: `{"error":{"code","message"}}`. */
+export interface ErrorBody {
+  error: { code: string; message: string; [extra: string]: unknown };
+}
+
+/** Shorthand for a 404 naming what was not found. */
+export function notFound(what: string, name: string): DockError {
+  return new DockError("not_found", `${what} '${name}' not found`, { status: 404 });
+}
+
+/** Shorthand for a 400 about one field of a request. */
+export function badField(field: string, message: string): DockError {
+  return new DockError("invalid_request", `${field}: ${message}`, { status: 400, detail: { field } });
+}

@@ -1,0 +1,157 @@
+/**
+ * The HTTP transport under the typed clients: one `fetch` that reaches a box over its unix socket or
+ * over TCP, and turns every error answer into a {@linkcode DockError}.
+ *
+ * @module
+ */
+import { DockError, type ErrorBody } from "./errors.ts";
+
+/** Where a client connects. */
+export type Endpoint =
+  | { socket: string; origin?: string }
+  | { url: string; token?: string; caCerts?: string[]; origin?: string };
+
+/** Options of a single request. */
+export interface RequestOptions {
+  method?: string;
+  body?: unknown;
+  query?: Record<string, string | number | boolean | undefined>;
+  headers?: Record<string, string>;
+  signal?: AbortSignal;
+}
+
+/** A minimal HTTP connection to one endpoint; owns its Deno HTTP client. */
+export class Transport {
+  #base: string;
+  #client?: Deno.HttpClient;
+  #token?: string;
+  #origin?: string;
+
+  constructor(endpoint: Endpoint) {
+    this.#origin = endpoint.origin;
+    if ("socket" in endpoint) {
+      this.#base = "http://dockd";
+      this.#client = Deno.createHttpClient({ proxy: { transport: "unix", path: endpoint.socket } });
+    } else {
+      this.#base = endpoint.url.replace(/\/+$/, "");
+      this.#token = endpoint.token;
+      if (endpoint.caCerts) this.#client = Deno.createHttpClient({ caCerts: endpoint.caCerts });
+    }
+  }
+
+  /** Sends a request and returns the raw response; throws a DockError for an error answer. */
+  async fetch(path: string, options: RequestOptions = {}): Promise<Response> {
+    const url = new URL(this.#base + path);
+    for (const [key, value] of Object.entries(options.query ?? {})) {
+      if (value !== undefined) url.searchParams.set(key, String(value));
+    }
+    const headers: Record<string, string> = { ...options.headers };
+    if (this.#token) headers.authorization = `Bearer ${this.#token}`;
+    // The tool a request comes from becomes the origin of the events it causes (spec 2.1).
+    if (this.#origin) headers["x-dock-origin"] = this.#origin;
+    let body: BodyInit | undefined;
+    if (options.body !== undefined) {
+      headers["content-type"] = "application/json";
+      body = JSON.stringify(options.body);
+    }
+    let response: Response;
+    try {
+      response = await fetch(url, {
+        method: options.method ?? (body === undefined ? "GET" : "POST"),
+        headers,
+        body,
+        signal: options.signal,
+        client: this.#client,
+      } as RequestInit);
+    } catch (cause) {
+      if (options.signal?.aborted) throw cause;
+      throw new DockError("unreachable", `cannot reach ${this.#base}: ${(cause as Error).message}`, {
+        status: 503,
+        cause,
+      });
+    }
+    if (!response.ok) throw await errorFrom(response);
+    return response;
+  }
+
+  /** Sends a request and parses its JSON answer. */
+  async json<T>(path: string, options: RequestOptions = {}): Promise<T> {
+    const response = await this.fetch(path, options);
+    const text = await response.text();
+    return (text ? JSON.parse(text) : undefined) as T;
+  }
+
+  /** Releases the underlying HTTP client. */
+  close(): void {
+    this.#client?.close();
+  }
+}
+
+async function errorFrom(response: Response): Promise<DockError> {
+  const text = await response.text();
+  try {
+    const body = JSON.parse(text) as ErrorBody;
+    if (body?.error?.code) {
+      const { code, message, ...detail } = body.error;
+      return new DockError(code, message, { status: response.status as 400, detail });
+    }
+  } catch {
+    // not JSON: fall through to a generic error carrying the text
+  }
+  return new DockError("http_error", `HTTP ${response.status}: ${text.slice(0, 200)}`, {
+    status: response.status as 400,
+  });
+}
+
+/** Reads a body of NDJSON lines as parsed values. */
+export async function* readNdjson<T>(body: ReadableStream<Uint8Array>): AsyncGenerator<T> {
+  for await (const line of readLines(body)) {
+    if (line.trim()) yield JSON.parse(line) as T;
+  }
+}
+
+/** Reads a body as text lines (without their line ends). */
+export async function* readLines(body: ReadableStream<Uint8Array>): AsyncGenerator<string> {
+  const decoder = new TextDecoder();
+  let buffered = "";
+  for await (const chunk of body) {
+    buffered += decoder.decode(chunk, { stream: true });
+    let end: number;
+    while ((end = buffered.indexOf("\n")) >= 0) {
+      yield buffered.slice(0, end).replace(/\r$/, "");
+      buffered = buffered.slice(end + 1);
+    }
+  }
+  buffered += decoder.decode();
+  if (buffered) yield buffered;
+}
+
+/** One server-sent event as read off the wire. */
+export interface SseMessage {
+  id?: string;
+  event?: string;
+  data: string;
+}
+
+/** Reads a server-sent-events body message by message. */
+export async function* readSse(body: ReadableStream<Uint8Array>): AsyncGenerator<SseMessage> {
+  let message: SseMessage = { data: "" };
+  let hasData = false;
+  for await (const line of readLines(body)) {
+    if (line === "") {
+      if (hasData) yield message;
+      message = { data: "" };
+      hasData = false;
+      continue;
+    }
+    if (line.startsWith(":")) continue;
+    const colon = line.indexOf(":");
+    const field = colon < 0 ? line : line.slice(0, colon);
+    const value = colon < 0 ? "" : line.slice(colon + 1).replace(/^ /, "");
+    if (field === "data") {
+      message.data = hasData ? `${message.data}\n${value}` : value;
+      hasData = true;
+    } else if (field === "id") message.id = value;
+    else if (field === "event") message.event = value;
+  }
+}

@@ -1,0 +1,281 @@
+/**
+ * Wire types: the records the box API and the laptop agent exchange (spec section 2). The daemon, the
+ * agent, the CLI and `mod.ts` all import these, so a field is named once.
+ *
+ * @module
+ */
+
+/** Event envelope (spec 2.1). `id` is the journal position, used for `Last-Event-ID`. */
+export interface DockEvent {
+  id?: number;
+  type: string;
+  time: string;
+  box?: string;
+  origin?: string;
+  data?: Record<string, unknown>;
+}
+
+/** Body of `POST events` on a box. */
+export interface EventAnnounce {
+  type: string;
+  origin?: string;
+  data?: Record<string, unknown>;
+}
+
+/** Setup of a worktree: forward-only `pending → running → succeeded | failed`. */
+export type SetupState = "none" | "pending" | "running" | "succeeded" | "failed";
+
+/** How a worktree came to be known to dock. */
+export type WorktreeOrigin = "dock" | "detected" | "main";
+
+/** A git worktree of a location, with its port block. */
+export interface Worktree {
+  name: string;
+  location: string;
+  path: string;
+  branch: string | null;
+  /** What it was branched from (sync rebases or merges onto it); null when unknown. */
+  base?: string | null;
+  /** True for the location's main checkout. */
+  main: boolean;
+  origin: WorktreeOrigin;
+  /** Its port block: `DOCK_PORT`, `DOCK_PORT_1`, … in order. */
+  ports: number[];
+  setup: { state: SetupState; exit_code?: number; started?: string; finished?: string; error?: string };
+  paused?: boolean;
+  created: string;
+}
+
+/** A registered repository. */
+export interface Location {
+  name: string;
+  path: string;
+  default_branch: string | null;
+  created: string;
+  worktrees: Worktree[];
+}
+
+/** Body of `POST locations`. */
+export interface LocationCreate {
+  name: string;
+  path: string;
+}
+
+/** Body of `POST locations/clone`. */
+export interface LocationClone {
+  url: string;
+  name?: string;
+  /** Folder to clone into; default `~/work/<name>`. */
+  path?: string;
+}
+
+/** Body of `POST locations/new`. */
+export interface LocationNew {
+  name: string;
+  path?: string;
+}
+
+/** Body of `POST locations/{name}/worktrees`. */
+export interface WorktreeCreate {
+  name: string;
+  branch?: string;
+  base?: string;
+  pr?: number;
+  ref?: string;
+}
+
+/** A branch of a repository. */
+export interface Branch {
+  name: string;
+  remote: boolean;
+  head: string;
+  current: boolean;
+  worktree?: string;
+}
+
+/** `PUT locations/{name}/scripts`. */
+export interface LocationScripts {
+  setup?: string | null;
+  archive?: string | null;
+}
+
+/** A service entry of a config (spec 2.5). */
+export interface ServiceConfig {
+  name: string;
+  run: string;
+  autostart?: boolean;
+}
+
+/** An agent preset entry of a config (spec 2.5). */
+export interface AgentPreset {
+  id: string;
+  name?: string;
+  command: string;
+  prompt_flag?: string;
+}
+
+/** A hook (spec 2.5), also the shape of `~/.dock/hooks.json` entries. */
+export interface HookConfig {
+  on: string;
+  run: string;
+  timeout?: string;
+  tool?: string;
+}
+
+/** A flow (spec 2.5); validated here, run by the flows module. */
+export interface FlowConfig {
+  id: string;
+  name: string;
+  enabled?: boolean;
+  trigger: Record<string, unknown>;
+  steps: Record<string, unknown>[];
+  max_runs_per_hour?: number;
+}
+
+/** `.dock/config.json`, a kit's config, or the box's own layer (spec 2.5). */
+export interface DockConfig {
+  setup?: string;
+  archive?: string;
+  ports?: number;
+  env?: Record<string, string>;
+  services?: ServiceConfig[];
+  agents?: AgentPreset[];
+  hooks?: HookConfig[];
+  flows?: FlowConfig[];
+}
+
+/** `GET locations/{name}/config`. A layer that failed to load carries `error`. */
+export interface LocationConfig {
+  repo: DockConfig | null;
+  kit?: DockConfig | null;
+  local: DockConfig | null;
+  effective: DockConfig;
+  errors?: ConfigProblem[];
+}
+
+/** A config error: the file and the field path it concerns. */
+export interface ConfigProblem {
+  file: string;
+  field: string;
+  message: string;
+}
+
+/** `POST exec`. */
+export interface ExecRequest {
+  location: string;
+  command: string;
+  /** Duration string (`30s`, `10m`) or seconds. Default 10m, at most 1h. */
+  timeout?: string | number;
+}
+
+/** Answer of `POST exec`. */
+export interface ExecResult {
+  exit_code: number;
+  output: string;
+  truncated?: boolean;
+  timed_out?: boolean;
+}
+
+/** One NDJSON line of streamed command output (spec 2.4). */
+export interface StreamLine {
+  line?: string;
+  done?: boolean;
+  error?: string;
+  exit_code?: number;
+}
+
+/** `GET info`. */
+export interface BoxInfo {
+  name: string;
+  os: string;
+  arch: string;
+  build: string;
+  user?: string;
+  home?: string;
+  tools: string[];
+  agents: AgentPreset[];
+}
+
+/** One `GET doctor` check. */
+export interface Check {
+  name: string;
+  ok: boolean;
+  detail: string;
+}
+
+/** `GET stats`. */
+export interface Stats {
+  memory: { total: number; available: number; used_percent: number };
+  disks: { path: string; total: number; free: number }[];
+  load: number[];
+  uptime: number;
+  locations: number;
+  worktrees: number;
+  agents: number;
+}
+
+/** An entry of `GET fs`. */
+export interface FsEntry {
+  name: string;
+  path: string;
+  dir: boolean;
+  git: boolean;
+}
+
+/** `GET fs`. */
+export interface FsListing {
+  path: string;
+  parent: string | null;
+  entries: FsEntry[];
+}
+
+/** Git status of a worktree (`GET worktrees`). */
+export interface WorktreeStatus {
+  location: string;
+  name: string;
+  path: string;
+  branch: string | null;
+  head: string | null;
+  upstream: string | null;
+  ahead: number;
+  behind: number;
+  staged: number;
+  modified: number;
+  untracked: number;
+  conflicted: number;
+  dirty: boolean;
+}
+
+/** A commit of `GET …/worktrees/{wt}/log`. */
+export interface Commit {
+  hash: string;
+  author: string;
+  email: string;
+  time: string;
+  subject: string;
+}
+
+/** `POST …/worktrees/{wt}/sync`. */
+export interface SyncRequest {
+  mode?: "rebase" | "merge";
+}
+
+/** Answer of a sync. */
+export interface SyncResult {
+  ok: boolean;
+  mode: "rebase" | "merge";
+  onto: string;
+  output: string;
+}
+
+/** `env.json` on the box (spec 2.9). */
+export interface EnvFile {
+  env: Record<string, string>;
+}
+
+/** `POST secrets/test`. */
+export interface SecretTestResult {
+  ok: boolean;
+  length?: number;
+  error?: string;
+}

@@ -1,0 +1,96 @@
+/**
+ * Routes of the event bus: `GET events` (server-sent events, resumable with `Last-Event-ID`) and
+ * `POST events` (announce).
+ *
+ * @module
+ */
+import { z } from "zod";
+import { DockError } from "../../client/errors.ts";
+import type { DockEvent } from "../../client/wire.ts";
+import type { Box } from "../box.ts";
+import { body, json, requestOrigin, RouteTable } from "./http.ts";
+
+const EVENT_TYPE = /^[a-z][a-z0-9_-]*(\.[a-z0-9_-]+)*$/;
+
+const ANNOUNCE = z.object({
+  type: z.string().max(100).regex(EVENT_TYPE, "must be dotted lower-case words such as build.finished"),
+  origin: z.string().max(64).optional(),
+  data: z.record(z.string(), z.unknown()).optional(),
+});
+
+/** How often an idle stream sends a comment, so proxies and clients see it is alive. */
+const KEEPALIVE_MS = 15_000;
+
+/** The event routes. */
+export function eventRoutes(box: Box): RouteTable {
+  return new RouteTable("events")
+    .add("GET", "/events", (c) => {
+      const raw = c.req.header("last-event-id") ?? c.req.query("after");
+      let after: number | undefined;
+      if (raw !== undefined && raw !== "") {
+        after = Number(raw);
+        if (!Number.isInteger(after) || after < 0) {
+          throw new DockError(
+            "invalid_request",
+            `Last-Event-ID: must be an event id, got ${JSON.stringify(raw)}`,
+          );
+        }
+      }
+      return sse(box, after, c.req.raw.signal);
+    })
+    .add("POST", "/events", async (c) => {
+      const announce = await body(c, ANNOUNCE);
+      const origin = announce.origin ?? requestOrigin(c);
+      return json(box.bus.publish({ type: announce.type, origin, data: announce.data }), 201);
+    });
+}
+
+function sse(box: Box, after: number | undefined, signal: AbortSignal): Response {
+  const encoder = new TextEncoder();
+  const frame = (event: DockEvent) => encoder.encode(`id: ${event.id}\ndata: ${JSON.stringify(event)}\n\n`);
+  let unsubscribe = () => {};
+  let keepalive: ReturnType<typeof setInterval> | undefined;
+  const stream = new ReadableStream<Uint8Array>({
+    start(controller) {
+      // Subscribe before replaying so nothing published in between is missed; skip what replay sent.
+      let last = after ?? box.bus.lastId();
+      const pending: DockEvent[] = [];
+      let replaying = true;
+      const send = (event: DockEvent) => {
+        if ((event.id ?? 0) <= last) return;
+        last = event.id ?? last;
+        try {
+          controller.enqueue(frame(event));
+        } catch {
+          unsubscribe();
+        }
+      };
+      unsubscribe = box.bus.subscribe((event) => replaying ? pending.push(event) : send(event));
+      controller.enqueue(encoder.encode(": connected\n\n"));
+      if (after !== undefined) { for (const event of box.bus.since(after)) send(event); }
+      replaying = false;
+      for (const event of pending) send(event);
+      keepalive = setInterval(() => {
+        try {
+          controller.enqueue(encoder.encode(": keepalive\n\n"));
+        } catch {
+          clearInterval(keepalive);
+        }
+      }, KEEPALIVE_MS);
+      signal.addEventListener("abort", () => {
+        unsubscribe();
+        clearInterval(keepalive);
+        try {
+          controller.close();
+        } catch { /* already closed */ }
+      });
+    },
+    cancel() {
+      unsubscribe();
+      clearInterval(keepalive);
+    },
+  });
+  return new Response(stream, {
+    headers: { "content-type": "text/event-stream", "cache-control": "no-cache", "x-accel-buffering": "no" },
+  });
+}

@@ -1,0 +1,30 @@
+/**
+ * Route of exec: run a command to completion in a worktree (`?stream=1` streams NDJSON lines).
+ *
+ * @module
+ */
+import { z } from "zod";
+import type { Box } from "../box.ts";
+import { execTimeout } from "../exec.ts";
+import { body, flagQuery, json, ndjson, RouteTable } from "./http.ts";
+
+const EXEC = z.object({
+  location: z.string().min(1),
+  command: z.string().min(1),
+  timeout: z.union([z.string(), z.number()]).optional(),
+});
+
+/** The exec route. */
+export function execRoutes(box: Box): RouteTable {
+  return new RouteTable("exec").add("POST", "/exec", async (c) => {
+    const request = await body(c, EXEC);
+    const job = {
+      location: request.location,
+      command: request.command,
+      timeoutMs: execTimeout(request.timeout),
+    };
+    box.worktrees.target(job.location); // 404 before anything runs or streams
+    if (flagQuery(c, "stream")) return ndjson(box.exec.stream(job, c.req.raw.signal));
+    return json(await box.exec.run(job, { signal: c.req.raw.signal }));
+  });
+}

@@ -1,0 +1,117 @@
+/**
+ * Routes of locations: registration, clone and new, branches, config layers and box-level scripts.
+ *
+ * @module
+ */
+import { z } from "zod";
+import type { StreamLine } from "../../client/wire.ts";
+import type { Box } from "../box.ts";
+import { defaultRepoPath, nameFromUrl } from "../locations.ts";
+import { checkName } from "../names.ts";
+import { Channel } from "../channel.ts";
+import { run } from "../runner.ts";
+import * as git from "../git.ts";
+import { DockError } from "../../client/errors.ts";
+import { body, json, ndjson, param, requestOrigin, RouteTable } from "./http.ts";
+
+const LOCATION_CREATE = z.object({ name: z.string(), path: z.string().min(1) });
+const LOCATION_CLONE = z.object({
+  url: z.string().min(1),
+  name: z.string().optional(),
+  path: z.string().optional(),
+});
+const LOCATION_NEW = z.object({ name: z.string(), path: z.string().optional() });
+const SCRIPTS = z.object({
+  setup: z.string().nullable().optional(),
+  archive: z.string().nullable().optional(),
+});
+const CONFIG_PUT = z.object({ local: z.unknown() });
+
+/** The location routes. */
+export function locationRoutes(box: Box): RouteTable {
+  return new RouteTable("locations")
+    .add("GET", "/locations", () => json(box.locationList()))
+    .add("POST", "/locations", async (c) => {
+      const request = await body(c, LOCATION_CREATE);
+      await box.locations.add(request.name, request.path, requestOrigin(c));
+      await box.worktrees.reconcile(request.name);
+      return json(box.location(request.name), 201);
+    })
+    .add("POST", "/locations/clone", async (c) => {
+      const request = await body(c, LOCATION_CLONE);
+      const name = checkName("name", request.name ?? nameFromUrl(request.url));
+      const path = request.path ?? defaultRepoPath(box.paths.userHome, name);
+      const origin = requestOrigin(c);
+      if (box.locations.list().some((l) => l.name === name)) {
+        throw new DockError("exists", `location '${name}' already exists`, { status: 409 });
+      }
+      return ndjson(cloneProgress(box, request.url, name, path, origin));
+    })
+    .add("POST", "/locations/new", async (c) => {
+      const request = await body(c, LOCATION_NEW);
+      const name = checkName("name", request.name);
+      const path = request.path ?? defaultRepoPath(box.paths.userHome, name);
+      if (box.locations.list().some((l) => l.name === name)) {
+        throw new DockError("exists", `location '${name}' already exists`, { status: 409 });
+      }
+      await git.initRepository(path);
+      await box.locations.add(name, path, requestOrigin(c));
+      await box.worktrees.reconcile(name);
+      return json(box.location(name), 201);
+    })
+    .add("GET", "/locations/:name", (c) => json(box.location(param(c, "name"))))
+    .add("DELETE", "/locations/:name", (c) => {
+      const location = box.location(param(c, "name"));
+      box.locations.remove(location.name, requestOrigin(c));
+      return json(location);
+    })
+    .add(
+      "GET",
+      "/locations/:name/branches",
+      async (c) => json(await box.locations.branches(param(c, "name"))),
+    )
+    .add("PUT", "/locations/:name/scripts", async (c) => {
+      const scripts = await body(c, SCRIPTS);
+      return json(await box.locations.setScripts(param(c, "name"), scripts, requestOrigin(c)));
+    })
+    .add("GET", "/locations/:name/config", async (c) => json(await box.locations.config(param(c, "name"))))
+    .add("PUT", "/locations/:name/config", async (c) => {
+      const request = await body(c, CONFIG_PUT);
+      return json(await box.locations.setLocal(param(c, "name"), request.local ?? null, requestOrigin(c)));
+    });
+}
+
+async function* cloneProgress(
+  box: Box,
+  url: string,
+  name: string,
+  path: string,
+  origin: string,
+): AsyncGenerator<StreamLine & { location?: unknown }> {
+  const lines = new Channel<string>();
+  const decoder = new TextDecoder();
+  let partial = "";
+  // git prints progress on stderr, redrawing a line with \r: each redraw becomes one line.
+  const cloning = run("git", ["clone", "--progress", "--", url, path], {
+    env: { GIT_TERMINAL_PROMPT: "0" },
+    timeoutMs: 60 * 60_000,
+    maxOutput: 64 * 1024,
+    onOutput: (chunk) => {
+      const parts = (partial + decoder.decode(chunk, { stream: true })).split(/[\r\n]/);
+      partial = parts.pop() ?? "";
+      for (const part of parts) if (part.trim()) lines.push(part);
+    },
+  }).finally(() => lines.close());
+  for await (const line of lines) yield { line };
+  const result = await cloning;
+  if (result.code !== 0) {
+    yield {
+      done: true,
+      error: `git clone failed (exit ${result.code}): ${result.stderr.trim().split("\n").pop()}`,
+    };
+    return;
+  }
+  await box.locations.add(name, path, origin);
+  await box.worktrees.reconcile(name);
+  yield { done: true, location: box.location(name) };
+}

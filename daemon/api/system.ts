@@ -1,0 +1,75 @@
+/**
+ * Routes about the box itself: info, stats, doctor, folder listing, the box env file and secrets.
+ *
+ * @module
+ */
+import { z } from "zod";
+import type { Box } from "../box.ts";
+import { BUILD } from "../box.ts";
+import { validateEnvFile } from "../env.ts";
+import * as system from "../system.ts";
+import { isSecretReference } from "../secrets.ts";
+import { readEnvFile } from "../worktrees.ts";
+import { DockError } from "../../client/errors.ts";
+import { body, json, requestOrigin, RouteTable } from "./http.ts";
+
+const SECRET_TEST = z.object({ ref: z.string() });
+const ENV_PUT = z.object({ env: z.record(z.string(), z.string()) });
+
+/** The system routes. */
+export function systemRoutes(box: Box): RouteTable {
+  return new RouteTable("system")
+    .add(
+      "GET",
+      "/info",
+      async () => json(await system.boxInfo({ name: box.settings.name, build: BUILD, agents: [] })),
+    )
+    .add("GET", "/stats", async () => {
+      const worktrees = box.worktrees.list();
+      return json({
+        ...(await system.stats({ paths: [box.paths.state, box.paths.userHome] })),
+        locations: box.locations.list().length,
+        worktrees: worktrees.length,
+        agents: 0,
+      });
+    })
+    .add(
+      "GET",
+      "/doctor",
+      async () => json(await system.doctor({ socket: box.paths.socket, stateDir: box.paths.state })),
+    )
+    .add(
+      "GET",
+      "/fs",
+      async (c) => json(await system.listFolder({ path: c.req.query("path"), home: box.paths.userHome })),
+    )
+    .add("GET", "/env", async () => json({ env: await readEnvFile(box.paths.envFile) }))
+    .add("PUT", "/env", async (c) => {
+      const request = await body(c, ENV_PUT);
+      const file = validateEnvFile(request, "body");
+      await Deno.mkdir(box.paths.home, { recursive: true });
+      await writeAtomic(box.paths.envFile, JSON.stringify(file, null, 2) + "\n");
+      box.bus.publish({ type: "config.changed", origin: requestOrigin(c), data: { file: "env.json" } });
+      return json(file);
+    })
+    .add("POST", "/secrets/test", async (c) => {
+      const { ref } = await body(c, SECRET_TEST);
+      if (!isSecretReference(ref)) {
+        return json({ ok: false, error: "not a secret reference: expected env://NAME or a vault reference" });
+      }
+      const result = await box.secrets.resolve(ref, { fresh: true });
+      return json(result.ok ? { ok: true, length: result.value.length } : { ok: false, error: result.error });
+    })
+    .add("POST", "/stop", () => {
+      throw new DockError("forbidden", "stop the daemon with its service manager or a signal", {
+        status: 403,
+      });
+    });
+}
+
+/** Writes a file through a temporary sibling and a rename, so readers never see half of it. */
+export async function writeAtomic(path: string, text: string): Promise<void> {
+  const temp = `${path}.tmp-${crypto.randomUUID().slice(0, 8)}`;
+  await Deno.writeTextFile(temp, text, { mode: 0o600 });
+  await Deno.rename(temp, path);
+}

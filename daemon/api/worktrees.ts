@@ -1,0 +1,79 @@
+/**
+ * Routes of worktrees: create and remove, setup log, git status, log and sync.
+ *
+ * @module
+ */
+import { z } from "zod";
+import type { Box } from "../box.ts";
+import * as git from "../git.ts";
+import { body, flagQuery, intQuery, json, ndjson, param, requestOrigin, RouteTable } from "./http.ts";
+
+const WORKTREE_CREATE = z.object({
+  name: z.string(),
+  branch: z.string().min(1).optional(),
+  base: z.string().min(1).optional(),
+  pr: z.number().int().positive().optional(),
+  ref: z.string().min(1).optional(),
+});
+const SYNC = z.object({ mode: z.enum(["rebase", "merge"]).optional() }).optional();
+
+/** The worktree routes. */
+export function worktreeRoutes(box: Box): RouteTable {
+  const wt = "/locations/:name/worktrees/:wt";
+  return new RouteTable("worktrees")
+    .add("GET", "/worktrees", async (c) => {
+      const location = c.req.query("location");
+      if (location) box.locations.get(location);
+      const worktrees = box.worktrees.list(location || undefined);
+      return json(
+        await Promise.all(worktrees.map((w) =>
+          git.worktreeStatus(w.path).then((s) => ({
+            location: w.location,
+            name: w.name,
+            ...s,
+          }))
+        )),
+      );
+    })
+    .add("GET", "/locations/:name/worktrees", (c) => {
+      box.locations.get(param(c, "name"));
+      return json(box.worktrees.list(param(c, "name")));
+    })
+    .add("POST", "/locations/:name/worktrees", async (c) => {
+      const request = await body(c, WORKTREE_CREATE);
+      return json(await box.worktrees.create(param(c, "name"), request, requestOrigin(c)), 201);
+    })
+    .add("GET", wt, (c) => json(box.worktrees.get(param(c, "name"), param(c, "wt"))))
+    .add("DELETE", wt, async (c) => {
+      const force = flagQuery(c, "force");
+      return json(
+        await box.worktrees.remove(param(c, "name"), param(c, "wt"), { force }, requestOrigin(c)),
+      );
+    })
+    .add("GET", `${wt}/setup/log`, (c) => {
+      const follow = flagQuery(c, "follow");
+      box.worktrees.get(param(c, "name"), param(c, "wt"));
+      return ndjson(box.worktrees.setupLog(param(c, "name"), param(c, "wt"), {
+        follow,
+        signal: c.req.raw.signal,
+      }));
+    })
+    .add("GET", `${wt}/log`, async (c) => {
+      const limit = intQuery(c, "limit", { min: 1, max: 1000, fallback: 50 });
+      const worktree = box.worktrees.get(param(c, "name"), param(c, "wt"));
+      return json(await git.log(worktree.path, limit));
+    })
+    .add("POST", `${wt}/sync`, async (c) => {
+      const request = await body(c, SYNC);
+      const worktree = box.worktrees.get(param(c, "name"), param(c, "wt"));
+      const location = box.locations.get(worktree.location);
+      const base = worktree.base ?? await git.defaultBranch(location.path);
+      const result = await git.sync(worktree.path, base, request?.mode ?? "rebase");
+      box.bus.publish({
+        type: "worktree.synced",
+        origin: requestOrigin(c),
+        data: { location: worktree.location, worktree: worktree.name, mode: result.mode, ok: result.ok },
+      });
+      return json(result);
+    });
+}

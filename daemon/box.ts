@@ -1,0 +1,94 @@
+/**
+ * The box: the composition root that builds every domain module of the daemon once, in dependency
+ * order, and hands them to the API. Nothing else constructs them.
+ *
+ * @module
+ */
+import type { Location } from "../client/wire.ts";
+import { EventBus } from "./events.ts";
+import { Exec } from "./exec.ts";
+import { Locations } from "./locations.ts";
+import type { BoxPaths } from "./paths.ts";
+import { PortAllocator } from "./ports.ts";
+import { killAll } from "./runner.ts";
+import { SecretResolver } from "./secrets.ts";
+import { type BoxSettings, loadSettings } from "./settings.ts";
+import { Store } from "./store.ts";
+import { Worktrees } from "./worktrees.ts";
+
+/** The daemon's build, reported by `GET info`. */
+export const BUILD = "0.1.0";
+
+/** Every domain module of one box daemon. */
+export class Box {
+  readonly paths: BoxPaths;
+  readonly settings: BoxSettings;
+  readonly store: Store;
+  readonly bus: EventBus;
+  readonly ports: PortAllocator;
+  readonly secrets: SecretResolver;
+  readonly locations: Locations;
+  readonly worktrees: Worktrees;
+  readonly exec: Exec;
+  readonly started = Date.now();
+
+  constructor(paths: BoxPaths) {
+    Deno.mkdirSync(paths.box, { recursive: true, mode: 0o700 });
+    this.paths = paths;
+    this.settings = loadSettings(paths);
+    this.store = new Store(paths.db);
+    this.bus = new EventBus(this.store);
+    this.ports = new PortAllocator(this.store, { range: this.settings.portRange });
+    this.secrets = new SecretResolver();
+    this.locations = new Locations(this.store, this.bus);
+    this.worktrees = new Worktrees({
+      store: this.store,
+      bus: this.bus,
+      ports: this.ports,
+      locations: this.locations,
+      settings: this.settings,
+      paths,
+      secrets: this.secrets,
+    });
+    this.exec = new Exec(this.worktrees);
+  }
+
+  /** Brings state in line with the disk and starts the background watchers. */
+  async start(options: { watchMs?: number } = {}): Promise<void> {
+    this.worktrees.recoverInterrupted();
+    await Promise.all(this.locations.list().map((l) => this.worktrees.reconcile(l.name)));
+    this.worktrees.watch(options.watchMs ?? 1000);
+  }
+
+  /** Every location with its worktrees (`GET locations`). */
+  locationList(): Location[] {
+    const worktrees = this.worktrees.list();
+    return this.locations.list().map((location) => this.#withWorktrees(location.name, worktrees));
+  }
+
+  /** One location with its worktrees. */
+  location(name: string): Location {
+    this.locations.get(name);
+    return this.#withWorktrees(name, this.worktrees.list(name));
+  }
+
+  #withWorktrees(name: string, all: ReturnType<Worktrees["list"]>): Location {
+    const record = this.locations.get(name);
+    const worktrees = all.filter((w) => w.location === name);
+    return {
+      name: record.name,
+      path: record.path,
+      default_branch: worktrees.find((w) => w.main)?.branch ?? null,
+      created: record.created,
+      worktrees,
+    };
+  }
+
+  /** Stops watchers and children and closes the store. */
+  async close(): Promise<void> {
+    this.worktrees.stop();
+    killAll();
+    await this.worktrees.settled().catch(() => {});
+    this.store.close();
+  }
+}

@@ -1,0 +1,136 @@
+/**
+ * The worktree environment (spec 2.10): what every process run in a worktree receives. Layers, each
+ * over the one before: the daemon's environment, the box env file (`~/.dock/env.json`), the `DOCK_*`
+ * variables, the compatibility names for another tool's scripts, then the config `env` with `$NAME`
+ * expansion. Secret references are resolved here, at spawn time, and nowhere else.
+ *
+ * @module
+ */
+import { DockError } from "../client/errors.ts";
+import type { EnvFile } from "../client/wire.ts";
+import { isSecretReference, type SecretResolver } from "./secrets.ts";
+
+/** The prefix of the compatibility names when the box config does not set one (Conductor's). */
+export const DEFAULT_COMPAT_PREFIX = "CONDUCTOR";
+
+/** What the `DOCK_*` variables are computed from. */
+export interface WorktreeFacts {
+  box: string;
+  location: string;
+  rootPath: string;
+  name: string;
+  path: string;
+  branch: string | null;
+  ports: number[];
+  kitDir?: string;
+}
+
+/** The `DOCK_*` variables and the compatibility names of a worktree. */
+export function dockVariables(
+  facts: WorktreeFacts,
+  compatPrefix = DEFAULT_COMPAT_PREFIX,
+): Record<string, string> {
+  const vars: Record<string, string> = {
+    DOCK_BOX: facts.box,
+    DOCK_LOCATION: facts.location,
+    DOCK_ROOT_PATH: facts.rootPath,
+    DOCK_WORKTREE_PATH: facts.path,
+    DOCK_WORKTREE_NAME: facts.name,
+    DOCK_WORKTREE_SLUG: slug(facts.name),
+    DOCK_BRANCH: facts.branch ?? "",
+  };
+  facts.ports.forEach((port, index) => {
+    vars[index === 0 ? "DOCK_PORT" : `DOCK_PORT_${index}`] = String(port);
+  });
+  if (facts.kitDir) vars.DOCK_KIT_DIR = facts.kitDir;
+  if (compatPrefix) {
+    vars[`${compatPrefix}_ROOT_PATH`] = facts.rootPath;
+    vars[`${compatPrefix}_WORKTREE_PATH`] = facts.path;
+    vars[`${compatPrefix}_WORKSPACE_NAME`] = facts.name;
+  }
+  return vars;
+}
+
+/** A name made safe for database and identifier use: lowercase `[a-z0-9_]`, not starting with a digit. */
+export function slug(name: string): string {
+  const cleaned = name.toLowerCase().replace(/[^a-z0-9]+/g, "_").replace(/^_+|_+$/g, "");
+  return /^[0-9]/.test(cleaned) ? `w_${cleaned}` : cleaned || "w";
+}
+
+/** Expands `$NAME` and `${NAME}` from `vars`; an unknown name expands to empty, `$$` is a dollar. */
+export function expand(value: string, vars: Record<string, string | undefined>): string {
+  return value.replace(
+    /\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)/g,
+    (whole, braced, bare) => whole === "$$" ? "$" : vars[braced ?? bare] ?? "",
+  );
+}
+
+/** A variable that could not be resolved: its name and why (never a value). */
+export interface EnvProblem {
+  key: string;
+  error: string;
+}
+
+/** Inputs of {@linkcode buildEnv}. */
+export interface BuildEnvOptions {
+  /** The daemon's own environment. */
+  base: Record<string, string>;
+  /** `env.json`'s values (may be secret references). */
+  boxEnv: Record<string, string>;
+  /** `DOCK_*` and compatibility variables. */
+  dock: Record<string, string>;
+  /** The effective config's `env` (may use `$NAME` or be secret references). */
+  config: Record<string, string>;
+  secrets: SecretResolver;
+}
+
+/** Builds a worktree's whole environment; unresolvable secrets are left out and reported. */
+export async function buildEnv(
+  options: BuildEnvOptions,
+): Promise<{ env: Record<string, string>; problems: EnvProblem[] }> {
+  const problems: EnvProblem[] = [];
+  const env: Record<string, string> = { ...options.base };
+  const resolve = async (key: string, value: string): Promise<string | undefined> => {
+    if (!isSecretReference(value)) return value;
+    const result = await options.secrets.resolve(value);
+    if (result.ok) return result.value;
+    problems.push({ key, error: result.error });
+    return undefined;
+  };
+  for (const [key, value] of Object.entries(options.boxEnv)) {
+    const resolved = await resolve(key, value);
+    if (resolved !== undefined) env[key] = resolved;
+  }
+  Object.assign(env, options.dock);
+  // Expansion sees DOCK_* and the daemon's environment (spec 2.5), and earlier config keys.
+  for (const [key, value] of Object.entries(options.config)) {
+    const resolved = await resolve(key, isSecretReference(value) ? value : expand(value, env));
+    if (resolved !== undefined) env[key] = resolved;
+  }
+  return { env, problems };
+}
+
+const ENV_KEY = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/** Validates the body of `PUT env` / the content of `env.json`. */
+export function validateEnvFile(value: unknown, file: string): EnvFile {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    throw envError(file, "", "must be an object { env: { KEY: value } }");
+  }
+  const env = (value as { env?: unknown }).env ?? {};
+  if (typeof env !== "object" || env === null || Array.isArray(env)) {
+    throw envError(file, "env", "must be an object of KEY: value");
+  }
+  for (const [key, item] of Object.entries(env)) {
+    if (!ENV_KEY.test(key)) throw envError(file, `env.${key}`, "key must match [A-Za-z_][A-Za-z0-9_]*");
+    if (typeof item !== "string") throw envError(file, `env.${key}`, `must be a string, got ${typeof item}`);
+  }
+  return { env: env as Record<string, string> };
+}
+
+function envError(file: string, field: string, message: string): DockError {
+  return new DockError("invalid_env", `${file}: ${field ? `${field}: ` : ""}${message}`, {
+    status: 422,
+    detail: { file, field },
+  });
+}

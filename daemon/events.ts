@@ -1,0 +1,90 @@
+/**
+ * The box's event bus. Every event is written to a bounded journal in the store before subscribers
+ * see it, so a client resuming with `Last-Event-ID` misses nothing the journal still holds, across
+ * daemon restarts too. Subscribers are called synchronously and must not block.
+ *
+ * @module
+ */
+import type { DockEvent, EventAnnounce } from "../client/wire.ts";
+import type { Store } from "./store.ts";
+
+/** A listener of published events. */
+export type EventListener = (event: DockEvent) => void;
+
+/** Options of {@linkcode EventBus}. */
+export interface EventBusOptions {
+  /** Events kept in the journal. @default {10000} */
+  journalSize?: number;
+  /** Clock, for tests. @default {() => new Date()} */
+  now?: () => Date;
+}
+
+/** Publishes events to the journal and to live subscribers. */
+export class EventBus {
+  #store: Store;
+  #listeners = new Set<EventListener>();
+  #journalSize: number;
+  #now: () => Date;
+  #sincePrune = 0;
+
+  constructor(store: Store, options: EventBusOptions = {}) {
+    this.#store = store;
+    this.#journalSize = options.journalSize ?? 10_000;
+    this.#now = options.now ?? (() => new Date());
+  }
+
+  /** Journals and delivers an event; returns it with its id and time. */
+  publish(announce: EventAnnounce): DockEvent {
+    const time = this.#now().toISOString();
+    const data = announce.data ?? {};
+    const { lastInsertRowid } = this.#store.run(
+      "INSERT INTO events (type, time, origin, data) VALUES (?, ?, ?, ?)",
+      announce.type,
+      time,
+      announce.origin ?? null,
+      JSON.stringify(data),
+    );
+    const event: DockEvent = { id: lastInsertRowid, type: announce.type, time, data };
+    if (announce.origin) event.origin = announce.origin;
+    if (++this.#sincePrune >= 500) this.#prune();
+    for (const listener of this.#listeners) {
+      try {
+        listener(event);
+      } catch (error) {
+        console.error(`event listener failed on ${event.type}:`, error);
+      }
+    }
+    return event;
+  }
+
+  /** Adds a listener; returns the function that removes it. */
+  subscribe(listener: EventListener): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  /** Journaled events after `id`, oldest first. */
+  since(id: number, limit = this.#journalSize): DockEvent[] {
+    return this.#store
+      .all<{ id: number; type: string; time: string; origin: string | null; data: string }>(
+        "SELECT id, type, time, origin, data FROM events WHERE id > ? ORDER BY id LIMIT ?",
+        id,
+        limit,
+      )
+      .map((row) => {
+        const event: DockEvent = { id: row.id, type: row.type, time: row.time, data: JSON.parse(row.data) };
+        if (row.origin) event.origin = row.origin;
+        return event;
+      });
+  }
+
+  /** The id of the newest journaled event (0 when none). */
+  lastId(): number {
+    return this.#store.get<{ id: number | null }>("SELECT max(id) AS id FROM events")?.id ?? 0;
+  }
+
+  #prune(): void {
+    this.#sincePrune = 0;
+    this.#store.run("DELETE FROM events WHERE id <= ?", this.lastId() - this.#journalSize);
+  }
+}

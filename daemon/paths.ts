@@ -1,0 +1,53 @@
+/**
+ * Where dock keeps things. `DOCK_HOME` (default `~/.dock`) holds the user's files (spec 2.9);
+ * `DOCK_STATE_DIR` (default `~/.local/state/dock`) holds state, the box's under `box/` and the
+ * laptop's under `client/`. Nothing of dock is written anywhere else, worktrees aside.
+ *
+ * @module
+ */
+import { join } from "node:path";
+
+/** The resolved directories and files of a box daemon. */
+export interface BoxPaths {
+  /** The user's home directory. */
+  userHome: string;
+  /** `DOCK_HOME`. */
+  home: string;
+  /** `DOCK_STATE_DIR`. */
+  state: string;
+  /** `<state>/box`. */
+  box: string;
+  /** `<state>/box/dockd.sock`, the daemon's own API socket (mode 0600). */
+  socket: string;
+  /** `<state>/box/dockd.db`, the SQLite store. */
+  db: string;
+  /** `<state>/box/logs`, setup and archive output. */
+  logs: string;
+  /** `<DOCK_HOME>/box.json`, the box's own settings. */
+  boxConfig: string;
+  /** `<DOCK_HOME>/env.json`. */
+  envFile: string;
+  /** Default parent folder of worktrees: `<DOCK_HOME>/worktrees`. */
+  worktrees: string;
+}
+
+/** Resolves the box's paths from the environment. */
+export function boxPaths(env: { get(key: string): string | undefined } = Deno.env): BoxPaths {
+  const userHome = env.get("HOME") ?? "/";
+  const home = env.get("DOCK_HOME") || join(userHome, ".dock");
+  const state = env.get("DOCK_STATE_DIR") ||
+    join(env.get("XDG_STATE_HOME") || join(userHome, ".local", "state"), "dock");
+  const box = join(state, "box");
+  return {
+    userHome,
+    home,
+    state,
+    box,
+    socket: join(box, "dockd.sock"),
+    db: join(box, "dockd.db"),
+    logs: join(box, "logs"),
+    boxConfig: join(home, "box.json"),
+    envFile: join(home, "env.json"),
+    worktrees: join(home, "worktrees"),
+  };
+}

@@ -1,0 +1,188 @@
+/**
+ * The one process runner: every child dockd starts (git, tmux, shells, setup, exec, hooks) goes
+ * through here, so timeouts, process-group cleanup and output limits live in one place.
+ *
+ * Each child runs in its own process group (`detached`), so a timeout or a stop kills the whole tree
+ * a shell may have forked, not just the shell.
+ *
+ * @module
+ */
+
+/** Options for {@linkcode run}. */
+export interface RunOptions {
+  /** Working directory. */
+  cwd?: string;
+  /** Environment of the child. With `clearEnv` it is the whole environment. */
+  env?: Record<string, string>;
+  /** Start from an empty environment instead of the daemon's. @default {false} */
+  clearEnv?: boolean;
+  /** Bytes or text written to the child's stdin, which is then closed. */
+  stdin?: string | Uint8Array;
+  /** Kill the process group after this many milliseconds. */
+  timeoutMs?: number;
+  /** Kill the process group when aborted. */
+  signal?: AbortSignal;
+  /** Bytes of combined output kept (the newest). @default {16 MiB} */
+  maxOutput?: number;
+  /** Called with each chunk of stdout or stderr as it arrives. */
+  onOutput?: (chunk: Uint8Array, stream: "stdout" | "stderr") => void;
+}
+
+/** What a finished child left behind. */
+export interface RunResult {
+  code: number;
+  signal: string | null;
+  stdout: string;
+  stderr: string;
+  /** stdout and stderr interleaved as they arrived, cut to the newest `maxOutput` bytes. */
+  output: string;
+  truncated: boolean;
+  timedOut: boolean;
+  durationMs: number;
+}
+
+const live = new Set<number>();
+
+/** Runs `cmd` with `args` to completion. Never throws for a non-zero exit; throws if it cannot start. */
+export async function run(cmd: string, args: string[], options: RunOptions = {}): Promise<RunResult> {
+  const started = performance.now();
+  const maxOutput = options.maxOutput ?? 16 * 1024 * 1024;
+  const child = new Deno.Command(cmd, {
+    args,
+    cwd: options.cwd,
+    env: options.env,
+    clearEnv: options.clearEnv,
+    stdin: options.stdin === undefined ? "null" : "piped",
+    stdout: "piped",
+    stderr: "piped",
+    detached: true,
+  }).spawn();
+  live.add(child.pid);
+  let timedOut = false;
+  const kill = () => killGroup(child.pid, "SIGKILL");
+  const timer = options.timeoutMs === undefined ? undefined : setTimeout(() => {
+    timedOut = true;
+    kill();
+  }, options.timeoutMs);
+  options.signal?.addEventListener("abort", kill, { once: true });
+
+  if (options.stdin !== undefined) {
+    const writer = child.stdin.getWriter();
+    const bytes = typeof options.stdin === "string" ? new TextEncoder().encode(options.stdin) : options.stdin;
+    writer.write(bytes).then(() => writer.close()).catch(() => {/* the child may not read its stdin */});
+  }
+
+  const combined = new TailBuffer(maxOutput);
+  const stdout = new TailBuffer(maxOutput);
+  const stderr = new TailBuffer(maxOutput);
+  const pump = async (stream: ReadableStream<Uint8Array>, own: TailBuffer, name: "stdout" | "stderr") => {
+    for await (const chunk of stream) {
+      own.push(chunk);
+      combined.push(chunk);
+      options.onOutput?.(chunk, name);
+    }
+  };
+  const [status] = await Promise.all([
+    child.status,
+    pump(child.stdout, stdout, "stdout"),
+    pump(child.stderr, stderr, "stderr"),
+  ]);
+  clearTimeout(timer);
+  options.signal?.removeEventListener("abort", kill);
+  live.delete(child.pid);
+  return {
+    code: status.code,
+    signal: status.signal,
+    stdout: stdout.text(),
+    stderr: stderr.text(),
+    output: combined.text(),
+    truncated: combined.truncated,
+    timedOut,
+    durationMs: performance.now() - started,
+  };
+}
+
+/** The login shell commands run through: the user's `$SHELL` when set, else bash or sh. */
+export function loginShell(): string {
+  const shell = Deno.env.get("SHELL");
+  if (shell && isExecutable(shell)) return shell;
+  return isExecutable("/bin/bash") ? "/bin/bash" : "/bin/sh";
+}
+
+/** Runs `command` through a login shell (`$SHELL -l -c`). */
+export function shell(command: string, options: RunOptions = {}): Promise<RunResult> {
+  return run(loginShell(), ["-l", "-c", command], options);
+}
+
+/** Kills a process group; a group that is already gone is not an error. */
+export function killGroup(pid: number, signal: Deno.Signal = "SIGTERM"): void {
+  try {
+    Deno.kill(-pid, signal);
+  } catch {
+    // already exited
+  }
+}
+
+/** Kills every child still running (daemon shutdown). */
+export function killAll(): void {
+  for (const pid of live) killGroup(pid, "SIGKILL");
+}
+
+/** Finds `name` on `PATH`; returns its path or null. */
+export function which(name: string): string | null {
+  if (name.includes("/")) return isExecutable(name) ? name : null;
+  for (const dir of (Deno.env.get("PATH") ?? "").split(":")) {
+    if (dir && isExecutable(`${dir}/${name}`)) return `${dir}/${name}`;
+  }
+  return null;
+}
+
+function isExecutable(path: string): boolean {
+  try {
+    const info = Deno.statSync(path);
+    return info.isFile && ((info.mode ?? 0o111) & 0o111) !== 0;
+  } catch {
+    return false;
+  }
+}
+
+/** Keeps the newest `limit` bytes of a stream. */
+export class TailBuffer {
+  #chunks: Uint8Array[] = [];
+  #size = 0;
+  #limit: number;
+  truncated = false;
+
+  constructor(limit: number) {
+    this.#limit = limit;
+  }
+
+  /** Appends a chunk, dropping the oldest bytes past the limit. */
+  push(chunk: Uint8Array): void {
+    this.#chunks.push(chunk);
+    this.#size += chunk.length;
+    while (this.#size > this.#limit && this.#chunks.length) {
+      const excess = this.#size - this.#limit;
+      const first = this.#chunks[0];
+      this.truncated = true;
+      if (first.length <= excess) {
+        this.#chunks.shift();
+        this.#size -= first.length;
+      } else {
+        this.#chunks[0] = first.subarray(excess);
+        this.#size -= excess;
+      }
+    }
+  }
+
+  /** The kept bytes as text (a multi-byte character cut at the start becomes U+FFFD). */
+  text(): string {
+    const all = new Uint8Array(this.#size);
+    let offset = 0;
+    for (const chunk of this.#chunks) {
+      all.set(chunk, offset);
+      offset += chunk.length;
+    }
+    return new TextDecoder().decode(all);
+  }
+}

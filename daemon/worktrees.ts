@@ -1,0 +1,690 @@
+/**
+ * Worktrees: creating, removing and detecting the git worktrees of each location, their port blocks,
+ * their environment, and their setup and archive scripts (spec 3.3).
+ *
+ * Detection does not poll git. Once a second it reads what git itself keeps per worktree
+ * (`<common dir>/worktrees/*` and each HEAD's mtime) and whether each known worktree's folder still
+ * exists; only when that signature changes does it ask `git worktree list`. A worktree whose record is
+ * being created or removed by dock is skipped, so nothing is announced twice.
+ *
+ * @module
+ */
+import { basename, dirname, join, resolve, sep } from "node:path";
+import { DockError, notFound } from "../client/errors.ts";
+import type { SetupState, StreamLine, Worktree, WorktreeCreate, WorktreeOrigin } from "../client/wire.ts";
+import { buildEnv, dockVariables, validateEnvFile } from "./env.ts";
+import type { EventBus } from "./events.ts";
+import * as git from "./git.ts";
+import type { LocationRecord, Locations } from "./locations.ts";
+import { checkName, nameFromFolder } from "./names.ts";
+import type { BoxPaths } from "./paths.ts";
+import type { PortAllocator } from "./ports.ts";
+import { run, shell, which } from "./runner.ts";
+import type { SecretResolver } from "./secrets.ts";
+import type { BoxSettings } from "./settings.ts";
+import type { Store } from "./store.ts";
+
+/** Setup scripts may run this long (spec 8), then they are killed. */
+export const SETUP_TIMEOUT_MS = 30 * 60_000;
+
+interface WorktreeRow {
+  location: string;
+  name: string;
+  path: string;
+  branch: string | null;
+  base: string | null;
+  main: number;
+  origin: WorktreeOrigin;
+  setup_state: SetupState;
+  setup_exit: number | null;
+  setup_started: string | null;
+  setup_finished: string | null;
+  setup_error: string | null;
+  paused: number;
+  created: string;
+}
+
+/** Something that must happen before a worktree goes away (stop its services, end its sessions). */
+export type RemovalStep = (worktree: Worktree) => Promise<void>;
+
+/** Something to do once a worktree's setup succeeded, or at once when it has none (autostart). */
+export type ReadyStep = (worktree: Worktree) => void | Promise<void>;
+
+/** Dependencies of {@linkcode Worktrees}. */
+export interface WorktreesOptions {
+  store: Store;
+  bus: EventBus;
+  ports: PortAllocator;
+  locations: Locations;
+  settings: BoxSettings;
+  paths: BoxPaths;
+  secrets: SecretResolver;
+}
+
+/** Owns worktree records, their lifecycle and their environment. */
+export class Worktrees {
+  #o: WorktreesOptions;
+  #creating = new Set<string>();
+  #removing = new Set<string>();
+  #reconciling = new Map<string, Promise<void>>();
+  #signatures = new Map<string, string>();
+  #timer?: ReturnType<typeof setInterval>;
+  #ticking = false;
+  #setups = new Map<string, Promise<void>>();
+  readonly removalSteps: RemovalStep[] = [];
+  readonly readySteps: ReadyStep[] = [];
+
+  constructor(options: WorktreesOptions) {
+    this.#o = options;
+  }
+
+  /** Worktrees of one location, or of all, main checkouts first. */
+  list(location?: string): Worktree[] {
+    const rows = location === undefined
+      ? this.#o.store.all<WorktreeRow>("SELECT * FROM worktrees ORDER BY location, main DESC, name")
+      : this.#o.store.all<WorktreeRow>(
+        "SELECT * FROM worktrees WHERE location = ? ORDER BY main DESC, name",
+        location,
+      );
+    const ports = new Map<string, number[]>();
+    for (const row of this.#o.ports.all()) {
+      const key = `${row.location}/${row.worktree}`;
+      const block = ports.get(key) ?? [];
+      block[row.idx] = row.port;
+      ports.set(key, block);
+    }
+    return rows.map((row) => toWorktree(row, ports.get(`${row.location}/${row.name}`) ?? []));
+  }
+
+  /** One worktree; 404 when unknown. */
+  get(location: string, name: string): Worktree {
+    this.#o.locations.get(location);
+    const row = this.#o.store.get<WorktreeRow>(
+      "SELECT * FROM worktrees WHERE location = ? AND name = ?",
+      location,
+      name,
+    );
+    if (!row) throw notFound("worktree", `${location}/${name}`);
+    return toWorktree(row, this.#o.ports.portsOf(location, name));
+  }
+
+  /** Resolves `loc` (its main checkout) or `loc/wt`. */
+  target(spec: string): Worktree {
+    const [location, name, extra] = spec.split("/");
+    if (!location || extra !== undefined || name === "") {
+      throw new DockError(
+        "invalid_request",
+        `location: expected LOCATION or LOCATION/WORKTREE, got "${spec}"`,
+        {
+          status: 400,
+          detail: { field: "location" },
+        },
+      );
+    }
+    if (name !== undefined) return this.get(location, name);
+    this.#o.locations.get(location);
+    const main = this.list(location).find((w) => w.main);
+    if (!main) throw notFound("main checkout of location", location);
+    return main;
+  }
+
+  /** Creates a worktree (spec 4.2); setup starts in the background and the answer carries its state. */
+  async create(location: string, request: WorktreeCreate, origin: string): Promise<Worktree> {
+    const loc = this.#o.locations.get(location);
+    const name = checkName("name", request.name);
+    if (request.pr !== undefined && (request.ref || request.branch)) {
+      throw new DockError("invalid_request", "pr: cannot be combined with branch or ref", { status: 400 });
+    }
+    if (this.#row(location, name)) {
+      throw new DockError("exists", `worktree '${location}/${name}' already exists`, { status: 409 });
+    }
+    const config = await this.#o.locations.effectiveConfig(location);
+    // The parent is resolved first so the path recorded is the one git reports (no symlinked prefix).
+    await Deno.mkdir(join(this.#o.settings.worktreesDir, location), { recursive: true });
+    const parent = await Deno.realPath(join(this.#o.settings.worktreesDir, location));
+    const path = join(parent, name);
+    if (!path.startsWith(parent + sep)) {
+      throw new DockError("invalid_request", "name: escapes the worktrees folder");
+    }
+    if (await exists(path)) {
+      throw new DockError("exists", `${path} already exists on the box`, { status: 409 });
+    }
+    if (request.pr !== undefined && !which("gh")) {
+      throw new DockError(
+        "forge_cli_missing",
+        "pr: checking out a pull request needs the GitHub CLI (gh) on the box: install it (https://cli.github.com) and run gh auth login",
+        { status: 422, detail: { field: "pr" } },
+      );
+    }
+    const plan = await this.#plan(loc, name, request);
+    const setupState: SetupState = config.setup ? "pending" : "none";
+    this.#creating.add(path);
+    try {
+      this.#o.store.transaction(() => {
+        this.#o.store.run(
+          `INSERT INTO worktrees (location, name, path, branch, base, main, origin, setup_state, created)
+           VALUES (?, ?, ?, ?, ?, 0, 'dock', ?, ?)`,
+          location,
+          name,
+          path,
+          plan.branch,
+          plan.base,
+          setupState,
+          new Date().toISOString(),
+        );
+        this.#o.ports.allocate(location, name, config.ports ?? 1);
+      });
+      try {
+        await git.git(["worktree", "add", ...plan.args(path)], { cwd: loc.path });
+        if (request.pr !== undefined) await this.#checkoutPr(path, request.pr);
+      } catch (error) {
+        this.#o.store.run("DELETE FROM worktrees WHERE location = ? AND name = ?", location, name);
+        await git.git(["worktree", "remove", "--force", path], { cwd: loc.path }).catch(() => {});
+        throw error;
+      }
+      const real = await Deno.realPath(path);
+      const branch = (await git.listWorktrees(loc.path)).find((w) =>
+        w.path === path || w.path === real
+      )?.branch ??
+        plan.branch;
+      this.#o.store.run(
+        "UPDATE worktrees SET path = ?, branch = ? WHERE location = ? AND name = ?",
+        real,
+        branch,
+        location,
+        name,
+      );
+    } finally {
+      this.#creating.delete(path);
+    }
+    const worktree = this.get(location, name);
+    this.#o.bus.publish({
+      type: "worktree.created",
+      origin,
+      data: { location, worktree: name, path: worktree.path, branch: worktree.branch, ports: worktree.ports },
+    });
+    if (config.setup) this.#startSetup(worktree, config.setup);
+    else this.#ready(worktree);
+    return worktree;
+  }
+
+  /**
+   * Removes a worktree: stops what runs in it, runs `archive`, then `git worktree remove`. Without
+   * force, a failing archive or uncommitted changes keep it (409). With force, archive still runs but
+   * its failure is ignored, uncommitted and untracked files are discarded and a locked worktree is
+   * removed too. The branch is kept either way.
+   */
+  async remove(
+    location: string,
+    name: string,
+    options: { force?: boolean },
+    origin: string,
+  ): Promise<Worktree> {
+    const loc = this.#o.locations.get(location);
+    const worktree = this.get(location, name);
+    if (worktree.main) {
+      throw new DockError(
+        "main_checkout",
+        `'${name}' is the main checkout of '${location}'; remove the location instead`,
+        {
+          status: 409,
+        },
+      );
+    }
+    if (this.#removing.has(worktree.path)) {
+      throw new DockError("busy", `worktree '${location}/${name}' is already being removed`, { status: 409 });
+    }
+    this.#removing.add(worktree.path);
+    try {
+      for (const step of this.removalSteps) await step(worktree);
+      const config = await this.#o.locations.config(location);
+      const archive = config.effective.archive;
+      if (archive && await exists(worktree.path)) {
+        const result = await this.#script(worktree, "archive", archive);
+        if (result.code !== 0 && !options.force) {
+          throw new DockError(
+            "archive_failed",
+            `archive failed (exit ${result.code}); the worktree is kept. Output:\n${
+              result.output.slice(-4000)
+            }`,
+            { status: 409, detail: { exit_code: result.code, output: result.output.slice(-4000) } },
+          );
+        }
+      }
+      const args = options.force ? ["worktree", "remove", "--force", "--force", worktree.path] : [
+        "worktree",
+        "remove",
+        worktree.path,
+      ];
+      try {
+        if (await exists(worktree.path)) await git.git(args, { cwd: loc.path });
+        await git.git(["worktree", "prune"], { cwd: loc.path });
+      } catch (error) {
+        if (options.force) throw error;
+        throw new DockError(
+          "worktree_dirty",
+          `git refused to remove ${worktree.path}: ${
+            (error as Error).message
+          } (commit or stash, or remove with force)`,
+          { status: 409, cause: error },
+        );
+      }
+      this.#o.store.run("DELETE FROM worktrees WHERE location = ? AND name = ?", location, name);
+      this.#o.bus.publish({
+        type: "worktree.removed",
+        origin,
+        data: { location, worktree: name, path: worktree.path, branch: worktree.branch },
+      });
+      return worktree;
+    } finally {
+      this.#removing.delete(worktree.path);
+    }
+  }
+
+  /** The worktree's whole environment (spec 2.10); unresolved secrets are reported, never values. */
+  async environment(
+    worktree: Worktree,
+  ): Promise<{ env: Record<string, string>; problems: { key: string; error: string }[] }> {
+    const location = this.#o.locations.get(worktree.location);
+    const config = (await this.#o.locations.config(worktree.location)).effective;
+    return buildEnv({
+      base: Deno.env.toObject(),
+      boxEnv: await readEnvFile(this.#o.paths.envFile),
+      dock: dockVariables(
+        {
+          box: this.#o.settings.name,
+          location: worktree.location,
+          rootPath: location.path,
+          name: worktree.name,
+          path: worktree.path,
+          branch: worktree.branch,
+          ports: worktree.ports,
+        },
+        this.#o.settings.compatPrefix,
+      ),
+      config: config.env ?? {},
+      secrets: this.#o.secrets,
+    });
+  }
+
+  /** Setup output, as lines; with `follow`, goes on until setup ends. */
+  async *setupLog(location: string, name: string, options: { follow?: boolean; signal?: AbortSignal } = {}) {
+    const worktree = this.get(location, name);
+    const file = this.#logFile(worktree, "setup");
+    let offset = 0;
+    let partial = "";
+    const decoder = new TextDecoder();
+    while (!options.signal?.aborted) {
+      const state = this.#row(location, name)?.setup_state;
+      const chunk = await readFrom(file, offset);
+      offset += chunk.length;
+      const text = partial + decoder.decode(chunk, { stream: true });
+      const lines = text.split("\n");
+      partial = lines.pop() ?? "";
+      for (const line of lines) yield { line } satisfies StreamLine;
+      const running = state === "pending" || state === "running";
+      if (chunk.length === 0 && (!options.follow || !running)) {
+        if (partial) yield { line: partial };
+        const row = this.#row(location, name);
+        yield { done: true, exit_code: row?.setup_exit ?? undefined } satisfies StreamLine;
+        return;
+      }
+      if (chunk.length === 0) await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
+  /** Brings a location's records in line with `git worktree list` (registration and detection). */
+  reconcile(location: string): Promise<void> {
+    const previous = this.#reconciling.get(location) ?? Promise.resolve();
+    const next = previous.then(() => this.#reconcileNow(location)).catch((error) => {
+      if (!(error instanceof DockError && error.code === "not_found")) {
+        console.error(`reconcile ${location}:`, (error as Error).message);
+      }
+    });
+    this.#reconciling.set(location, next);
+    return next;
+  }
+
+  /** Starts watching every location for worktrees made or removed outside dock. */
+  watch(intervalMs = 1000): void {
+    this.#timer = setInterval(() => this.#tick(), intervalMs);
+  }
+
+  /** Stops watching. */
+  stop(): void {
+    clearInterval(this.#timer);
+  }
+
+  /** Marks setups that a previous daemon left running as failed: nobody is waiting for them now. */
+  recoverInterrupted(): void {
+    this.#o.store.run(
+      `UPDATE worktrees SET setup_state = 'failed', setup_error = 'interrupted by a daemon restart',
+       setup_finished = ? WHERE setup_state IN ('pending', 'running')`,
+      new Date().toISOString(),
+    );
+  }
+
+  /** Resolves when every setup started so far has finished (tests, shutdown). */
+  async settled(): Promise<void> {
+    await Promise.all(this.#setups.values());
+  }
+
+  async #tick(): Promise<void> {
+    if (this.#ticking) return;
+    this.#ticking = true;
+    try {
+      for (const location of this.#o.locations.list()) {
+        const signature = await this.#signature(location);
+        if (this.#signatures.get(location.name) !== signature) {
+          await this.reconcile(location.name);
+          this.#signatures.set(location.name, await this.#signature(location));
+        }
+      }
+    } finally {
+      this.#ticking = false;
+    }
+  }
+
+  async #signature(location: LocationRecord): Promise<string> {
+    const parts: string[] = [];
+    const common = join(location.path, ".git");
+    parts.push(String((await stat(join(common, "HEAD")))?.mtime?.getTime()));
+    try {
+      for await (const entry of Deno.readDir(join(common, "worktrees"))) {
+        const dir = join(common, "worktrees", entry.name);
+        const head = await stat(join(dir, "HEAD"));
+        const gitdir = await Deno.readTextFile(join(dir, "gitdir")).catch(() => "");
+        const alive = gitdir ? (await stat(gitdir.trim())) !== null : false;
+        parts.push(`${entry.name}:${head?.mtime?.getTime()}:${gitdir.trim()}:${alive}`);
+      }
+    } catch {
+      // no worktrees folder yet
+    }
+    for (const worktree of this.list(location.name)) {
+      parts.push(`${worktree.path}:${(await stat(worktree.path)) !== null}`);
+    }
+    return parts.sort().join("|");
+  }
+
+  async #reconcileNow(locationName: string): Promise<void> {
+    const location = this.#o.locations.get(locationName);
+    const listed = (await git.listWorktrees(location.path)).filter((w) => !w.bare && !w.prunable);
+    const live = await Promise.all(
+      listed.map(async (w) => ({ ...w, path: await Deno.realPath(w.path).catch(() => w.path) })),
+    );
+    const rows = this.#o.store.all<WorktreeRow>("SELECT * FROM worktrees WHERE location = ?", locationName);
+    const byPath = new Map(rows.map((row) => [row.path, row]));
+    let ports = 1;
+    try {
+      ports = (await this.#o.locations.effectiveConfig(locationName)).ports ?? 1;
+    } catch {
+      // a broken config must not stop detection; one port until it is fixed
+    }
+    for (const [index, w] of live.entries()) {
+      const main = index === 0 || w.path === location.path;
+      const row = byPath.get(w.path);
+      if (row) {
+        if (row.branch !== w.branch) {
+          this.#o.store.run(
+            "UPDATE worktrees SET branch = ? WHERE location = ? AND name = ?",
+            w.branch,
+            locationName,
+            row.name,
+          );
+        }
+        continue;
+      }
+      if (this.#creating.has(w.path)) continue;
+      const name = this.#freeName(locationName, main ? locationName : nameFromFolder(basename(w.path)));
+      this.#o.store.transaction(() => {
+        this.#o.store.run(
+          `INSERT INTO worktrees (location, name, path, branch, main, origin, created) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+          locationName,
+          name,
+          w.path,
+          w.branch,
+          main ? 1 : 0,
+          main ? "main" : "detected",
+          new Date().toISOString(),
+        );
+        this.#o.ports.allocate(locationName, name, ports);
+      });
+      if (!main) {
+        const worktree = this.get(locationName, name);
+        this.#o.bus.publish({
+          type: "worktree.created",
+          origin: "detected",
+          data: {
+            location: locationName,
+            worktree: name,
+            path: w.path,
+            branch: w.branch,
+            ports: worktree.ports,
+          },
+        });
+      }
+    }
+    const livePaths = new Set(live.map((w) => w.path));
+    for (const row of rows) {
+      if (
+        row.main || livePaths.has(row.path) || this.#creating.has(row.path) || this.#removing.has(row.path)
+      ) continue;
+      this.#o.store.run("DELETE FROM worktrees WHERE location = ? AND name = ?", locationName, row.name);
+      this.#o.bus.publish({
+        type: "worktree.removed",
+        origin: "detected",
+        data: { location: locationName, worktree: row.name, path: row.path, branch: row.branch },
+      });
+    }
+  }
+
+  #freeName(location: string, wanted: string): string {
+    let name = wanted;
+    for (let n = 2; this.#row(location, name); n++) name = `${wanted.slice(0, 60)}-${n}`;
+    return name;
+  }
+
+  #row(location: string, name: string): WorktreeRow | undefined {
+    return this.#o.store.get<WorktreeRow>(
+      "SELECT * FROM worktrees WHERE location = ? AND name = ?",
+      location,
+      name,
+    );
+  }
+
+  async #plan(location: LocationRecord, name: string, request: WorktreeCreate) {
+    const base = request.base ?? await git.defaultBranch(location.path);
+    if (request.pr !== undefined) {
+      return { branch: null, base, args: (path: string) => ["--detach", path, base] };
+    }
+    if (request.ref) {
+      const ref = request.ref;
+      return request.branch
+        ? { branch: request.branch, base: ref, args: (path: string) => ["-b", request.branch!, path, ref] }
+        : { branch: null, base: ref, args: (path: string) => ["--detach", path, ref] };
+    }
+    const branch = request.branch ?? name;
+    if (await git.refExists(location.path, `refs/heads/${branch}`)) {
+      return { branch, base: null, args: (path: string) => [path, branch] };
+    }
+    if (await git.refExists(location.path, `refs/remotes/origin/${branch}`)) {
+      return {
+        branch,
+        base: `origin/${branch}`,
+        args: (path: string) => ["--track", "-b", branch, path, `origin/${branch}`],
+      };
+    }
+    return { branch, base, args: (path: string) => ["--no-track", "-b", branch, path, base] };
+  }
+
+  async #checkoutPr(path: string, pr: number): Promise<void> {
+    const result = await run("gh", ["pr", "checkout", String(pr)], { cwd: path, timeoutMs: 120_000 });
+    if (result.code !== 0) {
+      throw new DockError(
+        "pr_checkout_failed",
+        `gh pr checkout ${pr} failed: ${result.output.trim().slice(-2000)}`,
+        {
+          status: 422,
+        },
+      );
+    }
+  }
+
+  #startSetup(worktree: Worktree, script: string): void {
+    const key = `${worktree.location}/${worktree.name}`;
+    const job = (async () => {
+      const started = new Date().toISOString();
+      this.#setSetup(worktree, { state: "running", started });
+      this.#o.bus.publish({
+        type: "worktree.setup.started",
+        origin: "dockd",
+        data: { location: worktree.location, worktree: worktree.name },
+      });
+      let code = -1;
+      let timedOut = false;
+      let error: string | undefined;
+      try {
+        const result = await this.#script(worktree, "setup", script, SETUP_TIMEOUT_MS);
+        code = result.code;
+        timedOut = result.timedOut;
+      } catch (cause) {
+        error = (cause as Error).message;
+      }
+      const ok = code === 0;
+      this.#setSetup(worktree, {
+        state: ok ? "succeeded" : "failed",
+        exit: code,
+        finished: new Date().toISOString(),
+        error: error ?? (timedOut ? "setup timed out after 30m and was killed" : undefined),
+      });
+      this.#o.bus.publish({
+        type: ok ? "worktree.setup.finished" : "worktree.setup.failed",
+        origin: "dockd",
+        data: { location: worktree.location, worktree: worktree.name, exit_code: code, timed_out: timedOut },
+      });
+      if (ok && this.#row(worktree.location, worktree.name)) {
+        this.#ready(this.get(worktree.location, worktree.name));
+      }
+    })().finally(() => this.#setups.delete(key));
+    this.#setups.set(key, job);
+  }
+
+  #ready(worktree: Worktree): void {
+    for (const step of this.readySteps) {
+      Promise.resolve(step(worktree)).catch((error) =>
+        console.error(`after setup of ${worktree.name}:`, error)
+      );
+    }
+  }
+
+  #setSetup(
+    worktree: Worktree,
+    update: { state: SetupState; started?: string; finished?: string; exit?: number; error?: string },
+  ): void {
+    this.#o.store.run(
+      `UPDATE worktrees SET setup_state = ?, setup_started = coalesce(?, setup_started), setup_finished = ?,
+       setup_exit = ?, setup_error = ? WHERE location = ? AND name = ?`,
+      update.state,
+      update.started ?? null,
+      update.finished ?? null,
+      update.exit ?? null,
+      update.error ?? null,
+      worktree.location,
+      worktree.name,
+    );
+  }
+
+  #logFile(worktree: Worktree, kind: "setup" | "archive"): string {
+    return join(this.#o.paths.logs, worktree.location, worktree.name, `${kind}.log`);
+  }
+
+  /** Runs a setup or archive script in the worktree through a login shell, its output logged. */
+  async #script(worktree: Worktree, kind: "setup" | "archive", script: string, timeoutMs = SETUP_TIMEOUT_MS) {
+    const file = this.#logFile(worktree, kind);
+    await Deno.mkdir(dirname(file), { recursive: true });
+    const log = await Deno.open(file, { write: true, create: true, truncate: true });
+    try {
+      const { env } = await this.environment(worktree);
+      return await shell(script, {
+        cwd: worktree.path,
+        env,
+        clearEnv: true,
+        timeoutMs,
+        maxOutput: 64 * 1024,
+        onOutput: (chunk) => log.writeSync(chunk),
+      });
+    } finally {
+      log.close();
+    }
+  }
+}
+
+/** Reads `env.json` (missing → empty); an invalid file is an error naming it. */
+export async function readEnvFile(path: string): Promise<Record<string, string>> {
+  let text: string;
+  try {
+    text = await Deno.readTextFile(path);
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return {};
+    throw error;
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (cause) {
+    throw new DockError("invalid_env", `${path}: not valid JSON: ${(cause as Error).message}`, {
+      status: 422,
+    });
+  }
+  return validateEnvFile(value, path).env;
+}
+
+function toWorktree(row: WorktreeRow, ports: number[]): Worktree {
+  const setup: Worktree["setup"] = { state: row.setup_state };
+  if (row.setup_exit !== null) setup.exit_code = row.setup_exit;
+  if (row.setup_started) setup.started = row.setup_started;
+  if (row.setup_finished) setup.finished = row.setup_finished;
+  if (row.setup_error) setup.error = row.setup_error;
+  return {
+    name: row.name,
+    location: row.location,
+    path: row.path,
+    branch: row.branch,
+    base: row.base,
+    main: row.main === 1,
+    origin: row.origin,
+    ports,
+    setup,
+    paused: row.paused === 1,
+    created: row.created,
+  };
+}
+
+async function stat(path: string): Promise<Deno.FileInfo | null> {
+  try {
+    return await Deno.stat(path);
+  } catch {
+    return null;
+  }
+}
+
+async function exists(path: string): Promise<boolean> {
+  return (await stat(resolve(path))) !== null;
+}
+
+async function readFrom(path: string, offset: number): Promise<Uint8Array> {
+  let file: Deno.FsFile;
+  try {
+    file = await Deno.open(path, { read: true });
+  } catch {
+    return new Uint8Array();
+  }
+  try {
+    await file.seek(offset, Deno.SeekMode.Start);
+    const buffer = new Uint8Array(64 * 1024);
+    const read = await file.read(buffer);
+    return read ? buffer.subarray(0, read) : new Uint8Array();
+  } finally {
+    file.close();
+  }
+}

@@ -1,0 +1,15 @@
+/**
+ * dock's public face for scripts and plugins: the wire types and the typed HTTP clients.
+ *
+ * ```ts
+ * import { BoxClient } from "./mod.ts";
+ * const box = new BoxClient({ socket: `${Deno.env.get("HOME")}/.local/state/dock/box/dockd.sock` });
+ * console.log(await box.locations());
+ * ```
+ *
+ * @module
+ */
+export * from "./client/wire.ts";
+export * from "./client/errors.ts";
+export { type Endpoint, readNdjson, readSse, type RequestOptions, Transport } from "./client/http.ts";
+export { BoxClient } from "./client/box.ts";

@@ -1,0 +1,217 @@
+/**
+ * Whole-system test harness: starts a real `dockd serve` process with its own temporary
+ * `DOCK_HOME`, `DOCK_STATE_DIR` and `HOME`, makes real git repositories, and hands back the typed
+ * client talking to the daemon's socket.
+ *
+ * @module
+ */
+import { join } from "node:path";
+import { BoxClient } from "../client/box.ts";
+import type { DockEvent } from "../client/wire.ts";
+
+const ROOT = new URL("..", import.meta.url).pathname;
+
+/** Environment every git command in tests runs with (no global config, a fixed identity). */
+export const GIT_ENV: Record<string, string> = {
+  GIT_AUTHOR_NAME: "Dock Test",
+  GIT_AUTHOR_EMAIL: "test@dock.invalid",
+  GIT_COMMITTER_NAME: "Dock Test",
+  GIT_COMMITTER_EMAIL: "test@dock.invalid",
+  GIT_CONFIG_NOSYSTEM: "1",
+};
+
+/** Options of {@linkcode startBox}. */
+export interface StartBoxOptions {
+  /** Reuse these directories (a restart of the same box). */
+  dirs?: BoxDirs;
+  /** Extra environment for the daemon. */
+  env?: Record<string, string>;
+  /** Port range for worktree blocks. @default {a range unique to this test process} */
+  portRange?: [number, number];
+}
+
+/** The temporary directories of a test box. */
+export interface BoxDirs {
+  root: string;
+  home: string;
+  dockHome: string;
+  state: string;
+  socket: string;
+}
+
+/** A running test box. */
+export interface TestBox {
+  dirs: BoxDirs;
+  client: BoxClient;
+  process: Deno.ChildProcess;
+  /** Stops the daemon (SIGTERM, or SIGKILL with `kill`) and waits for it. */
+  stop(options?: { kill?: boolean }): Promise<void>;
+  /** Stops the daemon and removes its directories. */
+  [Symbol.asyncDispose](): Promise<void>;
+  /** Runs `dockd ARGS` against this box and returns its exit code and output. */
+  cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }>;
+  /** Environment the daemon runs with. */
+  env: Record<string, string>;
+}
+
+let rangeCounter = 0;
+
+/** Makes the temporary directories of a box. */
+export async function makeDirs(): Promise<BoxDirs> {
+  const root = await Deno.makeTempDir({ prefix: "dock-test-" });
+  const dirs = {
+    root,
+    home: join(root, "home"),
+    dockHome: join(root, "home", ".dock"),
+    state: join(root, "state"),
+    socket: join(root, "state", "box", "dockd.sock"),
+  };
+  await Deno.mkdir(dirs.home, { recursive: true });
+  await Deno.mkdir(join(dirs.home, "work"));
+  return dirs;
+}
+
+/** Starts `dockd serve` and waits until its socket answers. */
+export async function startBox(options: StartBoxOptions = {}): Promise<TestBox> {
+  const dirs = options.dirs ?? await makeDirs();
+  // Each test process gets its own slice of ports so parallel test files never share a block.
+  const base = 30000 + ((Deno.pid * 37 + rangeCounter++ * 400) % 30000);
+  const range = options.portRange ?? [base, base + 399];
+  const env: Record<string, string> = {
+    PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
+    HOME: dirs.home,
+    SHELL: "/bin/sh",
+    DOCK_HOME: dirs.dockHome,
+    DOCK_STATE_DIR: dirs.state,
+    DOCK_PORT_RANGE: `${range[0]}-${range[1]}`,
+    DOCK_WATCH_MS: "200",
+    NO_COLOR: "1",
+    ...GIT_ENV,
+    ...options.env,
+  };
+  const process = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "--cached-only", join(ROOT, "cli/dockd.ts"), "serve"],
+    env,
+    clearEnv: true,
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const logs: string[] = [];
+  const drain = async (stream: ReadableStream<Uint8Array>) => {
+    for await (const chunk of stream.pipeThrough(new TextDecoderStream())) logs.push(chunk);
+  };
+  const drained = Promise.all([drain(process.stdout), drain(process.stderr)]);
+  const client = new BoxClient({ socket: dirs.socket, origin: "test" });
+  const deadline = Date.now() + 20_000;
+  let exited = false;
+  process.status.then(() => exited = true);
+  while (true) {
+    try {
+      await client.info();
+      break;
+    } catch (error) {
+      if (exited || Date.now() > deadline) {
+        await drained;
+        throw new Error(`dockd did not start: ${(error as Error).message}\n${logs.join("")}`);
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+  let stopped = false;
+  const stop = async (stopOptions: { kill?: boolean } = {}) => {
+    if (stopped) return;
+    stopped = true;
+    client.close();
+    try {
+      process.kill(stopOptions.kill ? "SIGKILL" : "SIGTERM");
+    } catch { /* already gone */ }
+    await process.status;
+    await drained;
+  };
+  return {
+    dirs,
+    client,
+    process,
+    env,
+    stop,
+    async [Symbol.asyncDispose]() {
+      await stop();
+      await Deno.remove(dirs.root, { recursive: true }).catch(() => {});
+    },
+    async cli(args: string[]) {
+      const output = await new Deno.Command(Deno.execPath(), {
+        args: ["run", "-A", "--cached-only", join(ROOT, "cli/dockd.ts"), ...args],
+        env,
+        clearEnv: true,
+        cwd: dirs.home,
+      }).output();
+      const decode = (b: Uint8Array) => new TextDecoder().decode(b);
+      return { code: output.code, stdout: decode(output.stdout), stderr: decode(output.stderr) };
+    },
+  };
+}
+
+/** Runs git in `cwd` with the test identity; throws with git's output on failure. */
+export async function git(cwd: string, ...args: string[]): Promise<string> {
+  const output = await new Deno.Command("git", { args, cwd, env: GIT_ENV }).output();
+  const decode = (b: Uint8Array) => new TextDecoder().decode(b);
+  if (!output.success) throw new Error(`git ${args.join(" ")} failed: ${decode(output.stderr)}`);
+  return decode(output.stdout);
+}
+
+/** Makes a repository with one commit (and optional files) under `dir`; returns its path. */
+export async function makeRepo(
+  dir: string,
+  name = "app",
+  files: Record<string, string> = {},
+): Promise<string> {
+  const path = join(dir, name);
+  await Deno.mkdir(path, { recursive: true });
+  await git(path, "init", "-q", "-b", "main");
+  await Deno.writeTextFile(join(path, "README.md"), `# ${name}\n`);
+  for (const [file, text] of Object.entries(files)) {
+    await Deno.mkdir(join(path, file, ".."), { recursive: true });
+    await Deno.writeTextFile(join(path, file), text);
+  }
+  await git(path, "add", "-A");
+  await git(path, "commit", "-q", "-m", "initial");
+  return path;
+}
+
+/** Collects events from the box until `predicate` matches one, or throws after `timeoutMs`. */
+export async function waitForEvent(
+  client: BoxClient,
+  predicate: (event: DockEvent) => boolean,
+  options: { after?: number; timeoutMs?: number } = {},
+): Promise<DockEvent> {
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(), options.timeoutMs ?? 10_000);
+  try {
+    for await (const event of client.events({ after: options.after ?? 0, signal: controller.signal })) {
+      if (predicate(event)) return event;
+    }
+  } finally {
+    clearTimeout(timer);
+    controller.abort();
+  }
+  throw new Error("timed out waiting for an event");
+}
+
+/** Polls `check` until it returns a value (not undefined/false), or throws after `timeoutMs`. */
+export async function eventually<T>(
+  check: () => Promise<T | undefined | false>,
+  timeoutMs = 10_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  while (Date.now() < deadline) {
+    try {
+      const value = await check();
+      if (value !== undefined && value !== false) return value as T;
+    } catch (error) {
+      last = error;
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`condition not met in ${timeoutMs} ms${last ? `: ${(last as Error).message}` : ""}`);
+}
