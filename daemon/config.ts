@@ -79,8 +79,6 @@ const EVENT_MESSAGE = "must be an event type (worktree.created), a prefix (workt
 // Mirrors parseDuration, so an editor flags a bad duration before dock does.
 const DURATION_PATTERN = "^(\\d+(\\.\\d+)?|(\\d+(\\.\\d+)?(ms|s|m|h|d))+)$";
 
-const MINUTE = 60_000;
-const TWO_HOURS = 2 * 3_600_000;
 const MAX_STEP_ID = 64;
 const MAX_PRESET_ID = 48;
 
@@ -96,8 +94,10 @@ function slug(max: number): z.ZodString {
     .max(max, `must be at most ${max} characters`);
 }
 
-/** A duration string (`30s`, `10m`, `2h`), greater than zero, within optional bounds. */
-function duration(bounds: { min?: number; minText?: string; max?: number; maxText?: string } = {}) {
+/** A duration string (`30s`, `10m`, `2h`), longer than zero and within the bounds given (as durations). */
+function duration(bounds: { min?: string; max?: string } = {}) {
+  const min = bounds.min === undefined ? 0 : parseDuration(bounds.min);
+  const max = bounds.max === undefined ? Infinity : parseDuration(bounds.max);
   return z.string().superRefine((value, ctx) => {
     let ms: number;
     try {
@@ -107,11 +107,8 @@ function duration(bounds: { min?: number; minText?: string; max?: number; maxTex
       return;
     }
     if (ms <= 0) ctx.addIssue({ code: "custom", message: "must be longer than zero" });
-    else if (bounds.min !== undefined && ms < bounds.min) {
-      ctx.addIssue({ code: "custom", message: `must be at least ${bounds.minText}` });
-    } else if (bounds.max !== undefined && ms > bounds.max) {
-      ctx.addIssue({ code: "custom", message: `must be at most ${bounds.maxText}` });
-    }
+    else if (ms < min) ctx.addIssue({ code: "custom", message: `must be at least ${bounds.min}` });
+    else if (ms > max) ctx.addIssue({ code: "custom", message: `must be at most ${bounds.max}` });
   }).meta({ pattern: DURATION_PATTERN });
 }
 
@@ -279,8 +276,7 @@ const triggerSchema = z.strictObject({
   each_worktree: z.boolean().describe("With schedule only: run once per worktree.").optional(),
   forge: z.strictObject({
     on: z.enum(FORGE_EVENTS).describe("Which pull request activity starts the flow."),
-    poll: duration({ min: MINUTE, minText: "1m" }).describe("How often to look; at least 1m, default 2m.")
-      .optional(),
+    poll: duration({ min: "1m" }).describe("How often to look; at least 1m, default 2m.").optional(),
   }).describe("Start on activity of the worktree's pull request.").optional(),
   where: z.strictObject({
     location: z.string().optional(),
@@ -349,9 +345,8 @@ const stepSchema = z.strictObject({
   kind: z.enum(STEP_KINDS).describe("What the step does."),
   when: z.enum(["success", "failure", "always"]).describe("When it runs; default success.").optional(),
   command: text().describe("run: the command (required).").optional(),
-  text: z.string().describe(
-    "prompt: the prompt (required); start_agent: first prompt; notify: body; webhook: JSON body.",
-  )
+  text: z.string()
+    .describe("prompt: the prompt (required); start_agent: first prompt; notify: body; webhook: JSON body.")
     .optional(),
   title: text().describe("notify: the title (required).").optional(),
   session: text().describe("prompt, wait: which session; default the agent that triggered the flow.")
@@ -361,12 +356,12 @@ const stepSchema = z.strictObject({
   agent: text().describe("start_agent: a preset id (required).").optional(),
   new_worktree: z.boolean().describe("start_agent: start in a new worktree.").optional(),
   name: text().describe("start_agent: name of the new worktree.").optional(),
-  url: z.string().refine(isHttpUrl, "must be an http or https URL").meta({
-    pattern: "^[Hh][Tt][Tt][Pp][Ss]?://",
-  })
+  url: z.string()
+    .refine(isHttpUrl, "must be an http or https URL")
+    .meta({ pattern: "^[Hh][Tt][Tt][Pp][Ss]?://" })
     .describe("webhook: the URL (required).")
     .optional(),
-  timeout: duration({ max: TWO_HOURS, maxText: "2h" })
+  timeout: duration({ max: "2h" })
     .describe("Default run 10m, wait 30m, webhook 15s; at most 2h.").optional(),
 }).superRefine((step, ctx) => {
   if (!(STEP_KINDS as readonly unknown[]).includes(step.kind)) return;
@@ -401,11 +396,11 @@ const flowSchema = z.strictObject({
 }) satisfies z.ZodType<FlowConfig>;
 
 const configShape = {
-  setup: z.string().describe("Run in a new worktree through a login shell after creation; up to 30 minutes.")
+  setup: z.string()
+    .describe("Run in a new worktree through a login shell after creation; up to 30 minutes.")
     .optional(),
-  archive: z.string().describe(
-    "Run before a worktree is removed, after its services stop; if it fails, it stays.",
-  )
+  archive: z.string()
+    .describe("Run before a worktree is removed, after its services stop; if it fails, it stays.")
     .optional(),
   ports: z.number()
     .int("must be a whole number from 0 to 10")
@@ -511,7 +506,7 @@ function fieldPath(path: readonly PropertyKey[]): string {
   let out = "";
   for (const key of path) {
     if (typeof key === "number") out += `[${key}]`;
-    else if (/^[A-Za-z_$][A-Za-z0-9_$-]*$/.test(String(key))) out += out ? `.${String(key)}` : String(key);
+    else if (/^[A-Za-z0-9_$-]+$/.test(String(key))) out += out ? `.${String(key)}` : String(key);
     else out += `[${JSON.stringify(String(key))}]`;
   }
   return out;
@@ -611,6 +606,7 @@ function issueProblems(issue: z.core.$ZodIssue, input: unknown, schema: z.ZodTyp
       return [{ path, message: withValue(expected) }];
     }
     case "invalid_value": {
+      if (value === undefined) return [{ path, message: "required" }];
       const options = issue.values.map((option) => String(option)).join(", ");
       return [{ path, message: withValue(`must be one of ${options}`) }];
     }
@@ -662,7 +658,7 @@ function validateWith<T>(schema: z.ZodType<T>, value: unknown, file: string): T 
 // JSONC
 
 const SYNTAX_WORDS: Record<string, string> = {
-  InvalidSymbol: "unexpected character",
+  InvalidSymbol: "unexpected symbol (names and strings need double quotes)",
   InvalidNumberFormat: "invalid number",
   PropertyNameExpected: "expected a property name in double quotes",
   ValueExpected: "expected a value",
@@ -692,25 +688,23 @@ function parseJsoncText(text: string, file: string): unknown {
   const errors: ParseError[] = [];
   const value = parseJsonc(text, errors, { allowTrailingComma: true, disallowComments: false });
   if (!errors.length) return value;
-  // The parser reports several errors at one spot (at the end of a cut-off file: a name, a value and a
-  // brace are all missing); the first says it.
-  const first = errors.filter((error, index) => errors.findIndex((e) => e.offset === error.offset) === index);
-  const problems: LocatedProblem[] = first.map((error) => {
-    const code = printParseErrorCode(error.error);
-    const token = text.slice(error.offset, error.offset + Math.min(Math.max(error.length, 1), 40));
-    const found = error.offset >= text.length
-      ? "the end of the file"
-      : token.startsWith('"')
-      ? token
-      : quote(token);
-    return {
-      file,
-      field: "",
-      message: `${SYNTAX_WORDS[code] ?? code}, found ${found}`,
-      ...position(text, error.offset),
-    };
-  });
-  throw new ConfigError(problems);
+  // Only the first error is reported: the parser recovers poorly, so later ones are mostly echoes of it
+  // (at the end of a cut-off file a name, a value and a brace are all "missing").
+  const [error] = errors;
+  const code = printParseErrorCode(error.error);
+  const token = text.slice(error.offset, error.offset + Math.min(Math.max(error.length, 1), 40));
+  const found = error.offset >= text.length
+    ? "the end of the file"
+    : token.startsWith('"')
+    ? token
+    : `'${token}'`;
+  const problem: LocatedProblem = {
+    file,
+    field: "",
+    message: `${SYNTAX_WORDS[code] ?? code}, found ${found}`,
+    ...position(text, error.offset),
+  };
+  throw new ConfigError([problem]);
 }
 
 // ---------------------------------------------------------------------------------------------------

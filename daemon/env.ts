@@ -112,25 +112,29 @@ export async function buildEnv(
 
 const ENV_KEY = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
-/** Validates the body of `PUT env` / the content of `env.json`. */
-export function validateEnvFile(value: unknown, file: string): EnvFile {
+/** Validates the body of `PUT env` (status 400) or the content of `env.json` (422). */
+export function validateEnvFile(value: unknown, file: string, status: 400 | 422 = 422): EnvFile {
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
-    throw envError(file, "", "must be an object { env: { KEY: value } }");
+    throw envError(file, "", "must be an object { env: { KEY: value } }", status);
   }
   const env = (value as { env?: unknown }).env ?? {};
   if (typeof env !== "object" || env === null || Array.isArray(env)) {
-    throw envError(file, "env", "must be an object of KEY: value");
+    throw envError(file, "env", "must be an object of KEY: value", status);
   }
   for (const [key, item] of Object.entries(env)) {
-    if (!ENV_KEY.test(key)) throw envError(file, `env.${key}`, "key must match [A-Za-z_][A-Za-z0-9_]*");
-    if (typeof item !== "string") throw envError(file, `env.${key}`, `must be a string, got ${typeof item}`);
+    if (!ENV_KEY.test(key)) {
+      throw envError(file, `env.${key}`, "key must match [A-Za-z_][A-Za-z0-9_]*", status);
+    }
+    if (typeof item !== "string") {
+      throw envError(file, `env.${key}`, `must be a string, got ${typeof item}`, status);
+    }
   }
   return { env: env as Record<string, string> };
 }
 
-function envError(file: string, field: string, message: string): DockError {
+function envError(file: string, field: string, message: string, status: 400 | 422): DockError {
   return new DockError("invalid_env", `${file}: ${field ? `${field}: ` : ""}${message}`, {
-    status: 422,
+    status,
     detail: { file, field },
   });
 }

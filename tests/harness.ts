@@ -37,6 +37,8 @@ export interface BoxDirs {
   dockHome: string;
   state: string;
   socket: string;
+  /** The port range of worktree blocks, kept with the directories so a restart uses the same. */
+  portRange: [number, number];
 }
 
 /** A running test box. */
@@ -59,7 +61,10 @@ let rangeCounter = 0;
 /** Makes the temporary directories of a box. */
 export async function makeDirs(): Promise<BoxDirs> {
   const root = await Deno.makeTempDir({ prefix: "dock-test-" });
-  const dirs = {
+  // Each box gets its own slice of ports so parallel test files never share a block.
+  const base = 30000 + ((Deno.pid * 37 + rangeCounter++ * 400) % 30000);
+  const dirs: BoxDirs = {
+    portRange: [base, base + 399],
     root,
     home: join(root, "home"),
     dockHome: join(root, "home", ".dock"),
@@ -74,9 +79,7 @@ export async function makeDirs(): Promise<BoxDirs> {
 /** Starts `dockd serve` and waits until its socket answers. */
 export async function startBox(options: StartBoxOptions = {}): Promise<TestBox> {
   const dirs = options.dirs ?? await makeDirs();
-  // Each test process gets its own slice of ports so parallel test files never share a block.
-  const base = 30000 + ((Deno.pid * 37 + rangeCounter++ * 400) % 30000);
-  const range = options.portRange ?? [base, base + 399];
+  const range = options.portRange ?? dirs.portRange;
   const env: Record<string, string> = {
     PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
     HOME: dirs.home,

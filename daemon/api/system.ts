@@ -46,7 +46,7 @@ export function systemRoutes(box: Box): RouteTable {
     .add("GET", "/env", async () => json({ env: await readEnvFile(box.paths.envFile) }))
     .add("PUT", "/env", async (c) => {
       const request = await body(c, ENV_PUT);
-      const file = validateEnvFile(request, "body");
+      const file = validateEnvFile(request, "body", 400);
       await Deno.mkdir(box.paths.home, { recursive: true });
       await writeAtomic(box.paths.envFile, JSON.stringify(file, null, 2) + "\n");
       box.bus.publish({ type: "config.changed", origin: requestOrigin(c), data: { file: "env.json" } });
