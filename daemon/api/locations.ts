@@ -14,13 +14,15 @@ import * as git from "../git.ts";
 import { DockError } from "../../client/errors.ts";
 import { body, json, ndjson, param, requestOrigin, RouteTable } from "./http.ts";
 
-const LOCATION_CREATE = z.object({ name: z.string(), path: z.string().min(1) });
+// Paths are absolute (or ~/…): the daemon's own working directory means nothing to its callers.
+const BOX_PATH = z.string().regex(/^(\/|~\/|~$)/, "must be an absolute path (or start with ~/)");
+const LOCATION_CREATE = z.object({ name: z.string(), path: BOX_PATH });
 const LOCATION_CLONE = z.object({
   url: z.string().min(1),
   name: z.string().optional(),
-  path: z.string().optional(),
+  path: BOX_PATH.optional(),
 });
-const LOCATION_NEW = z.object({ name: z.string(), path: z.string().optional() });
+const LOCATION_NEW = z.object({ name: z.string(), path: BOX_PATH.optional() });
 const SCRIPTS = z.object({
   setup: z.string().nullable().optional(),
   archive: z.string().nullable().optional(),
@@ -33,14 +35,14 @@ export function locationRoutes(box: Box): RouteTable {
     .add("GET", "/locations", () => json(box.locationList()))
     .add("POST", "/locations", async (c) => {
       const request = await body(c, LOCATION_CREATE);
-      await box.locations.add(request.name, request.path, requestOrigin(c));
+      await box.locations.add(request.name, expandHome(request.path, box.paths.userHome)!, requestOrigin(c));
       await box.worktrees.reconcile(request.name);
       return json(box.location(request.name), 201);
     })
     .add("POST", "/locations/clone", async (c) => {
       const request = await body(c, LOCATION_CLONE);
       const name = checkName("name", request.name ?? nameFromUrl(request.url));
-      const path = request.path ?? defaultRepoPath(box.paths.userHome, name);
+      const path = expandHome(request.path, box.paths.userHome) ?? defaultRepoPath(box.paths.userHome, name);
       const origin = requestOrigin(c);
       if (box.locations.list().some((l) => l.name === name)) {
         throw new DockError("exists", `location '${name}' already exists`, { status: 409 });
@@ -50,7 +52,7 @@ export function locationRoutes(box: Box): RouteTable {
     .add("POST", "/locations/new", async (c) => {
       const request = await body(c, LOCATION_NEW);
       const name = checkName("name", request.name);
-      const path = request.path ?? defaultRepoPath(box.paths.userHome, name);
+      const path = expandHome(request.path, box.paths.userHome) ?? defaultRepoPath(box.paths.userHome, name);
       if (box.locations.list().some((l) => l.name === name)) {
         throw new DockError("exists", `location '${name}' already exists`, { status: 409 });
       }
@@ -79,6 +81,10 @@ export function locationRoutes(box: Box): RouteTable {
       const request = await body(c, CONFIG_PUT);
       return json(await box.locations.setLocal(param(c, "name"), request.local ?? null, requestOrigin(c)));
     });
+}
+
+function expandHome(path: string | undefined, home: string): string | undefined {
+  return path?.replace(/^~(?=$|\/)/, home);
 }
 
 async function* cloneProgress(

@@ -1,0 +1,443 @@
+/**
+ * `deno task bench`: what the box API costs on top of the plain tool it wraps, measured against a real
+ * `dockd serve` (the test harness's box: temporary `HOME`, `DOCK_HOME` and state, its own socket) and
+ * printed as one Markdown table. Every API figure has its plain counterpart measured in the same run,
+ * on the same machine, interleaved where that is cheap, so the ratios mean something even on a noisy
+ * box where the absolute milliseconds do not travel.
+ *
+ * 1. **Worktree create.** `client.createWorktree(loc, { name })` (no setup script, one port) against
+ *    `git worktree add -q -b NAME PATH` on a twin of the location's repository (the same few hundred
+ *    files, not registered with the daemon, so the daemon's folder watcher does not react to the plain
+ *    side; `--same-repo` adds the plain worktrees to the registered repository instead). The two
+ *    alternate, and which goes first alternates too. The goal is an API/plain ratio of medians of at
+ *    most 1.3×. A second, smaller pass on a separate box records every git process with
+ *    `GIT_TRACE2_EVENT` to show where the API's time goes: inside git, or around it (process spawns,
+ *    the daemon's own work, HTTP).
+ * 2. **`GET locations`.** 500 sequential `client.locations()` calls (1 location, main checkout plus
+ *    five worktrees) after 20 to warm up, against a raw `fetch` of the same URL over its own unix-socket
+ *    `Deno.HttpClient` (the typed client's own overhead) and, as the floor, a hello-world `Deno.serve`
+ *    on another unix socket in this process (what any HTTP round trip over a unix socket costs here).
+ * 3. **`exec true`.** `client.exec({ location, command: "true" })` against spawning `sh -c true`
+ *    directly, and `/bin/sh -l -c true`, the login shell the daemon runs commands through.
+ *
+ * `--quick` divides every N by about five for a smoke run. All temporary folders are removed and the
+ * daemons stopped at the end, also on failure.
+ *
+ * @module
+ */
+import { join } from "node:path";
+import type { BoxClient } from "../client/box.ts";
+import { git, GIT_ENV, makeDirs, makeRepo, startBox } from "../tests/harness.ts";
+import { ms, ratio, summarize, type Summary, time } from "./stats.ts";
+
+const QUICK = Deno.args.includes("--quick");
+const SAME_REPO = Deno.args.includes("--same-repo");
+const scale = (n: number) => QUICK ? Math.max(3, Math.round(n / 5)) : n;
+
+const N_CREATE = scale(20);
+const N_PROFILE = scale(10);
+const N_WARMUP = scale(20);
+const N_LOCATIONS = scale(500);
+const N_EXEC = scale(50);
+/** Worktrees made before the measurements (besides the main checkout); `GET locations` lists them. */
+const EXTRA_WORKTREES = 5;
+/** The goal for the API/plain ratio of worktree-create medians. */
+const CREATE_GOAL = 1.3;
+/** Files in the benchmark repository, so a checkout is not trivially small. */
+const REPO_FILES = 300;
+
+/** One row of the printed table. */
+interface Row {
+  label: string;
+  summary: Summary;
+  /** The row this one is compared with (ratio of medians); absent for a baseline. */
+  baseline?: Summary;
+  note?: string;
+}
+
+/** Deterministic content for the benchmark repository: `REPO_FILES` files in 15 folders. */
+function repoFiles(): Record<string, string> {
+  const files: Record<string, string> = {};
+  for (let i = 0; i < REPO_FILES; i++) {
+    const line = `export const value${i} = ${i}; // ${"x".repeat(40)}\n`;
+    files[`src/mod${i % 15}/file${i}.ts`] = line.repeat(20 + (i % 30));
+  }
+  return files;
+}
+
+/** Runs a command to completion; throws with its stderr when it fails. */
+async function spawn(command: string, args: string[], options: Deno.CommandOptions = {}): Promise<void> {
+  const output = await new Deno.Command(command, { ...options, args }).output();
+  if (!output.success) {
+    throw new Error(`${command} ${args.join(" ")} failed: ${new TextDecoder().decode(output.stderr)}`);
+  }
+}
+
+/** `git worktree add -q -b NAME PATH` in `repo`, as a user would type it. */
+function plainWorktreeAdd(repo: string, name: string, path: string, env: Record<string, string> = {}) {
+  return spawn("git", ["worktree", "add", "-q", "-b", name, path], {
+    cwd: repo,
+    env: { ...GIT_ENV, ...env },
+  });
+}
+
+/** Milliseconds since the epoch, with the sub-millisecond part (to compare with git's trace times). */
+function wallNow(): number {
+  return performance.timeOrigin + performance.now();
+}
+
+// ---------------------------------------------------------------------------------------------------
+// 1. Worktree create
+
+async function benchCreate(
+  client: BoxClient,
+  plainRepo: string,
+  plainDir: string,
+): Promise<Row[]> {
+  const api: number[] = [];
+  const plain: number[] = [];
+  for (let i = 0; i < N_CREATE; i++) {
+    const runApi = async () => api.push(await time(() => client.createWorktree("app", { name: `api-${i}` })));
+    const runPlain = async () =>
+      plain.push(await time(() => plainWorktreeAdd(plainRepo, `plain-${i}`, join(plainDir, `plain-${i}`))));
+    if (i % 2 === 0) {
+      await runApi();
+      await runPlain();
+    } else {
+      await runPlain();
+      await runApi();
+    }
+  }
+  const apiSummary = summarize(api);
+  const plainSummary = summarize(plain);
+  const r = apiSummary.p50 / plainSummary.p50;
+  const verdict = `goal ≤ ${ratio(CREATE_GOAL)}: ${r <= CREATE_GOAL ? "met" : "**not met**"}`;
+  return [
+    {
+      label: "1. worktree create: `client.createWorktree` (no setup, 1 port)",
+      summary: apiSummary,
+      baseline: plainSummary,
+      note: verdict,
+    },
+    {
+      label: `1. plain: \`git worktree add -q -b NAME PATH\`${SAME_REPO ? " (same repo)" : " (twin repo)"}`,
+      summary: plainSummary,
+      note: `${REPO_FILES + 1} files checked out`,
+    },
+  ];
+}
+
+// ---------------------------------------------------------------------------------------------------
+// 1b. Where an API create spends its time (git trace2 on a separate box)
+
+/** One git process as recorded by `GIT_TRACE2_EVENT`: wall-clock start and end, its arguments. */
+interface GitProcess {
+  argv: string[];
+  start: number;
+  end: number;
+}
+
+/** Parses git's trace2 event time (`2024-01-02T03:04:05.123456Z`) to epoch milliseconds. */
+function traceTime(text: string): number {
+  const match = /^(.*T\d\d:\d\d:\d\d)(\.\d+)?Z$/.exec(text);
+  if (!match) return NaN;
+  return Date.parse(`${match[1]}Z`) + Number(match[2] ?? 0) * 1000;
+}
+
+/** Reads the top-level git processes (not git's own children) of a trace2 event file. */
+async function readTrace(file: string): Promise<GitProcess[]> {
+  const text = await Deno.readTextFile(file).catch(() => "");
+  const bySid = new Map<string, Partial<GitProcess>>();
+  for (const line of text.split("\n")) {
+    if (!line.trim()) continue;
+    const event = JSON.parse(line) as { event: string; sid: string; time?: string; argv?: string[] };
+    if (event.sid.includes("/") || !event.time) continue;
+    const process = bySid.get(event.sid) ?? {};
+    if (event.event === "start") {
+      process.start = traceTime(event.time);
+      process.argv = event.argv;
+    } else if (event.event === "atexit") {
+      process.end = traceTime(event.time);
+    }
+    bySid.set(event.sid, process);
+  }
+  return [...bySid.values()].filter((p): p is GitProcess =>
+    p.start !== undefined && p.end !== undefined && p.argv !== undefined
+  );
+}
+
+/** A git command line with the worktree's name and absolute paths replaced, to group like calls. */
+function template(argv: string[]): string {
+  return ["git", ...argv.slice(1)].map((arg) =>
+    arg.startsWith("/") ? "PATH" : arg.replace(/\bp-\d+\b/, "NAME")
+  ).join(" ");
+}
+
+/** The git processes that started within `[from, to]`. */
+function within(processes: GitProcess[], from: number, to: number): GitProcess[] {
+  return processes.filter((p) => p.start >= from && p.start <= to).sort((a, b) => a.start - b.start);
+}
+
+async function profileCreate(): Promise<Row[]> {
+  const dirs = await makeDirs();
+  const apiTrace = join(dirs.root, "trace-api.jsonl");
+  const plainTrace = join(dirs.root, "trace-plain.jsonl");
+  // The folder watcher is slowed down so that none of its `git worktree list` runs lands inside a
+  // measured request and gets counted as the request's own.
+  await using box = await startBox({ dirs, env: { GIT_TRACE2_EVENT: apiTrace, DOCK_WATCH_MS: "600000" } });
+  const repo = await makeRepo(join(dirs.home, "work"), "app", repoFiles());
+  const twin = await makeRepo(dirs.root, "twin", repoFiles());
+  await box.client.addLocation({ name: "app", path: repo });
+  const plainDir = join(dirs.root, "plain-worktrees");
+  await box.client.createWorktree("app", { name: "warm" });
+  await plainWorktreeAdd(twin, "warm", join(plainDir, "warm"), { GIT_TRACE2_EVENT: plainTrace });
+
+  const windows: { kind: "api" | "plain"; from: number; to: number }[] = [];
+  for (let i = 0; i < N_PROFILE; i++) {
+    let from = wallNow();
+    await box.client.createWorktree("app", { name: `p-${i}` });
+    windows.push({ kind: "api", from, to: wallNow() });
+    from = wallNow();
+    await plainWorktreeAdd(twin, `p-${i}`, join(plainDir, `p-${i}`), { GIT_TRACE2_EVENT: plainTrace });
+    windows.push({ kind: "plain", from, to: wallNow() });
+  }
+  const traces = { api: await readTrace(apiTrace), plain: await readTrace(plainTrace) };
+
+  const wall = { api: [] as number[], plain: [] as number[] };
+  const inGit = { api: [] as number[], plain: [] as number[] };
+  const outside = { api: [] as number[], plain: [] as number[] };
+  // The request cut into its steps: each git process and the stretch of daemon time before it.
+  const steps = new Map<string, number[]>();
+  const step = (key: string, value: number) => steps.set(key, [...steps.get(key) ?? [], value]);
+  let gitCalls = 0;
+  for (const window of windows) {
+    const processes = within(traces[window.kind], window.from, window.to);
+    const total = window.to - window.from;
+    const git = processes.reduce((sum, p) => sum + (p.end - p.start), 0);
+    wall[window.kind].push(total);
+    inGit[window.kind].push(git);
+    outside[window.kind].push(total - git);
+    if (window.kind !== "api") continue;
+    gitCalls = processes.length;
+    let last = window.from;
+    processes.forEach((p, index) => {
+      step(`before git #${index + 1}`, p.start - last);
+      step(`git #${index + 1}: ${template(p.argv)}`, p.end - p.start);
+      last = p.end;
+    });
+    step("after the last git, to the answer", window.to - last);
+  }
+  const rows: Row[] = [
+    {
+      label: "1b. profile, API create: whole request",
+      summary: summarize(wall.api),
+      baseline: summarize(wall.plain),
+      note: `separate box, git traced; ${gitCalls} git processes per create`,
+    },
+    {
+      label: "1b. profile, API create: time inside git (sum)",
+      summary: summarize(inGit.api),
+      baseline: summarize(inGit.plain),
+      note: "ratio vs git's own time in plain add",
+    },
+    {
+      label: "1b. profile, API create: outside git (spawns, daemon, HTTP)",
+      summary: summarize(outside.api),
+      baseline: summarize(outside.plain),
+      note: "ratio vs spawn overhead of plain add",
+    },
+  ];
+  for (const [name, samples] of steps) {
+    rows.push({
+      label: `1b. &nbsp;&nbsp;${name}`,
+      summary: summarize(samples),
+      note: "step of the API create",
+    });
+  }
+  rows.push(
+    { label: "1b. profile, plain add: whole", summary: summarize(wall.plain) },
+    { label: "1b. profile, plain add: inside git", summary: summarize(inGit.plain) },
+  );
+  return rows;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// 2. GET locations
+
+async function benchLocations(
+  client: BoxClient,
+  socket: string,
+  floorSocket: string,
+): Promise<Row[]> {
+  const worktrees = (await client.locations())[0].worktrees.length;
+  const bytes = (await (await fetchOver(socket, "/v1/locations")).text()).length;
+
+  const api: number[] = [];
+  for (let i = 0; i < N_WARMUP; i++) await client.locations();
+  for (let i = 0; i < N_LOCATIONS; i++) api.push(await time(() => client.locations()));
+
+  // The same request through a separately created client, without the typed wrapper.
+  const raw: number[] = [];
+  using rawClient = Deno.createHttpClient({ proxy: { transport: "unix", path: socket } });
+  const rawFetch = async () => await (await fetch("http://dockd/v1/locations", { client: rawClient })).text();
+  for (let i = 0; i < N_WARMUP; i++) await rawFetch();
+  for (let i = 0; i < N_LOCATIONS; i++) raw.push(await time(rawFetch));
+
+  // The floor: a hello-world server on another unix socket in this very process.
+  const floor: number[] = [];
+  const server = Deno.serve({ path: floorSocket, onListen() {} }, () => new Response("hello"));
+  try {
+    using floorClient = Deno.createHttpClient({ proxy: { transport: "unix", path: floorSocket } });
+    const floorFetch = async () => await (await fetch("http://floor/", { client: floorClient })).text();
+    for (let i = 0; i < N_WARMUP; i++) await floorFetch();
+    for (let i = 0; i < N_LOCATIONS; i++) floor.push(await time(floorFetch));
+  } finally {
+    await server.shutdown();
+  }
+
+  const rawSummary = summarize(raw);
+  const floorSummary = summarize(floor);
+  return [
+    {
+      label: "2. `client.locations()` (`GET /v1/locations`)",
+      summary: summarize(api),
+      baseline: rawSummary,
+      note: `1 location, ${worktrees} worktrees, ${bytes} B; ratio vs raw fetch`,
+    },
+    {
+      label: "2. raw `fetch` of `/v1/locations`, own HttpClient",
+      summary: rawSummary,
+      baseline: floorSummary,
+      note: "ratio vs floor",
+    },
+    {
+      label: "2. floor: `Deno.serve` hello world, unix socket, same process",
+      summary: floorSummary,
+    },
+  ];
+}
+
+/** One raw GET over a unix socket with a throwaway client. */
+async function fetchOver(socket: string, path: string): Promise<Response> {
+  using client = Deno.createHttpClient({ proxy: { transport: "unix", path: socket } });
+  const response = await fetch(`http://dockd${path}`, { client });
+  // Read the body before the client goes away.
+  return new Response(await response.arrayBuffer());
+}
+
+// ---------------------------------------------------------------------------------------------------
+// 3. exec true
+
+async function benchExec(
+  client: BoxClient,
+  repo: string,
+  home: string,
+): Promise<Row[]> {
+  const api: number[] = [];
+  const sh: number[] = [];
+  const login: number[] = [];
+  const runApi = async () => {
+    const result = await client.exec({ location: "app", command: "true" });
+    if (result.exit_code !== 0) throw new Error(`exec true exited ${result.exit_code}: ${result.output}`);
+  };
+  const runSh = () => spawn("sh", ["-c", "true"], { cwd: repo });
+  // The daemon runs $SHELL (the harness sets /bin/sh) as a login shell, with the box's HOME.
+  const runLogin = () => spawn("/bin/sh", ["-l", "-c", "true"], { cwd: repo, env: { HOME: home } });
+  for (let i = 0; i < 3; i++) {
+    await runApi();
+    await runSh();
+    await runLogin();
+  }
+  for (let i = 0; i < N_EXEC; i++) {
+    api.push(await time(runApi));
+    sh.push(await time(runSh));
+    login.push(await time(runLogin));
+  }
+  const loginSummary = summarize(login);
+  const shSummary = summarize(sh);
+  return [
+    {
+      label: '3. `client.exec({ command: "true" })`',
+      summary: summarize(api),
+      baseline: loginSummary,
+      note: "ratio vs login shell",
+    },
+    {
+      label: "3. plain: `/bin/sh -l -c true` (login shell)",
+      summary: loginSummary,
+      baseline: shSummary,
+      note: "ratio vs `sh -c true`",
+    },
+    { label: "3. plain: `sh -c true` (`Deno.Command`)", summary: shSummary },
+  ];
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Output
+
+function table(rows: Row[]): string {
+  const lines = [
+    "| Measurement | N | p50 ms | p90 ms | p99 ms | mean ms | p50 vs baseline | Notes |",
+    "|---|--:|--:|--:|--:|--:|--:|---|",
+  ];
+  for (const row of rows) {
+    const s = row.summary;
+    const vs = row.baseline ? ratio(s.p50 / row.baseline.p50) : "baseline";
+    // A 99th percentile of fewer than 100 samples is just the maximum: not shown.
+    const p99 = s.n >= 100 ? ms(s.p99) : "–";
+    lines.push(
+      `| ${row.label} | ${s.n} | ${ms(s.p50)} | ${ms(s.p90)} | ${p99} | ${ms(s.mean)} | ${vs} | ${
+        row.note ?? ""
+      } |`,
+    );
+  }
+  return lines.join("\n");
+}
+
+async function versionOf(command: string, args: string[]): Promise<string> {
+  const output = await new Deno.Command(command, { args }).output();
+  return new TextDecoder().decode(output.stdout).trim().split("\n")[0];
+}
+
+async function main(): Promise<void> {
+  const rows: Row[] = [];
+  {
+    // The production watch interval (the harness's default is faster, for tests).
+    await using box = await startBox({ env: { DOCK_WATCH_MS: "1000" } });
+    const { client } = box;
+    const repo = await makeRepo(join(box.dirs.home, "work"), "app", repoFiles());
+    const plainRepo = SAME_REPO ? repo : await makeRepo(box.dirs.root, "twin", repoFiles());
+    const plainDir = join(box.dirs.root, "plain-worktrees");
+    await client.addLocation({ name: "app", path: repo });
+
+    // The extra worktrees double as the warm-up of both create paths.
+    for (let i = 0; i < EXTRA_WORKTREES; i++) await client.createWorktree("app", { name: `wt-${i}` });
+    for (let i = 0; i < 2; i++) await plainWorktreeAdd(plainRepo, `warm-${i}`, join(plainDir, `warm-${i}`));
+    if (SAME_REPO) {
+      // The plain warm-up worktrees were detected into the location; let the watcher settle first.
+      await new Promise((r) => setTimeout(r, 1500));
+    }
+
+    const locations = await benchLocations(client, box.dirs.socket, join(box.dirs.root, "floor.sock"));
+    const exec = await benchExec(client, repo, box.dirs.home);
+    const create = await benchCreate(client, plainRepo, plainDir);
+    rows.push(...create);
+    rows.push(...await profileCreate());
+    rows.push(...locations, ...exec);
+    // A sanity check that the benchmark measured real worktrees.
+    const listed = (await git(repo, "worktree", "list", "--porcelain")).match(/^worktree /gm)?.length ?? 0;
+    if (listed < N_CREATE + EXTRA_WORKTREES + 1) {
+      throw new Error(`only ${listed} worktrees in the repository`);
+    }
+  }
+
+  const header = [
+    `dock bench${QUICK ? " (--quick)" : ""}: ${new Date().toISOString()}`,
+    `deno ${Deno.version.deno}, ${await versionOf("git", [
+      "--version",
+    ])}, ${Deno.build.os}/${Deno.build.arch}, ${navigator.hardwareConcurrency} CPUs`,
+  ];
+  console.log(`${header.join("  \n")}\n\n${table(rows)}`);
+}
+
+if (import.meta.main) await main();

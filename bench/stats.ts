@@ -1,0 +1,64 @@
+/**
+ * Small statistics helpers for the benchmark: timing one call, percentiles of a sample and the
+ * formatting of milliseconds in the printed table.
+ *
+ * @module
+ */
+
+/** Percentiles and mean of one sample, in milliseconds. */
+export interface Summary {
+  n: number;
+  p50: number;
+  p90: number;
+  p99: number;
+  mean: number;
+  min: number;
+  max: number;
+}
+
+/**
+ * The `p`-th percentile (0–100) of an ascending sample, interpolated linearly between the two
+ * nearest ranks (the definition of numpy's default and of most spreadsheets).
+ */
+export function percentile(sorted: readonly number[], p: number): number {
+  if (sorted.length === 0) return NaN;
+  const rank = (p / 100) * (sorted.length - 1);
+  const low = Math.floor(rank);
+  const high = Math.ceil(rank);
+  return sorted[low] + (sorted[high] - sorted[low]) * (rank - low);
+}
+
+/** Summarizes a sample (any order). */
+export function summarize(samples: readonly number[]): Summary {
+  const sorted = [...samples].sort((a, b) => a - b);
+  const sum = sorted.reduce((total, x) => total + x, 0);
+  return {
+    n: sorted.length,
+    p50: percentile(sorted, 50),
+    p90: percentile(sorted, 90),
+    p99: percentile(sorted, 99),
+    mean: sum / sorted.length,
+    min: sorted[0],
+    max: sorted[sorted.length - 1],
+  };
+}
+
+/** Runs `fn` once and returns how long it took, in milliseconds. */
+export async function time(fn: () => Promise<unknown>): Promise<number> {
+  const started = performance.now();
+  await fn();
+  return performance.now() - started;
+}
+
+/** Milliseconds for the table: three significant-ish digits, `–` for a figure not measured. */
+export function ms(value: number | undefined): string {
+  if (value === undefined || Number.isNaN(value)) return "–";
+  if (value < 1) return value.toFixed(3);
+  if (value < 10) return value.toFixed(2);
+  return value.toFixed(1);
+}
+
+/** A ratio such as `1.24×`. */
+export function ratio(value: number): string {
+  return `${value.toFixed(2)}×`;
+}
