@@ -52,6 +52,8 @@ interface Row {
   summary: Summary;
   /** The row this one is compared with (ratio of medians); absent for a baseline. */
   baseline?: Summary;
+  /** Shown as the baseline of the rows around it. */
+  isBaseline?: boolean;
   note?: string;
 }
 
@@ -122,6 +124,7 @@ async function benchCreate(
     {
       label: `1. plain: \`git worktree add -q -b NAME PATH\`${SAME_REPO ? " (same repo)" : " (twin repo)"}`,
       summary: plainSummary,
+      isBaseline: true,
       note: `${REPO_FILES + 1} files checked out`,
     },
   ];
@@ -255,8 +258,8 @@ async function profileCreate(): Promise<Row[]> {
     });
   }
   rows.push(
-    { label: "1b. profile, plain add: whole", summary: summarize(wall.plain) },
-    { label: "1b. profile, plain add: inside git", summary: summarize(inGit.plain) },
+    { label: "1b. profile, plain add: whole", summary: summarize(wall.plain), isBaseline: true },
+    { label: "1b. profile, plain add: inside git", summary: summarize(inGit.plain), isBaseline: true },
   );
   return rows;
 }
@@ -313,6 +316,7 @@ async function benchLocations(
     {
       label: "2. floor: `Deno.serve` hello world, unix socket, same process",
       summary: floorSummary,
+      isBaseline: true,
     },
   ];
 }
@@ -336,6 +340,7 @@ async function benchExec(
   const api: number[] = [];
   const sh: number[] = [];
   const login: number[] = [];
+  const loginDetached: number[] = [];
   const runApi = async () => {
     const result = await client.exec({ location: "app", command: "true" });
     if (result.exit_code !== 0) throw new Error(`exec true exited ${result.exit_code}: ${result.output}`);
@@ -343,15 +348,20 @@ async function benchExec(
   const runSh = () => spawn("sh", ["-c", "true"], { cwd: repo });
   // The daemon runs $SHELL (the harness sets /bin/sh) as a login shell, with the box's HOME.
   const runLogin = () => spawn("/bin/sh", ["-l", "-c", "true"], { cwd: repo, env: { HOME: home } });
+  // The same, spawned as the daemon's runner does it: in its own process group.
+  const runLoginDetached = () =>
+    spawn("/bin/sh", ["-l", "-c", "true"], { cwd: repo, env: { HOME: home }, detached: true });
   for (let i = 0; i < 3; i++) {
     await runApi();
     await runSh();
     await runLogin();
+    await runLoginDetached();
   }
   for (let i = 0; i < N_EXEC; i++) {
     api.push(await time(runApi));
     sh.push(await time(runSh));
     login.push(await time(runLogin));
+    loginDetached.push(await time(runLoginDetached));
   }
   const loginSummary = summarize(login);
   const shSummary = summarize(sh);
@@ -368,7 +378,13 @@ async function benchExec(
       baseline: shSummary,
       note: "ratio vs `sh -c true`",
     },
-    { label: "3. plain: `sh -c true` (`Deno.Command`)", summary: shSummary },
+    {
+      label: "3. plain: `/bin/sh -l -c true`, `detached: true` (as the daemon spawns)",
+      summary: summarize(loginDetached),
+      baseline: loginSummary,
+      note: "ratio vs login shell",
+    },
+    { label: "3. plain: `sh -c true` (`Deno.Command`)", summary: shSummary, isBaseline: true },
   ];
 }
 
@@ -382,7 +398,7 @@ function table(rows: Row[]): string {
   ];
   for (const row of rows) {
     const s = row.summary;
-    const vs = row.baseline ? ratio(s.p50 / row.baseline.p50) : "baseline";
+    const vs = row.baseline ? ratio(s.p50 / row.baseline.p50) : row.isBaseline ? "baseline" : "";
     // A 99th percentile of fewer than 100 samples is just the maximum: not shown.
     const p99 = s.n >= 100 ? ms(s.p99) : "–";
     lines.push(
@@ -410,16 +426,17 @@ async function main(): Promise<void> {
     const plainDir = join(box.dirs.root, "plain-worktrees");
     await client.addLocation({ name: "app", path: repo });
 
-    // The extra worktrees double as the warm-up of both create paths.
+    // The extra worktrees double as the warm-up of the API create path.
     for (let i = 0; i < EXTRA_WORKTREES; i++) await client.createWorktree("app", { name: `wt-${i}` });
-    for (let i = 0; i < 2; i++) await plainWorktreeAdd(plainRepo, `warm-${i}`, join(plainDir, `warm-${i}`));
-    if (SAME_REPO) {
-      // The plain warm-up worktrees were detected into the location; let the watcher settle first.
-      await new Promise((r) => setTimeout(r, 1500));
-    }
 
     const locations = await benchLocations(client, box.dirs.socket, join(box.dirs.root, "floor.sock"));
     const exec = await benchExec(client, repo, box.dirs.home);
+
+    for (let i = 0; i < 2; i++) await plainWorktreeAdd(plainRepo, `warm-${i}`, join(plainDir, `warm-${i}`));
+    if (SAME_REPO) {
+      // The plain warm-up worktrees are detected into the location; let the watcher settle first.
+      await new Promise((r) => setTimeout(r, 1500));
+    }
     const create = await benchCreate(client, plainRepo, plainDir);
     rows.push(...create);
     rows.push(...await profileCreate());
@@ -431,11 +448,12 @@ async function main(): Promise<void> {
     }
   }
 
+  const gitVersion = await versionOf("git", ["--version"]);
+  const load = (await Deno.readTextFile("/proc/loadavg").catch(() => "? ? ?")).split(" ").slice(0, 3);
   const header = [
-    `dock bench${QUICK ? " (--quick)" : ""}: ${new Date().toISOString()}`,
-    `deno ${Deno.version.deno}, ${await versionOf("git", [
-      "--version",
-    ])}, ${Deno.build.os}/${Deno.build.arch}, ${navigator.hardwareConcurrency} CPUs`,
+    `dock bench${QUICK ? " (--quick)" : ""}${SAME_REPO ? " (--same-repo)" : ""}: ${new Date().toISOString()}`,
+    `deno ${Deno.version.deno}, ${gitVersion}, ${Deno.build.os}/${Deno.build.arch}, ` +
+    `${navigator.hardwareConcurrency} CPUs, load average after the run ${load.join(" ")}`,
   ];
   console.log(`${header.join("  \n")}\n\n${table(rows)}`);
 }

@@ -889,7 +889,7 @@ Deno.test("the JSON Schemas' patterns agree with the validators", () => {
   }
 });
 
-Deno.test("schemas/*.schema.json are the generated schemas (run daemon/config_schemas_write.ts)", async () => {
+Deno.test("schemas/*.schema.json are the generated schemas (regenerate: deno task schemas)", async () => {
   const files = [["config.schema.json", configJsonSchema()], ["kit.schema.json", kitJsonSchema()]] as const;
   for (const [name, schema] of files) {
     const committed = await Deno.readTextFile(new URL(`../schemas/${name}`, import.meta.url));

@@ -1,0 +1,86 @@
+import { assertEquals } from "../tests/assert.ts";
+import { buildEnv, dockVariables, expand, slug, validateEnvFile } from "./env.ts";
+import { SecretResolver } from "./secrets.ts";
+import { DockError } from "../client/errors.ts";
+import { assertThrows } from "../tests/assert.ts";
+
+const FACTS = {
+  box: "devbox",
+  location: "app",
+  rootPath: "/w/app",
+  name: "Feature-1",
+  path: "/d/worktrees/app/Feature-1",
+  branch: "feature-1",
+  ports: [20010, 20011, 20012],
+};
+
+Deno.test("dockVariables names every port and the compatibility variables", () => {
+  assertEquals(dockVariables(FACTS, "CONDUCTOR"), {
+    DOCK_BOX: "devbox",
+    DOCK_LOCATION: "app",
+    DOCK_ROOT_PATH: "/w/app",
+    DOCK_WORKTREE_PATH: "/d/worktrees/app/Feature-1",
+    DOCK_WORKTREE_NAME: "Feature-1",
+    DOCK_WORKTREE_SLUG: "feature_1",
+    DOCK_BRANCH: "feature-1",
+    DOCK_PORT: "20010",
+    DOCK_PORT_1: "20011",
+    DOCK_PORT_2: "20012",
+    CONDUCTOR_ROOT_PATH: "/w/app",
+    CONDUCTOR_WORKTREE_PATH: "/d/worktrees/app/Feature-1",
+    CONDUCTOR_WORKSPACE_NAME: "Feature-1",
+  });
+  const off = dockVariables({ ...FACTS, branch: null, kitDir: "/k" }, "");
+  assertEquals(Object.keys(off).some((k) => k.startsWith("CONDUCTOR")), false);
+  assertEquals([off.DOCK_BRANCH, off.DOCK_KIT_DIR], ["", "/k"]);
+});
+
+Deno.test("slug is safe for database names", () => {
+  assertEquals(slug("My Feature.2"), "my_feature_2");
+  assertEquals(slug("2fast"), "w_2fast");
+  assertEquals(slug("---"), "w");
+});
+
+Deno.test("expand handles $NAME, ${NAME}, $$ and unknown names", () => {
+  const vars = { A: "1", LONG_NAME: "x" };
+  assertEquals(expand("$A-${A}-$LONG_NAME-${LONG_NAME}s-$$A-$MISSING.", vars), "1-1-x-xs-$A-.");
+  assertEquals(expand("no variables", vars), "no variables");
+  assertEquals(expand("$1 stays", vars), "$1 stays");
+});
+
+Deno.test("buildEnv layers base, box env, DOCK_* and config env, resolving secrets", async () => {
+  const secrets = new SecretResolver({ env: (name) => ({ TOKEN: "t0k3n" } as Record<string, string>)[name] });
+  const { env, problems } = await buildEnv({
+    base: { PATH: "/bin", HOME: "/h", DOCK_PORT: "stale" },
+    boxEnv: { SHARED: "box", SECRET: "env://TOKEN", BROKEN: "env://NOPE" },
+    dock: { DOCK_PORT: "20000", DOCK_WORKTREE_NAME: "w" },
+    config: {
+      URL: "http://localhost:$DOCK_PORT/$SHARED",
+      SHARED: "config",
+      API: "env://TOKEN",
+      AFTER: "$SHARED",
+    },
+    secrets,
+  });
+  assertEquals(env.DOCK_PORT, "20000");
+  assertEquals(env.URL, "http://localhost:20000/box");
+  assertEquals(env.SHARED, "config");
+  assertEquals(env.AFTER, "config", "config keys see the ones before them");
+  assertEquals([env.SECRET, env.API], ["t0k3n", "t0k3n"]);
+  assertEquals("BROKEN" in env, false);
+  assertEquals(problems.map((p) => p.key), ["BROKEN"]);
+  assertEquals(JSON.stringify(problems).includes("t0k3n"), false);
+});
+
+Deno.test("validateEnvFile names the file and the key", () => {
+  assertEquals(validateEnvFile({ env: { A_1: "x" } }, "env.json"), { env: { A_1: "x" } });
+  assertEquals(validateEnvFile({}, "env.json"), { env: {} });
+  const bad = assertThrows(
+    () => validateEnvFile({ env: { "9X": "x" } }, "/h/.dock/env.json"),
+    DockError,
+    "env.9X",
+  );
+  assertEquals((bad as DockError).status, 422);
+  assertThrows(() => validateEnvFile({ env: { A: 1 } }, "f", 400), DockError, "env.A: must be a string");
+  assertThrows(() => validateEnvFile([], "f"), DockError, "must be an object");
+});

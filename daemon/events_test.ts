@@ -1,0 +1,47 @@
+import { assertEquals } from "../tests/assert.ts";
+import type { DockEvent } from "../client/wire.ts";
+import { EventBus } from "./events.ts";
+import { Store } from "./store.ts";
+
+Deno.test("events are journaled with increasing ids and delivered to subscribers", async () => {
+  const dir = await Deno.makeTempDir();
+  const store = new Store(`${dir}/db`);
+  const bus = new EventBus(store, { now: () => new Date("2026-01-02T03:04:05Z") });
+  const seen: DockEvent[] = [];
+  const unsubscribe = bus.subscribe((e) => seen.push(e));
+  const a = bus.publish({ type: "a.one", origin: "tool", data: { x: 1 } });
+  unsubscribe();
+  const b = bus.publish({ type: "a.two" });
+  assertEquals(a, { id: 1, type: "a.one", time: "2026-01-02T03:04:05.000Z", data: { x: 1 }, origin: "tool" });
+  assertEquals(b.id, 2);
+  assertEquals(seen.map((e) => e.id), [1]);
+  assertEquals(bus.since(0).map((e) => e.type), ["a.one", "a.two"]);
+  assertEquals(bus.since(1), [{ id: 2, type: "a.two", time: "2026-01-02T03:04:05.000Z", data: {} }]);
+  assertEquals(bus.lastId(), 2);
+  store.close();
+  await Deno.remove(dir, { recursive: true });
+});
+
+Deno.test("the journal is bounded; a failing subscriber does not stop delivery", async () => {
+  const dir = await Deno.makeTempDir();
+  const store = new Store(`${dir}/db`);
+  const bus = new EventBus(store, { journalSize: 100 });
+  let delivered = 0;
+  bus.subscribe(() => {
+    throw new Error("boom");
+  });
+  bus.subscribe(() => delivered++);
+  const original = console.error;
+  console.error = () => {};
+  try {
+    for (let i = 0; i < 1000; i++) bus.publish({ type: "n.e", data: { i } });
+  } finally {
+    console.error = original;
+  }
+  assertEquals(delivered, 1000);
+  const kept = bus.since(0);
+  assertEquals(kept.length <= 600 && kept.length >= 100, true);
+  assertEquals(kept.at(-1)?.data, { i: 999 });
+  store.close();
+  await Deno.remove(dir, { recursive: true });
+});

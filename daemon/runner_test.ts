@@ -1,0 +1,44 @@
+import { assert, assertEquals } from "../tests/assert.ts";
+import { run, shell, TailBuffer, which } from "./runner.ts";
+
+Deno.test("TailBuffer keeps the newest bytes", () => {
+  const tail = new TailBuffer(5);
+  const enc = new TextEncoder();
+  tail.push(enc.encode("abc"));
+  assertEquals([tail.text(), tail.truncated], ["abc", false]);
+  tail.push(enc.encode("defg"));
+  assertEquals([tail.text(), tail.truncated], ["cdefg", true]);
+  tail.push(enc.encode("0123456789"));
+  assertEquals(tail.text(), "56789");
+});
+
+Deno.test("run captures output, exit code and stdin", async () => {
+  const result = await run("sh", ["-c", "cat; echo err >&2; exit 4"], { stdin: "in\n" });
+  assertEquals([result.code, result.stdout, result.stderr, result.timedOut], [4, "in\n", "err\n", false]);
+  assertEquals(result.output, "in\nerr\n");
+});
+
+Deno.test("a timeout kills the whole process group", async () => {
+  const dir = await Deno.makeTempDir();
+  const result = await run("sh", ["-c", `sleep 20 & echo $! > ${dir}/pid; wait`], { timeoutMs: 300 });
+  assertEquals(result.timedOut, true);
+  assertEquals(result.signal, "SIGKILL");
+  const pid = Number(await Deno.readTextFile(`${dir}/pid`));
+  const state = await Deno.readTextFile(`/proc/${pid}/stat`).then((s) => s.split(" ")[2]).catch(() => "gone");
+  assert(state === "gone" || state === "Z", `the background child is ${state}`);
+  await Deno.remove(dir, { recursive: true });
+});
+
+Deno.test("an abort signal kills the child", async () => {
+  const controller = new AbortController();
+  setTimeout(() => controller.abort(), 100);
+  const result = await run("sleep", ["20"], { signal: controller.signal });
+  assertEquals(result.signal, "SIGKILL");
+});
+
+Deno.test("shell runs through a login shell; which finds commands", async () => {
+  const result = await shell("echo $0", { env: { SHELL: "/bin/sh" } });
+  assertEquals(result.code, 0);
+  assert(which("sh")?.endsWith("/sh"));
+  assertEquals(which("no-such-command-here"), null);
+});
