@@ -71,6 +71,7 @@ async function runGit(args: string[], options: GitOptions) {
       env: { ...options.env, GIT_TERMINAL_PROMPT: "0", LC_ALL: "C" },
       timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
       onOutput: options.onOutput,
+      group: false,
     });
   } catch (error) {
     if (!(error instanceof Deno.errors.NotFound)) throw error;
@@ -383,10 +384,35 @@ export async function isRepository(path: string): Promise<boolean> {
   return realTop === real && realCommon === join(real, ".git");
 }
 
-/** True when `ref` (a full ref name such as `refs/heads/x`) exists. */
-export async function refExists(repo: string, ref: string): Promise<boolean> {
-  const result = await runGit(["show-ref", "--verify", "--quiet", ref], { cwd: repo });
-  return result.code === 0;
+/** What one `for-each-ref` tells about a branch name: where it exists, and what origin's HEAD is. */
+export interface BranchRefs {
+  local: boolean;
+  remote: boolean;
+  /** The branch origin's HEAD points at (`main`), or null when origin has no HEAD. */
+  originHead: string | null;
+}
+
+/** Looks up `branch` locally and on origin, and origin's HEAD, in one git call (worktree create is hot). */
+export async function branchRefs(repo: string, branch: string): Promise<BranchRefs> {
+  const local = `refs/heads/${branch}`;
+  const remote = `refs/remotes/origin/${branch}`;
+  const out = await git(
+    ["for-each-ref", "--format=%(refname)%00%(symref)", local, remote, "refs/remotes/origin/HEAD"],
+    { cwd: repo },
+  );
+  const refs = new Map(out.split("\n").filter(Boolean).map((line) => line.split("\0") as [string, string]));
+  const head = refs.get("refs/remotes/origin/HEAD");
+  return {
+    local: refs.has(local),
+    remote: refs.has(remote),
+    originHead: head?.startsWith("refs/remotes/origin/") ? head.slice("refs/remotes/origin/".length) : null,
+  };
+}
+
+/** The branch checked out at `path`, or null when HEAD is detached. */
+export async function currentBranch(path: string): Promise<string | null> {
+  const result = await runGit(["symbolic-ref", "--quiet", "--short", "HEAD"], { cwd: path });
+  return result.code === 0 ? result.stdout.trim() : null;
 }
 
 /**

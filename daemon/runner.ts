@@ -26,6 +26,12 @@ export interface RunOptions {
   maxOutput?: number;
   /** Called with each chunk of stdout or stderr as it arrives. */
   onOutput?: (chunk: Uint8Array, stream: "stdout" | "stderr") => void;
+  /**
+   * Start the child in its own process group, so a timeout or abort kills everything it forked.
+   * Off only for short tools that fork nothing (git): a new group forces fork+exec instead of
+   * posix_spawn, which costs milliseconds in a daemon with a large heap. @default {true}
+   */
+  group?: boolean;
 }
 
 /** What a finished child left behind. */
@@ -55,11 +61,11 @@ export async function run(cmd: string, args: string[], options: RunOptions = {})
     stdin: options.stdin === undefined ? "null" : "piped",
     stdout: "piped",
     stderr: "piped",
-    detached: true,
+    detached: options.group ?? true,
   }).spawn();
   live.add(child.pid);
   let timedOut = false;
-  const kill = () => killGroup(child.pid, "SIGKILL");
+  const kill = () => options.group === false ? child.kill("SIGKILL") : killGroup(child.pid, "SIGKILL");
   const timer = options.timeoutMs === undefined ? undefined : setTimeout(() => {
     timedOut = true;
     kill();

@@ -66,7 +66,8 @@ export class Worktrees {
   #o: WorktreesOptions;
   #creating = new Set<string>();
   #removing = new Set<string>();
-  #reconciling = new Map<string, Promise<void>>();
+  #reconciling = new Map<string, Promise<boolean>>();
+  #gitQueues = new Map<string, Promise<unknown>>();
   #signatures = new Map<string, string>();
   #timer?: ReturnType<typeof setInterval>;
   #ticking = false;
@@ -175,18 +176,22 @@ export class Worktrees {
         this.#o.ports.allocate(location, name, config.ports ?? 1);
       });
       try {
-        await git.git(["worktree", "add", ...plan.args(path)], { cwd: loc.path });
-        if (request.pr !== undefined) await this.#checkoutPr(path, request.pr);
+        await this.#serially(location, async () => {
+          await git.git(["worktree", "add", ...plan.args(path)], { cwd: loc.path });
+          if (request.pr !== undefined) await this.#checkoutPr(path, request.pr);
+        });
       } catch (error) {
         this.#o.store.run("DELETE FROM worktrees WHERE location = ? AND name = ?", location, name);
-        await git.git(["worktree", "remove", "--force", path], { cwd: loc.path }).catch(() => {});
+        await this.#serially(
+          location,
+          () => git.git(["worktree", "remove", "--force", path], { cwd: loc.path }),
+        )
+          .catch(() => {});
         throw error;
       }
       const real = await Deno.realPath(path);
-      const branch = (await git.listWorktrees(loc.path)).find((w) =>
-        w.path === path || w.path === real
-      )?.branch ??
-        plan.branch;
+      // Only a pull request's branch is unknown until gh has checked it out.
+      const branch = request.pr === undefined ? plan.branch : await git.currentBranch(real);
       this.#o.store.run(
         "UPDATE worktrees SET path = ?, branch = ? WHERE location = ? AND name = ?",
         real,
@@ -257,8 +262,10 @@ export class Worktrees {
         worktree.path,
       ];
       try {
-        if (await exists(worktree.path)) await git.git(args, { cwd: loc.path });
-        await git.git(["worktree", "prune"], { cwd: loc.path });
+        await this.#serially(location, async () => {
+          if (await exists(worktree.path)) await git.git(args, { cwd: loc.path });
+          await git.git(["worktree", "prune"], { cwd: loc.path });
+        });
       } catch (error) {
         if (options.force) throw error;
         throw new DockError(
@@ -333,13 +340,17 @@ export class Worktrees {
     }
   }
 
-  /** Brings a location's records in line with `git worktree list` (registration and detection). */
-  reconcile(location: string): Promise<void> {
-    const previous = this.#reconciling.get(location) ?? Promise.resolve();
-    const next = previous.then(() => this.#reconcileNow(location)).catch((error) => {
+  /**
+   * Brings a location's records in line with `git worktree list` (registration and detection).
+   * Resolves false when git could not be read (the next tick tries again).
+   */
+  reconcile(location: string): Promise<boolean> {
+    const previous = this.#reconciling.get(location) ?? Promise.resolve(true);
+    const next = previous.then(() => this.#reconcileNow(location)).then(() => true, (error) => {
       if (!(error instanceof DockError && error.code === "not_found")) {
         console.error(`reconcile ${location}:`, (error as Error).message);
       }
+      return false;
     });
     this.#reconciling.set(location, next);
     return next;
@@ -375,9 +386,8 @@ export class Worktrees {
     try {
       for (const location of this.#o.locations.list()) {
         const signature = await this.#signature(location);
-        if (this.#signatures.get(location.name) !== signature) {
-          await this.reconcile(location.name);
-          this.#signatures.set(location.name, await this.#signature(location));
+        if (this.#signatures.get(location.name) !== signature && await this.reconcile(location.name)) {
+          this.#signatures.set(location.name, signature);
         }
       }
     } finally {
@@ -408,7 +418,8 @@ export class Worktrees {
 
   async #reconcileNow(locationName: string): Promise<void> {
     const location = this.#o.locations.get(locationName);
-    const listed = (await git.listWorktrees(location.path)).filter((w) => !w.bare && !w.prunable);
+    const listed = (await this.#serially(locationName, () => git.listWorktrees(location.path)))
+      .filter((w) => !w.bare && !w.prunable);
     const live = await Promise.all(
       listed.map(async (w) => ({ ...w, path: await Deno.realPath(w.path).catch(() => w.path) })),
     );
@@ -478,6 +489,17 @@ export class Worktrees {
     }
   }
 
+  /**
+   * Runs git worktree operations of one repository one at a time: concurrent `git worktree add`s
+   * read each other's half-written `.git/worktrees/<id>` and fail ("failed to read … commondir").
+   */
+  #serially<T>(location: string, fn: () => Promise<T>): Promise<T> {
+    const previous = this.#gitQueues.get(location) ?? Promise.resolve();
+    const next = previous.catch(() => {}).then(fn);
+    this.#gitQueues.set(location, next.catch(() => {}));
+    return next;
+  }
+
   #freeName(location: string, wanted: string): string {
     let name = wanted;
     for (let n = 2; this.#row(location, name); n++) name = `${wanted.slice(0, 60)}-${n}`;
@@ -493,21 +515,22 @@ export class Worktrees {
   }
 
   async #plan(location: LocationRecord, name: string, request: WorktreeCreate) {
-    const base = request.base ?? await git.defaultBranch(location.path);
+    const branch = request.branch ?? name;
+    const refs = await git.branchRefs(location.path, branch);
+    // The default branch: origin's HEAD, else what the main checkout has out (kept fresh by detection).
+    const mainBranch = this.list(location.name).find((w) => w.main)?.branch;
+    const base = request.base ?? refs.originHead ?? mainBranch ?? "HEAD";
     if (request.pr !== undefined) {
       return { branch: null, base, args: (path: string) => ["--detach", path, base] };
     }
     if (request.ref) {
       const ref = request.ref;
       return request.branch
-        ? { branch: request.branch, base: ref, args: (path: string) => ["-b", request.branch!, path, ref] }
+        ? { branch: request.branch, base: ref, args: (path: string) => ["-b", branch, path, ref] }
         : { branch: null, base: ref, args: (path: string) => ["--detach", path, ref] };
     }
-    const branch = request.branch ?? name;
-    if (await git.refExists(location.path, `refs/heads/${branch}`)) {
-      return { branch, base: null, args: (path: string) => [path, branch] };
-    }
-    if (await git.refExists(location.path, `refs/remotes/origin/${branch}`)) {
+    if (refs.local) return { branch, base: request.base ?? null, args: (path: string) => [path, branch] };
+    if (refs.remote) {
       return {
         branch,
         base: `origin/${branch}`,
