@@ -9,6 +9,7 @@
 import { join, resolve } from "node:path";
 import type { Branch, Commit, SyncResult, WorktreeStatus } from "../client/wire.ts";
 import { DockError } from "../client/errors.ts";
+import { exists } from "./files.ts";
 import { run, type RunOptions } from "./runner.ts";
 
 /** Lines of git's stderr kept in a {@linkcode GitError} message. */
@@ -172,22 +173,7 @@ function shortRef(ref: string): string {
 // Status
 
 /** The git state of a checkout, as read from `git status --porcelain=v2 --branch -z`. */
-export interface GitStatus {
-  /** Null when detached. */
-  branch: string | null;
-  /** Null before the first commit. */
-  head: string | null;
-  upstream: string | null;
-  ahead: number;
-  behind: number;
-  /** Paths with changes in the index. */
-  staged: number;
-  /** Paths with changes in the work tree not yet staged. */
-  modified: number;
-  untracked: number;
-  /** Paths with unresolved merge conflicts. */
-  conflicted: number;
-}
+export type GitStatus = Omit<WorktreeStatus, "location" | "name" | "path" | "dirty">;
 
 /** Parses `git status --porcelain=v2 --branch -z`. A path both staged and modified counts in both. */
 export function parseStatusV2(text: string): GitStatus {
@@ -515,15 +501,6 @@ async function operationInProgress(path: string, mode: "rebase" | "merge"): Prom
 }
 
 // ---------------------------------------------------------------------------------------------------
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await Deno.lstat(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 async function realOrSelf(path: string): Promise<string> {
   try {

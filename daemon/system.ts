@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { exists } from "./files.ts";
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import type { AgentPreset, BoxInfo, Check, FsEntry, FsListing, Stats } from "../client/wire.ts";
 import { DockError } from "../client/errors.ts";
@@ -410,15 +411,6 @@ async function realPath(path: string, shown: string): Promise<string> {
 async function isDirectory(path: string): Promise<boolean> {
   try {
     return (await Deno.stat(path)).isDirectory;
-  } catch {
-    return false;
-  }
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await Deno.lstat(path);
-    return true;
   } catch {
     return false;
   }

@@ -9,7 +9,7 @@
  *
  * @module
  */
-import { basename, dirname, join, resolve, sep } from "node:path";
+import { basename, dirname, join, sep } from "node:path";
 import { DockError, notFound } from "../client/errors.ts";
 import type { SetupState, StreamLine, Worktree, WorktreeCreate, WorktreeOrigin } from "../client/wire.ts";
 import { buildEnv, dockVariables, validateEnvFile } from "./env.ts";
@@ -19,6 +19,7 @@ import type { LocationRecord, Locations } from "./locations.ts";
 import { checkName, nameFromFolder } from "./names.ts";
 import type { BoxPaths } from "./paths.ts";
 import type { PortAllocator } from "./ports.ts";
+import { exists, statOrNull } from "./files.ts";
 import { run, shell, which } from "./runner.ts";
 import type { SecretResolver } from "./secrets.ts";
 import type { BoxSettings } from "./settings.ts";
@@ -398,20 +399,20 @@ export class Worktrees {
   async #signature(location: LocationRecord): Promise<string> {
     const parts: string[] = [];
     const common = join(location.path, ".git");
-    parts.push(String((await stat(join(common, "HEAD")))?.mtime?.getTime()));
+    parts.push(String((await statOrNull(join(common, "HEAD")))?.mtime?.getTime()));
     try {
       for await (const entry of Deno.readDir(join(common, "worktrees"))) {
         const dir = join(common, "worktrees", entry.name);
-        const head = await stat(join(dir, "HEAD"));
+        const head = await statOrNull(join(dir, "HEAD"));
         const gitdir = await Deno.readTextFile(join(dir, "gitdir")).catch(() => "");
-        const alive = gitdir ? (await stat(gitdir.trim())) !== null : false;
+        const alive = gitdir ? (await statOrNull(gitdir.trim())) !== null : false;
         parts.push(`${entry.name}:${head?.mtime?.getTime()}:${gitdir.trim()}:${alive}`);
       }
     } catch {
       // no worktrees folder yet
     }
     for (const worktree of this.list(location.name)) {
-      parts.push(`${worktree.path}:${(await stat(worktree.path)) !== null}`);
+      parts.push(`${worktree.path}:${(await statOrNull(worktree.path)) !== null}`);
     }
     return parts.sort().join("|");
   }
@@ -681,18 +682,6 @@ function toWorktree(row: WorktreeRow, ports: number[]): Worktree {
     paused: row.paused === 1,
     created: row.created,
   };
-}
-
-async function stat(path: string): Promise<Deno.FileInfo | null> {
-  try {
-    return await Deno.stat(path);
-  } catch {
-    return null;
-  }
-}
-
-async function exists(path: string): Promise<boolean> {
-  return (await stat(resolve(path))) !== null;
 }
 
 async function readFrom(path: string, offset: number): Promise<Uint8Array> {

@@ -10,6 +10,7 @@ import { validateEnvFile } from "../env.ts";
 import * as system from "../system.ts";
 import { isSecretReference } from "../secrets.ts";
 import { readEnvFile } from "../worktrees.ts";
+import { writeAtomic } from "../files.ts";
 import { DockError } from "../../client/errors.ts";
 import { body, json, requestOrigin, RouteTable } from "./http.ts";
 
@@ -65,11 +66,4 @@ export function systemRoutes(box: Box): RouteTable {
         status: 403,
       });
     });
-}
-
-/** Writes a file through a temporary sibling and a rename, so readers never see half of it. */
-export async function writeAtomic(path: string, text: string): Promise<void> {
-  const temp = `${path}.tmp-${crypto.randomUUID().slice(0, 8)}`;
-  await Deno.writeTextFile(temp, text, { mode: 0o600 });
-  await Deno.rename(temp, path);
 }

@@ -1,0 +1,31 @@
+/**
+ * Small file helpers shared by the daemon's modules.
+ *
+ * @module
+ */
+
+/** File info, or null when the path does not exist (or cannot be read). */
+export async function statOrNull(path: string): Promise<Deno.FileInfo | null> {
+  try {
+    return await Deno.stat(path);
+  } catch {
+    return null;
+  }
+}
+
+/** True when something (even a dangling link) is at `path`. */
+export async function exists(path: string): Promise<boolean> {
+  try {
+    await Deno.lstat(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Writes a file through a temporary sibling and a rename, so readers never see half of it. */
+export async function writeAtomic(path: string, text: string, mode = 0o600): Promise<void> {
+  const temp = `${path}.tmp-${crypto.randomUUID().slice(0, 8)}`;
+  await Deno.writeTextFile(temp, text, { mode });
+  await Deno.rename(temp, path);
+}
