@@ -11,6 +11,7 @@ import { eventCommands } from "./events.ts";
 import { execCommand } from "./exec.ts";
 import { locationCommands } from "./location.ts";
 import { serveCommand } from "./serve.ts";
+import { serviceCommands } from "./service.ts";
 import { systemCommands } from "./system.ts";
 import { worktreeCommands } from "./worktree.ts";
 import { schemasCommand } from "./schemas.ts";
@@ -19,6 +20,7 @@ const program = new Command("dockd").description("dock's box daemon and its comm
 serveCommand(program);
 locationCommands(program);
 worktreeCommands(program);
+serviceCommands(program);
 execCommand(program);
 eventCommands(program);
 systemCommands(program);

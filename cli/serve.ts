@@ -33,6 +33,8 @@ export async function serveBox(): Promise<void> {
   await server.finished;
   await box.close();
   console.error("dockd: stopped");
+  // Services are detached children that outlive the daemon: exit without waiting for them.
+  Deno.exit(0);
 }
 
 async function refuseSecondDaemon(socket: string): Promise<void> {

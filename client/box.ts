@@ -17,12 +17,14 @@ import type {
   ExecRequest,
   ExecResult,
   FsListing,
+  GuardFile,
   Location,
   LocationClone,
   LocationConfig,
   LocationCreate,
   LocationNew,
   LocationScripts,
+  Port,
   SecretTestResult,
   Stats,
   StreamLine,
@@ -30,6 +32,8 @@ import type {
   SyncResult,
   Worktree,
   WorktreeCreate,
+  WorktreePorts,
+  WorktreeService,
   WorktreeStatus,
 } from "./wire.ts";
 
@@ -210,5 +214,68 @@ export class BoxClient {
   /** `POST secrets/test`. */
   testSecret(ref: string): Promise<SecretTestResult> {
     return this.transport.json("/v1/secrets/test", { body: { ref } });
+  }
+
+  /** `GET …/worktrees/{wt}/services`. */
+  services(location: string, worktree: string): Promise<WorktreeService[]> {
+    return this.transport.json(`/v1/locations/${enc(location)}/worktrees/${enc(worktree)}/services`);
+  }
+
+  /** `POST …/services/{service}/start|stop|restart`. */
+  serviceAction(
+    location: string,
+    worktree: string,
+    service: string,
+    action: "start" | "stop" | "restart",
+  ): Promise<WorktreeService> {
+    return this.transport.json(
+      `/v1/locations/${enc(location)}/worktrees/${enc(worktree)}/services/${enc(service)}/${action}`,
+      { method: "POST" },
+    );
+  }
+
+  /** `GET …/services/{service}/log`: the newest `tail` lines, then new output with `follow`. */
+  async *serviceLog(
+    location: string,
+    worktree: string,
+    service: string,
+    options: { tail?: number; follow?: boolean; signal?: AbortSignal } = {},
+  ): AsyncGenerator<StreamLine> {
+    const response = await this.transport.fetch(
+      `/v1/locations/${enc(location)}/worktrees/${enc(worktree)}/services/${enc(service)}/log`,
+      { query: { tail: options.tail, follow: options.follow ? 1 : undefined }, signal: options.signal },
+    );
+    try {
+      yield* readNdjson<StreamLine>(response.body!);
+    } catch (error) {
+      if (!options.signal?.aborted) throw error;
+    }
+  }
+
+  /** `POST …/worktrees/{wt}/pause` or `…/resume`. */
+  pause(location: string, worktree: string, action: "pause" | "resume" = "pause"): Promise<Worktree> {
+    return this.transport.json(`/v1/locations/${enc(location)}/worktrees/${enc(worktree)}/${action}`, {
+      method: "POST",
+    });
+  }
+
+  /** `GET ports`: every listening TCP port, attributed to worktrees. */
+  ports(): Promise<Port[]> {
+    return this.transport.json("/v1/ports");
+  }
+
+  /** `GET services`: listening ports by worktree. */
+  listeningServices(): Promise<WorktreePorts[]> {
+    return this.transport.json("/v1/services");
+  }
+
+  /** `GET guard`. */
+  guard(): Promise<GuardFile> {
+    return this.transport.json("/v1/guard");
+  }
+
+  /** `PUT guard`. */
+  putGuard(body: GuardFile): Promise<GuardFile> {
+    return this.transport.json("/v1/guard", { method: "PUT", body });
   }
 }

@@ -279,3 +279,60 @@ export interface SecretTestResult {
   length?: number;
   error?: string;
 }
+
+/** Lifecycle of a service. `failed` is final until someone starts it again. */
+export type ServiceState = "stopped" | "running" | "stopping" | "crashed" | "failed";
+
+/** A service of a worktree (`GET …/worktrees/{wt}/services`). */
+export interface WorktreeService {
+  name: string;
+  location: string;
+  worktree: string;
+  /** Its command, from the effective config (null when no longer configured). */
+  run: string | null;
+  autostart: boolean;
+  state: ServiceState;
+  /** The process group leader while it runs. */
+  pid: number | null;
+  /** Automatic restarts since it was last started by hand. */
+  restarts: number;
+  started: string | null;
+  exit_code: number | null;
+  error: string | null;
+  /** TCP ports its processes listen on. */
+  ports: number[];
+  /** False when the service is no longer in the effective config (it may still be running). */
+  configured: boolean;
+}
+
+/** A listening TCP port on the box and whom it belongs to (`GET ports`). */
+export interface Port {
+  port: number;
+  address: string;
+  family: 4 | 6;
+  pid: number | null;
+  command: string | null;
+  location: string | null;
+  worktree: string | null;
+  service: string | null;
+  /** How it was attributed: inside the worktree's port block, or by the listener's working directory. */
+  via: "block" | "cwd" | null;
+}
+
+/** A worktree's listening ports (`GET services`). */
+export interface WorktreePorts {
+  location: string;
+  worktree: string;
+  path: string;
+  ports: Port[];
+}
+
+/** The resource guard, `~/.dock/guard.json` (`GET/PUT guard`). */
+export interface GuardFile {
+  enabled: boolean;
+  memory_percent: number;
+  /** How long memory must stay above the threshold before the guard acts (a duration, `30s`). */
+  sustain: string;
+  stop_services: boolean;
+  pause_agents: boolean;
+}

@@ -15,6 +15,10 @@ import { SecretResolver } from "./secrets.ts";
 import { type BoxSettings, loadSettings } from "./settings.ts";
 import { Store } from "./store.ts";
 import { Worktrees } from "./worktrees.ts";
+import { Services } from "./services.ts";
+import { Pauses } from "./pause.ts";
+import { Guard, readGuardFile } from "./guard.ts";
+import { groupRss, memoryPercent, processes } from "./procs.ts";
 
 /** The daemon's build, reported by `GET info`. */
 export const BUILD = "0.1.0";
@@ -30,6 +34,9 @@ export class Box {
   readonly locations: Locations;
   readonly worktrees: Worktrees;
   readonly exec: Exec;
+  readonly services: Services;
+  readonly pauses: Pauses;
+  readonly guard: Guard;
   readonly started = Date.now();
 
   constructor(paths: BoxPaths) {
@@ -57,6 +64,39 @@ export class Box {
       secrets: this.secrets,
     });
     this.exec = new Exec(this.worktrees);
+    this.services = new Services({
+      store: this.store,
+      bus: this.bus,
+      locations: this.locations,
+      worktrees: this.worktrees,
+      paths,
+      backoffMs: numberFromEnv("DOCK_SERVICE_BACKOFF_MS"),
+      logBytes: numberFromEnv("DOCK_SERVICE_LOG_BYTES"),
+    });
+    // Removing a worktree stops its services first; a worktree ready after setup starts its autostarts.
+    this.worktrees.removalSteps.push((worktree) => this.services.stopAll(worktree));
+    this.worktrees.readySteps.push((worktree) => this.services.autostart(worktree));
+    this.pauses = new Pauses(this.bus, this.worktrees);
+    this.pauses.participants.push({ signalWorktree: (w, signal) => this.services.signalAll(w, signal) });
+    this.guard = new Guard({
+      settings: () => readGuardFile(paths.guardFile),
+      intervalMs: numberFromEnv("DOCK_GUARD_INTERVAL_MS"),
+      actions: {
+        memoryPercent,
+        totalMemory: () => Deno.systemMemoryInfo().total,
+        services: () => {
+          const procs = processes();
+          return Promise.resolve(
+            this.services.running().map((s) => ({ ...s, rss: groupRss(s.pgid, procs) })),
+          );
+        },
+        stopService: async (s) => void await this.services.stop(s.location, s.worktree, s.name, "guard"),
+        // Agent sessions join with the sessions module; until then there is nothing to pause.
+        agents: () => Promise.resolve([]),
+        pauseAgent: () => Promise.resolve(),
+        announce: (data) => this.bus.publish({ type: "guard.acted", origin: "guard", data }),
+      },
+    });
   }
 
   /** Brings state in line with the disk and starts the background watchers. */
@@ -64,6 +104,8 @@ export class Box {
     this.worktrees.recoverInterrupted();
     await Promise.all(this.locations.list().map((l) => this.worktrees.reconcile(l.name)));
     this.worktrees.watch(options.watchMs ?? 1000);
+    await this.services.adopt();
+    this.guard.start();
   }
 
   /** Every location with its worktrees (`GET locations`). */
@@ -93,8 +135,16 @@ export class Box {
   /** Stops watchers and children and closes the store. */
   async close(): Promise<void> {
     this.worktrees.stop();
+    this.services.close();
+    this.guard.stop();
     killAll();
     await this.worktrees.settled().catch(() => {});
     this.store.close();
   }
+}
+
+// Test and tuning knobs read from the environment; unset means the module's default.
+function numberFromEnv(name: string): number | undefined {
+  const value = Number(Deno.env.get(name));
+  return Number.isFinite(value) && value > 0 ? value : undefined;
 }

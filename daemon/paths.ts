@@ -27,6 +27,8 @@ export interface BoxPaths {
   boxConfig: string;
   /** `<DOCK_HOME>/env.json`. */
   envFile: string;
+  /** `<DOCK_HOME>/guard.json`. */
+  guardFile: string;
   /** Default parent folder of worktrees: `<DOCK_HOME>/worktrees`. */
   worktrees: string;
 }
@@ -48,6 +50,7 @@ export function boxPaths(env: { get(key: string): string | undefined } = Deno.en
     logs: join(box, "logs"),
     boxConfig: join(home, "box.json"),
     envFile: join(home, "env.json"),
+    guardFile: join(home, "guard.json"),
     worktrees: join(home, "worktrees"),
   };
 }

@@ -108,6 +108,33 @@ export async function run(cmd: string, args: string[], options: RunOptions = {})
   };
 }
 
+/** Options for {@linkcode launch}. */
+export interface LaunchOptions {
+  cwd?: string;
+  env?: Record<string, string>;
+  clearEnv?: boolean;
+}
+
+/**
+ * Starts a long-lived child in its own session and process group, with no pipes to this process:
+ * it outlives the daemon (a crash, a kill -9 or an upgrade), and whatever it forks stays in its group
+ * so it can be stopped as a whole. The caller redirects its output (services write to a log file).
+ */
+export function launch(cmd: string, args: string[], options: LaunchOptions = {}): Deno.ChildProcess {
+  const child = new Deno.Command(cmd, {
+    args,
+    cwd: options.cwd,
+    env: options.env,
+    clearEnv: options.clearEnv,
+    stdin: "null",
+    stdout: "null",
+    stderr: "null",
+    detached: true,
+  }).spawn();
+  child.unref(); // a service must not keep the daemon alive when it wants to exit
+  return child;
+}
+
 /** The login shell commands run through: the user's `$SHELL` when set, else bash or sh. */
 export function loginShell(): string {
   const shell = Deno.env.get("SHELL");

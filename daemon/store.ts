@@ -40,6 +40,22 @@ CREATE TABLE IF NOT EXISTS ports (
   idx INTEGER NOT NULL,
   FOREIGN KEY (location, worktree) REFERENCES worktrees(location, name) ON DELETE CASCADE
 );
+CREATE TABLE IF NOT EXISTS services (
+  location TEXT NOT NULL,
+  worktree TEXT NOT NULL,
+  name TEXT NOT NULL,
+  desired TEXT NOT NULL DEFAULT 'stopped',
+  state TEXT NOT NULL DEFAULT 'stopped',
+  pid INTEGER,
+  pid_start INTEGER,
+  restarts INTEGER NOT NULL DEFAULT 0,
+  crashes INTEGER NOT NULL DEFAULT 0,
+  started TEXT,
+  exit_code INTEGER,
+  error TEXT,
+  PRIMARY KEY (location, worktree, name),
+  FOREIGN KEY (location, worktree) REFERENCES worktrees(location, name) ON DELETE CASCADE
+);
 CREATE TABLE IF NOT EXISTS events (
   id INTEGER PRIMARY KEY AUTOINCREMENT,
   type TEXT NOT NULL,

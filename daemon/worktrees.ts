@@ -110,6 +110,16 @@ export class Worktrees {
     return toWorktree(row, this.#o.ports.portsOf(location, name));
   }
 
+  /** Records whether the worktree is paused (the pause module owns the signalling). */
+  setPaused(location: string, name: string, paused: boolean): void {
+    this.#o.store.run(
+      "UPDATE worktrees SET paused = ? WHERE location = ? AND name = ?",
+      paused ? 1 : 0,
+      location,
+      name,
+    );
+  }
+
   /** Resolves `loc` (its main checkout) or `loc/wt`. */
   target(spec: string): Worktree {
     const [location, name, extra] = spec.split("/");
@@ -481,6 +491,11 @@ export class Worktrees {
       if (
         row.main || livePaths.has(row.path) || this.#creating.has(row.path) || this.#removing.has(row.path)
       ) continue;
+      // Its folder is gone, but what ran in it may still be running: stop that first.
+      const gone = toWorktree(row, this.#o.ports.portsOf(locationName, row.name));
+      for (const step of this.removalSteps) {
+        await step(gone).catch((error) => console.error(`stopping ${locationName}/${row.name}:`, error));
+      }
       this.#o.store.run("DELETE FROM worktrees WHERE location = ? AND name = ?", locationName, row.name);
       this.#o.bus.publish({
         type: "worktree.removed",

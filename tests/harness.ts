@@ -139,6 +139,7 @@ export async function startBox(options: StartBoxOptions = {}): Promise<TestBox> 
     stop,
     async [Symbol.asyncDispose]() {
       await stop();
+      killProcessesUnder(dirs.root);
       await Deno.remove(dirs.root, { recursive: true }).catch(() => {});
     },
     async cli(args: string[]) {
@@ -217,4 +218,23 @@ export async function eventually<T>(
     await new Promise((r) => setTimeout(r, 50));
   }
   throw new Error(`condition not met in ${timeoutMs} ms${last ? `: ${(last as Error).message}` : ""}`);
+}
+
+/**
+ * Kills the process groups of everything whose command line names a path under `root`: services
+ * outlive their daemon by design, so a test box's services must be ended by the test that made them.
+ */
+export function killProcessesUnder(root: string): void {
+  const pgidOf = (pid: string) =>
+    Number(Deno.readTextFileSync(`/proc/${pid}/stat`).split(") ")[1].split(" ")[2]);
+  const own = pgidOf("self");
+  for (const entry of Deno.readDirSync("/proc")) {
+    if (!/^\d+$/.test(entry.name) || Number(entry.name) === Deno.pid) continue;
+    try {
+      const cmdline = Deno.readTextFileSync(`/proc/${entry.name}/cmdline`);
+      if (!cmdline.includes(`${root}/`)) continue;
+      const pgid = pgidOf(entry.name);
+      if (pgid !== own) Deno.kill(-pgid, "SIGKILL"); // never the test runner's own group
+    } catch { /* gone meanwhile, or not ours to kill */ }
+  }
 }

@@ -12,6 +12,7 @@ import { eventRoutes } from "./events.ts";
 import { execRoutes } from "./exec.ts";
 import { errorResponse, mount } from "./http.ts";
 import { locationRoutes } from "./locations.ts";
+import { serviceRoutes } from "./services.ts";
 import { systemRoutes } from "./system.ts";
 import { worktreeRoutes } from "./worktrees.ts";
 
@@ -30,6 +31,7 @@ export function boxApp(box: Box): Hono {
     execRoutes(box),
     eventRoutes(box),
     systemRoutes(box),
+    serviceRoutes(box),
   ]);
   return app;
 }

@@ -11,6 +11,7 @@ import * as system from "../system.ts";
 import { isSecretReference } from "../secrets.ts";
 import { readEnvFile } from "../worktrees.ts";
 import { writeAtomic } from "../files.ts";
+import { readGuardFile, validateGuard, writeGuardFile } from "../guard.ts";
 import { DockError } from "../../client/errors.ts";
 import { body, json, requestOrigin, RouteTable } from "./http.ts";
 
@@ -52,6 +53,13 @@ export function systemRoutes(box: Box): RouteTable {
       await writeAtomic(box.paths.envFile, JSON.stringify(file, null, 2) + "\n");
       box.bus.publish({ type: "config.changed", origin: requestOrigin(c), data: { file: "env.json" } });
       return json(file);
+    })
+    .add("GET", "/guard", async () => json(await readGuardFile(box.paths.guardFile)))
+    .add("PUT", "/guard", async (c) => {
+      const settings = validateGuard(await body(c, z.unknown()), "body", 400);
+      await writeGuardFile(box.paths.guardFile, settings);
+      box.bus.publish({ type: "config.changed", origin: requestOrigin(c), data: { file: "guard.json" } });
+      return json(settings);
     })
     .add("POST", "/secrets/test", async (c) => {
       const { ref } = await body(c, SECRET_TEST);

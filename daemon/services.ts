@@ -1,0 +1,554 @@
+/**
+ * Services: the long-running processes of a worktree's effective config (spec 2.5 `services`, 3.3).
+ *
+ * How they survive the daemon: each service runs as a detached process group (its own session) under
+ * a tiny `sh` wrapper that runs the service through a login shell, appends its output to the log file
+ * and, when the service ends, writes its exit code beside the log. Nothing of the service is a pipe to
+ * dockd, so stopping, crashing, upgrading or kill -9 of the daemon neither kills nor duplicates it.
+ * The wrapper's pid and kernel start time are stored; a restarted daemon adopts every service whose
+ * wrapper is still that process (a reused pid has another start time) and watches it by polling
+ * /proc, and reads the exit file of those that ended meanwhile. This was chosen over tmux windows
+ * because it needs nothing but `sh`, costs one small process per service, and gives exit codes and
+ * plain log files without scraping a pane.
+ *
+ * Stopping a service signals its whole process group (SIGTERM, then SIGKILL after a grace period),
+ * so a `npm run dev` that forks leaves no orphan holding the port. A service that ends on its own is
+ * restarted with exponential backoff; one that keeps crashing quickly is marked failed.
+ *
+ * @module
+ */
+import { dirname, join } from "node:path";
+import { DockError, notFound } from "../client/errors.ts";
+import type { ServiceState, StreamLine, Worktree, WorktreeService } from "../client/wire.ts";
+import type { EventBus } from "./events.ts";
+import { statOrNull } from "./files.ts";
+import type { Locations } from "./locations.ts";
+import type { BoxPaths } from "./paths.ts";
+import { groupMembers, isAlive, readProc } from "./procs.ts";
+import { killGroup, launch, loginShell } from "./runner.ts";
+import type { Store } from "./store.ts";
+import { readEnvFile, type Worktrees } from "./worktrees.ts";
+
+interface ServiceRow {
+  location: string;
+  worktree: string;
+  name: string;
+  desired: "running" | "stopped";
+  state: ServiceState;
+  pid: number | null;
+  pid_start: number | null;
+  restarts: number;
+  crashes: number;
+  started: string | null;
+  exit_code: number | null;
+  error: string | null;
+}
+
+/** Tunables of {@linkcode Services}; tests shorten them. */
+export interface ServicesOptions {
+  store: Store;
+  bus: EventBus;
+  locations: Locations;
+  worktrees: Worktrees;
+  paths: BoxPaths;
+  /** First restart delay; doubles per quick crash. @default {1000} */
+  backoffMs?: number;
+  /** Longest restart delay. @default {30000} */
+  maxBackoffMs?: number;
+  /** A run at least this long resets the crash count. @default {10000} */
+  stableMs?: number;
+  /** Quick crashes in a row before the service is marked failed. @default {5} */
+  maxCrashes?: number;
+  /** Grace period between SIGTERM and SIGKILL. @default {5000} */
+  stopTimeoutMs?: number;
+  /** A log larger than this is rotated to `<name>.log.1`. @default {1 MiB} */
+  logBytes?: number;
+  /** How often adopted services are checked. @default {500} */
+  pollMs?: number;
+}
+
+// The wrapper: $1 login shell, $2 the service's command, $3 log file, $4 exit file.
+const WRAPPER = '"$1" -l -c "$2" >>"$3" 2>&1 </dev/null; echo $? >"$4"';
+
+/** Supervises every worktree's services. */
+export class Services {
+  #o: Required<ServicesOptions>;
+  #owned = new Map<string, Deno.ChildProcess>();
+  #restartTimers = new Map<string, ReturnType<typeof setTimeout>>();
+  #busy = new Map<string, Promise<unknown>>();
+  #poller?: ReturnType<typeof setInterval>;
+  #polls = 0;
+
+  constructor(options: ServicesOptions) {
+    this.#o = {
+      backoffMs: 1000,
+      maxBackoffMs: 30_000,
+      stableMs: 10_000,
+      maxCrashes: 5,
+      stopTimeoutMs: 5000,
+      logBytes: 1024 * 1024,
+      pollMs: 500,
+      // An option given as undefined keeps its default.
+      ...Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined)),
+    } as Required<ServicesOptions>;
+  }
+
+  /** The worktree's services: those of the effective config, and any record still running. */
+  async list(location: string, worktree: string): Promise<WorktreeService[]> {
+    this.#o.worktrees.get(location, worktree);
+    const configured = (await this.#o.locations.config(location)).effective.services ?? [];
+    const rows = new Map(this.#rows(location, worktree).map((row) => [row.name, row]));
+    const services = configured.map((service) =>
+      toService(location, worktree, service.name, rows.get(service.name), {
+        run: service.run,
+        autostart: service.autostart ?? false,
+        configured: true,
+      })
+    );
+    for (const [name, row] of rows) {
+      if (!configured.some((s) => s.name === name) && row.state !== "stopped") {
+        services.push(
+          toService(location, worktree, name, row, { run: null, autostart: false, configured: false }),
+        );
+      }
+    }
+    return services;
+  }
+
+  /** Every service process group alive now (for the guard, pause and port attribution). */
+  running(): { location: string; worktree: string; name: string; pgid: number }[] {
+    return this.#o.store
+      .all<ServiceRow>("SELECT * FROM services WHERE pid IS NOT NULL")
+      .filter((row) => isAlive(row.pid!, row.pid_start ?? undefined))
+      .map((row) => ({ location: row.location, worktree: row.worktree, name: row.name, pgid: row.pid! }));
+  }
+
+  /** Starts a service (no-op when it already runs). */
+  start(location: string, worktree: string, name: string, origin: string): Promise<WorktreeService> {
+    return this.#serially(key(location, worktree, name), async () => {
+      const wt = this.#refuseIfPaused(location, worktree);
+      const run = await this.#command(location, name);
+      const row = this.#row(location, worktree, name);
+      if (row?.pid && isAlive(row.pid, row.pid_start ?? undefined)) {
+        return this.#get(location, worktree, name);
+      }
+      this.#clearTimer(key(location, worktree, name));
+      this.#upsert(location, worktree, name, { desired: "running", crashes: 0, restarts: 0, error: null });
+      await this.#launch(wt, name, run, origin);
+      return this.#get(location, worktree, name);
+    });
+  }
+
+  /** Stops a service and its whole process group. */
+  stop(location: string, worktree: string, name: string, origin: string): Promise<WorktreeService> {
+    return this.#serially(key(location, worktree, name), async () => {
+      this.#o.worktrees.get(location, worktree);
+      const row = this.#row(location, worktree, name);
+      if (!row) {
+        await this.#command(location, name); // 404 for a name the config does not know
+        return this.#get(location, worktree, name);
+      }
+      await this.#stopNow(row, origin);
+      return this.#get(location, worktree, name);
+    });
+  }
+
+  /** Stops (if running) and starts a service. */
+  async restart(location: string, worktree: string, name: string, origin: string): Promise<WorktreeService> {
+    this.#refuseIfPaused(location, worktree); // before stopping: a refused restart must change nothing
+    await this.stop(location, worktree, name, origin);
+    return this.start(location, worktree, name, origin);
+  }
+
+  /** Starts the worktree's `autostart` services (after setup succeeded, or at once without setup). */
+  async autostart(worktree: Worktree): Promise<void> {
+    const services = (await this.#o.locations.config(worktree.location)).effective.services ?? [];
+    for (const service of services.filter((s) => s.autostart)) {
+      await this.start(worktree.location, worktree.name, service.name, "dockd").catch((error) =>
+        console.error(`autostart ${worktree.location}/${worktree.name}/${service.name}:`, error.message)
+      );
+    }
+  }
+
+  /** Stops every service of a worktree and forgets them (before it is removed). */
+  async stopAll(worktree: Worktree, origin = "dockd"): Promise<void> {
+    for (const row of this.#rows(worktree.location, worktree.name)) {
+      await this.#serially(key(row.location, row.worktree, row.name), () => this.#stopNow(row, origin));
+    }
+    this.#o.store.run(
+      "DELETE FROM services WHERE location = ? AND worktree = ?",
+      worktree.location,
+      worktree.name,
+    );
+  }
+
+  /** Sends SIGSTOP or SIGCONT to every running service group of a worktree (pause and resume). */
+  signalAll(worktree: Worktree, signal: "SIGSTOP" | "SIGCONT"): number {
+    let count = 0;
+    for (const service of this.running()) {
+      if (service.location === worktree.location && service.worktree === worktree.name) {
+        killGroup(service.pgid, signal);
+        count++;
+      }
+    }
+    return count;
+  }
+
+  /**
+   * Picks up where a previous daemon left off: adopts services still running, restarts those that
+   * ended meanwhile (by the restart policy), and starts watching.
+   */
+  async adopt(): Promise<void> {
+    for (const row of this.#o.store.all<ServiceRow>("SELECT * FROM services WHERE desired = 'running'")) {
+      const k = key(row.location, row.worktree, row.name);
+      if (row.pid && isAlive(row.pid, row.pid_start ?? undefined)) continue; // the poller watches it
+      if (row.state === "failed") continue;
+      if (row.state === "crashed") this.#scheduleRestart(row, 0);
+      else if (row.pid) await this.#serially(k, () => this.#ended(row.location, row.worktree, row.name));
+    }
+    this.#poller = setInterval(() => this.#poll(), this.#o.pollMs);
+  }
+
+  /** Stops watching (services keep running: they outlive the daemon). */
+  close(): void {
+    clearInterval(this.#poller);
+    for (const timer of this.#restartTimers.values()) clearTimeout(timer);
+    this.#restartTimers.clear();
+  }
+
+  /** The service's output: the newest `tail` lines, then (with `follow`) what it writes next. */
+  async *log(
+    location: string,
+    worktree: string,
+    name: string,
+    options: { tail?: number; follow?: boolean; signal?: AbortSignal } = {},
+  ): AsyncGenerator<StreamLine> {
+    this.#o.worktrees.get(location, worktree);
+    if (!this.#row(location, worktree, name)) await this.#command(location, name);
+    const file = this.#logFile(location, worktree, name);
+    const old = await readTail(`${file}.1`, 256 * 1024);
+    const current = await Deno.readFile(file).catch(() => new Uint8Array());
+    const text = new TextDecoder().decode(concat(old, current));
+    const lines = text.split("\n");
+    const partial = lines.pop() ?? "";
+    for (const line of lines.slice(-(options.tail ?? 200))) yield { line };
+    if (!options.follow) {
+      if (partial) yield { line: partial };
+      return;
+    }
+    let offset = current.length - new TextEncoder().encode(partial).length;
+    let pending = "";
+    const decoder = new TextDecoder();
+    while (!options.signal?.aborted) {
+      const info = await statOrNull(file);
+      const size = info?.size ?? 0;
+      if (size < offset) offset = 0; // rotated or truncated: read the new file from its start
+      if (size > offset) {
+        const chunk = await readRange(file, offset, size - offset);
+        offset += chunk.length;
+        const parts = (pending + decoder.decode(chunk, { stream: true })).split("\n");
+        pending = parts.pop() ?? "";
+        for (const line of parts) yield { line };
+      } else await sleep(150, options.signal);
+    }
+  }
+
+  async #launch(wt: Worktree, name: string, run: string, origin: string): Promise<void> {
+    const log = this.#logFile(wt.location, wt.name, name);
+    const exitFile = `${log.slice(0, -4)}.exit`;
+    await Deno.mkdir(dirname(log), { recursive: true });
+    await Deno.remove(exitFile).catch(() => {});
+    const env = await this.#environment(wt);
+    const child = launch("/bin/sh", ["-c", WRAPPER, "dock-service", loginShell(), run, log, exitFile], {
+      cwd: wt.path,
+      env,
+      clearEnv: true,
+    });
+    const k = key(wt.location, wt.name, name);
+    this.#owned.set(k, child);
+    const started = new Date().toISOString();
+    this.#upsert(wt.location, wt.name, name, {
+      state: "running",
+      pid: child.pid,
+      pid_start: readProc(child.pid)?.startTime ?? null,
+      started,
+      exit_code: null,
+    });
+    this.#o.bus.publish({
+      type: "service.started",
+      origin,
+      data: { location: wt.location, worktree: wt.name, service: name, pid: child.pid },
+    });
+    child.status.then(() => {
+      if (this.#owned.get(k) !== child) return;
+      this.#owned.delete(k);
+      this.#serially(k, () => this.#ended(wt.location, wt.name, name, child.pid)).catch((error) =>
+        console.error(`service ${k}:`, error)
+      );
+    });
+  }
+
+  /** Handles a service whose wrapper is gone: stopped on request, or crashed (restart or fail). */
+  async #ended(location: string, worktree: string, name: string, pid?: number): Promise<void> {
+    const row = this.#row(location, worktree, name);
+    if (!row || (pid !== undefined && row.pid !== pid)) return;
+    if (row.desired !== "running" || row.state === "stopping") return;
+    // Whatever the service forked and left behind goes with it, so a restart finds its ports free.
+    if (row.pid) killGroup(row.pid, "SIGKILL");
+    const log = this.#logFile(location, worktree, name);
+    const exitText = await Deno.readTextFile(`${log.slice(0, -4)}.exit`).catch(() => "");
+    const exitCode = /^\d+$/.test(exitText.trim()) ? Number(exitText.trim()) : null;
+    const ranMs = row.started ? Date.now() - Date.parse(row.started) : 0;
+    const crashes = ranMs >= this.#o.stableMs ? 1 : row.crashes + 1;
+    const data = { location, worktree, service: name, exit_code: exitCode, restarts: row.restarts };
+    if (crashes > this.#o.maxCrashes) {
+      const error = `crashed ${crashes} times in a row (last exit code ${
+        exitCode ?? "unknown"
+      }); start it again`;
+      this.#upsert(location, worktree, name, {
+        state: "failed",
+        pid: null,
+        crashes,
+        exit_code: exitCode,
+        error,
+      });
+      this.#o.bus.publish({ type: "service.failed", origin: "dockd", data: { ...data, error } });
+      return;
+    }
+    const delay = Math.min(this.#o.backoffMs * 2 ** (crashes - 1), this.#o.maxBackoffMs);
+    this.#upsert(location, worktree, name, { state: "crashed", pid: null, crashes, exit_code: exitCode });
+    this.#o.bus.publish({ type: "service.crashed", origin: "dockd", data: { ...data, retry_in_ms: delay } });
+    this.#scheduleRestart({ ...row, crashes }, delay);
+  }
+
+  #scheduleRestart(row: ServiceRow, delayMs: number): void {
+    const k = key(row.location, row.worktree, row.name);
+    this.#clearTimer(k);
+    this.#restartTimers.set(
+      k,
+      setTimeout(() => {
+        this.#restartTimers.delete(k);
+        this.#serially(k, async () => {
+          const current = this.#row(row.location, row.worktree, row.name);
+          if (!current || current.desired !== "running" || current.state !== "crashed") return;
+          const wt = this.#o.worktrees.get(row.location, row.worktree);
+          if (wt.paused) return; // resume starts nothing; the user restarts it
+          const run = await this.#command(row.location, row.name);
+          this.#upsert(row.location, row.worktree, row.name, { restarts: current.restarts + 1 });
+          await this.#launch(wt, row.name, run, "dockd");
+        }).catch((error) => {
+          this.#upsert(row.location, row.worktree, row.name, { state: "failed", error: error.message });
+        });
+      }, delayMs),
+    );
+  }
+
+  async #stopNow(row: ServiceRow, origin: string): Promise<void> {
+    const k = key(row.location, row.worktree, row.name);
+    this.#clearTimer(k);
+    const wasRunning = row.pid !== null && isAlive(row.pid, row.pid_start ?? undefined);
+    this.#upsert(row.location, row.worktree, row.name, { desired: "stopped", state: "stopping" });
+    if (row.pid !== null && wasRunning) {
+      const pgid = row.pid;
+      killGroup(pgid, "SIGTERM");
+      killGroup(pgid, "SIGCONT"); // a paused group must wake up to act on SIGTERM
+      const deadline = Date.now() + this.#o.stopTimeoutMs;
+      while (groupMembers(pgid).length && Date.now() < deadline) await sleep(50);
+      if (groupMembers(pgid).length) killGroup(pgid, "SIGKILL");
+      while (groupMembers(pgid).length) await sleep(20);
+      await this.#owned.get(k)?.status;
+      this.#owned.delete(k);
+    }
+    this.#upsert(row.location, row.worktree, row.name, { state: "stopped", pid: null, pid_start: null });
+    if (wasRunning || row.state !== "stopped") {
+      this.#o.bus.publish({
+        type: "service.stopped",
+        origin,
+        data: { location: row.location, worktree: row.worktree, service: row.name },
+      });
+    }
+  }
+
+  #poll(): void {
+    // Adopted services are not our children: notice their end by looking at /proc.
+    for (const row of this.#o.store.all<ServiceRow>("SELECT * FROM services WHERE state = 'running'")) {
+      const k = key(row.location, row.worktree, row.name);
+      if (this.#owned.has(k) || row.pid === null || this.#busy.has(k)) continue;
+      if (!isAlive(row.pid, row.pid_start ?? undefined)) {
+        this.#serially(k, () => this.#ended(row.location, row.worktree, row.name, row.pid!)).catch((error) =>
+          console.error(`service ${k}:`, error)
+        );
+      }
+    }
+    if (++this.#polls % 4 === 0) this.#rotateLogs().catch((error) => console.error("log rotation:", error));
+  }
+
+  async #rotateLogs(): Promise<void> {
+    for (const row of this.#o.store.all<ServiceRow>("SELECT * FROM services WHERE pid IS NOT NULL")) {
+      const file = this.#logFile(row.location, row.worktree, row.name);
+      const info = await statOrNull(file);
+      if (!info || info.size <= this.#o.logBytes) continue;
+      // Copy then truncate: the wrapper appends (O_APPEND), so its next write lands at the new end.
+      await Deno.copyFile(file, `${file}.1`);
+      await Deno.truncate(file, 0);
+    }
+  }
+
+  async #environment(wt: Worktree): Promise<Record<string, string>> {
+    const { env } = await this.#o.worktrees.environment(wt);
+    const configEnv = (await this.#o.locations.config(wt.location)).effective.env ?? {};
+    const boxEnv = await readEnvFile(this.#o.paths.envFile);
+    // Services also get PORT = DOCK_PORT, unless the config or the box env file sets PORT.
+    if (!("PORT" in configEnv) && !("PORT" in boxEnv) && env.DOCK_PORT) env.PORT = env.DOCK_PORT;
+    return env;
+  }
+
+  async #command(location: string, name: string): Promise<string> {
+    const services = (await this.#o.locations.effectiveConfig(location)).services ?? [];
+    const service = services.find((s) => s.name === name);
+    if (!service) throw notFound("service", `${name}' in the config of location '${location}`);
+    return service.run;
+  }
+
+  #refuseIfPaused(location: string, worktree: string): Worktree {
+    const wt = this.#o.worktrees.get(location, worktree);
+    if (wt.paused) {
+      throw new DockError("paused", `worktree '${location}/${worktree}' is paused; resume it first`, {
+        status: 409,
+      });
+    }
+    return wt;
+  }
+
+  #get(location: string, worktree: string, name: string): WorktreeService {
+    return toService(location, worktree, name, this.#row(location, worktree, name), {
+      run: null,
+      autostart: false,
+      configured: true,
+    });
+  }
+
+  #rows(location: string, worktree: string): ServiceRow[] {
+    return this.#o.store.all<ServiceRow>(
+      "SELECT * FROM services WHERE location = ? AND worktree = ? ORDER BY name",
+      location,
+      worktree,
+    );
+  }
+
+  #row(location: string, worktree: string, name: string): ServiceRow | undefined {
+    return this.#o.store.get<ServiceRow>(
+      "SELECT * FROM services WHERE location = ? AND worktree = ? AND name = ?",
+      location,
+      worktree,
+      name,
+    );
+  }
+
+  #upsert(location: string, worktree: string, name: string, fields: Partial<ServiceRow>): void {
+    this.#o.store.run(
+      "INSERT OR IGNORE INTO services (location, worktree, name) VALUES (?, ?, ?)",
+      location,
+      worktree,
+      name,
+    );
+    const entries = Object.entries(fields);
+    if (!entries.length) return;
+    this.#o.store.run(
+      `UPDATE services SET ${entries.map(([column]) => `${column} = ?`).join(", ")}
+       WHERE location = ? AND worktree = ? AND name = ?`,
+      ...entries.map(([, value]) => value as string | number | null),
+      location,
+      worktree,
+      name,
+    );
+  }
+
+  #logFile(location: string, worktree: string, name: string): string {
+    return join(this.#o.paths.logs, location, worktree, "services", `${name}.log`);
+  }
+
+  #clearTimer(k: string): void {
+    clearTimeout(this.#restartTimers.get(k));
+    this.#restartTimers.delete(k);
+  }
+
+  /** One operation at a time per service: a start racing a stop or a crash handler would duplicate it. */
+  #serially<T>(k: string, fn: () => Promise<T>): Promise<T> {
+    const previous = this.#busy.get(k) ?? Promise.resolve();
+    const next = previous.catch(() => {}).then(fn);
+    const settled = next.catch(() => {});
+    this.#busy.set(k, settled);
+    settled.then(() => {
+      if (this.#busy.get(k) === settled) this.#busy.delete(k);
+    });
+    return next;
+  }
+}
+
+function key(location: string, worktree: string, name: string): string {
+  return `${location}/${worktree}/${name}`;
+}
+
+function toService(
+  location: string,
+  worktree: string,
+  name: string,
+  row: ServiceRow | undefined,
+  extra: { run: string | null; autostart: boolean; configured: boolean },
+): WorktreeService {
+  return {
+    name,
+    location,
+    worktree,
+    ...extra,
+    state: row?.state ?? "stopped",
+    pid: row?.pid ?? null,
+    restarts: row?.restarts ?? 0,
+    started: row?.started ?? null,
+    exit_code: row?.exit_code ?? null,
+    error: row?.error ?? null,
+    ports: [],
+  };
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener("abort", () => {
+      clearTimeout(timer);
+      resolve();
+    }, { once: true });
+  });
+}
+
+function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
+  const all = new Uint8Array(a.length + b.length);
+  all.set(a);
+  all.set(b, a.length);
+  return all;
+}
+
+async function readTail(path: string, bytes: number): Promise<Uint8Array> {
+  const info = await statOrNull(path);
+  if (!info) return new Uint8Array();
+  const start = Math.max(0, info.size - bytes);
+  return await readRange(path, start, info.size - start);
+}
+
+async function readRange(path: string, offset: number, length: number): Promise<Uint8Array> {
+  const file = await Deno.open(path, { read: true });
+  try {
+    await file.seek(offset, Deno.SeekMode.Start);
+    const buffer = new Uint8Array(length);
+    let read = 0;
+    while (read < length) {
+      const n = await file.read(buffer.subarray(read));
+      if (n === null) break;
+      read += n;
+    }
+    return buffer.subarray(0, read);
+  } finally {
+    file.close();
+  }
+}

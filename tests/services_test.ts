@@ -1,0 +1,318 @@
+/**
+ * Whole-system tests of services: autostart after setup, crash and restart policy, surviving a
+ * kill -9 of the daemon, stopping whole process trees, logs, ports in use, pause and resume, and the
+ * resource guard.
+ */
+import { join } from "node:path";
+import { assert, assertEquals, assertRejects, assertStringIncludes } from "./assert.ts";
+import { DockError } from "../client/errors.ts";
+import type { BoxClient } from "../client/box.ts";
+import { eventually, makeRepo, startBox, type TestBox, waitForEvent } from "./harness.ts";
+
+const DENO = Deno.execPath();
+// A tiny HTTP server on $PORT that answers with the worktree's name.
+const SERVER =
+  `exec "${DENO}" eval --no-config 'Deno.serve({ hostname: "127.0.0.1", port: Number(Deno.env.get("PORT")), onListen() {} }, () => new Response(Deno.env.get("DOCK_WORKTREE_NAME")))'`;
+
+async function boxWith(
+  config: unknown,
+  env: Record<string, string> = {},
+): Promise<{ box: TestBox; repo: string }> {
+  const box = await startBox({ env: { DOCK_SERVICE_BACKOFF_MS: "100", ...env } });
+  const repo = await makeRepo(join(box.dirs.home, "work"), "app", {
+    ".dock/config.json": JSON.stringify(config),
+  });
+  await box.client.addLocation({ name: "app", path: repo });
+  return { box, repo };
+}
+
+async function serviceState(client: BoxClient, wt: string, name: string) {
+  return (await client.services("app", wt)).find((s) => s.name === name)!;
+}
+
+/** Processes whose command line contains `marker` (read from /proc, zombies excluded), of `program` only. */
+function processesWith(marker: string, program?: string): number[] {
+  const pids: number[] = [];
+  for (const entry of Deno.readDirSync("/proc")) {
+    if (!/^\d+$/.test(entry.name)) continue;
+    try {
+      const cmdline = Deno.readTextFileSync(`/proc/${entry.name}/cmdline`).replaceAll("\0", " ");
+      const state = Deno.readTextFileSync(`/proc/${entry.name}/stat`).split(") ")[1]?.[0];
+      if (program && !cmdline.startsWith(`${program} `)) continue;
+      if (cmdline.includes(marker) && state !== "Z" && !cmdline.includes("dockd.ts")) {
+        pids.push(Number(entry.name));
+      }
+    } catch { /* gone meanwhile */ }
+  }
+  return pids;
+}
+
+Deno.test("an autostarted service answers on the worktree's port, after setup and only when it succeeds", async () => {
+  const { box } = await boxWith({
+    setup: '[ "$DOCK_WORKTREE_NAME" != broken ]',
+    services: [{ name: "web", run: SERVER, autostart: true }, { name: "other", run: "sleep 600" }],
+  });
+  await using _ = box;
+  const wt = await box.client.createWorktree("app", { name: "site" });
+  const body = await eventually(async () => {
+    const response = await fetch(`http://127.0.0.1:${wt.ports[0]}/`).catch(() => null);
+    return response?.ok ? await response.text() : undefined;
+  });
+  assertEquals(body, "site");
+  const services = await box.client.services("app", "site");
+  assertEquals(services.map((s) => [s.name, s.state]), [["web", "running"], ["other", "stopped"]]);
+  assertEquals(services[0].ports, [wt.ports[0]]);
+
+  await box.client.createWorktree("app", { name: "broken" });
+  await waitForEvent(box.client, (e) => e.type === "worktree.setup.failed" && e.data?.worktree === "broken");
+  await new Promise((r) => setTimeout(r, 300));
+  assertEquals((await serviceState(box.client, "broken", "web")).state, "stopped");
+
+  const ports = await box.client.ports();
+  const mine = ports.find((p) => p.port === wt.ports[0])!;
+  assertEquals([mine.location, mine.worktree, mine.service, mine.via], ["app", "site", "web", "block"]);
+  const grouped = await box.client.listeningServices();
+  assertEquals(grouped.find((g) => g.worktree === "site")?.ports.map((p) => p.port), [wt.ports[0]]);
+});
+
+Deno.test("a crashing service is restarted with backoff, then marked failed", async () => {
+  const { box } = await boxWith({
+    services: [{ name: "flaky", run: "echo run $DOCK_WORKTREE_NAME; exit 3" }],
+  });
+  await using _ = box;
+  await box.client.createWorktree("app", { name: "w" });
+  const start = (await box.client.emit({ type: "test.mark" })).id!;
+  await box.client.serviceAction("app", "w", "flaky", "start");
+  const failed = await waitForEvent(box.client, (e) => e.type === "service.failed", {
+    after: start,
+    timeoutMs: 20_000,
+  });
+  assertEquals(failed.data?.exit_code, 3);
+  const service = await serviceState(box.client, "w", "flaky");
+  assertEquals(service.state, "failed");
+  assertEquals(service.restarts, 5);
+  assertStringIncludes(service.error!, "crashed");
+  const crashes = [];
+  for await (const event of box.client.events({ after: start, signal: AbortSignal.timeout(500) })) {
+    if (event.type === "service.crashed") crashes.push(event.data?.retry_in_ms as number);
+  }
+  assertEquals(crashes, [100, 200, 400, 800, 1600], "the delay doubles");
+  const log = [];
+  for await (const line of box.client.serviceLog("app", "w", "flaky")) log.push(line.line);
+  assertEquals(log.filter((l) => l === "run w").length, 6);
+  // Starting it again by hand gives it a new chance.
+  const again = await box.client.serviceAction("app", "w", "flaky", "start");
+  assertEquals(again.restarts, 0);
+});
+
+Deno.test("services survive kill -9 of the daemon: adopted, not duplicated, logs go on", async () => {
+  const marker = `${Date.now() % 100000}${Math.floor(Math.random() * 1000)}`;
+  const { box: first } = await boxWith({
+    services: [{
+      name: "ticker",
+      run: `i=0; while true; do i=$((i+1)); echo tick $i; sleep 0.1; done # ${marker}`,
+      autostart: true,
+    }],
+  });
+  const wt = await first.client.createWorktree("app", { name: "w" });
+  await eventually(async () => (await serviceState(first.client, "w", "ticker")).state === "running");
+  const before = (await serviceState(first.client, "w", "ticker")).pid;
+  await first.stop({ kill: true });
+  assert(processesWith(marker).length >= 1, "the service outlived the daemon");
+
+  await using box = await startBox({ dirs: first.dirs, env: { DOCK_SERVICE_BACKOFF_MS: "100" } });
+  const adopted = await serviceState(box.client, "w", "ticker");
+  assertEquals([adopted.state, adopted.pid, adopted.restarts], ["running", before, 0]);
+  // Exactly one wrapper and one loop run it: nothing was started twice.
+  const wrappers = processesWith(marker).filter((pid) =>
+    Deno.readTextFileSync(`/proc/${pid}/cmdline`).startsWith("/bin/sh\0-c")
+  );
+  assertEquals(wrappers.length, 1);
+  const lines = async () => {
+    const out: string[] = [];
+    for await (const line of box.client.serviceLog("app", "w", "ticker", { tail: 5 })) out.push(line.line!);
+    return Number(out.at(-1)?.split(" ")[1]);
+  };
+  const n = await lines();
+  await eventually(async () => (await lines()) > n + 3);
+  // Follow mode streams what it writes next.
+  const controller = new AbortController();
+  const followed: string[] = [];
+  for await (
+    const line of box.client.serviceLog("app", "w", "ticker", {
+      tail: 0,
+      follow: true,
+      signal: controller.signal,
+    })
+  ) {
+    followed.push(line.line!);
+    if (followed.length === 3) {
+      controller.abort();
+      break;
+    }
+  }
+  assertEquals(followed.length, 3);
+  assert(followed.every((l) => l.startsWith("tick ")));
+
+  await box.client.serviceAction("app", "w", "ticker", "stop");
+  await eventually(() => Promise.resolve(processesWith(marker).length === 0));
+  void wt;
+});
+
+Deno.test("stop ends a forking service's whole tree; removal stops services before archive", async () => {
+  const marker = `99${Date.now() % 100000}`;
+  const { box } = await boxWith({
+    services: [{
+      name: "forky",
+      run: `sleep ${marker}1 & sleep ${marker}2 & sh -c 'sleep ${marker}3' & wait`,
+    }],
+    // Archive fails while any of the service's processes is alive: services must stop before it runs.
+    archive:
+      `for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline; echo; done 2>/dev/null | grep -v grep | grep -q "sleep ${marker}" && exit 1; true`,
+  });
+  await using _ = box;
+  await box.client.createWorktree("app", { name: "w" });
+  await box.client.serviceAction("app", "w", "forky", "start");
+  await eventually(() => Promise.resolve(processesWith(marker, "sleep").length === 3));
+  const stopped = await box.client.serviceAction("app", "w", "forky", "stop");
+  assertEquals(stopped.state, "stopped");
+  assertEquals(processesWith(marker).length, 0);
+
+  await box.client.serviceAction("app", "w", "forky", "start");
+  await eventually(() => Promise.resolve(processesWith(marker, "sleep").length === 3));
+  const start = (await box.client.emit({ type: "test.mark" })).id!;
+  await box.client.removeWorktree("app", "w");
+  assertEquals(processesWith(marker).length, 0);
+  const events = [];
+  for await (const event of box.client.events({ after: start, signal: AbortSignal.timeout(400) })) {
+    events.push(event.type);
+  }
+  assertEquals(events.indexOf("service.stopped") < events.indexOf("worktree.removed"), true);
+  const unknown = await assertRejects(
+    () => box.client.serviceAction("app", "app", "nope", "start"),
+    DockError,
+  );
+  assertEquals((unknown as DockError).status, 404);
+});
+
+Deno.test("a listening port outside any block is attributed by its working directory", async () => {
+  const { box } = await boxWith({});
+  await using _ = box;
+  const wt = await box.client.createWorktree("app", { name: "deep" });
+  await Deno.mkdir(join(wt.path, "sub"));
+  const server = new Deno.Command(DENO, {
+    args: [
+      "eval",
+      "--no-config",
+      'Deno.serve({ hostname: "127.0.0.1", port: 0, onListen({ port }) { console.log(port) } }, () => new Response("x"))',
+    ],
+    cwd: join(wt.path, "sub"),
+    stdout: "piped",
+    stderr: "null",
+  }).spawn();
+  try {
+    const reader = server.stdout.pipeThrough(new TextDecoderStream()).getReader();
+    const port = Number((await reader.read()).value?.trim());
+    reader.releaseLock();
+    const found = await eventually(async () => (await box.client.ports()).find((p) => p.port === port));
+    assertEquals([found.location, found.worktree, found.via, found.service], ["app", "deep", "cwd", null]);
+    assertEquals(found.pid, server.pid);
+  } finally {
+    server.kill("SIGKILL");
+    await server.status;
+    await server.stdout.cancel().catch(() => {});
+  }
+});
+
+Deno.test("pause stops a counter from advancing; resume lets it go on; the flag survives a restart", async () => {
+  const { box: first } = await boxWith({
+    services: [{
+      name: "counter",
+      run: "i=0; while true; do i=$((i+1)); echo $i > counter; sleep 0.05; done",
+      autostart: true,
+    }],
+  });
+  const wt = await first.client.createWorktree("app", { name: "w" });
+  const read = () => Deno.readTextFile(join(wt.path, "counter")).then(Number).catch(() => 0);
+  await eventually(async () => (await read()) > 2);
+  const paused = await first.client.pause("app", "w", "pause");
+  assertEquals(paused.paused, true);
+  await new Promise((r) => setTimeout(r, 150));
+  const frozen = await read();
+  await new Promise((r) => setTimeout(r, 400));
+  assertEquals(await read(), frozen, "the counter does not advance while paused");
+  const refused = await assertRejects(
+    () => first.client.serviceAction("app", "w", "counter", "restart"),
+    DockError,
+  );
+  assertEquals((refused as DockError).code, "paused");
+
+  await first.stop({ kill: true });
+  await using box = await startBox({ dirs: first.dirs });
+  assertEquals((await box.client.worktree("app", "w")).paused, true);
+  await new Promise((r) => setTimeout(r, 300));
+  assertEquals(await read(), frozen, "still frozen after the daemon restarted");
+  assertEquals((await serviceState(box.client, "w", "counter")).state, "running");
+  await box.client.pause("app", "w", "resume");
+  await eventually(async () => (await read()) > frozen + 3);
+  assertEquals((await box.client.worktree("app", "w")).paused, false);
+});
+
+Deno.test("the guard stops the service using the most memory once memory stays above its threshold", async () => {
+  const total = Deno.systemMemoryInfo().total;
+  const hog = Math.min(Math.round(total * 0.08), 3 * 1024 ** 3);
+  const { box } = await boxWith({
+    services: [
+      {
+        name: "hog",
+        run:
+          `exec "${DENO}" eval --no-config 'const b = new Uint8Array(${hog}).fill(7); setInterval(() => b[0]++, 1000)'`,
+      },
+      { name: "small", run: "sleep 600" },
+    ],
+  }, { DOCK_GUARD_INTERVAL_MS: "100" });
+  await using _ = box;
+  assertEquals((await box.client.guard()).enabled, false);
+  await box.client.createWorktree("app", { name: "w" });
+  const used = () => {
+    const info = Deno.systemMemoryInfo();
+    return 100 * (info.total - info.available) / info.total;
+  };
+  const before = used();
+  await box.client.serviceAction("app", "w", "small", "start");
+  await box.client.serviceAction("app", "w", "hog", "start");
+  const after = await eventually(() => Promise.resolve(used() > before + 5 ? used() : undefined), 20_000);
+  const start = (await box.client.emit({ type: "test.mark" })).id!;
+  const threshold = Math.round(((before + after) / 2) * 10) / 10;
+  const settings = await box.client.putGuard({
+    enabled: true,
+    memory_percent: threshold,
+    sustain: "1s",
+    stop_services: true,
+    pause_agents: false,
+  });
+  assertEquals(settings.memory_percent, threshold);
+  const acted = await waitForEvent(box.client, (e) => e.type === "guard.acted", {
+    after: start,
+    timeoutMs: 15_000,
+  });
+  const stopped = acted.data?.stopped as { service: string; rss: number }[];
+  assertEquals(stopped.map((s) => s.service), ["hog"], "only the biggest, which is enough");
+  assert(stopped[0].rss >= hog * 0.5, `rss ${stopped[0].rss} of a ${hog} byte hog`); // it may still be filling
+  assertEquals(acted.origin, "guard");
+  assertEquals((await serviceState(box.client, "w", "hog")).state, "stopped");
+  assertEquals((await serviceState(box.client, "w", "small")).state, "running");
+  await new Promise((r) => setTimeout(r, 1500));
+  let acts = 0;
+  for await (const event of box.client.events({ after: start, signal: AbortSignal.timeout(300) })) {
+    if (event.type === "guard.acted") acts++;
+  }
+  assertEquals(acts, 1, "never twice for one episode");
+
+  const bad = await assertRejects(
+    () => box.client.putGuard({ ...settings, memory_percent: 150 }),
+    DockError,
+    "memory_percent",
+  );
+  assertEquals((bad as DockError).status, 400);
+});
