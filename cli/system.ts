@@ -5,7 +5,7 @@
  */
 import type { Command } from "@commander-js/extra-typings";
 import { localBox } from "./client.ts";
-import { guarded, printJson, table } from "./output.ts";
+import { guarded, keyValues, printJson, table } from "./output.ts";
 
 /** Adds the box-wide commands. */
 export function systemCommands(program: Command): void {
@@ -94,6 +94,24 @@ export function systemCommands(program: Command): void {
         const result = await localBox().testSecret(ref);
         console.log(result.ok ? `ok (${result.length} characters)` : `not ok: ${result.error}`);
         if (!result.ok) Deno.exit(1);
+      })
+    );
+
+  const guard = program.command("guard").description("the resource guard (~/.dock/guard.json)");
+  guard.command("show").description("print its settings").option("--json", "print JSON").action((o) =>
+    guarded(async () => {
+      const settings = await localBox().guard();
+      if (o.json) return printJson(settings);
+      table(["SETTING", "VALUE"], Object.entries(settings));
+    })
+  );
+  guard.command("set").description("change settings, e.g. dockd guard set enabled=true memory_percent=85")
+    .argument("<setting...>").action((words) =>
+      guarded(async () => {
+        const box = localBox();
+        const current = await box.guard();
+        const updated = await box.putGuard({ ...current, ...keyValues(words) } as typeof current);
+        table(["SETTING", "VALUE"], Object.entries(updated));
       })
     );
 }

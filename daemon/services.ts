@@ -77,7 +77,7 @@ export class Services {
   #restartTimers = new Map<string, ReturnType<typeof setTimeout>>();
   #busy = new Map<string, Promise<unknown>>();
   #poller?: ReturnType<typeof setInterval>;
-  #polls = 0;
+  #rotating = false;
 
   constructor(options: ServicesOptions) {
     this.#o = {
@@ -380,7 +380,12 @@ export class Services {
         );
       }
     }
-    if (++this.#polls % 4 === 0) this.#rotateLogs().catch((error) => console.error("log rotation:", error));
+    if (!this.#rotating) {
+      this.#rotating = true;
+      this.#rotateLogs().catch((error) => console.error("log rotation:", error)).finally(() =>
+        this.#rotating = false
+      );
+    }
   }
 
   async #rotateLogs(): Promise<void> {

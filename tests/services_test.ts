@@ -316,3 +316,46 @@ Deno.test("the guard stops the service using the most memory once memory stays a
   );
   assertEquals((bad as DockError).status, 400);
 });
+
+Deno.test("a service's log is rotated when it grows, and its newest lines stay readable", async () => {
+  const { box } = await boxWith({
+    services: [{
+      name: "chatty",
+      run: 'i=0; while true; do i=$((i+1)); echo "line $i $(printf %080d 0)"; done',
+    }],
+  }, { DOCK_SERVICE_LOG_BYTES: "20000" });
+  await using _ = box;
+  await box.client.createWorktree("app", { name: "w" });
+  await box.client.serviceAction("app", "w", "chatty", "start");
+  const log = join(box.dirs.state, "box", "logs", "app", "w", "services", "chatty.log");
+  await eventually(async () => (await Deno.stat(`${log}.1`).catch(() => null)) !== null);
+  await box.client.serviceAction("app", "w", "chatty", "stop");
+  // The live file may overshoot between two checks, but old output does not pile up.
+  const sizes = [(await Deno.stat(log)).size, (await Deno.stat(`${log}.1`)).size];
+  assert(sizes.every((size) => size < 50 * 1024 * 1024), JSON.stringify(sizes));
+  assert(sizes[1] > 20000, "a rotation happens only past the limit");
+  const lines: string[] = [];
+  for await (const line of box.client.serviceLog("app", "w", "chatty", { tail: 50 })) lines.push(line.line!);
+  assertEquals(lines.length, 50);
+  const numbers = lines.filter((l) => /^line \d+ 0{80}$/.test(l)).map((l) => Number(l.split(" ")[1]));
+  assert(numbers.length >= 48, "whole lines, across the rotation boundary");
+  const tail = await Deno.readTextFile(log);
+  const last = tail.trimEnd().split("\n").at(-1)!;
+  assertEquals(lines.at(-1), last, "the newest line is the last one the service wrote");
+});
+
+Deno.test("a graceful stop and restart of the daemon leaves services running, once", async () => {
+  const { box: first } = await boxWith({
+    services: [{ name: "idle", run: "exec sleep 600", autostart: true }],
+  });
+  await first.client.createWorktree("app", { name: "w" });
+  const running = await eventually(async () => {
+    const s = await serviceState(first.client, "w", "idle");
+    return s.state === "running" ? s : undefined;
+  });
+  await first.stop(); // SIGTERM: the daemon exits, its services do not
+  await using box = await startBox({ dirs: first.dirs });
+  const after = await serviceState(box.client, "w", "idle");
+  assertEquals([after.state, after.pid, after.restarts], ["running", running.pid, 0]);
+  assertEquals(Deno.readTextFileSync(`/proc/${running.pid}/stat`).split(") ")[1][0] !== "Z", true);
+});
