@@ -19,6 +19,11 @@
  *    on another unix socket in this process (what any HTTP round trip over a unix socket costs here).
  * 3. **`exec true`.** `client.exec({ location, command: "true" })` against spawning `sh -c true`
  *    directly, and `/bin/sh -l -c true`, the login shell the daemon runs commands through.
+ * 4. to 6. **Services** (bench/services.ts, each on a fresh box): from `createWorktree` to an
+ *    autostarted HTTP server answering on `$PORT` against starting the server by hand; the daemon's
+ *    resident memory idle, with 20 worktrees and with their 40 services running; `GET services` and
+ *    `GET ports` with 50 listening ports against `/proc/net/tcp{,6}` and `ss -ltnp`.
+ *    `--server=deno` makes section 4 use a `deno eval` server even where python3 is installed.
  *
  * `--quick` divides every N by about five for a smoke run. All temporary folders are removed and the
  * daemons stopped at the end, also on failure.
@@ -28,10 +33,12 @@
 import { join } from "node:path";
 import type { BoxClient } from "../client/box.ts";
 import { git, GIT_ENV, makeDirs, makeRepo, startBox } from "../tests/harness.ts";
-import { ms, ratio, summarize, type Summary, time } from "./stats.ts";
+import { benchDaemonMemory, benchPorts, benchServiceStart } from "./services.ts";
+import { ms, ratio, type Row, summarize, time } from "./stats.ts";
 
 const QUICK = Deno.args.includes("--quick");
 const SAME_REPO = Deno.args.includes("--same-repo");
+const DENO_SERVER = Deno.args.includes("--server=deno");
 const scale = (n: number) => QUICK ? Math.max(3, Math.round(n / 5)) : n;
 
 const N_CREATE = scale(20);
@@ -45,17 +52,6 @@ const EXTRA_WORKTREES = 5;
 const CREATE_GOAL = 1.3;
 /** Files in the benchmark repository, so a checkout is not trivially small. */
 const REPO_FILES = 300;
-
-/** One row of the printed table. */
-interface Row {
-  label: string;
-  summary: Summary;
-  /** The row this one is compared with (ratio of medians); absent for a baseline. */
-  baseline?: Summary;
-  /** Shown as the baseline of the rows around it. */
-  isBaseline?: boolean;
-  note?: string;
-}
 
 /** Deterministic content for the benchmark repository: `REPO_FILES` files in 15 folders. */
 function repoFiles(): Record<string, string> {
@@ -403,10 +399,14 @@ function table(rows: Row[]): string {
   for (const row of rows) {
     const s = row.summary;
     const vs = row.baseline ? ratio(s.p50 / row.baseline.p50) : row.isBaseline ? "baseline" : "";
+    // Milliseconds bare, as the header says; another unit (memory) is written after each figure.
+    const fmt = (value: number) => row.unit && row.unit !== "ms" ? `${ms(value)} ${row.unit}` : ms(value);
     // A 99th percentile of fewer than 100 samples is just the maximum: not shown.
-    const p99 = s.n >= 100 ? ms(s.p99) : "–";
+    const p99 = s.n >= 100 ? fmt(s.p99) : "–";
+    // One reading has no spread to show.
+    const p90 = s.n > 1 ? fmt(s.p90) : "–";
     lines.push(
-      `| ${row.label} | ${s.n} | ${ms(s.p50)} | ${ms(s.p90)} | ${p99} | ${ms(s.mean)} | ${vs} | ${
+      `| ${row.label} | ${s.n} | ${fmt(s.p50)} | ${p90} | ${p99} | ${fmt(s.mean)} | ${vs} | ${
         row.note ?? ""
       } |`,
     );
@@ -451,6 +451,11 @@ async function main(): Promise<void> {
       throw new Error(`only ${listed} worktrees in the repository`);
     }
   }
+  // The service sections, each on a fresh box of its own, after the first box has stopped.
+  const serviceOptions = { quick: QUICK, denoServer: DENO_SERVER };
+  rows.push(...await benchServiceStart(serviceOptions));
+  rows.push(...await benchDaemonMemory(serviceOptions));
+  rows.push(...await benchPorts(serviceOptions));
 
   const gitVersion = await versionOf("git", ["--version"]);
   const load = (await Deno.readTextFile("/proc/loadavg").catch(() => "? ? ?")).split(" ").slice(0, 3);

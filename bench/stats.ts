@@ -43,6 +43,19 @@ export function summarize(samples: readonly number[]): Summary {
   };
 }
 
+/** One row of the printed table. */
+export interface Row {
+  label: string;
+  summary: Summary;
+  /** The row this one is compared with (ratio of medians); absent for a baseline. */
+  baseline?: Summary;
+  /** Shown as the baseline of the rows around it. */
+  isBaseline?: boolean;
+  note?: string;
+  /** Unit of the figures: milliseconds unless told; any other unit is printed after each figure. */
+  unit?: "ms" | "MiB";
+}
+
 /** Runs `fn` once and returns how long it took, in milliseconds. */
 export async function time(fn: () => Promise<unknown>): Promise<number> {
   const started = performance.now();

@@ -26,6 +26,7 @@ export async function serveBox(): Promise<void> {
   await box.start({ watchMs: Number(Deno.env.get("DOCK_WATCH_MS") ?? 1000) });
   const stopping = new AbortController();
   const server = await serveSocket(box, { signal: stopping.signal });
+  await box.replaySpool();
   console.error(`dockd: box '${box.settings.name}' serving on ${paths.socket}`);
   const stop = () => stopping.abort();
   Deno.addSignalListener("SIGINT", stop);

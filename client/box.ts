@@ -25,11 +25,17 @@ import type {
   LocationNew,
   LocationScripts,
   Port,
+  Screen,
   SecretTestResult,
+  Session,
+  SessionCreate,
   Stats,
   StreamLine,
   SyncRequest,
   SyncResult,
+  TaskRequest,
+  TaskResult,
+  WaitResult,
   Worktree,
   WorktreeCreate,
   WorktreePorts,
@@ -277,5 +283,51 @@ export class BoxClient {
   /** `PUT guard`. */
   putGuard(body: GuardFile): Promise<GuardFile> {
     return this.transport.json("/v1/guard", { method: "PUT", body });
+  }
+
+  /** `GET sessions`. */
+  sessions(): Promise<Session[]> {
+    return this.transport.json("/v1/sessions");
+  }
+
+  /** `GET sessions/{name}`. */
+  session(name: string): Promise<Session> {
+    return this.transport.json(`/v1/sessions/${enc(name)}`);
+  }
+
+  /** `POST sessions`. */
+  createSession(body: SessionCreate): Promise<Session> {
+    return this.transport.json("/v1/sessions", { body });
+  }
+
+  /** `DELETE sessions/{name}`: ends the session and everything it started. */
+  removeSession(name: string): Promise<Session> {
+    return this.transport.json(`/v1/sessions/${enc(name)}`, { method: "DELETE" });
+  }
+
+  /** `GET sessions/{name}/screen?history=N`. */
+  screen(name: string, history?: number): Promise<Screen> {
+    return this.transport.json(`/v1/sessions/${enc(name)}/screen`, { query: { history } });
+  }
+
+  /** `POST sessions/{name}/send`: pastes the text as one block, then Enter unless `enter` is false. */
+  send(name: string, text: string, options: { enter?: boolean } = {}): Promise<Session> {
+    return this.transport.json(`/v1/sessions/${enc(name)}/send`, { body: { text, enter: options.enter } });
+  }
+
+  /** `GET sessions/{name}/wait`: until one of `states` (after `after`), the program's exit, or the timeout. */
+  wait(
+    name: string,
+    options: { states?: string[]; after?: string; timeout?: string; signal?: AbortSignal } = {},
+  ): Promise<WaitResult> {
+    return this.transport.json(`/v1/sessions/${enc(name)}/wait`, {
+      query: { for: options.states?.join(","), after: options.after, timeout: options.timeout },
+      signal: options.signal,
+    });
+  }
+
+  /** `POST tasks`: a new worktree with an agent running in it. */
+  createTask(body: TaskRequest): Promise<TaskResult> {
+    return this.transport.json("/v1/tasks", { body });
   }
 }

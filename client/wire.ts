@@ -336,3 +336,72 @@ export interface GuardFile {
   stop_services: boolean;
   pause_agents: boolean;
 }
+
+/** An agent's state (spec 3.2). */
+export type AgentState = "idle" | "running" | "waiting" | "finished";
+
+/** A terminal session on a box (spec 2.3, plus where it runs). */
+export interface Session {
+  name: string;
+  /** Agent preset id, when it runs an agent (or an agent tool reported in it). */
+  agent: string | null;
+  agent_state: AgentState;
+  /** When the agent state was last reported. */
+  state_time: string | null;
+  exited: boolean;
+  exit_code: number | null;
+  location: string;
+  worktree: string;
+  path: string;
+  command: string;
+  created: string;
+  from_session?: string | null;
+}
+
+/** Body of `POST sessions`. */
+export interface SessionCreate {
+  name?: string;
+  location: string;
+  command?: string;
+  agent?: string;
+  prompt?: string;
+  open?: boolean;
+  cols?: number;
+  rows?: number;
+}
+
+/** Body of `POST sessions/{name}/send`. */
+export interface SessionSend {
+  text: string;
+  enter?: boolean;
+}
+
+/** Answer of `GET sessions/{name}/wait`. */
+export interface WaitResult {
+  state: AgentState;
+  timed_out: boolean;
+  exited: boolean;
+}
+
+/** `GET sessions/{name}/screen`. */
+export interface Screen {
+  screen: string;
+}
+
+/** Body of `POST tasks`. */
+export interface TaskRequest {
+  location: string;
+  name: string;
+  branch?: string;
+  base?: string;
+  agent?: string;
+  command?: string;
+  prompt?: string;
+  from_session?: string;
+}
+
+/** Answer of `POST tasks`. */
+export interface TaskResult {
+  worktree: Worktree;
+  session: Session;
+}

@@ -19,6 +19,10 @@ import { Services } from "./services.ts";
 import { Pauses } from "./pause.ts";
 import { Guard, readGuardFile } from "./guard.ts";
 import { groupRss, memoryPercent, processes } from "./procs.ts";
+import { Sessions } from "./sessions.ts";
+import { Tmux } from "./tmux.ts";
+import { replaySpool, spoolDir } from "./spool.ts";
+import { join } from "node:path";
 
 /** The daemon's build, reported by `GET info`. */
 export const BUILD = "0.1.0";
@@ -37,6 +41,8 @@ export class Box {
   readonly services: Services;
   readonly pauses: Pauses;
   readonly guard: Guard;
+  readonly tmux: Tmux;
+  readonly sessions: Sessions;
   readonly started = Date.now();
 
   constructor(paths: BoxPaths) {
@@ -76,8 +82,20 @@ export class Box {
     // Removing a worktree stops its services first; a worktree ready after setup starts its autostarts.
     this.worktrees.removalSteps.push((worktree) => this.services.stopAll(worktree));
     this.worktrees.readySteps.push((worktree) => this.services.autostart(worktree));
+    this.tmux = new Tmux({ socket: join(paths.box, "tmux.sock"), configFile: join(paths.box, "tmux.conf") });
+    this.sessions = new Sessions({
+      store: this.store,
+      bus: this.bus,
+      tmux: this.tmux,
+      locations: this.locations,
+      worktrees: this.worktrees,
+      dir: join(paths.box, "sessions"),
+    });
+    // Removing a worktree ends its sessions too (after its services, before archive).
+    this.worktrees.removalSteps.push((worktree) => this.sessions.removeAll(worktree));
     this.pauses = new Pauses(this.bus, this.worktrees);
     this.pauses.participants.push({ signalWorktree: (w, signal) => this.services.signalAll(w, signal) });
+    this.pauses.participants.push({ signalWorktree: (w, signal) => this.sessions.signalWorktree(w, signal) });
     this.guard = new Guard({
       settings: () => readGuardFile(paths.guardFile),
       intervalMs: numberFromEnv("DOCK_GUARD_INTERVAL_MS"),
@@ -91,9 +109,8 @@ export class Box {
           );
         },
         stopService: async (s) => void await this.services.stop(s.location, s.worktree, s.name, "guard"),
-        // Agent sessions join with the sessions module; until then there is nothing to pause.
-        agents: () => Promise.resolve([]),
-        pauseAgent: () => Promise.resolve(),
+        agents: () => this.sessions.agentUsage(),
+        pauseAgent: (agent) => this.sessions.pauseSession(agent.session),
         announce: (data) => this.bus.publish({ type: "guard.acted", origin: "guard", data }),
       },
     });
@@ -105,7 +122,20 @@ export class Box {
     await Promise.all(this.locations.list().map((l) => this.worktrees.reconcile(l.name)));
     this.worktrees.watch(options.watchMs ?? 1000);
     await this.services.adopt();
+    await this.sessions.start();
+    await this.replaySpool();
     this.guard.start();
+  }
+
+  /**
+   * Ingests the agent reports `dock hook` spooled while the daemon was down, in the order they
+   * happened. Run at start and once more when the socket listens (a hook may spool in between).
+   */
+  async replaySpool(): Promise<number> {
+    return await replaySpool(spoolDir(this.paths.state), (report) => {
+      this.sessions.ingest(report);
+      return Promise.resolve();
+    });
   }
 
   /** Every location with its worktrees (`GET locations`). */
@@ -137,6 +167,7 @@ export class Box {
     this.worktrees.stop();
     this.services.close();
     this.guard.stop();
+    this.sessions.close();
     killAll();
     await this.worktrees.settled().catch(() => {});
     this.store.close();

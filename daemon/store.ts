@@ -56,6 +56,20 @@ CREATE TABLE IF NOT EXISTS services (
   PRIMARY KEY (location, worktree, name),
   FOREIGN KEY (location, worktree) REFERENCES worktrees(location, name) ON DELETE CASCADE
 );
+CREATE TABLE IF NOT EXISTS sessions (
+  name TEXT PRIMARY KEY,
+  location TEXT NOT NULL,
+  worktree TEXT NOT NULL,
+  path TEXT NOT NULL,
+  command TEXT NOT NULL,
+  agent TEXT,
+  agent_state TEXT NOT NULL DEFAULT 'idle',
+  state_time TEXT,
+  exited INTEGER NOT NULL DEFAULT 0,
+  exit_code INTEGER,
+  created TEXT NOT NULL,
+  from_session TEXT
+);
 CREATE TABLE IF NOT EXISTS events (
   id INTEGER PRIMARY KEY AUTOINCREMENT,
   type TEXT NOT NULL,

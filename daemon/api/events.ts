@@ -16,6 +16,10 @@ const ANNOUNCE = z.object({
   type: z.string().max(100).regex(EVENT_TYPE, "must be dotted lower-case words such as build.finished"),
   origin: z.string().max(64).optional(),
   data: z.record(z.string(), z.unknown()).optional(),
+  /** The reporting process's DOCK_SESSION (from `dock hook`); used to match, not kept in the event. */
+  session: z.string().max(64).optional(),
+  /** When it happened, for reports that arrive late (RFC 3339). */
+  time: z.string().max(40).optional(),
 });
 
 /** How often an idle stream sends a comment, so proxies and clients see it is alive. */
@@ -41,6 +45,9 @@ export function eventRoutes(box: Box): RouteTable {
     .add("POST", "/events", async (c) => {
       const announce = await body(c, ANNOUNCE);
       const origin = announce.origin ?? requestOrigin(c);
+      if (announce.type.startsWith("agent.")) {
+        return json(box.sessions.ingest({ ...announce, origin }), 201);
+      }
       return json(box.bus.publish({ type: announce.type, origin, data: announce.data }), 201);
     });
 }

@@ -13,6 +13,7 @@ import { execRoutes } from "./exec.ts";
 import { errorResponse, mount } from "./http.ts";
 import { locationRoutes } from "./locations.ts";
 import { serviceRoutes } from "./services.ts";
+import { sessionRoutes } from "./sessions.ts";
 import { systemRoutes } from "./system.ts";
 import { worktreeRoutes } from "./worktrees.ts";
 
@@ -32,6 +33,7 @@ export function boxApp(box: Box): Hono {
     eventRoutes(box),
     systemRoutes(box),
     serviceRoutes(box),
+    sessionRoutes(box),
   ]);
   return app;
 }

@@ -24,7 +24,14 @@ export function systemRoutes(box: Box): RouteTable {
     .add(
       "GET",
       "/info",
-      async () => json(await system.boxInfo({ name: box.settings.name, build: BUILD, agents: [] })),
+      async () =>
+        json(
+          await system.boxInfo({
+            name: box.settings.name,
+            build: BUILD,
+            agents: await box.sessions.presets(),
+          }),
+        ),
     )
     .add("GET", "/stats", async () => {
       const worktrees = box.worktrees.list();
@@ -32,7 +39,7 @@ export function systemRoutes(box: Box): RouteTable {
         ...(await system.stats({ paths: [box.paths.state, box.paths.userHome] })),
         locations: box.locations.list().length,
         worktrees: worktrees.length,
-        agents: 0,
+        agents: box.sessions.list().filter((s) => s.agent && !s.exited).length,
       });
     })
     .add(

@@ -1,0 +1,36 @@
+/**
+ * The `dockd` command line (everything but the `hook` fast path): the box daemon (`dockd serve`) and
+ * the commands that talk to it over its socket through the typed client.
+ *
+ * @module
+ */
+import { Command } from "@commander-js/extra-typings";
+import { BUILD } from "../daemon/box.ts";
+import { eventCommands } from "./events.ts";
+import { execCommand } from "./exec.ts";
+import { locationCommands } from "./location.ts";
+import { serveCommand } from "./serve.ts";
+import { defaultHookCommand, integrationCommands } from "./integrations.ts";
+import { serviceCommands } from "./service.ts";
+import { systemCommands } from "./system.ts";
+import { worktreeCommands } from "./worktree.ts";
+import { schemasCommand } from "./schemas.ts";
+import { sessionCommands } from "./session.ts";
+
+/** Parses `args` and runs the command. */
+export async function main(args: string[]): Promise<void> {
+  const program = new Command("dockd").description("dock's box daemon and its command line").version(BUILD);
+  serveCommand(program);
+  locationCommands(program);
+  worktreeCommands(program);
+  serviceCommands(program);
+  sessionCommands(program);
+  execCommand(program);
+  eventCommands(program);
+  systemCommands(program);
+  schemasCommand(program);
+  integrationCommands(program, { hookCommand: () => defaultHookCommand("dockd") });
+  program.command("hook").description("report an agent tool's hook (run by the tool itself)")
+    .argument("<tool>").argument("<event>");
+  await program.parseAsync(["deno", "dockd", ...args]);
+}

@@ -1,0 +1,238 @@
+/**
+ * `dock hook <TOOL> <EVENT> [PAYLOAD]`: run by an agent tool's own hook system on every agent turn.
+ * It reads the tool's payload, keeps only identifiers and the directory (see `hook_map.ts`) and posts
+ * an `agent.*` event to the box daemon's socket; when the daemon does not answer in time it leaves the
+ * event in the spool (`daemon/spool.ts`) for the daemon to replay.
+ *
+ * A hook must never fail, block or talk to the calling tool: Claude feeds SessionStart and
+ * UserPromptSubmit stdout to the model and shows stderr to the user, and a non-zero exit can block a
+ * turn. So this prints nothing (Cursor alone gets the `{}` it expects), swallows every error, caps how
+ * long it waits for stdin and the daemon, and imports nothing but the pure mapper, since it starts
+ * once per turn.
+ *
+ * @module
+ */
+import { mapHook } from "./hook_map.ts";
+
+/** Where `dock hook` reads its payload: `Deno.stdin`, or a fake in tests. */
+export interface PayloadReader {
+  read(buffer: Uint8Array): Promise<number | null>;
+}
+
+/** Options of {@linkcode runHook}, for tests. */
+export interface HookOptions {
+  /** Where the payload is read from. @default {Deno.stdin, unless it is a terminal} */
+  stdin?: PayloadReader;
+}
+
+// A tool may keep stdin open after writing the payload; past this the hook goes on without the rest.
+const STDIN_MS = 200;
+const STDIN_BYTES = 1 << 20;
+// The whole round trip to the daemon, connect included; a daemon slower than this gets the spool.
+const POST_MS = 300;
+const MAX_SALVAGED = 4096;
+
+/**
+ * Runs `dock hook`; never throws and resolves within about half a second. The caller must exit with
+ * code 0 once it resolves: a read still pending on a stdin the tool never closed keeps the process
+ * alive otherwise.
+ */
+export async function runHook(args: string[], options: HookOptions = {}): Promise<void> {
+  try {
+    const [tool = "", event = ""] = args;
+    // Cursor reads stdout as JSON and `{}` means "no decision"; print it before anything can go wrong.
+    if (tool.toLowerCase() === "cursor") writeStdout("{}\n");
+    const payload = await readPayload(args, options);
+    const mapped = mapHook(tool, event, payload, { cwd: cwd() });
+    if (!mapped) return;
+    const body = JSON.stringify({
+      type: mapped.type,
+      origin: mapped.data.agent,
+      data: mapped.data,
+      session: env("DOCK_SESSION") || undefined,
+      time: new Date().toISOString(),
+    });
+    const box = `${stateDir()}/box`;
+    if (await post(`${box}/dockd.sock`, body, mapped.data.agent)) return;
+    await spool(`${box}/spool`, body);
+  } catch {
+    // Nothing to report to: the tool must not see an error from dock.
+  }
+}
+
+// Codex's notify appends the payload as one extra argument (and gives no stdin); everything else
+// pipes it on stdin.
+async function readPayload(args: string[], options: HookOptions): Promise<unknown> {
+  if (args.length > 2) return parse(args[args.length - 1]);
+  let reader = options.stdin;
+  if (!reader) {
+    // Someone typing `dock hook claude stop` at a terminal has no payload to give.
+    if (Deno.stdin.isTerminal()) return {};
+    // Plain read() rather than Deno.stdin.readable: the streams machinery costs ~4 ms to load.
+    reader = Deno.stdin;
+  }
+  return parse(await readCapped(reader));
+}
+
+async function readCapped(reader: PayloadReader): Promise<string> {
+  // AbortSignal.timeout rather than setTimeout: Deno's setTimeout loads Node's timers (~5 ms).
+  const signal = AbortSignal.timeout(STDIN_MS);
+  const expired = new Promise<null>((resolve) => signal.addEventListener("abort", () => resolve(null)));
+  const buffer = new Uint8Array(STDIN_BYTES);
+  let size = 0;
+  while (size < buffer.length) {
+    const count = await Promise.race([reader.read(buffer.subarray(size)), expired]);
+    if (count === null) break;
+    size += count;
+    // A tool that keeps stdin open has still sent a whole object: stop as soon as one parses.
+    if (endsWithBrace(buffer.subarray(0, size)) && isJson(decode(buffer, size))) break;
+  }
+  return decode(buffer, size);
+}
+
+function endsWithBrace(chunk: Uint8Array): boolean {
+  for (let i = chunk.length - 1; i >= 0; i--) {
+    const byte = chunk[i];
+    if (byte === 0x7d) return true;
+    if (byte !== 0x0a && byte !== 0x0d && byte !== 0x20 && byte !== 0x09) return false;
+  }
+  return false;
+}
+
+function decode(buffer: Uint8Array, size: number): string {
+  return new TextDecoder().decode(buffer.subarray(0, size));
+}
+
+function isJson(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+// A payload cut at the size cap (a huge prompt) no longer parses, but the tools put their ids and
+// cwd before the prompt, so the identifiers are fished out of the prefix; nothing else is.
+function parse(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    const found: Record<string, unknown> = {};
+    for (const key of ["session_id", "conversation_id", "thread-id", "cwd", "type"]) {
+      const match = text.match(new RegExp(`"${key}"\\s*:\\s*("(?:[^"\\\\]|\\\\.){0,${MAX_SALVAGED}}")`));
+      if (!match) continue;
+      try {
+        found[key] = JSON.parse(match[1]);
+      } catch {
+        // A malformed string is no identifier.
+      }
+    }
+    const roots = text.match(/"workspace_roots"\s*:\s*\[\s*("(?:[^"\\]|\\.){0,4096}")/);
+    if (roots) {
+      try {
+        found.workspace_roots = [JSON.parse(roots[1])];
+      } catch {
+        // As above.
+      }
+    }
+    return found;
+  }
+}
+
+// HTTP/1.1 by hand over the unix socket rather than fetch with Deno.createHttpClient: loading fetch
+// costs ~12 ms of a hook's ~20 ms budget, and one POST with `connection: close` needs only a status
+// line back. Any 2xx counts as delivered; everything else, timeouts included, goes to the spool.
+async function post(socket: string, body: string, origin: string): Promise<boolean> {
+  const signal = AbortSignal.timeout(POST_MS);
+  const expired = new Promise<null>((resolve) => signal.addEventListener("abort", () => resolve(null)));
+  let conn: Deno.Conn | null = null;
+  try {
+    const connecting = Deno.connect({ transport: "unix", path: socket });
+    conn = await Promise.race([connecting, expired]);
+    if (!conn) {
+      connecting.then((late) => late.close(), () => {});
+      return false;
+    }
+    const encoder = new TextEncoder();
+    const content = encoder.encode(body);
+    const head = encoder.encode(
+      "POST /v1/events HTTP/1.1\r\nhost: dockd\r\ncontent-type: application/json\r\n" +
+        `content-length: ${content.length}\r\nx-dock-origin: ${origin}\r\nconnection: close\r\n\r\n`,
+    );
+    const request = new Uint8Array(head.length + content.length);
+    request.set(head);
+    request.set(content, head.length);
+    if (await Promise.race([writeAll(conn, request), expired]) === null) return false;
+    const response = new Uint8Array(256);
+    let size = 0;
+    while (size < response.length) {
+      const count = await Promise.race([conn.read(response.subarray(size)), expired]);
+      if (count === null) break;
+      size += count;
+      if (response.subarray(0, size).includes(0x0a)) break;
+    }
+    return /^HTTP\/1\.[01] 2\d\d /.test(new TextDecoder().decode(response.subarray(0, size)));
+  } catch {
+    return false;
+  } finally {
+    try {
+      // Also ends a read still waiting on a daemon that never answered.
+      conn?.close();
+    } catch {
+      // Already closed.
+    }
+  }
+}
+
+async function writeAll(conn: Deno.Conn, bytes: Uint8Array): Promise<true> {
+  let written = 0;
+  while (written < bytes.length) written += await conn.write(bytes.subarray(written));
+  return true;
+}
+
+// One file per event; the name sorts by arrival (ms clock, then pid and a random tail for ties),
+// and the rename makes it appear whole, so a replay running meanwhile never reads half of it.
+async function spool(dir: string, body: string): Promise<void> {
+  await Deno.mkdir(dir, { recursive: true, mode: 0o700 });
+  const tail = Math.random().toString(36).slice(2, 10);
+  const name = `${String(Date.now()).padStart(15, "0")}-${Deno.pid}-${tail}.json`;
+  const temp = `${dir}/.${name}.tmp`;
+  await Deno.writeTextFile(temp, body, { mode: 0o600 });
+  await Deno.rename(temp, `${dir}/${name}`);
+}
+
+// Same resolution as daemon/paths.ts, without importing it: this path must stay import-free.
+function stateDir(): string {
+  const explicit = env("DOCK_STATE_DIR");
+  if (explicit) return explicit;
+  const xdg = env("XDG_STATE_HOME") || `${env("HOME") ?? ""}/.local/state`;
+  return `${xdg}/dock`;
+}
+
+function env(key: string): string | undefined {
+  try {
+    return Deno.env.get(key);
+  } catch {
+    return undefined;
+  }
+}
+
+function cwd(): string {
+  try {
+    return Deno.cwd();
+  } catch {
+    // The agent's directory was removed under it; "/" still names a directory.
+    return "/";
+  }
+}
+
+function writeStdout(text: string): void {
+  try {
+    const bytes = new TextEncoder().encode(text);
+    let written = 0;
+    while (written < bytes.length) written += Deno.stdout.writeSync(bytes.subarray(written));
+  } catch {
+    // A closed stdout is the tool's business.
+  }
+}

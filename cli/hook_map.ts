@@ -1,0 +1,166 @@
+/**
+ * Turns an agent tool's hook payload into one of the four `agent.*` events (spec 1, integration rule
+ * 5). Pure and import-free: `dock hook` runs on every agent turn and must start in a few milliseconds.
+ *
+ * Only identifiers and the working directory leave this module. Prompts, messages, transcripts and
+ * anything else the tool sends are read at most to classify the event and are never copied out.
+ *
+ * Event names are matched case-insensitively and with `-`, `_`, `.` and spaces ignored, so
+ * `UserPromptSubmit`, `user-prompt-submit` and `userpromptsubmit` are one event.
+ *
+ * | Tool | started | ready | waiting | finished |
+ * |---|---|---|---|---|
+ * | claude | UserPromptSubmit | SessionStart | Notification (permission_prompt, elicitation_dialog), PermissionRequest | Stop, StopFailure |
+ * | cursor | beforeSubmitPrompt | sessionStart | — | stop (any status) |
+ * | codex | UserPromptSubmit | SessionStart | — | notify (`agent-turn-complete`), Stop |
+ * | gemini | BeforeAgent | SessionStart | Notification | AfterAgent |
+ * | opencode | chat.message | session.created | permission.asked, permission.updated | session.idle |
+ *
+ * opencode has no hook commands; a plugin calls `dock hook opencode <bus event>` with the bus event
+ * (`{ type, properties: { sessionID } }`) on stdin.
+ *
+ * @module
+ */
+
+/** The `agent.*` event types a hook can produce. */
+export type HookEventType = "agent.started" | "agent.ready" | "agent.waiting" | "agent.finished";
+
+/** What `dock hook` announces: the event type and the identifiers of the agent's session. */
+export interface HookEvent {
+  type: HookEventType;
+  data: {
+    /** The directory the agent works in (its worktree). */
+    path: string;
+    /** The tool's name, lower-case: claude, cursor, codex, gemini or opencode. */
+    agent: string;
+    /** The tool's own session (conversation, thread) id, when it sends one. */
+    session_id: string | null;
+  };
+}
+
+/** The tools `dock hook` understands. */
+export const HOOK_TOOLS: readonly string[] = ["claude", "cursor", "codex", "gemini", "opencode"];
+
+type Payload = Record<string, unknown>;
+type Rule = HookEventType | ((payload: Payload) => HookEventType | null);
+
+// Longer values are not identifiers; dropping them keeps a misbehaving tool from smuggling text out.
+const MAX_ID = 256;
+const MAX_PATH = 4096;
+
+// Claude's idle_prompt arrives ~60 s after Stop and means "still idle", not "needs you"; auth_success
+// and unknown types say nothing about the turn either.
+const CLAUDE_WAITING = new Set(["permission_prompt", "elicitation_dialog"]);
+
+function claudeNotification(payload: Payload): HookEventType | null {
+  const kind = payload.notification_type;
+  if (typeof kind === "string") return CLAUDE_WAITING.has(kind) ? "agent.waiting" : null;
+  // Versions before notification_type only had the message; it is classified, never kept.
+  const message = payload.message;
+  return typeof message === "string" && /permission|approv/i.test(message) ? "agent.waiting" : null;
+}
+
+function codexNotify(payload: Payload): HookEventType | null {
+  // Codex documents that other notify types may come; only a completed turn means finished.
+  return payload.type === "agent-turn-complete" ? "agent.finished" : null;
+}
+
+// Keys are event names normalized by `normalize`.
+const RULES: Record<string, Record<string, Rule>> = {
+  claude: {
+    userpromptsubmit: "agent.started",
+    sessionstart: "agent.ready",
+    notification: claudeNotification,
+    // Fires just before the permission dialog is shown, so it is the earliest "needs you".
+    permissionrequest: "agent.waiting",
+    stop: "agent.finished",
+    // A turn ended by an API error still ended; without it the session would look busy forever.
+    stopfailure: "agent.finished",
+  },
+  cursor: {
+    beforesubmitprompt: "agent.started",
+    sessionstart: "agent.ready",
+    stop: "agent.finished",
+  },
+  codex: {
+    userpromptsubmit: "agent.started",
+    sessionstart: "agent.ready",
+    notify: codexNotify,
+    stop: "agent.finished",
+  },
+  gemini: {
+    beforeagent: "agent.started",
+    sessionstart: "agent.ready",
+    notification: "agent.waiting",
+    afteragent: "agent.finished",
+  },
+  opencode: {
+    chatmessage: "agent.started",
+    sessioncreated: "agent.ready",
+    permissionasked: "agent.waiting",
+    permissionupdated: "agent.waiting",
+    sessionidle: "agent.finished",
+  },
+};
+
+/** Maps a tool's hook call to an `agent.*` event, or null when the call means nothing to dock. */
+export function mapHook(
+  tool: string,
+  event: string,
+  payload: unknown,
+  env: { cwd: string },
+): HookEvent | null {
+  const agent = tool.toLowerCase();
+  const name = normalize(event);
+  // hasOwn: "__proto__" or "constructor" must not reach Object.prototype.
+  if (!Object.hasOwn(RULES, agent) || !Object.hasOwn(RULES[agent], name)) return null;
+  const rule = RULES[agent][name];
+  const body: Payload = isObject(payload) ? payload : {};
+  const type = typeof rule === "function" ? rule(body) : rule;
+  if (!type) return null;
+  return { type, data: { path: pathOf(body) ?? env.cwd, agent, session_id: sessionOf(body) } };
+}
+
+function normalize(event: string): string {
+  return event.toLowerCase().replace(/[-_.\s]/g, "");
+}
+
+function isObject(value: unknown): value is Payload {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+// Each tool names the directory its own way; Cursor can also run Claude's hooks, so every tool
+// accepts every spelling rather than only its own.
+function pathOf(payload: Payload): string | null {
+  const roots = payload.workspace_roots;
+  const properties = isObject(payload.properties) ? payload.properties : {};
+  const info = isObject(properties.info) ? properties.info : {};
+  for (
+    const value of [
+      payload.cwd,
+      Array.isArray(roots) ? roots[0] : undefined,
+      payload.directory,
+      info.directory,
+    ]
+  ) {
+    if (typeof value === "string" && value.startsWith("/") && value.length <= MAX_PATH) return value;
+  }
+  return null;
+}
+
+function sessionOf(payload: Payload): string | null {
+  const properties = isObject(payload.properties) ? payload.properties : {};
+  for (
+    const value of [
+      payload.session_id,
+      payload.conversation_id,
+      payload["thread-id"],
+      payload.thread_id,
+      payload.sessionID,
+      properties.sessionID,
+    ]
+  ) {
+    if (typeof value === "string" && value !== "" && value.length <= MAX_ID) return value;
+  }
+  return null;
+}

@@ -1,0 +1,162 @@
+/**
+ * Routes of sessions and tasks: create, list, end, screen, send, wait, attach (WebSocket), and
+ * `POST tasks` (a worktree with an agent already running in it).
+ *
+ * @module
+ */
+import { z } from "zod";
+import { parseDuration } from "../../client/duration.ts";
+import { DockError } from "../../client/errors.ts";
+import type { AgentState } from "../../client/wire.ts";
+import { attachSession, attachSize } from "../attach.ts";
+import type { Box } from "../box.ts";
+import { body, intQuery, json, param, requestOrigin, RouteTable } from "./http.ts";
+
+const SIZE = z.number().int().min(1).max(1000).optional();
+const SESSION_CREATE = z.object({
+  name: z.string().optional(),
+  location: z.string().min(1),
+  command: z.string().min(1).optional(),
+  agent: z.string().min(1).optional(),
+  prompt: z.string().optional(),
+  open: z.boolean().optional(),
+  cols: SIZE,
+  rows: SIZE,
+});
+const SEND = z.object({ text: z.string(), enter: z.boolean().optional() });
+const TASK = z.object({
+  location: z.string().min(1),
+  name: z.string(),
+  branch: z.string().min(1).optional(),
+  base: z.string().min(1).optional(),
+  agent: z.string().min(1).optional(),
+  command: z.string().min(1).optional(),
+  prompt: z.string().optional(),
+  from_session: z.string().optional(),
+});
+const STATES: AgentState[] = ["idle", "running", "waiting", "finished"];
+
+/** The session and task routes. */
+export function sessionRoutes(box: Box): RouteTable {
+  return new RouteTable("sessions")
+    .add("GET", "/sessions", () => json(box.sessions.list()))
+    .add("POST", "/sessions", async (c) => {
+      const request = await body(c, SESSION_CREATE);
+      const session = await box.sessions.create(request, requestOrigin(c));
+      if (request.open) {
+        box.bus.publish({ type: "session.open", origin: requestOrigin(c), data: { session: session.name } });
+      }
+      return json(session, 201);
+    })
+    .add("GET", "/sessions/:name", (c) => json(box.sessions.get(param(c, "name"))))
+    .add(
+      "DELETE",
+      "/sessions/:name",
+      async (c) => json(await box.sessions.remove(param(c, "name"), requestOrigin(c))),
+    )
+    .add("GET", "/sessions/:name/screen", async (c) => {
+      const history = intQuery(c, "history", { min: 0, max: 50_000, fallback: 0 });
+      return json({ screen: await box.sessions.screen(param(c, "name"), history) });
+    })
+    .add("POST", "/sessions/:name/send", async (c) => {
+      const request = await body(c, SEND);
+      return json(
+        await box.sessions.send(param(c, "name"), request.text, request.enter ?? true, requestOrigin(c)),
+      );
+    })
+    .add("GET", "/sessions/:name/wait", async (c) => {
+      const name = param(c, "name");
+      box.sessions.get(name);
+      const states = (c.req.query("for") || "finished,waiting").split(",").map((s) => s.trim()).filter(
+        Boolean,
+      );
+      for (const state of states) {
+        if (!STATES.includes(state as AgentState)) {
+          throw new DockError("invalid_request", `for: '${state}' is not a state (${STATES.join(", ")})`, {
+            status: 400,
+            detail: { field: "for" },
+          });
+        }
+      }
+      const timeoutMs = parseDuration(c.req.query("timeout") || "10m", "timeout");
+      if (timeoutMs < 1000 || timeoutMs > 3_600_000) {
+        throw new DockError("invalid_request", "timeout: must be from 1s to 1h", {
+          status: 400,
+          detail: { field: "timeout" },
+        });
+      }
+      const afterText = c.req.query("after");
+      let after: Date | undefined;
+      if (afterText) {
+        after = new Date(afterText);
+        if (Number.isNaN(after.getTime()) || !/^\d{4}-\d{2}-\d{2}T/.test(afterText)) {
+          throw new DockError(
+            "invalid_request",
+            `after: must be an RFC 3339 time, got ${JSON.stringify(afterText)}`,
+            {
+              status: 400,
+              detail: { field: "after" },
+            },
+          );
+        }
+      }
+      return json(
+        await box.sessions.wait(name, {
+          states: states as AgentState[],
+          after,
+          timeoutMs,
+          signal: c.req.raw.signal,
+        }),
+      );
+    })
+    .add("GET", "/sessions/:name/attach", (c) => {
+      const session = box.sessions.get(param(c, "name"));
+      if (c.req.header("upgrade")?.toLowerCase() !== "websocket") {
+        throw new DockError("upgrade_required", "attach is a WebSocket: send Upgrade: websocket", {
+          status: 400,
+        });
+      }
+      const { cols, rows } = attachSize(new URL(c.req.url));
+      return attachSession(c.req.raw, { socket: box.tmux.socket, session: session.name, cols, rows });
+    })
+    .add("POST", "/tasks", async (c) => {
+      const request = await body(c, TASK);
+      if (!request.agent && !request.command) {
+        throw new DockError("invalid_request", "agent: a task needs an agent (or a command)", {
+          status: 400,
+          detail: { field: "agent" },
+        });
+      }
+      const origin = requestOrigin(c);
+      const worktree = await box.worktrees.create(
+        request.location,
+        { name: request.name, branch: request.branch, base: request.base },
+        origin,
+      );
+      try {
+        const session = await box.sessions.create({
+          location: `${worktree.location}/${worktree.name}`,
+          agent: request.agent,
+          command: request.command,
+          prompt: request.prompt,
+          from_session: request.from_session,
+        }, origin);
+        box.bus.publish({
+          type: "task.created",
+          origin,
+          data: {
+            location: worktree.location,
+            worktree: worktree.name,
+            session: session.name,
+            agent: session.agent,
+            from_session: request.from_session ?? null,
+          },
+        });
+        return json({ worktree, session }, 201);
+      } catch (error) {
+        // A task is both or nothing: without its agent, the new worktree goes again.
+        await box.worktrees.remove(worktree.location, worktree.name, { force: true }, origin).catch(() => {});
+        throw error;
+      }
+    });
+}

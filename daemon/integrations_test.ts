@@ -1,0 +1,442 @@
+/**
+ * Integration installs and skills management against temporary homes and repositories: what is written,
+ * that a second run writes nothing, and that the person's own files and settings survive.
+ *
+ * @module
+ */
+import { join } from "node:path";
+import { DockError } from "../client/errors.ts";
+import { SKILLS } from "../skills/mod.ts";
+import { assert, assertEquals, assertRejects, assertStringIncludes } from "../tests/assert.ts";
+import {
+  codexNotifyLine,
+  installAll,
+  installIntegration,
+  installSkills,
+  listSkills,
+  shellQuote,
+  shellSplit,
+  uninstallSkills,
+} from "./integrations.ts";
+
+const HOOK = "/opt/dock/bin/dock hook";
+
+let temps: string[] = [];
+
+/** A temporary folder (a home, a repository), removed when its test ends. */
+async function tempHome(): Promise<string> {
+  const dir = await Deno.makeTempDir({ prefix: "dock-integrations-" });
+  temps.push(dir);
+  return dir;
+}
+
+/** A test whose temporary folders are removed afterwards, passed or failed. */
+function test(name: string, fn: () => Promise<void> | void): void {
+  Deno.test(name, async () => {
+    try {
+      await fn();
+    } finally {
+      for (const dir of temps) await Deno.remove(dir, { recursive: true });
+      temps = [];
+    }
+  });
+}
+
+/** Every file under `dir` with its bytes, so "nothing changed" can be checked byte for byte. */
+async function snapshot(dir: string): Promise<Record<string, string>> {
+  const files: Record<string, string> = {};
+  async function walk(path: string): Promise<void> {
+    for await (const entry of Deno.readDir(path)) {
+      const full = join(path, entry.name);
+      if (entry.isDirectory) await walk(full);
+      else files[full] = await Deno.readTextFile(full);
+    }
+  }
+  await walk(dir);
+  return files;
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await Deno.lstat(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function readJson(path: string): Promise<Record<string, unknown>> {
+  return JSON.parse(await Deno.readTextFile(path));
+}
+
+function claudeGroup(event: string) {
+  return { matcher: "", hooks: [{ type: "command", command: `${HOOK} claude ${event}`, timeout: 10 }] };
+}
+
+test("claude: a fresh install writes the skills and four hooks; a second run changes nothing", async () => {
+  const home = await tempHome();
+  const options = { home, env: {}, hookCommand: HOOK };
+  const first = await installIntegration("claude", options);
+  assertEquals(first.tool, "claude");
+  assertEquals(first.files.map((f) => f.action), ["created", "created", "created", "created", "created"]);
+  for (const skill of SKILLS) {
+    assertEquals(await Deno.readTextFile(join(home, ".claude/skills", skill.id, "SKILL.md")), skill.text);
+  }
+  const settings = join(home, ".claude/settings.json");
+  assertEquals(await readJson(settings), {
+    hooks: {
+      Stop: [claudeGroup("Stop")],
+      Notification: [claudeGroup("Notification")],
+      SessionStart: [claudeGroup("SessionStart")],
+      UserPromptSubmit: [claudeGroup("UserPromptSubmit")],
+    },
+  });
+  assert(!await exists(`${settings}.dock-backup`), "nothing to back up for a new file");
+
+  const before = await snapshot(home);
+  const second = await installIntegration("claude", options);
+  assert(second.files.every((f) => f.action === "unchanged"), JSON.stringify(second.files));
+  assertEquals(await snapshot(home), before);
+});
+
+test("claude: existing keys, other hooks and formatting are kept; the old file is backed up", async () => {
+  const home = await tempHome();
+  const settings = join(home, ".claude/settings.json");
+  await Deno.mkdir(join(home, ".claude"), { recursive: true });
+  const original = JSON.stringify(
+    {
+      model: "opus",
+      permissions: { allow: ["Bash(npm test)"] },
+      hooks: {
+        Stop: [{ matcher: "", hooks: [{ type: "command", command: "say done" }] }],
+        PreToolUse: [{ matcher: "Bash", hooks: [{ type: "command", command: "guard.sh" }] }],
+      },
+    },
+    null,
+    4,
+  ) + "\n";
+  await Deno.writeTextFile(settings, original);
+
+  const result = await installIntegration("claude", { home, env: {}, hookCommand: HOOK });
+  assertEquals(result.files.at(-1), { path: settings, action: "updated" });
+  assertEquals(await Deno.readTextFile(`${settings}.dock-backup`), original);
+  const text = await Deno.readTextFile(settings);
+  assertStringIncludes(text, '\n    "model": "opus"'); // four-space indentation survived
+  const value = await readJson(settings);
+  assertEquals(value.model, "opus");
+  assertEquals(value.permissions, { allow: ["Bash(npm test)"] });
+  const hooks = value.hooks as Record<string, unknown[]>;
+  assertEquals(hooks.Stop, [
+    { matcher: "", hooks: [{ type: "command", command: "say done" }] },
+    claudeGroup("Stop"),
+  ]);
+  assertEquals(hooks.PreToolUse, [{ matcher: "Bash", hooks: [{ type: "command", command: "guard.sh" }] }]);
+  assertEquals(hooks.Notification, [claudeGroup("Notification")]);
+
+  const before = await snapshot(home);
+  const again = await installIntegration("claude", { home, env: {}, hookCommand: HOOK });
+  assert(again.files.every((f) => f.action === "unchanged"));
+  assertEquals(await snapshot(home), before);
+});
+
+test("claude: a moved dock updates our hooks in place instead of adding duplicates", async () => {
+  const home = await tempHome();
+  await installIntegration("claude", { home, env: {}, hookCommand: "/old/dock hook" });
+  await installIntegration("claude", { home, env: {}, hookCommand: HOOK });
+  const hooks = (await readJson(join(home, ".claude/settings.json"))).hooks as Record<string, unknown[]>;
+  assertEquals(hooks.Stop, [claudeGroup("Stop")]);
+  assertEquals(hooks.UserPromptSubmit, [claudeGroup("UserPromptSubmit")]);
+});
+
+test("claude: CLAUDE_CONFIG_DIR moves both the skills and the settings", async () => {
+  const home = await tempHome();
+  const config = join(home, "elsewhere/claude");
+  await installIntegration("claude", { home, env: { CLAUDE_CONFIG_DIR: config }, hookCommand: HOOK });
+  assert(await exists(join(config, "settings.json")));
+  assert(await exists(join(config, "skills/dock/SKILL.md")));
+  assert(!await exists(join(home, ".claude")));
+});
+
+test("claude: a settings file that is not strict JSON is refused and left byte-identical", async () => {
+  for (const broken of ['{\n  // a comment\n  "model": "opus"\n}\n', '{"model": "opus",}', "[1, 2]"]) {
+    const home = await tempHome();
+    const settings = join(home, ".claude/settings.json");
+    await Deno.mkdir(join(home, ".claude"), { recursive: true });
+    await Deno.writeTextFile(settings, broken);
+    const error = await assertRejects(
+      () => installIntegration("claude", { home, env: {}, hookCommand: HOOK }),
+      DockError,
+      settings,
+    );
+    assertEquals((error as DockError).code, "invalid_settings");
+    assertEquals(await Deno.readTextFile(settings), broken);
+    assert(!await exists(`${settings}.dock-backup`));
+    assert(!await exists(join(home, ".claude/skills")), "refused before writing anything");
+  }
+});
+
+test("claude: hooks of the wrong type are refused naming the field", async () => {
+  const home = await tempHome();
+  const settings = join(home, ".claude/settings.json");
+  await Deno.mkdir(join(home, ".claude"), { recursive: true });
+  await Deno.writeTextFile(settings, '{"hooks": {"Stop": "nope"}}');
+  await assertRejects(
+    () => installIntegration("claude", { home, env: {}, hookCommand: HOOK }),
+    DockError,
+    "hooks.Stop: expected an array",
+  );
+  assertEquals(await Deno.readTextFile(settings), '{"hooks": {"Stop": "nope"}}');
+  assert(!await exists(join(home, ".claude/skills")), "refused before writing anything");
+});
+
+test("cursor: a fresh install creates hooks.json with one stop hook", async () => {
+  const home = await tempHome();
+  const result = await installIntegration("cursor", { home, env: {}, hookCommand: HOOK });
+  const file = join(home, ".cursor/hooks.json");
+  assertEquals(result.files, [{ path: file, action: "created" }]);
+  assertEquals(await readJson(file), {
+    version: 1,
+    hooks: { stop: [{ command: `${HOOK} cursor stop`, timeout: 10 }] },
+  });
+  const before = await snapshot(home);
+  const again = await installIntegration("cursor", { home, env: {}, hookCommand: HOOK });
+  assertEquals(again.files, [{ path: file, action: "unchanged" }]);
+  assertEquals(await snapshot(home), before);
+});
+
+test("cursor: our hook goes after the existing stop hooks; other keys stay", async () => {
+  const home = await tempHome();
+  const file = join(home, ".cursor/hooks.json");
+  await Deno.mkdir(join(home, ".cursor"), { recursive: true });
+  const original = `{
+  "version": 1,
+  "hooks": {
+    "stop": [
+      { "command": "./first.sh", "loop_limit": 3 },
+      { "command": "./second.sh" }
+    ],
+    "afterFileEdit": [{ "command": "./format.sh" }]
+  },
+  "x-custom": true
+}
+`;
+  await Deno.writeTextFile(file, original);
+  const result = await installIntegration("cursor", { home, env: {}, hookCommand: HOOK });
+  assertEquals(result.files, [{ path: file, action: "updated" }]);
+  assertEquals(await Deno.readTextFile(`${file}.dock-backup`), original);
+  assertEquals(await readJson(file), {
+    version: 1,
+    hooks: {
+      stop: [
+        { command: "./first.sh", loop_limit: 3 },
+        { command: "./second.sh" },
+        { command: `${HOOK} cursor stop`, timeout: 10 },
+      ],
+      afterFileEdit: [{ command: "./format.sh" }],
+    },
+    "x-custom": true,
+  });
+  const before = await snapshot(home);
+  await installIntegration("cursor", { home, env: {}, hookCommand: HOOK });
+  assertEquals(await snapshot(home), before);
+});
+
+test("codex: skills in ~/.agents/skills, our old copy in CODEX_HOME removed, a foreign one kept", async () => {
+  const home = await tempHome();
+  const codexHome = join(home, "codex-home");
+  const ours = join(codexHome, "skills/dock");
+  const foreign = join(codexHome, "skills/dock-hooks");
+  await Deno.mkdir(ours, { recursive: true });
+  await Deno.mkdir(foreign, { recursive: true });
+  await Deno.writeTextFile(join(ours, "SKILL.md"), SKILLS[0].text.replace('version: "1"', 'version: "0"'));
+  const foreignText = "---\nname: dock-hooks\ndescription: my own hooks notes\n---\n\nMine.\n";
+  await Deno.writeTextFile(join(foreign, "SKILL.md"), foreignText);
+  const config = join(codexHome, "config.toml");
+  await Deno.writeTextFile(config, 'model = "o4"\n');
+
+  const hookCommand = `'/opt/my tools/dock' hook`;
+  const result = await installIntegration("codex", { home, env: { CODEX_HOME: codexHome }, hookCommand });
+  for (const skill of SKILLS) {
+    assertEquals(await Deno.readTextFile(join(home, ".agents/skills", skill.id, "SKILL.md")), skill.text);
+  }
+  assert(!await exists(ours));
+  assertEquals(await Deno.readTextFile(join(foreign, "SKILL.md")), foreignText);
+  assert(result.files.some((f) => f.path === ours && f.action === "removed"));
+  assert(result.notes.some((n) => n.includes(foreign)));
+  assertEquals(result.notify, 'notify = ["/opt/my tools/dock", "hook", "codex", "notify"]');
+  assertEquals(await Deno.readTextFile(config), 'model = "o4"\n');
+
+  const before = await snapshot(home);
+  const again = await installIntegration("codex", { home, env: { CODEX_HOME: codexHome }, hookCommand });
+  assert(again.files.every((f) => f.action === "unchanged"));
+  assertEquals(await snapshot(home), before);
+});
+
+test("codex: CODEX_HOME defaults to ~/.codex", async () => {
+  const home = await tempHome();
+  const old = join(home, ".codex/skills/dock-preview");
+  await Deno.mkdir(old, { recursive: true });
+  await Deno.writeTextFile(join(old, "SKILL.md"), SKILLS[2].text);
+  await installIntegration("codex", { home, env: {}, hookCommand: HOOK });
+  assert(!await exists(old));
+});
+
+test("installAll: installs the tools found here and skips the others", async () => {
+  const home = await tempHome();
+  await Deno.mkdir(join(home, ".cursor"));
+  const bin = join(home, "bin");
+  await Deno.mkdir(bin);
+  await Deno.writeTextFile(join(bin, "codex"), "#!/bin/sh\n", { mode: 0o755 });
+  const results = await installAll({ home, env: { PATH: bin }, hookCommand: HOOK });
+  assertEquals(results.map((r) => [r.tool, !!r.skipped]), [["claude", true], ["cursor", false], [
+    "codex",
+    false,
+  ]]);
+  assert(!await exists(join(home, ".claude")));
+  assert(await exists(join(home, ".cursor/hooks.json")));
+  assert(await exists(join(home, ".agents/skills/dock/SKILL.md")));
+});
+
+test("installAll: a refused file fails only its own tool", async () => {
+  const home = await tempHome();
+  await Deno.mkdir(join(home, ".claude"));
+  await Deno.mkdir(join(home, ".cursor"));
+  await Deno.writeTextFile(join(home, ".cursor/hooks.json"), "{oops");
+  const results = await installAll({ home, env: {}, hookCommand: HOOK });
+  assertEquals(results.map((r) => r.tool), ["claude", "cursor", "codex"]);
+  assert(!results[0].error && !results[0].skipped);
+  assertStringIncludes(results[1].error ?? "", join(home, ".cursor/hooks.json"));
+  assert(results[2].skipped);
+});
+
+test("skills: list reports installed, outdated, missing and foreign copies", async () => {
+  const home = await tempHome();
+  const options = { home, env: {} };
+  assert((await listSkills(options)).every((c) => c.state === "missing" && c.target === "user"));
+  await installSkills({ ...options, agent: "all", target: "user" });
+  const older = join(home, ".claude/skills/dock/SKILL.md");
+  await Deno.writeTextFile(older, SKILLS[0].text.replace('version: "1"', 'version: "0"'));
+  const edited = join(home, ".agents/skills/dock-hooks/SKILL.md");
+  await Deno.writeTextFile(edited, SKILLS[3].text + "\nA local edit.\n");
+  await Deno.remove(join(home, ".agents/skills/dock-preview"), { recursive: true });
+  await Deno.writeTextFile(
+    join(home, ".claude/skills/dock-preview/SKILL.md"),
+    "---\nname: dock-preview\n---\n",
+  );
+
+  const states = Object.fromEntries(
+    (await listSkills(options)).map((c) => [`${c.agent}/${c.skill}`, [c.state, c.version]]),
+  );
+  assertEquals(states, {
+    "claude/dock": ["outdated", 0],
+    "codex/dock": ["installed", 1],
+    "claude/dock-orchestrate": ["installed", 1],
+    "codex/dock-orchestrate": ["installed", 1],
+    "claude/dock-preview": ["foreign", null],
+    "codex/dock-preview": ["missing", null],
+    "claude/dock-hooks": ["installed", 1],
+    "codex/dock-hooks": ["outdated", 1],
+  });
+
+  const reinstall = await installSkills({ ...options, agent: "all", target: "user" });
+  const actions = Object.fromEntries(reinstall.changes.map((c) => [`${c.agent}/${c.skill}`, c.action]));
+  assertEquals(actions["claude/dock"], "updated");
+  assertEquals(actions["claude/dock-preview"], "skipped");
+  assertEquals(actions["codex/dock-preview"], "created");
+  assertEquals(actions["codex/dock"], "unchanged");
+});
+
+test("skills: project install writes the folders and their exclude lines once", async () => {
+  const repo = await tempHome();
+  await Deno.mkdir(join(repo, ".git/info"), { recursive: true });
+  const exclude = join(repo, ".git/info/exclude");
+  await Deno.writeTextFile(exclude, "# git ls-files --others --exclude-from=.git/info/exclude\n*.log\n");
+  const options = { home: await tempHome(), env: {}, repo };
+  await installSkills({ ...options, skills: ["dock", "dock-preview"], agent: "all", target: "project" });
+  await installSkills({ ...options, skills: ["dock", "dock-preview"], agent: "all", target: "project" });
+  assertEquals(await Deno.readTextFile(join(repo, ".claude/skills/dock/SKILL.md")), SKILLS[0].text);
+  assertEquals(await Deno.readTextFile(join(repo, ".agents/skills/dock-preview/SKILL.md")), SKILLS[2].text);
+  assertEquals(
+    await Deno.readTextFile(exclude),
+    "# git ls-files --others --exclude-from=.git/info/exclude\n*.log\n" +
+      "/.claude/skills/dock/\n/.agents/skills/dock/\n/.claude/skills/dock-preview/\n/.agents/skills/dock-preview/\n",
+  );
+  const listed = await listSkills(options);
+  assert(listed.some((c) => c.target === "project" && c.skill === "dock" && c.state === "installed"));
+  assert(listed.some((c) => c.target === "project" && c.skill === "dock-hooks" && c.state === "missing"));
+
+  // --commit: the folders must be visible to git, so our exclude lines go.
+  await installSkills({ ...options, skills: ["dock"], agent: "all", target: "project", commit: true });
+  assertEquals(
+    await Deno.readTextFile(exclude),
+    "# git ls-files --others --exclude-from=.git/info/exclude\n*.log\n" +
+      "/.claude/skills/dock-preview/\n/.agents/skills/dock-preview/\n",
+  );
+});
+
+test("skills: a linked worktree's excludes go to the main repository's git folder", async () => {
+  const main = await tempHome();
+  const worktree = await tempHome();
+  const gitDir = join(main, ".git/worktrees/wt");
+  await Deno.mkdir(gitDir, { recursive: true });
+  await Deno.writeTextFile(join(gitDir, "commondir"), "../..\n");
+  await Deno.writeTextFile(join(worktree, ".git"), `gitdir: ${gitDir}\n`);
+  await installSkills({
+    home: main,
+    env: {},
+    repo: worktree,
+    skills: ["dock"],
+    agent: "codex",
+    target: "project",
+  });
+  assertEquals(await Deno.readTextFile(join(main, ".git/info/exclude")), "/.agents/skills/dock/\n");
+});
+
+test("skills: project target without a repository is a usage error", async () => {
+  await assertRejects(
+    () => installSkills({ home: "/nonexistent", env: {}, agent: "all", target: "project" }),
+    DockError,
+    "--location",
+  );
+  await assertRejects(
+    () => installSkills({ home: "/nonexistent", env: {}, skills: ["nope"], agent: "all", target: "user" }),
+    DockError,
+    "skill 'nope' not found",
+  );
+});
+
+test("skills: uninstall removes dock's folders and refuses a foreign one", async () => {
+  const home = await tempHome();
+  const repo = await tempHome();
+  await Deno.mkdir(join(repo, ".git"));
+  const options = { home, env: {} };
+  await installSkills({ ...options, agent: "all", target: "user" });
+  await installSkills({ ...options, repo, skills: ["dock"], agent: "claude", target: "project" });
+  const foreign = join(home, ".agents/skills/dock");
+  await Deno.writeTextFile(
+    join(foreign, "SKILL.md"),
+    "---\nname: dock\ndescription: a different dock\n---\n",
+  );
+
+  const result = await uninstallSkills({ ...options, repo, skills: ["dock"] });
+  const byPath = Object.fromEntries(result.changes.map((c) => [c.path, c.action]));
+  assertEquals(byPath[join(home, ".claude/skills/dock")], "removed");
+  assertEquals(byPath[foreign], "skipped");
+  assertEquals(byPath[join(repo, ".claude/skills/dock")], "removed");
+  assertEquals(byPath[join(repo, ".agents/skills/dock")], "missing");
+  assert(await exists(join(foreign, "SKILL.md")));
+  assert(!await exists(join(home, ".claude/skills/dock")));
+  assert(await exists(join(home, ".claude/skills/dock-hooks/SKILL.md")), "other skills stay");
+  assertEquals(await Deno.readTextFile(join(repo, ".git/info/exclude")), "");
+});
+
+test("shell words: quoting and splitting round-trip; the notify line is TOML", () => {
+  const words = ["/usr/bin/deno", "run", "-A", "/home/me/my dock/cli/dock.ts", "it's", 'a "b"', "hook"];
+  assertEquals(shellSplit(words.map(shellQuote).join(" ")), words);
+  assertEquals(shellSplit(`"/a b/deno" run 'x y' c\\ d`), ["/a b/deno", "run", "x y", "c d"]);
+  assertEquals(shellQuote("/usr/local/bin/dock"), "/usr/local/bin/dock");
+  assertEquals(
+    codexNotifyLine("/usr/local/bin/dock hook"),
+    'notify = ["/usr/local/bin/dock", "hook", "codex", "notify"]',
+  );
+});

@@ -1,0 +1,94 @@
+/**
+ * The hook spool: events `dock hook` could not deliver because the daemon was down, slow or
+ * restarting. Each is one JSON file in `<state>/box/spool/`, named so that lexical order is arrival
+ * order and written under a dot-name first, so a half-written file is never read. The daemon replays
+ * it when it starts and again from time to time (a hook that timed out against a busy daemon spools
+ * while the daemon is up).
+ *
+ * @module
+ */
+import { join } from "node:path";
+
+/** One spooled event: the body `dock hook` would have posted to `POST /v1/events`. */
+export interface SpooledEvent {
+  type: string;
+  origin: string;
+  data: Record<string, unknown>;
+  /** `DOCK_SESSION` of the process that ran the hook: the dock session the agent runs in. */
+  session?: string;
+  /** When the hook ran (RFC 3339), which may be long before the replay. */
+  time?: string;
+}
+
+/** The spool folder of a state directory: `<state>/box/spool`. */
+export function spoolDir(stateDir: string): string {
+  return join(stateDir, "box", "spool");
+}
+
+/**
+ * Replays spooled events oldest first and deletes each once ingested; returns how many were replayed.
+ *
+ * A file that is not a spooled event is moved to `<dir>/bad/` and skipped. When `ingest` throws, the
+ * replay stops there and keeps that file and the later ones for the next replay, so the events still
+ * arrive in order; `ingest` should therefore throw only for failures worth retrying.
+ */
+export async function replaySpool(
+  dir: string,
+  ingest: (body: SpooledEvent) => Promise<void>,
+): Promise<number> {
+  const names: string[] = [];
+  try {
+    for await (const entry of Deno.readDir(dir)) {
+      // Dot-names are files a hook is still writing.
+      if (entry.isFile && entry.name.endsWith(".json") && !entry.name.startsWith(".")) names.push(entry.name);
+    }
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return 0;
+    throw error;
+  }
+  names.sort();
+  let replayed = 0;
+  for (const name of names) {
+    const file = join(dir, name);
+    let text: string;
+    try {
+      text = await Deno.readTextFile(file);
+    } catch (error) {
+      // Another replay took it first.
+      if (error instanceof Deno.errors.NotFound) continue;
+      throw error;
+    }
+    const event = parseSpooled(text);
+    if (!event) {
+      await moveAside(dir, name);
+      continue;
+    }
+    await ingest(event);
+    replayed++;
+    await Deno.remove(file).catch(() => {});
+  }
+  return replayed;
+}
+
+function parseSpooled(text: string): SpooledEvent | null {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return null;
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return null;
+  const { type, origin, data, session, time } = value as Record<string, unknown>;
+  if (typeof type !== "string" || typeof origin !== "string") return null;
+  if (typeof data !== "object" || data === null || Array.isArray(data)) return null;
+  const event: SpooledEvent = { type, origin, data: data as Record<string, unknown> };
+  if (typeof session === "string") event.session = session;
+  if (typeof time === "string") event.time = time;
+  return event;
+}
+
+async function moveAside(dir: string, name: string): Promise<void> {
+  const bad = join(dir, "bad");
+  await Deno.mkdir(bad, { recursive: true, mode: 0o700 });
+  await Deno.rename(join(dir, name), join(bad, name));
+}

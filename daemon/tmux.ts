@@ -1,0 +1,169 @@
+/**
+ * The tmux adapter: one tmux server per daemon on a private socket under `<state>/box/`, with its own
+ * config. Sessions live in tmux, not in dockd, so they outlive the daemon (a kill -9, an upgrade) and a
+ * person can still `tmux -S <socket> attach` over SSH. State is read only through `-F` formats.
+ *
+ * @module
+ */
+import { DockError } from "../client/errors.ts";
+import { run } from "./runner.ts";
+
+// remain-on-exit keeps a finished program's pane (and its exit status) until dockd has seen it;
+// window-size latest lets the most recent client (an attach) decide the size; no status line, since
+// the app draws its own chrome.
+const CONFIG = `set -g remain-on-exit on
+set -g history-limit 50000
+set -g status off
+set -g window-size latest
+set -g escape-time 0
+set -g default-terminal "tmux-256color"
+set -g exit-empty off
+set -g set-titles off
+set -g mouse off
+`;
+
+/** A pane as tmux reports it (one pane per dock session). */
+export interface Pane {
+  session: string;
+  pid: number;
+  dead: boolean;
+  /** Exit status once tmux has it (it can lag a moment behind `dead`). */
+  deadStatus: number | null;
+  width: number;
+  height: number;
+  /** The tmux server's pid. */
+  server: number;
+}
+
+/** Options of {@linkcode Tmux.newSession}. */
+export interface NewSessionOptions {
+  name: string;
+  cwd: string;
+  /** The command tmux runs (a short launcher; long text goes through files). */
+  command: string;
+  cols?: number;
+  rows?: number;
+}
+
+/** The daemon's private tmux server. */
+export class Tmux {
+  readonly socket: string;
+  readonly configFile: string;
+
+  constructor(options: { socket: string; configFile: string }) {
+    this.socket = options.socket;
+    this.configFile = options.configFile;
+  }
+
+  /** Writes the config the server is started with (read when the server starts). */
+  async writeConfig(): Promise<void> {
+    await Deno.writeTextFile(this.configFile, CONFIG, { mode: 0o600 });
+  }
+
+  /** Runs a tmux command on the private socket; returns its stdout. */
+  async command(args: string[], options: { stdin?: string } = {}): Promise<string> {
+    const result = await run("tmux", ["-u", "-S", this.socket, "-f", this.configFile, ...args], {
+      stdin: options.stdin,
+      timeoutMs: 15_000,
+      group: false,
+      env: { LANG: Deno.env.get("LANG") || "C.UTF-8" },
+    });
+    if (result.code !== 0) {
+      throw new DockError(
+        "tmux_failed",
+        `tmux ${args[0]}: ${result.stderr.trim() || `exit ${result.code}`}`,
+        {
+          status: 422,
+        },
+      );
+    }
+    return result.stdout;
+  }
+
+  /** Starts a detached session running `command` in `cwd`. */
+  async newSession(options: NewSessionOptions): Promise<void> {
+    await this.command([
+      "new-session",
+      "-d",
+      "-s",
+      options.name,
+      "-x",
+      String(options.cols ?? 200),
+      "-y",
+      String(options.rows ?? 50),
+      "-c",
+      options.cwd,
+      options.command,
+    ]);
+  }
+
+  /** Every pane of the server; empty when no server runs. */
+  async panes(): Promise<Pane[]> {
+    let out: string;
+    try {
+      out = await this.command([
+        "list-panes",
+        "-a",
+        "-F",
+        "#{session_name}\t#{pane_pid}\t#{pane_dead}\t#{pane_dead_status}\t#{pane_width}\t#{pane_height}\t#{pid}",
+      ]);
+    } catch (error) {
+      // No server (nothing started yet, or it was killed) means no panes.
+      if (/no server running|error connecting|No such file/i.test((error as Error).message)) return [];
+      throw error;
+    }
+    return out.split("\n").filter(Boolean).map((line) => {
+      const [session, pid, dead, status, width, height, server] = line.split("\t");
+      return {
+        session,
+        pid: Number(pid),
+        dead: dead === "1",
+        deadStatus: status === "" ? null : Number(status),
+        width: Number(width),
+        height: Number(height),
+        server: Number(server),
+      };
+    });
+  }
+
+  /** The visible screen plus `history` lines above it, joined (wrapped lines made whole). */
+  async capture(name: string, history: number): Promise<string> {
+    const start = history > 0 ? `-${history}` : "0";
+    const text = await this.command(["capture-pane", "-p", "-J", "-t", exact(name), "-S", start]);
+    return text.replace(/\n+$/, "\n");
+  }
+
+  /** Pastes `text` as one block (bracketed when the program asked for it), optionally pressing Enter. */
+  async paste(name: string, text: string, enter: boolean): Promise<void> {
+    const buffer = `dock-${crypto.randomUUID().slice(0, 8)}`;
+    // Through stdin and a named buffer: tmux's command line fails past ~16 KB and would need quoting.
+    await this.command(["load-buffer", "-b", buffer, "-"], { stdin: text });
+    await this.command(["paste-buffer", "-p", "-d", "-b", buffer, "-t", exact(name)]);
+    if (enter) await this.command(["send-keys", "-t", exact(name), "Enter"]);
+  }
+
+  /**
+   * Asks the server to reap its exited children. Seen here: a tmux server started by dockd sometimes
+   * misses the SIGCHLD of a pane's program, leaving it a zombie with no `pane_dead_status`; a SIGCHLD
+   * sent by hand makes it reap and record the status.
+   */
+  nudge(server: number): void {
+    try {
+      Deno.kill(server, "SIGCHLD");
+    } catch {
+      // the server is gone: nothing to reap
+    }
+  }
+
+  /** Ends a session (its pane's processes get SIGHUP from tmux). */
+  async kill(name: string): Promise<void> {
+    await this.command(["kill-session", "-t", `=${name}`]).catch((error) => {
+      if (!/can't find session|no server running|error connecting/i.test(error.message)) throw error;
+    });
+  }
+}
+
+/** A target that matches the session name exactly (tmux otherwise matches prefixes and patterns). */
+export function exact(name: string): string {
+  return `=${name}:`;
+}

@@ -1,0 +1,303 @@
+/**
+ * Whole-system tests of sessions on tmux with a fake agent that behaves like Claude Code: turns seen by
+ * `wait`, a 100 KB prompt pasted intact, permission prompts, crashes, a kill -9 of the daemon mid-turn
+ * (hook events spooled and replayed in order), `loop`, tasks, and ending sessions.
+ */
+import { join } from "node:path";
+import { assert, assertEquals, assertRejects, assertStringIncludes } from "./assert.ts";
+import { DockError } from "../client/errors.ts";
+import type { DockEvent } from "../client/wire.ts";
+import { eventually, makeDirs, makeRepo, startBox, type TestBox } from "./harness.ts";
+
+const DENO = Deno.execPath();
+const FAKE = new URL("./fixtures/fake_agent.ts", import.meta.url).pathname;
+const AGENT = {
+  id: "fake",
+  name: "Fake agent",
+  command: `'${DENO}' run -A --cached-only '${FAKE}'`,
+  prompt_flag: "",
+};
+
+async function agentBox(env: Record<string, string> = {}, config: Record<string, unknown> = {}) {
+  const dirs = await makeDirs();
+  const log = join(dirs.root, "agent.log");
+  const box = await startBox({ dirs, env: { FAKE_AGENT_LOG: log, FAKE_AGENT_WORK_MS: "300", ...env } });
+  const repo = await makeRepo(join(dirs.home, "work"), "app", {
+    ".dock/config.json": JSON.stringify({ agents: [AGENT], ...config }),
+  });
+  await box.client.addLocation({ name: "app", path: repo });
+  return { box, repo, log };
+}
+
+async function prompts(log: string): Promise<{ n: number; length: number; sha256: string }[]> {
+  const text = await Deno.readTextFile(log).catch(() => "");
+  return text.split("\n").filter(Boolean).map((line) => JSON.parse(line));
+}
+
+async function sha256(text: string): Promise<string> {
+  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
+  return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+async function journal(box: TestBox, after = 0): Promise<DockEvent[]> {
+  const events: DockEvent[] = [];
+  for await (const event of box.client.events({ after, signal: AbortSignal.timeout(400) })) {
+    events.push(event);
+  }
+  return events;
+}
+
+/** Sends a prompt and waits for the turn it starts to end, as `session send --wait` does. */
+async function turn(box: TestBox, name: string, text: string, timeout = "30s") {
+  const sent = await box.client.send(name, text);
+  return await box.client.wait(name, { after: sent.state_time!, timeout });
+}
+
+Deno.test("a shell session: screen, send, exit status, names, and ending it ends its processes", async () => {
+  const { box } = await agentBox();
+  await using _ = box;
+  const session = await box.client.createSession({ location: "app", command: "sh", name: "shell-1" });
+  assertEquals([session.name, session.worktree, session.agent, session.exited], [
+    "shell-1",
+    "app",
+    null,
+    false,
+  ]);
+  await box.client.send("shell-1", 'echo "hello-$((6*7)) $DOCK_SESSION $DOCK_WORKTREE_NAME"');
+  await eventually(async () => (await box.client.screen("shell-1")).screen.includes("hello-42 shell-1 app"));
+  // A cooked terminal takes lines of at most 4 KiB (agents read raw; the 100 KB test covers them).
+  await box.client.send("shell-1", `echo ${"x".repeat(3000)} | wc -c`);
+  await eventually(async () => (await box.client.screen("shell-1")).screen.includes("3001"));
+
+  const dup = await assertRejects(
+    () => box.client.createSession({ location: "app", command: "sh", name: "shell-1" }),
+    DockError,
+  );
+  assertEquals((dup as DockError).status, 409);
+  const bad = await assertRejects(
+    () => box.client.createSession({ location: "app", command: "sh", name: "a.b" }),
+    DockError,
+    "name",
+  );
+  assertEquals((bad as DockError).status, 400);
+  const missing = await assertRejects(
+    () => box.client.createSession({ location: "nope", command: "sh" }),
+    DockError,
+  );
+  assertEquals((missing as DockError).status, 404);
+  const unknown = await assertRejects(
+    () => box.client.createSession({ location: "app", agent: "nope" }),
+    DockError,
+    "agent",
+  );
+  assertEquals((unknown as DockError).status, 422);
+
+  await box.client.createSession({ location: "app", command: "exit 7", name: "short" });
+  const exited = await eventually(async () => {
+    const s = await box.client.session("short");
+    return s.exited ? s : undefined;
+  });
+  assertEquals(exited.exit_code, 7);
+  const waited = await box.client.wait("short", { timeout: "5s" });
+  assertEquals([waited.exited, waited.timed_out], [true, false]);
+
+  const marker = `${Date.now() % 1000000}`;
+  await box.client.createSession({
+    location: "app",
+    command: `sleep 9${marker} & sleep 8${marker}`,
+    name: "tree",
+  });
+  const sleeping = () =>
+    [...Deno.readDirSync("/proc")].filter((e) => {
+      try {
+        return /^\d+$/.test(e.name) &&
+          Deno.readTextFileSync(`/proc/${e.name}/cmdline`).startsWith("sleep\0") &&
+          Deno.readTextFileSync(`/proc/${e.name}/cmdline`).includes(marker) &&
+          Deno.readTextFileSync(`/proc/${e.name}/stat`).split(") ")[1][0] !== "Z";
+      } catch {
+        return false;
+      }
+    }).length;
+  await eventually(() => Promise.resolve(sleeping() === 2));
+  await box.client.removeSession("tree");
+  assertEquals(sleeping(), 0);
+  assertEquals((await box.client.sessions()).map((s) => s.name).sort(), ["shell-1", "short"]);
+});
+
+Deno.test("an agent turn: send → running → finished, seen by wait; hooks keep no prompt text", async () => {
+  const { box, repo } = await agentBox();
+  await using _ = box;
+  const start = (await box.client.emit({ type: "test.mark" })).id!;
+  await box.client.createSession({ location: "app", agent: "fake", name: "agent-1" });
+  await eventually(async () => (await box.client.screen("agent-1")).screen.includes("> "));
+  const ready = await box.client.wait("agent-1", { states: ["idle"], timeout: "20s" });
+  assertEquals(ready.state, "idle");
+
+  const secret = "please refactor the frobnicator ZX81-unique";
+  const result = await turn(box, "agent-1", secret);
+  assertEquals([result.state, result.timed_out, result.exited], ["finished", false, false]);
+  const session = await box.client.session("agent-1");
+  assertEquals([session.agent, session.agent_state], ["fake", "finished"]);
+  // `wait` without `after` counts the state the agent is in now.
+  assertEquals((await box.client.wait("agent-1", { timeout: "1s" })).state, "finished");
+
+  const events = await journal(box, start);
+  const agentEvents = events.filter((e) => e.type.startsWith("agent."));
+  assertEquals(agentEvents.map((e) => e.type), ["agent.ready", "agent.started", "agent.finished"]);
+  for (const event of agentEvents) {
+    assertEquals(event.origin, "claude");
+    assertEquals(Object.keys(event.data ?? {}).sort(), ["agent", "path", "session_id"]);
+    assertEquals(event.data?.path, repo);
+  }
+  assert(events.some((e) => e.type === "session.sent" && e.data?.session === "agent-1"));
+  const everything = JSON.stringify(events);
+  assertEquals(everything.includes("ZX81-unique"), false, "the prompt appears in no event");
+  const logs = [];
+  for await (const entry of Deno.readDir(join(box.dirs.state, "box"))) logs.push(entry.name);
+  assert(!logs.includes("spool") || [...Deno.readDirSync(join(box.dirs.state, "box", "spool"))].length === 0);
+});
+
+Deno.test("a multi-line 100 KB prompt arrives intact as one paste", async () => {
+  const { box, log } = await agentBox();
+  await using _ = box;
+  await box.client.createSession({ location: "app", agent: "fake", name: "big" });
+  await box.client.wait("big", { states: ["idle"], timeout: "20s" });
+  const lines = Array.from(
+    { length: 1600 },
+    (_, i) => `line ${i}: ${"lorem ipsum 'quoted' \"double\" $HOME `tick` ".repeat(1)}`,
+  );
+  let text = lines.join("\n");
+  text = text + "\n" + "z".repeat(100 * 1024 - text.length - 1);
+  assertEquals(text.length, 100 * 1024);
+  const result = await turn(box, "big", text, "60s");
+  assertEquals(result.state, "finished");
+  const received = await prompts(log);
+  assertEquals(received.length, 1, "one prompt, not one per line");
+  assertEquals(received[0].length, text.length);
+  assertEquals(received[0].sha256, await sha256(text));
+});
+
+Deno.test("a permission prompt is waiting; a crash or exit ends the wait", async () => {
+  const { box } = await agentBox();
+  await using _ = box;
+  await box.client.createSession({ location: "app", agent: "fake", name: "asker" });
+  await box.client.wait("asker", { states: ["idle"], timeout: "20s" });
+  const asked = await turn(box, "asker", "do it ASK-PERMISSION");
+  assertEquals(asked.state, "waiting");
+  const answered = await turn(box, "asker", "y");
+  assertEquals(answered.state, "finished");
+
+  await box.client.createSession({ location: "app", agent: "fake", name: "crasher" });
+  await box.client.wait("crasher", { states: ["idle"], timeout: "20s" });
+  const crashed = await turn(box, "crasher", "please CRASH");
+  assertEquals(crashed.exited, true);
+  assertEquals(crashed.timed_out, false);
+  const session = await eventually(async () => {
+    const s = await box.client.session("crasher");
+    return s.exit_code !== null ? s : undefined;
+  });
+  assertEquals([session.exited, session.exit_code], [true, 3]);
+  const refused = await assertRejects(() => box.client.send("crasher", "hello"), DockError);
+  assertEquals((refused as DockError).status, 409);
+
+  const timedOut = await box.client.wait("asker", {
+    states: ["waiting"],
+    after: new Date().toISOString(),
+    timeout: "1s",
+  });
+  assertEquals(timedOut.timed_out, true);
+});
+
+Deno.test("kill -9 of dockd mid-turn keeps the session; hook events fired meanwhile arrive in order", async () => {
+  const { box: first, log } = await agentBox();
+  const steady = await first.client.createSession({ location: "app", agent: "fake", name: "steady" });
+  // Ready, as the agent reported it (not the idle state a new session starts in).
+  await first.client.wait("steady", { states: ["idle"], after: steady.created, timeout: "20s" });
+  const start = (await first.client.emit({ type: "test.mark" })).id!;
+  await first.stop({ kill: true });
+
+  // While the daemon is down, a person types into the agent directly through tmux.
+  const socket = join(first.dirs.state, "box", "tmux.sock");
+  const tmux = (...args: string[]) => new Deno.Command("tmux", { args: ["-S", socket, ...args] }).output();
+  await tmux("send-keys", "-t", "=steady:", "hello while down", "Enter");
+  await eventually(async () => (await prompts(log)).length === 1, 20_000);
+  const spool = join(first.dirs.state, "box", "spool");
+  // The turn ends while the daemon is down: its Stop report is spooled after the others.
+  const spooled = async () => {
+    const types = [];
+    for (
+      const entry of [...Deno.readDirSync(spool)].filter((e) => e.name.endsWith(".json")).sort((a, b) =>
+        a.name < b.name ? -1 : 1
+      )
+    ) {
+      types.push(JSON.parse(await Deno.readTextFile(join(spool, entry.name))).type);
+    }
+    return types;
+  };
+  await eventually(async () => (await spooled()).includes("agent.finished"), 20_000);
+  assertEquals(await spooled(), ["agent.started", "agent.finished"]);
+  await using box = await startBox({ dirs: first.dirs, env: first.env });
+  const session = await box.client.session("steady");
+  assertEquals([session.exited, session.agent_state], [false, "finished"]);
+  const replayed = (await journal(box, start)).filter((e) => e.type.startsWith("agent."));
+  assertEquals(replayed.map((e) => e.type), ["agent.started", "agent.finished"]);
+  assertEquals([...Deno.readDirSync(spool)].filter((e) => e.name.endsWith(".json")).length, 0);
+  // And the session goes on working with the new daemon.
+  assertEquals((await turn(box, "steady", "and now")).state, "finished");
+});
+
+Deno.test("loop converges on a check that passes on round 3, and stops at --max", async () => {
+  const { box } = await agentBox({ FAKE_AGENT_WORK_MS: "50" });
+  await using _ = box;
+  await box.client.createSession({ location: "app", agent: "fake", name: "looper" });
+  await box.client.wait("looper", { states: ["idle"], timeout: "20s" });
+  const check =
+    'n=$(cat .rounds 2>/dev/null || echo 0); n=$((n+1)); echo $n > .rounds; echo "round $n"; [ $n -ge 3 ]';
+  const passing = await box.cli(["loop", "looper", "--check", check, "--prompt", "make the check pass"]);
+  assertEquals(passing.code, 0, passing.stderr);
+  assertStringIncludes(passing.stderr, "the check passed on round 3");
+
+  await box.client.exec({ location: "app", command: "rm -f .rounds" });
+  const capped = await box.cli(["loop", "looper", "--check", check, "--prompt", "again", "--max", "2"]);
+  assertEquals(capped.code, 1);
+  assertStringIncludes(capped.stderr, "still fails after 2 rounds");
+
+  const asking = await box.cli(["loop", "looper", "--check", "false", "--prompt", "ASK-PERMISSION first"]);
+  assertEquals(asking.code, 3);
+  assertStringIncludes(asking.stderr, "waiting for a human");
+});
+
+Deno.test("a task creates the worktree and starts the agent in it", async () => {
+  const { box } = await agentBox();
+  await using _ = box;
+  const start = (await box.client.emit({ type: "test.mark" })).id!;
+  const task = await box.client.createTask({
+    location: "app",
+    name: "feature-t",
+    agent: "fake",
+    prompt: "build it",
+  });
+  assertEquals(task.worktree.name, "feature-t");
+  assertEquals([task.session.location, task.session.worktree, task.session.agent], [
+    "app",
+    "feature-t",
+    "fake",
+  ]);
+  const done = await box.client.wait(task.session.name, { timeout: "30s" });
+  assertEquals(done.state, "finished");
+  const created = (await journal(box, start)).find((e) => e.type === "task.created");
+  assertEquals(created?.data?.session, task.session.name);
+
+  const cli = await box.cli(["task", "new", "app/feature-u", "--agent", "fake", "--prompt", "x", "--json"]);
+  assertEquals(cli.code, 0, cli.stderr);
+  assertEquals(JSON.parse(cli.stdout).worktree.name, "feature-u");
+  // Removing the worktree ends its sessions.
+  await box.client.removeWorktree("app", "feature-t", { force: true });
+  assertEquals((await box.client.sessions()).some((s) => s.name === task.session.name), false);
+  const noAgent = await assertRejects(
+    () => box.client.createTask({ location: "app", name: "x" }),
+    DockError,
+    "agent",
+  );
+  assertEquals((noAgent as DockError).status, 400);
+});
