@@ -44,6 +44,8 @@ export class Box {
   readonly tmux: Tmux;
   readonly sessions: Sessions;
   readonly started = Date.now();
+  #spoolTimer?: ReturnType<typeof setInterval>;
+  #replaying = false;
 
   constructor(paths: BoxPaths) {
     Deno.mkdirSync(paths.box, { recursive: true, mode: 0o700 });
@@ -124,6 +126,8 @@ export class Box {
     await this.services.adopt();
     await this.sessions.start();
     await this.replaySpool();
+    // A hook that timed out on a busy daemon spools too: pick such reports up soon after.
+    this.#spoolTimer = setInterval(() => this.replaySpool().catch((e) => console.error("spool:", e)), 2000);
     this.guard.start();
   }
 
@@ -132,10 +136,16 @@ export class Box {
    * happened. Run at start and once more when the socket listens (a hook may spool in between).
    */
   async replaySpool(): Promise<number> {
-    return await replaySpool(spoolDir(this.paths.state), (report) => {
-      this.sessions.ingest(report);
-      return Promise.resolve();
-    });
+    if (this.#replaying) return 0; // one replay at a time: two would read the same files
+    this.#replaying = true;
+    try {
+      return await replaySpool(spoolDir(this.paths.state), (report) => {
+        this.sessions.ingest(report);
+        return Promise.resolve();
+      });
+    } finally {
+      this.#replaying = false;
+    }
   }
 
   /** Every location with its worktrees (`GET locations`). */
@@ -167,6 +177,7 @@ export class Box {
     this.worktrees.stop();
     this.services.close();
     this.guard.stop();
+    clearInterval(this.#spoolTimer);
     this.sessions.close();
     killAll();
     await this.worktrees.settled().catch(() => {});

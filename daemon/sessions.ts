@@ -87,6 +87,7 @@ export class Sessions {
   #poller?: ReturnType<typeof setInterval>;
   #polling = false;
   #deadSince = new Map<string, number>();
+  #seen = new Set<string>();
 
   constructor(options: SessionsOptions) {
     this.#o = options;
@@ -292,9 +293,14 @@ export class Sessions {
   }
 
   /** Applies an `agent.*` report to the session it belongs to, then announces it. */
-  ingest(report: AgentReport): DockEvent {
+  ingest(report: AgentReport): DockEvent | null {
     const state = STATE_OF[report.type];
     const data = report.data ?? {};
+    // A hook that gave up on a slow daemon also spooled what the daemon did receive: drop the copy.
+    const key = JSON.stringify([report.type, report.origin, report.time, report.session, data.session_id]);
+    if (report.time && this.#seen.has(key)) return null;
+    this.#seen.add(key);
+    if (this.#seen.size > 2000) this.#seen.delete(this.#seen.values().next().value!);
     const session = state
       ? this.#match(report.session, typeof data.path === "string" ? data.path : undefined)
       : null;

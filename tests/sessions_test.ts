@@ -8,6 +8,7 @@ import { assert, assertEquals, assertRejects, assertStringIncludes } from "./ass
 import { DockError } from "../client/errors.ts";
 import type { DockEvent } from "../client/wire.ts";
 import { eventually, makeDirs, makeRepo, startBox, type TestBox } from "./harness.ts";
+import { connectUnixWebSocket } from "./ws_unix.ts";
 
 const DENO = Deno.execPath();
 const FAKE = new URL("./fixtures/fake_agent.ts", import.meta.url).pathname;
@@ -300,4 +301,79 @@ Deno.test("a task creates the worktree and starts the agent in it", async () => 
     "agent",
   );
   assertEquals((noAgent as DockError).status, 400);
+});
+
+Deno.test("attach over the box API: shows the screen, types, resizes, and redraws on reattach", async () => {
+  const { box } = await agentBox();
+  await using _ = box;
+  await box.client.createSession({ location: "app", command: "sh", name: "term" });
+  await box.client.send("term", "echo first-$((2+3))");
+  await eventually(async () => (await box.client.screen("term")).screen.includes("first-5"));
+
+  const ws = await connectUnixWebSocket(box.dirs.socket, "/v1/sessions/term/attach?cols=90&rows=30");
+  await ws.readUntil((text) => text.includes("first-5"));
+  await ws.sendBinary(new TextEncoder().encode("echo typed-$((6*7))\r"));
+  await ws.readUntil((text) => text.includes("typed-42"));
+  await ws.sendText(JSON.stringify({ type: "resize", cols: 100, rows: 33 }));
+  const socket = join(box.dirs.state, "box", "tmux.sock");
+  await eventually(async () => {
+    const out = await new Deno.Command("tmux", {
+      args: ["-S", socket, "display-message", "-p", "-t", "=term:", "#{window_width}x#{window_height}"],
+    }).output();
+    return new TextDecoder().decode(out.stdout).trim() === "100x33";
+  });
+  await ws.close();
+  // Detached, not ended: the session runs on, and a new attach redraws what is on screen.
+  assertEquals((await box.client.session("term")).exited, false);
+  const again = await connectUnixWebSocket(box.dirs.socket, "/v1/sessions/term/attach");
+  await again.readUntil((text) => text.includes("typed-42"));
+  await again.close();
+
+  const refused = await assertRejects(() =>
+    connectUnixWebSocket(box.dirs.socket, "/v1/sessions/nope/attach")
+  );
+  assertStringIncludes(refused.message, "404");
+  const badSize = await assertRejects(() =>
+    connectUnixWebSocket(box.dirs.socket, "/v1/sessions/term/attach?cols=0")
+  );
+  assertStringIncludes(badSize.message, "400");
+});
+
+Deno.test("the CLI: session new, send --wait, wait, screen and list", async () => {
+  const { box } = await agentBox();
+  await using _ = box;
+  const created = await box.cli([
+    "session",
+    "new",
+    "app",
+    "--agent",
+    "fake",
+    "--name",
+    "cli-agent",
+    "--json",
+  ]);
+  assertEquals(created.code, 0, created.stderr);
+  assertEquals(JSON.parse(created.stdout).agent, "fake");
+  const sent = await box.cli([
+    "session",
+    "send",
+    "cli-agent",
+    "hello from the cli",
+    "--wait",
+    "--timeout",
+    "30s",
+  ]);
+  assertEquals([sent.code, sent.stdout.trim()], [0, "finished"]);
+  const asked = await box.cli(["session", "send", "cli-agent", "ASK-PERMISSION", "--wait"]);
+  assertEquals([asked.code, asked.stdout.trim()], [3, "waiting"]);
+  const waited = await box.cli(["session", "wait", "cli-agent", "--for", "waiting", "--json"]);
+  assertEquals(JSON.parse(waited.stdout).state, "waiting");
+  const timedOut = await box.cli(["session", "wait", "cli-agent", "--for", "finished", "--timeout", "1s"]);
+  assertEquals(timedOut.code, 124);
+  const screen = await box.cli(["session", "screen", "cli-agent"]);
+  assertStringIncludes(screen.stdout, "Allow Bash");
+  const list = await box.cli(["session", "list", "--json"]);
+  assertEquals(JSON.parse(list.stdout).map((s: { name: string }) => s.name), ["cli-agent"]);
+  const badState = await box.cli(["session", "wait", "cli-agent", "--for", "sleeping"]);
+  assertEquals(badState.code, 2);
 });

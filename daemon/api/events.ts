@@ -46,7 +46,8 @@ export function eventRoutes(box: Box): RouteTable {
       const announce = await body(c, ANNOUNCE);
       const origin = announce.origin ?? requestOrigin(c);
       if (announce.type.startsWith("agent.")) {
-        return json(box.sessions.ingest({ ...announce, origin }), 201);
+        const event = box.sessions.ingest({ ...announce, origin });
+        return json(event ?? { duplicate: true }, event ? 201 : 200);
       }
       return json(box.bus.publish({ type: announce.type, origin, data: announce.data }), 201);
     });
