@@ -148,6 +148,20 @@ export class Box {
     }
   }
 
+  /**
+   * Forgets a location: what dock runs in its worktrees (services, sessions) is stopped first, since
+   * nothing would manage it afterwards; the repository and its worktrees' files stay.
+   */
+  async forgetLocation(name: string, origin: string): Promise<Location> {
+    const location = this.location(name);
+    for (const worktree of location.worktrees) {
+      await this.services.stopAll(worktree, origin);
+      await this.sessions.removeAll(worktree, origin);
+    }
+    this.locations.remove(name, origin);
+    return location;
+  }
+
   /** Every location with its worktrees (`GET locations`). */
   locationList(): Location[] {
     const worktrees = this.worktrees.list();

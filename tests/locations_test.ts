@@ -5,7 +5,7 @@
 import { join } from "node:path";
 import { assert, assertEquals, assertRejects, assertStringIncludes } from "./assert.ts";
 import { DockError } from "../client/errors.ts";
-import { git, makeRepo, startBox, waitForEvent } from "./harness.ts";
+import { eventually, git, makeRepo, startBox, waitForEvent } from "./harness.ts";
 
 Deno.test("locations persist across a kill -9 of the daemon", async () => {
   const first = await startBox();
@@ -174,13 +174,28 @@ Deno.test("an invalid repository config is reported with its file and field", as
   assertEquals((badLocal as DockError).status, 400);
 });
 
-Deno.test("removing a location forgets it and keeps its files", async () => {
+Deno.test("removing a location forgets it, stops what runs in it, and keeps its files", async () => {
   await using box = await startBox();
-  const repo = await makeRepo(join(box.dirs.home, "work"));
+  const repo = await makeRepo(join(box.dirs.home, "work"), "app", {
+    ".dock/config.json": JSON.stringify({
+      services: [{ name: "idle", run: "exec sleep 600", autostart: true }],
+    }),
+  });
   await box.client.addLocation({ name: "app", path: repo });
+  await box.client.createWorktree("app", { name: "w" });
+  const service = await eventually(async () => {
+    const s = (await box.client.services("app", "w"))[0];
+    return s.state === "running" ? s : undefined;
+  });
+  await box.client.createSession({ location: "app/w", command: "sleep 600", name: "s" });
   const removed = await box.client.removeLocation("app");
   assertEquals(removed.name, "app");
   assertEquals(await box.client.locations(), []);
+  assertEquals(await box.client.sessions(), []);
+  const state = await Deno.readTextFile(`/proc/${service.pid}/stat`).then((t) => t.split(") ")[1][0]).catch(
+    () => "gone",
+  );
+  assert(state === "gone" || state === "Z", `the service is ${state}`);
   assert((await Deno.stat(join(repo, "README.md"))).isFile);
   const missing = await assertRejects(() => box.client.location("app"), DockError);
   assertEquals((missing as DockError).status, 404);

@@ -62,11 +62,11 @@ export function locationRoutes(box: Box): RouteTable {
       return json(box.location(name), 201);
     })
     .add("GET", "/locations/:name", (c) => json(box.location(param(c, "name"))))
-    .add("DELETE", "/locations/:name", (c) => {
-      const location = box.location(param(c, "name"));
-      box.locations.remove(location.name, requestOrigin(c));
-      return json(location);
-    })
+    .add(
+      "DELETE",
+      "/locations/:name",
+      async (c) => json(await box.forgetLocation(param(c, "name"), requestOrigin(c))),
+    )
     .add(
       "GET",
       "/locations/:name/branches",
