@@ -10,6 +10,7 @@
  *
  * @module
  */
+import type { Port } from "../client/wire.ts";
 import { type Listener, readListeners } from "./ports.ts";
 import { parseMeminfo } from "./system.ts";
 
@@ -32,22 +33,8 @@ export interface Proc {
   comm: string;
 }
 
-/** Who listens on a port and which worktree and service it counts for. */
-export interface PortUse {
-  port: number;
-  /** Address of the listener shown (the IPv4 one when a process listens on both families). */
-  address: string;
-  family: 4 | 6;
-  /** Owning process, or null when its sockets cannot be read (another user, another container). */
-  pid: number | null;
-  command: string | null;
-  location: string | null;
-  worktree: string | null;
-  /** The configured service whose process group holds the owning process. */
-  service: string | null;
-  /** Why the port counts for `worktree`: inside its port block, or owned by a process working in it. */
-  via: "block" | "cwd" | null;
-}
+/** Who listens on a port and which worktree and service it counts for (the wire's `Port`). */
+export type PortUse = Port;
 
 /** A worktree as {@linkcode attributePorts} needs it. */
 export interface PortWorktree {

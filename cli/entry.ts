@@ -1,0 +1,20 @@
+/**
+ * What `dock` and `dockd` do first: `hook TOOL EVENT` runs on every agent turn, so it is dispatched
+ * before anything else is loaded. The imports are dynamic with computed specifiers: static imports,
+ * and even dynamic ones with literal specifiers, are loaded at start-up (the whole CLI: ~50 ms
+ * instead of ~20).
+ *
+ * @module
+ */
+
+/** Runs `hook …` on the fast path, anything else through `main` of the module `mainModule`. */
+export async function enter(mainModule: string): Promise<void> {
+  const here = (file: string) => new URL(file, import.meta.url).href;
+  if (Deno.args[0] === "hook") {
+    const { runHook } = await import(here("./hook.ts"));
+    await runHook(Deno.args.slice(1));
+    Deno.exit(0); // a tool may leave stdin open: never wait for it
+  }
+  const { main } = await import(here(mainModule));
+  await main(Deno.args);
+}
