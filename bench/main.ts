@@ -24,6 +24,9 @@
  *    resident memory idle, with 20 worktrees and with their 40 services running; `GET services` and
  *    `GET ports` with 50 listening ports against `/proc/net/tcp{,6}` and `ss -ltnp`.
  *    `--server=deno` makes section 4 use a `deno eval` server even where python3 is installed.
+ * 7. to 11. **Sessions** (bench/sessions.ts): `dock hook` wall time against an empty `deno run` (goal
+ *    ≤ 1.5×); hook → its event on the box's SSE; send → text visible in `screen` against tmux directly;
+ *    attach echo latency and bulk output against `tmux attach` in a PTY directly.
  *
  * `--quick` divides every N by about five for a smoke run. All temporary folders are removed and the
  * daemons stopped at the end, also on failure.
@@ -34,6 +37,7 @@ import { join } from "node:path";
 import type { BoxClient } from "../client/box.ts";
 import { git, GIT_ENV, makeDirs, makeRepo, startBox } from "../tests/harness.ts";
 import { benchDaemonMemory, benchPorts, benchServiceStart } from "./services.ts";
+import { benchSessions } from "./sessions.ts";
 import { ms, ratio, type Row, summarize, time } from "./stats.ts";
 
 const QUICK = Deno.args.includes("--quick");
@@ -456,6 +460,7 @@ async function main(): Promise<void> {
   rows.push(...await benchServiceStart(serviceOptions));
   rows.push(...await benchDaemonMemory(serviceOptions));
   rows.push(...await benchPorts(serviceOptions));
+  rows.push(...await benchSessions({ quick: QUICK }));
 
   const gitVersion = await versionOf("git", ["--version"]);
   const load = (await Deno.readTextFile("/proc/loadavg").catch(() => "? ? ?")).split(" ").slice(0, 3);

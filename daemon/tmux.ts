@@ -109,7 +109,12 @@ export class Tmux {
       ]);
     } catch (error) {
       // No server (nothing started yet, or it was killed) means no panes.
-      if (/no server running|error connecting|No such file/i.test((error as Error).message)) return [];
+      // A server with no session left (exit-empty is off) answers "no current target".
+      if (
+        /no server running|error connecting|No such file|no current target/i.test((error as Error).message)
+      ) {
+        return [];
+      }
       throw error;
     }
     return out.split("\n").filter(Boolean).map((line) => {

@@ -123,6 +123,12 @@ Deno.test("a shell session: screen, send, exit status, names, and ending it ends
   await box.client.removeSession("tree");
   assertEquals(sleeping(), 0);
   assertEquals((await box.client.sessions()).map((s) => s.name).sort(), ["shell-1", "short"]);
+  // With every session gone the tmux server stays up, empty; new sessions still start.
+  await box.client.removeSession("shell-1");
+  await box.client.removeSession("short");
+  assertEquals(await box.client.sessions(), []);
+  const next = await box.client.createSession({ location: "app", command: "sh", name: "after-empty" });
+  assertEquals(next.exited, false);
 });
 
 Deno.test("an agent turn: send → running → finished, seen by wait; hooks keep no prompt text", async () => {
