@@ -878,9 +878,6 @@ export async function benchSessions(options: { quick: boolean }): Promise<Row[]>
     box = await startBox();
     const repo = await makeRepo(join(box.dirs.home, "work"), "app");
     await box.client.addLocation({ name: "app", path: repo });
-    // Kept open to the end: once a box's last session is removed, its tmux server (exit-empty off)
-    // answers `list-panes -a` with "no current target" and the daemon refuses new sessions (422).
-    await box.client.createSession({ location: "app", command: "cat", name: "bench-keep" });
     tap = await EventTap.open(box.client);
     const hookDir = join(scratch, "agent-cwd");
     await Deno.mkdir(hookDir);
