@@ -13,3 +13,4 @@ export * from "./client/wire.ts";
 export * from "./client/errors.ts";
 export { type Endpoint, readNdjson, readSse, type RequestOptions, Transport } from "./client/http.ts";
 export { BoxClient } from "./client/box.ts";
+export { AgentClient, type AgentStatus, type BoxStatus } from "./client/agent.ts";

@@ -20,6 +20,16 @@ export function serveCommand(program: Command): void {
 
 /** Runs the box daemon on this machine until SIGINT or SIGTERM. */
 export async function serveBox(): Promise<void> {
+  await (await startBox()).finished;
+  // Services are detached children that outlive the daemon: exit without waiting for them.
+  Deno.exit(0);
+}
+
+/**
+ * Starts the box daemon in this process; resolves once its socket listens. `finished` resolves when a
+ * SIGINT or SIGTERM has stopped it.
+ */
+export async function startBox(): Promise<{ finished: Promise<void> }> {
   const paths = boxPaths();
   await refuseSecondDaemon(paths.socket);
   const box = new Box(paths);
@@ -31,11 +41,11 @@ export async function serveBox(): Promise<void> {
   const stop = () => stopping.abort();
   Deno.addSignalListener("SIGINT", stop);
   Deno.addSignalListener("SIGTERM", stop);
-  await server.finished;
-  await box.close();
-  console.error("dockd: stopped");
-  // Services are detached children that outlive the daemon: exit without waiting for them.
-  Deno.exit(0);
+  const finished = server.finished.then(async () => {
+    await box.close();
+    console.error("dockd: stopped");
+  });
+  return { finished };
 }
 
 async function refuseSecondDaemon(socket: string): Promise<void> {

@@ -63,6 +63,11 @@ export class BoxClient {
     return this.transport.json("/v1/info");
   }
 
+  /** `GET info`, failing after `ms` (a health check must not hang on a stuck box). */
+  infoWithin(ms: number): Promise<BoxInfo> {
+    return this.transport.json("/v1/info", { signal: AbortSignal.timeout(ms) });
+  }
+
   /** `GET doctor`. */
   doctor(): Promise<Check[]> {
     return this.transport.json("/v1/doctor");

@@ -9,7 +9,7 @@ import { DockError, type ErrorBody } from "./errors.ts";
 /** Where a client connects. */
 export type Endpoint =
   | { socket: string; origin?: string }
-  | { url: string; token?: string; caCerts?: string[]; origin?: string };
+  | { url: string; token?: string; caCerts?: string[]; origin?: string; box?: string };
 
 /** Options of a single request. */
 export interface RequestOptions {
@@ -26,22 +26,33 @@ export class Transport {
   #client?: Deno.HttpClient;
   #token?: string;
   #origin?: string;
+  #box?: string;
 
   constructor(endpoint: Endpoint) {
     this.#origin = endpoint.origin;
     if ("socket" in endpoint) {
       this.#base = "http://dockd";
-      this.#client = Deno.createHttpClient({ proxy: { transport: "unix", path: endpoint.socket } });
+      // No idle connections: the HTTP stack resends a request whose reused connection died, and a
+      // request to a daemon killed mid-way must fail (the caller decides), never run twice.
+      this.#client = Deno.createHttpClient({
+        proxy: { transport: "unix", path: endpoint.socket },
+        poolMaxIdlePerHost: 0,
+      });
     } else {
       this.#base = endpoint.url.replace(/\/+$/, "");
       this.#token = endpoint.token;
+      this.#box = endpoint.box;
       if (endpoint.caCerts) this.#client = Deno.createHttpClient({ caCerts: endpoint.caCerts });
     }
   }
 
   /** Sends a request and returns the raw response; throws a DockError for an error answer. */
   async fetch(path: string, options: RequestOptions = {}): Promise<Response> {
-    const url = new URL(this.#base + path);
+    // Through the laptop agent, a box's `/v1/x` is the agent's `/v1/boxes/<box>/api/x`.
+    const routed = this.#box && path.startsWith("/v1/")
+      ? `/v1/boxes/${encodeURIComponent(this.#box)}/api/${path.slice(4)}`
+      : path;
+    const url = new URL(this.#base + routed);
     for (const [key, value] of Object.entries(options.query ?? {})) {
       if (value !== undefined) url.searchParams.set(key, String(value));
     }

@@ -20,6 +20,10 @@ export interface EventAnnounce {
   type: string;
   origin?: string;
   data?: Record<string, unknown>;
+  /** The box an event came from (set by the laptop agent's merge). */
+  box?: string;
+  /** When it happened, when not now (an event relayed from a box keeps the box's time). */
+  time?: string;
 }
 
 /** Setup of a worktree: forward-only `pending → running → succeeded | failed`. */

@@ -35,16 +35,18 @@ export class EventBus {
 
   /** Journals and delivers an event; returns it with its id and time. */
   publish(announce: EventAnnounce): DockEvent {
-    const time = this.#now().toISOString();
+    const time = announce.time ?? this.#now().toISOString();
     const data = announce.data ?? {};
     const { lastInsertRowid } = this.#store.run(
-      "INSERT INTO events (type, time, origin, data) VALUES (?, ?, ?, ?)",
+      "INSERT INTO events (type, time, origin, data, box) VALUES (?, ?, ?, ?, ?)",
       announce.type,
       time,
       announce.origin ?? null,
       JSON.stringify(data),
+      announce.box ?? null,
     );
     const event: DockEvent = { id: lastInsertRowid, type: announce.type, time, data };
+    if (announce.box) event.box = announce.box;
     if (announce.origin) event.origin = announce.origin;
     if (++this.#sincePrune >= 500) this.#prune();
     for (const listener of this.#listeners) {
@@ -66,13 +68,16 @@ export class EventBus {
   /** Journaled events after `id`, oldest first. */
   since(id: number, limit = this.#journalSize): DockEvent[] {
     return this.#store
-      .all<{ id: number; type: string; time: string; origin: string | null; data: string }>(
-        "SELECT id, type, time, origin, data FROM events WHERE id > ? ORDER BY id LIMIT ?",
+      .all<
+        { id: number; type: string; time: string; origin: string | null; data: string; box: string | null }
+      >(
+        "SELECT id, type, time, origin, data, box FROM events WHERE id > ? ORDER BY id LIMIT ?",
         id,
         limit,
       )
       .map((row) => {
         const event: DockEvent = { id: row.id, type: row.type, time: row.time, data: JSON.parse(row.data) };
+        if (row.box) event.box = row.box;
         if (row.origin) event.origin = row.origin;
         return event;
       });

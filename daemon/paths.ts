@@ -54,3 +54,33 @@ export function boxPaths(env: { get(key: string): string | undefined } = Deno.en
     worktrees: join(home, "worktrees"),
   };
 }
+
+/** The resolved directories and files of the laptop agent. */
+export interface ClientPaths {
+  /** `DOCK_HOME` (the laptop's user files: templates, themes, app settings, hooks). */
+  home: string;
+  /** `<state>/client`. */
+  client: string;
+  /** `<state>/client/ui-token` (mode 0600). */
+  token: string;
+  /** `<state>/client/agent.db`. */
+  db: string;
+  /** `<state>/client/agent.log`, where a background agent writes. */
+  log: string;
+  /** The box daemon sharing this state dir (`dock add local`). */
+  localSocket: string;
+}
+
+/** Resolves the laptop agent's paths from the environment. */
+export function clientPaths(env: { get(key: string): string | undefined } = Deno.env): ClientPaths {
+  const box = boxPaths(env);
+  const client = join(box.state, "client");
+  return {
+    home: box.home,
+    client,
+    token: join(client, "ui-token"),
+    db: join(client, "agent.db"),
+    log: join(client, "agent.log"),
+    localSocket: box.socket,
+  };
+}

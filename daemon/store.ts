@@ -91,6 +91,14 @@ export class Store {
     this.db = new DatabaseSync(path, { timeout: 5000 });
     this.db.exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;");
     this.db.exec(SCHEMA);
+    // Columns added after a table first shipped; adding one twice fails harmlessly.
+    for (const column of ["ALTER TABLE events ADD COLUMN box TEXT"]) {
+      try {
+        this.db.exec(column);
+      } catch {
+        // already there
+      }
+    }
   }
 
   #depth = 0;

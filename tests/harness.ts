@@ -238,3 +238,74 @@ export function killProcessesUnder(root: string): void {
     } catch { /* gone meanwhile, or not ours to kill */ }
   }
 }
+
+/** A running laptop agent. */
+export interface TestAgent {
+  url: string;
+  port: number;
+  token: string;
+  process: Deno.ChildProcess;
+  stop(options?: { kill?: boolean }): Promise<void>;
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+/** A TCP port nothing listens on right now. */
+export function freePort(): number {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (listener.addr as Deno.NetAddr).port;
+  listener.close();
+  return port;
+}
+
+/** Starts `dock agent` sharing `dirs` (so `add local` pairs that box) and waits until it answers. */
+export async function startAgent(
+  dirs: BoxDirs,
+  options: { port?: number; env?: Record<string, string> } = {},
+) {
+  const port = options.port ?? freePort();
+  const env: Record<string, string> = {
+    PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
+    HOME: dirs.home,
+    SHELL: "/bin/sh",
+    DOCK_HOME: dirs.dockHome,
+    DOCK_STATE_DIR: dirs.state,
+    DOCK_AGENT_PORT: String(port),
+    NO_COLOR: "1",
+    ...options.env,
+  };
+  const process = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "--cached-only", join(ROOT, "cli/dock.ts"), "agent"],
+    env,
+    clearEnv: true,
+    stdout: "null",
+    stderr: "piped",
+  }).spawn();
+  const logs: string[] = [];
+  const drained = (async () => {
+    for await (const chunk of process.stderr.pipeThrough(new TextDecoderStream())) logs.push(chunk);
+  })();
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 20_000;
+  let token = "";
+  while (true) {
+    try {
+      token = token || (await Deno.readTextFile(join(dirs.state, "client", "ui-token"))).trim();
+      const response = await fetch(`${url}/v1/status`, { headers: { authorization: `Bearer ${token}` } });
+      await response.body?.cancel();
+      if (response.ok) break;
+    } catch { /* not yet */ }
+    if (Date.now() > deadline) throw new Error(`dock agent did not start:\n${logs.join("")}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  let stopped = false;
+  const stop = async (stopOptions: { kill?: boolean } = {}) => {
+    if (stopped) return;
+    stopped = true;
+    try {
+      process.kill(stopOptions.kill ? "SIGKILL" : "SIGTERM");
+    } catch { /* gone */ }
+    await process.status;
+    await drained;
+  };
+  return { url, port, token, process, stop, [Symbol.asyncDispose]: () => stop() } satisfies TestAgent;
+}

@@ -4,10 +4,12 @@
  *
  * @module
  */
+import type { Context } from "hono";
 import { z } from "zod";
 import { DockError } from "../../client/errors.ts";
 import type { DockEvent } from "../../client/wire.ts";
 import type { Box } from "../box.ts";
+import type { EventBus } from "../events.ts";
 import { body, json, requestOrigin, RouteTable } from "./http.ts";
 
 const EVENT_TYPE = /^[a-z][a-z0-9_-]*(\.[a-z0-9_-]+)*$/;
@@ -40,7 +42,7 @@ export function eventRoutes(box: Box): RouteTable {
           );
         }
       }
-      return sse(box, after, c.req.raw.signal);
+      return sse(box.bus, resumeFrom(c), c.req.raw.signal);
     })
     .add("POST", "/events", async (c) => {
       const announce = await body(c, ANNOUNCE);
@@ -53,7 +55,8 @@ export function eventRoutes(box: Box): RouteTable {
     });
 }
 
-function sse(box: Box, after: number | undefined, signal: AbortSignal): Response {
+/** A server-sent-events answer: the journal after `after` (when given), then live events. */
+export function sse(bus: EventBus, after: number | undefined, signal: AbortSignal): Response {
   const encoder = new TextEncoder();
   const frame = (event: DockEvent) => encoder.encode(`id: ${event.id}\ndata: ${JSON.stringify(event)}\n\n`);
   let unsubscribe = () => {};
@@ -61,7 +64,7 @@ function sse(box: Box, after: number | undefined, signal: AbortSignal): Response
   const stream = new ReadableStream<Uint8Array>({
     start(controller) {
       // Subscribe before replaying so nothing published in between is missed; skip what replay sent.
-      let last = after ?? box.bus.lastId();
+      let last = after ?? bus.lastId();
       const pending: DockEvent[] = [];
       let replaying = true;
       const send = (event: DockEvent) => {
@@ -73,9 +76,9 @@ function sse(box: Box, after: number | undefined, signal: AbortSignal): Response
           unsubscribe();
         }
       };
-      unsubscribe = box.bus.subscribe((event) => replaying ? pending.push(event) : send(event));
+      unsubscribe = bus.subscribe((event) => replaying ? pending.push(event) : send(event));
       controller.enqueue(encoder.encode(": connected\n\n"));
-      if (after !== undefined) { for (const event of box.bus.since(after)) send(event); }
+      if (after !== undefined) { for (const event of bus.since(after)) send(event); }
       replaying = false;
       for (const event of pending) send(event);
       keepalive = setInterval(() => {
@@ -101,4 +104,15 @@ function sse(box: Box, after: number | undefined, signal: AbortSignal): Response
   return new Response(stream, {
     headers: { "content-type": "text/event-stream", "cache-control": "no-cache", "x-accel-buffering": "no" },
   });
+}
+
+/** Where a stream resumes: the `Last-Event-ID` header or `?after=`; undefined for live events only. */
+export function resumeFrom(c: Context): number | undefined {
+  const raw = c.req.header("last-event-id") ?? c.req.query("after");
+  if (raw === undefined || raw === "") return undefined;
+  const after = Number(raw);
+  if (!Number.isInteger(after) || after < 0) {
+    throw new DockError("invalid_request", `Last-Event-ID: must be an event id, got ${JSON.stringify(raw)}`);
+  }
+  return after;
 }

@@ -1,0 +1,48 @@
+/**
+ * The laptop agent: the composition root that builds the agent's modules once and hands them to its
+ * API. The agent keeps its own state under `<state>/client/` (the token, and a SQLite database with the
+ * boxes, the merged event journal and the per-box cursors).
+ *
+ * @module
+ */
+import { EventBus } from "../daemon/events.ts";
+import type { ClientPaths } from "../daemon/paths.ts";
+import { Store } from "../daemon/store.ts";
+import { Boxes } from "./boxes.ts";
+import { EventMerge } from "./merge.ts";
+import { ensureToken } from "./token.ts";
+
+/** Every module of one laptop agent. */
+export class Agent {
+  readonly paths: ClientPaths;
+  readonly store: Store;
+  readonly bus: EventBus;
+  readonly boxes: Boxes;
+  readonly merge: EventMerge;
+  token = "";
+
+  constructor(paths: ClientPaths, options: { healthMs?: number } = {}) {
+    Deno.mkdirSync(paths.client, { recursive: true, mode: 0o700 });
+    this.paths = paths;
+    // The box's store module serves here too: the agent uses its event journal (and its own tables).
+    this.store = new Store(paths.db);
+    this.bus = new EventBus(this.store);
+    this.boxes = new Boxes(this.store, this.bus, options);
+    this.merge = new EventMerge(this.store, this.bus, this.boxes);
+  }
+
+  /** Creates the token if needed, checks every box, and starts following them. */
+  async start(): Promise<void> {
+    this.token = await ensureToken(this.paths.token);
+    await this.boxes.refresh();
+    this.boxes.start();
+    this.merge.start();
+  }
+
+  /** Stops following boxes and closes the store. */
+  close(): void {
+    this.merge.close();
+    this.boxes.close();
+    this.store.close();
+  }
+}

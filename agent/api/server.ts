@@ -1,0 +1,73 @@
+/**
+ * The agent's loopback API (spec 4.1): one hono app, the gate in front of every route, route tables
+ * per resource. Served on `127.0.0.1:$DOCK_AGENT_PORT` (default 1378).
+ *
+ * @module
+ */
+import { Hono } from "hono";
+import { z } from "zod";
+import { DockError } from "../../client/errors.ts";
+import { resumeFrom, sse } from "../../daemon/api/events.ts";
+import { body, errorResponse, json, mount, param, requestOrigin, RouteTable } from "../../daemon/api/http.ts";
+import type { Agent } from "../agent.ts";
+import { relay } from "../relay.ts";
+import { gate } from "./gate.ts";
+
+const ANNOUNCE = z.object({
+  type: z.string().max(100).regex(/^[a-z][a-z0-9_-]*(\.[a-z0-9_-]+)*$/, "must be dotted lower-case words"),
+  origin: z.string().max(64).optional(),
+  data: z.record(z.string(), z.unknown()).optional(),
+});
+const ADD_LOCAL = z.object({ name: z.string().optional() }).optional();
+
+/** Builds the agent's API app for a listener on `port`. */
+export function agentApp(agent: Agent, options: { port: number }): Hono {
+  const app = new Hono();
+  app.onError((error) => errorResponse(error));
+  app.notFound((c) =>
+    errorResponse(
+      new DockError("not_found", `no such endpoint: ${c.req.method} ${c.req.path}`, { status: 404 }),
+    )
+  );
+  app.use("*", gate({ port: options.port, token: () => agent.token }));
+  const status = () => ({
+    boxes: agent.boxes.status(),
+    forwards: [],
+    routes: [],
+    proxy: { enabled: false },
+  });
+  const core = new RouteTable("agent")
+    .add("GET", "/status", () => json(status()))
+    .add("POST", "/refresh", async () => {
+      await agent.boxes.refresh();
+      return json(status());
+    })
+    .add("GET", "/events", (c) => sse(agent.bus, resumeFrom(c), c.req.raw.signal))
+    .add("POST", "/events", async (c) => {
+      const announce = await body(c, ANNOUNCE);
+      return json(agent.bus.publish({ ...announce, origin: announce.origin ?? requestOrigin(c) }), 201);
+    })
+    .add("POST", "/stop", () => {
+      throw new DockError("refused", "the agent cannot be stopped through its API", { status: 403 });
+    });
+  const boxes = new RouteTable("boxes")
+    .add("GET", "/boxes", () => json(agent.boxes.status()))
+    .add("POST", "/boxes/add-local", async (c) => {
+      const request = await body(c, ADD_LOCAL);
+      const added = await agent.boxes.add(
+        { name: request?.name ?? "local", kind: "socket", address: agent.paths.localSocket },
+        requestOrigin(c),
+      );
+      return json(added, 201);
+    })
+    .add("DELETE", "/boxes/:box", (c) => json(agent.boxes.remove(param(c, "box"), requestOrigin(c))));
+  mount(app, "/v1", [core, boxes]);
+  // The relay takes every method and any path below the box's api/.
+  app.all("/v1/boxes/:box/api/*", (c) => {
+    // The path goes on as it came (still percent-encoded): decoding it here could change its meaning.
+    const pathname = new URL(c.req.url).pathname;
+    const path = pathname.slice(pathname.indexOf("/api/") + "/api/".length);
+    return relay(agent.boxes, param(c, "box"), path, c.req.raw);
+  });
+  return app;
+}

@@ -1,0 +1,129 @@
+/**
+ * The merged event stream: every online box's events, copied into the agent's own journal with
+ * `box` set, beside the laptop's own events. Each box is followed from the last event id the agent
+ * stored for it, so a reconnect (or an agent restart) misses nothing the box's journal still holds,
+ * and laptop clients resume from the agent's journal with `Last-Event-ID`.
+ *
+ * @module
+ */
+import type { DockEvent } from "../client/wire.ts";
+import type { EventBus } from "../daemon/events.ts";
+import type { Store } from "../daemon/store.ts";
+import type { Boxes } from "./boxes.ts";
+
+const SCHEMA = `CREATE TABLE IF NOT EXISTS box_cursors (box TEXT PRIMARY KEY, last_id INTEGER NOT NULL);`;
+
+/** Follows every box's event stream into the agent's bus. */
+export class EventMerge {
+  #store: Store;
+  #bus: EventBus;
+  #boxes: Boxes;
+  #followers = new Map<string, AbortController>();
+  #unsubscribe?: () => void;
+
+  constructor(store: Store, bus: EventBus, boxes: Boxes) {
+    this.#store = store;
+    this.#bus = bus;
+    this.#boxes = boxes;
+    store.db.exec(SCHEMA);
+  }
+
+  /** Starts following every known box, and boxes added later. */
+  start(): void {
+    for (const box of this.#boxes.list()) this.#follow(box.name);
+    this.#unsubscribe = this.#bus.subscribe((event) => {
+      const box = typeof event.data?.box === "string" ? event.data.box : undefined;
+      if (!box || event.box) return;
+      if (event.type === "box.added") this.#follow(box);
+      if (event.type === "box.removed") {
+        this.#followers.get(box)?.abort();
+        this.#followers.delete(box);
+        this.#store.run("DELETE FROM box_cursors WHERE box = ?", box);
+      }
+    });
+  }
+
+  /** Stops following. */
+  close(): void {
+    this.#unsubscribe?.();
+    for (const controller of this.#followers.values()) controller.abort();
+  }
+
+  #follow(name: string): void {
+    if (this.#followers.has(name)) return;
+    const controller = new AbortController();
+    this.#followers.set(name, controller);
+    this.#loop(name, controller.signal).catch((error) => console.error(`events of ${name}:`, error));
+  }
+
+  async #loop(name: string, signal: AbortSignal): Promise<void> {
+    while (!signal.aborted) {
+      if (!this.#boxes.online(name)) {
+        await this.#whenOnline(name, signal);
+        continue;
+      }
+      const stream = new AbortController();
+      const stop = () => stream.abort();
+      signal.addEventListener("abort", stop, { once: true });
+      const unwatch = this.#boxes.watch(name, (online) => online || stream.abort());
+      try {
+        for await (
+          const event of this.#boxes.client(name).events({ after: this.#cursor(name), signal: stream.signal })
+        ) {
+          this.#copy(name, event);
+        }
+      } catch {
+        // The stream broke: let the health check decide whether the box is still there.
+        if (!signal.aborted) await this.#boxes.check(name);
+      } finally {
+        unwatch();
+        signal.removeEventListener("abort", stop);
+      }
+      if (!signal.aborted) await sleep(250, signal);
+    }
+  }
+
+  #copy(box: string, event: DockEvent): void {
+    this.#bus.publish({ type: event.type, origin: event.origin, data: event.data, time: event.time, box });
+    if (event.id !== undefined) {
+      this.#store.run(
+        "INSERT INTO box_cursors (box, last_id) VALUES (?, ?) ON CONFLICT(box) DO UPDATE SET last_id = excluded.last_id",
+        box,
+        event.id,
+      );
+    }
+  }
+
+  /** The last box event id copied (0: the box's whole journal on first contact). */
+  #cursor(box: string): number {
+    return this.#store.get<{ last_id: number }>("SELECT last_id FROM box_cursors WHERE box = ?", box)
+      ?.last_id ?? 0;
+  }
+
+  #whenOnline(name: string, signal: AbortSignal): Promise<void> {
+    return new Promise((resolve) => {
+      let unwatch = () => {};
+      const done = () => {
+        unwatch();
+        signal.removeEventListener("abort", done);
+        resolve();
+      };
+      try {
+        unwatch = this.#boxes.watch(name, (online) => online && done());
+      } catch {
+        return resolve(); // the box was removed meanwhile
+      }
+      signal.addEventListener("abort", done, { once: true });
+    });
+  }
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener("abort", () => {
+      clearTimeout(timer);
+      resolve();
+    }, { once: true });
+  });
+}

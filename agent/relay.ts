@@ -1,0 +1,83 @@
+/**
+ * The relay: `ANY /v1/boxes/{box}/api/{path}` forwarded to the box's `/v1/{path}` with its query and
+ * body, and the answer streamed back as it comes (SSE, NDJSON and log follows pass through unbuffered).
+ * Spec 7: 503 when the request never reached the box (safe to retry or queue), 502 when the connection
+ * failed after the request went out (the box may have acted).
+ *
+ * @module
+ */
+import { DockError } from "../client/errors.ts";
+import type { Boxes } from "./boxes.ts";
+
+// Only what describes the request itself goes through; the laptop's token, Host and Origin stay here.
+const FORWARDED = ["content-type", "accept", "last-event-id", "x-dock-origin"];
+const RETURNED = ["content-type", "cache-control", "x-accel-buffering"];
+
+/** Forwards `request` to `box` as `/v1/{path}`. */
+export async function relay(boxes: Boxes, box: string, path: string, request: Request): Promise<Response> {
+  const { http, base } = boxes.endpoint(box);
+  const url = new URL(request.url);
+  const headers = new Headers();
+  for (const name of FORWARDED) {
+    const value = request.headers.get(name);
+    if (value !== null) headers.set(name, value);
+  }
+  if (!headers.has("x-dock-origin")) headers.set("x-dock-origin", "dock");
+  const hasBody = request.method !== "GET" && request.method !== "HEAD";
+  // Buffer the (small, JSON) request body: a streamed body that fails to send would be ambiguous.
+  const body = hasBody ? await request.arrayBuffer() : undefined;
+  let upstream: Response;
+  try {
+    upstream = await fetch(`${base}/v1/${path}${url.search}`, {
+      method: request.method,
+      headers,
+      body,
+      signal: request.signal,
+      client: http,
+    } as RequestInit);
+  } catch (cause) {
+    boxes.reset(box);
+    const message = causes(cause);
+    if (neverSent(message)) {
+      throw new DockError("box_unreachable", `box '${box}' cannot be reached: ${firstLine(message)}`, {
+        status: 503,
+        cause,
+        detail: { box },
+      });
+    }
+    throw new DockError(
+      "box_connection_failed",
+      `the connection to box '${box}' failed: ${firstLine(message)}`,
+      {
+        status: 502,
+        cause,
+        detail: { box },
+      },
+    );
+  }
+  const out = new Headers();
+  for (const name of RETURNED) {
+    const value = upstream.headers.get(name);
+    if (value !== null) out.set(name, value);
+  }
+  return new Response(upstream.body, { status: upstream.status, headers: out });
+}
+
+/** Errors that mean no byte of the request reached the box: nothing listens, or no route to it. */
+function neverSent(message: string): boolean {
+  return /No such file or directory|Connection refused|os error (2|111|113|101|110)\b|dns error|Name or service not known|tcp connect error|client error \(Connect\)|error trying to connect/i
+    .test(message);
+}
+
+/** The messages of an error and its causes ("fetch failed" alone says nothing). */
+function causes(error: unknown): string {
+  const messages: string[] = [];
+  for (let e = error as Error | undefined; e && messages.length < 5; e = e.cause as Error | undefined) {
+    messages.push(e.message ?? String(e));
+  }
+  return messages.join(": ");
+}
+
+function firstLine(text: string): string {
+  return text.split("\n")[0].slice(0, 300);
+}

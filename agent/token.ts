@@ -1,0 +1,39 @@
+/**
+ * The UI token: the bearer token every request to the agent's loopback API carries (spec 5). It is
+ * created on first start at `<state>/client/ui-token` with mode 0600; whoever can read that file is
+ * the user.
+ *
+ * @module
+ */
+import { dirname } from "node:path";
+
+/** Reads the token, creating it (256 random bits, base64url) when missing. */
+export async function ensureToken(path: string): Promise<string> {
+  try {
+    const token = (await Deno.readTextFile(path)).trim();
+    if (token.length >= 32) return token;
+  } catch (error) {
+    if (!(error instanceof Deno.errors.NotFound)) throw error;
+  }
+  await Deno.mkdir(dirname(path), { recursive: true, mode: 0o700 });
+  const bytes = crypto.getRandomValues(new Uint8Array(32));
+  const token = btoa(String.fromCharCode(...bytes)).replaceAll("+", "-").replaceAll("/", "_").replace(
+    /=+$/,
+    "",
+  );
+  const temp = `${path}.tmp-${Deno.pid}`;
+  await Deno.writeTextFile(temp, token + "\n", { mode: 0o600 });
+  await Deno.chmod(temp, 0o600);
+  await Deno.rename(temp, path);
+  return token;
+}
+
+/** Compares two secrets in constant time (for equal lengths). */
+export function sameSecret(a: string, b: string): boolean {
+  const x = new TextEncoder().encode(a);
+  const y = new TextEncoder().encode(b);
+  if (x.length !== y.length) return false;
+  let diff = 0;
+  for (let i = 0; i < x.length; i++) diff |= x[i] ^ y[i];
+  return diff === 0;
+}

@@ -1,0 +1,181 @@
+/**
+ * `dock agent`, `dock ui-token`, `dock add local`, `dock forget`, `dock status`, `dock events`,
+ * `dock emit`, and `dock up` (the box daemon and the agent together on this machine). Any command that
+ * needs the agent starts it in the background when it is not running.
+ *
+ * @module
+ */
+import type { Command } from "@commander-js/extra-typings";
+import { Agent } from "../agent/agent.ts";
+import { agentApp } from "../agent/api/server.ts";
+import { ensureToken } from "../agent/token.ts";
+import { AgentClient } from "../client/agent.ts";
+import { DockError } from "../client/errors.ts";
+import { clientPaths } from "../daemon/paths.ts";
+import { launch } from "../daemon/runner.ts";
+import { guarded, keyValues, printJson, table } from "./output.ts";
+import { startBox } from "./serve.ts";
+
+/** The agent's port: `$DOCK_AGENT_PORT`, default 1378 (spec 5). */
+export function agentPort(): number {
+  const port = Number(Deno.env.get("DOCK_AGENT_PORT") || 1378);
+  if (!Number.isInteger(port) || port < 1 || port > 65535) {
+    throw new DockError(
+      "usage",
+      `DOCK_AGENT_PORT must be a TCP port, got ${Deno.env.get("DOCK_AGENT_PORT")}`,
+    );
+  }
+  return port;
+}
+
+/** Runs the agent in this process until SIGINT or SIGTERM. */
+export async function runAgent(
+  options: { onReady?: (url: string, token: string) => void | Promise<void> } = {},
+) {
+  const port = agentPort();
+  const health = Number(Deno.env.get("DOCK_AGENT_HEALTH_MS"));
+  const agent = new Agent(clientPaths(), { healthMs: health > 0 ? health : undefined });
+  await agent.start();
+  const stopping = new AbortController();
+  const server = Deno.serve(
+    { hostname: "127.0.0.1", port, signal: stopping.signal, onListen: () => {} },
+    agentApp(agent, { port }).fetch,
+  );
+  const url = `http://127.0.0.1:${port}`;
+  console.error(`dock: agent listening on ${url}`);
+  await options.onReady?.(url, agent.token);
+  const stop = () => stopping.abort();
+  Deno.addSignalListener("SIGINT", stop);
+  Deno.addSignalListener("SIGTERM", stop);
+  await server.finished;
+  agent.close();
+}
+
+/** A client of the running agent, starting it in the background first when it does not answer. */
+export async function agentClient(): Promise<AgentClient> {
+  const paths = clientPaths();
+  const token = await ensureToken(paths.token);
+  const client = new AgentClient({ url: `http://127.0.0.1:${agentPort()}`, token, origin: "cli" });
+  if (await answers(client)) return client;
+  // Not running: start it detached, logging to <state>/client/agent.log, and wait for it.
+  const entry = new URL("./dock.ts", import.meta.url).pathname;
+  launch("/bin/sh", [
+    "-c",
+    'exec "$@" >>"$0" 2>&1',
+    paths.log,
+    Deno.execPath(),
+    "run",
+    "-A",
+    "--cached-only",
+    entry,
+    "agent",
+  ]);
+  const deadline = Date.now() + 15_000;
+  while (Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 100));
+    if (await answers(client)) return client;
+  }
+  throw new DockError("agent_unreachable", `the agent did not start; see ${paths.log}`, { status: 503 });
+}
+
+async function answers(client: AgentClient): Promise<boolean> {
+  try {
+    await client.transport.json("/v1/status", { signal: AbortSignal.timeout(1000) });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Adds the agent commands. */
+export function agentCommands(program: Command): void {
+  program.command("agent").description("run the laptop agent in the foreground").action(() =>
+    guarded(() => runAgent(), "dock")
+  );
+
+  program.command("up").description(
+    "run the box daemon and the agent on this machine, with the local box paired",
+  )
+    .action(() =>
+      guarded(async () => {
+        const box = await startBox();
+        await runAgent({
+          onReady: async (url, token) => {
+            const client = new AgentClient({ url, token, origin: "cli" });
+            const known = (await client.status()).boxes.some((b) => b.name === "local");
+            if (!known) await client.addLocal("local");
+            client.close();
+            console.log(
+              `dock is up.\n  url:   ${url}\n  token: ${token}\n\nTry:\n` +
+                `  dock status\n  dock location add local/app ~/work/app\n  dock events`,
+            );
+          },
+        });
+        await box.finished;
+        Deno.exit(0);
+      }, "dock")
+    );
+
+  program.command("ui-token").description("print the agent's URL and token as JSON").action(() =>
+    guarded(async () => {
+      const token = await ensureToken(clientPaths().token);
+      printJson({ url: `http://127.0.0.1:${agentPort()}`, token });
+    }, "dock")
+  );
+
+  program.command("add").description("add a box").command("local")
+    .description("pair the box daemon that shares this machine's state directory")
+    .option("--name <name>", "the box's name", "local").option("--json", "print JSON").action((o) =>
+      guarded(async () => {
+        const added = await (await agentClient()).addLocal(o.name);
+        if (o.json) return printJson(added);
+        console.log(`added box ${added.name}: ${added.online ? "online" : `offline (${added.error})`}`);
+      }, "dock")
+    );
+
+  program.command("forget").description("forget a box").argument("<box>").action((name) =>
+    guarded(async () => {
+      await (await agentClient()).removeBox(name);
+      console.log(`forgot ${name}`);
+    }, "dock")
+  );
+
+  program.command("status").description("the boxes and their connections").option("--json", "print JSON")
+    .action((o) =>
+      guarded(async () => {
+        const status = await (await agentClient()).status();
+        if (o.json) return printJson(status);
+        table(
+          ["BOX", "KIND", "STATE", "LATENCY", "ADDRESS"],
+          status.boxes.map((b) => [
+            b.name,
+            b.kind,
+            b.online ? "online" : `offline${b.error ? `: ${b.error.slice(0, 60)}` : ""}`,
+            b.latency_ms === null ? "-" : `${b.latency_ms} ms`,
+            b.address,
+          ]),
+        );
+      }, "dock")
+    );
+
+  program.command("events").description("stream the laptop's and every box's events as JSON lines")
+    .option("--after <id>", "resume after this event id", Number)
+    .option("--type <prefix...>", "only these types or prefixes (e.g. agent. box.)")
+    .action((o) =>
+      guarded(async () => {
+        for await (const event of (await agentClient()).events({ after: o.after })) {
+          if (o.type && !o.type.some((prefix) => event.type.startsWith(prefix))) continue;
+          console.log(JSON.stringify(event));
+        }
+      }, "dock")
+    );
+
+  program.command("emit").description("announce an event on this laptop").argument("<type>").argument(
+    "[data...]",
+  )
+    .option("--origin <tool>", "the tool announcing it").action((type, words, o) =>
+      guarded(async () => {
+        await (await agentClient()).emit({ type, origin: o.origin, data: keyValues(words) });
+      }, "dock")
+    );
+}

@@ -1,0 +1,91 @@
+/**
+ * The typed client of the laptop agent's loopback API (spec 4.1), and the way to reach a box through
+ * it: `AgentClient.box(name)` is a {@linkcode BoxClient} whose requests go through the agent's relay.
+ *
+ * @module
+ */
+import { BoxClient } from "./box.ts";
+import { readSse, Transport } from "./http.ts";
+import type { DockEvent, EventAnnounce } from "./wire.ts";
+
+/** A box's connection as the agent reports it. */
+export interface BoxStatus {
+  name: string;
+  kind: "socket" | "tls";
+  address: string;
+  online: boolean;
+  since: string | null;
+  error: string | null;
+  latency_ms: number | null;
+  build: string | null;
+}
+
+/** `GET /v1/status`. */
+export interface AgentStatus {
+  boxes: BoxStatus[];
+  forwards: unknown[];
+  routes: unknown[];
+  proxy: { enabled: boolean };
+}
+
+/** Typed access to the laptop agent. */
+export class AgentClient {
+  readonly url: string;
+  readonly transport: Transport;
+  #token: string;
+  #origin?: string;
+
+  constructor(options: { url: string; token: string; origin?: string }) {
+    this.url = options.url.replace(/\/+$/, "");
+    this.#token = options.token;
+    this.#origin = options.origin;
+    this.transport = new Transport({ url: this.url, token: options.token, origin: options.origin });
+  }
+
+  /** A client of one box, through the agent's relay. */
+  box(name: string): BoxClient {
+    return new BoxClient({ url: this.url, token: this.#token, origin: this.#origin, box: name });
+  }
+
+  /** `GET /v1/status`. */
+  status(): Promise<AgentStatus> {
+    return this.transport.json("/v1/status");
+  }
+
+  /** `POST /v1/refresh`: checks every box now. */
+  refresh(): Promise<AgentStatus> {
+    return this.transport.json("/v1/refresh", { method: "POST" });
+  }
+
+  /** `POST /v1/boxes/add-local`: pairs the box daemon sharing this state directory. */
+  addLocal(name?: string): Promise<BoxStatus> {
+    return this.transport.json("/v1/boxes/add-local", { body: { name } });
+  }
+
+  /** `DELETE /v1/boxes/{box}`: forgets a box. */
+  removeBox(name: string): Promise<unknown> {
+    return this.transport.json(`/v1/boxes/${encodeURIComponent(name)}`, { method: "DELETE" });
+  }
+
+  /** `POST /v1/events`. */
+  emit(body: EventAnnounce): Promise<DockEvent> {
+    return this.transport.json("/v1/events", { body });
+  }
+
+  /** `GET /v1/events` (SSE): the laptop's and every box's events, from `after` on. */
+  async *events(options: { after?: number; signal?: AbortSignal } = {}): AsyncGenerator<DockEvent> {
+    const headers: Record<string, string> = {};
+    if (options.after !== undefined) headers["last-event-id"] = String(options.after);
+    const response = await this.transport.fetch("/v1/events", { headers, signal: options.signal });
+    try {
+      for await (const message of readSse(response.body!)) yield JSON.parse(message.data) as DockEvent;
+    } catch (error) {
+      if (!options.signal?.aborted) throw error;
+    }
+  }
+
+  /** Closes the connection pool. */
+  close(): void {
+    this.transport.close();
+  }
+}

@@ -1,0 +1,343 @@
+/**
+ * Pairing laptops with this box, and recognising them afterwards. The trust model:
+ *
+ * - `dockd pair` prints a link `dock://HOST:PORT?code=…&fp=…`. The link carries the SHA-256
+ *   fingerprint of the box-local CA (see `tls.ts`); the laptop pins that CA, so it talks to this box
+ *   and no other, without trusting anything it learns over the network.
+ * - The one-time code proves the person pairing saw the link (on the box's terminal, or wherever the
+ *   owner sent it). It has 160 random bits, lives ten minutes, works once, and only its SHA-256 is
+ *   stored, so a copy of the database pairs nobody.
+ * - Redeeming the code returns a long-lived credential (256 random bits) exactly once. The box keeps
+ *   only its SHA-256: the secret is random, not a password, so a fast hash is enough and a leaked
+ *   database still authenticates nobody. Revoking a laptop deletes the hash and tells listeners so
+ *   the daemon can close that laptop's open streams.
+ * - Failed redeems are counted per address: five within ten minutes lock that address out for ten
+ *   minutes. 160-bit codes cannot be guessed anyway; the limit keeps a misbehaving client from
+ *   hammering the box and keeps logs quiet.
+ *
+ * @module
+ */
+import { createHash, timingSafeEqual } from "node:crypto";
+import { badField, DockError } from "../client/errors.ts";
+import type { Store } from "./store.ts";
+
+/** A paired laptop as the box lists it. */
+export interface Laptop {
+  id: string;
+  name: string;
+  /** When it paired (ISO 8601). */
+  created: string;
+  /** When it last authenticated (ISO 8601; refreshed at most once a minute). */
+  last_seen: string;
+}
+
+/** What {@linkcode parseLink} reads out of a pairing link. */
+export interface PairingLink {
+  host: string;
+  port: number;
+  code: string;
+  /** The box CA's SHA-256 fingerprint, lowercase hex without colons. */
+  fp: string;
+}
+
+/** Options for {@linkcode PairingStore}. */
+export interface PairingStoreOptions {
+  /** Clock, for tests. @default {() => new Date()} */
+  now?: () => Date;
+}
+
+/** How long a one-time code stays valid. */
+export const CODE_TTL_MS = 10 * 60 * 1000;
+/** Failed redeems from one address, within {@linkcode FAILURE_WINDOW_MS}, that lock it out. */
+export const MAX_FAILURES = 5;
+/** The window failures are counted in. */
+export const FAILURE_WINDOW_MS = 10 * 60 * 1000;
+/** How long a locked-out address stays locked out. */
+export const LOCKOUT_MS = 10 * 60 * 1000;
+
+const CODE_BYTES = 20; // 160 bits: 32 base32 characters, no padding
+const CREDENTIAL_BYTES = 32; // 256 bits
+const LAST_SEEN_EVERY_MS = 60_000;
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS pairing_codes (
+  hash TEXT PRIMARY KEY,
+  expires INTEGER NOT NULL,
+  used INTEGER
+);
+CREATE TABLE IF NOT EXISTS laptops (
+  id TEXT PRIMARY KEY,
+  name TEXT NOT NULL,
+  secret_hash TEXT NOT NULL,
+  created TEXT NOT NULL,
+  last_seen TEXT NOT NULL
+);
+`;
+
+interface LaptopRow {
+  id: string;
+  name: string;
+  secret_hash: string;
+  created: string;
+  last_seen: string;
+}
+
+/** One-time codes, paired laptops and their credentials, kept in the box database. */
+export class PairingStore {
+  #store: Store;
+  #now: () => Date;
+  #failures = new Map<string, { times: number[]; lockedUntil: number }>();
+  #revokeListeners = new Set<(laptop: Laptop) => void>();
+
+  constructor(store: Store, options: PairingStoreOptions = {}) {
+    this.#store = store;
+    this.#now = options.now ?? (() => new Date());
+    store.db.exec(SCHEMA);
+  }
+
+  /** Makes a one-time code valid for ten minutes; only its hash is stored. */
+  createCode(): { code: string; expires: Date } {
+    const now = this.#now().getTime();
+    const code = base32(crypto.getRandomValues(new Uint8Array(CODE_BYTES)));
+    const expires = now + CODE_TTL_MS;
+    this.#store.transaction(() => {
+      // Spent and expired codes are refused the same way as unknown ones, so they need not be kept.
+      this.#store.run("DELETE FROM pairing_codes WHERE expires <= ? OR used IS NOT NULL", now);
+      this.#store.run("INSERT INTO pairing_codes (hash, expires) VALUES (?, ?)", sha256Hex(code), expires);
+    });
+    return { code, expires: new Date(expires) };
+  }
+
+  /**
+   * Trades a one-time code for a new laptop record and its credential, which is returned only here.
+   * An unknown, used or expired code is refused with one message, so a guesser learns nothing.
+   */
+  redeem(code: string, options: { name: string; address: string }): { id: string; credential: string } {
+    const now = this.#now().getTime();
+    this.#checkLockout(options.address, now);
+    const name = laptopName(options.name);
+    const hash = sha256Hex(normalizeCode(code));
+    const paired = this.#store.transaction(() => {
+      // One statement both checks and spends the code, so two redeems of it cannot both win.
+      const spent = this.#store.run(
+        "UPDATE pairing_codes SET used = ? WHERE hash = ? AND used IS NULL AND expires > ?",
+        now,
+        hash,
+        now,
+      );
+      if (spent.changes !== 1) return null;
+      const id = this.#newId();
+      const credential = `${id}.${base64url(crypto.getRandomValues(new Uint8Array(CREDENTIAL_BYTES)))}`;
+      const created = new Date(now).toISOString();
+      this.#store.run(
+        "INSERT INTO laptops (id, name, secret_hash, created, last_seen) VALUES (?, ?, ?, ?, ?)",
+        id,
+        name,
+        sha256Hex(credential),
+        created,
+        created,
+      );
+      return { id, credential };
+    });
+    if (!paired) {
+      this.#recordFailure(options.address, now);
+      throw new DockError(
+        "pairing_refused",
+        "Cannot pair: the code is not valid (it may be mistyped, already used or expired); run `dockd pair` for a new link",
+        { status: 403 },
+      );
+    }
+    this.#failures.delete(options.address);
+    return paired;
+  }
+
+  /** The laptop a credential belongs to (refreshing its last_seen), or null. */
+  authenticate(credential: string): Laptop | null {
+    // The credential is `<id>.<secret>`: the id finds the row, the hash comparison decides, in
+    // constant time, so response timing says nothing about how much of a guess was right.
+    const match = /^([0-9a-f]{12})\.[A-Za-z0-9_-]{43}$/.exec(credential);
+    if (!match) return null;
+    const row = this.#store.get<LaptopRow>("SELECT * FROM laptops WHERE id = ?", match[1]);
+    if (!row) return null;
+    const stored = hexBytes(row.secret_hash);
+    const offered = createHash("sha256").update(credential).digest();
+    if (stored.length !== offered.length || !timingSafeEqual(stored, offered)) return null;
+    const now = this.#now();
+    // A write per request would cost the relay its latency budget; a minute's precision is plenty.
+    if (now.getTime() - Date.parse(row.last_seen) >= LAST_SEEN_EVERY_MS) {
+      row.last_seen = now.toISOString();
+      this.#store.run("UPDATE laptops SET last_seen = ? WHERE id = ?", row.last_seen, row.id);
+    }
+    return toLaptop(row);
+  }
+
+  /** Every paired laptop, oldest first. */
+  laptops(): Laptop[] {
+    return this.#store.all<LaptopRow>("SELECT * FROM laptops ORDER BY created, id").map(toLaptop);
+  }
+
+  /** Removes a laptop and its credential; true when it existed. Listeners hear about it after. */
+  revoke(id: string): boolean {
+    const row = this.#store.get<LaptopRow>("SELECT * FROM laptops WHERE id = ?", id);
+    if (!row) return false;
+    this.#store.run("DELETE FROM laptops WHERE id = ?", id);
+    const laptop = toLaptop(row);
+    const errors: unknown[] = [];
+    for (const listener of [...this.#revokeListeners]) {
+      // Every listener runs even if one throws: a stream left open would outlive the revocation.
+      try {
+        listener(laptop);
+      } catch (error) {
+        errors.push(error);
+      }
+    }
+    if (errors.length) throw new AggregateError(errors, `revoke(${id}): ${errors.length} listener(s) failed`);
+    return true;
+  }
+
+  /** Calls `listener` with each revoked laptop (to close its streams); returns the unsubscribe. */
+  onRevoke(listener: (laptop: Laptop) => void): () => void {
+    this.#revokeListeners.add(listener);
+    return () => this.#revokeListeners.delete(listener);
+  }
+
+  #newId(): string {
+    for (;;) {
+      const id = hex(crypto.getRandomValues(new Uint8Array(6)));
+      if (!this.#store.get("SELECT 1 FROM laptops WHERE id = ?", id)) return id;
+    }
+  }
+
+  #checkLockout(address: string, now: number): void {
+    const entry = this.#failures.get(address);
+    if (!entry || entry.lockedUntil <= now) return;
+    const seconds = Math.ceil((entry.lockedUntil - now) / 1000);
+    throw new DockError(
+      "rate_limited",
+      `Cannot pair: too many failed attempts from ${address}; try again in ${
+        Math.ceil(seconds / 60)
+      } minute(s)`,
+      { status: 429, detail: { retry_after: seconds } },
+    );
+  }
+
+  #recordFailure(address: string, now: number): void {
+    // Forget addresses that have gone quiet, so a scan from many addresses cannot grow the map forever.
+    for (const [key, entry] of this.#failures) {
+      entry.times = entry.times.filter((time) => time > now - FAILURE_WINDOW_MS);
+      if (entry.times.length === 0 && entry.lockedUntil <= now) this.#failures.delete(key);
+    }
+    const entry = this.#failures.get(address) ?? { times: [], lockedUntil: 0 };
+    entry.times.push(now);
+    if (entry.times.length >= MAX_FAILURES) {
+      entry.lockedUntil = now + LOCKOUT_MS;
+      entry.times = [];
+    }
+    this.#failures.set(address, entry);
+  }
+}
+
+/** The pairing link `dock://HOST:PORT?code=…&fp=…` (an IPv6 host in brackets). */
+export function link(host: string, port: number, code: string, fingerprint: string): string {
+  const bare = host.replace(/^\[(.*)\]$/, "$1");
+  if (!/^[A-Za-z0-9._:-]+$/.test(bare)) badLink(`host '${host}' is not a host name or IP address`);
+  if (!Number.isInteger(port) || port < 1 || port > 65535) badLink(`port ${port} is not in 1-65535`);
+  const fp = normalizeFingerprint(fingerprint);
+  if (!fp) badLink("the fingerprint must be 64 hex digits (SHA-256)");
+  const normalized = normalizeCode(code);
+  if (!CODE.test(normalized)) badLink("the code is not a pairing code");
+  return `dock://${bare.includes(":") ? `[${bare}]` : bare}:${port}?code=${normalized}&fp=${fp}`;
+}
+
+/** Reads a pairing link back; a malformed one is a DockError saying what is wrong. */
+export function parseLink(text: string): PairingLink {
+  const trimmed = text.trim();
+  if (!trimmed.toLowerCase().startsWith("dock://")) badLink("does not start with dock://");
+  const match = /^dock:\/\/(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+)(?::(\d*))?\/?(?:\?(.*))?$/i.exec(trimmed);
+  if (!match) badLink("has no valid HOST:PORT after dock://");
+  const [, rawHost, rawPort, query] = match;
+  if (!rawPort) badLink("names no port");
+  const port = Number(rawPort);
+  if (port < 1 || port > 65535) badLink(`has port ${rawPort}, which is not in 1-65535`);
+  const params = new URLSearchParams(query ?? "");
+  const code = normalizeCode(params.get("code") ?? "");
+  if (!code) badLink("has no code");
+  if (!CODE.test(code)) badLink("has a malformed code");
+  const rawFp = params.get("fp");
+  if (!rawFp) badLink("has no fp (the box's certificate fingerprint)");
+  const fp = normalizeFingerprint(rawFp);
+  if (!fp) badLink("has a malformed fp: expected 64 hex digits");
+  const host = rawHost.startsWith("[") ? rawHost.slice(1, -1) : rawHost;
+  return { host, port, code, fp };
+}
+
+// ---------------------------------------------------------------------------------------------------
+
+// base32 (RFC 4648, lowercase): case-insensitive and without the `-`/`_` that chat apps' link
+// detection drops from the end of a URL. At least 128 bits.
+const CODE = /^[a-z2-7]{26,}$/;
+
+function badLink(reason: string): never {
+  throw new DockError(
+    "invalid_link",
+    `Cannot pair: the link ${reason}; expected dock://HOST:PORT?code=…&fp=…`,
+    { status: 400 },
+  );
+}
+
+function normalizeCode(code: string): string {
+  return code.trim().toLowerCase();
+}
+
+function normalizeFingerprint(fingerprint: string): string | null {
+  // Accept the colon-separated uppercase form openssl and browsers print.
+  const fp = fingerprint.trim().replaceAll(":", "").toLowerCase();
+  return /^[0-9a-f]{64}$/.test(fp) ? fp : null;
+}
+
+function laptopName(name: string): string {
+  const trimmed = name.trim();
+  if (!trimmed) throw badField("name", "must not be empty");
+  if (trimmed.length > 100) throw badField("name", `must be at most 100 characters, got ${trimmed.length}`);
+  // deno-lint-ignore no-control-regex
+  if (/[\u0000-\u001f\u007f]/.test(trimmed)) throw badField("name", "must not contain control characters");
+  return trimmed;
+}
+
+function toLaptop(row: LaptopRow): Laptop {
+  return { id: row.id, name: row.name, created: row.created, last_seen: row.last_seen };
+}
+
+function sha256Hex(text: string): string {
+  return createHash("sha256").update(text).digest("hex");
+}
+
+function hexBytes(text: string): Uint8Array {
+  return Uint8Array.from(text.match(/../g) ?? [], (pair) => parseInt(pair, 16));
+}
+
+function hex(bytes: Uint8Array): string {
+  return Array.from(bytes, (byte) => byte.toString(16).padStart(2, "0")).join("");
+}
+
+function base64url(bytes: Uint8Array): string {
+  return btoa(String.fromCharCode(...bytes)).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
+}
+
+function base32(bytes: Uint8Array): string {
+  const alphabet = "abcdefghijklmnopqrstuvwxyz234567";
+  let out = "";
+  let buffer = 0;
+  let bits = 0;
+  for (const byte of bytes) {
+    buffer = (buffer << 8) | byte;
+    bits += 8;
+    while (bits >= 5) {
+      out += alphabet[(buffer >>> (bits - 5)) & 31];
+      bits -= 5;
+    }
+    buffer &= (1 << bits) - 1; // keep only the bits not yet written, so the buffer never overflows
+  }
+  if (bits > 0) out += alphabet[(buffer << (5 - bits)) & 31];
+  return out;
+}

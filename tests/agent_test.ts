@@ -1,0 +1,217 @@
+/**
+ * Whole-system tests of the laptop agent: the gate (an auth matrix over every route), the local box,
+ * the relay (streaming, 503 and 502), and the merged event stream (box events carry `box`, resume
+ * after a reconnect of the box and with Last-Event-ID).
+ */
+import { join } from "node:path";
+import { assert, assertEquals, assertRejects, assertStringIncludes } from "./assert.ts";
+import { AgentClient } from "../client/agent.ts";
+import { DockError } from "../client/errors.ts";
+import type { DockEvent } from "../client/wire.ts";
+import { eventually, makeDirs, makeRepo, startAgent, startBox } from "./harness.ts";
+
+const ROUTES: [string, string][] = [
+  ["GET", "/v1/status"],
+  ["POST", "/v1/refresh"],
+  ["GET", "/v1/events"],
+  ["POST", "/v1/events"],
+  ["POST", "/v1/stop"],
+  ["GET", "/v1/boxes"],
+  ["POST", "/v1/boxes/add-local"],
+  ["DELETE", "/v1/boxes/local"],
+  ["GET", "/v1/boxes/local/api/locations"],
+  ["POST", "/v1/boxes/local/api/exec"],
+  ["GET", "/v1/no/such/route"],
+];
+
+/** A request with a Host header of our choosing (fetch does not let a caller set Host). */
+async function rawStatus(
+  port: number,
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+): Promise<number> {
+  const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+  try {
+    const lines = [`${method} ${path} HTTP/1.1`, ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`)];
+    const body = method === "GET" || method === "DELETE" ? "" : "{}";
+    lines.push(`content-length: ${body.length}`, "connection: close", "", body);
+    await conn.write(new TextEncoder().encode(lines.join("\r\n")));
+    const buffer = new Uint8Array(1024);
+    const n = await conn.read(buffer);
+    return Number(new TextDecoder().decode(buffer.subarray(0, n ?? 0)).split(" ")[1]);
+  } finally {
+    conn.close();
+  }
+}
+
+async function call(url: string, method: string, path: string, headers: Record<string, string>) {
+  const response = await fetch(`${url}${path}`, {
+    method,
+    headers,
+    body: method === "GET" || method === "DELETE" ? undefined : "{}",
+    signal: AbortSignal.timeout(5000),
+  });
+  const text = await response.text();
+  return { status: response.status, text, headers: response.headers };
+}
+
+Deno.test("the gate refuses every route without the token, with a wrong one, a foreign Host or Origin", async () => {
+  const dirs = await makeDirs();
+  await using box = await startBox({ dirs });
+  await using agent = await startAgent(dirs);
+  const good = { authorization: `Bearer ${agent.token}` };
+  for (const [method, path] of ROUTES) {
+    const label = `${method} ${path}`;
+    const none = await call(agent.url, method, path, {});
+    assertEquals(none.status, 401, `${label} without a token`);
+    assertEquals(JSON.parse(none.text).error.code, "unauthorized");
+    assertEquals((await call(agent.url, method, path, { authorization: "Bearer nope" })).status, 401, label);
+    assertEquals(await rawStatus(agent.port, method, path, { ...good, host: "evil.example" }), 403, label);
+    assertEquals(
+      await rawStatus(agent.port, method, path, { ...good, host: `attacker.com:${agent.port}` }),
+      403,
+      `${label} DNS rebinding`,
+    );
+    assertEquals(
+      await rawStatus(agent.port, method, path, { ...good, host: "127.0.0.1:1" }),
+      403,
+      `${label} port`,
+    );
+    assertEquals(
+      (await call(agent.url, method, path, { ...good, origin: "https://evil.example" })).status,
+      403,
+      label,
+    );
+    // The token as a query parameter is for WebSocket upgrades only.
+    assertEquals(
+      (await call(agent.url, method, `${path}?token=${agent.token}`, {})).status,
+      401,
+      `${label} ?token=`,
+    );
+  }
+  // The allowed origins get CORS headers; a preflight needs no token.
+  for (
+    const origin of [
+      "tauri://localhost",
+      "http://tauri.localhost",
+      "https://tauri.localhost",
+      "http://localhost:1420",
+      "http://localhost:1439",
+    ]
+  ) {
+    const answer = await call(agent.url, "GET", "/v1/status", { ...good, origin });
+    assertEquals(answer.status, 200, origin);
+    assertEquals(answer.headers.get("access-control-allow-origin"), origin);
+    assertEquals(answer.headers.get("x-content-type-options"), "nosniff");
+  }
+  assertEquals(
+    (await call(agent.url, "GET", "/v1/status", { ...good, origin: "http://localhost:1440" })).status,
+    403,
+  );
+  const preflight = await call(agent.url, "OPTIONS", "/v1/status", { origin: "http://localhost:1420" });
+  assertEquals(preflight.status, 204);
+  assertStringIncludes(preflight.headers.get("access-control-allow-headers") ?? "", "authorization");
+  assertEquals(
+    await rawStatus(agent.port, "GET", "/v1/status", { ...good, host: `localhost:${agent.port}` }),
+    200,
+  );
+  const stop = await call(agent.url, "POST", "/v1/stop", good);
+  assertEquals(stop.status, 403, "no app can stop the agent");
+  const mode = (await Deno.stat(join(dirs.state, "client", "ui-token"))).mode! & 0o777;
+  assertEquals(mode, 0o600);
+  void box;
+});
+
+Deno.test("the relay reaches the local box, streams answers, and says 503 or 502 when it cannot", async () => {
+  const dirs = await makeDirs();
+  const box = await startBox({ dirs });
+  await using agent = await startAgent(dirs);
+  const client = new AgentClient({ url: agent.url, token: agent.token, origin: "test" });
+  try {
+    const added = await client.addLocal();
+    assertEquals([added.name, added.online], ["local", true]);
+    const local = client.box("local");
+    const repo = await makeRepo(join(dirs.home, "work"));
+    const location = await local.addLocation({ name: "app", path: repo });
+    assertEquals(location.worktrees.length, 1);
+    assertEquals((await box.client.locations()).map((l) => l.name), ["app"], "it reached the box");
+    // Errors from the box pass through as they are.
+    const missing = await assertRejects(() => local.location("nope"), DockError);
+    assertEquals((missing as DockError).status, 404);
+    // Streamed answers come through as they are produced.
+    const started = Date.now();
+    const lines: { line?: string; at: number }[] = [];
+    for await (const line of local.execStream({ location: "app", command: "echo one; sleep 1; echo two" })) {
+      lines.push({ line: line.line, at: Date.now() - started });
+    }
+    assertEquals(lines.filter((l) => l.line).map((l) => l.line), ["one", "two"]);
+    assert(lines[1].at - lines[0].at >= 700, "the first line arrived before the command finished");
+    const status = await client.status();
+    assertEquals(status.boxes.map((b) => [b.name, b.online]), [["local", true]]);
+
+    // Killed mid-request: the request went out, the box may have acted: 502.
+    const pending = local.exec({ location: "app", command: "sleep 5" });
+    await new Promise((r) => setTimeout(r, 500));
+    await box.stop({ kill: true });
+    const broken = await assertRejects(() => pending, DockError);
+    assertEquals((broken as DockError).status, 502);
+    // Stopped: the request never reached it: 503, and the box is reported offline.
+    const unreachable = await assertRejects(() => local.locations(), DockError);
+    assertEquals((unreachable as DockError).status, 503);
+    const offline = await client.refresh();
+    assertEquals(offline.boxes[0].online, false);
+  } finally {
+    client.close();
+    await box.stop();
+  }
+});
+
+Deno.test("merged events carry the box, and resume after the box restarts and with Last-Event-ID", async () => {
+  const dirs = await makeDirs();
+  const first = await startBox({ dirs });
+  await using agent = await startAgent(dirs, { env: { DOCK_AGENT_HEALTH_MS: "200" } });
+  const client = new AgentClient({ url: agent.url, token: agent.token, origin: "test" });
+  try {
+    await client.addLocal();
+    const seen: DockEvent[] = [];
+    const controller = new AbortController();
+    const reading = (async () => {
+      for await (const event of client.events({ after: 0, signal: controller.signal })) seen.push(event);
+    })();
+    await first.client.emit({ type: "build.one", data: { n: 1 } });
+    await client.emit({ type: "laptop.thing", data: { n: 2 } });
+    const one = await eventually(() => Promise.resolve(seen.find((e) => e.type === "build.one")));
+    assertEquals([one.box, one.origin, one.data], ["local", "test", { n: 1 }]);
+    const own = await eventually(() => Promise.resolve(seen.find((e) => e.type === "laptop.thing")));
+    assertEquals(own.box, undefined);
+
+    // The box goes away and comes back; what it journaled meanwhile is not lost.
+    await first.stop({ kill: true });
+    await eventually(() => Promise.resolve(seen.some((e) => e.type === "box.offline")));
+    await using second = await startBox({ dirs });
+    await second.client.emit({ type: "build.two", data: { n: 3 } });
+    const two = await eventually(() => Promise.resolve(seen.find((e) => e.type === "build.two")), 15_000);
+    assertEquals(two.box, "local");
+    assert(seen.some((e) => e.type === "box.online"));
+    controller.abort();
+    await reading;
+    assertEquals(
+      seen.filter((e) => e.type === "build.one").length,
+      1,
+      "nothing repeated after the reconnect",
+    );
+
+    // A client resuming with Last-Event-ID gets exactly what came after.
+    const resumed: string[] = [];
+    const again = new AbortController();
+    setTimeout(() => again.abort(), 600);
+    for await (const event of client.events({ after: one.id!, signal: again.signal })) {
+      resumed.push(event.type);
+    }
+    const expected = seen.filter((e) => e.id! > one.id!).map((e) => e.type);
+    assertEquals(resumed.slice(0, expected.length), expected);
+  } finally {
+    client.close();
+  }
+});
