@@ -184,7 +184,7 @@ export async function makeRepo(
 
 /** Collects events from the box until `predicate` matches one, or throws after `timeoutMs`. */
 export async function waitForEvent(
-  client: BoxClient,
+  client: { events(options: { after?: number; signal?: AbortSignal }): AsyncGenerator<DockEvent> },
   predicate: (event: DockEvent) => boolean,
   options: { after?: number; timeoutMs?: number } = {},
 ): Promise<DockEvent> {

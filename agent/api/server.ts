@@ -12,6 +12,7 @@ import { body, errorResponse, json, mount, param, requestOrigin, RouteTable } fr
 import type { Agent } from "../agent.ts";
 import { relay } from "../relay.ts";
 import { gate } from "./gate.ts";
+import { settingsRoutes } from "./settings.ts";
 
 const ANNOUNCE = z.object({
   type: z.string().max(100).regex(/^[a-z][a-z0-9_-]*(\.[a-z0-9_-]+)*$/, "must be dotted lower-case words"),
@@ -61,7 +62,7 @@ export function agentApp(agent: Agent, options: { port: number }): Hono {
       return json(added, 201);
     })
     .add("DELETE", "/boxes/:box", (c) => json(agent.boxes.remove(param(c, "box"), requestOrigin(c))));
-  mount(app, "/v1", [core, boxes]);
+  mount(app, "/v1", [core, boxes, settingsRoutes(agent)]);
   // The relay takes every method and any path below the box's api/.
   app.all("/v1/boxes/:box/api/*", (c) => {
     // The path goes on as it came (still percent-encoded): decoding it here could change its meaning.
