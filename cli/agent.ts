@@ -8,6 +8,7 @@
 import type { Command } from "@commander-js/extra-typings";
 import { Agent } from "../agent/agent.ts";
 import { agentApp } from "../agent/api/server.ts";
+import { installAgentService } from "../agent/install.ts";
 import { ensureToken } from "../agent/token.ts";
 import { AgentClient } from "../client/agent.ts";
 import { DockError } from "../client/errors.ts";
@@ -89,8 +90,15 @@ async function answers(client: AgentClient): Promise<boolean> {
 
 /** Adds the agent commands. */
 export function agentCommands(program: Command): void {
-  program.command("agent").description("run the laptop agent in the foreground").action(() =>
+  const agent = program.command("agent").description("run the laptop agent in the foreground").action(() =>
     guarded(() => runAgent(), "dock")
+  );
+  agent.command("install").description("install the agent as a service that runs permanently").action(() =>
+    guarded(async () => {
+      const result = await installAgentService({ log: clientPaths().log });
+      console.log(`wrote ${result.file} (${result.manager})${result.started ? "; the agent runs now" : ""}`);
+      for (const note of result.notes) console.log(note);
+    }, "dock")
   );
 
   program.command("up").description(
