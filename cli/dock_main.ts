@@ -1,19 +1,32 @@
 /**
  * The `dock` command line (everything but the `hook` fast path): the laptop agent and the commands
- * that talk to it. `dock up` runs the box daemon and the agent together on this machine.
+ * that talk to it. `dock up` runs the box daemon and the agent together on this machine. The box
+ * commands are `dockd`'s, with a `BOX/` prefix, through the agent's relay (spec 4.4).
  *
  * @module
  */
 import { Command } from "@commander-js/extra-typings";
 import { BUILD } from "../daemon/box.ts";
 import { defaultHookCommand, integrationCommands } from "./integrations.ts";
-import { agentCommands } from "./agent.ts";
+import { agentClient, agentCommands } from "./agent.ts";
+import { execCommand } from "./exec.ts";
+import { locationCommands } from "./location.ts";
+import { serviceCommands } from "./service.ts";
+import { sessionCommands } from "./session.ts";
+import { laptopScope } from "./target.ts";
+import { worktreeCommands } from "./worktree.ts";
 
 /** Parses `args` and runs the command. */
 export async function main(args: string[]): Promise<void> {
   const program = new Command("dock").description("drive coding agents on remote boxes from this laptop")
     .version(BUILD);
   agentCommands(program);
+  const scope = laptopScope(agentClient);
+  locationCommands(program, scope);
+  worktreeCommands(program, scope);
+  serviceCommands(program, scope);
+  sessionCommands(program, scope);
+  execCommand(program, scope);
   integrationCommands(program, { hookCommand: () => defaultHookCommand("dock") });
   program.command("hook").description("report an agent tool's hook (run by the tool itself)")
     .argument("<tool>").argument("<event>");

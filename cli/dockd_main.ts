@@ -16,16 +16,18 @@ import { systemCommands } from "./system.ts";
 import { worktreeCommands } from "./worktree.ts";
 import { schemasCommand } from "./schemas.ts";
 import { sessionCommands } from "./session.ts";
+import { boxScope } from "./target.ts";
 
 /** Parses `args` and runs the command. */
 export async function main(args: string[]): Promise<void> {
   const program = new Command("dockd").description("dock's box daemon and its command line").version(BUILD);
   serveCommand(program);
-  locationCommands(program);
-  worktreeCommands(program);
-  serviceCommands(program);
-  sessionCommands(program);
-  execCommand(program);
+  const scope = boxScope();
+  locationCommands(program, scope);
+  worktreeCommands(program, scope);
+  serviceCommands(program, scope);
+  sessionCommands(program, scope);
+  execCommand(program, scope);
   eventCommands(program);
   systemCommands(program);
   schemasCommand(program);

@@ -1,27 +1,35 @@
 /**
- * `dockd exec LOC[/WT] -- CMD`: streams the command's output and exits with its code.
+ * `exec LOC[/WT] -- CMD` (`dock exec BOX/LOC[/WT] -- CMD` from the laptop): streams the command's
+ * output and exits with its code.
  *
  * @module
  */
 import type { Command } from "@commander-js/extra-typings";
-import { localBox } from "./client.ts";
-import { guarded } from "./output.ts";
+import type { Scope } from "./target.ts";
 
 /** Adds `exec`. */
-export function execCommand(program: Command): void {
+export function execCommand(program: Command, scope: Scope): void {
   program.command("exec").description("run a command in a location or worktree through a login shell")
-    .argument("<location>", "LOCATION or LOCATION/WORKTREE").argument("<command...>")
+    .argument(
+      scope.arg("location"),
+      scope.kind === "laptop" ? "BOX/LOCATION or BOX/LOCATION/WORKTREE" : "LOCATION or LOCATION/WORKTREE",
+    ).argument("<command...>")
     .option("--timeout <duration>", "kill it after this long (default 10m, at most 1h)")
-    .action((location, words, o) =>
-      guarded(async () => {
+    .action((spec, words, o) =>
+      scope.run(async () => {
+        const { client, rest } = await scope.resolve(spec, "LOCATION[/WORKTREE]");
         let exit = 1;
         const encoder = new TextEncoder();
         for await (
-          const line of localBox().execStream({ location, command: words.join(" "), timeout: o.timeout })
+          const line of client.execStream({
+            location: rest.join("/"),
+            command: words.join(" "),
+            timeout: o.timeout,
+          })
         ) {
           if (line.line !== undefined) await Deno.stdout.write(encoder.encode(line.line + "\n"));
           if (line.done) {
-            if (line.error) console.error(`dockd: ${line.error}`);
+            if (line.error) console.error(`${scope.program}: ${line.error}`);
             exit = line.exit_code ?? 1;
           }
         }

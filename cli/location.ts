@@ -1,79 +1,101 @@
 /**
- * `dockd location …`: list, add, rm, clone, new, branches, scripts, config.
+ * `location …`: list, add, rm, clone, new, branches, scripts, config. `dockd location add app PATH`
+ * on a box; `dock location add devbox/app PATH` from the laptop.
  *
  * @module
  */
 import type { Command } from "@commander-js/extra-typings";
+import { DockError } from "../client/errors.ts";
 import type { Location } from "../client/wire.ts";
-import { localBox } from "./client.ts";
-import { guarded, printJson, table } from "./output.ts";
+import { printJson, table } from "./output.ts";
+import { gather, listing, named, type Scope, type Target } from "./target.ts";
 
 /** Adds the `location` family. */
-export function locationCommands(program: Command): void {
+export function locationCommands(program: Command, scope: Scope): void {
   const location = program.command("location").alias("loc").description(
-    "repositories registered on this box",
+    scope.kind === "laptop" ? "repositories registered on the boxes" : "repositories registered on this box",
   );
 
-  location.command("list").alias("ls").description("list locations").option("--json", "print JSON").action((
-    o,
-  ) =>
-    guarded(async () => {
-      const locations = await localBox().locations();
+  listing(
+    scope,
+    location.command("list").alias("ls").description("list locations").option("--json", "print JSON"),
+    async (targets, o) => {
+      const locations = await gather(targets, (t) => t.client.locations());
       if (o.json) return printJson(locations);
       printLocations(locations);
-    })
+    },
   );
 
-  location.command("add").description("register an existing repository").argument("<name>").argument("<path>")
-    .option("--json", "print JSON").action((name, path, o) =>
-      guarded(async () => {
-        const added = await localBox().addLocation({ name, path: resolvePath(path) });
+  location.command("add").description("register an existing repository").argument(scope.arg("name"))
+    .argument("<path>").option("--json", "print JSON").action((spec, path, o) =>
+      scope.run(async () => {
+        const { client, rest: [name], box } = await scope.resolve(spec, "LOCATION");
+        const added = await client.addLocation({ name, path: pathOnBox(scope, path) });
         if (o.json) return printJson(added);
-        console.log(`added ${added.name} (${added.path}), ${added.worktrees.length} worktree(s)`);
+        console.log(
+          `added ${named({ box }, added.name)} (${added.path}), ${added.worktrees.length} worktree(s)`,
+        );
       })
     );
 
-  location.command("rm").alias("remove").description("forget a location (its files stay)").argument("<name>")
-    .action((name) =>
-      guarded(async () => {
-        const removed = await localBox().removeLocation(name);
-        console.log(`forgot ${removed.name}; ${removed.path} is untouched`);
+  location.command("rm").alias("remove").description("forget a location (its files stay)")
+    .argument(scope.arg("name")).action((spec) =>
+      scope.run(async () => {
+        const { client, rest: [name], box } = await scope.resolve(spec, "LOCATION");
+        const removed = await client.removeLocation(name);
+        console.log(`forgot ${named({ box }, removed.name)}; ${removed.path} is untouched`);
       })
     );
 
-  location.command("clone").description("clone a repository and register it").argument("<url>")
+  const clone = location.command("clone").description("clone a repository and register it")
     .option("--name <name>", "location name (default: from the URL)")
     .option("--path <path>", "folder to clone into (default: ~/work/<name>)")
-    .option("--json", "print the location as JSON when done")
-    .action((url, o) =>
-      guarded(async () => {
-        for await (
-          const line of localBox().cloneLocation({ url, name: o.name, path: o.path && resolvePath(o.path) })
-        ) {
-          if (line.line !== undefined && !o.json) console.error(line.line);
-          if (line.error) throw new Error(line.error);
-          if (line.location) {
-            if (o.json) printJson(line.location);
-            else console.log(`added ${line.location.name} (${line.location.path})`);
-          }
-        }
+    .option("--json", "print the location as JSON when done");
+  const cloneInto = async (target: Target, url: string, o: ReturnType<typeof clone.opts>) => {
+    for await (
+      const line of target.client.cloneLocation({
+        url,
+        name: o.name,
+        path: o.path && pathOnBox(scope, o.path),
       })
+    ) {
+      if (line.line !== undefined && !o.json) console.error(line.line);
+      if (line.error) throw new Error(line.error);
+      if (line.location) {
+        if (o.json) printJson(line.location);
+        else console.log(`added ${named(target, line.location.name)} (${line.location.path})`);
+      }
+    }
+  };
+  // On the laptop the box comes first: a URL has slashes of its own.
+  if (scope.kind === "laptop") {
+    clone.argument("<box>").argument("<url>").action((box, url, o) =>
+      scope.run(async () => cloneInto((await scope.each(box))[0], url, o))
     );
+  } else {
+    clone.argument("<url>").action((url, o) =>
+      scope.run(async () => cloneInto((await scope.each(undefined))[0], url, o))
+    );
+  }
 
-  location.command("new").description("create an empty repository and register it").argument("<name>")
+  location.command("new").description("create an empty repository and register it").argument(
+    scope.arg("name"),
+  )
     .option("--path <path>", "folder (default: ~/work/<name>)").option("--json", "print JSON")
-    .action((name, o) =>
-      guarded(async () => {
-        const created = await localBox().newLocation({ name, path: o.path && resolvePath(o.path) });
+    .action((spec, o) =>
+      scope.run(async () => {
+        const { client, rest: [name], box } = await scope.resolve(spec, "LOCATION");
+        const created = await client.newLocation({ name, path: o.path && pathOnBox(scope, o.path) });
         if (o.json) return printJson(created);
-        console.log(`created ${created.name} (${created.path})`);
+        console.log(`created ${named({ box }, created.name)} (${created.path})`);
       })
     );
 
-  location.command("branches").description("list a location's branches").argument("<location>")
-    .option("--json", "print JSON").action((name, o) =>
-      guarded(async () => {
-        const branches = await localBox().branches(name);
+  location.command("branches").description("list a location's branches").argument(scope.arg("location"))
+    .option("--json", "print JSON").action((spec, o) =>
+      scope.run(async () => {
+        const { client, rest: [name] } = await scope.resolve(spec, "LOCATION");
+        const branches = await client.branches(name);
         if (o.json) return printJson(branches);
         table(
           ["BRANCH", "HEAD", "WORKTREE"],
@@ -83,23 +105,25 @@ export function locationCommands(program: Command): void {
     );
 
   location.command("scripts").description("set the box-level setup and archive scripts").argument(
-    "<location>",
+    scope.arg("location"),
   )
     .option("--setup <command>", "setup script").option("--archive <command>", "archive script")
     .option("--clear", "clear both scripts").option("--json", "print JSON")
-    .action((name, o) =>
-      guarded(async () => {
+    .action((spec, o) =>
+      scope.run(async () => {
+        const { client, rest: [name] } = await scope.resolve(spec, "LOCATION");
         const scripts = o.clear ? { setup: null, archive: null } : { setup: o.setup, archive: o.archive };
-        const config = await localBox().setScripts(name, scripts);
+        const config = await client.setScripts(name, scripts);
         if (o.json) return printJson(config);
         console.log(`setup:   ${config.effective.setup ?? "-"}\narchive: ${config.effective.archive ?? "-"}`);
       })
     );
 
   location.command("config").description("print every config layer and the effective config")
-    .argument("<location>").option("--json", "print JSON").action((name, o) =>
-      guarded(async () => {
-        const config = await localBox().config(name);
+    .argument(scope.arg("location")).option("--json", "print JSON").action((spec, o) =>
+      scope.run(async () => {
+        const { client, rest: [name] } = await scope.resolve(spec, "LOCATION");
+        const config = await client.config(name);
         if (o.json) printJson(config);
         else {
           for (
@@ -115,7 +139,9 @@ export function locationCommands(program: Command): void {
         }
         for (const problem of config.errors ?? []) {
           console.error(
-            `dockd: ${problem.file}: ${problem.field ? `${problem.field}: ` : ""}${problem.message}`,
+            `${scope.program}: ${problem.file}: ${
+              problem.field ? `${problem.field}: ` : ""
+            }${problem.message}`,
           );
         }
         if (config.errors?.length) Deno.exit(1);
@@ -123,13 +149,13 @@ export function locationCommands(program: Command): void {
     );
 }
 
-/** Prints locations with their worktrees. */
-export function printLocations(locations: Location[]): void {
+/** Prints locations with their worktrees (on the laptop, each location named with its box). */
+export function printLocations(locations: (Location & { box?: string })[]): void {
   table(
     ["LOCATION", "WORKTREE", "BRANCH", "PORTS", "SETUP", "PATH"],
     locations.flatMap((l) =>
       l.worktrees.map((w) => [
-        l.name,
+        named(l, l.name),
         w.main ? `${w.name} (main)` : w.name,
         w.branch,
         w.ports.length ? w.ports.join(",") : "-",
@@ -143,4 +169,16 @@ export function printLocations(locations: Location[]): void {
 /** Makes a CLI path absolute against the caller's directory (the daemon has its own). */
 export function resolvePath(path: string): string {
   return path.startsWith("/") ? path : `${Deno.cwd()}/${path}`;
+}
+
+/**
+ * A path as the box should read it: on the box, made absolute against the caller's directory; from
+ * the laptop it names a folder on the box, so only an absolute path means anything.
+ */
+function pathOnBox(scope: Scope, path: string): string {
+  if (scope.kind === "box") return resolvePath(path);
+  if (!path.startsWith("/")) {
+    throw new DockError("usage", `expected an absolute path on the box, got "${path}"`, { status: 400 });
+  }
+  return path;
 }

@@ -25,7 +25,7 @@ export function printJson(value: unknown): void {
   console.log(JSON.stringify(value, null, 2));
 }
 
-/** Runs a CLI action; a DockError prints `dockd: <message>` and exits 1 (2 for usage errors). */
+/** Runs a CLI action; a DockError prints `<program>: <message>` and exits 1 (2 for usage errors). */
 export async function guarded(action: () => Promise<void>, program = "dockd"): Promise<void> {
   try {
     await action();
@@ -33,7 +33,11 @@ export async function guarded(action: () => Promise<void>, program = "dockd"): P
     if (error instanceof DockError) {
       console.error(`${program}: ${error.message}`);
       if (error.code === "unreachable") {
-        console.error(`${program}: is the box daemon running? Start it with: dockd serve`);
+        console.error(
+          program === "dock"
+            ? "dock: is the agent running? Start it with: dock agent"
+            : `${program}: is the box daemon running? Start it with: dockd serve`,
+        );
       }
       Deno.exit(error.status === 400 ? 2 : 1);
     }
@@ -51,13 +55,4 @@ export function keyValues(words: string[]): Record<string, unknown> {
     data[word.slice(0, eq)] = /^(-?\d+(\.\d+)?|true|false)$/.test(value) ? JSON.parse(value) : value;
   }
   return data;
-}
-
-/** Splits `LOC/WT`; the worktree part is required. */
-export function splitWorktree(spec: string): [string, string] {
-  const [location, worktree, extra] = spec.split("/");
-  if (!location || !worktree || extra !== undefined) {
-    throw new DockError("usage", `expected LOCATION/WORKTREE, got "${spec}"`, { status: 400 });
-  }
-  return [location, worktree];
 }

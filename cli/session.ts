@@ -1,86 +1,95 @@
 /**
- * `dockd session new|list|rm|screen|send|wait`, `dockd task new` and `dockd loop` (spec 4.4; on a
- * box the commands take no `BOX/` prefix).
+ * `session new|list|rm|screen|send|wait`, `task new` and `loop` (spec 4.4): `dock session send
+ * devbox/s1 TEXT` from the laptop; on a box, `dockd` takes the same commands without the `BOX/` prefix.
  *
  * @module
  */
 import type { Command } from "@commander-js/extra-typings";
 import type { BoxClient } from "../client/box.ts";
-import { DockError } from "../client/errors.ts";
 import type { WaitResult } from "../client/wire.ts";
-import { localBox } from "./client.ts";
-import { guarded, printJson, table } from "./output.ts";
+import { printJson, table } from "./output.ts";
+import { gather, listing, named, type Scope } from "./target.ts";
 
 /** Exit codes of `send --wait`, `wait` and `loop`, so scripts can tell the outcomes apart. */
 export const EXIT = { ok: 0, failed: 1, timedOut: 124, waitingForHuman: 3, exited: 4 } as const;
 
 /** Adds `session`, `task` and `loop`. */
-export function sessionCommands(program: Command, box: () => BoxClient = localBox): void {
+export function sessionCommands(program: Command, scope: Scope): void {
   const session = program.command("session").description("terminal sessions (usually coding agents)");
 
-  session.command("new").description("start a session in a location or worktree").argument("<location>")
+  session.command("new").description("start a session in a location or worktree").argument(
+    scope.arg("location"),
+  )
     .option("--agent <id>", "agent preset (claude, codex, opencode, gemini, cursor, or the config's)")
     .option("--prompt <text>", "the agent's first prompt").option("--command <command>", "run this instead")
     .option("--name <name>", "session name").option("--json", "print JSON")
-    .action((location, o) =>
-      guarded(async () => {
-        const created = await box().createSession({
-          location,
+    .action((spec, o) =>
+      scope.run(async () => {
+        const target = await scope.resolve(spec, "LOCATION[/WORKTREE]");
+        const created = await target.client.createSession({
+          location: target.rest.join("/"),
           agent: o.agent,
           prompt: o.prompt,
           command: o.command,
           name: o.name,
         });
         if (o.json) return printJson(created);
-        console.log(`started ${created.name} in ${created.location}/${created.worktree}`);
+        console.log(
+          `started ${named(target, created.name)} in ${
+            named(target, `${created.location}/${created.worktree}`)
+          }`,
+        );
       })
     );
 
-  session.command("list").alias("ls").description("list sessions").option("--json", "print JSON").action((
-    o,
-  ) =>
-    guarded(async () => {
-      const sessions = await box().sessions();
+  listing(
+    scope,
+    session.command("list").alias("ls").description("list sessions").option("--json", "print JSON"),
+    async (targets, o) => {
+      const sessions = await gather(targets, (t) => t.client.sessions());
       if (o.json) return printJson(sessions);
       table(
         ["SESSION", "WORKTREE", "AGENT", "STATE", "EXITED"],
         sessions.map((
           s,
         ) => [
-          s.name,
+          named(s, s.name),
           `${s.location}/${s.worktree}`,
           s.agent,
           s.agent_state,
           s.exited ? `yes (${s.exit_code})` : "no",
         ]),
       );
-    })
+    },
   );
 
   session.command("rm").alias("remove").description("end a session and everything it started").argument(
-    "<name>",
+    scope.arg("name"),
   )
-    .action((name) =>
-      guarded(async () => {
-        await box().removeSession(name);
-        console.log(`ended ${name}`);
+    .action((spec) =>
+      scope.run(async () => {
+        const target = await scope.resolve(spec, "SESSION");
+        await target.client.removeSession(target.rest[0]);
+        console.log(`ended ${named(target, target.rest[0])}`);
       })
     );
 
-  session.command("screen").description("print a session's screen").argument("<name>")
-    .option("--history <lines>", "lines of scrollback above the screen", Number).action((name, o) =>
-      guarded(async () => {
-        await Deno.stdout.write(new TextEncoder().encode((await box().screen(name, o.history)).screen));
+  session.command("screen").description("print a session's screen").argument(scope.arg("name"))
+    .option("--history <lines>", "lines of scrollback above the screen", Number).action((spec, o) =>
+      scope.run(async () => {
+        const { client, rest: [name] } = await scope.resolve(spec, "SESSION");
+        await Deno.stdout.write(new TextEncoder().encode((await client.screen(name, o.history)).screen));
       })
     );
 
-  session.command("send").description("type a prompt into a session").argument("<name>").argument("<text>")
+  session.command("send").description("type a prompt into a session").argument(scope.arg("name"))
+    .argument("<text>")
     .option("--no-enter", "do not press Enter after the text")
     .option("--wait", "wait for the turn the prompt starts to end")
     .option("--timeout <duration>", "how long --wait waits", "30m").option("--json", "print the wait result")
-    .action((name, text, o) =>
-      guarded(async () => {
-        const client = box();
+    .action((spec, text, o) =>
+      scope.run(async () => {
+        const { client, rest: [name] } = await scope.resolve(spec, "SESSION");
         const before = new Date().toISOString();
         const sent = await client.send(name, text, { enter: o.enter });
         if (!o.wait) return;
@@ -92,27 +101,26 @@ export function sessionCommands(program: Command, box: () => BoxClient = localBo
     );
 
   session.command("wait").description("wait until the agent is finished or waiting (or the given states)")
-    .argument("<name>").option("--for <states>", "comma-separated states", "finished,waiting")
+    .argument(scope.arg("name")).option("--for <states>", "comma-separated states", "finished,waiting")
     .option("--timeout <duration>", "how long to wait", "10m").option("--json", "print JSON")
-    .action((name, o) =>
-      guarded(async () => {
-        finish(await box().wait(name, { states: o.for.split(","), timeout: o.timeout }), o.json);
+    .action((spec, o) =>
+      scope.run(async () => {
+        const { client, rest: [name] } = await scope.resolve(spec, "SESSION");
+        finish(await client.wait(name, { states: o.for.split(","), timeout: o.timeout }), o.json);
       })
     );
 
   program.command("task").description("tasks: a new worktree with an agent running in it").command("new")
-    .description("create a worktree and start an agent in it").argument("<location/name>")
+    .description("create a worktree and start an agent in it").argument(scope.arg("location/name"))
     .option("--agent <id>", "agent preset").option("--prompt <text>", "first prompt")
     .option("--command <command>", "run this instead of a preset").option("--branch <branch>", "branch")
     .option("--base <ref>", "start point").option("--from-session <name>", "the session handing off")
     .option("--json", "print JSON")
     .action((spec, o) =>
-      guarded(async () => {
-        const [location, name, extra] = spec.split("/");
-        if (!location || !name || extra !== undefined) {
-          throw new DockError("usage", `expected LOCATION/NAME, got "${spec}"`, { status: 400 });
-        }
-        const task = await box().createTask({
+      scope.run(async () => {
+        const target = await scope.resolve(spec, "LOCATION/NAME");
+        const [location, name] = target.rest;
+        const task = await target.client.createTask({
           location,
           name,
           agent: o.agent,
@@ -124,13 +132,18 @@ export function sessionCommands(program: Command, box: () => BoxClient = localBo
         });
         if (o.json) return printJson(task);
         console.log(
-          `task ${location}/${task.worktree.name}: session ${task.session.name} at ${task.worktree.path}`,
+          `task ${named(target, `${location}/${task.worktree.name}`)}: session ${
+            named(target, task.session.name)
+          } at ${task.worktree.path}`,
         );
       })
     );
 
   program.command("loop").description("prompt, wait, run a check, and send its failures back until it passes")
-    .argument("<session>").requiredOption("--check <command>", "the check, run in the session's worktree")
+    .argument(scope.arg("session")).requiredOption(
+      "--check <command>",
+      "the check, run in the session's worktree",
+    )
     .requiredOption("--prompt <text>", "the first prompt").option(
       "--max <rounds>",
       "rounds at most",
@@ -138,10 +151,11 @@ export function sessionCommands(program: Command, box: () => BoxClient = localBo
       5,
     )
     .option("--turn-timeout <duration>", "how long one turn may take", "30m")
-    .action((name, o) =>
-      guarded(async () => {
+    .action((spec, o) =>
+      scope.run(async () => {
+        const { client, rest: [name] } = await scope.resolve(spec, "SESSION");
         Deno.exit(
-          await loop(box(), name, {
+          await loop(client, name, {
             check: o.check,
             prompt: o.prompt,
             max: o.max,

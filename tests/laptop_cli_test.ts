@@ -1,0 +1,96 @@
+/**
+ * Whole-system test of the `dock` command line from the laptop: the box commands of `dockd` with a
+ * `BOX/` prefix, through a real agent's relay to a real box (spec 4.4).
+ */
+import { join } from "node:path";
+import { assertEquals, assertStringIncludes } from "./assert.ts";
+import { AgentClient } from "../client/agent.ts";
+import type { Location, Session } from "../client/wire.ts";
+import { eventually, makeDirs, makeRepo, startAgent, startBox, type TestAgent } from "./harness.ts";
+
+const DOCK = new URL("../cli/dock.ts", import.meta.url).pathname;
+
+/** Runs `dock ARGS` with the agent's environment and returns its exit code and output. */
+async function dock(agent: TestAgent, home: string, env: Record<string, string>, args: string[]) {
+  const output = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "--cached-only", DOCK, ...args],
+    env: { ...env, DOCK_AGENT_PORT: String(agent.port) },
+    clearEnv: true,
+    cwd: home,
+  }).output();
+  const decode = (b: Uint8Array) => new TextDecoder().decode(b);
+  return { code: output.code, stdout: decode(output.stdout), stderr: decode(output.stderr) };
+}
+
+Deno.test("dock runs the box commands with a BOX/ prefix through the agent", async () => {
+  const dirs = await makeDirs();
+  await using box = await startBox({ dirs });
+  await using agent = await startAgent(dirs);
+  const client = new AgentClient({ url: agent.url, token: agent.token });
+  try {
+    assertEquals((await client.addLocal("devbox")).online, true);
+  } finally {
+    client.close();
+  }
+  const env = {
+    PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
+    HOME: dirs.home,
+    DOCK_HOME: dirs.dockHome,
+    DOCK_STATE_DIR: dirs.state,
+    NO_COLOR: "1",
+  };
+  const run = (...args: string[]) => dock(agent, dirs.home, env, args);
+  const repo = await makeRepo(join(dirs.home, "work"), "app");
+
+  const added = await run("location", "add", "devbox/app", repo);
+  assertEquals(added.code, 0, added.stderr);
+  assertStringIncludes(added.stdout, "added devbox/app");
+
+  const listed = await run("location", "list", "--json");
+  assertEquals(listed.code, 0, listed.stderr);
+  const locations: (Location & { box: string })[] = JSON.parse(listed.stdout);
+  assertEquals(locations.map((l) => [l.box, l.name, l.path]), [["devbox", "app", repo]]);
+  const table = await run("location", "list", "devbox");
+  assertStringIncludes(table.stdout, "devbox/app");
+
+  const created = await run("worktree", "new", "devbox/app", "feat");
+  assertEquals(created.code, 0, created.stderr);
+  assertStringIncludes(created.stdout, "created devbox/app/feat");
+  assertEquals((await box.client.location("app")).worktrees.map((w) => w.name).sort(), ["app", "feat"]);
+
+  const hi = await run("exec", "devbox/app/feat", "--", "echo hi; pwd");
+  assertEquals(hi.code, 0, hi.stderr);
+  assertEquals(hi.stdout.split("\n")[0], "hi");
+  assertStringIncludes(hi.stdout, "feat");
+  const failing = await run("exec", "devbox/app", "--", "exit 7");
+  assertEquals(failing.code, 7);
+
+  const config = await run("location", "config", "devbox/app");
+  assertEquals(config.code, 0, config.stderr);
+  assertStringIncludes(config.stdout, "# effective");
+
+  const session = await run("session", "new", "devbox/app", "--command", "sh", "--name", "s1", "--json");
+  assertEquals(session.code, 0, session.stderr);
+  assertEquals((JSON.parse(session.stdout) as Session).name, "s1");
+  const sent = await run("session", "send", "devbox/s1", "echo x-$((40 + 2))");
+  assertEquals(sent.code, 0, sent.stderr);
+  await eventually(async () => (await box.client.screen("s1")).screen.includes("x-42"));
+  const sessions = await run("session", "list", "devbox", "--json");
+  assertEquals(sessions.code, 0, sessions.stderr);
+  assertEquals(
+    (JSON.parse(sessions.stdout) as (Session & { box: string })[]).map((s) => [s.box, s.name, s.worktree]),
+    [["devbox", "s1", "app"]],
+  );
+
+  const unprefixed = await run("service", "list", "app/feat");
+  assertEquals(unprefixed.code, 2);
+  assertStringIncludes(unprefixed.stderr, 'expected BOX/LOCATION/WORKTREE, got "app/feat"');
+  const bare = await run("worktree", "new", "app", "other");
+  assertEquals(bare.code, 2);
+  assertStringIncludes(bare.stderr, 'expected BOX/LOCATION, got "app"');
+  const unknown = await run("location", "config", "nobox/app");
+  assertEquals(unknown.code, 1);
+  assertStringIncludes(unknown.stderr, "nobox");
+
+  await box.client.removeSession("s1");
+});
