@@ -29,7 +29,7 @@ import type { Locations } from "./locations.ts";
 import { groupMembers, groupRss, processes } from "./procs.ts";
 import { killGroup, loginShell } from "./runner.ts";
 import type { Store } from "./store.ts";
-import type { Tmux } from "./tmux.ts";
+import type { Pane, Tmux } from "./tmux.ts";
 import type { Worktrees } from "./worktrees.ts";
 
 /** An `agent.*` report as it reaches the daemon (from `POST events` or the spool). */
@@ -88,6 +88,7 @@ export class Sessions {
   #polling = false;
   #deadSince = new Map<string, number>();
   #seen = new Set<string>();
+  #unreachable = 0;
 
   constructor(options: SessionsOptions) {
     this.#o = options;
@@ -366,7 +367,18 @@ export class Sessions {
     try {
       const open = this.#o.store.all<SessionRow>("SELECT * FROM sessions WHERE exited = 0");
       if (!open.length) return;
-      const panes = new Map((await this.#o.tmux.panes()).map((p) => [p.session, p]));
+      let listed: Pane[];
+      try {
+        listed = await this.#o.tmux.panes();
+        this.#unreachable = 0;
+      } catch (error) {
+        // One failed connection says little (a busy server); a server that stays unreachable for a few
+        // seconds is gone, and so are the programs it ran.
+        if (++this.#unreachable < 6) return;
+        console.error("tmux server unreachable; its sessions count as exited:", (error as Error).message);
+        listed = [];
+      }
+      const panes = new Map(listed.map((p) => [p.session, p]));
       for (const row of open) {
         const pane = panes.get(row.name);
         if (pane && !pane.dead) continue;

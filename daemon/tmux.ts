@@ -109,10 +109,9 @@ export class Tmux {
       ]);
     } catch (error) {
       // No server (nothing started yet, or it was killed) means no panes.
-      // A server with no session left (exit-empty is off) answers "no current target".
-      if (
-        /no server running|error connecting|No such file|no current target/i.test((error as Error).message)
-      ) {
+      // A server with no session left (exit-empty is off) answers "no current target". "error
+      // connecting" is not among them: a busy server can refuse a connection for a moment.
+      if (/no server running|No such file|no current target/i.test((error as Error).message)) {
         return [];
       }
       throw error;
