@@ -2,12 +2,30 @@
  * The boxes this laptop knows and the agent's connection to each: the registry (persisted), health
  * checks with reconnect backoff and jitter, `box.*` events on changes, and the raw HTTP access the
  * relay and the event merge use. A box is reached over its daemon's unix socket (`dock add local`)
- * or, once paired, over TLS pinned to its CA.
+ * or, once paired, over TLS pinned to its CA (`dock pair`, see `pairing.ts`).
+ *
+ * A TLS box's CA and this laptop's credential for it live in the agent's database (`<state>/client/`,
+ * a 0700 folder) and never leave the agent: records and statuses the API returns do not carry them.
+ *
+ * Connection pooling differs by transport, from what was measured (Deno 2.9.6). Over a unix socket
+ * a daemon that dies mid-request closes the connection with a clean EOF, and the HTTP stack sends a
+ * request on a reused connection that ended that way again on a fresh one: a POST that had reached a
+ * killed daemon ran twice. So the socket relay keeps no idle connection (a fresh one costs ~0.1 ms,
+ * but with Deno's client about one in 25 fresh unix-socket connections stalls 5 s — seen against
+ * Deno.serve and a Python server alike, not with curl: an open problem of the socket path).
+ * Over TLS a box that dies (SIGKILL) or shuts down (SIGTERM) mid-request ends the connection without
+ * a TLS close_notify, which the stack reports as an error and does not retry: the POST reached the
+ * box once and the relay answered 502 (3 of 3 and 2 of 2 runs, and the pairing test). Only a server
+ * that reads a request and then closes with a clean close_notify without answering makes it resend
+ * — Deno.serve does not do that, and nothing between laptop and box can forge a close_notify. So the
+ * TLS relay pools: a fresh TLS connection per request cost p50 4–7 ms instead of 2.2–2.7 ms and p99
+ * ~90 ms instead of 7–9 ms through the agent on loopback (delayed-ACK stalls in one handshake of
+ * four), and two more round trips on a real network.
  *
  * @module
  */
 import { BoxClient } from "../client/box.ts";
-import { DockError, notFound } from "../client/errors.ts";
+import { badField, DockError, notFound } from "../client/errors.ts";
 import type { EventBus } from "../daemon/events.ts";
 import type { Store } from "../daemon/store.ts";
 
@@ -21,6 +39,23 @@ export interface BoxRecord {
   /** The daemon's socket path, or its `https://host:port` URL. */
   address: string;
   created: string;
+}
+
+/** A new box: its record, and for a TLS box the pinned CA and the credential it gave this laptop. */
+export interface NewBox {
+  name: string;
+  kind: BoxKind;
+  address: string;
+  /** The box CA (PEM) whose fingerprint the pairing link named: the only CA trusted for this box. */
+  ca_pem?: string;
+  /** This laptop's credential, sent as `Authorization: Bearer`. */
+  credential?: string;
+}
+
+/** What a TLS box's connections need beyond its address. */
+export interface TlsSecrets {
+  caCerts: string[];
+  credential: string;
 }
 
 /** A box's connection as `GET /v1/status` reports it. */
@@ -41,14 +76,24 @@ CREATE TABLE IF NOT EXISTS boxes (
   name TEXT PRIMARY KEY,
   kind TEXT NOT NULL,
   address TEXT NOT NULL,
-  created TEXT NOT NULL
+  created TEXT NOT NULL,
+  ca_pem TEXT,
+  credential TEXT
 );
 `;
+/** Columns added after the first release, for databases made before them. */
+const ADDED_COLUMNS = ["ca_pem", "credential"];
+
+interface BoxRow extends BoxRecord {
+  ca_pem: string | null;
+  credential: string | null;
+}
 
 const BOX_NAME = /^[a-z0-9][a-z0-9-]{0,62}$/;
 
 interface Connection {
   record: BoxRecord;
+  secrets: TlsSecrets | null;
   http: Deno.HttpClient;
   client: BoxClient;
   status: BoxStatus;
@@ -71,7 +116,14 @@ export class Boxes {
     this.#bus = bus;
     this.#healthMs = options.healthMs ?? 5000;
     store.db.exec(SCHEMA);
-    for (const record of store.all<BoxRecord>("SELECT * FROM boxes ORDER BY name")) this.#connect(record);
+    const columns = new Set(store.all<{ name: string }>("PRAGMA table_info(boxes)").map((c) => c.name));
+    for (const column of ADDED_COLUMNS) {
+      if (!columns.has(column)) store.db.exec(`ALTER TABLE boxes ADD COLUMN ${column} TEXT`);
+    }
+    for (const row of store.all<BoxRow>("SELECT * FROM boxes ORDER BY name")) {
+      const { ca_pem, credential, ...record } = row;
+      this.#connect(record, ca_pem && credential ? { caCerts: [ca_pem], credential } : null);
+    }
   }
 
   /** Every box, by name. */
@@ -84,30 +136,38 @@ export class Boxes {
     return this.list().map((record) => ({ ...this.#connections.get(record.name)!.status }));
   }
 
+  /** Throws unless `name` is a valid box name no box has yet. */
+  checkNew(name: string): void {
+    checkBoxName(name);
+    if (this.#connections.has(name)) {
+      throw new DockError("exists", `box '${name}' is already known`, { status: 409 });
+    }
+  }
+
   /** Registers a box and checks it at once. */
-  async add(record: Omit<BoxRecord, "created">, origin: string): Promise<BoxStatus> {
-    if (!BOX_NAME.test(record.name)) {
-      throw new DockError(
-        "invalid_request",
-        `name: must match [a-z0-9][a-z0-9-]*, got ${JSON.stringify(record.name)}`,
-        {
-          status: 400,
-          detail: { field: "name" },
-        },
-      );
+  async add(box: NewBox, origin: string): Promise<BoxStatus> {
+    this.checkNew(box.name);
+    if (box.kind === "tls" && !(box.ca_pem && box.credential)) {
+      throw new DockError("invalid_request", `box '${box.name}': a TLS box needs its CA and a credential`, {
+        status: 400,
+      });
     }
-    if (this.#connections.has(record.name)) {
-      throw new DockError("exists", `box '${record.name}' is already known`, { status: 409 });
-    }
-    const full: BoxRecord = { ...record, created: new Date().toISOString() };
+    const full: BoxRecord = {
+      name: box.name,
+      kind: box.kind,
+      address: box.address,
+      created: new Date().toISOString(),
+    };
     this.#store.run(
-      "INSERT INTO boxes (name, kind, address, created) VALUES (?, ?, ?, ?)",
+      "INSERT INTO boxes (name, kind, address, created, ca_pem, credential) VALUES (?, ?, ?, ?, ?, ?)",
       full.name,
       full.kind,
       full.address,
       full.created,
+      box.ca_pem ?? null,
+      box.credential ?? null,
     );
-    this.#connect(full);
+    this.#connect(full, box.kind === "tls" ? { caCerts: [box.ca_pem!], credential: box.credential! } : null);
     this.#bus.publish({ type: "box.added", origin, data: { box: full.name, kind: full.kind } });
     await this.check(full.name);
     return this.#status(full.name);
@@ -130,13 +190,23 @@ export class Boxes {
     return this.#get(name).client;
   }
 
-  /** The HTTP client and base URL requests to the box's API go through. */
-  endpoint(name: string): { http: Deno.HttpClient; base: string } {
+  /**
+   * The HTTP client, base URL and headers requests to the box's API go through (`headers` carries a
+   * TLS box's credential: the relay must add it to every request).
+   */
+  endpoint(name: string): { http: Deno.HttpClient; base: string; headers: Record<string, string> } {
     const connection = this.#get(name);
     return {
       http: connection.http,
-      base: connection.record.kind === "socket" ? "http://dockd" : connection.record.address,
+      base: connection.record.kind === "socket" ? "http://localhost" : connection.record.address,
+      headers: connection.secrets ? { authorization: `Bearer ${connection.secrets.credential}` } : {},
     };
+  }
+
+  /** A TLS box's pinned CA and this laptop's credential (for the attach relay); null for a socket box. */
+  tlsCredentials(name: string): TlsSecrets | null {
+    const secrets = this.#get(name).secrets;
+    return secrets && { caCerts: [...secrets.caCerts], credential: secrets.credential };
   }
 
   /**
@@ -149,8 +219,7 @@ export class Boxes {
     if (!connection) return;
     connection.http.close();
     connection.client.close();
-    connection.http = relayClient(connection.record.address);
-    connection.client = new BoxClient({ socket: connection.record.address, origin: "dock" });
+    Object.assign(connection, clients(connection.record, connection.secrets));
   }
 
   /** True while the last health check succeeded. */
@@ -217,17 +286,11 @@ export class Boxes {
     }
   }
 
-  #connect(record: BoxRecord): void {
-    if (record.kind !== "socket") {
-      throw new DockError("unsupported", `box '${record.name}': ${record.kind} boxes are not supported yet`, {
-        status: 422,
-      });
-    }
-    const http = relayClient(record.address);
+  #connect(record: BoxRecord, secrets: TlsSecrets | null): void {
     this.#connections.set(record.name, {
       record,
-      http,
-      client: new BoxClient({ socket: record.address, origin: "dock" }),
+      secrets,
+      ...clients(record, secrets),
       status: {
         name: record.name,
         kind: record.kind,
@@ -267,12 +330,37 @@ export class Boxes {
   }
 }
 
+/** Throws unless `name` is a valid box name. */
+export function checkBoxName(name: string): void {
+  if (!BOX_NAME.test(name)) {
+    throw badField(
+      "name",
+      `must match [a-z0-9][a-z0-9-]*, at most 63 characters, got ${JSON.stringify(name)}`,
+    );
+  }
+}
+
 /**
- * The relay's HTTP client for a box socket, with no idle connection kept: a request on a reused pooled
- * connection whose peer died is retried on a fresh one by the HTTP stack (seen here: a POST that had
- * reached a daemon killed mid-request was sent again) — a prompt must never be typed twice. A fresh
- * unix-socket connection costs ~0.1 ms.
+ * The relay's HTTP client and the typed client of a box: no idle connections to a socket, pooled
+ * connections to a TLS box (see the module doc). A TLS box's connections trust its pinned CA.
  */
-function relayClient(socket: string): Deno.HttpClient {
-  return Deno.createHttpClient({ proxy: { transport: "unix", path: socket }, poolMaxIdlePerHost: 0 });
+function clients(
+  record: BoxRecord,
+  secrets: TlsSecrets | null,
+): { http: Deno.HttpClient; client: BoxClient } {
+  if (record.kind === "socket") {
+    return {
+      http: Deno.createHttpClient({
+        proxy: { transport: "unix", path: record.address },
+        poolMaxIdlePerHost: 0,
+      }),
+      client: new BoxClient({ socket: record.address, origin: "dock" }),
+    };
+  }
+  // A TLS box stored without its CA and credential (a database edited by hand) stays offline: 401.
+  const caCerts = secrets?.caCerts ?? [];
+  return {
+    http: Deno.createHttpClient({ caCerts }),
+    client: new BoxClient({ url: record.address, token: secrets?.credential, caCerts, origin: "dock" }),
+  };
 }

@@ -15,7 +15,7 @@ const RETURNED = ["content-type", "cache-control", "x-accel-buffering"];
 
 /** Forwards `request` to `box` as `/v1/{path}`. */
 export async function relay(boxes: Boxes, box: string, path: string, request: Request): Promise<Response> {
-  const { http, base } = boxes.endpoint(box);
+  const { http, base, headers: boxHeaders } = boxes.endpoint(box);
   const url = new URL(request.url);
   const headers = new Headers();
   for (const name of FORWARDED) {
@@ -23,6 +23,8 @@ export async function relay(boxes: Boxes, box: string, path: string, request: Re
     if (value !== null) headers.set(name, value);
   }
   if (!headers.has("x-dock-origin")) headers.set("x-dock-origin", "dock");
+  // A paired box wants this laptop's credential (never the laptop's own UI token).
+  for (const [name, value] of Object.entries(boxHeaders)) headers.set(name, value);
   const hasBody = request.method !== "GET" && request.method !== "HEAD";
   // Buffer the (small, JSON) request body: a streamed body that fails to send would be ambiguous.
   const body = hasBody ? await request.arrayBuffer() : undefined;

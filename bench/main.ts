@@ -286,7 +286,8 @@ async function benchLocations(
   // The same request through a separately created client, without the typed wrapper.
   const raw: number[] = [];
   using rawClient = Deno.createHttpClient({ proxy: { transport: "unix", path: socket } });
-  const rawFetch = async () => await (await fetch("http://dockd/v1/locations", { client: rawClient })).text();
+  const rawFetch = async () =>
+    await (await fetch("http://localhost/v1/locations", { client: rawClient })).text();
   for (let i = 0; i < N_WARMUP; i++) await rawFetch();
   for (let i = 0; i < N_LOCATIONS; i++) raw.push(await time(rawFetch));
 
@@ -328,7 +329,7 @@ async function benchLocations(
 /** One raw GET over a unix socket with a throwaway client. */
 async function fetchOver(socket: string, path: string): Promise<Response> {
   using client = Deno.createHttpClient({ proxy: { transport: "unix", path: socket } });
-  const response = await fetch(`http://dockd${path}`, { client });
+  const response = await fetch(`http://localhost${path}`, { client });
   // Read the body before the client goes away.
   return new Response(await response.arrayBuffer());
 }

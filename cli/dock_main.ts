@@ -14,6 +14,7 @@ import { locationCommands } from "./location.ts";
 import { serviceCommands } from "./service.ts";
 import { sessionCommands } from "./session.ts";
 import { laptopScope } from "./target.ts";
+import { pairCommands } from "./pair.ts";
 import { worktreeCommands } from "./worktree.ts";
 
 /** Parses `args` and runs the command. */
@@ -21,6 +22,7 @@ export async function main(args: string[]): Promise<void> {
   const program = new Command("dock").description("drive coding agents on remote boxes from this laptop")
     .version(BUILD);
   agentCommands(program);
+  pairCommands(program);
   const scope = laptopScope(agentClient);
   locationCommands(program, scope);
   worktreeCommands(program, scope);

@@ -17,6 +17,7 @@ import { worktreeCommands } from "./worktree.ts";
 import { schemasCommand } from "./schemas.ts";
 import { sessionCommands } from "./session.ts";
 import { boxScope } from "./target.ts";
+import { boxPairCommands } from "./pair.ts";
 
 /** Parses `args` and runs the command. */
 export async function main(args: string[]): Promise<void> {
@@ -30,6 +31,7 @@ export async function main(args: string[]): Promise<void> {
   execCommand(program, scope);
   eventCommands(program);
   systemCommands(program);
+  boxPairCommands(program);
   schemasCommand(program);
   integrationCommands(program, { hookCommand: () => defaultHookCommand("dockd") });
   program.command("hook").description("report an agent tool's hook (run by the tool itself)")

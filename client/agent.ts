@@ -62,6 +62,11 @@ export class AgentClient {
     return this.transport.json("/v1/boxes/add-local", { body: { name } });
   }
 
+  /** `POST /v1/boxes/pair`: pairs the box a `dockd pair` link names, as `name` (default: its own name). */
+  pairBox(link: string, name?: string): Promise<BoxStatus> {
+    return this.transport.json("/v1/boxes/pair", { body: { link, name } });
+  }
+
   /** `DELETE /v1/boxes/{box}`: forgets a box. */
   removeBox(name: string): Promise<unknown> {
     return this.transport.json(`/v1/boxes/${encodeURIComponent(name)}`, { method: "DELETE" });

@@ -14,6 +14,7 @@ import { killAll } from "./runner.ts";
 import { SecretResolver } from "./secrets.ts";
 import { type BoxSettings, loadSettings } from "./settings.ts";
 import { Store } from "./store.ts";
+import { PairingStore } from "./pairing.ts";
 import { Worktrees } from "./worktrees.ts";
 import { Services } from "./services.ts";
 import { Pauses } from "./pause.ts";
@@ -26,6 +27,18 @@ import { join } from "node:path";
 
 /** The daemon's build, reported by `GET info`. */
 export const BUILD = "0.1.0";
+
+/** The box's TCP+TLS listener for laptops, once it listens (see `serveTls`). */
+export interface TlsListener {
+  /** The address it is bound to (`0.0.0.0`, `::`, or one address). */
+  hostname: string;
+  /** The port it actually listens on (the one `DOCK_LISTEN` named, or the one the system chose for 0). */
+  port: number;
+  /** The addresses its certificate is valid for: the hosts a pairing link may name. */
+  addresses: string[];
+  /** The box CA's SHA-256 fingerprint, the `fp` of pairing links. */
+  fingerprint: string;
+}
 
 /** Every domain module of one box daemon. */
 export class Box {
@@ -43,6 +56,11 @@ export class Box {
   readonly guard: Guard;
   readonly tmux: Tmux;
   readonly sessions: Sessions;
+  readonly pairing: PairingStore;
+  /** The laptop listener once it listens; null while it does not (off, failed, or not yet started). */
+  tls: TlsListener | null = null;
+  /** Why the laptop listener is not running (`DOCK_LISTEN=off`, a taken port, no openssl), for `dockd pair`. */
+  tlsDown: string | null = null;
   readonly started = Date.now();
   #spoolTimer?: ReturnType<typeof setInterval>;
   #replaying = false;
@@ -53,6 +71,7 @@ export class Box {
     this.settings = loadSettings(paths);
     this.store = new Store(paths.db);
     this.bus = new EventBus(this.store);
+    this.pairing = new PairingStore(this.store);
     // Candidates are checked with a bind probe instead of reading /proc/net/tcp*: the kernel walks its
     // whole TCP table for that read (≈4 ms each, measured), the probe costs microseconds per port.
     this.ports = new PortAllocator(this.store, {

@@ -88,6 +88,8 @@ export async function startBox(options: StartBoxOptions = {}): Promise<TestBox> 
     DOCK_STATE_DIR: dirs.state,
     DOCK_PORT_RANGE: `${range[0]}-${range[1]}`,
     DOCK_WATCH_MS: "200",
+    // No TLS listener unless a test pairs: certificates cost ~90 ms and boxes would race for 1379.
+    DOCK_LISTEN: "off",
     NO_COLOR: "1",
     ...GIT_ENV,
     ...options.env,

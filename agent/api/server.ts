@@ -11,7 +11,9 @@ import { resumeFrom, sse } from "../../daemon/api/events.ts";
 import { body, errorResponse, json, mount, param, requestOrigin, RouteTable } from "../../daemon/api/http.ts";
 import type { Agent } from "../agent.ts";
 import { relay } from "../relay.ts";
+import { attachRoutes } from "./attach.ts";
 import { gate } from "./gate.ts";
+import { pairRoutes } from "./pair.ts";
 import { settingsRoutes } from "./settings.ts";
 
 const ANNOUNCE = z.object({
@@ -62,7 +64,7 @@ export function agentApp(agent: Agent, options: { port: number }): Hono {
       return json(added, 201);
     })
     .add("DELETE", "/boxes/:box", (c) => json(agent.boxes.remove(param(c, "box"), requestOrigin(c))));
-  mount(app, "/v1", [core, boxes, settingsRoutes(agent)]);
+  mount(app, "/v1", [core, boxes, settingsRoutes(agent), pairRoutes(agent), attachRoutes(agent)]);
   // The relay takes every method and any path below the box's api/.
   app.all("/v1/boxes/:box/api/*", (c) => {
     // The path goes on as it came (still percent-encoded): decoding it here could change its meaning.

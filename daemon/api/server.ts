@@ -1,24 +1,36 @@
 /**
  * The box API: one hono app with every route table mounted under `/v1`, served on the daemon's own
- * unix socket (mode 0600: the socket's permissions are its authentication). Laptops reach the same
- * app over TCP+TLS with their own gate (issue 5).
+ * unix socket (mode 0600: the socket's permissions are its authentication) and, for paired laptops,
+ * on TCP+TLS behind the laptop gate (`laptop_gate.ts`). The two differ only where they must: the
+ * socket alone makes pairing links and revokes laptops, the TLS listener alone redeems pairing codes.
  *
  * @module
  */
 import { Hono } from "hono";
+import { join } from "node:path";
 import { DockError } from "../../client/errors.ts";
 import type { Box } from "../box.ts";
+import { ensureCertificates, localAddresses } from "../tls.ts";
 import { eventRoutes } from "./events.ts";
 import { execRoutes } from "./exec.ts";
 import { errorResponse, mount } from "./http.ts";
+import { laptopGate, LaptopStreams } from "./laptop_gate.ts";
+import { pairingRoutes, redeemRoutes, socketOnly } from "./pair.ts";
 import { locationRoutes } from "./locations.ts";
 import { serviceRoutes } from "./services.ts";
 import { sessionRoutes } from "./sessions.ts";
 import { systemRoutes } from "./system.ts";
 import { worktreeRoutes } from "./worktrees.ts";
 
-/** Builds the box API app. */
-export function boxApp(box: Box): Hono {
+/** Options of {@linkcode boxApp}. */
+export interface BoxAppOptions {
+  /** Which listener the app serves. @default {"socket"} */
+  listener?: "socket" | "tls";
+}
+
+/** Builds the box API app for one listener. */
+export function boxApp(box: Box, options: BoxAppOptions = {}): Hono {
+  const listener = options.listener ?? "socket";
   const app = new Hono();
   app.onError((error) => errorResponse(error));
   app.notFound((c) =>
@@ -34,6 +46,7 @@ export function boxApp(box: Box): Hono {
     systemRoutes(box),
     serviceRoutes(box),
     sessionRoutes(box),
+    ...(listener === "socket" ? [pairingRoutes(box)] : [socketOnly(pairingRoutes(box)), redeemRoutes(box)]),
   ]);
   return app;
 }
@@ -56,5 +69,61 @@ export async function serveSocket(
   await promise;
   // Deno creates the socket 0755; only the box's user may talk to the daemon.
   await Deno.chmod(path, 0o600);
+  return server;
+}
+
+/** Options of {@linkcode serveTls}. */
+export interface ServeTlsOptions {
+  /** The address to bind (`0.0.0.0`, `::`, or one address). */
+  hostname: string;
+  /** The port; 0 lets the system choose (tests). */
+  port: number;
+  /** Stops the listener. */
+  signal?: AbortSignal;
+  /**
+   * The hosts laptops may dial, which the certificate must list.
+   * @default {localAddresses(), plus `hostname` when it is one address}
+   */
+  addresses?: string[];
+}
+
+/**
+ * Serves the box API to paired laptops on TCP+TLS; resolves once it listens, with `box.tls` set.
+ * Revoking a laptop closes its open streams on this listener.
+ */
+export async function serveTls(box: Box, options: ServeTlsOptions): Promise<Deno.HttpServer<Deno.NetAddr>> {
+  const wildcard = ["0.0.0.0", "::", "[::]"].includes(options.hostname);
+  const addresses = [
+    ...new Set([...(options.addresses ?? localAddresses()), ...(wildcard ? [] : [options.hostname])]),
+  ];
+  const certificates = await ensureCertificates(join(box.paths.box, "tls"), { addresses });
+  const streams = new LaptopStreams();
+  const app = boxApp(box, { listener: "tls" });
+  const { promise, resolve } = Promise.withResolvers<Deno.NetAddr>();
+  const server = Deno.serve({
+    hostname: options.hostname,
+    port: options.port,
+    // The chain includes the CA: the laptop pins it by fingerprint straight from the handshake, before
+    // it sends anything (see agent/pairing.ts).
+    cert: certificates.certPem + certificates.caPem,
+    key: certificates.keyPem,
+    signal: options.signal,
+    onListen: (addr) => resolve(addr),
+    onError: (error) => errorResponse(error),
+  }, laptopGate(box, app, streams));
+  const addr = await promise;
+  const unsubscribe = box.pairing.onRevoke((laptop) => streams.revoke(laptop.id));
+  box.tls = {
+    hostname: options.hostname,
+    port: addr.port,
+    addresses,
+    fingerprint: certificates.fingerprint,
+  };
+  box.tlsDown = null;
+  server.finished.then(() => {
+    unsubscribe();
+    box.tls = null;
+    box.tlsDown = "stopped";
+  });
   return server;
 }

@@ -1,0 +1,25 @@
+/**
+ * `POST /v1/boxes/pair` `{ link, name? }`: pairs this laptop with the box a `dockd pair` link names
+ * (see `agent/pairing.ts` for how the box's CA is pinned) and registers it; answers the box's status.
+ *
+ * @module
+ */
+import { z } from "zod";
+import { body, json, requestOrigin, RouteTable } from "../../daemon/api/http.ts";
+import type { Agent } from "../agent.ts";
+import { pairBox } from "../pairing.ts";
+
+const PAIR = z.object({
+  link: z.string().max(2000),
+  name: z.string().max(63).optional(),
+});
+
+/** The pairing route of the agent's API. */
+export function pairRoutes(agent: Agent): RouteTable {
+  return new RouteTable("pair").add("POST", "/boxes/pair", async (c) => {
+    const request = await body(c, PAIR);
+    // The credential will sit in agent.db: keep its folder the user's alone, even if it was loosened.
+    await Deno.chmod(agent.paths.client, 0o700);
+    return json(await pairBox(agent.boxes, request, { origin: requestOrigin(c) }), 201);
+  });
+}

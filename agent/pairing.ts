@@ -1,0 +1,211 @@
+/**
+ * Pairing this laptop with a box from a link `dock://HOST:PORT?code=…&fp=…` (made by `dockd pair`).
+ *
+ * The laptop believes nothing the network tells it beyond what the link's fingerprint pins. Deno's
+ * `fetch` neither shows the certificate a server presented nor talks to one it cannot verify, so the
+ * first contact is a bare TLS handshake (`node:tls`, verification off) that only reads the chain the
+ * box presents — the box sends its CA along with its leaf — and keeps the certificate whose SHA-256
+ * equals `fp`. Nothing is sent over that connection: a box presenting another CA (a wrong link, or
+ * someone in between) never sees the code, and pairing stops with 403 `fingerprint_mismatch`. From
+ * then on every connection to the box is verified by Deno's TLS against that CA (`caCerts`), the
+ * address included, and the code goes out only over such a connection.
+ *
+ * Deno adds `caCerts` to its public roots rather than replacing them (see `daemon/tls.ts`): a link
+ * naming an IP address, which public CAs rarely certify, is the tightest pin.
+ *
+ * @module
+ */
+import { isIP } from "node:net";
+import { connect } from "node:tls";
+import { DockError } from "../client/errors.ts";
+import { Transport } from "../client/http.ts";
+import { parseLink } from "../daemon/pairing.ts";
+import { fingerprintOf } from "../daemon/tls.ts";
+import { type Boxes, type BoxStatus, checkBoxName } from "./boxes.ts";
+
+/** What `POST /v1/boxes/pair` takes. */
+export interface PairRequest {
+  /** The link `dockd pair` printed. */
+  link: string;
+  /** The name for the box on this laptop. @default {the box's own name} */
+  name?: string;
+}
+
+/** Options of {@linkcode pairBox}. */
+export interface PairOptions {
+  /** The origin of the `box.added` event. */
+  origin: string;
+  /** How the box will list this laptop. @default {Deno.hostname()} */
+  laptopName?: string;
+  /** How long the box may take for each step. @default {15_000} */
+  timeoutMs?: number;
+}
+
+/** What the box answers `POST /v1/pair`. */
+interface Redeemed {
+  id: string;
+  credential: string;
+  box: string;
+}
+
+/** Pairs with the box a link names and registers it; returns its status. */
+export async function pairBox(boxes: Boxes, request: PairRequest, options: PairOptions): Promise<BoxStatus> {
+  const link = parseLink(request.link);
+  // Refuse what can be refused before the code is spent: a taken or invalid name, a box known already.
+  if (request.name !== undefined) boxes.checkNew(request.name);
+  const timeoutMs = options.timeoutMs ?? 15_000;
+  const caPem = await pinnedCa(link.host, link.port, link.fp, { timeoutMs });
+  for (const known of boxes.list()) {
+    const pinned = boxes.tlsCredentials(known.name)?.caCerts[0];
+    if (pinned && await fingerprintOf(pinned) === link.fp) {
+      throw new DockError(
+        "exists",
+        `Cannot pair: this box is paired already, as '${known.name}'; forget it first (dock forget ${known.name})`,
+        { status: 409, detail: { box: known.name } },
+      );
+    }
+  }
+  const address = `https://${link.host.includes(":") ? `[${link.host}]` : link.host}:${link.port}`;
+  const redeemed = await redeem(address, caPem, link.code, options.laptopName ?? Deno.hostname(), timeoutMs);
+  const name = request.name ?? freeName(boxes, redeemed.box);
+  return await boxes.add(
+    { name, kind: "tls", address, ca_pem: caPem, credential: redeemed.credential },
+    options.origin,
+  );
+}
+
+/**
+ * The CA certificate (PEM) among those the server at `host:port` presents whose SHA-256 fingerprint is
+ * `fp`. Only a TLS handshake happens: nothing is sent to a server that turns out not to be the box.
+ */
+export async function pinnedCa(
+  host: string,
+  port: number,
+  fp: string,
+  options: { timeoutMs?: number } = {},
+): Promise<string> {
+  const chain = await presentedChain(host, port, options.timeoutMs ?? 15_000);
+  const presented: string[] = [];
+  for (const der of chain) {
+    const pem = derToPem(der);
+    const fingerprint = await fingerprintOf(pem);
+    if (fingerprint === fp) return pem;
+    presented.push(fingerprint);
+  }
+  throw new DockError(
+    "fingerprint_mismatch",
+    `Cannot pair: the server at ${host}:${port} does not present the certificate authority the link pins ` +
+      `(fp ${fp}); the link is not for this box, or something between is intercepting the connection`,
+    { status: 403, detail: { expected: fp, presented } },
+  );
+}
+
+/** The certificates the server presents in its handshake, leaf first (DER). */
+function presentedChain(host: string, port: number, timeoutMs: number): Promise<Uint8Array[]> {
+  return new Promise((resolve, reject) => {
+    // Verification is off on purpose: this connection only reads certificates; trust comes from `fp`.
+    const socket = connect({
+      host,
+      port,
+      rejectUnauthorized: false,
+      ...(isIP(host) ? {} : { servername: host }),
+    });
+    const timer = setTimeout(() => {
+      socket.destroy();
+      reject(unreachable(host, port, `no TLS handshake within ${timeoutMs} ms`));
+    }, timeoutMs);
+    socket.once("secureConnect", () => {
+      clearTimeout(timer);
+      const chain: Uint8Array[] = [];
+      const seen = new Set<unknown>();
+      // A self-signed CA is its own issuer: stop at the first certificate seen twice.
+      for (
+        let cert = socket.getPeerCertificate(true);
+        cert?.raw && !seen.has(cert);
+        cert = cert.issuerCertificate
+      ) {
+        seen.add(cert);
+        chain.push(new Uint8Array(cert.raw));
+      }
+      socket.destroy();
+      resolve(chain);
+    });
+    socket.once("error", (error: Error) => {
+      clearTimeout(timer);
+      socket.destroy();
+      reject(unreachable(host, port, error.message));
+    });
+  });
+}
+
+/** Trades the code for a credential over a connection verified against the pinned CA. */
+async function redeem(
+  address: string,
+  caPem: string,
+  code: string,
+  laptopName: string,
+  timeoutMs: number,
+): Promise<Redeemed> {
+  const transport = new Transport({ url: address, caCerts: [caPem], origin: "dock" });
+  try {
+    return await transport.json<Redeemed>("/v1/pair", {
+      body: { code, name: laptopName },
+      signal: AbortSignal.timeout(timeoutMs),
+    });
+  } catch (error) {
+    // The pinned CA verified, but the leaf does not cover the host the link names.
+    if (error instanceof DockError && error.code === "unreachable" && /certificate/i.test(causes(error))) {
+      throw new DockError(
+        "certificate_refused",
+        `Cannot pair: the box's certificate does not cover ${new URL(address).hostname}: make a link for ` +
+          `one of its addresses (dockd pair --host …), or add this one to DOCK_TLS_HOSTS on the box and restart it`,
+        { status: 502, cause: error },
+      );
+    }
+    const { hostname, port } = new URL(address);
+    if (error instanceof DOMException && error.name === "TimeoutError") {
+      throw unreachable(hostname, Number(port), "no answer in time");
+    }
+    if (error instanceof DockError && error.code === "unreachable") {
+      throw unreachable(hostname, Number(port), causes(error.cause).split("\n")[0]);
+    }
+    throw error;
+  } finally {
+    transport.close();
+  }
+}
+
+/** `name`, or `name-2`, `name-3`… when a box has it: the code is spent already, so the pairing is kept. */
+function freeName(boxes: Boxes, name: string): string {
+  checkBoxName(name);
+  const taken = new Set(boxes.list().map((box) => box.name));
+  if (!taken.has(name)) return name;
+  for (let n = 2;; n++) {
+    const candidate = `${name.slice(0, 58)}-${n}`;
+    if (!taken.has(candidate)) return candidate;
+  }
+}
+
+/** The messages of an error and its causes: fetch's own message ("fetch failed") says nothing. */
+function causes(error: unknown): string {
+  const messages: string[] = [];
+  for (let e = error as Error | undefined; e && messages.length < 5; e = e.cause as Error | undefined) {
+    messages.push(e.message ?? String(e));
+  }
+  return messages.join(": ");
+}
+
+function unreachable(host: string, port: number, reason: string): DockError {
+  return new DockError(
+    "box_unreachable",
+    `Cannot pair: the box at ${host}:${port} cannot be reached: ${reason}`,
+    {
+      status: 503,
+    },
+  );
+}
+
+function derToPem(der: Uint8Array): string {
+  const base64 = btoa(String.fromCharCode(...der));
+  return `-----BEGIN CERTIFICATE-----\n${base64.match(/.{1,64}/g)!.join("\n")}\n-----END CERTIFICATE-----\n`;
+}

@@ -1,0 +1,237 @@
+/**
+ * The one gate in front of the box's TLS listener for laptops. Every request must carry
+ * `Authorization: Bearer <credential>` that the pairing store recognises, except `POST /v1/pair`, which
+ * is how a laptop gets one; anything else answers 401. There is no `?token=` form: the laptop agent,
+ * not a browser, is the only client here, and it can always send headers (WebSockets included).
+ *
+ * Revoking a laptop must end what it has open, not only refuse its next request. Each authenticated
+ * request is tied to an AbortController kept per laptop ({@linkcode LaptopStreams}); revocation aborts
+ * them. The abort reaches a request three ways, because no single one covers every kind of answer:
+ * the request's signal (SSE, log follows, session waits and exec watch it), the streamed body, which is
+ * cut here whatever its handler does, and attach WebSockets, which are closed with 1008.
+ *
+ * Why attach WebSockets are relayed through the daemon's own socket instead of handed to the app:
+ * Deno gives the WebSocket of an upgrade only to the code that performs it, and the attach route keeps
+ * its own; owning the laptop's side here is what lets a revocation close it. The cost is one
+ * unix-socket hop per frame.
+ *
+ * @module
+ */
+import type { Hono } from "hono";
+import { DockError } from "../../client/errors.ts";
+import {
+  connectUnixWebSocket,
+  type ConnWebSocket,
+  sendableCloseCode,
+  WebSocketHandshakeError,
+} from "../../client/websocket.ts";
+import type { Box } from "../box.ts";
+import { errorResponse } from "./http.ts";
+import type { TlsEnv } from "./pair.ts";
+
+/** One request's tie to its laptop: aborted on revocation, released when the answer is done. */
+export interface Tie {
+  signal: AbortSignal;
+  release(): void;
+}
+
+/** The requests each laptop has open, so a revocation can end them. */
+export class LaptopStreams {
+  #open = new Map<string, Set<AbortController>>();
+
+  /** Ties a new request to `laptop`. */
+  open(laptop: string): Tie {
+    const controller = new AbortController();
+    let ties = this.#open.get(laptop);
+    if (!ties) this.#open.set(laptop, ties = new Set());
+    ties.add(controller);
+    const held = ties;
+    return {
+      signal: controller.signal,
+      release: () => {
+        held.delete(controller);
+        if (held.size === 0 && this.#open.get(laptop) === held) this.#open.delete(laptop);
+      },
+    };
+  }
+
+  /** Aborts every open request of `laptop`; returns how many there were. */
+  revoke(laptop: string): number {
+    const ties = this.#open.get(laptop) ?? new Set();
+    this.#open.delete(laptop);
+    const reason = new DockError("revoked", "this laptop's pairing with the box was revoked", {
+      status: 401,
+    });
+    for (const controller of ties) controller.abort(reason);
+    return ties.size;
+  }
+
+  /** How many requests `laptop` has open. */
+  count(laptop: string): number {
+    return this.#open.get(laptop)?.size ?? 0;
+  }
+}
+
+/** The only routes that are WebSockets; an upgrade anywhere else is an ordinary request. */
+const WEBSOCKET_ROUTES = [/^\/v1\/sessions\/[^/]+\/attach$/];
+/** Stop reading the box's side while this much waits unsent to the laptop (the PTY then pauses). */
+const HIGH_WATER_BYTES = 4 * 1024 * 1024;
+const CLOSE_REVOKED = 1008;
+const CLOSE_ABNORMAL = 1011;
+
+/** Builds the TLS listener's handler: the gate, then `app` (the box API) for authenticated requests. */
+export function laptopGate(
+  box: Box,
+  app: Hono,
+  streams: LaptopStreams,
+): (request: Request, info: Deno.ServeHandlerInfo<Deno.NetAddr>) => Promise<Response> {
+  return async function gate(request, info) {
+    const env: TlsEnv = { remoteAddr: info.remoteAddr };
+    const url = new URL(request.url);
+    if (request.method === "POST" && url.pathname === "/v1/pair") return await app.fetch(request, env);
+    const bearer = /^Bearer (\S+)$/.exec(request.headers.get("authorization") ?? "")?.[1];
+    const laptop = bearer ? box.pairing.authenticate(bearer) : null;
+    if (!laptop) {
+      return errorResponse(
+        new DockError(
+          "unauthorized",
+          "missing or unknown credential: pair this laptop first (`dockd pair` on the box, `dock pair LINK` on the laptop)",
+          { status: 401 },
+        ),
+      );
+    }
+    const tie = streams.open(laptop.id);
+    try {
+      if (
+        request.headers.get("upgrade")?.toLowerCase() === "websocket" &&
+        WEBSOCKET_ROUTES.some((route) => route.test(url.pathname))
+      ) {
+        return await relayWebSocket(box.paths.socket, request, url, tie);
+      }
+      const signal = AbortSignal.any([request.signal, tie.signal]);
+      return cutOnAbort(await app.fetch(new Request(request, { signal }), env), tie);
+    } catch (error) {
+      tie.release();
+      return errorResponse(error);
+    }
+  };
+}
+
+/**
+ * Streams `response` on, cutting it off when the tie aborts. JSON answers pass as they are: they are
+ * complete values whose handlers already ended on the request's signal.
+ */
+function cutOnAbort(response: Response, tie: Tie): Response {
+  if (!response.body || (response.headers.get("content-type") ?? "").startsWith("application/json")) {
+    tie.release();
+    return response;
+  }
+  const reader = response.body.getReader();
+  let finished = false;
+  let controller!: ReadableStreamDefaultController<Uint8Array>;
+  const finish = () => {
+    if (finished) return;
+    finished = true;
+    tie.signal.removeEventListener("abort", cut);
+    tie.release();
+  };
+  // Erroring the body (rather than closing it) makes the server drop the connection, so the laptop
+  // sees the stream break instead of a clean end it might take for "nothing more to say".
+  const cut = () => {
+    try {
+      controller.error(tie.signal.reason);
+    } catch { /* already closed */ }
+    reader.cancel(tie.signal.reason).catch(() => {});
+    finish();
+  };
+  const body = new ReadableStream<Uint8Array>({
+    start(c) {
+      controller = c;
+      if (tie.signal.aborted) cut();
+      else tie.signal.addEventListener("abort", cut, { once: true });
+    },
+    async pull(c) {
+      try {
+        const next = await reader.read();
+        if (next.done) {
+          c.close();
+          finish();
+        } else {
+          c.enqueue(next.value);
+        }
+      } catch (error) {
+        if (finished) return;
+        c.error(error);
+        finish();
+      }
+    },
+    cancel(reason) {
+      finish();
+      return reader.cancel(reason);
+    },
+  });
+  return new Response(body, {
+    status: response.status,
+    statusText: response.statusText,
+    headers: response.headers,
+  });
+}
+
+/** Upgrades the laptop's request and bridges it to the same route on the daemon's own socket. */
+async function relayWebSocket(socket: string, request: Request, url: URL, tie: Tie): Promise<Response> {
+  let inner: ConnWebSocket;
+  try {
+    inner = await connectUnixWebSocket(socket, url.pathname + url.search);
+  } catch (error) {
+    if (!(error instanceof WebSocketHandshakeError)) throw error;
+    // The box refused (unknown session, bad size): the laptop gets the box's own answer.
+    tie.release();
+    const status = error.status >= 200 && error.status <= 599 ? error.status : 502;
+    const headers = new Headers();
+    const type = error.headers.get("content-type");
+    if (type) headers.set("content-type", type);
+    return new Response(error.body.slice(), { status, headers });
+  }
+  const { socket: outer, response } = Deno.upgradeWebSocket(request);
+  outer.binaryType = "arraybuffer";
+  bridge(outer, inner, tie);
+  return response;
+}
+
+/** Copies messages both ways until either side closes or the laptop is revoked. */
+function bridge(outer: WebSocket, inner: ConnWebSocket, tie: Tie): void {
+  let finished = false;
+  const finish = (code: number, reason: string) => {
+    if (finished) return;
+    finished = true;
+    tie.signal.removeEventListener("abort", revoked);
+    tie.release();
+    try {
+      outer.close(code, reason);
+    } catch { /* closed already */ }
+    inner.close(sendableCloseCode(code) ? code : 1000, reason).catch(() => {});
+  };
+  const revoked = () => finish(CLOSE_REVOKED, "this laptop's pairing with the box was revoked");
+  tie.signal.addEventListener("abort", revoked, { once: true });
+  outer.onopen = async () => {
+    // The box's side is read only once the laptop's is open, so nothing is sent to a socket not yet open.
+    for (;;) {
+      const message = await inner.next().catch(() => null);
+      if (message === null || finished) break;
+      outer.send(message.binary ? message.data : new TextDecoder().decode(message.data));
+      // A slow laptop: stop reading the box's side, so the attach bridge there pauses its PTY.
+      while (!finished && outer.bufferedAmount > HIGH_WATER_BYTES) await new Promise((r) => setTimeout(r, 5));
+    }
+    const code = inner.closeCode ?? CLOSE_ABNORMAL;
+    finish(sendableCloseCode(code) ? code : CLOSE_ABNORMAL, inner.closeReason);
+  };
+  outer.onmessage = (event) => {
+    const sent = event.data instanceof ArrayBuffer
+      ? inner.sendBinary(new Uint8Array(event.data))
+      : inner.sendText(String(event.data));
+    sent.catch(() => finish(CLOSE_ABNORMAL, "the box's side of the terminal went away"));
+  };
+  outer.onclose = (event) => finish(event.code, event.reason);
+  outer.onerror = () => finish(CLOSE_ABNORMAL, "the laptop's side of the terminal failed");
+  if (tie.signal.aborted) revoked();
+}

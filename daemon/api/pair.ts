@@ -1,0 +1,168 @@
+/**
+ * Routes of pairing laptops with this box.
+ *
+ * - On the daemon's own socket only (whoever can open it is the box's user): `POST pair/code` makes a
+ *   one-time link, `GET laptops` lists the paired laptops, `DELETE laptops/{id}` revokes one. On the TLS
+ *   listener these answer 403: a paired laptop can neither pair further laptops nor revoke others.
+ * - On the TLS listener, without a credential: `POST pair` trades a code for a credential, rate-limited
+ *   per remote address by the pairing store.
+ *
+ * @module
+ */
+import type { Context } from "hono";
+import { z } from "zod";
+import { DockError, notFound } from "../../client/errors.ts";
+import type { Box, TlsListener } from "../box.ts";
+import { link } from "../pairing.ts";
+import { body, json, param, requestOrigin, RouteTable, zodError } from "./http.ts";
+
+/** What the TLS listener hands its app as `c.env`. */
+export interface TlsEnv {
+  /** The caller's address: the pairing rate limit counts failures per IP. */
+  remoteAddr: Deno.NetAddr;
+}
+
+const CODE_REQUEST = z.object({ host: z.string().min(1).max(255).optional() }).optional();
+const REDEEM = z.object({
+  code: z.string().max(200),
+  name: z.string().max(200),
+});
+/** An unauthenticated body has no reason to be large; reading 8 MB from anyone would be a gift. */
+const MAX_REDEEM_BODY = 4096;
+
+/** The socket-only routes: make a pairing link, list and revoke laptops. */
+export function pairingRoutes(box: Box): RouteTable {
+  return new RouteTable("pairing")
+    .add("POST", "/pair/code", async (c) => {
+      const request = await body(c, CODE_REQUEST);
+      const listener = box.tls;
+      if (!listener) {
+        throw new DockError(
+          "not_listening",
+          `Cannot make a pairing link: the box does not listen for laptops (${
+            box.tlsDown ?? "not started yet"
+          })`,
+          { status: 409 },
+        );
+      }
+      const host = request?.host ?? defaultLinkHost(listener);
+      if (!coveredHost(listener, host)) {
+        throw new DockError(
+          "host_not_in_certificate",
+          `Cannot make a pairing link for '${host}': the box's certificate covers only ${
+            listener.addresses.join(", ")
+          }; name one of those with --host, or add it to DOCK_TLS_HOSTS and restart dockd`,
+          { status: 400, detail: { field: "host" } },
+        );
+      }
+      const { code, expires } = box.pairing.createCode();
+      return json({
+        link: link(host, listener.port, code, listener.fingerprint),
+        expires: expires.toISOString(),
+      });
+    })
+    .add("GET", "/laptops", () => json(box.pairing.laptops()))
+    .add("DELETE", "/laptops/:id", (c) => {
+      const id = param(c, "id");
+      const laptop = box.pairing.laptops().find((l) => l.id === id);
+      // revoke() closes the laptop's open streams through its listeners before it returns.
+      if (!laptop || !box.pairing.revoke(id)) throw notFound("laptop", id);
+      box.bus.publish({
+        type: "laptop.revoked",
+        origin: requestOrigin(c),
+        data: { id: laptop.id, name: laptop.name },
+      });
+      return json(laptop);
+    });
+}
+
+/** The route a laptop pairs through on the TLS listener: `POST pair` `{ code, name }`. */
+export function redeemRoutes(box: Box): RouteTable {
+  return new RouteTable("redeem").add("POST", "/pair", async (c) => {
+    const { code, name } = await smallBody(c, REDEEM);
+    const paired = box.pairing.redeem(code, { name, address: remoteAddress(c) });
+    const laptop = box.pairing.laptops().find((l) => l.id === paired.id);
+    box.bus.publish({
+      type: "laptop.paired",
+      origin: "dock",
+      data: { id: paired.id, name: laptop?.name ?? name },
+    });
+    return json({ id: paired.id, credential: paired.credential, box: box.settings.name }, 201);
+  });
+}
+
+/** A copy of `table` whose every route answers 403: how the TLS listener refuses socket-only routes. */
+export function socketOnly(table: RouteTable): RouteTable {
+  const refusing = new RouteTable(table.resource);
+  for (const route of table.routes) {
+    refusing.add(route.method, route.path, () => {
+      throw new DockError(
+        "socket_only",
+        `${route.method} /v1${route.path} works only on the box itself (dockd's socket), not over the network`,
+        { status: 403 },
+      );
+    });
+  }
+  return refusing;
+}
+
+/**
+ * The host a pairing link names when `dockd pair` is given none: the listener's own address when it is
+ * bound to one, otherwise the box's first non-loopback address (IPv4 first: more laptops route it).
+ */
+export function defaultLinkHost(listener: TlsListener): string {
+  if (!WILDCARD.has(listener.hostname)) return listener.hostname;
+  const ip = (a: string) => /^[0-9.]+$/.test(a) || a.includes(":");
+  const outward = listener.addresses.filter((a) => !a.startsWith("127.") && a !== "::1" && a !== "localhost");
+  return outward.find((a) => ip(a) && !a.includes(":")) ?? outward.find(ip) ?? outward[0] ?? "127.0.0.1";
+}
+
+const WILDCARD = new Set(["0.0.0.0", "::", "[::]"]);
+
+function coveredHost(listener: TlsListener, host: string): boolean {
+  const bare = host.replace(/^\[(.*)\]$/, "$1").toLowerCase().replace(/\.$/, "");
+  return listener.addresses.some((address) => address.toLowerCase() === bare);
+}
+
+function remoteAddress(c: Context): string {
+  const env = c.env as TlsEnv | undefined;
+  // Without an address every caller would share one failure counter; the TLS listener always sets it.
+  if (!env?.remoteAddr) throw new Error("POST /v1/pair needs the caller's address in c.env.remoteAddr");
+  return env.remoteAddr.hostname;
+}
+
+/** Reads a JSON body of at most {@linkcode MAX_REDEEM_BODY} bytes without buffering more than that. */
+async function smallBody<T extends z.ZodType>(c: Context, schema: T): Promise<z.infer<T>> {
+  const tooLarge = () =>
+    new DockError("too_large", `the body must be at most ${MAX_REDEEM_BODY} bytes`, { status: 413 });
+  if (Number(c.req.header("content-length") ?? 0) > MAX_REDEEM_BODY) throw tooLarge();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of c.req.raw.body ?? []) {
+    size += chunk.length;
+    if (size > MAX_REDEEM_BODY) throw tooLarge();
+    chunks.push(chunk);
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(new TextDecoder().decode(concat(chunks)) || "null");
+  } catch (cause) {
+    throw new DockError("invalid_json", `the body is not valid JSON: ${(cause as Error).message}`, {
+      status: 400,
+      cause,
+    });
+  }
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) throw zodError(parsed.error);
+  return parsed.data;
+}
+
+function concat(chunks: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(chunks.reduce((n, chunk) => n + chunk.length, 0));
+  let offset = 0;
+  for (const chunk of chunks) {
+    out.set(chunk, offset);
+    offset += chunk.length;
+  }
+  return out;
+}
