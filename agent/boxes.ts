@@ -24,6 +24,7 @@
  *
  * @module
  */
+import type { BoxStatus } from "../client/agent.ts";
 import { BoxClient } from "../client/box.ts";
 import { badField, DockError, notFound } from "../client/errors.ts";
 import type { EventBus } from "../daemon/events.ts";
@@ -58,18 +59,8 @@ export interface TlsSecrets {
   credential: string;
 }
 
-/** A box's connection as `GET /v1/status` reports it. */
-export interface BoxStatus {
-  name: string;
-  kind: BoxKind;
-  address: string;
-  online: boolean;
-  /** When it went online or offline. */
-  since: string | null;
-  error: string | null;
-  latency_ms: number | null;
-  build: string | null;
-}
+/** A box's connection as `GET /v1/status` reports it (the wire type of the agent's client). */
+export type { BoxStatus };
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS boxes (

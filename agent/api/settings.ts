@@ -8,7 +8,7 @@
 import { join } from "node:path";
 import { z } from "zod";
 import { DockError } from "../../client/errors.ts";
-import { fieldPath, json, param, requestOrigin, RouteTable } from "../../daemon/api/http.ts";
+import { body, fieldPath, json, param, requestOrigin, RouteTable } from "../../daemon/api/http.ts";
 import { writeAtomic } from "../../daemon/files.ts";
 import type { Agent } from "../agent.ts";
 
@@ -56,19 +56,9 @@ export function settingsRoutes(agent: Agent): RouteTable {
     })
     .add("PUT", "/app/:key", async (c) => {
       const key = checkKey(param(c, "key"));
-      const text = await c.req.text();
-      if (new TextEncoder().encode(text).length > APP_DOCUMENT_LIMIT) {
-        throw new DockError("too_large", "an app settings document is at most 1 MB", { status: 413 });
-      }
-      let value: unknown;
-      try {
-        value = JSON.parse(text);
-      } catch (cause) {
-        throw new DockError("invalid_json", `the body is not valid JSON: ${(cause as Error).message}`, {
-          status: 400,
-          cause,
-        });
-      }
+      const value = await body(c, z.unknown().refine((v) => v !== undefined, "a JSON document is required"), {
+        limit: APP_DOCUMENT_LIMIT,
+      });
       await Deno.mkdir(appDir, { recursive: true, mode: 0o700 });
       await writeAtomic(join(appDir, `${key}.json`), JSON.stringify(value, null, 2) + "\n");
       agent.bus.publish({ type: "app.changed", origin: requestOrigin(c), data: { key } });

@@ -91,12 +91,33 @@ export function zodError(error: z.ZodError, prefix = ""): DockError {
 
 const MAX_BODY = 8 * 1024 * 1024;
 
-/** Reads and validates a JSON body; a missing, malformed or wrong-typed body is a 400 naming the field. */
-export async function body<T extends z.ZodType>(c: Context, schema: T): Promise<z.infer<T>> {
-  const text = await c.req.text();
-  if (text.length > MAX_BODY) {
-    throw new DockError("too_large", `the body must be at most ${MAX_BODY} bytes`, { status: 413 });
+/**
+ * Reads and validates a JSON body; a missing, malformed or wrong-typed body is a 400 naming the field.
+ * The body is read as it arrives and refused (413) past `limit` bytes, never buffered beyond it.
+ */
+export async function body<T extends z.ZodType>(
+  c: Context,
+  schema: T,
+  options: { limit?: number } = {},
+): Promise<z.infer<T>> {
+  const limit = options.limit ?? MAX_BODY;
+  const tooLarge = () =>
+    new DockError("too_large", `the body must be at most ${limit} bytes`, { status: 413 });
+  if (Number(c.req.header("content-length") ?? 0) > limit) throw tooLarge();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of c.req.raw.body ?? []) {
+    size += chunk.length;
+    if (size > limit) throw tooLarge();
+    chunks.push(chunk);
   }
+  const bytes = new Uint8Array(size);
+  let offset = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, offset);
+    offset += chunk.length;
+  }
+  const text = new TextDecoder().decode(bytes);
   let value: unknown = undefined;
   if (text.trim()) {
     try {

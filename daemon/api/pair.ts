@@ -14,7 +14,7 @@ import { z } from "zod";
 import { DockError, notFound } from "../../client/errors.ts";
 import type { Box, TlsListener } from "../box.ts";
 import { link } from "../pairing.ts";
-import { body, json, param, requestOrigin, RouteTable, zodError } from "./http.ts";
+import { body, json, param, requestOrigin, RouteTable } from "./http.ts";
 
 /** What the TLS listener hands its app as `c.env`. */
 export interface TlsEnv {
@@ -79,7 +79,7 @@ export function pairingRoutes(box: Box): RouteTable {
 /** The route a laptop pairs through on the TLS listener: `POST pair` `{ code, name }`. */
 export function redeemRoutes(box: Box): RouteTable {
   return new RouteTable("redeem").add("POST", "/pair", async (c) => {
-    const { code, name } = await smallBody(c, REDEEM);
+    const { code, name } = await body(c, REDEEM, { limit: MAX_REDEEM_BODY });
     const paired = box.pairing.redeem(code, { name, address: remoteAddress(c) });
     const laptop = box.pairing.laptops().find((l) => l.id === paired.id);
     box.bus.publish({
@@ -129,40 +129,4 @@ function remoteAddress(c: Context): string {
   // Without an address every caller would share one failure counter; the TLS listener always sets it.
   if (!env?.remoteAddr) throw new Error("POST /v1/pair needs the caller's address in c.env.remoteAddr");
   return env.remoteAddr.hostname;
-}
-
-/** Reads a JSON body of at most {@linkcode MAX_REDEEM_BODY} bytes without buffering more than that. */
-async function smallBody<T extends z.ZodType>(c: Context, schema: T): Promise<z.infer<T>> {
-  const tooLarge = () =>
-    new DockError("too_large", `the body must be at most ${MAX_REDEEM_BODY} bytes`, { status: 413 });
-  if (Number(c.req.header("content-length") ?? 0) > MAX_REDEEM_BODY) throw tooLarge();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for await (const chunk of c.req.raw.body ?? []) {
-    size += chunk.length;
-    if (size > MAX_REDEEM_BODY) throw tooLarge();
-    chunks.push(chunk);
-  }
-  let value: unknown;
-  try {
-    value = JSON.parse(new TextDecoder().decode(concat(chunks)) || "null");
-  } catch (cause) {
-    throw new DockError("invalid_json", `the body is not valid JSON: ${(cause as Error).message}`, {
-      status: 400,
-      cause,
-    });
-  }
-  const parsed = schema.safeParse(value);
-  if (!parsed.success) throw zodError(parsed.error);
-  return parsed.data;
-}
-
-function concat(chunks: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(chunks.reduce((n, chunk) => n + chunk.length, 0));
-  let offset = 0;
-  for (const chunk of chunks) {
-    out.set(chunk, offset);
-    offset += chunk.length;
-  }
-  return out;
 }
