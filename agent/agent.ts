@@ -10,6 +10,7 @@ import type { ClientPaths } from "../daemon/paths.ts";
 import { Store } from "../daemon/store.ts";
 import { Boxes } from "./boxes.ts";
 import { EventMerge } from "./merge.ts";
+import { Forwards } from "./forwards.ts";
 import { ensureToken } from "./token.ts";
 
 /** Every module of one laptop agent. */
@@ -19,6 +20,7 @@ export class Agent {
   readonly bus: EventBus;
   readonly boxes: Boxes;
   readonly merge: EventMerge;
+  readonly forwards: Forwards;
   token = "";
 
   constructor(paths: ClientPaths, options: { healthMs?: number } = {}) {
@@ -29,6 +31,7 @@ export class Agent {
     this.bus = new EventBus(this.store);
     this.boxes = new Boxes(this.store, this.bus, options);
     this.merge = new EventMerge(this.store, this.bus, this.boxes);
+    this.forwards = new Forwards(this.boxes, this.bus);
   }
 
   /** Creates the token if needed, checks every box, and starts following them. */
@@ -42,6 +45,7 @@ export class Agent {
   /** Stops following boxes and closes the store. */
   close(): void {
     this.merge.close();
+    this.forwards.close();
     this.boxes.close();
     this.store.close();
   }

@@ -22,6 +22,7 @@ const ANNOUNCE = z.object({
   data: z.record(z.string(), z.unknown()).optional(),
 });
 const ADD_LOCAL = z.object({ name: z.string().optional() }).optional();
+const FORWARD = z.object({ box: z.string().min(1), local: z.number().int(), remote: z.number().int() });
 
 /** Builds the agent's API app for a listener on `port`. */
 export function agentApp(agent: Agent, options: { port: number }): Hono {
@@ -35,7 +36,7 @@ export function agentApp(agent: Agent, options: { port: number }): Hono {
   app.use("*", gate({ port: options.port, token: () => agent.token }));
   const status = () => ({
     boxes: agent.boxes.status(),
-    forwards: [],
+    forwards: agent.forwards.list(),
     routes: [],
     proxy: { enabled: false },
   });
@@ -64,7 +65,14 @@ export function agentApp(agent: Agent, options: { port: number }): Hono {
       return json(added, 201);
     })
     .add("DELETE", "/boxes/:box", (c) => json(agent.boxes.remove(param(c, "box"), requestOrigin(c))));
-  mount(app, "/v1", [core, boxes, settingsRoutes(agent), pairRoutes(agent), attachRoutes(agent)]);
+  const forwards = new RouteTable("forwards")
+    .add(
+      "POST",
+      "/forwards",
+      async (c) => json(agent.forwards.create(await body(c, FORWARD), requestOrigin(c)), 201),
+    )
+    .add("DELETE", "/forwards/:id", (c) => json(agent.forwards.remove(param(c, "id"), requestOrigin(c))));
+  mount(app, "/v1", [core, boxes, forwards, settingsRoutes(agent), pairRoutes(agent), attachRoutes(agent)]);
   // The relay takes every method and any path below the box's api/.
   app.all("/v1/boxes/:box/api/*", (c) => {
     // The path goes on as it came (still percent-encoded): decoding it here could change its meaning.

@@ -73,7 +73,7 @@ export class LaptopStreams {
 }
 
 /** The only routes that are WebSockets; an upgrade anywhere else is an ordinary request. */
-const WEBSOCKET_ROUTES = [/^\/v1\/sessions\/[^/]+\/attach$/];
+const WEBSOCKET_ROUTES = [/^\/v1\/sessions\/[^/]+\/attach$/, /^\/v1\/tunnel$/];
 /** Stop reading the box's side while this much waits unsent to the laptop (the PTY then pauses). */
 const HIGH_WATER_BYTES = 4 * 1024 * 1024;
 const CLOSE_REVOKED = 1008;

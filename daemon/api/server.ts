@@ -18,6 +18,7 @@ import { laptopGate, LaptopStreams } from "./laptop_gate.ts";
 import { pairingRoutes, redeemRoutes, socketOnly } from "./pair.ts";
 import { locationRoutes } from "./locations.ts";
 import { serviceRoutes } from "./services.ts";
+import { tunnelRoutes } from "./tunnel.ts";
 import { sessionRoutes } from "./sessions.ts";
 import { systemRoutes } from "./system.ts";
 import { worktreeRoutes } from "./worktrees.ts";
@@ -46,6 +47,7 @@ export function boxApp(box: Box, options: BoxAppOptions = {}): Hono {
     systemRoutes(box),
     serviceRoutes(box),
     sessionRoutes(box),
+    tunnelRoutes(box),
     ...(listener === "socket" ? [pairingRoutes(box)] : [socketOnly(pairingRoutes(box)), redeemRoutes(box)]),
   ]);
   return app;

@@ -1,0 +1,173 @@
+/**
+ * Port forwards (spec 2.4, 4.1): `local` on the laptop's loopback carries each connection to the box's
+ * loopback `remote` port, through the box's `tunnel` WebSocket over the agent's own connection to the
+ * box (its socket, or TLS with the pinned CA and this laptop's credential).
+ *
+ * @module
+ */
+import { DockError, notFound } from "../client/errors.ts";
+import { connectTlsWebSocket, connectUnixWebSocket, type ConnWebSocket } from "../client/websocket.ts";
+import type { EventBus } from "../daemon/events.ts";
+import { boxTarget } from "./api/attach.ts";
+import type { Boxes } from "./boxes.ts";
+
+/** A forward as `GET /v1/status` and the API report it. */
+export interface Forward {
+  id: string;
+  box: string;
+  local: number;
+  remote: number;
+  created: string;
+  /** Connections carried now. */
+  connections: number;
+}
+
+interface Live {
+  forward: Forward;
+  listener: Deno.Listener;
+}
+
+/** The forwards of this laptop (they live as long as the agent). */
+export class Forwards {
+  #boxes: Boxes;
+  #bus: EventBus;
+  #live = new Map<string, Live>();
+
+  constructor(boxes: Boxes, bus: EventBus) {
+    this.#boxes = boxes;
+    this.#bus = bus;
+  }
+
+  /** Every forward. */
+  list(): Forward[] {
+    return [...this.#live.values()].map((live) => ({ ...live.forward }));
+  }
+
+  /** Starts forwarding `local` to the box's `remote`; refuses a local port already taken. */
+  create(request: { box: string; local: number; remote: number }, origin: string): Forward {
+    boxTarget(this.#boxes, request.box); // 404 for an unknown box
+    for (const [field, port] of [["local", request.local], ["remote", request.remote]] as const) {
+      if (!Number.isInteger(port) || port < 1 || port > 65535) {
+        throw new DockError("invalid_request", `${field}: must be a TCP port (1 to 65535), got ${port}`, {
+          status: 400,
+          detail: { field },
+        });
+      }
+    }
+    let listener: Deno.Listener;
+    try {
+      listener = Deno.listen({ hostname: "127.0.0.1", port: request.local });
+    } catch (cause) {
+      throw new DockError("port_taken", `local port ${request.local} is already in use on this laptop`, {
+        status: 409,
+        cause,
+      });
+    }
+    if (takenOnIpv6Loopback(request.local)) {
+      listener.close();
+      throw new DockError("port_taken", `local port ${request.local} is already in use on [::1]`, {
+        status: 409,
+      });
+    }
+    const forward: Forward = {
+      id: crypto.randomUUID().slice(0, 8),
+      ...request,
+      created: new Date().toISOString(),
+      connections: 0,
+    };
+    this.#live.set(forward.id, { forward, listener });
+    this.#accept(forward, listener);
+    this.#bus.publish({ type: "forward.created", origin, data: { ...forward } });
+    return { ...forward };
+  }
+
+  /** Stops a forward (and the connections it carries); returns it. */
+  remove(id: string, origin: string): Forward {
+    const live = this.#live.get(id);
+    if (!live) throw notFound("forward", id);
+    this.#live.delete(id);
+    live.listener.close();
+    this.#bus.publish({ type: "forward.removed", origin, data: { ...live.forward } });
+    return { ...live.forward };
+  }
+
+  /** Stops every forward. */
+  close(): void {
+    for (const live of this.#live.values()) live.listener.close();
+    this.#live.clear();
+  }
+
+  /** Opens a byte stream to the box's loopback `port` (also used by the proxy). */
+  tunnel(box: string, port: number): Promise<ConnWebSocket> {
+    const target = boxTarget(this.#boxes, box);
+    const path = `/v1/tunnel?port=${port}`;
+    return target.kind === "socket" ? connectUnixWebSocket(target.path, path) : connectTlsWebSocket({
+      hostname: target.hostname,
+      port: target.port,
+      caCerts: target.caCerts,
+      path,
+      headers: { authorization: `Bearer ${target.credential}` },
+    });
+  }
+
+  async #accept(forward: Forward, listener: Deno.Listener): Promise<void> {
+    try {
+      for await (const conn of listener) {
+        forward.connections++;
+        this.#carry(forward, conn).finally(() => forward.connections--);
+      }
+    } catch {
+      // the listener was closed
+    }
+  }
+
+  async #carry(forward: Forward, conn: Deno.Conn): Promise<void> {
+    let ws: ConnWebSocket;
+    try {
+      ws = await this.tunnel(forward.box, forward.remote);
+    } catch {
+      conn.close(); // the box or its port is not there: the client sees the connection close
+      return;
+    }
+    await splice(conn, ws);
+  }
+}
+
+/** Copies bytes between a TCP connection and a tunnel until either ends, then closes both. */
+export async function splice(conn: Deno.Conn, ws: ConnWebSocket): Promise<void> {
+  const up = (async () => {
+    const buffer = new Uint8Array(64 * 1024);
+    try {
+      while (true) {
+        const n = await conn.read(buffer);
+        if (n === null) break;
+        await ws.sendBinary(buffer.slice(0, n));
+      }
+    } catch { /* the client went away */ }
+  })();
+  const down = (async () => {
+    try {
+      while (true) {
+        const message = await ws.next();
+        if (message === null) break;
+        let written = 0;
+        while (written < message.data.length) written += await conn.write(message.data.subarray(written));
+      }
+    } catch { /* the box side ended */ }
+  })();
+  await Promise.race([up, down]);
+  try {
+    conn.close();
+  } catch { /* closed */ }
+  await ws.close(1000).catch(() => {});
+  await Promise.allSettled([up, down]);
+}
+
+function takenOnIpv6Loopback(port: number): boolean {
+  try {
+    Deno.listen({ hostname: "::1", port }).close();
+    return false;
+  } catch (error) {
+    return error instanceof Deno.errors.AddrInUse;
+  }
+}

@@ -1,0 +1,96 @@
+/**
+ * Port forwards through the agent: a local port carries bytes both ways to a port on the box, over
+ * the box's tunnel; a taken local port is refused; removing the forward stops it.
+ */
+import { assert, assertEquals, assertStringIncludes } from "./assert.ts";
+import { AgentClient } from "../client/agent.ts";
+import { freePort, makeDirs, startAgent, startBox } from "./harness.ts";
+
+/** A TCP echo server standing in for a worktree's dev server on the box. */
+function echoServer(): { port: number; close(): void } {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  (async () => {
+    for await (const conn of listener) {
+      (async () => {
+        const buffer = new Uint8Array(65536);
+        try {
+          while (true) {
+            const n = await conn.read(buffer);
+            if (n === null) break;
+            await conn.write(buffer.subarray(0, n));
+          }
+        } catch { /* closed */ }
+        try {
+          conn.close();
+        } catch { /* closed */ }
+      })();
+    }
+  })().catch(() => {});
+  return { port: (listener.addr as Deno.NetAddr).port, close: () => listener.close() };
+}
+
+Deno.test("a forward carries bytes both ways; a taken port is refused; removal stops it", async () => {
+  const dirs = await makeDirs();
+  await using _box = await startBox({ dirs });
+  await using agent = await startAgent(dirs);
+  const client = new AgentClient({ url: agent.url, token: agent.token });
+  const echo = echoServer();
+  try {
+    await client.addLocal("devbox");
+    const local = freePort();
+    const headers = { authorization: `Bearer ${agent.token}`, "content-type": "application/json" };
+    const created = await fetch(`${agent.url}/v1/forwards`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify({ box: "devbox", local, remote: echo.port }),
+    });
+    assertEquals(created.status, 201);
+    const forward = await created.json();
+    assertEquals([forward.box, forward.local, forward.remote], ["devbox", local, echo.port]);
+
+    const conn = await Deno.connect({ hostname: "127.0.0.1", port: local });
+    const payload = new Uint8Array(300_000).map((_, i) => i % 251);
+    const writing = (async () => {
+      let written = 0;
+      while (written < payload.length) written += await conn.write(payload.subarray(written));
+    })();
+    const received = new Uint8Array(payload.length);
+    let got = 0;
+    while (got < payload.length) {
+      const n = await conn.read(received.subarray(got));
+      if (n === null) break;
+      got += n;
+    }
+    await writing;
+    conn.close();
+    assertEquals(got, payload.length);
+    assert(received.every((byte, i) => byte === payload[i]), "the bytes came back unchanged");
+    assertEquals((await client.status()).forwards.length, 1);
+
+    const taken = await fetch(`${agent.url}/v1/forwards`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify({ box: "devbox", local, remote: echo.port }),
+    });
+    assertEquals(taken.status, 409);
+    assertStringIncludes(await taken.text(), "in use");
+    const unknown = await fetch(`${agent.url}/v1/forwards`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify({ box: "nope", local: freePort(), remote: 1 }),
+    });
+    assertEquals(unknown.status, 404);
+    await unknown.body?.cancel();
+
+    const removed = await fetch(`${agent.url}/v1/forwards/${forward.id}`, { method: "DELETE", headers });
+    assertEquals((await removed.json()).id, forward.id);
+    const refused = await Deno.connect({ hostname: "127.0.0.1", port: local }).then((c) => {
+      c.close();
+      return false;
+    }, () => true);
+    assert(refused, "nothing listens on the local port after removal");
+  } finally {
+    echo.close();
+    client.close();
+  }
+});
