@@ -11,6 +11,7 @@ import { Store } from "../daemon/store.ts";
 import { Boxes } from "./boxes.ts";
 import { EventMerge } from "./merge.ts";
 import { Forwards } from "./forwards.ts";
+import { Proxy } from "./proxy.ts";
 import { ensureToken } from "./token.ts";
 
 /** Every module of one laptop agent. */
@@ -21,6 +22,9 @@ export class Agent {
   readonly boxes: Boxes;
   readonly merge: EventMerge;
   readonly forwards: Forwards;
+  readonly proxy: Proxy;
+  /** The proxy's listener: its port, or why it is not listening. */
+  proxyState: { enabled: boolean; port?: number; error?: string } = { enabled: false };
   token = "";
 
   constructor(paths: ClientPaths, options: { healthMs?: number } = {}) {
@@ -32,6 +36,7 @@ export class Agent {
     this.boxes = new Boxes(this.store, this.bus, options);
     this.merge = new EventMerge(this.store, this.bus, this.boxes);
     this.forwards = new Forwards(this.boxes, this.bus);
+    this.proxy = new Proxy(this.boxes, this.forwards);
   }
 
   /** Creates the token if needed, checks every box, and starts following them. */

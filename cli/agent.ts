@@ -44,6 +44,18 @@ export async function runAgent(
   );
   const url = `http://127.0.0.1:${port}`;
   console.error(`dock: agent listening on ${url}`);
+  const proxyPort = Number(Deno.env.get("DOCK_PROXY_PORT") || 1377);
+  try {
+    Deno.serve(
+      { hostname: "127.0.0.1", port: proxyPort, signal: stopping.signal, onListen: () => {} },
+      (request) => agent.proxy.handle(request),
+    );
+    agent.proxyState = { enabled: true, port: proxyPort };
+  } catch (error) {
+    // The API works without the proxy; the status says why there is none.
+    agent.proxyState = { enabled: false, port: proxyPort, error: (error as Error).message };
+    console.error(`dock: no proxy on ${proxyPort}: ${(error as Error).message}`);
+  }
   await options.onReady?.(url, agent.token);
   const stop = () => stopping.abort();
   Deno.addSignalListener("SIGINT", stop);
@@ -91,7 +103,11 @@ async function answers(client: AgentClient): Promise<boolean> {
 /** Adds the agent commands. */
 export function agentCommands(program: Command): void {
   const agent = program.command("agent").description("run the laptop agent in the foreground").action(() =>
-    guarded(() => runAgent(), "dock")
+    guarded(async () => {
+      await runAgent();
+      // Tunnels and the proxy's loopback ends hold listeners open: leave without waiting for them.
+      Deno.exit(0);
+    }, "dock")
   );
   agent.command("install").description("install the agent as a service that runs permanently").action(() =>
     guarded(async () => {

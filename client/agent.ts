@@ -24,8 +24,8 @@ export interface BoxStatus {
 export interface AgentStatus {
   boxes: BoxStatus[];
   forwards: unknown[];
-  routes: unknown[];
-  proxy: { enabled: boolean };
+  routes: { pattern: string; box: string; port: number }[];
+  proxy: { enabled: boolean; port?: number; error?: string };
 }
 
 /** Typed access to the laptop agent. */

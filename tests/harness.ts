@@ -245,6 +245,8 @@ export function killProcessesUnder(root: string): void {
 export interface TestAgent {
   url: string;
   port: number;
+  /** The private-URL proxy's port. */
+  proxyPort: number;
   token: string;
   process: Deno.ChildProcess;
   stop(options?: { kill?: boolean }): Promise<void>;
@@ -265,6 +267,7 @@ export async function startAgent(
   options: { port?: number; env?: Record<string, string> } = {},
 ) {
   const port = options.port ?? freePort();
+  const proxyPort = freePort();
   const env: Record<string, string> = {
     PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
     HOME: dirs.home,
@@ -272,6 +275,7 @@ export async function startAgent(
     DOCK_HOME: dirs.dockHome,
     DOCK_STATE_DIR: dirs.state,
     DOCK_AGENT_PORT: String(port),
+    DOCK_PROXY_PORT: String(proxyPort),
     NO_COLOR: "1",
     ...options.env,
   };
@@ -309,5 +313,13 @@ export async function startAgent(
     await process.status;
     await drained;
   };
-  return { url, port, token, process, stop, [Symbol.asyncDispose]: () => stop() } satisfies TestAgent;
+  return {
+    url,
+    port,
+    proxyPort,
+    token,
+    process,
+    stop,
+    [Symbol.asyncDispose]: () => stop(),
+  } satisfies TestAgent;
 }

@@ -23,6 +23,11 @@ const ANNOUNCE = z.object({
 });
 const ADD_LOCAL = z.object({ name: z.string().optional() }).optional();
 const FORWARD = z.object({ box: z.string().min(1), local: z.number().int(), remote: z.number().int() });
+const ROUTE = z.object({
+  pattern: z.string().min(1),
+  box: z.string().min(1),
+  port: z.number().int().min(1).max(65535),
+});
 
 /** Builds the agent's API app for a listener on `port`. */
 export function agentApp(agent: Agent, options: { port: number }): Hono {
@@ -37,8 +42,8 @@ export function agentApp(agent: Agent, options: { port: number }): Hono {
   const status = () => ({
     boxes: agent.boxes.status(),
     forwards: agent.forwards.list(),
-    routes: [],
-    proxy: { enabled: false },
+    routes: agent.proxy.routes(),
+    proxy: agent.proxyState,
   });
   const core = new RouteTable("agent")
     .add("GET", "/status", () => json(status()))
@@ -71,7 +76,9 @@ export function agentApp(agent: Agent, options: { port: number }): Hono {
       "/forwards",
       async (c) => json(agent.forwards.create(await body(c, FORWARD), requestOrigin(c)), 201),
     )
-    .add("DELETE", "/forwards/:id", (c) => json(agent.forwards.remove(param(c, "id"), requestOrigin(c))));
+    .add("DELETE", "/forwards/:id", (c) => json(agent.forwards.remove(param(c, "id"), requestOrigin(c))))
+    .add("POST", "/routes", async (c) => json(agent.proxy.addRoute(await body(c, ROUTE)), 201))
+    .add("DELETE", "/routes", (c) => json(agent.proxy.removeRoute(c.req.query("pattern") ?? "")));
   mount(app, "/v1", [core, boxes, forwards, settingsRoutes(agent), pairRoutes(agent), attachRoutes(agent)]);
   // The relay takes every method and any path below the box's api/.
   app.all("/v1/boxes/:box/api/*", (c) => {

@@ -1,0 +1,191 @@
+/**
+ * The private-URL proxy (spec 2.10): `http://<worktree>.<location>.<box>.localhost:1377/` serves the
+ * worktree's lowest listening port on that box, WebSocket upgrades included (dev-server hot reload).
+ * Named routes (`POST /v1/routes { pattern, box, port }`) are tried first. The upstream sees a
+ * loopback Host (`127.0.0.1:<port>`: fetch does not let a caller set Host, and dev servers accept
+ * loopback hosts) and a matching Origin; a redirect's `Location` back to loopback is turned back into
+ * the private URL. Bytes travel over the box's tunnel: one loopback
+ * listener per (box, port), made on first use and kept.
+ *
+ * @module
+ */
+import { DockError } from "../client/errors.ts";
+import { errorResponse } from "../daemon/api/http.ts";
+import type { Boxes } from "./boxes.ts";
+import { type Forwards, splice } from "./forwards.ts";
+
+/** A named route: requests whose host matches `pattern` go to `box`'s `port`. */
+export interface Route {
+  pattern: string;
+  box: string;
+  port: number;
+}
+
+/** The proxy's routing and its loopback ends of the tunnels. */
+export class Proxy {
+  #boxes: Boxes;
+  #forwards: Forwards;
+  #routes: Route[] = [];
+  #ends = new Map<string, Promise<number>>();
+  #lookups = new Map<string, { port: number; until: number }>();
+
+  constructor(boxes: Boxes, forwards: Forwards) {
+    this.#boxes = boxes;
+    this.#forwards = forwards;
+  }
+
+  /** The named routes. */
+  routes(): Route[] {
+    return [...this.#routes];
+  }
+
+  /** Adds (or replaces) a named route. `pattern` is a host name, or `*.` and a suffix. */
+  addRoute(route: Route): Route {
+    if (!/^(\*\.)?[a-z0-9.-]+$/i.test(route.pattern)) {
+      throw new DockError(
+        "invalid_request",
+        `pattern: a host name or *.suffix, got ${JSON.stringify(route.pattern)}`,
+        {
+          status: 400,
+          detail: { field: "pattern" },
+        },
+      );
+    }
+    this.#boxes.client(route.box); // 404 for an unknown box
+    this.#routes = [...this.#routes.filter((r) => r.pattern !== route.pattern), route];
+    return route;
+  }
+
+  /** Removes a named route; 404 when there is none. */
+  removeRoute(pattern: string): Route {
+    const route = this.#routes.find((r) => r.pattern === pattern);
+    if (!route) throw new DockError("not_found", `no route '${pattern}'`, { status: 404 });
+    this.#routes = this.#routes.filter((r) => r !== route);
+    return route;
+  }
+
+  /** Serves one request of the proxy listener. */
+  async handle(request: Request): Promise<Response> {
+    try {
+      const host = (request.headers.get("host") ?? "").toLowerCase();
+      const name = host.replace(/:\d+$/, "");
+      const target = this.#route(name) ?? await this.#worktree(name);
+      const end = await this.#end(target.box, target.port);
+      const url = new URL(request.url);
+      const upstreamHost = `127.0.0.1:${end}`;
+      if (request.headers.get("upgrade")?.toLowerCase() === "websocket") {
+        return this.#websocket(request, `ws://127.0.0.1:${end}${url.pathname}${url.search}`);
+      }
+      const headers = new Headers(request.headers);
+      headers.set("host", upstreamHost);
+      if (headers.has("origin")) headers.set("origin", `http://${upstreamHost}`);
+      const upstream = await fetch(`http://127.0.0.1:${end}${url.pathname}${url.search}`, {
+        method: request.method,
+        headers,
+        body: request.method === "GET" || request.method === "HEAD" ? undefined : request.body,
+        redirect: "manual",
+        signal: request.signal,
+      });
+      const out = new Headers(upstream.headers);
+      // Hop-by-hop headers describe the upstream connection, not this one.
+      for (const name of ["connection", "keep-alive", "transfer-encoding", "upgrade", "proxy-connection"]) {
+        out.delete(name);
+      }
+      const location = out.get("location");
+      if (location) {
+        out.set(
+          "location",
+          location.replace(
+            new RegExp(`^https?://(localhost|127\\.0\\.0\\.1):(${target.port}|${end})\\b`),
+            `http://${host}`,
+          ),
+        );
+      }
+      return new Response(upstream.body, { status: upstream.status, headers: out });
+    } catch (error) {
+      if (error instanceof DockError) return errorResponse(error);
+      return errorResponse(
+        new DockError("bad_gateway", `the worktree's server did not answer: ${(error as Error).message}`, {
+          status: 502,
+        }),
+      );
+    }
+  }
+
+  #route(name: string): Route | undefined {
+    return this.#routes.find((r) =>
+      r.pattern.startsWith("*.") ? name.endsWith(r.pattern.slice(1)) : name === r.pattern
+    );
+  }
+
+  /** `<wt>.<loc>.<box>.localhost` → the worktree's lowest listening port (cached for a moment). */
+  async #worktree(name: string): Promise<{ box: string; port: number }> {
+    const labels = name.split(".");
+    if (labels.length < 4 || labels.at(-1) !== "localhost") {
+      throw new DockError("unknown_host", `no worktree or route for host '${name}'`, { status: 404 });
+    }
+    const box = labels.at(-2)!;
+    const location = labels.at(-3)!;
+    const worktree = labels.slice(0, -3).join(".");
+    const cached = this.#lookups.get(name);
+    if (cached && cached.until > Date.now()) return { box, port: cached.port };
+    const client = this.#boxes.client(box);
+    const listening = (await client.ports())
+      .filter((p) => p.location === location && p.worktree === worktree)
+      .map((p) => p.port)
+      .sort((a, b) => a - b);
+    if (!listening.length) {
+      throw new DockError(
+        "nothing_listening",
+        `nothing listens in worktree '${location}/${worktree}' on box '${box}'`,
+        {
+          status: 502,
+        },
+      );
+    }
+    this.#lookups.set(name, { port: listening[0], until: Date.now() + 2000 });
+    return { box, port: listening[0] };
+  }
+
+  /** A loopback port on this laptop that reaches the box's `port` through its tunnel. */
+  #end(box: string, port: number): Promise<number> {
+    const key = `${box}:${port}`;
+    let end = this.#ends.get(key);
+    if (!end) {
+      const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+      (async () => {
+        for await (const conn of listener) {
+          this.#forwards.tunnel(box, port).then((ws) => splice(conn, ws), () => conn.close());
+        }
+      })().catch(() => {});
+      end = Promise.resolve((listener.addr as Deno.NetAddr).port);
+      this.#ends.set(key, end);
+    }
+    return end;
+  }
+
+  #websocket(request: Request, upstreamUrl: string): Response {
+    const { socket, response } = Deno.upgradeWebSocket(request);
+    const upstream = new WebSocket(upstreamUrl);
+    upstream.binaryType = "arraybuffer";
+    socket.binaryType = "arraybuffer";
+    const pending: (string | ArrayBuffer)[] = [];
+    upstream.onopen = () => {
+      for (const message of pending.splice(0)) upstream.send(message);
+    };
+    socket.onmessage = (e) =>
+      upstream.readyState === WebSocket.OPEN ? upstream.send(e.data) : pending.push(e.data);
+    upstream.onmessage = (e) => socket.readyState === WebSocket.OPEN && socket.send(e.data);
+    const closeBoth = () => {
+      for (const ws of [socket, upstream]) {
+        try {
+          ws.close();
+        } catch { /* closed */ }
+      }
+    };
+    socket.onclose = closeBoth;
+    upstream.onclose = closeBoth;
+    upstream.onerror = closeBoth;
+    return response;
+  }
+}
