@@ -27,6 +27,10 @@
  * 7. to 11. **Sessions** (bench/sessions.ts): `dock hook` wall time against an empty `deno run` (goal
  *    ≤ 1.5×); hook → its event on the box's SSE; send → text visible in `screen` against tmux directly;
  *    attach echo latency and bulk output against `tmux attach` in a PTY directly.
+ * 12. and on. **The laptop agent** (bench/agent.ts): relay overhead against the box's socket (sequential
+ *    and 50 at once), event delivery through the merged stream with 10 clients (none lost), `GET
+ *    /v1/status` and the agents' memory. `deno run -A bench/attach_relay.ts` measures attach echo
+ *    through agent + box against the box's socket and a direct `tmux attach`.
  *
  * `--quick` divides every N by about five for a smoke run. All temporary folders are removed and the
  * daemons stopped at the end, also on failure.
@@ -38,6 +42,7 @@ import type { BoxClient } from "../client/box.ts";
 import { git, GIT_ENV, makeDirs, makeRepo, startBox } from "../tests/harness.ts";
 import { benchDaemonMemory, benchPorts, benchServiceStart } from "./services.ts";
 import { benchSessions } from "./sessions.ts";
+import { benchAgent } from "./agent.ts";
 import { ms, ratio, type Row, summarize, time } from "./stats.ts";
 
 const QUICK = Deno.args.includes("--quick");
@@ -462,6 +467,7 @@ async function main(): Promise<void> {
   rows.push(...await benchDaemonMemory(serviceOptions));
   rows.push(...await benchPorts(serviceOptions));
   rows.push(...await benchSessions({ quick: QUICK }));
+  rows.push(...await benchAgent({ quick: QUICK }));
 
   const gitVersion = await versionOf("git", ["--version"]);
   const load = (await Deno.readTextFile("/proc/loadavg").catch(() => "? ? ?")).split(" ").slice(0, 3);
