@@ -63,7 +63,15 @@ export async function boxInfo(options: BoxInfoOptions): Promise<BoxInfo> {
   return info;
 }
 
-async function currentUser(): Promise<string | null> {
+// The user does not change while the daemon runs: ask `id` once, not on every `GET info` (health checks).
+let knownUser: Promise<string | null> | undefined;
+
+function currentUser(): Promise<string | null> {
+  knownUser ??= lookUpUser();
+  return knownUser;
+}
+
+async function lookUpUser(): Promise<string | null> {
   const user = Deno.env.get("USER") || Deno.env.get("LOGNAME");
   if (user) return user;
   // Services started by init often run without USER set.
