@@ -20,6 +20,18 @@ export const GIT_ENV: Record<string, string> = {
   GIT_CONFIG_NOSYSTEM: "1",
 };
 
+/** The environment every dock process of a test runs with: its own home and dock directories. */
+function processEnv(dirs: BoxDirs): Record<string, string> {
+  return {
+    PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
+    HOME: dirs.home,
+    SHELL: "/bin/sh",
+    DOCK_HOME: dirs.dockHome,
+    DOCK_STATE_DIR: dirs.state,
+    NO_COLOR: "1",
+  };
+}
+
 /** Options of {@linkcode startBox}. */
 export interface StartBoxOptions {
   /** Reuse these directories (a restart of the same box). */
@@ -81,16 +93,11 @@ export async function startBox(options: StartBoxOptions = {}): Promise<TestBox> 
   const dirs = options.dirs ?? await makeDirs();
   const range = options.portRange ?? dirs.portRange;
   const env: Record<string, string> = {
-    PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
-    HOME: dirs.home,
-    SHELL: "/bin/sh",
-    DOCK_HOME: dirs.dockHome,
-    DOCK_STATE_DIR: dirs.state,
+    ...processEnv(dirs),
     DOCK_PORT_RANGE: `${range[0]}-${range[1]}`,
     DOCK_WATCH_MS: "200",
     // No TLS listener unless a test pairs: certificates cost ~90 ms and boxes would race for 1379.
     DOCK_LISTEN: "off",
-    NO_COLOR: "1",
     ...GIT_ENV,
     ...options.env,
   };
@@ -269,14 +276,9 @@ export async function startAgent(
   const port = options.port ?? freePort();
   const proxyPort = freePort();
   const env: Record<string, string> = {
-    PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
-    HOME: dirs.home,
-    SHELL: "/bin/sh",
-    DOCK_HOME: dirs.dockHome,
-    DOCK_STATE_DIR: dirs.state,
+    ...processEnv(dirs),
     DOCK_AGENT_PORT: String(port),
     DOCK_PROXY_PORT: String(proxyPort),
-    NO_COLOR: "1",
     ...options.env,
   };
   const process = new Deno.Command(Deno.execPath(), {
