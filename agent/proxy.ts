@@ -1,14 +1,15 @@
 /**
  * The private-URL proxy (spec 2.10): `http://<worktree>.<location>.<box>.localhost:1377/` serves the
  * worktree's lowest listening port on that box, WebSocket upgrades included (dev-server hot reload).
- * Named routes (`POST /v1/routes { pattern, box, port }`) are tried first. The upstream sees a
- * loopback Host (`127.0.0.1:<port>`: fetch does not let a caller set Host, and dev servers accept
- * loopback hosts) and a matching Origin; a redirect's `Location` back to loopback is turned back into
- * the private URL. Bytes travel over the box's tunnel: one loopback
+ * Named routes (`POST /v1/routes { pattern, box, port }`) are tried first. The upstream sees
+ * `Host: localhost:<port>` and a matching Origin, as if the browser were on the box (requests go out
+ * through node:http, since fetch does not let a caller set Host); a redirect's `Location` back to
+ * loopback is turned back into the private URL. Bytes travel over the box's tunnel: one loopback
  * listener per (box, port), made on first use and kept.
  *
  * @module
  */
+import http from "node:http";
 import { DockError } from "../client/errors.ts";
 import { errorResponse } from "../daemon/api/http.ts";
 import type { Boxes } from "./boxes.ts";
@@ -72,20 +73,14 @@ export class Proxy {
       const target = this.#route(name) ?? await this.#worktree(name);
       const end = await this.#end(target.box, target.port);
       const url = new URL(request.url);
-      const upstreamHost = `127.0.0.1:${end}`;
+      const upstreamHost = `localhost:${target.port}`;
       if (request.headers.get("upgrade")?.toLowerCase() === "websocket") {
         return this.#websocket(request, `ws://127.0.0.1:${end}${url.pathname}${url.search}`);
       }
       const headers = new Headers(request.headers);
       headers.set("host", upstreamHost);
       if (headers.has("origin")) headers.set("origin", `http://${upstreamHost}`);
-      const upstream = await fetch(`http://127.0.0.1:${end}${url.pathname}${url.search}`, {
-        method: request.method,
-        headers,
-        body: request.method === "GET" || request.method === "HEAD" ? undefined : request.body,
-        redirect: "manual",
-        signal: request.signal,
-      });
+      const upstream = await upstreamFetch(end, `${url.pathname}${url.search}`, request, headers);
       const out = new Headers(upstream.headers);
       // Hop-by-hop headers describe the upstream connection, not this one.
       for (const name of ["connection", "keep-alive", "transfer-encoding", "upgrade", "proxy-connection"]) {
@@ -188,4 +183,40 @@ export class Proxy {
     upstream.onerror = closeBoth;
     return response;
   }
+}
+
+/** Sends `request` to `127.0.0.1:port` with exactly `headers` (Host included) and streams the answer. */
+function upstreamFetch(port: number, path: string, request: Request, headers: Headers): Promise<Response> {
+  return new Promise((resolve, reject) => {
+    const outgoing = http.request(
+      { hostname: "127.0.0.1", port, path, method: request.method, headers: Object.fromEntries(headers) },
+      (incoming) => {
+        const out = new Headers();
+        for (const [name, value] of Object.entries(incoming.headers)) {
+          if (value === undefined) continue;
+          for (const item of Array.isArray(value) ? value : [value]) out.append(name, String(item));
+        }
+        const status = incoming.statusCode ?? 502;
+        const empty = request.method === "HEAD" || status === 204 || status === 304;
+        const body = empty ? null : new ReadableStream<Uint8Array>({
+          start(controller) {
+            incoming.on("data", (chunk: Uint8Array) => controller.enqueue(new Uint8Array(chunk)));
+            incoming.on("end", () => controller.close());
+            incoming.on("error", (error: Error) => controller.error(error));
+          },
+          cancel() {
+            incoming.destroy();
+          },
+        });
+        if (empty) incoming.resume();
+        resolve(new Response(body, { status, headers: out }));
+      },
+    );
+    outgoing.on("error", reject);
+    request.signal.addEventListener("abort", () => outgoing.destroy(), { once: true });
+    (async () => {
+      if (request.body) { for await (const chunk of request.body) outgoing.write(chunk); }
+      outgoing.end();
+    })().catch((error) => outgoing.destroy(error));
+  });
 }

@@ -63,7 +63,7 @@ Deno.test("the proxy serves a worktree's HTTP and WebSocket server by its name",
       const answer = await raw(agent.proxyPort, host, "/");
       return answer.status === 200 ? answer : undefined;
     }, 20_000);
-    assertStringIncludes(page.body, "site host=127.0.0.1:");
+    assertStringIncludes(page.body, `site host=localhost:${wt.ports[0]}`);
 
     const redirect = await raw(agent.proxyPort, host, "/go");
     assertEquals(redirect.status, 302);
