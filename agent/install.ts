@@ -7,8 +7,7 @@
  * @module
  */
 import { join } from "node:path";
-import { run, which } from "../daemon/runner.ts";
-import { shQuote } from "../daemon/sessions.ts";
+import { run, shellQuote, which } from "../daemon/runner.ts";
 
 /** What an install did. */
 export interface InstallResult {
@@ -98,7 +97,7 @@ export async function installAgentService(options: { log: string }): Promise<Ins
     await Deno.mkdir(join(home, "Library", "LaunchAgents"), { recursive: true });
     await Deno.writeTextFile(file, launchdPlist(command, variables, options.log));
     const loaded = await run("launchctl", ["load", "-w", file], { timeoutMs: 15_000 }).catch(() => null);
-    if (!loaded || loaded.code !== 0) notes.push(`start it with: launchctl load -w ${shQuote(file)}`);
+    if (!loaded || loaded.code !== 0) notes.push(`start it with: launchctl load -w ${shellQuote(file)}`);
     return { file, manager: "launchd", started: loaded?.code === 0, notes };
   }
   const dir = join(env.XDG_CONFIG_HOME || join(home, ".config"), "systemd", "user");

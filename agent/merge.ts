@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { sleep } from "../daemon/timers.ts";
 import type { DockEvent } from "../client/wire.ts";
 import type { EventBus } from "../daemon/events.ts";
 import type { Store } from "../daemon/store.ts";
@@ -116,14 +117,4 @@ export class EventMerge {
       signal.addEventListener("abort", done, { once: true });
     });
   }
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener("abort", () => {
-      clearTimeout(timer);
-      resolve();
-    }, { once: true });
-  });
 }

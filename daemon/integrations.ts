@@ -15,6 +15,7 @@
  *
  * @module
  */
+import { shellQuote } from "./runner.ts";
 import {
   applyEdits,
   type FormattingOptions,
@@ -798,12 +799,6 @@ function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
-/** Quotes a word for a POSIX shell; safe words stay bare so the command reads naturally. */
-export function shellQuote(word: string): string {
-  if (/^[A-Za-z0-9_\/.,:@%+=-]+$/.test(word)) return word;
-  return `'${word.replaceAll("'", `'\\''`)}'`;
-}
-
 /** Splits a shell command line into words (quotes and backslashes; no expansion). */
 export function shellSplit(command: string): string[] {
   const words: string[] = [];
@@ -839,3 +834,5 @@ export function shellSplit(command: string): string[] {
   if (inWord) words.push(word);
   return words;
 }
+
+export { shellQuote };

@@ -147,6 +147,12 @@ export function shell(command: string, options: RunOptions = {}): Promise<RunRes
   return run(loginShell(), ["-l", "-c", command], options);
 }
 
+/** Quotes a word for a POSIX shell; safe words stay bare so a command line reads naturally. */
+export function shellQuote(word: string): string {
+  if (/^[A-Za-z0-9_\/.,:@%+=-]+$/.test(word)) return word;
+  return `'${word.replaceAll("'", `'\\''`)}'`;
+}
+
 /** Kills a process group; a group that is already gone is not an error. */
 export function killGroup(pid: number, signal: Deno.Signal = "SIGTERM"): void {
   try {

@@ -17,6 +17,7 @@
  *
  * @module
  */
+import { sleep } from "./timers.ts";
 import { dirname, join } from "node:path";
 import { DockError, notFound } from "../client/errors.ts";
 import type { ServiceState, StreamLine, Worktree, WorktreeService } from "../client/wire.ts";
@@ -27,7 +28,7 @@ import type { BoxPaths } from "./paths.ts";
 import { groupMembers, isAlive, readProc } from "./procs.ts";
 import { killGroup, launch, loginShell } from "./runner.ts";
 import type { Store } from "./store.ts";
-import { readEnvFile, type Worktrees } from "./worktrees.ts";
+import type { Worktrees } from "./worktrees.ts";
 
 interface ServiceRow {
   location: string;
@@ -400,11 +401,9 @@ export class Services {
   }
 
   async #environment(wt: Worktree): Promise<Record<string, string>> {
-    const { env } = await this.#o.worktrees.environment(wt);
-    const configEnv = (await this.#o.locations.config(wt.location)).effective.env ?? {};
-    const boxEnv = await readEnvFile(this.#o.paths.envFile);
+    const { env, setsPort } = await this.#o.worktrees.environment(wt);
     // Services also get PORT = DOCK_PORT, unless the config or the box env file sets PORT.
-    if (!("PORT" in configEnv) && !("PORT" in boxEnv) && env.DOCK_PORT) env.PORT = env.DOCK_PORT;
+    if (!setsPort && env.DOCK_PORT) env.PORT = env.DOCK_PORT;
     return env;
   }
 
@@ -515,16 +514,6 @@ function toService(
     error: row?.error ?? null,
     ports: [],
   };
-}
-
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal?.addEventListener("abort", () => {
-      clearTimeout(timer);
-      resolve();
-    }, { once: true });
-  });
 }
 
 function concat(a: Uint8Array, b: Uint8Array): Uint8Array {

@@ -12,6 +12,7 @@
  *
  * @module
  */
+import { sleep } from "./timers.ts";
 import { join } from "node:path";
 import { DockError, notFound } from "../client/errors.ts";
 import type {
@@ -27,7 +28,7 @@ import { agentArgs, availableAgents } from "./agents.ts";
 import type { EventBus } from "./events.ts";
 import type { Locations } from "./locations.ts";
 import { groupMembers, groupRss, processes } from "./procs.ts";
-import { killGroup, loginShell } from "./runner.ts";
+import { killGroup, loginShell, shellQuote } from "./runner.ts";
 import type { Store } from "./store.ts";
 import type { Pane, Tmux } from "./tmux.ts";
 import type { Worktrees } from "./worktrees.ts";
@@ -161,16 +162,16 @@ export class Sessions {
     const shell = loginShell();
     const launch = [
       "set -a",
-      `. ${shQuote(join(dir, "env"))}`,
+      `. ${shellQuote(join(dir, "env"))}`,
       "set +a",
-      `rm -f ${shQuote(join(dir, "env"))}`,
-      `cd ${shQuote(worktree.path)} || exit 1`,
+      `rm -f ${shellQuote(join(dir, "env"))}`,
+      `cd ${shellQuote(worktree.path)} || exit 1`,
       command
         // The command runs in a login shell so the user's PATH applies; arguments pass through "$@".
-        ? `exec ${shQuote(shell)} -l -c ${shQuote(`${command} "$@"`)} dock-session ${
-          args.map(shQuote).join(" ")
+        ? `exec ${shellQuote(shell)} -l -c ${shellQuote(`${command} "$@"`)} dock-session ${
+          args.map(shellQuote).join(" ")
         }`
-        : `exec ${shQuote(shell)} -l`,
+        : `exec ${shellQuote(shell)} -l`,
     ].join("\n");
     await Deno.writeTextFile(join(dir, "launch.sh"), launch + "\n", { mode: 0o600 });
     const created = new Date().toISOString();
@@ -193,7 +194,7 @@ export class Sessions {
       await this.#o.tmux.newSession({
         name,
         cwd: worktree.path,
-        command: `sh ${shQuote(join(dir, "launch.sh"))}`,
+        command: `sh ${shellQuote(join(dir, "launch.sh"))}`,
         cols: request.cols,
         rows: request.rows,
       });
@@ -467,16 +468,11 @@ export class Sessions {
   }
 }
 
-/** Quotes a word for sh: `it's` → `'it'\''s'`. */
-export function shQuote(word: string): string {
-  return `'${word.replaceAll("'", `'\\''`)}'`;
-}
-
 /** An environment as a file of `KEY='value'` lines for `set -a; . file` (invalid names skipped). */
 export function envScript(env: Record<string, string>): string {
   return Object.entries(env)
     .filter(([key]) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(key))
-    .map(([key, value]) => `${key}=${shQuote(value)}\n`)
+    .map(([key, value]) => `${key}=${shellQuote(value)}\n`)
     .join("");
 }
 
@@ -495,8 +491,4 @@ function toSession(row: SessionRow): Session {
     created: row.created,
     from_session: row.from_session,
   };
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }
