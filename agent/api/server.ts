@@ -7,7 +7,7 @@
 import { Hono } from "hono";
 import { z } from "zod";
 import { DockError } from "../../client/errors.ts";
-import { resumeFrom, sse } from "../../daemon/api/events.ts";
+import { EVENT_ANNOUNCE, resumeFrom, sse } from "../../daemon/api/events.ts";
 import { body, errorResponse, json, mount, param, requestOrigin, RouteTable } from "../../daemon/api/http.ts";
 import type { Agent } from "../agent.ts";
 import { relay } from "../relay.ts";
@@ -16,11 +16,6 @@ import { gate } from "./gate.ts";
 import { pairRoutes } from "./pair.ts";
 import { settingsRoutes } from "./settings.ts";
 
-const ANNOUNCE = z.object({
-  type: z.string().max(100).regex(/^[a-z][a-z0-9_-]*(\.[a-z0-9_-]+)*$/, "must be dotted lower-case words"),
-  origin: z.string().max(64).optional(),
-  data: z.record(z.string(), z.unknown()).optional(),
-});
 const ADD_LOCAL = z.object({ name: z.string().optional() }).optional();
 const FORWARD = z.object({ box: z.string().min(1), local: z.number().int(), remote: z.number().int() });
 const ROUTE = z.object({
@@ -53,7 +48,7 @@ export function agentApp(agent: Agent, options: { port: number }): Hono {
     })
     .add("GET", "/events", (c) => sse(agent.bus, resumeFrom(c), c.req.raw.signal))
     .add("POST", "/events", async (c) => {
-      const announce = await body(c, ANNOUNCE);
+      const announce = await body(c, EVENT_ANNOUNCE);
       return json(agent.bus.publish({ ...announce, origin: announce.origin ?? requestOrigin(c) }), 201);
     })
     .add("POST", "/stop", () => {

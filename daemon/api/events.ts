@@ -14,10 +14,15 @@ import { body, json, requestOrigin, RouteTable } from "./http.ts";
 
 const EVENT_TYPE = /^[a-z][a-z0-9_-]*(\.[a-z0-9_-]+)*$/;
 
-const ANNOUNCE = z.object({
+/** The body of `POST events` on the laptop (spec 2.4 "Event announce"). */
+export const EVENT_ANNOUNCE = z.object({
   type: z.string().max(100).regex(EVENT_TYPE, "must be dotted lower-case words such as build.finished"),
   origin: z.string().max(64).optional(),
   data: z.record(z.string(), z.unknown()).optional(),
+});
+
+// On a box, `dock hook` adds what matches its report to a session.
+const ANNOUNCE = EVENT_ANNOUNCE.extend({
   /** The reporting process's DOCK_SESSION (from `dock hook`); used to match, not kept in the event. */
   session: z.string().max(64).optional(),
   /** When it happened, for reports that arrive late (RFC 3339). */
