@@ -300,14 +300,13 @@ export class Worktrees {
   }
 
   /** The worktree's whole environment (spec 2.10); unresolved secrets are reported, never values. */
-  async environment(
-    worktree: Worktree,
-  ): Promise<{ env: Record<string, string>; problems: { key: string; error: string }[] }> {
+  async environment(worktree: Worktree): Promise<WorktreeEnvironment> {
     const location = this.#o.locations.get(worktree.location);
     const config = (await this.#o.locations.config(worktree.location)).effective;
-    return buildEnv({
+    const boxEnv = await readEnvFile(this.#o.paths.envFile);
+    const built = await buildEnv({
       base: Deno.env.toObject(),
-      boxEnv: await readEnvFile(this.#o.paths.envFile),
+      boxEnv,
       dock: dockVariables(
         {
           box: this.#o.settings.name,
@@ -323,6 +322,7 @@ export class Worktrees {
       config: config.env ?? {},
       secrets: this.#o.secrets,
     });
+    return { ...built, setsPort: "PORT" in (config.env ?? {}) || "PORT" in boxEnv };
   }
 
   /** Setup output, as lines; with `follow`, goes on until setup ends. */
@@ -656,6 +656,14 @@ export class Worktrees {
       log.close();
     }
   }
+}
+
+/** A worktree's environment, what could not be resolved (names only), and whether `env` sets PORT. */
+export interface WorktreeEnvironment {
+  env: Record<string, string>;
+  problems: { key: string; error: string }[];
+  /** The config's or the box env file's `env` sets `PORT` (services then keep it). */
+  setsPort: boolean;
 }
 
 /** Reads `env.json` (missing → empty); an invalid file is an error naming it. */
