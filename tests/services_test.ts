@@ -359,3 +359,22 @@ Deno.test("a graceful stop and restart of the daemon leaves services running, on
   assertEquals([after.state, after.pid, after.restarts], ["running", running.pid, 0]);
   assertEquals(Deno.readTextFileSync(`/proc/${running.pid}/stat`).split(") ")[1][0] !== "Z", true);
 });
+
+Deno.test("services get PORT = DOCK_PORT unless the config's env sets PORT", async () => {
+  const { box } = await boxWith({
+    env: { PORT: "4321" },
+    services: [{ name: "show", run: 'echo "$PORT $DOCK_PORT" > port.txt; exec sleep 600', autostart: true }],
+  });
+  await using _ = box;
+  const wt = await box.client.createWorktree("app", { name: "w" });
+  const text = await eventually(() => Deno.readTextFile(join(wt.path, "port.txt")).catch(() => undefined));
+  assertEquals(text.trim(), `4321 ${wt.ports[0]}`);
+  await box.client.putConfig("app", { env: { OTHER: "x" } });
+  await box.client.serviceAction("app", "w", "show", "restart");
+  // The repository's PORT still applies (layers merge key by key).
+  const again = await eventually(async () => {
+    const t = await Deno.readTextFile(join(wt.path, "port.txt")).catch(() => "");
+    return t.trim() === `4321 ${wt.ports[0]}` ? t : undefined;
+  });
+  assertEquals(again.trim(), `4321 ${wt.ports[0]}`);
+});

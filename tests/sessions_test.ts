@@ -212,6 +212,11 @@ Deno.test("a permission prompt is waiting; a crash or exit ends the wait", async
     after: new Date().toISOString(),
     timeout: "1s",
   });
+  // Spec 4.2: the timeout is 1s to 1h, `after` an RFC 3339 time.
+  for (const options of [{ timeout: "2h" }, { timeout: "500ms" }, { after: "yesterday" }]) {
+    const error = await assertRejects(() => box.client.wait("asker", options), DockError);
+    assertEquals((error as DockError).status, 400, JSON.stringify(options));
+  }
   assertEquals(timedOut.timed_out, true);
 });
 
