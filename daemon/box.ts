@@ -24,6 +24,7 @@ import { Sessions } from "./sessions.ts";
 import { Tmux } from "./tmux.ts";
 import { replaySpool, spoolDir } from "./spool.ts";
 import { join } from "node:path";
+import { Hooks } from "./hooks.ts";
 
 /** The daemon's build, reported by `GET info`. */
 export const BUILD = "0.1.0";
@@ -57,6 +58,7 @@ export class Box {
   readonly tmux: Tmux;
   readonly sessions: Sessions;
   readonly pairing: PairingStore;
+  readonly hooks: Hooks;
   /** The laptop listener once it listens; null while it does not (off, failed, or not yet started). */
   tls: TlsListener | null = null;
   /** Why the laptop listener is not running (`DOCK_LISTEN=off`, a taken port, no openssl), for `dockd pair`. */
@@ -72,6 +74,7 @@ export class Box {
     this.store = new Store(paths.db);
     this.bus = new EventBus(this.store);
     this.pairing = new PairingStore(this.store);
+    this.hooks = new Hooks();
     // Candidates are checked with a bind probe instead of reading /proc/net/tcp*: the kernel walks its
     // whole TCP table for that read (≈4 ms each, measured), the probe costs microseconds per port.
     this.ports = new PortAllocator(this.store, {
