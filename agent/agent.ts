@@ -11,6 +11,7 @@ import { Store } from "../daemon/store.ts";
 import { Boxes } from "./boxes.ts";
 import { EventMerge } from "./merge.ts";
 import { Forwards } from "./forwards.ts";
+import { LaptopHooks } from "./hooks.ts";
 import { Proxy } from "./proxy.ts";
 import { ensureToken } from "./token.ts";
 
@@ -23,6 +24,7 @@ export class Agent {
   readonly merge: EventMerge;
   readonly forwards: Forwards;
   readonly proxy: Proxy;
+  readonly hooks: LaptopHooks;
   /** The proxy's listener: its port, or why it is not listening. */
   proxyState: { enabled: boolean; port?: number; error?: string } = { enabled: false };
   token = "";
@@ -37,6 +39,18 @@ export class Agent {
     this.merge = new EventMerge(this.store, this.bus, this.boxes);
     this.forwards = new Forwards(this.boxes, this.bus);
     this.proxy = new Proxy(this.boxes, this.forwards);
+    this.hooks = new LaptopHooks({
+      bus: this.bus,
+      file: paths.hooksFile,
+      home: Deno.env.get("HOME") ?? "/",
+      onlineBoxes: () => this.boxes.list().map((b) => b.name).filter((name) => this.boxes.online(name)),
+      boxHooksFile: async (name) => (await this.boxes.client(name).hooks()).path,
+      // The daemon that shares this state folder most likely shares ~/.dock too (`dock up`).
+      guessShared: (name) => {
+        const box = this.boxes.list().find((b) => b.name === name);
+        return box?.kind === "socket" && box.address === paths.localSocket;
+      },
+    });
   }
 
   /** Creates the token if needed, checks every box, and starts following them. */
@@ -45,10 +59,12 @@ export class Agent {
     await this.boxes.refresh();
     this.boxes.start();
     this.merge.start();
+    this.hooks.start();
   }
 
   /** Stops following boxes and closes the store. */
   close(): void {
+    this.hooks.close();
     this.merge.close();
     this.forwards.close();
     this.boxes.close();

@@ -6,7 +6,7 @@
  */
 import { BoxClient } from "./box.ts";
 import { readSse, Transport } from "./http.ts";
-import type { DockEvent, EventAnnounce } from "./wire.ts";
+import type { DockEvent, EventAnnounce, HookConfig, HooksState } from "./wire.ts";
 
 /** A box's connection as the agent reports it. */
 export interface BoxStatus {
@@ -87,6 +87,16 @@ export class AgentClient {
     } catch (error) {
       if (!options.signal?.aborted) throw error;
     }
+  }
+
+  /** `GET /v1/hooks`: the laptop's `~/.dock/hooks.json`. */
+  hooks(): Promise<HooksState> {
+    return this.transport.json("/v1/hooks");
+  }
+
+  /** `PUT /v1/hooks`: replaces the laptop's hooks; announces `hooks.changed`. */
+  putHooks(hooks: HookConfig[]): Promise<HooksState> {
+    return this.transport.json("/v1/hooks", { method: "PUT", body: { hooks } });
   }
 
   /** Closes the connection pool. */

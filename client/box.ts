@@ -18,6 +18,8 @@ import type {
   ExecResult,
   FsListing,
   GuardFile,
+  HookConfig,
+  HooksState,
   Location,
   LocationClone,
   LocationConfig,
@@ -288,6 +290,16 @@ export class BoxClient {
   /** `PUT guard`. */
   putGuard(body: GuardFile): Promise<GuardFile> {
     return this.transport.json("/v1/guard", { method: "PUT", body });
+  }
+
+  /** `GET hooks`: the box's `~/.dock/hooks.json`. */
+  hooks(): Promise<HooksState> {
+    return this.transport.json("/v1/hooks");
+  }
+
+  /** `PUT hooks` (passes the box's `before:config.change` gates first). */
+  putHooks(hooks: HookConfig[]): Promise<HooksState> {
+    return this.transport.json("/v1/hooks", { method: "PUT", body: { hooks } });
   }
 
   /** `GET sessions`. */

@@ -126,6 +126,15 @@ export interface HookConfig {
   tool?: string;
 }
 
+/** A hooks file as `GET hooks` and `GET /v1/hooks` report it (spec 2.9, 4.1). */
+export interface HooksState {
+  /** The file's path. */
+  path: string;
+  hooks: HookConfig[];
+  /** Why the file does not load; the last good hooks stay in force meanwhile. */
+  error?: string;
+}
+
 /** A flow (spec 2.5); validated here, run by the flows module. */
 export interface FlowConfig {
   id: string;

@@ -74,7 +74,6 @@ export class Box {
     this.store = new Store(paths.db);
     this.bus = new EventBus(this.store);
     this.pairing = new PairingStore(this.store);
-    this.hooks = new Hooks();
     // Candidates are checked with a bind probe instead of reading /proc/net/tcp*: the kernel walks its
     // whole TCP table for that read (≈4 ms each, measured), the probe costs microseconds per port.
     this.ports = new PortAllocator(this.store, {
@@ -115,6 +114,23 @@ export class Box {
       worktrees: this.worktrees,
       dir: join(paths.box, "sessions"),
     });
+    this.hooks = new Hooks({
+      bus: this.bus,
+      file: paths.hooksFile,
+      boxName: this.settings.name,
+      home: paths.userHome,
+      locations: this.locations,
+      worktrees: this.worktrees,
+      sessionPlace: (name) => {
+        try {
+          const session = this.sessions.get(name);
+          return { location: session.location, worktree: session.worktree };
+        } catch {
+          return null;
+        }
+      },
+      concurrency: numberFromEnv("DOCK_HOOK_CONCURRENCY"),
+    });
     // Removing a worktree ends its sessions too (after its services, before archive).
     this.worktrees.removalSteps.push((worktree) => this.sessions.removeAll(worktree));
     this.pauses = new Pauses(this.bus, this.worktrees);
@@ -151,6 +167,7 @@ export class Box {
     // A hook that timed out on a busy daemon spools too: pick such reports up soon after.
     this.#spoolTimer = setInterval(() => this.replaySpool().catch((e) => console.error("spool:", e)), 2000);
     this.guard.start();
+    this.hooks.start();
   }
 
   /**
@@ -213,6 +230,7 @@ export class Box {
     this.worktrees.stop();
     this.services.close();
     this.guard.stop();
+    this.hooks.close();
     clearInterval(this.#spoolTimer);
     this.sessions.close();
     killAll();

@@ -721,6 +721,27 @@ export function parseConfigText(text: string, file: string): DockConfig {
   return validateConfig(parseJsoncText(text, file), file);
 }
 
+/** A hooks file (`~/.dock/hooks.json`, box and laptop alike): `{ "hooks": [Hook] }`. */
+export interface HooksFile {
+  hooks: HookConfig[];
+}
+
+const hooksFileSchema = z.strictObject({
+  $schema: z.string().optional(),
+  hooks: z.array(hookSchema).describe("Hooks and before: gates."),
+});
+
+/** Validates an already-parsed hooks file (or a `PUT hooks` body); throws ConfigError. */
+export function validateHooksFile(value: unknown, file: string): HooksFile {
+  const { hooks } = validateWith(hooksFileSchema, value, file);
+  return { hooks };
+}
+
+/** Parses and validates the text of a hooks file (JSON with comments); throws ConfigError. */
+export function parseHooksText(text: string, file: string): HooksFile {
+  return validateHooksFile(parseJsoncText(text, file), file);
+}
+
 /** Validates an already-parsed kit manifest; throws ConfigError. */
 export function validateKit(value: unknown, file: string): Kit {
   const { $schema: _, ...kit } = validateWith(kitSchema, value, file);

@@ -1,9 +1,383 @@
 /**
- * Hooks and `before:` gates (spec 2.5, 2.9, 6). STUB: the engine lands in this session; the gate
- * signature below is the contract the API routes call.
+ * Hooks and `before:` gates (spec 2.5, 2.9, 6): the person's own scripts, run on events and before
+ * actions.
+ *
+ * - **Hooks** run for events: the box's `~/.dock/hooks.json`, and each location's effective config
+ *   (repository, kit and box layers concatenated) for that repository's events only, run in the
+ *   worktree. The event bus only hands each event to a queue here; matching, reading config and
+ *   spawning happen off the publishing path, with a bound on concurrent hooks, so a slow or hanging
+ *   hook never slows event delivery or the API.
+ * - **Gates** (`on: "before:<action>"`) run before an API request acts. Every gate must exit 0; the
+ *   first that does not refuses the request with 403 `gate_refused` (the message is the first line of
+ *   its stderr), and one that outlives its timeout (30 s by default) refuses with `gate_timeout`.
+ *
+ * `hook.*` events (a hook failed) never run hooks, so a failing `*` hook cannot feed itself.
+ * The engine pieces (the file watcher, matching, the bounded runner) serve the laptop agent too.
  *
  * @module
  */
+import type { DockEvent, HookConfig, Worktree } from "../client/wire.ts";
+import { DockError } from "../client/errors.ts";
+import { parseDuration } from "../client/duration.ts";
+import { ConfigError, type HooksFile, parseHooksText, validateHooksFile } from "./config.ts";
+import type { EventBus } from "./events.ts";
+import { writeAtomic } from "./files.ts";
+import type { Locations } from "./locations.ts";
+import { run, type RunResult } from "./runner.ts";
+import type { Worktrees } from "./worktrees.ts";
+
+/** Default hook timeout (spec 8). */
+export const HOOK_TIMEOUT_MS = 60_000;
+/** Default gate timeout (spec 8). */
+export const GATE_TIMEOUT_MS = 30_000;
+/** Hooks running at once, per process. */
+export const HOOK_CONCURRENCY = 8;
+/** Hook runs waiting for a slot before the oldest are dropped (and counted). */
+export const HOOK_BACKLOG = 10_000;
+
+/** Actions a `before:` gate can guard (spec 6, plus worktree create/remove). */
+export const GATE_ACTIONS = [
+  "skills.install",
+  "skills.uninstall",
+  "session.send",
+  "exec",
+  "config.change",
+  "worktree.create",
+  "worktree.remove",
+] as const;
+
+/** One of {@linkcode GATE_ACTIONS}. */
+export type GateAction = typeof GATE_ACTIONS[number];
+
+// ---------------------------------------------------------------------------------------------------
+// Matching and variables (pure)
+
+/** True for a gate (`before:<action>`). */
+export function isGate(hook: HookConfig): boolean {
+  return hook.on.startsWith("before:");
+}
+
+/** Whether a hook's `on` selects an event type: exact, a prefix such as `worktree.*`, or `*`. */
+export function hookMatches(on: string, type: string): boolean {
+  if (on.startsWith("before:")) return false;
+  if (on === "*") return true;
+  if (on.endsWith(".*")) return type.startsWith(on.slice(0, -1));
+  return on === type;
+}
+
+/** The hooks of `hooks` that run for `event`: matching, and not written for the tool it came from. */
+export function hooksFor(
+  hooks: readonly HookConfig[],
+  event: Pick<DockEvent, "type" | "origin">,
+): HookConfig[] {
+  return hooks.filter((hook) =>
+    hookMatches(hook.on, event.type) && !(hook.tool && hook.tool === event.origin)
+  );
+}
+
+/** The gates of `hooks` for `action`, skipping those written for the requesting tool. */
+export function gatesFor(hooks: readonly HookConfig[], action: string, origin: string): HookConfig[] {
+  return hooks.filter((hook) => hook.on === `before:${action}` && !(hook.tool && hook.tool === origin));
+}
+
+/** A hook's timeout in milliseconds: its own, else 1 m (30 s for gates). */
+export function hookTimeoutMs(hook: HookConfig): number {
+  if (hook.timeout) return parseDuration(hook.timeout);
+  return isGate(hook) ? GATE_TIMEOUT_MS : HOOK_TIMEOUT_MS;
+}
+
+/** `DOCK_<FIELD>` for a data field: upper case, anything but letters, digits and `_` becomes `_`. */
+export function fieldVariable(key: string): string {
+  return `DOCK_${key.toUpperCase().replace(/[^A-Z0-9_]/g, "_")}`;
+}
+
+/**
+ * The event as `DOCK_*` variables: `DOCK_EVENT_TYPE`, `_TIME`, `_ORIGIN`, `_ID`, `_BOX`, `_DATA` (the
+ * data as JSON), and `DOCK_<FIELD>` for each scalar data field (`DOCK_PATH`, `DOCK_AGENT`,
+ * `DOCK_SESSION_ID` for agent events). Fields named like a variable in `keep` do not replace it.
+ */
+export function eventVariables(
+  event: DockEvent,
+  options: { box?: string; keep?: Record<string, string> } = {},
+): Record<string, string> {
+  const vars: Record<string, string> = {};
+  for (const [key, value] of Object.entries(event.data ?? {})) {
+    if (typeof value !== "string" && typeof value !== "number" && typeof value !== "boolean") continue;
+    const name = fieldVariable(key);
+    if (options.keep && name in options.keep) continue;
+    vars[name] = String(value);
+  }
+  vars.DOCK_EVENT_TYPE = event.type;
+  vars.DOCK_EVENT_TIME = event.time;
+  vars.DOCK_EVENT_ORIGIN = event.origin ?? "";
+  vars.DOCK_EVENT_ID = event.id === undefined ? "" : String(event.id);
+  vars.DOCK_EVENT_BOX = event.box ?? options.box ?? "";
+  vars.DOCK_EVENT_DATA = JSON.stringify(event.data ?? {});
+  return vars;
+}
+
+/** The first non-empty line of a gate's stderr, cut to a readable length. */
+export function firstLine(text: string): string {
+  const line = text.split("\n").map((l) => l.trim()).find((l) => l.length > 0) ?? "";
+  return line.length > 300 ? `${line.slice(0, 299)}…` : line;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The hooks file
+
+/** What `GET hooks` answers: the file, its hooks, and why it does not load (the last good hooks stay). */
+export interface HooksFileState {
+  path: string;
+  hooks: HookConfig[];
+  error?: string;
+}
+
+/**
+ * A `hooks.json` kept current without a restart: its mtime, size and inode are checked before each use
+ * (a stat costs microseconds; at most every `checkMs`), and a changed file is read again. A file that
+ * stops parsing keeps the last good hooks (a typo must not silently drop a gate) and reports the error.
+ */
+export class HooksFileWatcher {
+  readonly path: string;
+  #hooks: HookConfig[] = [];
+  #error: string | undefined;
+  #signature = "";
+  #checked = 0;
+  #checkMs: number;
+  #unannounced = false;
+
+  constructor(path: string, options: { checkMs?: number } = {}) {
+    this.path = path;
+    this.#checkMs = options.checkMs ?? 0;
+    this.refresh();
+    this.#unannounced = false;
+  }
+
+  /** True once after the file changed on disk by other means than {@linkcode write} (to announce it). */
+  takeChange(): boolean {
+    this.refresh();
+    const changed = this.#unannounced;
+    this.#unannounced = false;
+    return changed;
+  }
+
+  /** The current hooks (re-read first when the file changed since the last check). */
+  current(): HookConfig[] {
+    if (performance.now() - this.#checked >= this.#checkMs) this.refresh();
+    return this.#hooks;
+  }
+
+  /** The file's state as `GET hooks` reports it. */
+  state(): HooksFileState {
+    this.refresh();
+    const state: HooksFileState = { path: this.path, hooks: this.#hooks };
+    if (this.#error) state.error = this.#error;
+    return state;
+  }
+
+  /** Checks the file now; true when its hooks (or its error) changed. */
+  refresh(): boolean {
+    this.#checked = performance.now();
+    let signature: string;
+    try {
+      const info = Deno.statSync(this.path);
+      signature = `${info.mtime?.getTime()}:${info.size}:${info.ino}`;
+    } catch {
+      signature = "missing";
+    }
+    if (signature === this.#signature) return false;
+    this.#signature = signature;
+    this.#unannounced = true;
+    if (signature === "missing") {
+      this.#hooks = [];
+      this.#error = undefined;
+      return true;
+    }
+    try {
+      this.#hooks = parseHooksText(Deno.readTextFileSync(this.path), this.path).hooks;
+      this.#error = undefined;
+    } catch (error) {
+      this.#error = error instanceof Error ? error.message : String(error);
+      console.error(`hooks: ${this.#error} (the last good hooks stay in force)`);
+    }
+    return true;
+  }
+
+  /** Writes the file (a validated `PUT hooks` body, see {@linkcode hooksBody}); returns the new state. */
+  async write(file: HooksFile): Promise<HooksFileState> {
+    const dir = this.path.slice(0, this.path.lastIndexOf("/"));
+    if (dir) await Deno.mkdir(dir, { recursive: true });
+    await writeAtomic(this.path, JSON.stringify(file, null, 2) + "\n", 0o644);
+    this.refresh();
+    this.#unannounced = false; // the writer announces its own change
+    return this.state();
+  }
+}
+
+/** Validates a `PUT hooks` body (`{ hooks }`); a wrong field is a 400 naming it. */
+export function hooksBody(body: unknown): HooksFile {
+  try {
+    return validateHooksFile(body, "body");
+  } catch (error) {
+    // An API body with a wrong field is a bad request, not an unprocessable file.
+    if (error instanceof ConfigError) {
+      throw new DockError("invalid_hooks", error.message, { status: 400, detail: error.detail });
+    }
+    throw error;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The bounded runner
+
+/** One hook run. */
+export interface HookJob {
+  hook: HookConfig;
+  /** Where the hook is written: `hooks.json`, `config of location 'app'`. */
+  source: string;
+  event: DockEvent;
+  cwd?: string;
+  /** The child's whole environment. */
+  env: Record<string, string>;
+}
+
+/** How a hook run ended; never its output (it may hold secrets). */
+export interface HookOutcome {
+  exitCode: number | null;
+  timedOut: boolean;
+  durationMs: number;
+  /** Set when the hook could not start. */
+  error?: string;
+}
+
+/** Counters of a {@linkcode HookRunner}. */
+export interface HookRunnerStats {
+  running: number;
+  queued: number;
+  started: number;
+  failed: number;
+  dropped: number;
+}
+
+/** Options of {@linkcode HookRunner}. */
+export interface HookRunnerOptions {
+  /** Hooks running at once. @default {HOOK_CONCURRENCY} */
+  concurrency?: number;
+  /** Runs waiting before the oldest are dropped. @default {HOOK_BACKLOG} */
+  backlog?: number;
+  /** Called as each hook process starts (benchmarks measure event → start). */
+  onStart?: (job: HookJob) => void;
+  /** Called when a run fails (non-zero exit, timeout, or it could not start). */
+  onFailure?: (job: HookJob, outcome: HookOutcome) => void;
+}
+
+/** Runs hook jobs through `/bin/sh -c`, at most `concurrency` at once, each killed (whole group) at its timeout. */
+export class HookRunner {
+  #queue: HookJob[] = [];
+  #running = 0;
+  #o: HookRunnerOptions;
+  #stats = { started: 0, failed: 0, dropped: 0 };
+  #idle: (() => void)[] = [];
+  #abort = new AbortController();
+
+  constructor(options: HookRunnerOptions = {}) {
+    this.#o = options;
+  }
+
+  /** Queues a run; returns at once. */
+  submit(job: HookJob): void {
+    if (this.#abort.signal.aborted) return;
+    this.#queue.push(job);
+    const backlog = this.#o.backlog ?? HOOK_BACKLOG;
+    if (this.#queue.length > backlog) {
+      const dropped = this.#queue.splice(0, this.#queue.length - backlog);
+      if (this.#stats.dropped === 0) {
+        console.error(`hooks: more than ${backlog} waiting; dropping the oldest`);
+      }
+      this.#stats.dropped += dropped.length;
+    }
+    this.#next();
+  }
+
+  /** Current counters. */
+  stats(): HookRunnerStats {
+    return { running: this.#running, queued: this.#queue.length, ...this.#stats };
+  }
+
+  /** Resolves when nothing runs or waits. */
+  idle(): Promise<void> {
+    if (this.#running === 0 && this.#queue.length === 0) return Promise.resolve();
+    return new Promise((resolve) => this.#idle.push(resolve));
+  }
+
+  /** Kills running hooks and drops the queue. */
+  close(): void {
+    this.#queue = [];
+    this.#abort.abort();
+  }
+
+  #next(): void {
+    const concurrency = this.#o.concurrency ?? HOOK_CONCURRENCY;
+    while (this.#running < concurrency && this.#queue.length > 0) {
+      const job = this.#queue.shift()!;
+      this.#running++;
+      this.#run(job).finally(() => {
+        this.#running--;
+        this.#next();
+        if (this.#running === 0 && this.#queue.length === 0) {
+          for (const resolve of this.#idle.splice(0)) resolve();
+        }
+      });
+    }
+  }
+
+  async #run(job: HookJob): Promise<void> {
+    const started = performance.now();
+    let outcome: HookOutcome;
+    try {
+      this.#stats.started++;
+      const result = runHookProcess(job.hook, JSON.stringify(job.event), {
+        cwd: job.cwd,
+        env: job.env,
+        signal: this.#abort.signal,
+      });
+      this.#o.onStart?.(job);
+      const done = await result;
+      outcome = { exitCode: done.code, timedOut: done.timedOut, durationMs: done.durationMs };
+    } catch (error) {
+      outcome = {
+        exitCode: null,
+        timedOut: false,
+        durationMs: performance.now() - started,
+        error: String(error),
+      };
+    }
+    if (outcome.exitCode !== 0 || outcome.timedOut) {
+      this.#stats.failed++;
+      this.#o.onFailure?.(job, outcome);
+    }
+  }
+}
+
+/** Runs one hook or gate: `/bin/sh -c RUN`, `stdin` on its stdin, killed with its group at its timeout. */
+export function runHookProcess(
+  hook: HookConfig,
+  stdin: string,
+  options: { cwd?: string; env: Record<string, string>; signal?: AbortSignal },
+): Promise<RunResult> {
+  return run("/bin/sh", ["-c", hook.run], {
+    cwd: options.cwd,
+    env: options.env,
+    clearEnv: true,
+    stdin,
+    timeoutMs: hookTimeoutMs(hook),
+    signal: options.signal,
+    maxOutput: 64 * 1024,
+  });
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The box's hooks and gates
 
 /** Who asked for a gated action, and where. */
 export interface GateContext {
@@ -15,14 +389,329 @@ export interface GateContext {
   worktree?: string;
 }
 
-/** Runs hooks on events and gates before actions. */
+/** What the box's hooks need from the rest of the daemon. */
+export interface HooksOptions {
+  bus: EventBus;
+  /** `~/.dock/hooks.json`. */
+  file: string;
+  /** The box's name (`DOCK_EVENT_BOX`, the gate's `box`). */
+  boxName: string;
+  /** Where box hooks run when an event has no worktree. */
+  home: string;
+  locations: Locations;
+  worktrees: Worktrees;
+  /** A session's location and worktree, by its name (null when unknown). */
+  sessionPlace: (name: string) => { location: string; worktree: string } | null;
+  /** @default {HOOK_CONCURRENCY} */
+  concurrency?: number;
+  /** How often the hooks file is checked for edits (and `hooks.changed` announced). @default {1000} */
+  watchMs?: number;
+}
+
+/** Where an event or an action happened: its location and worktree, when it has them. */
+interface Place {
+  location?: string;
+  root?: string;
+  worktree?: Worktree;
+}
+
+/** How long a location's config hooks are reused before the config is read again. */
+const CONFIG_HOOKS_TTL_MS = 1000;
+
+/** Runs the box's hooks on its events and its gates before its actions. */
 export class Hooks {
+  readonly file: HooksFileWatcher;
+  readonly runner: HookRunner;
+  #o: HooksOptions;
+  #events: DockEvent[] = [];
+  #pumping = false;
+  #droppedEvents = 0;
+  #configHooks = new Map<string, { hooks: HookConfig[]; at: number }>();
+  #unsubscribe?: () => void;
+  #timer?: ReturnType<typeof setInterval>;
+
+  constructor(options: HooksOptions) {
+    this.#o = options;
+    this.file = new HooksFileWatcher(options.file);
+    this.runner = new HookRunner({
+      concurrency: options.concurrency,
+      onFailure: (job, outcome) => this.#failed(job, outcome),
+    });
+  }
+
+  /** Follows the event bus and watches the hooks file. */
+  start(): void {
+    this.#unsubscribe = this.#o.bus.subscribe((event) => this.#enqueue(event));
+    // An edit by hand takes effect (and is announced) within a second, without a restart.
+    this.#timer = setInterval(() => {
+      if (this.file.takeChange()) {
+        this.#o.bus.publish({ type: "hooks.changed", origin: "file", data: { path: this.file.path } });
+      }
+    }, this.#o.watchMs ?? 1000);
+  }
+
+  /** Stops following events and kills running hooks. */
+  close(): void {
+    this.#unsubscribe?.();
+    clearInterval(this.#timer);
+    this.runner.close();
+  }
+
+  /** The box's hooks file (`GET hooks`). */
+  state(): HooksFileState {
+    return this.file.state();
+  }
+
+  /** Replaces the box's hooks file (`PUT hooks`, after the `config.change` gate); announces `hooks.changed`. */
+  async write(file: HooksFile, origin: string): Promise<HooksFileState> {
+    const state = await this.file.write(file);
+    this.#o.bus.publish({ type: "hooks.changed", origin, data: { path: state.path } });
+    return state;
+  }
+
+  /** Resolves when every event seen so far has been dispatched and every hook has ended (tests). */
+  async settled(): Promise<void> {
+    while (this.#pumping || this.#events.length) await new Promise((r) => setTimeout(r, 5));
+    await this.runner.idle();
+  }
+
   /**
-   * Runs every `before:<action>` gate; resolves when all allow, throws a 403 DockError
-   * (`gate_refused` with the first line of the gate's stderr, or `gate_timeout`) when one refuses.
-   * `target` is what the gate receives on stdin as `target` (identifiers; for session.send the text).
+   * Runs every `before:<action>` gate (the box's and, for an action in a location, that location's);
+   * resolves when all allow, throws a 403 DockError (`gate_refused` with the first line of the gate's
+   * stderr, or `gate_timeout`) when one refuses. `target` is what the gate receives on stdin as
+   * `target` (identifiers; for `session.send` the text too).
    */
-  gate(_action: string, _target: Record<string, unknown>, _context: GateContext): Promise<void> {
-    return Promise.resolve();
+  async gate(action: GateAction, target: Record<string, unknown>, context: GateContext): Promise<void> {
+    const place = this.#actionPlace(target, context);
+    const gates: { hook: HookConfig; source: string }[] = gatesFor(
+      this.file.current(),
+      action,
+      context.origin,
+    )
+      .map((hook) => ({ hook, source: this.file.path }));
+    if (place.location) {
+      // Read now, not from the cache: a gate added a moment ago must already hold.
+      const config = await this.#o.locations.config(place.location).catch(() => null);
+      for (const hook of gatesFor(config?.effective.hooks ?? [], action, context.origin)) {
+        gates.push({ hook, source: `config of location '${place.location}'` });
+      }
+    }
+    if (gates.length === 0) return;
+
+    const base = await this.#environment(place);
+    const env: Record<string, string> = {
+      ...base,
+      DOCK_ACTION: action,
+      DOCK_EVENT_TYPE: `before:${action}`,
+      DOCK_EVENT_ORIGIN: context.origin,
+      DOCK_EVENT_BOX: this.#o.boxName,
+    };
+    for (const [key, value] of Object.entries(target)) {
+      // The prompt text goes to stdin only: a variable is visible in the process table.
+      if (key === "text") continue;
+      if (typeof value === "string" || typeof value === "number" || typeof value === "boolean") {
+        const name = fieldVariable(key);
+        if (!(name in base)) env[name] = String(value);
+      }
+    }
+    const stdin = JSON.stringify({
+      action,
+      target,
+      origin: context.origin,
+      box: this.#o.boxName,
+      time: new Date().toISOString(),
+      ...(place.location ? { location: place.location } : {}),
+      ...(place.worktree ? { worktree: place.worktree.name } : {}),
+    });
+    const cwd = place.worktree?.path ?? place.root ?? this.#o.home;
+    const results = await Promise.all(gates.map(async ({ hook, source }) => {
+      try {
+        return {
+          hook,
+          source,
+          result: await runHookProcess(hook, stdin, { cwd: await existingDir(cwd, this.#o.home), env }),
+        };
+      } catch (error) {
+        return { hook, source, error: String(error) };
+      }
+    }));
+    for (const { hook, source, result, error } of results) {
+      if (result && result.code === 0 && !result.timedOut) continue;
+      const code = result?.timedOut ? "gate_timeout" : "gate_refused";
+      const message = result?.timedOut
+        ? `the ${hook.on} gate in ${source} did not answer within ${hook.timeout ?? "30s"}`
+        : firstLine(result?.stderr ?? "") ||
+          `the ${hook.on} gate in ${source} refused (${error ?? `exit code ${result?.code}`})`;
+      this.#o.bus.publish({
+        type: "gate.refused",
+        origin: context.origin,
+        data: { action, code, source, ...(place.location ? { location: place.location } : {}) },
+      });
+      throw new DockError(code, message, { status: 403, detail: { action, source } });
+    }
+  }
+
+  #enqueue(event: DockEvent): void {
+    if (event.type.startsWith("hook.")) return;
+    this.#events.push(event);
+    if (this.#events.length > HOOK_BACKLOG) {
+      // Only when dispatch itself cannot keep up (a config read stuck on a slow disk): bounded memory.
+      this.#events.shift();
+      if (this.#droppedEvents++ === 0) {
+        console.error(`hooks: more than ${HOOK_BACKLOG} events waiting; dropping`);
+      }
+    }
+    if (!this.#pumping) this.#pump();
+  }
+
+  async #pump(): Promise<void> {
+    this.#pumping = true;
+    try {
+      while (this.#events.length) {
+        const event = this.#events.shift()!;
+        try {
+          await this.#dispatch(event);
+        } catch (error) {
+          console.error(`hooks: cannot dispatch ${event.type}:`, error);
+        }
+      }
+    } finally {
+      this.#pumping = false;
+    }
+  }
+
+  async #dispatch(event: DockEvent): Promise<void> {
+    const boxHooks = hooksFor(this.file.current(), event);
+    const place = this.#eventPlace(event);
+    const configHooks = place.location ? hooksFor(await this.#locationHooks(place.location), event) : [];
+    if (boxHooks.length === 0 && configHooks.length === 0) return;
+    const base = await this.#environment(place);
+    const env = {
+      ...base,
+      ...eventVariables(event, { box: this.#o.boxName, keep: place.worktree ? base : undefined }),
+    };
+    const inWorktree = place.worktree?.path ?? place.root;
+    const boxCwd = await existingDir(inWorktree ?? this.#o.home, this.#o.home);
+    for (const hook of boxHooks) {
+      this.runner.submit({ hook, source: this.file.path, event, cwd: boxCwd, env });
+    }
+    if (configHooks.length) {
+      const cwd = await existingDir(inWorktree ?? this.#o.home, this.#o.home);
+      const source = `config of location '${place.location}'`;
+      for (const hook of configHooks) this.runner.submit({ hook, source, event, cwd, env });
+    }
+  }
+
+  /** A location's effective config hooks, read at most once a second. */
+  async #locationHooks(location: string): Promise<HookConfig[]> {
+    const cached = this.#configHooks.get(location);
+    if (cached && performance.now() - cached.at < CONFIG_HOOKS_TTL_MS) return cached.hooks;
+    const config = await this.#o.locations.config(location).catch(() => null);
+    const hooks = (config?.effective.hooks ?? []).filter((hook) => !isGate(hook));
+    this.#configHooks.set(location, { hooks, at: performance.now() });
+    return hooks;
+  }
+
+  /** The location and worktree an event belongs to, from its `location`/`worktree`, `path` or `session`. */
+  #eventPlace(event: DockEvent): Place {
+    const data = event.data ?? {};
+    const text = (key: string) => typeof data[key] === "string" ? data[key] as string : undefined;
+    let location = text("location");
+    let worktreeName = text("worktree");
+    if (!location && text("session")) {
+      const place = this.#o.sessionPlace(text("session")!);
+      if (place) ({ location, worktree: worktreeName } = place);
+    }
+    if (!location && text("path")) {
+      const worktree = this.#worktreeAt(text("path")!);
+      if (worktree) return this.#place(worktree.location, worktree);
+    }
+    if (!location) return {};
+    let worktree: Worktree | undefined;
+    if (worktreeName) {
+      try {
+        worktree = this.#o.worktrees.get(location, worktreeName);
+      } catch { /* gone (worktree.removed): run in the repository's root */ }
+    }
+    return this.#place(location, worktree);
+  }
+
+  #actionPlace(target: Record<string, unknown>, context: GateContext): Place {
+    let location = context.location;
+    let worktreeName = context.worktree;
+    if (!location && typeof target.session === "string") {
+      const place = this.#o.sessionPlace(target.session);
+      if (place) ({ location, worktree: worktreeName } = place);
+    }
+    if (location?.includes("/") && !worktreeName) [location, worktreeName] = location.split("/", 2);
+    if (!location) return {};
+    let worktree: Worktree | undefined;
+    if (worktreeName) {
+      try {
+        worktree = this.#o.worktrees.get(location, worktreeName);
+      } catch { /* not there (yet): the gate runs in the repository's root */ }
+    }
+    return this.#place(location, worktree);
+  }
+
+  #place(location: string, worktree?: Worktree): Place {
+    try {
+      return { location, root: this.#o.locations.get(location).path, worktree };
+    } catch {
+      return {}; // an unknown location has no config hooks
+    }
+  }
+
+  #worktreeAt(path: string): Worktree | undefined {
+    let best: Worktree | undefined;
+    for (const worktree of this.#o.worktrees.list()) {
+      if (path === worktree.path || path.startsWith(worktree.path + "/")) {
+        if (!best || worktree.path.length > best.path.length) best = worktree;
+      }
+    }
+    return best;
+  }
+
+  /** The worktree's environment where there is one (unresolvable secrets left out), else the daemon's. */
+  async #environment(place: Place): Promise<Record<string, string>> {
+    if (place.worktree) {
+      try {
+        return (await this.#o.worktrees.environment(place.worktree)).env;
+      } catch (error) {
+        console.error(`hooks: environment of ${place.worktree.location}/${place.worktree.name}:`, error);
+      }
+    }
+    return Deno.env.toObject();
+  }
+
+  #failed(job: HookJob, outcome: HookOutcome): void {
+    const what = outcome.timedOut
+      ? `killed at its timeout (${job.hook.timeout ?? "1m"})`
+      : outcome.error
+      ? `could not start: ${outcome.error}`
+      : `exited with ${outcome.exitCode}`;
+    // Never the output: a hook sees the worktree's secrets and may print them.
+    console.error(`hook '${job.hook.on}' in ${job.source} for ${job.event.type} ${what}`);
+    this.#o.bus.publish({
+      type: "hook.failed",
+      origin: "dockd",
+      data: {
+        on: job.hook.on,
+        source: job.source,
+        event: job.event.type,
+        exit_code: outcome.exitCode,
+        timed_out: outcome.timedOut,
+        duration_ms: Math.round(outcome.durationMs),
+      },
+    });
+  }
+}
+
+/** `dir` when it exists, else `fallback` (a worktree removed a moment ago). */
+async function existingDir(dir: string, fallback: string): Promise<string> {
+  try {
+    return (await Deno.stat(dir)).isDirectory ? dir : fallback;
+  } catch {
+    return fallback;
   }
 }

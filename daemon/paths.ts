@@ -29,6 +29,8 @@ export interface BoxPaths {
   envFile: string;
   /** `<DOCK_HOME>/guard.json`. */
   guardFile: string;
+  /** `<DOCK_HOME>/hooks.json`, the box's hooks (the laptop agent's too, on a machine that is both). */
+  hooksFile: string;
   /** Default parent folder of worktrees: `<DOCK_HOME>/worktrees`. */
   worktrees: string;
 }
@@ -51,6 +53,7 @@ export function boxPaths(env: { get(key: string): string | undefined } = Deno.en
     boxConfig: join(home, "box.json"),
     envFile: join(home, "env.json"),
     guardFile: join(home, "guard.json"),
+    hooksFile: join(home, "hooks.json"),
     worktrees: join(home, "worktrees"),
   };
 }
@@ -65,6 +68,8 @@ export interface ClientPaths {
   token: string;
   /** `<state>/client/agent.db`. */
   db: string;
+  /** `<DOCK_HOME>/hooks.json`, the laptop's hooks. */
+  hooksFile: string;
   /** `<state>/client/agent.log`, where a background agent writes. */
   log: string;
   /** The box daemon sharing this state dir (`dock add local`). */
@@ -80,6 +85,7 @@ export function clientPaths(env: { get(key: string): string | undefined } = Deno
     client,
     token: join(client, "ui-token"),
     db: join(client, "agent.db"),
+    hooksFile: box.hooksFile,
     log: join(client, "agent.log"),
     localSocket: box.socket,
   };

@@ -13,6 +13,7 @@ import type { Agent } from "../agent.ts";
 import { relay } from "../relay.ts";
 import { attachRoutes } from "./attach.ts";
 import { gate } from "./gate.ts";
+import { hooksRoutes } from "./hooks.ts";
 import { pairRoutes } from "./pair.ts";
 import { settingsRoutes } from "./settings.ts";
 
@@ -74,7 +75,15 @@ export function agentApp(agent: Agent, options: { port: number }): Hono {
     .add("DELETE", "/forwards/:id", (c) => json(agent.forwards.remove(param(c, "id"), requestOrigin(c))))
     .add("POST", "/routes", async (c) => json(agent.proxy.addRoute(await body(c, ROUTE)), 201))
     .add("DELETE", "/routes", (c) => json(agent.proxy.removeRoute(c.req.query("pattern") ?? "")));
-  mount(app, "/v1", [core, boxes, forwards, settingsRoutes(agent), pairRoutes(agent), attachRoutes(agent)]);
+  mount(app, "/v1", [
+    core,
+    boxes,
+    forwards,
+    settingsRoutes(agent),
+    hooksRoutes(agent),
+    pairRoutes(agent),
+    attachRoutes(agent),
+  ]);
   // The relay takes every method and any path below the box's api/.
   app.all("/v1/boxes/:box/api/*", (c) => {
     // The path goes on as it came (still percent-encoded): decoding it here could change its meaning.

@@ -6,7 +6,7 @@
 import { z } from "zod";
 import type { Box } from "../box.ts";
 import { execTimeout } from "../exec.ts";
-import { body, flagQuery, json, ndjson, RouteTable } from "./http.ts";
+import { body, flagQuery, json, ndjson, requestOrigin, RouteTable } from "./http.ts";
 
 const EXEC = z.object({
   location: z.string().min(1),
@@ -24,6 +24,10 @@ export function execRoutes(box: Box): RouteTable {
       timeoutMs: execTimeout(request.timeout),
     };
     box.worktrees.target(job.location); // 404 before anything runs or streams
+    await box.hooks.gate("exec", { location: job.location, command: job.command }, {
+      origin: requestOrigin(c),
+      location: job.location,
+    });
     if (flagQuery(c, "stream")) return ndjson(box.exec.stream(job, c.req.raw.signal));
     return json(await box.exec.run(job, { signal: c.req.raw.signal }));
   });

@@ -74,11 +74,25 @@ export function locationRoutes(box: Box): RouteTable {
     )
     .add("PUT", "/locations/:name/scripts", async (c) => {
       const scripts = await body(c, SCRIPTS);
+      box.locations.get(param(c, "name"));
+      await box.hooks.gate("config.change", { file: "scripts", location: param(c, "name"), value: scripts }, {
+        origin: requestOrigin(c),
+        location: param(c, "name"),
+      });
       return json(await box.locations.setScripts(param(c, "name"), scripts, requestOrigin(c)));
     })
     .add("GET", "/locations/:name/config", async (c) => json(await box.locations.config(param(c, "name"))))
     .add("PUT", "/locations/:name/config", async (c) => {
       const request = await body(c, CONFIG_PUT);
+      box.locations.get(param(c, "name"));
+      await box.hooks.gate("config.change", {
+        file: "config",
+        location: param(c, "name"),
+        value: request.local,
+      }, {
+        origin: requestOrigin(c),
+        location: param(c, "name"),
+      });
       return json(await box.locations.setLocal(param(c, "name"), request.local ?? null, requestOrigin(c)));
     });
 }

@@ -13,6 +13,7 @@ import type { Box } from "../box.ts";
 import { ensureCertificates, localAddresses } from "../tls.ts";
 import { eventRoutes } from "./events.ts";
 import { execRoutes } from "./exec.ts";
+import { hooksRoutes } from "./hooks.ts";
 import { errorResponse, mount } from "./http.ts";
 import { laptopGate, LaptopStreams } from "./laptop_gate.ts";
 import { pairingRoutes, redeemRoutes, socketOnly } from "./pair.ts";
@@ -43,6 +44,7 @@ export function boxApp(box: Box, options: BoxAppOptions = {}): Hono {
     locationRoutes(box),
     worktreeRoutes(box),
     execRoutes(box),
+    hooksRoutes(box),
     eventRoutes(box),
     systemRoutes(box),
     serviceRoutes(box),

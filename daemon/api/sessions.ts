@@ -128,6 +128,15 @@ export function sessionRoutes(box: Box): RouteTable {
         });
       }
       const origin = requestOrigin(c);
+      box.locations.get(request.location); // 404 before the gate runs
+      await box.hooks.gate("worktree.create", {
+        name: request.name,
+        branch: request.branch,
+        base: request.base,
+      }, {
+        origin,
+        location: request.location,
+      });
       const worktree = await box.worktrees.create(
         request.location,
         { name: request.name, branch: request.branch, base: request.base },

@@ -56,6 +56,7 @@ export function systemRoutes(box: Box): RouteTable {
     .add("PUT", "/env", async (c) => {
       const request = await body(c, ENV_PUT);
       const file = validateEnvFile(request, "body", 400);
+      await box.hooks.gate("config.change", { file: "env.json", value: file }, { origin: requestOrigin(c) });
       await Deno.mkdir(box.paths.home, { recursive: true });
       await writeAtomic(box.paths.envFile, JSON.stringify(file, null, 2) + "\n");
       box.bus.publish({ type: "config.changed", origin: requestOrigin(c), data: { file: "env.json" } });
@@ -64,6 +65,9 @@ export function systemRoutes(box: Box): RouteTable {
     .add("GET", "/guard", async () => json(await readGuardFile(box.paths.guardFile)))
     .add("PUT", "/guard", async (c) => {
       const settings = validateGuard(await body(c, z.unknown()), "body", 400);
+      await box.hooks.gate("config.change", { file: "guard.json", value: settings }, {
+        origin: requestOrigin(c),
+      });
       await writeGuardFile(box.paths.guardFile, settings);
       box.bus.publish({ type: "config.changed", origin: requestOrigin(c), data: { file: "guard.json" } });
       return json(settings);

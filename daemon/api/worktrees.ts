@@ -41,11 +41,22 @@ export function worktreeRoutes(box: Box): RouteTable {
     })
     .add("POST", "/locations/:name/worktrees", async (c) => {
       const request = await body(c, WORKTREE_CREATE);
+      box.locations.get(param(c, "name")); // 404 before the gate runs
+      await box.hooks.gate("worktree.create", { ...request }, {
+        origin: requestOrigin(c),
+        location: param(c, "name"),
+      });
       return json(await box.worktrees.create(param(c, "name"), request, requestOrigin(c)), 201);
     })
     .add("GET", wt, (c) => json(box.worktrees.get(param(c, "name"), param(c, "wt"))))
     .add("DELETE", wt, async (c) => {
       const force = flagQuery(c, "force");
+      const worktree = box.worktrees.get(param(c, "name"), param(c, "wt"));
+      await box.hooks.gate("worktree.remove", { worktree: worktree.name, path: worktree.path, force }, {
+        origin: requestOrigin(c),
+        location: worktree.location,
+        worktree: worktree.name,
+      });
       return json(
         await box.worktrees.remove(param(c, "name"), param(c, "wt"), { force }, requestOrigin(c)),
       );

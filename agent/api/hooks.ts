@@ -1,0 +1,20 @@
+/**
+ * Routes of the laptop's hooks file: `GET /v1/hooks` → `{ path, hooks }`, `PUT /v1/hooks` `{ hooks }`
+ * (announces `hooks.changed`).
+ *
+ * @module
+ */
+import { z } from "zod";
+import { body, json, requestOrigin, RouteTable } from "../../daemon/api/http.ts";
+import { hooksBody } from "../../daemon/hooks.ts";
+import type { Agent } from "../agent.ts";
+
+/** The laptop hooks routes. */
+export function hooksRoutes(agent: Agent): RouteTable {
+  return new RouteTable("hooks")
+    .add("GET", "/hooks", () => json(agent.hooks.state()))
+    .add("PUT", "/hooks", async (c) => {
+      const file = hooksBody(await body(c, z.unknown()));
+      return json(await agent.hooks.write(file, requestOrigin(c)));
+    });
+}

@@ -1,0 +1,131 @@
+/**
+ * The laptop's hooks (spec 4.1 `GET/PUT /v1/hooks`, 2.5): `~/.dock/hooks.json` on the laptop, run for
+ * every event the agent sees (its own and every box's, merged), through the same engine as the box's
+ * (`daemon/hooks.ts`): `/bin/sh -c` with the event on stdin and in `DOCK_*` variables, a bounded
+ * number at once, each killed with its process group at its timeout.
+ *
+ * Gates (`before:`) check requests to a box's API and run on the box; the laptop file's gates are
+ * kept in the file but not run here.
+ *
+ * On a machine that is laptop and box at once (`dock up`), `~/.dock/hooks.json` is one file read by
+ * both: the box runs it for its own events, so the agent skips events from a box whose hooks file is
+ * this same file (asked of each box as it comes online; until then a socket box whose daemon shares
+ * this state folder is taken to share it) and nothing runs twice.
+ *
+ * @module
+ */
+import type { DockEvent } from "../client/wire.ts";
+import type { HooksFile } from "../daemon/config.ts";
+import type { EventBus } from "../daemon/events.ts";
+import {
+  eventVariables,
+  HookRunner,
+  type HooksFileState,
+  HooksFileWatcher,
+  hooksFor,
+  isGate,
+} from "../daemon/hooks.ts";
+
+/** What the laptop's hooks need from the agent. */
+export interface LaptopHooksOptions {
+  bus: EventBus;
+  /** `~/.dock/hooks.json`. */
+  file: string;
+  /** Where hooks run. */
+  home: string;
+  /** The boxes online now. */
+  onlineBoxes: () => string[];
+  /** The path of a box's own hooks file (`GET hooks` on it). */
+  boxHooksFile: (box: string) => Promise<string>;
+  /** Whether a box probably reads this same file, until it has been asked. */
+  guessShared: (box: string) => boolean;
+  /** @default {1000} */
+  watchMs?: number;
+}
+
+/** Runs the laptop's hooks on the agent's events. */
+export class LaptopHooks {
+  readonly file: HooksFileWatcher;
+  readonly runner: HookRunner;
+  #o: LaptopHooksOptions;
+  #unsubscribe?: () => void;
+  #timer?: ReturnType<typeof setInterval>;
+  #shared = new Map<string, boolean>();
+
+  constructor(options: LaptopHooksOptions) {
+    this.#o = options;
+    this.file = new HooksFileWatcher(options.file);
+    this.runner = new HookRunner({
+      onFailure: (job, outcome) => {
+        const what = outcome.timedOut ? "was killed at its timeout" : `exited with ${outcome.exitCode}`;
+        console.error(`hook '${job.hook.on}' in ${job.source} for ${job.event.type} ${what}`);
+        this.#o.bus.publish({
+          type: "hook.failed",
+          origin: "dock",
+          data: {
+            on: job.hook.on,
+            source: job.source,
+            event: job.event.type,
+            exit_code: outcome.exitCode,
+            timed_out: outcome.timedOut,
+            duration_ms: Math.round(outcome.durationMs),
+          },
+        });
+      },
+    });
+  }
+
+  /** Follows the agent's bus and watches the file. */
+  start(): void {
+    this.#unsubscribe = this.#o.bus.subscribe((event) => {
+      if (event.type === "box.online" || event.type === "box.added") this.#learn(String(event.data?.box));
+      if (event.type === "box.removed") this.#shared.delete(String(event.data?.box));
+      this.#dispatch(event);
+    });
+    for (const box of this.#o.onlineBoxes()) this.#learn(box);
+    this.#timer = setInterval(() => {
+      if (this.file.takeChange()) {
+        this.#o.bus.publish({ type: "hooks.changed", origin: "file", data: { path: this.file.path } });
+      }
+    }, this.#o.watchMs ?? 1000);
+  }
+
+  /** Stops following events and kills running hooks. */
+  close(): void {
+    this.#unsubscribe?.();
+    clearInterval(this.#timer);
+    this.runner.close();
+  }
+
+  /** `GET /v1/hooks`. */
+  state(): HooksFileState {
+    return this.file.state();
+  }
+
+  /** `PUT /v1/hooks`: writes the file and announces `hooks.changed`. */
+  async write(file: HooksFile, origin: string): Promise<HooksFileState> {
+    const state = await this.file.write(file);
+    this.#o.bus.publish({ type: "hooks.changed", origin, data: { path: state.path } });
+    return state;
+  }
+
+  /** Asks a box where its hooks file is (an older or unreachable box keeps the guess). */
+  #learn(box: string): void {
+    this.#o.boxHooksFile(box).then(
+      (path) => this.#shared.set(box, path === this.file.path),
+      () => {},
+    );
+  }
+
+  // Called synchronously by the bus: only matching and queueing happen here.
+  #dispatch(event: DockEvent): void {
+    if (event.type.startsWith("hook.")) return;
+    const hooks = hooksFor(this.file.current(), event); // gates never match an event
+    if (hooks.length === 0) return;
+    if (event.box && (this.#shared.get(event.box) ?? this.#o.guessShared(event.box))) return;
+    const env = { ...Deno.env.toObject(), ...eventVariables(event) };
+    for (const hook of hooks) {
+      this.runner.submit({ hook, source: this.file.path, event, cwd: this.#o.home, env });
+    }
+  }
+}

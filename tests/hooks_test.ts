@@ -1,0 +1,290 @@
+/**
+ * Whole-system tests of hooks and `before:` gates: a real dockd (and a real laptop agent) running the
+ * person's hooks files and repository configs with real shells.
+ */
+import { join } from "node:path";
+import { assert, assertEquals, assertRejects, assertStringIncludes } from "./assert.ts";
+import { AgentClient } from "../client/agent.ts";
+import { DockError } from "../client/errors.ts";
+import type { DockEvent } from "../client/wire.ts";
+import { eventually, makeDirs, makeRepo, startAgent, startBox, waitForEvent } from "./harness.ts";
+
+async function readJson(path: string): Promise<Record<string, unknown>> {
+  return JSON.parse(await Deno.readTextFile(path));
+}
+
+async function lines(path: string): Promise<string[]> {
+  try {
+    return (await Deno.readTextFile(path)).split("\n").filter(Boolean);
+  } catch {
+    return [];
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    return !/\) Z /.test(Deno.readTextFileSync(`/proc/${pid}/stat`));
+  } catch {
+    return false;
+  }
+}
+
+Deno.test("box hooks: the event on stdin and in DOCK_*, the worktree environment, run in the worktree", async () => {
+  await using box = await startBox();
+  const out = join(box.dirs.root, "out");
+  await Deno.mkdir(out);
+  await Deno.mkdir(box.dirs.dockHome, { recursive: true });
+  await Deno.writeTextFile(
+    join(box.dirs.dockHome, "hooks.json"),
+    JSON.stringify({
+      hooks: [{
+        on: "worktree.created",
+        run: `cat > ${out}/event.json; pwd > ${out}/cwd; env | grep '^DOCK_' | sort > ${out}/env`,
+      }],
+    }),
+  );
+  const repo = await makeRepo(join(box.dirs.home, "work"));
+  await box.client.addLocation({ name: "app", path: repo });
+  const worktree = await box.client.createWorktree("app", { name: "feat" });
+  const event = await eventually(() => readJson(join(out, "event.json")));
+  assertEquals(event.type, "worktree.created");
+  assertEquals((event.data as Record<string, unknown>).worktree, "feat");
+  assertEquals((await Deno.readTextFile(join(out, "cwd"))).trim(), await Deno.realPath(worktree.path));
+  const env = Object.fromEntries(
+    (await lines(join(out, "env"))).map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)]),
+  );
+  assertEquals(env.DOCK_EVENT_TYPE, "worktree.created");
+  assertEquals(env.DOCK_EVENT_ORIGIN, "test");
+  assertEquals(env.DOCK_WORKTREE_NAME, "feat");
+  assertEquals(env.DOCK_PORT, String(worktree.ports[0]));
+  assertEquals(env.DOCK_LOCATION, "app");
+  assertEquals(env.DOCK_BRANCH, "feat");
+  assertEquals(JSON.parse(env.DOCK_EVENT_DATA).path, worktree.path);
+});
+
+Deno.test("box hooks: an edit takes effect without a restart; a tool's own events skip its hook", async () => {
+  await using box = await startBox({ env: { DOCK_HOOK_CONCURRENCY: "1" } });
+  const log = join(box.dirs.root, "origins.log");
+  const file = join(box.dirs.dockHome, "hooks.json");
+  await box.client.emit({ type: "custom.one", origin: "x" }); // no hooks file yet: nothing runs
+  const changed = box.client.emit({ type: "marker" }).then((e) => e.id!);
+  await Deno.mkdir(box.dirs.dockHome, { recursive: true });
+  await Deno.writeTextFile(
+    file,
+    JSON.stringify({
+      hooks: [{ on: "custom.*", run: `echo "$DOCK_EVENT_ORIGIN $DOCK_N" >> ${log}`, tool: "mytool" }],
+    }),
+  );
+  await waitForEvent(box.client, (e) => e.type === "hooks.changed" && e.origin === "file", {
+    after: await changed,
+  });
+  await box.client.emit({ type: "custom.two", origin: "mytool", data: { n: 1 } });
+  await box.client.emit({ type: "custom.two", origin: "other", data: { n: 2 } });
+  await box.client.emit({ type: "other.kind", origin: "other", data: { n: 3 } });
+  await box.client.emit({ type: "custom.three", origin: "last", data: { n: 4 } });
+  // One hook at a time, in order: once the last has run, the skipped one would have run before it.
+  await eventually(async () => (await lines(log)).includes("last 4"));
+  assertEquals(await lines(log), ["other 2", "last 4"]);
+  const state = await box.client.hooks();
+  assertEquals(state.path, file);
+  assertEquals(state.hooks.length, 1);
+});
+
+Deno.test("box hooks: a hook that sleeps forever is killed at its timeout and reported without output", async () => {
+  await using box = await startBox();
+  const pidFile = join(box.dirs.root, "hook.pid");
+  const after = (await box.client.emit({ type: "marker" })).id!;
+  await box.client.putHooks([{
+    on: "sleepy",
+    run: `echo $$ > ${pidFile}; echo "SECRET-ish output"; sleep 1000 & wait`,
+    timeout: "1s",
+  }]);
+  await box.client.emit({ type: "sleepy" });
+  const failed = await waitForEvent(box.client, (e) => e.type === "hook.failed", {
+    after,
+    timeoutMs: 15_000,
+  });
+  assertEquals(failed.data?.timed_out, true);
+  assertEquals(failed.data?.on, "sleepy");
+  assertEquals(failed.data?.event, "sleepy");
+  assert(!JSON.stringify(failed).includes("SECRET-ish"), "no hook output in the event");
+  const pid = Number(await Deno.readTextFile(pidFile));
+  await eventually(() => Promise.resolve(!alive(pid)));
+  const changed = await waitForEvent(box.client, (e) => e.type === "hooks.changed", { after });
+  assertEquals(changed.origin, "test");
+});
+
+Deno.test("repository config hooks run for that repository's events only, in its worktree", async () => {
+  await using box = await startBox();
+  const log = join(box.dirs.root, "repo-hooks.log");
+  const config = {
+    hooks: [{ on: "worktree.*", run: `echo "$DOCK_EVENT_TYPE $DOCK_WORKTREE_NAME $(pwd)" >> ${log}` }],
+  };
+  const app = await makeRepo(join(box.dirs.home, "work"), "app", {
+    ".dock/config.json": JSON.stringify(config),
+  });
+  const other = await makeRepo(join(box.dirs.home, "work"), "other");
+  await box.client.addLocation({ name: "app", path: app });
+  await box.client.addLocation({ name: "other", path: other });
+  await box.client.createWorktree("other", { name: "o1" });
+  const wt = await box.client.createWorktree("app", { name: "a1" });
+  const wtPath = await Deno.realPath(wt.path);
+  await eventually(async () => (await lines(log)).length >= 1);
+  await box.client.removeWorktree("app", "a1", { force: true });
+  await eventually(async () => (await lines(log)).some((l) => l.startsWith("worktree.removed")));
+  const seen = await lines(log);
+  assertEquals(seen[0], `worktree.created a1 ${wtPath}`);
+  assert(seen.every((l) => !l.includes("o1")), seen.join("\n"));
+});
+
+Deno.test("gates: exec refused with the gate's reason; a hanging gate refuses at its timeout; allowed runs", async () => {
+  await using box = await startBox();
+  const repo = await makeRepo(join(box.dirs.home, "work"));
+  await box.client.addLocation({ name: "app", path: repo });
+  const seen = join(box.dirs.root, "gate-input.json");
+  await box.client.putHooks([{
+    on: "before:exec",
+    run:
+      `cat > ${seen}; case "$DOCK_COMMAND" in *forbidden*) echo "no forbidden commands here" >&2; echo more >&2; exit 1;; esac`,
+  }]);
+  const refused = await assertRejects(
+    () => box.client.exec({ location: "app", command: "touch ran-forbidden" }),
+    DockError,
+  ) as DockError;
+  assertEquals(refused.status, 403);
+  assertEquals(refused.code, "gate_refused");
+  assertEquals(refused.message, "no forbidden commands here");
+  assertEquals(await Deno.stat(join(repo, "ran-forbidden")).catch(() => null), null);
+  const input = await readJson(seen);
+  assertEquals(input.action, "exec");
+  assertEquals((input.target as Record<string, unknown>).command, "touch ran-forbidden");
+  assertEquals(input.origin, "test");
+  assertEquals(input.location, "app");
+
+  const allowed = await box.client.exec({ location: "app", command: "echo fine" });
+  assertEquals(allowed.output, "fine\n");
+
+  // Through the raw API too: the JSON error body is what any caller sees.
+  const cli = await box.cli(["exec", "app", "--", "echo forbidden"]);
+  assert(cli.code !== 0);
+  assertStringIncludes(cli.stderr, "no forbidden commands here");
+
+  await box.client.putHooks([{ on: "before:exec", run: "sleep 1000", timeout: "1s" }]);
+  const timedOut = await assertRejects(
+    () => box.client.exec({ location: "app", command: "true" }),
+    DockError,
+  ) as DockError;
+  assertEquals(timedOut.status, 403);
+  assertEquals(timedOut.code, "gate_timeout");
+  assertStringIncludes(timedOut.message, "1s");
+});
+
+Deno.test("gates: config.change guards env, guard, hooks and location config; worktree gates from the repo config", async () => {
+  await using box = await startBox();
+  const config = {
+    hooks: [{
+      on: "before:worktree.create",
+      run: `[ "$DOCK_NAME" != blocked ] || { echo "not that name" >&2; exit 2; }`,
+    }],
+  };
+  const repo = await makeRepo(join(box.dirs.home, "work"), "app", {
+    ".dock/config.json": JSON.stringify(config),
+  });
+  await box.client.addLocation({ name: "app", path: repo });
+  const refused = await assertRejects(
+    () => box.client.createWorktree("app", { name: "blocked" }),
+    DockError,
+  ) as DockError;
+  assertEquals([refused.status, refused.code, refused.message], [403, "gate_refused", "not that name"]);
+  assertEquals((await box.client.location("app")).worktrees.some((w) => w.name === "blocked"), false);
+  await box.client.createWorktree("app", { name: "fine" });
+
+  await box.client.putEnv({ env: { A: "1" } });
+  await box.client.putHooks([{ on: "before:config.change", run: `echo "config is frozen" >&2; exit 1` }]);
+  for (
+    const attempt of [
+      () => box.client.putEnv({ env: { A: "2" } }),
+      async () => box.client.putGuard({ ...(await box.client.guard()), enabled: true }),
+      () => box.client.putConfig("app", { ports: 2 }),
+      () => box.client.putHooks([]),
+    ]
+  ) {
+    const error = await assertRejects(attempt, DockError) as DockError;
+    assertEquals([error.status, error.code, error.message], [403, "gate_refused", "config is frozen"]);
+  }
+  assertEquals((await box.client.env()).env, { A: "1" });
+  assertEquals((await box.client.hooks()).hooks.length, 1);
+  // Bad input is still a 400, whatever the gates say.
+  const bad = await assertRejects(() => box.client.putHooks([{ on: "x" } as never]), DockError) as DockError;
+  assertEquals(bad.status, 400);
+  const refusal = await waitForEvent(
+    box.client,
+    (e) => e.type === "gate.refused" && e.data?.action === "config.change",
+  );
+  assertEquals(refusal.data?.code, "gate_refused");
+});
+
+Deno.test("laptop hooks: GET/PUT /v1/hooks, hooks.changed, run for a box's events (not twice for a shared file)", async () => {
+  const dirs = await makeDirs();
+  await using box = await startBox({ dirs });
+  // The laptop's own DOCK_HOME: this box does not read the laptop's hooks file.
+  const laptopHome = join(dirs.root, "laptop-dock");
+  await using agent = await startAgent(dirs, { env: { DOCK_HOME: laptopHome } });
+  const client = new AgentClient({ url: agent.url, token: agent.token, origin: "test" });
+  try {
+    await client.addLocal("local");
+    const empty = await client.hooks();
+    assertEquals(empty, { path: join(laptopHome, "hooks.json"), hooks: [] });
+    const log = join(dirs.root, "laptop.log");
+    const events: DockEvent[] = [];
+    const controller = new AbortController();
+    const collecting = (async () => {
+      for await (const event of client.events({ after: 0, signal: controller.signal })) events.push(event);
+    })();
+    const put = await client.putHooks([{
+      on: "custom.*",
+      run: `echo "$DOCK_EVENT_BOX $DOCK_EVENT_TYPE $(pwd)" >> ${log}`,
+    }]);
+    assertEquals(put.hooks.length, 1);
+    await eventually(() => Promise.resolve(events.some((e) => e.type === "hooks.changed" && !e.box)));
+    await box.client.emit({ type: "custom.from-box" });
+    await client.emit({ type: "custom.from-laptop" });
+    await eventually(async () => (await lines(log)).length >= 2);
+    const seen = (await lines(log)).sort();
+    assertEquals(seen, [` custom.from-laptop ${dirs.home}`, `local custom.from-box ${dirs.home}`]);
+    const bad = await fetch(`${agent.url}/v1/hooks`, {
+      method: "PUT",
+      headers: { authorization: `Bearer ${agent.token}`, "content-type": "application/json" },
+      body: JSON.stringify({ hooks: [{ on: "x", run: 3 }] }),
+    });
+    assertEquals(bad.status, 400);
+    assertEquals((await bad.json()).error.code, "invalid_hooks");
+    controller.abort();
+    await collecting;
+  } finally {
+    client.close();
+  }
+});
+
+Deno.test("laptop and box sharing ~/.dock/hooks.json run a box event's hook once", async () => {
+  const dirs = await makeDirs();
+  await using box = await startBox({ dirs });
+  await using agent = await startAgent(dirs);
+  const client = new AgentClient({ url: agent.url, token: agent.token, origin: "test" });
+  try {
+    await client.addLocal("local");
+    const log = join(dirs.root, "shared.log");
+    await client.putHooks([{ on: "custom.*", run: `echo "$DOCK_EVENT_TYPE" >> ${log}` }]);
+    await box.client.emit({ type: "custom.a" });
+    await eventually(async () => (await lines(log)).includes("custom.a"));
+    await client.emit({ type: "custom.b" }); // the laptop's own: the box never sees it
+    await eventually(async () => (await lines(log)).includes("custom.b"));
+    await box.client.emit({ type: "custom.c" });
+    await eventually(async () => (await lines(log)).includes("custom.c"));
+    // A box event hooked by both would show up twice by now (hooks start in a few ms).
+    await new Promise((r) => setTimeout(r, 300));
+    assertEquals((await lines(log)).sort(), ["custom.a", "custom.b", "custom.c"]);
+  } finally {
+    client.close();
+  }
+});
