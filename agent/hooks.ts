@@ -23,7 +23,6 @@ import {
   type HooksFileState,
   HooksFileWatcher,
   hooksFor,
-  isGate,
 } from "../daemon/hooks.ts";
 
 /** What the laptop's hooks need from the agent. */
