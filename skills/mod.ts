@@ -397,7 +397,7 @@ name: dock-hooks
 description: "Write dock hooks (shell commands run on events) and before: gates (commands that may refuse an action) at the right scope: a repository's .dock/config.json, a box's ~/.dock/hooks.json or the laptop's ~/.dock/hooks.json. Covers the hook fields (on, run, timeout, tool), event matching, the gate actions and how a gate refuses, what a hook receives, and the catalog of dock events. Use when asked to react to agent, worktree, service or flow events, or to guard an action."
 metadata:
   author: dock
-  version: "1"
+  version: "2"
 ---
 
 # dock-hooks: hooks and gates
@@ -435,31 +435,51 @@ What a hook receives:
 
 - **stdin**: the event as JSON: \`{"type","time","box","origin","data":{…}}\`. Read it with \`jq\`:
   \`jq -r '.data.path'\`. Capture one first to see its fields: \`"run": "cat > /tmp/last-event.json"\`.
-- **environment**: \`DOCK_*\` variables. Repository hooks run in the worktree with its environment
-  (\`DOCK_WORKTREE_PATH\`, \`DOCK_BRANCH\`, \`DOCK_PORT\`, …). Agent events also set \`DOCK_AGENT\` (the agent kind)
-  and \`DOCK_PATH\` (the worktree path).
+- **environment**: \`DOCK_*\` variables. \`DOCK_EVENT_TYPE\`, \`DOCK_EVENT_ORIGIN\`, \`DOCK_EVENT_TIME\`,
+  \`DOCK_EVENT_ID\`, \`DOCK_EVENT_BOX\`, \`DOCK_EVENT_DATA\` (the data as JSON), and \`DOCK_<FIELD>\` for each plain
+  data field (\`data.service\` → \`DOCK_SERVICE\`). Agent events so set \`DOCK_AGENT\` (the agent kind), \`DOCK_PATH\`
+  (the worktree path) and \`DOCK_SESSION_ID\`. On the box, a hook for an event that belongs to a worktree runs
+  in that worktree with its whole environment (\`DOCK_WORKTREE_PATH\`, \`DOCK_BRANCH\`, \`DOCK_PORT\`, the config's
+  \`env\`, resolved secrets); otherwise in the home folder.
+- **where**: box and repository hooks run on the box; laptop hooks on the laptop, in the home folder. Editing
+  a hooks file takes effect within a second, without a restart (and announces \`hooks.changed\`). A file that
+  stops parsing keeps its last good hooks in force; \`dockd\`'s \`GET hooks\` shows the error.
 
-A hook cannot change the event. A failing or slow hook (killed at its timeout) never blocks the agent tool or
-the event; only gates (below) can stop anything. Keep hooks quick; start long work in the background.
+A hook cannot change the event. A failing or slow hook (killed with everything it started at its timeout)
+never blocks the agent tool or the event; only gates (below) can stop anything. At most 8 hooks run at once
+per box (and on the laptop); more wait their turn. A failure is logged and announced as \`hook.failed\` (\`on\`,
+\`source\`, \`event\`, \`exit_code\`, \`timed_out\`), never with the hook's output, which may hold secrets. \`hook.*\`
+events never run hooks. Keep hooks quick; start long work in the background.
 
 Use \`tool\` to avoid loops: a hook that announces an event with \`--origin notifier\` should carry
 \`"tool": "notifier"\` so it never reacts to its own events.
 
 ## Gates: \`before:<action>\`
 
-| Gate                                               | Runs before                                                          |
-| -------------------------------------------------- | -------------------------------------------------------------------- |
-| \`before:skills.install\`, \`before:skills.uninstall\` | Installing or removing agent skills.                                 |
-| \`before:session.send\`                              | A prompt is typed into a session.                                    |
-| \`before:exec\`                                      | \`dockd exec\` / \`POST exec\`.                                          |
-| \`before:config.change\`                             | Env, flows, the guard or a location's config change through the API. |
-| \`before:worktree.create\`, \`before:worktree.remove\` | A worktree is created or removed.                                    |
+| Gate                                               | Runs before                                                                                           |
+| -------------------------------------------------- | ----------------------------------------------------------------------------------------------------- |
+| \`before:skills.install\`, \`before:skills.uninstall\` | Installing or removing agent skills.                                                                  |
+| \`before:session.send\`                              | A prompt is typed into a session.                                                                     |
+| \`before:exec\`                                      | \`dockd exec\` / \`POST exec\`.                                                                           |
+| \`before:config.change\`                             | Env, flows, the guard, the box hooks file, a location's config or its scripts change through the API. |
+| \`before:worktree.create\`, \`before:worktree.remove\` | A worktree is created or removed.                                                                     |
 
 - Exit **0** allows the action. Any **non-zero** exit refuses it; the **first line of stderr** is the reason.
   The API answers \`403\` with code \`gate_refused\` and that reason.
 - A gate still running at its timeout (default \`30s\`) refuses (\`gate_timeout\`). Make gates fast.
-- The request being checked is on stdin as JSON; capture it once (\`cat > /tmp/gate.json; exit 0\`) before
-  writing a gate that reads fields.
+- The request being checked is on stdin as JSON:
+  \`{"action","target":{…},"origin","box","time","location"?,"worktree"?}\`. \`target\` holds the request's
+  identifiers: \`exec\` → \`location\`, \`command\`; \`session.send\` → \`session\`, \`text\`, \`enter\`; \`worktree.create\`
+  → \`name\`, \`branch\`, \`base\`; \`worktree.remove\` → \`worktree\`, \`path\`, \`force\`; \`config.change\` → \`file\`
+  (\`env.json\`, \`guard.json\`, \`hooks.json\`, \`config\`, \`scripts\`), \`location\`, \`value\` (the new content); skills
+  → \`skills\`, \`agent\`, \`target\`, \`location\`. The same fields are in \`DOCK_<FIELD>\` variables (\`DOCK_COMMAND\`,
+  \`DOCK_SESSION\`, …; never the prompt text), with \`DOCK_ACTION\`. Capture one once
+  (\`cat > /tmp/gate.json; exit 0\`) before writing a gate that reads fields.
+- Box gates come from \`~/.dock/hooks.json\` on the box and, for an action inside a location (exec, send,
+  worktrees, its config), from that location's config. Every gate must allow; they run at once, and the first
+  refusal in file order is the answer. A refusal is also announced as \`gate.refused\` (\`action\`, \`code\`,
+  \`source\`). Laptop \`before:\` hooks are not run: gates live on the box they guard.
+- A gate with \`tool\` set is skipped for requests whose origin (\`X-Dock-Origin\`) is that tool.
 - Gates check requests to the box API, so they also apply to commands a flow's \`run\` step executes, but not to
   a flow's own \`prompt\` and \`start_agent\` steps. Gates never start flows.
 
@@ -528,7 +548,8 @@ Every event has \`type\`, \`time\`, \`origin\` (a tool name, \`detected\`, or \`
 | \`worktree.removed\`, \`worktree.paused\`, \`worktree.resumed\`, \`worktree.synced\`       | Worktree lifecycle                                              |                                                                          |
 | \`worktree.setup.started\`, \`.finished\`, \`.failed\`                                   | The setup script ran                                            |                                                                          |
 | \`service.started\`, \`.stopped\`, \`.crashed\`, \`.failed\`                               | A service changed state                                         |                                                                          |
-| \`config.changed\`, \`hooks.changed\`, \`app.changed\`                                   | Config, the laptop hooks file or an app setting changed         |                                                                          |
+| \`config.changed\`, \`hooks.changed\`, \`app.changed\`                                   | Config, a hooks file or an app setting changed                  |                                                                          |
+| \`hook.failed\`, \`gate.refused\`                                                      | A hook failed or timed out; a gate refused an action            | \`on\`, \`source\`, \`event\`, \`exit_code\`, \`timed_out\` / \`action\`, \`code\`     |
 | \`skills.installed\`, \`skills.removed\`                                               | Skills installed or removed through the API                     |                                                                          |
 | \`guard.acted\`                                                                      | The resource guard stopped services or paused agents            | What it did                                                              |
 | \`flow.started\`, \`flow.finished\`                                                    | A flow run started or ended (never starts flows)                |                                                                          |
@@ -551,5 +572,5 @@ export const SKILLS: readonly Skill[] = [
   { id: "dock", version: 1, text: DOCK },
   { id: "dock-orchestrate", version: 1, text: DOCK_ORCHESTRATE },
   { id: "dock-preview", version: 1, text: DOCK_PREVIEW },
-  { id: "dock-hooks", version: 1, text: DOCK_HOOKS },
+  { id: "dock-hooks", version: 2, text: DOCK_HOOKS },
 ];
