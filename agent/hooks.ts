@@ -98,7 +98,7 @@ export class LaptopHooks {
 
   /** `GET /v1/hooks`. */
   state(): HooksFileState {
-    return this.file.state();
+    return { ...this.file.state(), runs: this.runner.stats() };
   }
 
   /** `PUT /v1/hooks`: writes the file and announces `hooks.changed`. */

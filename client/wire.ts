@@ -133,6 +133,8 @@ export interface HooksState {
   hooks: HookConfig[];
   /** Why the file does not load; the last good hooks stay in force meanwhile. */
   error?: string;
+  /** Hook runs since the process started: running now, waiting for a slot, started, failed, dropped. */
+  runs?: { running: number; queued: number; started: number; failed: number; dropped: number };
 }
 
 /** A flow (spec 2.5); validated here, run by the flows module. */

@@ -16,7 +16,7 @@
  *
  * @module
  */
-import type { DockEvent, HookConfig, Worktree } from "../client/wire.ts";
+import type { DockEvent, HookConfig, HooksState, Worktree } from "../client/wire.ts";
 import { DockError } from "../client/errors.ts";
 import { parseDuration } from "../client/duration.ts";
 import { ConfigError, type HooksFile, parseHooksText, validateHooksFile } from "./config.ts";
@@ -125,12 +125,8 @@ export function firstLine(text: string): string {
 // ---------------------------------------------------------------------------------------------------
 // The hooks file
 
-/** What `GET hooks` answers: the file, its hooks, and why it does not load (the last good hooks stay). */
-export interface HooksFileState {
-  path: string;
-  hooks: HookConfig[];
-  error?: string;
-}
+/** What `GET hooks` answers: the file, its hooks, why it does not load (the last good hooks stay), runs. */
+export type HooksFileState = HooksState;
 
 /**
  * A `hooks.json` kept current without a restart: its mtime, size and inode are checked before each use
@@ -457,9 +453,10 @@ export class Hooks {
     this.runner.close();
   }
 
-  /** The box's hooks file (`GET hooks`). */
+  /** The box's hooks file and its runs (`GET hooks`); events not yet dispatched count as queued. */
   state(): HooksFileState {
-    return this.file.state();
+    const runs = this.runner.stats();
+    return { ...this.file.state(), runs: { ...runs, queued: runs.queued + this.#events.length } };
   }
 
   /** Replaces the box's hooks file (`PUT hooks`, after the `config.change` gate); announces `hooks.changed`. */

@@ -46,7 +46,11 @@ Deno.test("box hooks: the event on stdin and in DOCK_*, the worktree environment
   const repo = await makeRepo(join(box.dirs.home, "work"));
   await box.client.addLocation({ name: "app", path: repo });
   const worktree = await box.client.createWorktree("app", { name: "feat" });
-  const event = await eventually(() => readJson(join(out, "event.json")));
+  // The hook writes env last: once it is complete, so are the others.
+  await eventually(async () =>
+    (await lines(join(out, "env"))).some((l) => l.startsWith("DOCK_WORKTREE_NAME="))
+  );
+  const event = await readJson(join(out, "event.json"));
   assertEquals(event.type, "worktree.created");
   assertEquals((event.data as Record<string, unknown>).worktree, "feat");
   assertEquals((await Deno.readTextFile(join(out, "cwd"))).trim(), await Deno.realPath(worktree.path));
@@ -88,6 +92,8 @@ Deno.test("box hooks: an edit takes effect without a restart; a tool's own event
   const state = await box.client.hooks();
   assertEquals(state.path, file);
   assertEquals(state.hooks.length, 1);
+  assertEquals(state.runs?.started, 2);
+  assertEquals(state.runs?.failed, 0);
 });
 
 Deno.test("box hooks: a hook that sleeps forever is killed at its timeout and reported without output", async () => {
@@ -234,7 +240,9 @@ Deno.test("laptop hooks: GET/PUT /v1/hooks, hooks.changed, run for a box's event
   try {
     await client.addLocal("local");
     const empty = await client.hooks();
-    assertEquals(empty, { path: join(laptopHome, "hooks.json"), hooks: [] });
+    assertEquals(empty.path, join(laptopHome, "hooks.json"));
+    assertEquals(empty.hooks, []);
+    assertEquals(empty.runs?.started, 0);
     const log = join(dirs.root, "laptop.log");
     const events: DockEvent[] = [];
     const controller = new AbortController();

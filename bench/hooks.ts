@@ -1,0 +1,293 @@
+/**
+ * Hooks benchmarks (issue #6), on a real `dockd` with a real `~/.dock/hooks.json`:
+ *
+ * 1. **Event → hook process started**, with 10 hooks configured: each hook writes the event's id into
+ *    a FIFO the benchmark holds open, which stamps the line as it arrives (`echo` is a shell builtin,
+ *    so the stamp is the shell's start plus one write). One event at a time, after the previous hook
+ *    reported. Two cases: one of the ten hooks matches, and all ten match (time to the tenth start).
+ *    Baseline: the benchmark spawning the same `sh -c 'echo … > fifo'` itself (what starting a shell
+ *    costs here), and the event's arrival on the box's SSE stream.
+ * 2. **1,000 events/s with hooks attached**: four emitters pace `POST events` at 250/s each for a few
+ *    seconds while one SSE client reads; the ten hooks match 1 % (and in a second run 10 %) of the
+ *    events. Reported: the rate achieved, the SSE client's lag behind the last emit, and the hook
+ *    backlog (`GET hooks` → `runs.queued`, sampled every 100 ms) at its peak and at the end.
+ *
+ * @module
+ */
+import { join } from "node:path";
+import type { BoxClient } from "../client/box.ts";
+import type { HookConfig } from "../client/wire.ts";
+import { startBox, type TestBox } from "../tests/harness.ts";
+import { type Row, summarize } from "./stats.ts";
+
+/** Options of {@linkcode benchHooks}. */
+export interface HooksBenchOptions {
+  quick?: boolean;
+}
+
+/** Reads lines from a FIFO, stamping each with `performance.now()` as it arrives. */
+class FifoStamps {
+  readonly path: string;
+  #waiters = new Map<string, (stamp: number) => void>();
+  #early = new Map<string, number>();
+  #file?: Deno.FsFile;
+  #keepOpen?: Deno.FsFile;
+  #reading?: Promise<void>;
+
+  constructor(path: string) {
+    this.path = path;
+  }
+
+  async open(): Promise<void> {
+    const made = await new Deno.Command("mkfifo", { args: [this.path] }).output();
+    if (!made.success) throw new Error("mkfifo failed");
+    const reading = Deno.open(this.path, { read: true });
+    // A writer of our own keeps the FIFO from reporting end-of-file between hooks.
+    this.#keepOpen = await Deno.open(this.path, { write: true });
+    this.#file = await reading;
+    this.#reading = this.#read();
+  }
+
+  async #read(): Promise<void> {
+    const decoder = new TextDecoder();
+    let partial = "";
+    for await (const chunk of this.#file!.readable) {
+      const stamp = performance.now();
+      partial += decoder.decode(chunk, { stream: true });
+      const lines = partial.split("\n");
+      partial = lines.pop()!;
+      for (const line of lines) {
+        const waiter = this.#waiters.get(line);
+        if (waiter) {
+          this.#waiters.delete(line);
+          waiter(stamp);
+        } else this.#early.set(line, stamp);
+      }
+    }
+  }
+
+  /** Resolves with the stamp of `line` (or the time it already arrived). */
+  next(line: string, timeoutMs = 10_000): Promise<number> {
+    const early = this.#early.get(line);
+    if (early !== undefined) {
+      this.#early.delete(line);
+      return Promise.resolve(early);
+    }
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.#waiters.delete(line);
+        reject(new Error(`no hook wrote '${line}' within ${timeoutMs} ms`));
+      }, timeoutMs);
+      this.#waiters.set(line, (stamp) => {
+        clearTimeout(timer);
+        resolve(stamp);
+      });
+    });
+  }
+
+  /** Closes our writer: the reader then sees end-of-file (every hook has closed its end) and stops. */
+  async close(): Promise<void> {
+    this.#keepOpen?.close();
+    await this.#reading;
+  }
+}
+
+/** Ten hooks: `matching` of them on `bench.hook`, the rest on types the benchmark never emits. */
+function tenHooks(fifo: string, matching: number): HookConfig[] {
+  return Array.from({ length: 10 }, (_, i) => ({
+    on: i < matching ? "bench.hook" : `other.kind${i}.*`,
+    run: `echo "$DOCK_N-${i}" > ${fifo}`,
+  }));
+}
+
+async function eventToHook(box: TestBox, stamps: FifoStamps, matching: number, n: number): Promise<number[]> {
+  await box.client.putHooks(tenHooks(stamps.path, matching));
+  const samples: number[] = [];
+  for (let i = 0; i < n + 5; i++) {
+    const id = `${matching}x${i}`;
+    const started = performance.now();
+    const arrivals = Array.from({ length: matching }, (_, k) => stamps.next(`${id}-${k}`));
+    await box.client.emit({ type: "bench.hook", data: { n: id } });
+    const last = Math.max(...await Promise.all(arrivals));
+    if (i >= 5) samples.push(last - started);
+  }
+  return samples;
+}
+
+async function plainSpawn(stamps: FifoStamps, n: number): Promise<number[]> {
+  const samples: number[] = [];
+  for (let i = 0; i < n + 5; i++) {
+    const started = performance.now();
+    const arrival = stamps.next(`plain${i}`);
+    const child = new Deno.Command("/bin/sh", { args: ["-c", `echo plain${i} > ${stamps.path}`] }).spawn();
+    const stamp = await arrival;
+    await child.status;
+    if (i >= 5) samples.push(stamp - started);
+  }
+  return samples;
+}
+
+async function emitToSse(client: BoxClient, n: number): Promise<number[]> {
+  const controller = new AbortController();
+  const waiting = new Map<string, (t: number) => void>();
+  const reader = (async () => {
+    for await (const event of client.events({ signal: controller.signal })) {
+      const key = String(event.data?.n ?? "");
+      waiting.get(key)?.(performance.now());
+    }
+  })();
+  await new Promise((r) => setTimeout(r, 100)); // the stream is open
+  const samples: number[] = [];
+  for (let i = 0; i < n + 5; i++) {
+    const key = `sse${i}`;
+    const arrived = new Promise<number>((resolve) => waiting.set(key, resolve));
+    const started = performance.now();
+    await client.emit({ type: "bench.sse", data: { n: key } });
+    const stamp = await arrived;
+    if (i >= 5) samples.push(stamp - started);
+  }
+  controller.abort();
+  await reader.catch(() => {});
+  return samples;
+}
+
+/** Paces `rate` events/s for `seconds` with hooks matching `hookedShare` of them; reports rate, lag, backlog. */
+async function sustained(
+  box: TestBox,
+  rate: number,
+  seconds: number,
+  hookedShare: number,
+): Promise<
+  { achieved: number; lagMs: number; peakQueued: number; endQueued: number; hooksRun: number; lost: number }
+> {
+  // Ten hooks on `bench.load.hooked`, none of which writes to the FIFO (they only need to run).
+  await box.client.putHooks(
+    Array.from(
+      { length: 10 },
+      (_, i) => ({ on: i === 0 ? "bench.load.hooked" : `other.kind${i}.*`, run: "true" }),
+    ),
+  );
+  const before = (await box.client.hooks()).runs!;
+  const total = rate * seconds;
+  const controller = new AbortController();
+  let received = 0;
+  let lastReceived = 0;
+  const firstId = (await box.client.emit({ type: "bench.load.start" })).id!;
+  const reader = (async () => {
+    for await (const event of box.client.events({ after: firstId, signal: controller.signal })) {
+      if (event.type.startsWith("bench.load.")) {
+        received++;
+        lastReceived = performance.now();
+      }
+    }
+  })();
+  let peakQueued = 0;
+  let sampling = true;
+  const sampler = (async () => {
+    while (sampling) {
+      peakQueued = Math.max(peakQueued, (await box.client.hooks()).runs!.queued);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  })();
+  const emitters = 4;
+  const perEmitter = Math.ceil(total / emitters);
+  const interval = 1000 / (rate / emitters);
+  const started = performance.now();
+  const every = Math.max(1, Math.round(1 / hookedShare));
+  let sent = 0;
+  await Promise.all(Array.from({ length: emitters }, async (_, e) => {
+    for (let i = 0; i < perEmitter; i++) {
+      const due = started + i * interval;
+      const wait = due - performance.now();
+      if (wait > 1) await new Promise((r) => setTimeout(r, wait));
+      const index = i * emitters + e;
+      await box.client.emit({ type: index % every === 0 ? "bench.load.hooked" : "bench.load.plain" });
+      sent++;
+    }
+  }));
+  const lastEmit = performance.now();
+  const elapsed = (lastEmit - started) / 1000;
+  const deadline = Date.now() + 15_000;
+  while (received < sent && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  const lagMs = Math.max(0, lastReceived - lastEmit);
+  const endQueued = (await box.client.hooks()).runs!.queued;
+  sampling = false;
+  await sampler;
+  // Let the last hooks finish before counting them.
+  const settle = Date.now() + 15_000;
+  let after = (await box.client.hooks()).runs!;
+  while ((after.running > 0 || after.queued > 0) && Date.now() < settle) {
+    await new Promise((r) => setTimeout(r, 50));
+    after = (await box.client.hooks()).runs!;
+  }
+  controller.abort();
+  // Not awaited: a stream aborted while far behind may not settle until its body is drained.
+  reader.catch(() => {});
+  return {
+    achieved: sent / elapsed,
+    lagMs,
+    peakQueued,
+    endQueued,
+    hooksRun: after.started - before.started,
+    lost: sent - received,
+  };
+}
+
+/** Runs the hooks benchmarks and returns their table rows. */
+export async function benchHooks(options: HooksBenchOptions = {}): Promise<Row[]> {
+  const n = options.quick ? 20 : 100;
+  const seconds = options.quick ? 2 : 5;
+  await using box = await startBox();
+  const stamps = new FifoStamps(join(box.dirs.root, "hooks.fifo"));
+  await stamps.open();
+  try {
+    const plain = summarize(await plainSpawn(stamps, n));
+    const sse = summarize(await emitToSse(box.client, n));
+    const one = summarize(await eventToHook(box, stamps, 1, n));
+    const ten = summarize(await eventToHook(box, stamps, 10, n));
+    const rows: Row[] = [
+      { label: "hooks: spawn `sh -c 'echo > fifo'` directly (plain)", summary: plain, isBaseline: true },
+      { label: "hooks: emit → event on the box's SSE", summary: sse },
+      {
+        label: "hooks: emit → hook started, 10 configured, 1 matching",
+        summary: one,
+        baseline: plain,
+        note: "includes the POST and the shell's start",
+      },
+      {
+        label: "hooks: emit → 10th hook started, 10 matching",
+        summary: ten,
+        baseline: plain,
+        note: "at most 8 run at once",
+      },
+    ];
+    for (const share of [0.01, 0.1]) {
+      const result = await sustained(box, 1000, seconds, share);
+      const lag = summarize([result.lagMs]);
+      rows.push({
+        label: `hooks: 1,000 events/s for ${seconds}s, ${share * 100}% hooked — SSE lag after last emit`,
+        summary: lag,
+        note:
+          `achieved ${
+            Math.round(result.achieved)
+          } ev/s, lost ${result.lost}; hook backlog peak ${result.peakQueued}, ` +
+          `at end ${result.endQueued}; ${result.hooksRun} hooks ran`,
+      });
+    }
+    return rows;
+  } finally {
+    await stamps.close();
+  }
+}
+
+if (import.meta.main) {
+  const rows = await benchHooks({ quick: Deno.args.includes("--quick") });
+  for (const row of rows) {
+    const s = row.summary;
+    console.log(
+      `${row.label}: p50 ${s.p50.toFixed(2)} ms, p99 ${s.p99.toFixed(2)} ms${
+        row.note ? ` (${row.note})` : ""
+      }`,
+    );
+  }
+}
