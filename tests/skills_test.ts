@@ -232,6 +232,47 @@ Deno.test("skills API: bad input is a JSON 4xx naming the field, before anything
   assertEquals(await git(repo, "status", "--porcelain"), "");
 });
 
+Deno.test("skills API: before:skills.install and before:skills.uninstall gates see the request and can refuse it", async () => {
+  await using box = await startBox();
+  const repo = await makeRepo(join(box.dirs.home, "work"), "app");
+  await box.client.addLocation({ name: "app", path: repo });
+  const seen = join(box.dirs.root, "gate-input.json");
+  await box.client.putHooks([
+    {
+      on: "before:skills.install",
+      run:
+        `cat > ${seen}; [ "$DOCK_TARGET" = project ] && { echo "no project skills here" >&2; exit 1; }; exit 0`,
+    },
+    { on: "before:skills.uninstall", run: "echo keep them >&2; exit 1" },
+  ]);
+  const mark = (await box.client.emit({ type: "test.mark" })).id!;
+
+  const refused = await refusal(() => box.client.installSkills({ skills: ["dock"], location: "app" }));
+  assertEquals([refused.status, refused.code, refused.message], [
+    403,
+    "gate_refused",
+    "no project skills here",
+  ]);
+  const input = JSON.parse(await Deno.readTextFile(seen));
+  assertEquals([input.action, input.origin, input.location], ["skills.install", "test", "app"]);
+  assertEquals(input.target, {
+    skills: ["dock"],
+    agent: "all",
+    target: "project",
+    location: "app",
+    commit: false,
+  });
+  assert(!await exists(join(repo, ".claude")), "refused before writing");
+
+  const allowed = await box.client.installSkills({ skills: ["dock"], agent: "claude" });
+  assertEquals(actions(allowed), [["dock", "claude", "user", "created"]]);
+  const kept = await refusal(() => box.client.uninstallSkills({ skills: ["dock"] }));
+  assertEquals([kept.status, kept.message], [403, "keep them"]);
+  assert(await exists(join(box.dirs.home, ".claude/skills/dock/SKILL.md")));
+  const announced = (await collect(box.client, mark)).filter((e) => e.type.startsWith("skills."));
+  assertEquals(announced.map((e) => e.type), ["skills.installed"], "refused requests announce nothing");
+});
+
 Deno.test("dockd skills and dock skills BOX drive the API", async () => {
   const dirs = await makeDirs();
   await using box = await startBox({ dirs });
