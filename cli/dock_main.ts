@@ -13,6 +13,7 @@ import { execCommand } from "./exec.ts";
 import { locationCommands } from "./location.ts";
 import { serviceCommands } from "./service.ts";
 import { sessionCommands } from "./session.ts";
+import { skillsCommands } from "./skills.ts";
 import { laptopScope } from "./target.ts";
 import { pairCommands } from "./pair.ts";
 import { worktreeCommands } from "./worktree.ts";
@@ -29,6 +30,7 @@ export async function main(args: string[]): Promise<void> {
   serviceCommands(program, scope);
   sessionCommands(program, scope);
   execCommand(program, scope);
+  skillsCommands(program, scope);
   integrationCommands(program, { hookCommand: () => defaultHookCommand("dock") });
   program.command("hook").description("report an agent tool's hook (run by the tool itself)")
     .argument("<tool>").argument("<event>");

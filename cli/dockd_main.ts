@@ -16,6 +16,7 @@ import { systemCommands } from "./system.ts";
 import { worktreeCommands } from "./worktree.ts";
 import { schemasCommand } from "./schemas.ts";
 import { sessionCommands } from "./session.ts";
+import { skillsCommands } from "./skills.ts";
 import { boxScope } from "./target.ts";
 import { boxPairCommands } from "./pair.ts";
 
@@ -29,6 +30,7 @@ export async function main(args: string[]): Promise<void> {
   serviceCommands(program, scope);
   sessionCommands(program, scope);
   execCommand(program, scope);
+  skillsCommands(program, scope);
   eventCommands(program);
   systemCommands(program);
   boxPairCommands(program);

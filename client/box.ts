@@ -31,6 +31,9 @@ import type {
   SecretTestResult,
   Session,
   SessionCreate,
+  SkillCopy,
+  SkillsRequest,
+  SkillsResult,
   Stats,
   StreamLine,
   SyncRequest,
@@ -346,5 +349,20 @@ export class BoxClient {
   /** `POST tasks`: a new worktree with an agent running in it. */
   createTask(body: TaskRequest): Promise<TaskResult> {
     return this.transport.json("/v1/tasks", { body });
+  }
+
+  /** `GET skills[?location=L]`: every skill copy for the box's user (and that location's repository) and its state. */
+  skills(options: { location?: string } = {}): Promise<SkillCopy[]> {
+    return this.transport.json("/v1/skills", { query: { location: options.location } });
+  }
+
+  /** `POST skills/install`: after the `skills.install` gates; answers what changed. */
+  installSkills(body: SkillsRequest = {}): Promise<SkillsResult> {
+    return this.transport.json("/v1/skills/install", { body });
+  }
+
+  /** `POST skills/uninstall`: removes only dock's own copies; answers what changed. */
+  uninstallSkills(body: SkillsRequest = {}): Promise<SkillsResult> {
+    return this.transport.json("/v1/skills/uninstall", { body });
   }
 }

@@ -420,3 +420,86 @@ export interface TaskResult {
   worktree: Worktree;
   session: Session;
 }
+
+/** Agent tools that take skills. */
+export type SkillAgent = "claude" | "codex";
+
+/** Where skills go: the user's own folder or a repository. */
+export type SkillTarget = "user" | "project";
+
+/** State of one installed copy of a skill (spec 1, Skills rule 2). */
+export type SkillState =
+  | "installed"
+  | "outdated"
+  | "missing"
+  /** A `SKILL.md` of that name that is not dock's: install and uninstall leave it alone. */
+  | "foreign";
+
+/** One skill for one agent at one target (`GET skills`). */
+export interface SkillCopy {
+  skill: string;
+  agent: SkillAgent;
+  target: SkillTarget;
+  /** The skill's folder. */
+  path: string;
+  state: SkillState;
+  /** The installed copy's version, when it has one. */
+  version: number | null;
+  /** The version dock carries. */
+  latest: number;
+  /** Project target through the API: the location (`LOC` or `LOC/WT`) whose repository holds it. */
+  location?: string;
+}
+
+/** What an install did to one file or folder. */
+export interface FileChange {
+  path: string;
+  action: "created" | "updated" | "unchanged" | "removed";
+}
+
+/** What an install or uninstall did to one skill folder. */
+export interface SkillChange {
+  skill: string;
+  agent: SkillAgent;
+  target: SkillTarget;
+  /** The skill's folder. */
+  path: string;
+  action: "created" | "updated" | "unchanged" | "removed" | "skipped" | "missing";
+  /** With `skipped`: why. */
+  reason?: string;
+}
+
+/** Answer of `POST skills/install` and `POST skills/uninstall`. */
+export interface SkillsResult {
+  changes: SkillChange[];
+  /** Other files touched (the repository's `.git/info/exclude`). */
+  files: FileChange[];
+  notes: string[];
+}
+
+/**
+ * Body of `POST skills/install` and `POST skills/uninstall`. `skills` defaults to every skill, `agent`
+ * to `all`, `target` to `project` when `location` is given and `user` otherwise.
+ */
+export interface SkillsRequest {
+  skills?: string[];
+  agent?: SkillAgent | "all";
+  target?: SkillTarget;
+  /** `LOC` or `LOC/WT`: the repository of the project target. */
+  location?: string;
+  /** Install, project target: keep the folders out of `.git/info/exclude` so they can be committed. */
+  commit?: boolean;
+}
+
+/** Data of the `skills.installed` and `skills.removed` events: identifiers and paths only. */
+export interface SkillsEventData {
+  /** The skill ids the request named (every skill when it named none). */
+  skills: string[];
+  agent: SkillAgent | "all";
+  target: SkillTarget;
+  location?: string;
+  /** The skill folders written or removed. */
+  changed: { skill: string; agent: SkillAgent; path: string; action: SkillChange["action"] }[];
+  /** Other files written (`.git/info/exclude`). */
+  files: string[];
+}

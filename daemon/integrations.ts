@@ -26,6 +26,15 @@ import {
 } from "jsonc-parser";
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import { DockError } from "../client/errors.ts";
+import type {
+  FileChange,
+  SkillAgent,
+  SkillChange,
+  SkillCopy,
+  SkillsResult,
+  SkillState,
+  SkillTarget,
+} from "../client/wire.ts";
 import { SKILLS } from "../skills/mod.ts";
 import { exists, statOrNull, writeAtomic } from "./files.ts";
 
@@ -35,11 +44,8 @@ export type IntegrationTool = "claude" | "cursor" | "codex";
 /** Every integration tool, in the order `all` installs them. */
 export const INTEGRATION_TOOLS: readonly IntegrationTool[] = ["claude", "cursor", "codex"];
 
-/** Agent tools that take skills. */
-export type SkillAgent = "claude" | "codex";
-
-/** Where skills go: the user's own folder or a repository. */
-export type SkillTarget = "user" | "project";
+// The skill records are wire types (the box API answers with them); re-exported for this module's users.
+export type { FileChange, SkillAgent, SkillChange, SkillCopy, SkillsResult, SkillState, SkillTarget };
 
 /** Where an install looks: the home folder and the environment (`CLAUDE_CONFIG_DIR`, `CODEX_HOME`, `PATH`). */
 export interface HomeOptions {
@@ -55,12 +61,6 @@ export interface IntegrationOptions extends HomeOptions {
   hookCommand: string;
 }
 
-/** What an install did to one file or folder. */
-export interface FileChange {
-  path: string;
-  action: "created" | "updated" | "unchanged" | "removed";
-}
-
 /** What installing one tool's integration did. */
 export interface IntegrationResult {
   tool: IntegrationTool;
@@ -73,48 +73,6 @@ export interface IntegrationResult {
   skipped?: boolean;
   /** `installAll` only: why this tool's install was refused (the others still ran). */
   error?: string;
-}
-
-/** State of one installed copy of a skill (spec 1, Skills rule 2). */
-export type SkillState =
-  | "installed"
-  | "outdated"
-  | "missing"
-  /** A `SKILL.md` of that name that is not dock's: install and uninstall leave it alone. */
-  | "foreign";
-
-/** One skill for one agent at one target, as `listSkills` reports it. */
-export interface SkillCopy {
-  skill: string;
-  agent: SkillAgent;
-  target: SkillTarget;
-  /** The skill's folder. */
-  path: string;
-  state: SkillState;
-  /** The installed copy's version, when it has one. */
-  version: number | null;
-  /** The version dock carries. */
-  latest: number;
-}
-
-/** What `installSkills` or `uninstallSkills` did to one skill folder. */
-export interface SkillChange {
-  skill: string;
-  agent: SkillAgent;
-  target: SkillTarget;
-  /** The skill's folder. */
-  path: string;
-  action: "created" | "updated" | "unchanged" | "removed" | "skipped" | "missing";
-  /** With `skipped`: why. */
-  reason?: string;
-}
-
-/** Result of `installSkills` and `uninstallSkills`. */
-export interface SkillsResult {
-  changes: SkillChange[];
-  /** Other files touched (the repository's `.git/info/exclude`). */
-  files: FileChange[];
-  notes: string[];
 }
 
 /** Options of {@linkcode listSkills}. */

@@ -334,8 +334,9 @@ test("skills: list reports installed, outdated, missing and foreign copies", asy
     "codex/dock-orchestrate": ["installed", 1],
     "claude/dock-preview": ["foreign", null],
     "codex/dock-preview": ["missing", null],
-    "claude/dock-hooks": ["installed", 1],
-    "codex/dock-hooks": ["outdated", 1],
+    // dock-hooks carries its own version (skills are versioned one by one).
+    "claude/dock-hooks": ["installed", SKILLS[3].version],
+    "codex/dock-hooks": ["outdated", SKILLS[3].version],
   });
 
   const reinstall = await installSkills({ ...options, agent: "all", target: "user" });

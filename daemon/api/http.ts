@@ -85,8 +85,11 @@ export function fieldPath(path: readonly PropertyKey[]): string {
 /** The first issue of a zod error as a DockError naming the field. */
 export function zodError(error: z.ZodError, prefix = ""): DockError {
   const issue = error.issues[0];
-  const field = fieldPath([...(prefix ? [prefix] : []), ...issue.path]) || "body";
-  return new DockError("invalid_request", `${field}: ${issue.message}`, { status: 400, detail: { field } });
+  // A strict schema reports an unknown key at its parent; the key itself is the field to name.
+  const path = issue.code === "unrecognized_keys" ? [...issue.path, issue.keys[0]] : issue.path;
+  const field = fieldPath([...(prefix ? [prefix] : []), ...path]) || "body";
+  const message = issue.code === "unrecognized_keys" ? "unknown field" : issue.message;
+  return new DockError("invalid_request", `${field}: ${message}`, { status: 400, detail: { field } });
 }
 
 const MAX_BODY = 8 * 1024 * 1024;

@@ -21,6 +21,7 @@ import { locationRoutes } from "./locations.ts";
 import { serviceRoutes } from "./services.ts";
 import { tunnelRoutes } from "./tunnel.ts";
 import { sessionRoutes } from "./sessions.ts";
+import { skillRoutes } from "./skills.ts";
 import { systemRoutes } from "./system.ts";
 import { worktreeRoutes } from "./worktrees.ts";
 
@@ -49,6 +50,7 @@ export function boxApp(box: Box, options: BoxAppOptions = {}): Hono {
     systemRoutes(box),
     serviceRoutes(box),
     sessionRoutes(box),
+    skillRoutes(box),
     tunnelRoutes(box),
     ...(listener === "socket" ? [pairingRoutes(box)] : [socketOnly(pairingRoutes(box)), redeemRoutes(box)]),
   ]);

@@ -1,0 +1,192 @@
+/**
+ * Routes of skills (spec 1 "Skills", 4.2): list the copies and their state, install and uninstall them
+ * for the daemon's user, in the user's folders or in a location's repository. Installing or removing
+ * runs the `before:skills.install` / `before:skills.uninstall` gates first and announces
+ * `skills.installed` / `skills.removed` after, with identifiers and paths only.
+ *
+ * `location` names a location (its registered repository) or `LOC/WT`, one of its worktrees: a
+ * project copy in a linked worktree is that worktree's own, and its exclude lines go to the main
+ * repository's `.git/info/exclude` (git reads that one file for every worktree).
+ *
+ * @module
+ */
+import { z } from "zod";
+import type { Context } from "hono";
+import { DockError } from "../../client/errors.ts";
+import type { SkillsEventData, SkillsResult, SkillTarget } from "../../client/wire.ts";
+import { SKILLS } from "../../skills/mod.ts";
+import type { Box } from "../box.ts";
+import { type HomeOptions, installSkills, listSkills, uninstallSkills } from "../integrations.ts";
+import { body, json, requestOrigin, RouteTable } from "./http.ts";
+
+const SKILL_IDS = SKILLS.map((skill) => skill.id);
+
+const SKILL_ID = z.string().refine((id) => SKILL_IDS.includes(id), {
+  error: (issue) => `unknown skill ${JSON.stringify(issue.input)}; dock's skills: ${SKILL_IDS.join(", ")}`,
+});
+
+// Strict: a misspelt field (`skill` for `skills`) must not fall back to "every skill".
+const SKILLS_REQUEST = z.strictObject({
+  skills: z.array(SKILL_ID).optional(),
+  agent: z.enum(["claude", "codex", "all"]).optional(),
+  target: z.enum(["user", "project"]).optional(),
+  location: z.string().min(1).optional(),
+  commit: z.boolean().optional(),
+});
+
+type SkillsRequestBody = z.infer<typeof SKILLS_REQUEST>;
+
+/** A request resolved against the box: defaults filled in, the location turned into its folder. */
+interface Resolved {
+  skills: string[];
+  agent: "claude" | "codex" | "all";
+  target: SkillTarget;
+  location?: string;
+  /** The location's folder, for the project target. */
+  repo?: string;
+  commit: boolean;
+}
+
+/** Options of {@linkcode skillRoutes}. */
+export interface SkillRoutesOptions {
+  /** The environment the agent tools see (`CLAUDE_CONFIG_DIR`, `CODEX_HOME`). @default {the daemon's} */
+  env?: Record<string, string | undefined>;
+}
+
+/** The skills routes, for the daemon's user (`box.paths.userHome`). */
+export function skillRoutes(box: Box, options: SkillRoutesOptions = {}): RouteTable {
+  const where: HomeOptions = { home: box.paths.userHome, env: options.env ?? Deno.env.toObject() };
+  // One install or uninstall at a time: two racing would each rewrite `.git/info/exclude` from what
+  // they read, and one's lines would be lost.
+  let queue: Promise<unknown> = Promise.resolve();
+  const serialized = <T>(work: () => Promise<T>): Promise<T> => {
+    const next = queue.then(work, work);
+    queue = next.catch(() => {});
+    return next;
+  };
+
+  return new RouteTable("skills")
+    .add("GET", "/skills", async (c) => {
+      const location = c.req.query("location") || undefined;
+      const repo = location === undefined ? undefined : locationPath(box, location);
+      const copies = await listSkills({ ...where, repo });
+      return json(copies.map((copy) => copy.target === "project" ? { ...copy, location } : copy));
+    })
+    .add("POST", "/skills/install", (c) => change(c, box, where, "install", serialized))
+    .add("POST", "/skills/uninstall", (c) => change(c, box, where, "uninstall", serialized));
+}
+
+async function change(
+  c: Context,
+  box: Box,
+  where: HomeOptions,
+  action: "install" | "uninstall",
+  serialized: <T>(work: () => Promise<T>) => Promise<T>,
+): Promise<Response> {
+  const request = resolveRequest(box, await body(c, SKILLS_REQUEST.optional()) ?? {}, action);
+  const origin = requestOrigin(c);
+  const [location, worktree] = request.location?.split("/") ?? [];
+  // The gate sees what will be done (defaults filled in), before anything is touched; a refusal
+  // throws its 403 straight to the caller.
+  await box.hooks.gate(`skills.${action}`, {
+    skills: request.skills,
+    agent: request.agent,
+    target: request.target,
+    location: request.location,
+    ...(action === "install" ? { commit: request.commit } : {}),
+  }, { origin, location, worktree });
+  const result = await serialized(() =>
+    action === "install"
+      ? installSkills({
+        ...where,
+        skills: request.skills,
+        agent: request.agent,
+        target: request.target,
+        repo: request.repo,
+        commit: request.commit,
+      })
+      : uninstallSkills({
+        ...where,
+        skills: request.skills,
+        agent: request.agent,
+        target: request.target,
+        repo: request.repo,
+      })
+  );
+  announce(box, action === "install" ? "skills.installed" : "skills.removed", request, result, origin);
+  return json(result);
+}
+
+/** Fills in the defaults and checks what fits together; the location's folder comes from the box. */
+function resolveRequest(box: Box, request: SkillsRequestBody, action: "install" | "uninstall"): Resolved {
+  if (request.commit !== undefined && action === "uninstall") {
+    throw new DockError("invalid_request", "commit: only install takes commit", {
+      status: 400,
+      detail: { field: "commit" },
+    });
+  }
+  const target = request.target ?? (request.location === undefined ? "user" : "project");
+  if (target === "project" && request.location === undefined) {
+    throw new DockError("invalid_request", "location: the project target needs a location (LOC or LOC/WT)", {
+      status: 400,
+      detail: { field: "location" },
+    });
+  }
+  if (target === "user" && request.location !== undefined) {
+    throw new DockError("invalid_request", "location: only the project target takes a location", {
+      status: 400,
+      detail: { field: "location" },
+    });
+  }
+  if (request.commit && target !== "project") {
+    throw new DockError("invalid_request", "commit: only the project target is committed", {
+      status: 400,
+      detail: { field: "commit" },
+    });
+  }
+  return {
+    skills: request.skills?.length ? [...new Set(request.skills)] : SKILL_IDS,
+    agent: request.agent ?? "all",
+    target,
+    location: request.location,
+    repo: request.location === undefined ? undefined : locationPath(box, request.location),
+    commit: request.commit ?? false,
+  };
+}
+
+/** The folder of `LOC` (the registered repository) or `LOC/WT`; 404 when either is unknown. */
+function locationPath(box: Box, spec: string): string {
+  const [location, worktree, extra] = spec.split("/");
+  if (!location || worktree === "" || extra !== undefined) {
+    throw new DockError("invalid_request", `location: expected LOC or LOC/WT, got ${JSON.stringify(spec)}`, {
+      status: 400,
+      detail: { field: "location" },
+    });
+  }
+  if (worktree === undefined) return box.locations.get(location).path;
+  return box.worktrees.get(location, worktree).path;
+}
+
+/** Announces what changed; a request that changed nothing announces nothing. */
+function announce(
+  box: Box,
+  type: "skills.installed" | "skills.removed",
+  request: Resolved,
+  result: SkillsResult,
+  origin: string,
+): void {
+  const changed = result.changes
+    .filter((c) => c.action === "created" || c.action === "updated" || c.action === "removed")
+    .map((c) => ({ skill: c.skill, agent: c.agent, path: c.path, action: c.action }));
+  const files = result.files.filter((f) => f.action !== "unchanged").map((f) => f.path);
+  if (changed.length === 0 && files.length === 0) return;
+  const data: SkillsEventData = {
+    skills: request.skills,
+    agent: request.agent,
+    target: request.target,
+    ...(request.location === undefined ? {} : { location: request.location }),
+    changed,
+    files,
+  };
+  box.bus.publish({ type, origin, data: { ...data } });
+}
