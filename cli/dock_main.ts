@@ -15,6 +15,7 @@ import { serviceCommands } from "./service.ts";
 import { sessionCommands } from "./session.ts";
 import { laptopScope } from "./target.ts";
 import { pairCommands } from "./pair.ts";
+import { queueCommands } from "./queue.ts";
 import { worktreeCommands } from "./worktree.ts";
 
 /** Parses `args` and runs the command. */
@@ -29,6 +30,7 @@ export async function main(args: string[]): Promise<void> {
   serviceCommands(program, scope);
   sessionCommands(program, scope);
   execCommand(program, scope);
+  queueCommands(program);
   integrationCommands(program, { hookCommand: () => defaultHookCommand("dock") });
   program.command("hook").description("report an agent tool's hook (run by the tool itself)")
     .argument("<tool>").argument("<event>");
