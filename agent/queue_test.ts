@@ -215,7 +215,7 @@ Deno.test("the engine delivers in order per session, once per key, and keeps fai
     await settled(queue, () => queue.get("g").state === "delivered");
     assertEquals(queue.get("f").attempts, 3, "failed once, unreachable once, delivered");
     assertEquals(box.typed.slice(-2).map((t) => t.text), ["f", "g"]);
-    await assertRejects(async () => queue.retry("f", "t"), DockError, "only a failed item");
+    assertThrows(() => queue.retry("f", "t"), DockError, "only a failed item");
   });
 });
 
