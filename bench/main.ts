@@ -31,6 +31,9 @@
  *    and 50 at once), event delivery through the merged stream with 10 clients (none lost), `GET
  *    /v1/status` and the agents' memory. `deno run -A bench/attach_relay.ts` measures attach echo
  *    through agent + box against the box's socket and a direct `tmux attach`.
+ * Last. **The offline queue** (bench/queue.ts, also `deno run -A bench/queue.ts`): prompts delivered
+ *    per second through `POST /v1/queue` to one session and to 20, against plain `POST
+ *    sessions/{name}/send` calls straight to the box in the same run.
  *
  * `--quick` divides every N by about five for a smoke run. All temporary folders are removed and the
  * daemons stopped at the end, also on failure.
@@ -43,6 +46,7 @@ import { git, GIT_ENV, makeDirs, makeRepo, startBox } from "../tests/harness.ts"
 import { benchDaemonMemory, benchPorts, benchServiceStart } from "./services.ts";
 import { benchSessions } from "./sessions.ts";
 import { benchAgent } from "./agent.ts";
+import { benchQueue } from "./queue.ts";
 import { ms, ratio, type Row, summarize, time } from "./stats.ts";
 
 const QUICK = Deno.args.includes("--quick");
@@ -468,6 +472,7 @@ async function main(): Promise<void> {
   rows.push(...await benchPorts(serviceOptions));
   rows.push(...await benchSessions({ quick: QUICK }));
   rows.push(...await benchAgent({ quick: QUICK }));
+  rows.push(...await benchQueue({ quick: QUICK }));
 
   const gitVersion = await versionOf("git", ["--version"]);
   const load = (await Deno.readTextFile("/proc/loadavg").catch(() => "? ? ?")).split(" ").slice(0, 3);
