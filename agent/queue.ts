@@ -258,7 +258,7 @@ export class Queue {
   #o: QueueOptions;
   #store: Store;
   /** Lanes with a send in flight, and the promise that settles when it is done. */
-  #inFlight = new Map<string, Promise<void>>();
+  #inFlight = new Map<string, { id: string; done: Promise<void> }>();
   /** Lanes backing off after a send that did not reach the box. */
   #backoff = new Map<string, { until: number; failures: number }>();
   #sessions = new Map<string, SessionStates>();
@@ -389,7 +389,7 @@ export class Queue {
     for (;;) {
       const inFlight = this.#inFlight.get(laneOf(row));
       if (!inFlight) break;
-      await inFlight;
+      await inFlight.done;
       row = this.#row(id); // it may have been sent, edited or removed meanwhile
     }
     if (row.state === "delivered") return this.#item(row);
@@ -399,10 +399,15 @@ export class Queue {
     return this.get(id);
   }
 
-  /** Removes an item and returns it as it was. 409 while it is being sent. */
+  /**
+   * Removes an item and returns it as it was. 409 while it is being sent: in flight, or left `sending`
+   * by an earlier agent and about to be sent again because its box is online. One left `sending` for
+   * a box that is offline (or forgotten) can go: nothing is sending it, and it may never come back.
+   */
   remove(id: string, origin: string): QueueItem {
     const row = this.#row(id);
-    if (row.state === "sending") {
+    const boxUp = this.#o.boxes.has(row.box) && this.#o.boxes.online(row.box);
+    if (row.state === "sending" && (this.#inFlight.get(laneOf(row))?.id === id || boxUp)) {
       throw new DockError("sending", `queue item '${id}' is being sent; try again once it is done`, {
         status: 409,
       });
@@ -509,7 +514,7 @@ export class Queue {
       this.#inFlight.delete(lane);
       this.#kick();
     });
-    this.#inFlight.set(lane, sending);
+    this.#inFlight.set(lane, { id: row.id, done: sending });
     return sending;
   }
 

@@ -229,7 +229,13 @@ Deno.test("the engine resends an item left sending with the same key; an edit ma
     const nonce = world.store.get<{ nonce: string }>("SELECT nonce FROM queue WHERE id = 'k'")!.nonce;
     box.keys.set(`q-${nonce}-0`, session("s1", "idle"));
     await assertRejects(() => queue.sendNow("k", "t"), DockError, "offline");
+    // Left sending for an offline box: nothing sends it, so it may go; online, it is about to be sent.
+    queue.add({ id: "left", box: "b", session: "s2", text: "left", wait: false }, "t");
+    world.store.run("UPDATE queue SET state = 'sending' WHERE id = 'left'");
+    assertEquals(queue.remove("left", "t").state, "sending");
+    world.online = true;
     assertThrows(() => queue.remove("k", "t"), DockError, "being sent");
+    world.online = false;
     await new Promise((r) => setTimeout(r, 20)); // the engine plans while the box is offline
     assertEquals([queue.get("k").state, box.typed.length], ["sending", 0]);
     world.online = true;
