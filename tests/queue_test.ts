@@ -337,6 +337,32 @@ Deno.test("blocked behind a failed prompt until it is retried, edited or removed
   }
 });
 
+Deno.test("a before:session.send gate's refusal fails the item with its message, the prompt redacted", async () => {
+  const { box, agent, client, dirs } = await setup();
+  try {
+    const log = await logger(box, "s1");
+    // The gate quotes the prompt back: the queue must not pass that on into its events.
+    await box.client.putHooks([{
+      on: "before:session.send",
+      run: `sed -n 's/.*"text":"\\([^"]*\\)".*/refused: \\1/p' >&2; exit 1`,
+    }]);
+    const queued = await client.enqueue({ box: "devbox", session: "s1", text: "GATED-PROMPT-1" });
+    const failed = await item(client, queued.id, (i) => i.state === "failed");
+    assertEquals(failed.error, "refused: ‹prompt›");
+    const events = await journal(client);
+    const refusal = events.find((e) => e.type === "queue.failed" && e.data?.id === queued.id);
+    assertEquals(refusal?.data?.error, "refused: ‹prompt›");
+    assert(!JSON.stringify(events).includes("GATED-PROMPT"), "no event carries the prompt");
+
+    await box.client.putHooks([]);
+    await client.retryQueued(queued.id);
+    await item(client, queued.id, (i) => i.state === "delivered");
+    assertEquals(await lines(log), ["GATED-PROMPT-1"]);
+  } finally {
+    await cleanup(dirs, box, agent, client);
+  }
+});
+
 Deno.test("the box types a keyed send once: repeats, concurrent repeats, and a send cut short by a restart", async () => {
   const dirs = await makeDirs();
   await using box = await startBox({ dirs });
