@@ -38,7 +38,7 @@ export function queueCommands(program: Command): void {
       guarded(async () => {
         const item = await (await agentClient()).sendQueued(id);
         if (o.json) return printJson(item);
-        report(item);
+        report(item, { sent: true });
         if (item.state === "failed") Deno.exit(1);
       }, "dock")
     );
@@ -80,12 +80,12 @@ function stateOf(item: QueueItem): string {
   return item.blocked ? `${item.state} (blocked)` : item.state;
 }
 
-function report(item: QueueItem): void {
+function report(item: QueueItem, options: { sent?: boolean } = {}): void {
   const where = `${item.box}/${item.session}`;
   const line = item.state === "failed"
     ? `${item.id}: failed (${where}): ${item.error ?? "unknown error"}`
-    : item.state === "queued" && item.attempts
-    ? `${item.id}: queued for ${where} (the box could not be reached; it goes once the box is back)`
+    : item.state === "queued" && options.sent
+    ? `${item.id}: queued for ${where} (the box did not answer; it is sent again once it does)`
     : `${item.id}: ${stateOf(item)} (${where})`;
   console.log(line);
 }

@@ -350,7 +350,7 @@ export class Sessions {
     if (++this.#sinceKeyPrune >= 200) {
       this.#sinceKeyPrune = 0;
       const cutoff = new Date(Date.now() - SEND_KEY_DAYS * 86_400_000).toISOString();
-      this.#o.store.run("DELETE FROM send_keys WHERE created < ? AND state != 'typing'", cutoff);
+      this.#o.store.run("DELETE FROM send_keys WHERE created < ?", cutoff);
       this.#o.store.run(
         `DELETE FROM send_keys WHERE rowid <= (SELECT rowid FROM send_keys ORDER BY rowid DESC
          LIMIT 1 OFFSET ?)`,
