@@ -263,6 +263,8 @@ export class Queue {
   #backoff = new Map<string, { until: number; failures: number }>();
   #sessions = new Map<string, SessionStates>();
   #abort = new AbortController();
+  /** Delivering: between start() and close(). */
+  #running = false;
   #closed = false;
   #scheduled = false;
   #timer?: ReturnType<typeof setInterval>;
@@ -421,6 +423,7 @@ export class Queue {
 
   /** Starts delivering: follows the boxes' events, resends what was left `sending`, prunes. */
   start(): void {
+    this.#running = true;
     this.#prune();
     this.#unsubscribe = this.#o.bus.subscribe((event) => {
       const data = event.data ?? {};
@@ -454,6 +457,7 @@ export class Queue {
    * the next start resends them with the same key, so the box types each at most once.
    */
   close(): void {
+    this.#running = false;
     this.#closed = true;
     this.#abort.abort();
     clearInterval(this.#timer);
@@ -476,11 +480,11 @@ export class Queue {
    * a timer: a timer's turn costs 1–5 ms per delivery on a busy machine (measured), a third of a send.
    */
   #kick(): void {
-    if (this.#scheduled || this.#closed) return;
+    if (this.#scheduled || !this.#running) return;
     this.#scheduled = true;
     queueMicrotask(() => {
       this.#scheduled = false;
-      if (!this.#closed) this.#pump();
+      if (this.#running) this.#pump();
     });
   }
 

@@ -6,6 +6,7 @@ import { Store } from "../daemon/store.ts";
 import {
   blockedIds,
   canTransition,
+  DELIVERED_KEPT,
   type PlanContext,
   planQueue,
   Queue,
@@ -258,4 +259,42 @@ Deno.test("the engine resends an item left sending with the same key; an edit ma
     assertEquals(queue.remove("e", "t").id, "e");
     assertThrows(() => queue.get("e"), DockError, "not found");
   });
+});
+
+Deno.test("delivered items are pruned past 24 hours and beyond the newest 1,000", async () => {
+  const dir = await Deno.makeTempDir();
+  const store = new Store(`${dir}/agent.db`);
+  const bus = new EventBus(store);
+  const boxes = {
+    has: () => true,
+    online: () => false,
+    client: () => new FakeBox(),
+    check: () => Promise.resolve(),
+  };
+  try {
+    const first = new Queue({ store, bus, boxes });
+    const now = Date.now();
+    store.transaction(() => {
+      for (let i = 0; i < DELIVERED_KEPT + 10; i++) {
+        first.add({ id: `d${i}`, box: "b", session: "s1", text: "x" }, "t");
+        // The first five were delivered two days ago; the rest a minute apart, oldest first.
+        const at = i < 5 ? now - 2 * 86_400_000 : now - (DELIVERED_KEPT + 10 - i) * 60_000;
+        store.run(
+          "UPDATE queue SET state = 'delivered', last_attempt = ? WHERE id = ?",
+          new Date(at).toISOString(),
+          `d${i}`,
+        );
+      }
+      first.add({ id: "pending", box: "b", session: "s1", text: "x" }, "t");
+    });
+    const queue = new Queue({ store, bus, boxes });
+    queue.start();
+    queue.close();
+    const ids = queue.list().map((item) => item.id);
+    assertEquals(ids.length, DELIVERED_KEPT + 1);
+    assertEquals([ids[0], ids.at(-1)], ["d10", "pending"], "the oldest delivered went; the pending stays");
+  } finally {
+    store.close();
+    await Deno.remove(dir, { recursive: true });
+  }
 });
