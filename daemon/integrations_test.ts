@@ -334,8 +334,8 @@ test("skills: list reports installed, outdated, missing and foreign copies", asy
     "codex/dock-orchestrate": ["installed", 1],
     "claude/dock-preview": ["foreign", null],
     "codex/dock-preview": ["missing", null],
-    "claude/dock-hooks": ["installed", 1],
-    "codex/dock-hooks": ["outdated", 1],
+    "claude/dock-hooks": ["installed", 2],
+    "codex/dock-hooks": ["outdated", 2],
   });
 
   const reinstall = await installSkills({ ...options, agent: "all", target: "user" });
