@@ -1,7 +1,7 @@
 /**
  * The laptop agent: the composition root that builds the agent's modules once and hands them to its
  * API. The agent keeps its own state under `<state>/client/` (the token, and a SQLite database with the
- * boxes, the merged event journal and the per-box cursors).
+ * boxes, the merged event journal, the per-box cursors and the offline prompt queue).
  *
  * @module
  */
@@ -13,7 +13,16 @@ import { EventMerge } from "./merge.ts";
 import { Forwards } from "./forwards.ts";
 import { LaptopHooks } from "./hooks.ts";
 import { Proxy } from "./proxy.ts";
+import { Queue } from "./queue.ts";
 import { ensureToken } from "./token.ts";
+
+/** Knobs of {@linkcode Agent}. */
+export interface AgentOptions {
+  /** How often each box is checked. @default {5000} */
+  healthMs?: number;
+  /** Test only: pause between marking a queue item `sending` and its request. @default {0} */
+  queueSendDelayMs?: number;
+}
 
 /** Every module of one laptop agent. */
 export class Agent {
@@ -25,11 +34,12 @@ export class Agent {
   readonly forwards: Forwards;
   readonly proxy: Proxy;
   readonly hooks: LaptopHooks;
+  readonly queue: Queue;
   /** The proxy's listener: its port, or why it is not listening. */
   proxyState: { enabled: boolean; port?: number; error?: string } = { enabled: false };
   token = "";
 
-  constructor(paths: ClientPaths, options: { healthMs?: number } = {}) {
+  constructor(paths: ClientPaths, options: AgentOptions = {}) {
     Deno.mkdirSync(paths.client, { recursive: true, mode: 0o700 });
     this.paths = paths;
     // The box's store module serves here too: the agent uses its event journal (and its own tables).
@@ -51,6 +61,12 @@ export class Agent {
         return box?.kind === "socket" && box.address === paths.localSocket;
       },
     });
+    this.queue = new Queue({
+      store: this.store,
+      bus: this.bus,
+      boxes: this.boxes,
+      sendDelayMs: options.queueSendDelayMs,
+    });
   }
 
   /** Creates the token if needed, checks every box, and starts following them. */
@@ -60,10 +76,12 @@ export class Agent {
     this.boxes.start();
     this.merge.start();
     this.hooks.start();
+    this.queue.start();
   }
 
   /** Stops following boxes and closes the store. */
   close(): void {
+    this.queue.close();
     this.hooks.close();
     this.merge.close();
     this.forwards.close();

@@ -213,6 +213,11 @@ export class Boxes {
     Object.assign(connection, clients(connection.record, connection.secrets));
   }
 
+  /** True when a box of that name is known. */
+  has(name: string): boolean {
+    return this.#connections.has(name);
+  }
+
   /** True while the last health check succeeded. */
   online(name: string): boolean {
     return this.#get(name).status.online;

@@ -31,6 +31,9 @@
  *    and 50 at once), event delivery through the merged stream with 10 clients (none lost), `GET
  *    /v1/status` and the agents' memory. `deno run -A bench/attach_relay.ts` measures attach echo
  *    through agent + box against the box's socket and a direct `tmux attach`.
+ * Last. **The offline queue** (bench/queue.ts, also `deno run -A bench/queue.ts`): prompts delivered
+ *    per second through `POST /v1/queue` to one session and to 20, against plain `POST
+ *    sessions/{name}/send` calls straight to the box in the same run.
  *
  * **Hooks** (bench/hooks.ts): event → hook process started with 10 hooks configured (1 and 10
  * matching) against spawning the same shell directly; 1,000 events/s with hooks attached (1 % and 10 %
@@ -48,6 +51,7 @@ import { benchDaemonMemory, benchPorts, benchServiceStart } from "./services.ts"
 import { benchSessions } from "./sessions.ts";
 import { benchAgent } from "./agent.ts";
 import { benchHooks } from "./hooks.ts";
+import { benchQueue } from "./queue.ts";
 import { ms, ratio, type Row, summarize, time } from "./stats.ts";
 
 const QUICK = Deno.args.includes("--quick");
@@ -474,6 +478,7 @@ async function main(): Promise<void> {
   rows.push(...await benchSessions({ quick: QUICK }));
   rows.push(...await benchAgent({ quick: QUICK }));
   rows.push(...await benchHooks({ quick: QUICK }));
+  rows.push(...await benchQueue({ quick: QUICK }));
 
   const gitVersion = await versionOf("git", ["--version"]);
   const load = (await Deno.readTextFile("/proc/loadavg").catch(() => "? ? ?")).split(" ").slice(0, 3);

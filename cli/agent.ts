@@ -35,7 +35,12 @@ export async function runAgent(
 ) {
   const port = agentPort();
   const health = Number(Deno.env.get("DOCK_AGENT_HEALTH_MS"));
-  const agent = new Agent(clientPaths(), { healthMs: health > 0 ? health : undefined });
+  // Test only: lets whole-system tests see a queue item in `sending` (see agent/queue.ts).
+  const sendDelay = Number(Deno.env.get("DOCK_QUEUE_TEST_SEND_DELAY_MS"));
+  const agent = new Agent(clientPaths(), {
+    healthMs: health > 0 ? health : undefined,
+    queueSendDelayMs: sendDelay > 0 ? sendDelay : undefined,
+  });
   await agent.start();
   const stopping = new AbortController();
   const server = Deno.serve(

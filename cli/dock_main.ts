@@ -16,6 +16,7 @@ import { sessionCommands } from "./session.ts";
 import { skillsCommands } from "./skills.ts";
 import { laptopScope } from "./target.ts";
 import { pairCommands } from "./pair.ts";
+import { queueCommands } from "./queue.ts";
 import { worktreeCommands } from "./worktree.ts";
 
 /** Parses `args` and runs the command. */
@@ -31,6 +32,7 @@ export async function main(args: string[]): Promise<void> {
   sessionCommands(program, scope);
   execCommand(program, scope);
   skillsCommands(program, scope);
+  queueCommands(program);
   integrationCommands(program, { hookCommand: () => defaultHookCommand("dock") });
   program.command("hook").description("report an agent tool's hook (run by the tool itself)")
     .argument("<tool>").argument("<event>");

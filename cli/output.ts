@@ -25,6 +25,13 @@ export function printJson(value: unknown): void {
   console.log(JSON.stringify(value, null, 2));
 }
 
+/** The first line of `text`, cut to `width` characters with an ellipsis (for tables). */
+export function excerpt(text: string, width = 40): string {
+  const line = text.split("\n")[0];
+  const more = line.length < text.length;
+  return line.length > width ? `${line.slice(0, width - 1)}…` : more ? `${line}…` : line;
+}
+
 /** Runs a CLI action; a DockError prints `<program>: <message>` and exits 1 (2 for usage errors). */
 export async function guarded(action: () => Promise<void>, program = "dockd"): Promise<void> {
   try {

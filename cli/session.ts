@@ -6,6 +6,7 @@
  */
 import type { Command } from "@commander-js/extra-typings";
 import type { BoxClient } from "../client/box.ts";
+import { DockError } from "../client/errors.ts";
 import type { WaitResult } from "../client/wire.ts";
 import { printJson, table } from "./output.ts";
 import { gather, listing, named, type Scope } from "./target.ts";
@@ -82,23 +83,45 @@ export function sessionCommands(program: Command, scope: Scope): void {
       })
     );
 
-  session.command("send").description("type a prompt into a session").argument(scope.arg("name"))
+  const send = session.command("send").description("type a prompt into a session").argument(scope.arg("name"))
     .argument("<text>")
     .option("--no-enter", "do not press Enter after the text")
     .option("--wait", "wait for the turn the prompt starts to end")
-    .option("--timeout <duration>", "how long --wait waits", "30m").option("--json", "print the wait result")
-    .action((spec, text, o) =>
-      scope.run(async () => {
-        const { client, rest: [name] } = await scope.resolve(spec, "SESSION");
-        const before = new Date().toISOString();
-        const sent = await client.send(name, text, { enter: o.enter });
-        if (!o.wait) return;
-        // Only states reported after the prompt count: the daemon's own time of the send, if it has one.
-        const after = sent.state_time && sent.state_time >= before ? sent.state_time : before;
-        const result = await client.wait(name, { after, timeout: o.timeout });
-        finish(result, o.json);
-      })
-    );
+    .option("--timeout <duration>", "how long --wait waits", "30m").option("--json", "print the wait result");
+  if (scope.kind === "laptop") {
+    send.option("--queue", "when the box cannot be reached, put the prompt in the offline queue");
+  }
+  send.action((spec, text, o) =>
+    scope.run(async () => {
+      const target = await scope.resolve(spec, "SESSION");
+      const { client, rest: [name] } = target;
+      const before = new Date().toISOString();
+      let sent;
+      try {
+        sent = await client.send(name, text, { enter: o.enter });
+      } catch (error) {
+        // Only a request that never reached the box (503) is queued: after a 502 it may have been typed.
+        const queue = (o as { queue?: boolean }).queue;
+        if (!queue || !scope.agent || !(error instanceof DockError) || error.status !== 503) throw error;
+        const item = await (await scope.agent()).enqueue({
+          box: target.box!,
+          session: name,
+          text,
+          enter: o.enter,
+        });
+        console.log(
+          `${target.box} cannot be reached; queued as ${item.id}: it is sent once the box is back ` +
+            `(dock queue list)`,
+        );
+        return;
+      }
+      if (!o.wait) return;
+      // Only states reported after the prompt count: the daemon's own time of the send, if it has one.
+      const after = sent.state_time && sent.state_time >= before ? sent.state_time : before;
+      const result = await client.wait(name, { after, timeout: o.timeout });
+      finish(result, o.json);
+    })
+  );
 
   session.command("wait").description("wait until the agent is finished or waiting (or the given states)")
     .argument(scope.arg("name")).option("--for <states>", "comma-separated states", "finished,waiting")

@@ -43,6 +43,8 @@ export interface Scope {
   optionalArg(name: string): `[${string}]`;
   /** Runs a command's action: a DockError prints `<program>: message` and exits 1 (2 for usage). */
   run(action: () => Promise<void>): Promise<void>;
+  /** The laptop agent's client (the offline queue lives there); absent on a box. */
+  agent?: () => Promise<AgentClient>;
 }
 
 /** `dockd`: this box, through the daemon's socket. */
@@ -95,6 +97,7 @@ export function laptopScope(agent: () => Promise<AgentClient>): Scope {
     arg: (name) => `<box/${name}>`,
     optionalArg: (name) => `[box[/${name}]]`,
     run: (action) => guarded(action, "dock"),
+    agent: connect,
   };
 }
 

@@ -6,7 +6,17 @@
  */
 import { BoxClient } from "./box.ts";
 import { readSse, Transport } from "./http.ts";
-import type { DockEvent, EventAnnounce, HookConfig, HooksState } from "./wire.ts";
+import type {
+  DockEvent,
+  EventAnnounce,
+  HookConfig,
+  HooksState,
+  QueueCreate,
+  QueueEdit,
+  QueueItem,
+} from "./wire.ts";
+
+const enc = encodeURIComponent;
 
 /** A box's connection as the agent reports it. */
 export interface BoxStatus {
@@ -97,6 +107,41 @@ export class AgentClient {
   /** `PUT /v1/hooks`: replaces the laptop's hooks; announces `hooks.changed`. */
   putHooks(hooks: HookConfig[]): Promise<HooksState> {
     return this.transport.json("/v1/hooks", { method: "PUT", body: { hooks } });
+  }
+
+  /** `GET /v1/queue`: the offline prompt queue, oldest first. */
+  queue(): Promise<QueueItem[]> {
+    return this.transport.json("/v1/queue");
+  }
+
+  /** `GET /v1/queue/{id}`. */
+  queueItem(id: string): Promise<QueueItem> {
+    return this.transport.json(`/v1/queue/${enc(id)}`);
+  }
+
+  /** `POST /v1/queue`: queues a prompt; an `id` already in the queue returns that item. */
+  enqueue(body: QueueCreate): Promise<QueueItem> {
+    return this.transport.json("/v1/queue", { body });
+  }
+
+  /** `PATCH /v1/queue/{id}`: a changed box, session or text puts the item back in line. */
+  editQueued(id: string, body: QueueEdit): Promise<QueueItem> {
+    return this.transport.json(`/v1/queue/${enc(id)}`, { method: "PATCH", body });
+  }
+
+  /** `POST /v1/queue/{id}/retry`: a failed item goes back to `queued`. */
+  retryQueued(id: string): Promise<QueueItem> {
+    return this.transport.json(`/v1/queue/${enc(id)}/retry`, { method: "POST" });
+  }
+
+  /** `POST /v1/queue/{id}/send`: sends now, without waiting for the agent's turn; 409 while the box is offline. */
+  sendQueued(id: string): Promise<QueueItem> {
+    return this.transport.json(`/v1/queue/${enc(id)}/send`, { method: "POST" });
+  }
+
+  /** `DELETE /v1/queue/{id}`: returns the discarded item; 409 while it is being sent. */
+  removeQueued(id: string): Promise<QueueItem> {
+    return this.transport.json(`/v1/queue/${enc(id)}`, { method: "DELETE" });
   }
 
   /** Closes the connection pool. */

@@ -330,9 +330,19 @@ export class BoxClient {
     return this.transport.json(`/v1/sessions/${enc(name)}/screen`, { query: { history } });
   }
 
-  /** `POST sessions/{name}/send`: pastes the text as one block, then Enter unless `enter` is false. */
-  send(name: string, text: string, options: { enter?: boolean } = {}): Promise<Session> {
-    return this.transport.json(`/v1/sessions/${enc(name)}/send`, { body: { text, enter: options.enter } });
+  /**
+   * `POST sessions/{name}/send`: pastes the text as one block, then Enter unless `enter` is false.
+   * With `key`, a repeat of the same key answers the first outcome and never types again.
+   */
+  send(
+    name: string,
+    text: string,
+    options: { enter?: boolean; key?: string; signal?: AbortSignal } = {},
+  ): Promise<Session> {
+    return this.transport.json(`/v1/sessions/${enc(name)}/send`, {
+      body: { text, enter: options.enter, key: options.key },
+      signal: options.signal,
+    });
   }
 
   /** `GET sessions/{name}/wait`: until one of `states` (after `after`), the program's exit, or the timeout. */

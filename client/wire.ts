@@ -389,6 +389,11 @@ export interface SessionCreate {
 export interface SessionSend {
   text: string;
   enter?: boolean;
+  /**
+   * Idempotency key (printable ASCII, at most 200): the box records it before typing and answers a
+   * repeat with the first outcome instead of typing again. Kept at least 7 days.
+   */
+  key?: string;
 }
 
 /** Answer of `GET sessions/{name}/wait`. */
@@ -502,4 +507,52 @@ export interface SkillsEventData {
   changed: { skill: string; agent: SkillAgent; path: string; action: SkillChange["action"] }[];
   /** Other files written (`.git/info/exclude`). */
   files: string[];
+}
+
+/**
+ * State of an offline queue item (spec 3.1): `queued` (waiting for the box), `waiting` (the box is
+ * back; waiting for the agent's turn to end), `sending`, `failed` (with `error`), `delivered`.
+ */
+export type QueueState = "queued" | "waiting" | "sending" | "failed" | "delivered";
+
+/** An offline prompt queue entry (spec 2.2). */
+export interface QueueItem {
+  id: string;
+  box: string;
+  session: string;
+  text: string;
+  /** Press Enter after typing. */
+  enter: boolean;
+  /** Hold the prompt while the agent is mid-turn. */
+  wait: boolean;
+  state: QueueState;
+  /** Why it failed; present with `failed`. */
+  error?: string;
+  created: string;
+  /** Sends tried so far. */
+  attempts?: number;
+  last_attempt?: string;
+  /** True while held behind an earlier failed prompt to the same session. */
+  blocked?: boolean;
+  /** Queue order; the list is oldest first. */
+  seq: number;
+}
+
+/** Body of `POST /v1/queue`: the same `id` again returns the existing item. */
+export interface QueueCreate {
+  id?: string;
+  box: string;
+  session: string;
+  text: string;
+  /** @default {true} */
+  wait?: boolean;
+  /** @default {true} */
+  enter?: boolean;
+}
+
+/** Body of `PATCH /v1/queue/{id}`: a change puts the item back in line. */
+export interface QueueEdit {
+  box?: string;
+  session?: string;
+  text?: string;
 }

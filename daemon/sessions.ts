@@ -14,7 +14,7 @@
  */
 import { sleep } from "./timers.ts";
 import { join } from "node:path";
-import { DockError, notFound } from "../client/errors.ts";
+import { DockError, type ErrorStatus, notFound } from "../client/errors.ts";
 import type {
   AgentPreset,
   AgentState,
@@ -51,7 +51,24 @@ const STATE_OF: Record<string, AgentState> = {
   "agent.finished": "finished",
 };
 
-const SESSION_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
+/** What a session name may be: letters, digits, `_` and `-`, at most 64 (tmux reads `.` and `:`). */
+export const SESSION_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
+
+/** Days a send's idempotency key is remembered, at least. */
+export const SEND_KEY_DAYS = 7;
+/**
+ * Keys remembered at most: beyond it the oldest go even before {@linkcode SEND_KEY_DAYS} (only past
+ * this many keyed sends in a week), so the table stays bounded.
+ */
+export const SEND_KEYS_KEPT = 100_000;
+
+interface SendKeyRow {
+  key: string;
+  session: string;
+  state: "typing" | "done" | "failed";
+  outcome: string | null;
+  created: string;
+}
 
 interface SessionRow {
   name: string;
@@ -90,6 +107,9 @@ export class Sessions {
   #deadSince = new Map<string, number>();
   #seen = new Set<string>();
   #unreachable = 0;
+  /** Keyed sends being typed now, so a repeat waits for the same outcome. */
+  #sending = new Map<string, Promise<Session>>();
+  #sinceKeyPrune = 0;
 
   constructor(options: SessionsOptions) {
     this.#o = options;
@@ -246,8 +266,39 @@ export class Sessions {
     return await this.#o.tmux.capture(name, history);
   }
 
-  /** Types a prompt: one pasted block, then Enter unless `enter` is false. Never logs the text. */
-  async send(name: string, text: string, enter: boolean, origin: string): Promise<Session> {
+  /**
+   * Types a prompt: one pasted block, then Enter unless `enter` is false. Never logs the text.
+   *
+   * With `key` (an idempotency key) the prompt is typed at most once per key: the key is recorded in
+   * the store before the text is typed, and a repeat with the same key replays the first outcome (the
+   * session as it was answered, or the same error), waits for it while it is still being typed, or —
+   * when the daemon stopped while typing it — refuses with 409 `send_interrupted` rather than risk
+   * typing it twice. Keys are kept at least {@linkcode SEND_KEY_DAYS} days (see {@linkcode SEND_KEYS_KEPT}).
+   */
+  async send(
+    name: string,
+    text: string,
+    enter: boolean,
+    origin: string,
+    options: { key?: string } = {},
+  ): Promise<Session> {
+    const key = options.key;
+    if (key === undefined) return await this.#send(name, text, enter, origin);
+    const inFlight = this.#sending.get(key);
+    if (inFlight) return await inFlight;
+    const row = this.#o.store.get<SendKeyRow>("SELECT * FROM send_keys WHERE key = ?", key);
+    if (row) return replay(row, name);
+    // Registered synchronously, before any await, so a concurrent repeat finds it.
+    const sending = this.#send(name, text, enter, origin, key);
+    this.#sending.set(key, sending);
+    try {
+      return await sending;
+    } finally {
+      this.#sending.delete(key);
+    }
+  }
+
+  async #send(name: string, text: string, enter: boolean, origin: string, key?: string): Promise<Session> {
     const session = this.get(name);
     if (session.exited) {
       throw new DockError("exited", `session '${name}' has exited; its program no longer reads input`, {
@@ -263,11 +314,58 @@ export class Sessions {
         timeoutMs: 10_000,
       });
     }
-    const sent = new Date().toISOString();
-    await this.#o.tmux.paste(name, text, enter);
-    if (enter && session.agent) this.#setState(name, "running", sent);
-    this.#o.bus.publish({ type: "session.sent", origin, data: { session: name } });
-    return this.get(name);
+    // From here on the text may reach the terminal: the key is committed first, so whatever happens
+    // next (an error, a kill -9), a repeat never types it again.
+    if (key !== undefined) this.#recordKey(key, name);
+    try {
+      const sent = new Date().toISOString();
+      await this.#o.tmux.paste(name, text, enter);
+      if (enter && session.agent) this.#setState(name, "running", sent);
+      this.#o.bus.publish({ type: "session.sent", origin, data: { session: name } });
+      const answer = this.get(name);
+      if (key !== undefined) this.#settleKey(key, "done", answer);
+      return answer;
+    } catch (error) {
+      if (key !== undefined) {
+        const failure = error instanceof DockError
+          ? error
+          : new DockError("send_failed", `typing into session '${name}' failed`, {
+            status: 422,
+            cause: error,
+          });
+        this.#settleKey(key, "failed", { status: failure.status, ...failure.toBody() });
+        throw failure;
+      }
+      throw error;
+    }
+  }
+
+  #recordKey(key: string, session: string): void {
+    this.#o.store.run(
+      "INSERT INTO send_keys (key, session, state, created) VALUES (?, ?, 'typing', ?)",
+      key,
+      session,
+      new Date().toISOString(),
+    );
+    if (++this.#sinceKeyPrune >= 200) {
+      this.#sinceKeyPrune = 0;
+      const cutoff = new Date(Date.now() - SEND_KEY_DAYS * 86_400_000).toISOString();
+      this.#o.store.run("DELETE FROM send_keys WHERE created < ?", cutoff);
+      this.#o.store.run(
+        `DELETE FROM send_keys WHERE rowid <= (SELECT rowid FROM send_keys ORDER BY rowid DESC
+         LIMIT 1 OFFSET ?)`,
+        SEND_KEYS_KEPT,
+      );
+    }
+  }
+
+  #settleKey(key: string, state: "done" | "failed", outcome: unknown): void {
+    this.#o.store.run(
+      "UPDATE send_keys SET state = ?, outcome = ? WHERE key = ?",
+      state,
+      JSON.stringify(outcome),
+      key,
+    );
   }
 
   /**
@@ -474,6 +572,32 @@ export function envScript(env: Record<string, string>): string {
     .filter(([key]) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(key))
     .map(([key, value]) => `${key}=${shellQuote(value)}\n`)
     .join("");
+}
+
+/** The outcome a repeated send key gets: the first answer, the same error, or why there is none. */
+function replay(row: SendKeyRow, name: string): Session {
+  if (row.session !== name) {
+    throw new DockError(
+      "key_conflict",
+      `key: already used for a send to session '${row.session}', not '${name}'`,
+      { status: 409, detail: { field: "key" } },
+    );
+  }
+  if (row.state === "done") return JSON.parse(row.outcome!) as Session;
+  if (row.state === "failed") {
+    const { status, error: { code, message, ...detail } } = JSON.parse(row.outcome!) as {
+      status: ErrorStatus;
+      error: { code: string; message: string; [extra: string]: unknown };
+    };
+    throw new DockError(code, message, { status, detail });
+  }
+  // Recorded but never settled: the daemon stopped while typing it. It may be typed in part, in
+  // whole or not at all; typing it again could make it twice, so say so instead.
+  throw new DockError(
+    "send_interrupted",
+    `the box stopped while typing this prompt into session '${name}'; it may or may not have arrived`,
+    { status: 409 },
+  );
 }
 
 function toSession(row: SessionRow): Session {

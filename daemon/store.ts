@@ -1,7 +1,8 @@
 /**
  * The box's state on disk: one SQLite database in WAL mode under `<state>/box/`. It survives kill -9
  * (every change is a committed transaction) and is the single source of truth for locations,
- * worktrees, port blocks and the event journal. The schema is written once, here.
+ * worktrees, port blocks, sessions, send idempotency keys and the event journal. The schema is
+ * written once, here.
  *
  * @module
  */
@@ -70,6 +71,16 @@ CREATE TABLE IF NOT EXISTS sessions (
   created TEXT NOT NULL,
   from_session TEXT
 );
+-- Idempotency keys of POST sessions/{name}/send: recorded before the text is typed, so a repeat with
+-- the same key replays the outcome instead of typing again (see Sessions.send).
+CREATE TABLE IF NOT EXISTS send_keys (
+  key TEXT PRIMARY KEY,
+  session TEXT NOT NULL,
+  state TEXT NOT NULL,
+  outcome TEXT,
+  created TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS send_keys_created ON send_keys(created);
 CREATE TABLE IF NOT EXISTS events (
   id INTEGER PRIMARY KEY AUTOINCREMENT,
   type TEXT NOT NULL,

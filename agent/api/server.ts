@@ -15,6 +15,7 @@ import { attachRoutes } from "./attach.ts";
 import { gate } from "./gate.ts";
 import { hooksRoutes } from "./hooks.ts";
 import { pairRoutes } from "./pair.ts";
+import { queueRoutes } from "./queue.ts";
 import { settingsRoutes } from "./settings.ts";
 
 const ADD_LOCAL = z.object({ name: z.string().optional() }).optional();
@@ -83,6 +84,7 @@ export function agentApp(agent: Agent, options: { port: number }): Hono {
     hooksRoutes(agent),
     pairRoutes(agent),
     attachRoutes(agent),
+    queueRoutes(agent),
   ]);
   // The relay takes every method and any path below the box's api/.
   app.all("/v1/boxes/:box/api/*", (c) => {

@@ -23,7 +23,13 @@ const SESSION_CREATE = z.object({
   cols: SIZE,
   rows: SIZE,
 });
-const SEND = z.object({ text: z.string(), enter: z.boolean().optional() });
+const SEND = z.object({
+  text: z.string(),
+  enter: z.boolean().optional(),
+  // An idempotency key: a repeat with the same key never types the text again (Sessions.send).
+  key: z.string().min(1).max(200).regex(/^[\x21-\x7e]+$/, "must be printable ASCII without spaces")
+    .optional(),
+});
 const TASK = z.object({
   location: z.string().min(1),
   name: z.string(),
@@ -60,9 +66,11 @@ export function sessionRoutes(box: Box): RouteTable {
     })
     .add("POST", "/sessions/:name/send", async (c) => {
       const request = await body(c, SEND);
-      return json(
-        await box.sessions.send(param(c, "name"), request.text, request.enter ?? true, requestOrigin(c)),
-      );
+      const name = param(c, "name");
+      const enter = request.enter ?? true;
+      const origin = requestOrigin(c);
+      await box.hooks.gate("session.send", { session: name, text: request.text, enter }, { origin });
+      return json(await box.sessions.send(name, request.text, enter, origin, { key: request.key }));
     })
     .add("GET", "/sessions/:name/wait", async (c) => {
       const name = param(c, "name");
