@@ -2,8 +2,8 @@
  * The one process runner: every child dockd starts (git, tmux, shells, setup, exec, hooks) goes
  * through here, so timeouts, process-group cleanup and output limits live in one place.
  *
- * Each child runs in its own process group (`detached`), so a timeout or a stop kills the whole tree
- * a shell may have forked, not just the shell.
+ * Each child runs in its own session and process group (through `setsid`, see `inNewGroup`), so a
+ * timeout or a stop kills the whole tree a shell may have forked, not just the shell.
  *
  * @module
  */
@@ -28,8 +28,8 @@ export interface RunOptions {
   onOutput?: (chunk: Uint8Array, stream: "stdout" | "stderr") => void;
   /**
    * Start the child in its own process group, so a timeout or abort kills everything it forked.
-   * Off only for short tools that fork nothing (git): a new group forces fork+exec instead of
-   * posix_spawn, which costs milliseconds in a daemon with a large heap. @default {true}
+   * Off for short tools that fork nothing (git): one process less to start (see `inNewGroup` for
+   * how a group is made cheaply). @default {true}
    */
   group?: boolean;
 }
@@ -49,23 +49,45 @@ export interface RunResult {
 
 const live = new Set<number>();
 
+/**
+ * `setsid(1)`, when the system has it (util-linux). Deno's `detached: true` makes a new session in the
+ * child, which forces fork+exec instead of posix_spawn: in a daemon with ~90 MB of heap that call
+ * blocks the event loop ~8 ms per spawn (measured: 7.97 ms p50, against 0.22 ms without). Running
+ * the program through `setsid` gives it the same new session and process group (setsid(1) does not
+ * fork when its caller is not a group leader, so the pid is the program's) for 0.23 ms.
+ */
+const SETSID = Deno.build.os === "linux" ? which("setsid") : null;
+
+/** The command line and spawn flag that start `cmd` as the leader of a new session and process group. */
+function inNewGroup(cmd: string, args: string[]): { cmd: string; args: string[]; detached: boolean } {
+  return SETSID ? { cmd: SETSID, args: [cmd, ...args], detached: false } : { cmd, args, detached: true };
+}
+
 /** Runs `cmd` with `args` to completion. Never throws for a non-zero exit; throws if it cannot start. */
 export async function run(cmd: string, args: string[], options: RunOptions = {}): Promise<RunResult> {
   const started = performance.now();
   const maxOutput = options.maxOutput ?? 16 * 1024 * 1024;
-  const child = new Deno.Command(cmd, {
-    args,
+  const grouped = options.group ?? true;
+  const spec = grouped ? inNewGroup(cmd, args) : { cmd, args, detached: false };
+  const child = new Deno.Command(spec.cmd, {
+    args: spec.args,
     cwd: options.cwd,
     env: options.env,
     clearEnv: options.clearEnv,
     stdin: options.stdin === undefined ? "null" : "piped",
     stdout: "piped",
     stderr: "piped",
-    detached: options.group ?? true,
+    detached: spec.detached,
   }).spawn();
   live.add(child.pid);
   let timedOut = false;
-  const kill = () => options.group === false ? child.kill("SIGKILL") : killGroup(child.pid, "SIGKILL");
+  const kill = () => {
+    if (grouped) killGroup(child.pid, "SIGKILL");
+    // Also the child itself: in its first microseconds it may not lead its group yet.
+    try {
+      child.kill("SIGKILL");
+    } catch { /* already gone */ }
+  };
   const timer = options.timeoutMs === undefined ? undefined : setTimeout(() => {
     timedOut = true;
     kill();
@@ -121,15 +143,16 @@ export interface LaunchOptions {
  * so it can be stopped as a whole. The caller redirects its output (services write to a log file).
  */
 export function launch(cmd: string, args: string[], options: LaunchOptions = {}): Deno.ChildProcess {
-  const child = new Deno.Command(cmd, {
-    args,
+  const spec = inNewGroup(cmd, args);
+  const child = new Deno.Command(spec.cmd, {
+    args: spec.args,
     cwd: options.cwd,
     env: options.env,
     clearEnv: options.clearEnv,
     stdin: "null",
     stdout: "null",
     stderr: "null",
-    detached: true,
+    detached: spec.detached,
   }).spawn();
   child.unref(); // a service must not keep the daemon alive when it wants to exit
   return child;

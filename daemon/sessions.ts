@@ -266,6 +266,12 @@ export class Sessions {
     return await this.#o.tmux.capture(name, history);
   }
 
+  /** True when a send with this idempotency key was already made (or is being made). */
+  sendKeyKnown(key: string): boolean {
+    return this.#sending.has(key) ||
+      this.#o.store.get<SendKeyRow>("SELECT * FROM send_keys WHERE key = ?", key) !== undefined;
+  }
+
   /**
    * Types a prompt: one pasted block, then Enter unless `enter` is false. Never logs the text.
    *

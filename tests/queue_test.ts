@@ -382,6 +382,14 @@ Deno.test("the box types a keyed send once: repeats, concurrent repeats, and a s
   await eventually(async () => (await lines(log)).length === 5);
   assertEquals(await lines(log), ["keyed once", "concurrent", "keyed once", "unkeyed", "unkeyed"]);
 
+  // A gate added after a keyed send was typed does not turn its repeat into a refusal: the repeat
+  // only replays the outcome. A new key is a new send, and the gate holds for it.
+  await box.client.putHooks([{ on: "before:session.send", run: "echo 'sends are closed' >&2; exit 1" }]);
+  assertEquals(await box.client.send("s1", "keyed once", { key: "k-1" }), first);
+  const gated = await assertRejects(() => box.client.send("s1", "new", { key: "k-new" }), DockError);
+  assertEquals([(gated as DockError).status, (gated as DockError).code], [403, "gate_refused"]);
+  await box.client.putHooks([]);
+
   const conflict = await assertRejects(() => box.client.send("s2", "keyed once", { key: "k-1" }), DockError);
   assertEquals([(conflict as DockError).status, (conflict as DockError).code], [409, "key_conflict"]);
   const missing = await assertRejects(() => box.client.send("nosuch", "x", { key: "k-4" }), DockError);

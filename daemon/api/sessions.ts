@@ -69,7 +69,11 @@ export function sessionRoutes(box: Box): RouteTable {
       const name = param(c, "name");
       const enter = request.enter ?? true;
       const origin = requestOrigin(c);
-      await box.hooks.gate("session.send", { session: name, text: request.text, enter }, { origin });
+      // A repeat of a key already sent only replays its outcome: it is not a new send to gate (a gate
+      // that refuses now must not turn a prompt that was typed into a failure).
+      if (request.key === undefined || !box.sessions.sendKeyKnown(request.key)) {
+        await box.hooks.gate("session.send", { session: name, text: request.text, enter }, { origin });
+      }
       return json(await box.sessions.send(name, request.text, enter, origin, { key: request.key }));
     })
     .add("GET", "/sessions/:name/wait", async (c) => {
