@@ -18,6 +18,7 @@ import type { DockEvent } from "../client/wire.ts";
 import type { HooksFile } from "../daemon/config.ts";
 import type { EventBus } from "../daemon/events.ts";
 import {
+  announceHookFailure,
   eventVariables,
   HookRunner,
   type HooksFileState,
@@ -48,30 +49,12 @@ export class LaptopHooks {
   readonly runner: HookRunner;
   #o: LaptopHooksOptions;
   #unsubscribe?: () => void;
-  #timer?: ReturnType<typeof setInterval>;
   #shared = new Map<string, boolean>();
 
   constructor(options: LaptopHooksOptions) {
     this.#o = options;
-    this.file = new HooksFileWatcher(options.file);
-    this.runner = new HookRunner({
-      onFailure: (job, outcome) => {
-        const what = outcome.timedOut ? "was killed at its timeout" : `exited with ${outcome.exitCode}`;
-        console.error(`hook '${job.hook.on}' in ${job.source} for ${job.event.type} ${what}`);
-        this.#o.bus.publish({
-          type: "hook.failed",
-          origin: "dock",
-          data: {
-            on: job.hook.on,
-            source: job.source,
-            event: job.event.type,
-            exit_code: outcome.exitCode,
-            timed_out: outcome.timedOut,
-            duration_ms: Math.round(outcome.durationMs),
-          },
-        });
-      },
-    });
+    this.file = new HooksFileWatcher(options.file, { bus: options.bus });
+    this.runner = new HookRunner({ onFailure: announceHookFailure(options.bus, "dock") });
   }
 
   /** Follows the agent's bus and watches the file. */
@@ -82,17 +65,13 @@ export class LaptopHooks {
       this.#dispatch(event);
     });
     for (const box of this.#o.onlineBoxes()) this.#learn(box);
-    this.#timer = setInterval(() => {
-      if (this.file.takeChange()) {
-        this.#o.bus.publish({ type: "hooks.changed", origin: "file", data: { path: this.file.path } });
-      }
-    }, this.#o.watchMs ?? 1000);
+    this.file.watch(this.#o.watchMs);
   }
 
   /** Stops following events and kills running hooks. */
   close(): void {
     this.#unsubscribe?.();
-    clearInterval(this.#timer);
+    this.file.close();
     this.runner.close();
   }
 
@@ -102,10 +81,8 @@ export class LaptopHooks {
   }
 
   /** `PUT /v1/hooks`: writes the file and announces `hooks.changed`. */
-  async write(file: HooksFile, origin: string): Promise<HooksFileState> {
-    const state = await this.file.write(file);
-    this.#o.bus.publish({ type: "hooks.changed", origin, data: { path: state.path } });
-    return state;
+  write(file: HooksFile, origin: string): Promise<HooksFileState> {
+    return this.file.write(file, origin);
   }
 
   /** Asks a box where its hooks file is (an older or unreachable box keeps the guess). */

@@ -141,12 +141,29 @@ export class HooksFileWatcher {
   #checked = 0;
   #checkMs: number;
   #unannounced = false;
+  #bus?: EventBus;
+  #timer?: ReturnType<typeof setInterval>;
 
-  constructor(path: string, options: { checkMs?: number } = {}) {
+  constructor(path: string, options: { checkMs?: number; bus?: EventBus } = {}) {
     this.path = path;
     this.#checkMs = options.checkMs ?? 0;
+    this.#bus = options.bus;
     this.refresh();
     this.#unannounced = false;
+  }
+
+  /** Checks the file every `everyMs` and announces an edit made by other means as `hooks.changed`. */
+  watch(everyMs = 1000): void {
+    this.#timer = setInterval(() => {
+      if (this.takeChange()) {
+        this.#bus?.publish({ type: "hooks.changed", origin: "file", data: { path: this.path } });
+      }
+    }, everyMs);
+  }
+
+  /** Stops watching. */
+  close(): void {
+    clearInterval(this.#timer);
   }
 
   /** True once after the file changed on disk by other means than {@linkcode write} (to announce it). */
@@ -199,15 +216,50 @@ export class HooksFileWatcher {
     return true;
   }
 
-  /** Writes the file (a validated `PUT hooks` body, see {@linkcode hooksBody}); returns the new state. */
-  async write(file: HooksFile): Promise<HooksFileState> {
+  /**
+   * Writes the file (a validated `PUT hooks` body, see {@linkcode hooksBody}) and announces
+   * `hooks.changed` with the writer's origin; returns the new state.
+   */
+  async write(file: HooksFile, origin = "api"): Promise<HooksFileState> {
     const dir = this.path.slice(0, this.path.lastIndexOf("/"));
     if (dir) await Deno.mkdir(dir, { recursive: true });
     await writeAtomic(this.path, JSON.stringify(file, null, 2) + "\n", 0o644);
     this.refresh();
-    this.#unannounced = false; // the writer announces its own change
+    this.#unannounced = false; // announced here, with the writer's origin, not by the watch
+    this.#bus?.publish({ type: "hooks.changed", origin, data: { path: this.path } });
     return this.state();
   }
+}
+
+/**
+ * The `onFailure` of a {@linkcode HookRunner} that logs a failed run and announces it as `hook.failed`
+ * (`origin` is the announcing process: `dockd` or `dock`), never with the hook's output: a hook sees
+ * the worktree's secrets and may print them.
+ */
+export function announceHookFailure(
+  bus: EventBus,
+  origin: string,
+): (job: HookJob, outcome: HookOutcome) => void {
+  return (job, outcome) => {
+    const what = outcome.timedOut
+      ? `was killed at its timeout (${job.hook.timeout ?? "1m"})`
+      : outcome.error
+      ? `could not start: ${outcome.error}`
+      : `exited with ${outcome.exitCode}`;
+    console.error(`hook '${job.hook.on}' in ${job.source} for ${job.event.type} ${what}`);
+    bus.publish({
+      type: "hook.failed",
+      origin,
+      data: {
+        on: job.hook.on,
+        source: job.source,
+        event: job.event.type,
+        exit_code: outcome.exitCode,
+        timed_out: outcome.timedOut,
+        duration_ms: Math.round(outcome.durationMs),
+      },
+    });
+  };
 }
 
 /** Validates a `PUT hooks` body (`{ hooks }`); a wrong field is a 400 naming it. */
@@ -424,32 +476,27 @@ export class Hooks {
   #droppedEvents = 0;
   #configHooks = new Map<string, { hooks: HookConfig[]; at: number }>();
   #unsubscribe?: () => void;
-  #timer?: ReturnType<typeof setInterval>;
 
   constructor(options: HooksOptions) {
     this.#o = options;
-    this.file = new HooksFileWatcher(options.file);
+    this.file = new HooksFileWatcher(options.file, { bus: options.bus });
     this.runner = new HookRunner({
       concurrency: options.concurrency,
-      onFailure: (job, outcome) => this.#failed(job, outcome),
+      onFailure: announceHookFailure(options.bus, "dockd"),
     });
   }
 
   /** Follows the event bus and watches the hooks file. */
   start(): void {
     this.#unsubscribe = this.#o.bus.subscribe((event) => this.#enqueue(event));
-    // An edit by hand takes effect (and is announced) within a second, without a restart.
-    this.#timer = setInterval(() => {
-      if (this.file.takeChange()) {
-        this.#o.bus.publish({ type: "hooks.changed", origin: "file", data: { path: this.file.path } });
-      }
-    }, this.#o.watchMs ?? 1000);
+    // An edit by hand takes effect at once (the file is checked before each use) and is announced.
+    this.file.watch(this.#o.watchMs);
   }
 
   /** Stops following events and kills running hooks. */
   close(): void {
     this.#unsubscribe?.();
-    clearInterval(this.#timer);
+    this.file.close();
     this.runner.close();
   }
 
@@ -460,10 +507,8 @@ export class Hooks {
   }
 
   /** Replaces the box's hooks file (`PUT hooks`, after the `config.change` gate); announces `hooks.changed`. */
-  async write(file: HooksFile, origin: string): Promise<HooksFileState> {
-    const state = await this.file.write(file);
-    this.#o.bus.publish({ type: "hooks.changed", origin, data: { path: state.path } });
-    return state;
+  write(file: HooksFile, origin: string): Promise<HooksFileState> {
+    return this.file.write(file, origin);
   }
 
   /** Resolves when every event seen so far has been dispatched and every hook has ended (tests). */
@@ -679,28 +724,6 @@ export class Hooks {
       }
     }
     return Deno.env.toObject();
-  }
-
-  #failed(job: HookJob, outcome: HookOutcome): void {
-    const what = outcome.timedOut
-      ? `killed at its timeout (${job.hook.timeout ?? "1m"})`
-      : outcome.error
-      ? `could not start: ${outcome.error}`
-      : `exited with ${outcome.exitCode}`;
-    // Never the output: a hook sees the worktree's secrets and may print them.
-    console.error(`hook '${job.hook.on}' in ${job.source} for ${job.event.type} ${what}`);
-    this.#o.bus.publish({
-      type: "hook.failed",
-      origin: "dockd",
-      data: {
-        on: job.hook.on,
-        source: job.source,
-        event: job.event.type,
-        exit_code: outcome.exitCode,
-        timed_out: outcome.timedOut,
-        duration_ms: Math.round(outcome.durationMs),
-      },
-    });
   }
 }
 

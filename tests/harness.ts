@@ -151,17 +151,31 @@ export async function startBox(options: StartBoxOptions = {}): Promise<TestBox> 
       killProcessesUnder(dirs.root);
       await Deno.remove(dirs.root, { recursive: true }).catch(() => {});
     },
-    async cli(args: string[]) {
-      const output = await new Deno.Command(Deno.execPath(), {
-        args: ["run", "-A", "--cached-only", join(ROOT, "cli/dockd.ts"), ...args],
-        env,
-        clearEnv: true,
-        cwd: dirs.home,
-      }).output();
-      const decode = (b: Uint8Array) => new TextDecoder().decode(b);
-      return { code: output.code, stdout: decode(output.stdout), stderr: decode(output.stderr) };
-    },
+    cli: (args: string[]) => runCli("dockd", args, { env, cwd: dirs.home }),
   };
+}
+
+/** What a CLI run left: its exit code and output. */
+export interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `dock ARGS` or `dockd ARGS` (the sources, as a user would) with exactly `env`, in `cwd`. */
+export async function runCli(
+  command: "dock" | "dockd",
+  args: string[],
+  options: { env: Record<string, string>; cwd: string },
+): Promise<CliResult> {
+  const output = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "--cached-only", join(ROOT, `cli/${command}.ts`), ...args],
+    env: options.env,
+    clearEnv: true,
+    cwd: options.cwd,
+  }).output();
+  const decode = (b: Uint8Array) => new TextDecoder().decode(b);
+  return { code: output.code, stdout: decode(output.stdout), stderr: decode(output.stderr) };
 }
 
 /** Runs git in `cwd` with the test identity; throws with git's output on failure. */

@@ -6,20 +6,11 @@ import { join } from "node:path";
 import { assertEquals, assertStringIncludes } from "./assert.ts";
 import { AgentClient } from "../client/agent.ts";
 import type { Location, Session } from "../client/wire.ts";
-import { eventually, makeDirs, makeRepo, startAgent, startBox, type TestAgent } from "./harness.ts";
-
-const DOCK = new URL("../cli/dock.ts", import.meta.url).pathname;
+import { eventually, makeDirs, makeRepo, runCli, startAgent, startBox, type TestAgent } from "./harness.ts";
 
 /** Runs `dock ARGS` with the agent's environment and returns its exit code and output. */
-async function dock(agent: TestAgent, home: string, env: Record<string, string>, args: string[]) {
-  const output = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "--cached-only", DOCK, ...args],
-    env: { ...env, DOCK_AGENT_PORT: String(agent.port) },
-    clearEnv: true,
-    cwd: home,
-  }).output();
-  const decode = (b: Uint8Array) => new TextDecoder().decode(b);
-  return { code: output.code, stdout: decode(output.stdout), stderr: decode(output.stderr) };
+function dock(agent: TestAgent, home: string, env: Record<string, string>, args: string[]) {
+  return runCli("dock", args, { env: { ...env, DOCK_AGENT_PORT: String(agent.port) }, cwd: home });
 }
 
 Deno.test("dock runs the box commands with a BOX/ prefix through the agent", async () => {

@@ -16,6 +16,7 @@ import {
   killProcessesUnder,
   makeDirs,
   makeRepo,
+  runCli,
   startAgent,
   startBox,
   type TestAgent,
@@ -24,7 +25,6 @@ import {
 
 const DENO = Deno.execPath();
 const LOGGER = new URL("./fixtures/prompt_logger.ts", import.meta.url).pathname;
-const DOCK = new URL("../cli/dock.ts", import.meta.url).pathname;
 
 /** A box with a location `app`, an agent with the box added as `devbox`, and the agent's client. */
 async function setup(options: { agentEnv?: Record<string, string> } = {}) {
@@ -423,16 +423,7 @@ Deno.test("dock session send --queue queues when the box cannot be reached; dock
     DOCK_AGENT_PORT: String(agent.port),
     NO_COLOR: "1",
   };
-  const dock = async (...args: string[]) => {
-    const output = await new Deno.Command(DENO, {
-      args: ["run", "-A", "--cached-only", DOCK, ...args],
-      env,
-      clearEnv: true,
-      cwd: dirs.home,
-    }).output();
-    const decode = (b: Uint8Array) => new TextDecoder().decode(b);
-    return { code: output.code, stdout: decode(output.stdout), stderr: decode(output.stderr) };
-  };
+  const dock = (...args: string[]) => runCli("dock", args, { env, cwd: dirs.home });
   try {
     const log = await logger(first, "s1");
     const direct = await dock("session", "send", "devbox/s1", "typed at once", "--queue");

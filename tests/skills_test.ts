@@ -11,9 +11,17 @@ import { DockError } from "../client/errors.ts";
 import type { DockEvent, SkillCopy, SkillsResult } from "../client/wire.ts";
 import { SKILLS } from "../skills/mod.ts";
 import { assert, assertEquals, assertStringIncludes } from "./assert.ts";
-import { git, makeDirs, makeRepo, startAgent, startBox, type TestAgent, waitForEvent } from "./harness.ts";
+import {
+  git,
+  makeDirs,
+  makeRepo,
+  runCli,
+  startAgent,
+  startBox,
+  type TestAgent,
+  waitForEvent,
+} from "./harness.ts";
 
-const DOCK = new URL("../cli/dock.ts", import.meta.url).pathname;
 const IDS = SKILLS.map((skill) => skill.id);
 
 async function exists(path: string): Promise<boolean> {
@@ -349,15 +357,8 @@ Deno.test("dockd skills and dock skills BOX drive the API", async () => {
 });
 
 /** Runs `dock ARGS` against the agent and returns its exit code and output. */
-async function dock(agent: TestAgent, home: string, env: Record<string, string>, args: string[]) {
-  const output = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "--cached-only", DOCK, ...args],
-    env: { ...env, DOCK_AGENT_PORT: String(agent.port) },
-    clearEnv: true,
-    cwd: home,
-  }).output();
-  const decode = (b: Uint8Array) => new TextDecoder().decode(b);
-  return { code: output.code, stdout: decode(output.stdout), stderr: decode(output.stderr) };
+function dock(agent: TestAgent, home: string, env: Record<string, string>, args: string[]) {
+  return runCli("dock", args, { env: { ...env, DOCK_AGENT_PORT: String(agent.port) }, cwd: home });
 }
 
 /** The journaled events after `after`, up to a marker announced now (no waiting for quiet). */
