@@ -14,6 +14,7 @@ import { locationCommands } from "./location.ts";
 import { serviceCommands } from "./service.ts";
 import { sessionCommands } from "./session.ts";
 import { skillsCommands } from "./skills.ts";
+import { hooksCommands } from "./hooks.ts";
 import { laptopScope } from "./target.ts";
 import { pairCommands } from "./pair.ts";
 import { queueCommands } from "./queue.ts";
@@ -32,6 +33,7 @@ export async function main(args: string[]): Promise<void> {
   sessionCommands(program, scope);
   execCommand(program, scope);
   skillsCommands(program, scope);
+  hooksCommands(program, scope);
   queueCommands(program);
   integrationCommands(program, { hookCommand: () => defaultHookCommand("dock") });
   program.command("hook").description("report an agent tool's hook (run by the tool itself)")

@@ -17,6 +17,7 @@ import { worktreeCommands } from "./worktree.ts";
 import { schemasCommand } from "./schemas.ts";
 import { sessionCommands } from "./session.ts";
 import { skillsCommands } from "./skills.ts";
+import { hooksCommands } from "./hooks.ts";
 import { boxScope } from "./target.ts";
 import { boxPairCommands } from "./pair.ts";
 
@@ -31,6 +32,7 @@ export async function main(args: string[]): Promise<void> {
   sessionCommands(program, scope);
   execCommand(program, scope);
   skillsCommands(program, scope);
+  hooksCommands(program, scope);
   eventCommands(program);
   systemCommands(program);
   boxPairCommands(program);

@@ -7,7 +7,7 @@ import { assert, assertEquals, assertRejects, assertStringIncludes } from "./ass
 import { AgentClient } from "../client/agent.ts";
 import { DockError } from "../client/errors.ts";
 import type { DockEvent } from "../client/wire.ts";
-import { eventually, makeDirs, makeRepo, startAgent, startBox, waitForEvent } from "./harness.ts";
+import { eventually, makeDirs, makeRepo, runCli, startAgent, startBox, waitForEvent } from "./harness.ts";
 
 async function readJson(path: string): Promise<Record<string, unknown>> {
   return JSON.parse(await Deno.readTextFile(path));
@@ -94,6 +94,15 @@ Deno.test("box hooks: an edit takes effect without a restart; a tool's own event
   assertEquals(state.hooks.length, 1);
   assertEquals(state.runs?.started, 2);
   assertEquals(state.runs?.failed, 0);
+  const cli = await box.cli(["hooks"]);
+  assertEquals(cli.code, 0);
+  assertStringIncludes(cli.stdout, file);
+  assertStringIncludes(cli.stdout, "custom.*");
+  assertStringIncludes(cli.stdout, "2 started, 0 failed");
+  await Deno.writeTextFile(file, `{ "hooks": [ { "on": "custom.*" } ] }`);
+  const broken = JSON.parse((await box.cli(["hooks", "--json"])).stdout);
+  assertStringIncludes(broken.error, "hooks[0].run");
+  assertEquals(broken.hooks.length, 1, "the last good hooks stay");
 });
 
 Deno.test("box hooks: a hook that sleeps forever is killed at its timeout and reported without output", async () => {
@@ -267,6 +276,20 @@ Deno.test("laptop hooks: GET/PUT /v1/hooks, hooks.changed, run for a box's event
     });
     assertEquals(bad.status, 400);
     assertEquals((await bad.json()).error.code, "invalid_hooks");
+    const env = {
+      PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
+      HOME: dirs.home,
+      DOCK_HOME: laptopHome,
+      DOCK_STATE_DIR: dirs.state,
+      DOCK_AGENT_PORT: String(agent.port),
+      NO_COLOR: "1",
+    };
+    const laptop = JSON.parse((await runCli("dock", ["hooks", "--json"], { env, cwd: dirs.home })).stdout);
+    assertEquals([laptop.path, laptop.hooks.length], [join(laptopHome, "hooks.json"), 1]);
+    const ofBox = JSON.parse(
+      (await runCli("dock", ["hooks", "local", "--json"], { env, cwd: dirs.home })).stdout,
+    );
+    assertEquals([ofBox.path, ofBox.hooks.length], [join(dirs.dockHome, "hooks.json"), 0]);
     controller.abort();
     await collecting;
   } finally {
