@@ -13,6 +13,10 @@
  * Deno adds `caCerts` to its public roots rather than replacing them (see `daemon/tls.ts`): a link
  * naming an IP address, which public CAs rarely certify, is the tightest pin.
  *
+ * Forgetting a paired box also unpairs this laptop on the box (`DELETE /v1/pair` with its own
+ * credential), so a box the laptop no longer lists stops trusting it too. That part is best effort: a
+ * box that is offline or unreachable is forgotten all the same, and the answer says it was not told.
+ *
  * @module
  */
 import { isIP } from "node:net";
@@ -21,6 +25,7 @@ import { DockError } from "../client/errors.ts";
 import { Transport } from "../client/http.ts";
 import { parseLink } from "../daemon/pairing.ts";
 import { fingerprintOf } from "../daemon/tls.ts";
+import type { ForgottenBox } from "../client/agent.ts";
 import { type Boxes, type BoxStatus, checkBoxName } from "./boxes.ts";
 
 /** What `POST /v1/boxes/pair` takes. */
@@ -170,6 +175,52 @@ async function redeem(
       throw unreachable(hostname, Number(port), causes(error.cause).split("\n")[0]);
     }
     throw error;
+  } finally {
+    transport.close();
+  }
+}
+
+/** Options of {@linkcode forgetBox}. */
+export interface ForgetOptions {
+  /** The origin of the `box.removed` event. */
+  origin: string;
+  /** How long the box may take to unpair this laptop. @default {3000} */
+  timeoutMs?: number;
+}
+
+/**
+ * Forgets a box (`DELETE /v1/boxes/{box}`). For a paired box, this laptop's credential is then revoked
+ * on the box itself, best effort: the box is forgotten here whatever it answers, and `revoked` says
+ * whether it was told (`false` with the reason in `revoke_error` when it was not).
+ */
+export async function forgetBox(boxes: Boxes, name: string, options: ForgetOptions): Promise<ForgottenBox> {
+  // Read before removing: removal closes the box's connections and drops its secrets.
+  const secrets = boxes.tlsCredentials(name);
+  const record = boxes.remove(name, options.origin);
+  if (!secrets) return { ...record, revoked: null };
+  // The credential is `<id>.<secret>`: the id is what `dockd laptops` lists on the box.
+  const laptop = secrets.credential.split(".")[0];
+  const transport = new Transport({
+    url: record.address,
+    token: secrets.credential,
+    caCerts: secrets.caCerts,
+    origin: "dock",
+  });
+  try {
+    await transport.json("/v1/pair", {
+      method: "DELETE",
+      signal: AbortSignal.timeout(options.timeoutMs ?? 3000),
+    });
+    return { ...record, revoked: true, laptop };
+  } catch (error) {
+    // The box no longer knows the credential (revoked there already): it trusts this laptop no more.
+    if (error instanceof DockError && error.status === 401) return { ...record, revoked: true, laptop };
+    const reason = error instanceof DOMException && error.name === "TimeoutError"
+      ? "no answer in time"
+      : error instanceof DockError && error.code === "unreachable"
+      ? causes(error.cause).split("\n")[0]
+      : (error as Error).message;
+    return { ...record, revoked: false, laptop, revoke_error: reason };
   } finally {
     transport.close();
   }

@@ -162,12 +162,19 @@ export function agentCommands(program: Command): void {
       }, "dock")
     );
 
-  program.command("forget").description("forget a box").argument("<box>").action((name) =>
-    guarded(async () => {
-      await (await agentClient()).removeBox(name);
-      console.log(`forgot ${name}`);
-    }, "dock")
-  );
+  program.command("forget").description("forget a box (a paired box also unpairs this laptop)")
+    .argument("<box>").option("--json", "print JSON").action((name, o) =>
+      guarded(async () => {
+        const forgotten = await (await agentClient()).removeBox(name);
+        if (o.json) return printJson(forgotten);
+        if (forgotten.revoked === null) return console.log(`forgot ${name}`);
+        if (forgotten.revoked) return console.log(`forgot ${name}; the box unpaired this laptop`);
+        console.log(
+          `forgot ${name}; the box could not be told (${forgotten.revoke_error}), so it still lists this ` +
+            `laptop: on the box, run \`dockd revoke ${forgotten.laptop}\``,
+        );
+      }, "dock")
+    );
 
   program.command("status").description("the boxes and their connections").option("--json", "print JSON")
     .action((o) =>

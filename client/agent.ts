@@ -30,6 +30,23 @@ export interface BoxStatus {
   build: string | null;
 }
 
+/** What `DELETE /v1/boxes/{box}` answers: the forgotten box, and whether the box unpaired this laptop. */
+export interface ForgottenBox {
+  name: string;
+  kind: "socket" | "tls";
+  address: string;
+  created: string;
+  /**
+   * For a paired (TLS) box: true when the box revoked this laptop's credential, false when it could not
+   * be told (offline, unreachable; see `revoke_error`). Null for a socket box: there is no pairing to undo.
+   */
+  revoked: boolean | null;
+  /** This laptop's id on a paired box (what `dockd laptops` lists and `dockd revoke` takes). */
+  laptop?: string;
+  /** Why the box could not be told. */
+  revoke_error?: string;
+}
+
 /** `GET /v1/status`. */
 export interface AgentStatus {
   boxes: BoxStatus[];
@@ -77,8 +94,8 @@ export class AgentClient {
     return this.transport.json("/v1/boxes/pair", { body: { link, name } });
   }
 
-  /** `DELETE /v1/boxes/{box}`: forgets a box. */
-  removeBox(name: string): Promise<unknown> {
+  /** `DELETE /v1/boxes/{box}`: forgets a box (and unpairs this laptop on a paired box, best effort). */
+  removeBox(name: string): Promise<ForgottenBox> {
     return this.transport.json(`/v1/boxes/${encodeURIComponent(name)}`, { method: "DELETE" });
   }
 

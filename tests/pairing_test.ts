@@ -1,10 +1,12 @@
 /**
  * Whole-system tests of pairing: two real `dockd` listening on TLS (loopback, a port the system picks)
  * and a real agent; links made by `dockd pair`, paired through the agent's API; the relay over TLS; a
- * used code, a tampered fingerprint and repeated bad codes refused; the TLS listener's gate; and
- * revocation, which ends the laptop's open streams (SSE through the agent, attach WebSockets).
+ * used code, a tampered fingerprint and repeated bad codes refused; the TLS listener's gate;
+ * revocation, which ends the laptop's open streams (SSE through the agent, attach WebSockets); and
+ * forgetting a box, which unpairs the laptop on the box too (or says the box could not be told).
  */
 import { join } from "node:path";
+import { DatabaseSync } from "node:sqlite";
 import { assert, assertEquals, assertMatch, assertRejects, assertStringIncludes } from "./assert.ts";
 import { AgentClient } from "../client/agent.ts";
 import { DockError } from "../client/errors.ts";
@@ -84,6 +86,17 @@ async function dock(dirs: BoxDirs, port: number, args: string[]) {
   return { code: output.code, stdout: decode(output.stdout), stderr: decode(output.stderr) };
 }
 
+/** The credential the agent keeps for `box` (read from its database, as only the agent ever does). */
+function credentialOf(laptop: BoxDirs, box: string): string {
+  const db = new DatabaseSync(join(laptop.state, "client", "agent.db"), { readOnly: true, timeout: 5000 });
+  try {
+    const row = db.prepare("SELECT credential FROM boxes WHERE name = ?").get(box) as { credential: string };
+    return row.credential;
+  } finally {
+    db.close();
+  }
+}
+
 async function refusedWith(promise: Promise<unknown>, status: number, code: string): Promise<DockError> {
   const error = await assertRejects(() => promise, DockError) as DockError;
   assertEquals([error.status as number, error.code], [status, code], error.message);
@@ -130,7 +143,19 @@ Deno.test("pairing by link through the agent: the relay over TLS, used codes, ta
 
     // The same box twice is refused before its code is spent; once forgotten, the used link is refused by the box.
     await refusedWith(client.pairBox(await pairLink(beta), "again"), 409, "exists");
-    await client.removeBox("second");
+    const forgottenCredential = credentialOf(laptop, "second");
+    const [forgottenId] = forgottenCredential.split(".");
+    assertEquals(
+      JSON.parse((await beta.cli(["laptops", "--json"])).stdout).map((l: { id: string }) => l.id),
+      [forgottenId],
+    );
+    const forgotten = await client.removeBox("second");
+    assertEquals([forgotten.name, forgotten.revoked, forgotten.laptop], ["second", true, forgottenId]);
+    // Forgetting unpaired the laptop on the box: its credential is refused, and the box lists no laptop.
+    const betaPort = parseLink(betaLink).port;
+    const stale = await direct(beta, betaPort, "/v1/info", { credential: forgottenCredential });
+    assertEquals([stale.status, (stale.body.error as { code: string }).code], [401, "unauthorized"]);
+    assertEquals(JSON.parse((await beta.cli(["laptops", "--json"])).stdout), []);
     await refusedWith(client.pairBox(betaLink, "second"), 403, "pairing_refused");
 
     // A tampered fingerprint: the agent refuses, and the box never saw the code (it still works).
@@ -143,7 +168,7 @@ Deno.test("pairing by link through the agent: the relay over TLS, used codes, ta
     assertEquals(cli.code, 0, cli.stderr);
     assertEquals([JSON.parse(cli.stdout).name, JSON.parse(cli.stdout).online], ["second", true]);
     const onBeta = JSON.parse((await beta.cli(["laptops", "--json"])).stdout);
-    assertEquals(onBeta.length, 2, "the used link paired once, the tampered one never reached the box");
+    assertEquals(onBeta.length, 1, "the forgotten pairing is gone, the tampered link never reached the box");
 
     // Revoking the laptop on alpha ends its open event stream through the agent, and the next request is 401.
     const seen: DockEvent[] = [];
@@ -167,7 +192,8 @@ Deno.test("pairing by link through the agent: the relay over TLS, used codes, ta
     await eventually(async () => !(await client.status()).boxes.find((b) => b.name === "alpha")?.online);
 
     // Repeated bad codes from one address end in 429 (alpha is forgotten first: a known box is refused sooner).
-    await client.removeBox("alpha");
+    // Forgetting a box that revoked this laptop already counts as unpaired: the box refuses the credential.
+    assertEquals((await client.removeBox("alpha")).revoked, true);
     const alphaFp = parseLink(alphaLink).fp;
     const bad = `dock://127.0.0.1:${parseLink(alphaLink).port}?code=${"a".repeat(32)}&fp=${alphaFp}`;
     const statuses: number[] = [];
@@ -190,6 +216,14 @@ Deno.test("pairing by link through the agent: the relay over TLS, used codes, ta
       "box_connection_failed",
     ]);
     await refusedWith(second.locations(), 503, "box_unreachable");
+
+    // Forgetting a box that is down works all the same, and says the box still lists this laptop.
+    const [secondId] = credentialOf(laptop, "second").split(".");
+    const offline = await dock(laptop, agent.port, ["forget", "second"]);
+    assertEquals(offline.code, 0, offline.stderr);
+    assertStringIncludes(offline.stdout, "forgot second; the box could not be told");
+    assertStringIncludes(offline.stdout, `dockd revoke ${secondId}`);
+    assertEquals((await client.status()).boxes, []);
   } finally {
     client.close();
     await agent.stop();

@@ -10,6 +10,7 @@ import { DockError } from "../../client/errors.ts";
 import { EVENT_ANNOUNCE, resumeFrom, sse } from "../../daemon/api/events.ts";
 import { body, errorResponse, json, mount, param, requestOrigin, RouteTable } from "../../daemon/api/http.ts";
 import type { Agent } from "../agent.ts";
+import { forgetBox } from "../pairing.ts";
 import { relay } from "../relay.ts";
 import { attachRoutes } from "./attach.ts";
 import { gate } from "./gate.ts";
@@ -66,7 +67,11 @@ export function agentApp(agent: Agent, options: { port: number }): Hono {
       );
       return json(added, 201);
     })
-    .add("DELETE", "/boxes/:box", (c) => json(agent.boxes.remove(param(c, "box"), requestOrigin(c))));
+    .add(
+      "DELETE",
+      "/boxes/:box",
+      async (c) => json(await forgetBox(agent.boxes, param(c, "box"), { origin: requestOrigin(c) })),
+    );
   const forwards = new RouteTable("forwards")
     .add(
       "POST",

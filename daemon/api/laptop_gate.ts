@@ -100,6 +100,7 @@ export function laptopGate(
         ),
       );
     }
+    env.laptop = laptop;
     const tie = streams.open(laptop.id);
     try {
       if (

@@ -6,6 +6,9 @@
  *   listener these answer 403: a paired laptop can neither pair further laptops nor revoke others.
  * - On the TLS listener, without a credential: `POST pair` trades a code for a credential, rate-limited
  *   per remote address by the pairing store.
+ * - On the TLS listener, with its credential: `DELETE pair` unpairs the calling laptop (what `dock forget`
+ *   sends, so a forgotten box does not keep trusting the laptop). The laptop is the one the gate
+ *   authenticated, never one named in the request: a laptop can remove itself and no other.
  *
  * @module
  */
@@ -13,13 +16,15 @@ import type { Context } from "hono";
 import { z } from "zod";
 import { DockError, notFound } from "../../client/errors.ts";
 import type { Box, TlsListener } from "../box.ts";
-import { link } from "../pairing.ts";
+import { type Laptop, link } from "../pairing.ts";
 import { body, json, param, requestOrigin, RouteTable } from "./http.ts";
 
 /** What the TLS listener hands its app as `c.env`. */
 export interface TlsEnv {
   /** The caller's address: the pairing rate limit counts failures per IP. */
   remoteAddr: Deno.NetAddr;
+  /** The laptop the gate authenticated (absent only on `POST pair`, which needs no credential). */
+  laptop?: Laptop;
 }
 
 const CODE_REQUEST = z.object({ host: z.string().min(1).max(255).optional() }).optional();
@@ -76,7 +81,10 @@ export function pairingRoutes(box: Box): RouteTable {
     });
 }
 
-/** The route a laptop pairs through on the TLS listener: `POST pair` `{ code, name }`. */
+/**
+ * The routes of a laptop's own pairing on the TLS listener: `POST pair` `{ code, name }` pairs it,
+ * `DELETE pair` unpairs the laptop whose credential the request carries.
+ */
 export function redeemRoutes(box: Box): RouteTable {
   return new RouteTable("redeem").add("POST", "/pair", async (c) => {
     const { code, name } = await body(c, REDEEM, { limit: MAX_REDEEM_BODY });
@@ -88,6 +96,19 @@ export function redeemRoutes(box: Box): RouteTable {
       data: { id: paired.id, name: laptop?.name ?? name },
     });
     return json({ id: paired.id, credential: paired.credential, box: box.settings.name }, 201);
+  }).add("DELETE", "/pair", (c) => {
+    const laptop = (c.env as TlsEnv | undefined)?.laptop;
+    // The gate authenticates every request but POST pair; without a laptop this app is mis-wired.
+    if (!laptop) throw new Error("DELETE /v1/pair needs the authenticated laptop in c.env.laptop");
+    // revoke() ends the laptop's other open requests (its event streams) before it returns; this
+    // answer is JSON, which the gate lets through whole.
+    if (!box.pairing.revoke(laptop.id)) throw notFound("laptop", laptop.id);
+    box.bus.publish({
+      type: "laptop.revoked",
+      origin: requestOrigin(c),
+      data: { id: laptop.id, name: laptop.name },
+    });
+    return json(laptop);
   });
 }
 

@@ -183,3 +183,33 @@ Deno.test("the laptop gate: revoking a laptop cuts its open streams and only its
   await second.cancel();
   assertEquals(streams.count(two.id), 0, "a stream the laptop closes releases its tie");
 });
+
+Deno.test("the laptop gate: DELETE pair unpairs the calling laptop, never another", async () => {
+  await using fake = await fakeBox(listener());
+  const streams = new LaptopStreams();
+  fake.box.pairing.onRevoke((laptop) => streams.revoke(laptop.id));
+  const fetcher = tlsSide(fake.box, streams);
+  const pair = async (name: string) => {
+    const { code } = fake.box.pairing.createCode();
+    return (await call(fetcher, "POST", "/v1/pair", { body: { code, name } })).body;
+  };
+  const [one, two] = [await pair("one"), await pair("two")];
+  assertEquals((await call(fetcher, "DELETE", "/v1/pair")).status, 401, "no credential, nothing to unpair");
+  const stream = await fetcher(
+    new Request("https://box/v1/endless", { headers: { authorization: `Bearer ${one.credential}` } }),
+  );
+  const reader = stream.body!.getReader();
+  await reader.read();
+  const revoked: unknown[] = [];
+  fake.box.bus.subscribe((event) => event.type === "laptop.revoked" && revoked.push(event.data));
+  const gone = await call(fetcher, "DELETE", "/v1/pair", { credential: one.credential });
+  assertEquals([gone.status, gone.body.id, gone.body.name], [200, one.id, "one"]);
+  assertEquals(fake.box.pairing.laptops().map((l) => l.name), ["two"]);
+  assertEquals(revoked, [{ id: one.id, name: "one" }]);
+  await assertRejects(() => reader.read()); // its open streams end
+  assertEquals((await call(fetcher, "DELETE", "/v1/pair", { credential: one.credential })).status, 401);
+  assertEquals((await call(fetcher, "GET", "/v1/endless", { credential: one.credential })).status, 401);
+  // The other laptop's credential unpairs only itself.
+  assertEquals((await call(fetcher, "DELETE", "/v1/pair", { credential: two.credential })).body.id, two.id);
+  assertEquals(fake.box.pairing.laptops(), []);
+});
