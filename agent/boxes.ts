@@ -82,11 +82,21 @@ interface BoxRow extends BoxRecord {
 
 const BOX_NAME = /^[a-z0-9][a-z0-9-]{0,62}$/;
 
+/** What the relay needs to reach a box's API, built once per connection (not per request). */
+export interface BoxEndpoint {
+  http: Deno.HttpClient;
+  /** `http://localhost` for a socket box (the socket is the transport), else the box's URL. */
+  base: string;
+  /** A TLS box's `Bearer <credential>`: the relay must add it to every request. */
+  authorization: string | null;
+}
+
 interface Connection {
   record: BoxRecord;
   secrets: TlsSecrets | null;
   http: Deno.HttpClient;
   client: BoxClient;
+  endpoint: BoxEndpoint;
   status: BoxStatus;
   failures: number;
   nextCheck: number;
@@ -181,17 +191,9 @@ export class Boxes {
     return this.#get(name).client;
   }
 
-  /**
-   * The HTTP client, base URL and headers requests to the box's API go through (`headers` carries a
-   * TLS box's credential: the relay must add it to every request).
-   */
-  endpoint(name: string): { http: Deno.HttpClient; base: string; headers: Record<string, string> } {
-    const connection = this.#get(name);
-    return {
-      http: connection.http,
-      base: connection.record.kind === "socket" ? "http://localhost" : connection.record.address,
-      headers: connection.secrets ? { authorization: `Bearer ${connection.secrets.credential}` } : {},
-    };
+  /** The HTTP client, base URL and credential requests to the box's API go through. */
+  endpoint(name: string): BoxEndpoint {
+    return this.#get(name).endpoint;
   }
 
   /** A TLS box's pinned CA and this laptop's credential (for the attach relay); null for a socket box. */
@@ -337,26 +339,35 @@ export function checkBoxName(name: string): void {
 }
 
 /**
- * The relay's HTTP client and the typed client of a box: no idle connections to a socket, pooled
- * connections to a TLS box (see the module doc). A TLS box's connections trust its pinned CA.
+ * The relay's HTTP client and endpoint, and the typed client of a box: no idle connections to a
+ * socket, pooled connections to a TLS box (see the module doc). A TLS box's connections trust its
+ * pinned CA.
  */
 function clients(
   record: BoxRecord,
   secrets: TlsSecrets | null,
-): { http: Deno.HttpClient; client: BoxClient } {
+): { http: Deno.HttpClient; client: BoxClient; endpoint: BoxEndpoint } {
   if (record.kind === "socket") {
+    const http = Deno.createHttpClient({
+      proxy: { transport: "unix", path: record.address },
+      poolMaxIdlePerHost: 0,
+    });
     return {
-      http: Deno.createHttpClient({
-        proxy: { transport: "unix", path: record.address },
-        poolMaxIdlePerHost: 0,
-      }),
+      http,
       client: new BoxClient({ socket: record.address, origin: "dock" }),
+      endpoint: { http, base: "http://localhost", authorization: null },
     };
   }
   // A TLS box stored without its CA and credential (a database edited by hand) stays offline: 401.
   const caCerts = secrets?.caCerts ?? [];
+  const http = Deno.createHttpClient({ caCerts });
   return {
-    http: Deno.createHttpClient({ caCerts }),
+    http,
     client: new BoxClient({ url: record.address, token: secrets?.credential, caCerts, origin: "dock" }),
+    endpoint: {
+      http,
+      base: record.address,
+      authorization: secrets ? `Bearer ${secrets.credential}` : null,
+    },
   };
 }

@@ -4,6 +4,10 @@
  * stored for it, so a reconnect (or an agent restart) misses nothing the box's journal still holds,
  * and laptop clients resume from the agent's journal with `Last-Event-ID`.
  *
+ * Events that arrive together are journaled together: one transaction holds a batch and the box's
+ * cursor after it, so the two never disagree (a crash re-fetches the batch, it never skips or repeats
+ * one). A commit per event capped the merge near 1,500 events a second on a small machine.
+ *
  * @module
  */
 import { sleep } from "../daemon/timers.ts";
@@ -13,6 +17,8 @@ import type { Store } from "../daemon/store.ts";
 import type { Boxes } from "./boxes.ts";
 
 const SCHEMA = `CREATE TABLE IF NOT EXISTS box_cursors (box TEXT PRIMARY KEY, last_id INTEGER NOT NULL);`;
+/** The most events one transaction journals; more wait for the next. */
+const MAX_BATCH = 500;
 
 /** Follows every box's event stream into the agent's bus. */
 export class EventMerge {
@@ -67,16 +73,31 @@ export class EventMerge {
       const stop = () => stream.abort();
       signal.addEventListener("abort", stop, { once: true });
       const unwatch = this.#boxes.watch(name, (online) => online || stream.abort());
+      // What arrived since the last turn of the event loop, journaled in one go on the next.
+      const batch: DockEvent[] = [];
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const flush = () => {
+        clearTimeout(timer);
+        timer = undefined;
+        // A removed box (the signal) has had its cursor deleted: writing it back would skip its events
+        // should a box of that name be added again. Not journaled here, not lost: the box still has them.
+        if (batch.length && !signal.aborted) this.#copy(name, batch);
+        batch.length = 0;
+      };
       try {
         for await (
           const event of this.#boxes.client(name).events({ after: this.#cursor(name), signal: stream.signal })
         ) {
-          this.#copy(name, event);
+          batch.push(event);
+          if (batch.length >= MAX_BATCH) flush();
+          else timer ??= setTimeout(flush, 0);
         }
       } catch {
+        flush();
         // The stream broke: let the health check decide whether the box is still there.
         if (!signal.aborted) await this.#boxes.check(name);
       } finally {
+        flush();
         unwatch();
         signal.removeEventListener("abort", stop);
       }
@@ -84,15 +105,25 @@ export class EventMerge {
     }
   }
 
-  #copy(box: string, event: DockEvent): void {
-    this.#bus.publish({ type: event.type, origin: event.origin, data: event.data, time: event.time, box });
-    if (event.id !== undefined) {
-      this.#store.run(
-        "INSERT INTO box_cursors (box, last_id) VALUES (?, ?) ON CONFLICT(box) DO UPDATE SET last_id = excluded.last_id",
+  #copy(box: string, events: readonly DockEvent[]): void {
+    const last = events.findLast((event) => event.id !== undefined)?.id;
+    this.#bus.publishAll(
+      events.map((event) => ({
+        type: event.type,
+        origin: event.origin,
+        data: event.data,
+        time: event.time,
         box,
-        event.id,
-      );
-    }
+      })),
+      () => {
+        if (last === undefined) return;
+        this.#store.run(
+          "INSERT INTO box_cursors (box, last_id) VALUES (?, ?) ON CONFLICT(box) DO UPDATE SET last_id = excluded.last_id",
+          box,
+          last,
+        );
+      },
+    );
   }
 
   /** The last box event id copied (0: the box's whole journal on first contact). */

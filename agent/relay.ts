@@ -10,27 +10,32 @@ import { DockError } from "../client/errors.ts";
 import type { Boxes } from "./boxes.ts";
 
 // Only what describes the request itself goes through; the laptop's token, Host and Origin stay here.
-const FORWARDED = ["content-type", "accept", "last-event-id", "x-dock-origin"];
+const FORWARDED = ["content-type", "accept", "last-event-id"];
 const RETURNED = ["content-type", "cache-control", "x-accel-buffering"];
 
-/** Forwards `request` to `box` as `/v1/{path}`. */
+/**
+ * Forwards `request` to `box` as `/v1/{path}` (`path` still percent-encoded, as it came; the query is
+ * taken from the request). The path through here is kept lean, since every relayed request pays it:
+ * the box's endpoint is built once per connection, and headers go as plain records.
+ */
 export async function relay(boxes: Boxes, box: string, path: string, request: Request): Promise<Response> {
-  const { http, base, headers: boxHeaders } = boxes.endpoint(box);
-  const url = new URL(request.url);
-  const headers = new Headers();
+  const { http, base, authorization } = boxes.endpoint(box);
+  const url = request.url;
+  const query = url.indexOf("?");
+  const requestHeaders = request.headers;
+  const headers: Record<string, string> = { "x-dock-origin": requestHeaders.get("x-dock-origin") ?? "dock" };
   for (const name of FORWARDED) {
-    const value = request.headers.get(name);
-    if (value !== null) headers.set(name, value);
+    const value = requestHeaders.get(name);
+    if (value !== null) headers[name] = value;
   }
-  if (!headers.has("x-dock-origin")) headers.set("x-dock-origin", "dock");
   // A paired box wants this laptop's credential (never the laptop's own UI token).
-  for (const [name, value] of Object.entries(boxHeaders)) headers.set(name, value);
+  if (authorization) headers.authorization = authorization;
   const hasBody = request.method !== "GET" && request.method !== "HEAD";
   // Buffer the (small, JSON) request body: a streamed body that fails to send would be ambiguous.
   const body = hasBody ? await request.arrayBuffer() : undefined;
   let upstream: Response;
   try {
-    upstream = await fetch(`${base}/v1/${path}${url.search}`, {
+    upstream = await fetch(`${base}/v1/${path}${query < 0 ? "" : url.slice(query)}`, {
       method: request.method,
       headers,
       body,
@@ -57,10 +62,10 @@ export async function relay(boxes: Boxes, box: string, path: string, request: Re
       },
     );
   }
-  const out = new Headers();
+  const out: Record<string, string> = {};
   for (const name of RETURNED) {
     const value = upstream.headers.get(name);
-    if (value !== null) out.set(name, value);
+    if (value !== null) out[name] = value;
   }
   return new Response(upstream.body, { status: upstream.status, headers: out });
 }

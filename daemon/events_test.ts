@@ -1,4 +1,4 @@
-import { assertEquals } from "../tests/assert.ts";
+import { assertEquals, assertThrows } from "../tests/assert.ts";
 import type { DockEvent } from "../client/wire.ts";
 import { EventBus } from "./events.ts";
 import { Store } from "./store.ts";
@@ -42,6 +42,33 @@ Deno.test("the journal is bounded; a failing subscriber does not stop delivery",
   const kept = bus.since(0);
   assertEquals(kept.length <= 600 && kept.length >= 100, true);
   assertEquals(kept.at(-1)?.data, { i: 999 });
+  store.close();
+  await Deno.remove(dir, { recursive: true });
+});
+
+Deno.test("publishAll journals a batch with the caller's writes in one transaction, then delivers it", async () => {
+  const dir = await Deno.makeTempDir();
+  const store = new Store(`${dir}/db`);
+  store.db.exec("CREATE TABLE cursor (id INTEGER)");
+  const bus = new EventBus(store);
+  const seen: string[] = [];
+  bus.subscribe((e) => seen.push(`${e.id}:${e.type}:${e.box}`));
+  const events = bus.publishAll([{ type: "b.one", box: "x" }, { type: "b.two", box: "x" }], () => {
+    // Inside the transaction: the events are journaled but not yet delivered.
+    assertEquals(seen, []);
+    store.run("INSERT INTO cursor (id) VALUES (7)");
+  });
+  assertEquals(events.map((e) => e.id), [1, 2]);
+  assertEquals(seen, ["1:b.one:x", "2:b.two:x"]);
+  // When the caller's writes fail, none of the batch is journaled or delivered.
+  assertThrows(() =>
+    bus.publishAll([{ type: "b.three" }], () => {
+      throw new Error("cursor write failed");
+    })
+  );
+  assertEquals(bus.since(0).map((e) => e.type), ["b.one", "b.two"]);
+  assertEquals(seen.length, 2);
+  assertEquals(store.all<{ id: number }>("SELECT id FROM cursor").map((row) => row.id), [7]);
   store.close();
   await Deno.remove(dir, { recursive: true });
 });

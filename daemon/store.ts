@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { DatabaseSync, type SQLInputValue } from "node:sqlite";
+import { DatabaseSync, type SQLInputValue, type StatementSync } from "node:sqlite";
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -90,6 +90,9 @@ CREATE TABLE IF NOT EXISTS events (
 );
 `;
 
+/** Prepared statements kept per database (see `Store.#prepare`). */
+const MAX_STATEMENTS = 256;
+
 /** A row as node:sqlite returns it. */
 export type Row = Record<string, SQLInputValue>;
 
@@ -136,22 +139,41 @@ export class Store {
 
   /** All rows of a query. */
   all<T = Row>(sql: string, ...params: SQLInputValue[]): T[] {
-    return this.db.prepare(sql).all(...params) as T[];
+    return this.#prepare(sql).all(...params) as T[];
   }
 
   /** The first row of a query, or undefined. */
   get<T = Row>(sql: string, ...params: SQLInputValue[]): T | undefined {
-    return this.db.prepare(sql).get(...params) as T | undefined;
+    return this.#prepare(sql).get(...params) as T | undefined;
   }
 
   /** Runs a statement; returns the number of changed rows and the last row id. */
   run(sql: string, ...params: SQLInputValue[]): { changes: number; lastInsertRowid: number } {
-    const result = this.db.prepare(sql).run(...params);
+    const result = this.#prepare(sql).run(...params);
     return { changes: Number(result.changes), lastInsertRowid: Number(result.lastInsertRowid) };
   }
 
   /** Closes the database. */
   close(): void {
+    this.#statements.clear();
     this.db.close();
+  }
+
+  #statements = new Map<string, StatementSync>();
+
+  /**
+   * The prepared statement of `sql`, kept for the next call: preparing costs more than running the
+   * small statements dock makes (measured: a fifth of the agent's time while it merged 1,500 events/s).
+   * SQL is written as constants, so the cache stays small; it is emptied should code ever build
+   * statements on the fly past the bound.
+   */
+  #prepare(sql: string): StatementSync {
+    let statement = this.#statements.get(sql);
+    if (!statement) {
+      if (this.#statements.size >= MAX_STATEMENTS) this.#statements.clear();
+      statement = this.db.prepare(sql);
+      this.#statements.set(sql, statement);
+    }
+    return statement;
   }
 }

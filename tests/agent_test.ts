@@ -138,6 +138,10 @@ Deno.test("the relay reaches the local box, streams answers, and says 503 or 502
     const location = await local.addLocation({ name: "app", path: repo });
     assertEquals(location.worktrees.length, 1);
     assertEquals((await box.client.locations()).map((l) => l.name), ["app"], "it reached the box");
+    // The path after the box's own segment is what goes on, whatever the box is called.
+    assertEquals((await client.addLocal("api")).online, true);
+    assertEquals((await client.box("api").locations()).map((l) => l.name), ["app"]);
+    await client.removeBox("api");
     // Errors from the box pass through as they are.
     const missing = await assertRejects(() => local.location("nope"), DockError);
     assertEquals((missing as DockError).status, 404);

@@ -26,6 +26,7 @@ const SECURITY_HEADERS: Record<string, string> = {
   "cache-control": "no-store",
   "cross-origin-resource-policy": "same-origin",
 };
+const SECURITY_ENTRIES = Object.entries(SECURITY_HEADERS);
 
 /** True for the origins spec 5 allows: the desktop shell and the development server (1420–1439). */
 export function allowedOrigin(origin: string): boolean {
@@ -51,6 +52,13 @@ export function gate(options: GateOptions): MiddlewareHandler {
       `Cannot build the gate: 'port' must be a TCP port, current value is ${options.port}`,
     );
   }
+  // The token's bytes, encoded again only when the token changes (every request compares against it).
+  let known = { token: "", bytes: new Uint8Array() };
+  const matches = (given: string) => {
+    const token = options.token();
+    if (known.token !== token) known = { token, bytes: new TextEncoder().encode(token) };
+    return sameSecret(given, known.bytes);
+  };
   return async function agentGate(c, next) {
     const refuse = (error: DockError) => withHeaders(errorResponse(error), corsHeaders(origin));
     const origin = c.req.header("origin");
@@ -77,7 +85,7 @@ export function gate(options: GateOptions): MiddlewareHandler {
     const websocket = c.req.header("upgrade")?.toLowerCase() === "websocket";
     const bearer = /^Bearer (.+)$/.exec(c.req.header("authorization") ?? "")?.[1];
     const given = bearer ?? (websocket ? c.req.query("token") : undefined);
-    if (!given || !sameSecret(given, options.token())) {
+    if (!given || !matches(given)) {
       return refuse(
         new DockError("unauthorized", "missing or wrong token: send Authorization: Bearer <ui-token>", {
           status: 401,
@@ -87,8 +95,11 @@ export function gate(options: GateOptions): MiddlewareHandler {
     await next();
     // A WebSocket upgrade's response cannot take new headers.
     if (c.res.status === 101) return;
-    const headers = { ...SECURITY_HEADERS, ...corsHeaders(origin) };
-    for (const [key, value] of Object.entries(headers)) c.res.headers.set(key, value);
+    const headers = c.res.headers;
+    for (const [key, value] of SECURITY_ENTRIES) headers.set(key, value);
+    if (origin !== undefined) {
+      for (const [key, value] of Object.entries(corsHeaders(origin))) headers.set(key, value);
+    }
   };
 }
 

@@ -94,8 +94,11 @@ export function agentApp(agent: Agent, options: { port: number }): Hono {
   // The relay takes every method and any path below the box's api/.
   app.all("/v1/boxes/:box/api/*", (c) => {
     // The path goes on as it came (still percent-encoded): decoding it here could change its meaning.
-    const pathname = new URL(c.req.url).pathname;
-    const path = pathname.slice(pathname.indexOf("/api/") + "/api/".length);
+    // It starts after the box's segment, whatever the box is called (a box may be named `api`).
+    const url = c.req.url;
+    const query = url.indexOf("?");
+    const boxStart = url.indexOf("/v1/boxes/") + "/v1/boxes/".length;
+    const path = url.slice(url.indexOf("/", boxStart) + "/api/".length, query < 0 ? undefined : query);
     return relay(agent.boxes, param(c, "box"), path, c.req.raw);
   });
   return app;

@@ -60,10 +60,25 @@ export function eventRoutes(box: Box): RouteTable {
     });
 }
 
+const encoder = new TextEncoder();
+/**
+ * Each live event's frame, encoded once for every stream that sends it: the bus hands all its listeners
+ * the same event object, and ten clients used to mean ten JSON encodings of it. Streams only read the
+ * bytes, so one copy serves them all.
+ */
+const frames = new WeakMap<DockEvent, Uint8Array>();
+
+function frame(event: DockEvent): Uint8Array {
+  let bytes = frames.get(event);
+  if (!bytes) {
+    bytes = encoder.encode(`id: ${event.id}\ndata: ${JSON.stringify(event)}\n\n`);
+    frames.set(event, bytes);
+  }
+  return bytes;
+}
+
 /** A server-sent-events answer: the journal after `after` (when given), then live events. */
 export function sse(bus: EventBus, after: number | undefined, signal: AbortSignal): Response {
-  const encoder = new TextEncoder();
-  const frame = (event: DockEvent) => encoder.encode(`id: ${event.id}\ndata: ${JSON.stringify(event)}\n\n`);
   let unsubscribe = () => {};
   let keepalive: ReturnType<typeof setInterval> | undefined;
   const stream = new ReadableStream<Uint8Array>({
