@@ -14,7 +14,7 @@ import { AgentClient } from "../client/agent.ts";
 import { DockError } from "../client/errors.ts";
 import { clientPaths } from "../daemon/paths.ts";
 import { launch } from "../daemon/runner.ts";
-import { guarded, keyValues, printJson, table } from "./output.ts";
+import { eventLine, guarded, keyValues, printJson, table } from "./output.ts";
 import { startBox } from "./serve.ts";
 
 /** The agent's port: `$DOCK_AGENT_PORT`, default 1378 (spec 5). */
@@ -194,14 +194,14 @@ export function agentCommands(program: Command): void {
       }, "dock")
     );
 
-  program.command("events").description("stream the laptop's and every box's events as JSON lines")
+  program.command("events").description("stream the laptop's and every box's events")
     .option("--after <id>", "resume after this event id", Number)
     .option("--type <prefix...>", "only these types or prefixes (e.g. agent. box.)")
-    .action((o) =>
+    .option("--json", "print each event as a line of JSON").action((o) =>
       guarded(async () => {
         for await (const event of (await agentClient()).events({ after: o.after })) {
           if (o.type && !o.type.some((prefix) => event.type.startsWith(prefix))) continue;
-          console.log(JSON.stringify(event));
+          console.log(o.json ? JSON.stringify(event) : eventLine(event));
         }
       }, "dock")
     );

@@ -5,6 +5,7 @@
  * @module
  */
 import { DockError } from "../client/errors.ts";
+import type { DockEvent } from "../client/wire.ts";
 
 /** Prints rows as an aligned table with a header. */
 export function table(headers: string[], rows: (string | number | boolean | null | undefined)[][]): void {
@@ -62,4 +63,16 @@ export function keyValues(words: string[]): Record<string, unknown> {
     data[word.slice(0, eq)] = /^(-?\d+(\.\d+)?|true|false)$/.test(value) ? JSON.parse(value) : value;
   }
   return data;
+}
+
+/**
+ * One event as a line for people: `TIME BOX TYPE [ORIGIN] key=value…` (`-` for the laptop's own, a
+ * value that is not a plain word written as JSON). The reverse of what `emit` takes.
+ */
+export function eventLine(event: DockEvent): string {
+  const data = Object.entries(event.data ?? {}).map(([key, value]) =>
+    `${key}=${typeof value === "string" && /^[^\s"=]*$/.test(value) ? value : JSON.stringify(value)}`
+  );
+  return [event.time, event.box ?? "-", event.type, event.origin ? `[${event.origin}]` : "", ...data]
+    .filter((part) => part !== "").join(" ");
 }

@@ -5,11 +5,15 @@
  */
 import { join } from "node:path";
 import { assert, assertEquals, assertRejects, assertStringIncludes } from "./assert.ts";
+import { Agent } from "../agent/agent.ts";
+import { agentApp } from "../agent/api/server.ts";
 import { AgentClient } from "../client/agent.ts";
+import { clientPaths } from "../daemon/paths.ts";
 import { DockError } from "../client/errors.ts";
 import type { DockEvent } from "../client/wire.ts";
 import { eventually, makeDirs, makeRepo, startAgent, startBox } from "./harness.ts";
 
+/** Every route of the agent's API (the relay's with two methods), as registered: `:params` and `*` filled in below. */
 const ROUTES: [string, string][] = [
   ["GET", "/v1/status"],
   ["POST", "/v1/refresh"],
@@ -19,12 +23,46 @@ const ROUTES: [string, string][] = [
   ["GET", "/v1/boxes"],
   ["POST", "/v1/boxes/add-local"],
   ["POST", "/v1/boxes/pair"],
-  ["GET", "/v1/boxes/local/sessions/x/attach"],
-  ["DELETE", "/v1/boxes/local"],
-  ["GET", "/v1/boxes/local/api/locations"],
-  ["POST", "/v1/boxes/local/api/exec"],
+  ["DELETE", "/v1/boxes/:box"],
+  ["POST", "/v1/forwards"],
+  ["DELETE", "/v1/forwards/:id"],
+  ["POST", "/v1/routes"],
+  ["DELETE", "/v1/routes"],
+  ["GET", "/v1/app/:key"],
+  ["PUT", "/v1/app/:key"],
+  ["GET", "/v1/templates"],
+  ["GET", "/v1/themes"],
+  ["GET", "/v1/boxes/:box/sessions/:name/attach"],
+  ["GET", "/v1/boxes/:box/api/*"],
+  ["POST", "/v1/boxes/:box/api/*"],
   ["GET", "/v1/no/such/route"],
 ];
+
+/** A concrete path for a route pattern. */
+function concrete(pattern: string): string {
+  return pattern.replace(":box", "local").replace(/:[a-z]+/g, "x").replace("*", "locations");
+}
+
+Deno.test("the auth matrix below covers every route the agent's API registers", async () => {
+  const dirs = await makeDirs();
+  const env: Record<string, string> = {
+    DOCK_STATE_DIR: dirs.state,
+    HOME: dirs.home,
+    DOCK_HOME: dirs.dockHome,
+  };
+  const agent = new Agent(clientPaths({ get: (key) => env[key] }));
+  try {
+    const listed = new Set(ROUTES.map(([method, path]) => `${method} ${path}`));
+    const registered = agentApp(agent, { port: 1378 }).routes
+      // ALL routes are the 405 answers of known paths (and the gate), except the relay's.
+      .filter((route) => route.method !== "ALL" || route.path.endsWith("/api/*"))
+      .map((route) => `${route.method === "ALL" ? "GET" : route.method} ${route.path}`);
+    assertEquals(registered.filter((route) => !listed.has(route)), [], "routes missing from ROUTES");
+  } finally {
+    agent.close();
+    await Deno.remove(dirs.root, { recursive: true });
+  }
+});
 
 /** A request with a Host header of our choosing (fetch does not let a caller set Host). */
 async function rawStatus(
@@ -63,7 +101,8 @@ Deno.test("the gate refuses every route without the token, with a wrong one, a f
   await using box = await startBox({ dirs });
   await using agent = await startAgent(dirs);
   const good = { authorization: `Bearer ${agent.token}` };
-  for (const [method, path] of ROUTES) {
+  for (const [method, pattern] of ROUTES) {
+    const path = concrete(pattern);
     const label = `${method} ${path}`;
     const none = await call(agent.url, method, path, {});
     assertEquals(none.status, 401, `${label} without a token`);

@@ -5,6 +5,7 @@
 import { join } from "node:path";
 import { assertEquals, assertStringIncludes } from "./assert.ts";
 import { AgentClient } from "../client/agent.ts";
+import { readLines } from "../client/http.ts";
 import type { Location, Session } from "../client/wire.ts";
 import { eventually, makeDirs, makeRepo, runCli, startAgent, startBox, type TestAgent } from "./harness.ts";
 
@@ -84,4 +85,48 @@ Deno.test("dock runs the box commands with a BOX/ prefix through the agent", asy
   assertStringIncludes(unknown.stderr, "nobox");
 
   await box.client.removeSession("s1");
+
+  // dock emit announces on the laptop; dock events streams the merged events, for people or as JSON.
+  const emitted = await run("emit", "build.finished", "ok=true", "note=two words", "--origin", "ci");
+  assertEquals(emitted.code, 0, emitted.stderr);
+  await box.client.emit({ type: "build.started", data: { n: 1 } });
+  const human = await firstLines(env, agent, ["events", "--after", "0", "--type", "build."], 2);
+  // The laptop's own event has no box; the box's was announced after it, so it comes after it.
+  assertEquals(human.map((line) => line.replace(/^\S+ /, "")), [
+    '- build.finished [ci] ok=true note="two words"',
+    "devbox build.started [test] n=1",
+  ]);
+  const json = await firstLines(
+    env,
+    agent,
+    ["events", "--after", "0", "--type", "build.finished", "--json"],
+    1,
+  );
+  const event = JSON.parse(json[0]);
+  assertEquals([event.type, event.origin, event.data, event.box], ["build.finished", "ci", {
+    ok: true,
+    note: "two words",
+  }, undefined]);
 });
+
+/** Runs `dock ARGS` (a command that streams until stopped) and returns its first `count` lines. */
+async function firstLines(env: Record<string, string>, agent: TestAgent, args: string[], count: number) {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "--cached-only", DOCK, ...args],
+    env: { ...env, DOCK_AGENT_PORT: String(agent.port) },
+    clearEnv: true,
+    stdout: "piped",
+    stderr: "null",
+  }).spawn();
+  const lines: string[] = [];
+  try {
+    for await (const line of readLines(child.stdout)) {
+      lines.push(line);
+      if (lines.length === count) break;
+    }
+  } finally {
+    child.kill();
+    await child.status;
+  }
+  return lines;
+}
