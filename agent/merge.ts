@@ -79,10 +79,17 @@ export class EventMerge {
       const flush = () => {
         clearTimeout(timer);
         timer = undefined;
+        const events = batch.splice(0);
         // A removed box (the signal) has had its cursor deleted: writing it back would skip its events
         // should a box of that name be added again. Not journaled here, not lost: the box still has them.
-        if (batch.length && !signal.aborted) this.#copy(name, batch);
-        batch.length = 0;
+        if (events.length === 0 || signal.aborted) return;
+        try {
+          this.#copy(name, events);
+        } catch (error) {
+          // Nothing of the batch was kept (one transaction): follow again from the cursor before it.
+          console.error(`events of ${name}: could not journal ${events.length} event(s):`, error);
+          stream.abort();
+        }
       };
       try {
         for await (

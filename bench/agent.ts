@@ -11,7 +11,9 @@
  *    Every client must receive every emitted event exactly once; latency is emit → arrival. When the
  *    target is not sustained (the rate falls short, an event is lost, or delivery falls more than a
  *    second behind), lower rates are tried until one is, and both are reported.
- * 3. **50 paired boxes.** `GET /v1/status` latency and the agent's resident memory with no box, then
+ * 3. **Attach echo** (`attach_relay.ts`): one byte into `cat` until its echo shows, through agent +
+ *    box, against the box's own socket and a `tmux attach` in a PTY.
+ * 4. **50 paired boxes.** `GET /v1/status` latency and the agent's resident memory with no box, then
  *    with 50 real `dockd` paired over TLS by link (`POST /v1/pair/code` on each box's socket, `POST
  *    /v1/boxes/pair` on the agent), all online and followed by the event merge.
  *
@@ -32,6 +34,7 @@ import {
   type TestAgent,
   type TestBox,
 } from "../tests/harness.ts";
+import { benchAttach } from "./attach_relay.ts";
 import { ms, type Row, summarize, time } from "./stats.ts";
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -555,11 +558,12 @@ async function benchManyBoxes(options: { quick: boolean }): Promise<Row[]> {
   }
 }
 
-/** The agent sections: relay overhead, events from 5 boxes, 50 paired boxes. */
+/** The agent sections: relay overhead, events from 5 boxes, attach echo, 50 paired boxes. */
 export async function benchAgent(options: { quick: boolean }): Promise<Row[]> {
   return [
     ...await benchRelay(options),
     ...await benchEvents(options),
+    ...await benchAttach(options),
     ...await benchManyBoxes(options),
   ];
 }

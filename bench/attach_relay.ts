@@ -8,8 +8,9 @@
  * 3. **tmux attach in a PTY** in this process (node-pty), no HTTP and no WebSocket: what the box's
  *    bridge itself runs.
  *
- * Each path has a session of its own, so tmux draws every keystroke to one client only. Run with
- * `deno run -A bench/attach_relay.ts [--samples N]` (default 50, after 10 warm-ups).
+ * Each path has a session of its own, so tmux draws every keystroke to one client only. Part of
+ * `deno task bench` (`benchAttach`); alone: `deno run -A bench/attach_relay.ts [--samples N]`
+ * (default 50, after 10 warm-ups).
  *
  * @module
  */
@@ -18,7 +19,7 @@ import { type IPty, spawn } from "@lydell/node-pty";
 import { AgentClient } from "../client/agent.ts";
 import { connectUnixWebSocket, type ConnWebSocket } from "../client/websocket.ts";
 import { makeDirs, makeRepo, startAgent, startBox } from "../tests/harness.ts";
-import { ms, summarize, type Summary } from "./stats.ts";
+import { ms, type Row, summarize, type Summary } from "./stats.ts";
 
 const COLS = 120;
 const ROWS = 40;
@@ -177,9 +178,8 @@ async function echoLatency(term: Terminal, samples: number): Promise<number[]> {
   return times;
 }
 
-async function main(): Promise<void> {
-  const samplesArg = Deno.args.indexOf("--samples");
-  const samples = samplesArg >= 0 ? Number(Deno.args[samplesArg + 1]) : 50;
+/** The three paths' labels and echo latencies, `samples` each, interleaved in rounds of ten. */
+async function measure(samples: number): Promise<{ label: string; summary: Summary }[]> {
   const dirs = await makeDirs();
   await using box = await startBox({ dirs });
   await using agent = await startAgent(dirs);
@@ -198,19 +198,21 @@ async function main(): Promise<void> {
     const relay = await BrowserTerminal.open(
       `ws://127.0.0.1:${agent.port}/v1/boxes/local/sessions/${names.relay}/attach?cols=${COLS}&rows=${ROWS}&token=${agent.token}`,
     );
+    terminals.push(relay);
     const socket = new SocketTerminal(
       await connectUnixWebSocket(
         box.dirs.socket,
         `/v1/sessions/${names.socket}/attach?cols=${COLS}&rows=${ROWS}`,
       ),
     );
+    terminals.push(socket);
     const pty = new PtyTerminal(tmuxSocket, names.pty);
+    terminals.push(pty);
     const paths: [string, Terminal][] = [
       ["agent + box (platform WebSocket → agent → box socket)", relay],
       ["box socket (client/websocket.ts over the unix socket)", socket],
       ["tmux attach in a PTY (node-pty, in process)", pty],
     ];
-    terminals.push(relay, socket, pty);
     for (const [, term] of paths) {
       await term.until(() => term.bytes > 0, 10_000, "the first draw");
       await term.settle(50);
@@ -221,22 +223,49 @@ async function main(): Promise<void> {
       const count = Math.min(10, samples - round * 10);
       for (const [index, [, term]] of paths.entries()) times[index].push(...await echoLatency(term, count));
     }
-    const summaries: Summary[] = times.map((sample) => summarize(sample));
-    console.log(`\nattach echo latency, one byte into \`cat\`, ${samples} samples each (10 warm-ups)\n`);
-    console.log("| path | p50 ms | p99 ms | mean ms |");
-    console.log("|---|---:|---:|---:|");
-    for (const [index, [label]] of paths.entries()) {
-      const s = summaries[index];
-      console.log(`| ${label} | ${ms(s.p50)} | ${ms(s.p99)} | ${ms(s.mean)} |`);
-    }
-    console.log(
-      `\nrelay overhead over the box socket: p50 +${ms(summaries[0].p50 - summaries[1].p50)} ms; ` +
-        `box socket over the PTY: p50 +${ms(summaries[1].p50 - summaries[2].p50)} ms`,
-    );
+    return paths.map(([label], index) => ({ label, summary: summarize(times[index]) }));
   } finally {
     for (const term of terminals) await term.close().catch(() => {});
     client.close();
   }
+}
+
+/** Attach echo latency as rows of `deno task bench`: through agent + box, the box socket, a PTY. */
+export async function benchAttach(options: { quick: boolean }): Promise<Row[]> {
+  const samples = options.quick ? 20 : 100;
+  const [relay, socket, pty] = await measure(samples);
+  return [
+    {
+      label: `Attach echo, one byte into \`cat\`: ${relay.label}`,
+      summary: relay.summary,
+      baseline: socket.summary,
+      note: `p50 +${ms(relay.summary.p50 - socket.summary.p50)} ms over the box socket`,
+    },
+    {
+      label: `Attach echo: ${socket.label}`,
+      summary: socket.summary,
+      baseline: pty.summary,
+      note: `p50 +${ms(socket.summary.p50 - pty.summary.p50)} ms over the PTY`,
+    },
+    { label: `Attach echo: ${pty.label}`, summary: pty.summary, isBaseline: true },
+  ];
+}
+
+async function main(): Promise<void> {
+  const samplesArg = Deno.args.indexOf("--samples");
+  const samples = samplesArg >= 0 ? Number(Deno.args[samplesArg + 1]) : 50;
+  const results = await measure(samples);
+  console.log(`\nattach echo latency, one byte into \`cat\`, ${samples} samples each (10 warm-ups)\n`);
+  console.log("| path | p50 ms | p99 ms | mean ms |");
+  console.log("|---|---:|---:|---:|");
+  for (const { label, summary: s } of results) {
+    console.log(`| ${label} | ${ms(s.p50)} | ${ms(s.p99)} | ${ms(s.mean)} |`);
+  }
+  const [relay, socket, pty] = results.map((r) => r.summary);
+  console.log(
+    `\nrelay overhead over the box socket: p50 +${ms(relay.p50 - socket.p50)} ms; ` +
+      `box socket over the PTY: p50 +${ms(socket.p50 - pty.p50)} ms`,
+  );
 }
 
 if (import.meta.main) await main();
