@@ -32,6 +32,8 @@ const ROUTES: [string, string][] = [
   ["PUT", "/v1/app/:key"],
   ["GET", "/v1/templates"],
   ["GET", "/v1/themes"],
+  ["GET", "/v1/hooks"],
+  ["PUT", "/v1/hooks"],
   ["GET", "/v1/boxes/:box/sessions/:name/attach"],
   ["GET", "/v1/boxes/:box/api/*"],
   ["POST", "/v1/boxes/:box/api/*"],
