@@ -4,7 +4,8 @@
  *
  * 1. **Relay overhead.** `GET info` through the agent's relay (`AgentClient.box("local").info()`)
  *    against the same request straight to the box's unix socket, sequential (interleaved) and 50
- *    concurrent requests at once. The goal is at most 1 ms more than the direct request at p50.
+ *    concurrent requests at once. The goal is at most 1 ms more than the direct request at p50. A
+ *    bare Deno proxy (`bare_proxy.ts`) in the same rounds shows what the extra hop alone costs.
  * 2. **Events from 5 boxes.** Five `dockd` (each its own state, `DOCK_LISTEN=off`) registered with one
  *    agent as socket boxes; each box takes `POST events` paced by a timer at a target rate for a few
  *    seconds (the goal: 1,000/s per box), while 10 SSE clients read the agent's merged `GET /v1/events`.
@@ -22,11 +23,13 @@
 import { join } from "node:path";
 import { Boxes } from "../agent/boxes.ts";
 import { AgentClient } from "../client/agent.ts";
-import type { BoxClient } from "../client/box.ts";
+import { BoxClient } from "../client/box.ts";
 import { EventBus } from "../daemon/events.ts";
+import { killGroup, launch } from "../daemon/runner.ts";
 import { Store } from "../daemon/store.ts";
 import {
   type BoxDirs,
+  freePort,
   killProcessesUnder,
   makeDirs,
   startAgent,
@@ -111,6 +114,31 @@ async function inBatches<T, R>(items: T[], limit: number, fn: (item: T, index: n
 // ---------------------------------------------------------------------------------------------------
 // 1. Relay overhead
 
+/** Starts `bare_proxy.ts` in front of `socket`; resolves with its client once it answers. */
+async function bareProxy(socket: string): Promise<{ client: BoxClient; stop(): void }> {
+  const port = freePort();
+  const file = new URL("./bare_proxy.ts", import.meta.url).pathname;
+  const child = launch(Deno.execPath(), ["run", "-A", "--cached-only", file, socket, String(port)]);
+  const client = new BoxClient({ url: `http://127.0.0.1:${port}`, box: "local", origin: "bench" });
+  const stop = () => {
+    client.close();
+    killGroup(child.pid, "SIGKILL");
+  };
+  const deadline = performance.now() + 20_000;
+  for (;;) {
+    try {
+      await client.info();
+      return { client, stop };
+    } catch (error) {
+      if (performance.now() > deadline) {
+        stop();
+        throw new Error(`the bare proxy did not start: ${(error as Error).message}`);
+      }
+      await sleep(50);
+    }
+  }
+}
+
 async function benchRelay(options: { quick: boolean }): Promise<Row[]> {
   const nSequential = options.quick ? 60 : 400;
   const nBursts = options.quick ? 3 : 10;
@@ -120,6 +148,7 @@ async function benchRelay(options: { quick: boolean }): Promise<Row[]> {
   let agent: TestAgent | undefined;
   let client: AgentClient | undefined;
   let relayed: BoxClient | undefined;
+  let bare: Awaited<ReturnType<typeof bareProxy>> | undefined;
   try {
     box = await startBox({ dirs });
     agent = await startAgent(dirs);
@@ -130,24 +159,25 @@ async function benchRelay(options: { quick: boolean }): Promise<Row[]> {
     const direct = box.client;
     const rows: Row[] = [];
 
-    // Sequential: interleaved, which side goes first alternating.
-    for (let i = 0; i < warmup; i++) await Promise.all([local.info(), direct.info()]);
-    const viaAgent: number[] = [];
-    const straight: number[] = [];
+    // Sequential: the three paths interleaved, their order turning round after round.
+    bare = await bareProxy(dirs.socket);
+    const proxy = bare.client;
+    const paths = [() => local.info(), () => direct.info(), () => proxy.info()];
+    for (let i = 0; i < warmup; i++) await Promise.all(paths.map((path) => path()));
+    const samples: number[][] = [[], [], []];
     for (let i = 0; i < nSequential; i++) {
-      if (i % 2 === 0) {
-        viaAgent.push(await time(() => local.info()));
-        straight.push(await time(() => direct.info()));
-      } else {
-        straight.push(await time(() => direct.info()));
-        viaAgent.push(await time(() => local.info()));
+      for (let k = 0; k < 3; k++) {
+        const which = (i + k) % 3;
+        samples[which].push(await time(paths[which]));
       }
     }
+    const [viaAgent, straight, viaBare] = samples;
     const straightSummary = summarize(straight);
     const agentSummary = summarize(viaAgent);
+    const bareSummary = summarize(viaBare);
     const overhead = agentSummary.p50 - straightSummary.p50;
     // The pairwise difference is steadier than the difference of medians on a busy machine.
-    const paired = summarize(viaAgent.map((value, i) => value - straight[i])).p50;
+    const paired = (sample: number[]) => summarize(sample.map((value, i) => value - straight[i])).p50;
     rows.push({
       label: `\`GET info\` straight to the box socket (sequential, N=${nSequential})`,
       summary: straightSummary,
@@ -157,9 +187,17 @@ async function benchRelay(options: { quick: boolean }): Promise<Row[]> {
       label: `\`GET /v1/boxes/local/api/info\` through the agent relay (sequential, N=${nSequential})`,
       summary: agentSummary,
       baseline: straightSummary,
-      note: `p50 ${signed(overhead)} ms (median paired difference ${signed(paired)} ms), p99 ${
+      note: `p50 ${signed(overhead)} ms (median paired difference ${signed(paired(viaAgent))} ms), p99 ${
         signed(agentSummary.p99 - straightSummary.p99)
       } ms over direct; goal ≤ ${RELAY_GOAL_MS} ms p50: ${overhead <= RELAY_GOAL_MS ? "met" : "missed"}`,
+    });
+    rows.push({
+      label: `\`GET info\` through a bare Deno proxy (bare_proxy.ts; sequential, N=${nSequential})`,
+      summary: bareSummary,
+      baseline: straightSummary,
+      note: `the extra hop alone: p50 ${signed(bareSummary.p50 - straightSummary.p50)} ms (paired ${
+        signed(paired(viaBare))
+      } ms) over direct; the agent's own work is the rest`,
     });
 
     // 50 at once, repeated; per-request latency. The sides alternate burst by burst.
@@ -194,6 +232,7 @@ async function benchRelay(options: { quick: boolean }): Promise<Row[]> {
     });
     return rows;
   } finally {
+    bare?.stop();
     relayed?.close();
     client?.close();
     await stopWithin(agent);
