@@ -109,10 +109,14 @@ Deno.test("dock runs the box commands with a BOX/ prefix through the agent", asy
   }, undefined]);
 });
 
-/** Runs `dock ARGS` (a command that streams until stopped) and returns its first `count` lines. */
+/**
+ * Runs `dock ARGS`, a command that streams until stopped (so not through `runCli`, which waits for the
+ * end), and returns its first `count` lines.
+ */
 async function firstLines(env: Record<string, string>, agent: TestAgent, args: string[], count: number) {
+  const dock = new URL("../cli/dock.ts", import.meta.url).pathname;
   const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "--cached-only", DOCK, ...args],
+    args: ["run", "-A", "--cached-only", dock, ...args],
     env: { ...env, DOCK_AGENT_PORT: String(agent.port) },
     clearEnv: true,
     stdout: "piped",
