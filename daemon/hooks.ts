@@ -511,12 +511,6 @@ export class Hooks {
     return this.file.write(file, origin);
   }
 
-  /** Resolves when every event seen so far has been dispatched and every hook has ended (tests). */
-  async settled(): Promise<void> {
-    while (this.#pumping || this.#events.length) await new Promise((r) => setTimeout(r, 5));
-    await this.runner.idle();
-  }
-
   /**
    * Runs every `before:<action>` gate (the box's and, for an action in a location, that location's);
    * resolves when all allow, throws a 403 DockError (`gate_refused` with the first line of the gate's
