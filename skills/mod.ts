@@ -469,11 +469,12 @@ Use \`tool\` to avoid loops: a hook that announces an event with \`--origin noti
 - A gate still running at its timeout (default \`30s\`) refuses (\`gate_timeout\`). Make gates fast.
 - The request being checked is on stdin as JSON:
   \`{"action","target":{…},"origin","box","time","location"?,"worktree"?}\`. \`target\` holds the request's
-  identifiers: \`exec\` → \`location\`, \`command\`; \`session.send\` → \`session\`, \`text\`, \`enter\`; \`worktree.create\`
-  → \`name\`, \`branch\`, \`base\`; \`worktree.remove\` → \`worktree\`, \`path\`, \`force\`; \`config.change\` → \`file\`
-  (\`env.json\`, \`guard.json\`, \`hooks.json\`, \`config\`, \`scripts\`), \`location\`, \`value\` (the new content); skills
-  → \`skills\`, \`agent\`, \`target\`, \`location\`. The same fields are in \`DOCK_<FIELD>\` variables (\`DOCK_COMMAND\`,
-  \`DOCK_SESSION\`, …; never the prompt text), with \`DOCK_ACTION\`. Capture one once
+  identifiers: \`exec\` → \`location\`, \`command\`; \`session.send\` → \`session\`, \`text\`, \`enter\` (and \`first: true\`
+  for the first prompt of \`POST sessions\` or \`POST tasks\`, whose \`session\` is null when the box names it);
+  \`worktree.create\` → \`name\`, \`branch\`, \`base\`; \`worktree.remove\` → \`worktree\`, \`path\`, \`force\`;
+  \`config.change\` → \`file\` (\`env.json\`, \`guard.json\`, \`hooks.json\`, \`config\`, \`scripts\`), \`location\`, \`value\`
+  (the new content); skills → \`skills\`, \`agent\`, \`target\`, \`location\`. The same fields are in \`DOCK_<FIELD>\`
+  variables (\`DOCK_COMMAND\`, \`DOCK_SESSION\`, …; never the prompt text), with \`DOCK_ACTION\`. Capture one once
   (\`cat > /tmp/gate.json; exit 0\`) before writing a gate that reads fields.
 - Box gates come from \`~/.dock/hooks.json\` on the box and, for an action inside a location (exec, send,
   worktrees, its config), from that location's config. Every gate must allow; they run at once, and the first

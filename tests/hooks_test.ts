@@ -319,3 +319,33 @@ Deno.test("laptop and box sharing ~/.dock/hooks.json run a box event's hook once
     client.close();
   }
 });
+
+Deno.test("gates: a first prompt (POST sessions, POST tasks) passes the session.send gates too", async () => {
+  await using box = await startBox();
+  const repo = await makeRepo(join(box.dirs.home, "work"));
+  await box.client.addLocation({ name: "app", path: repo });
+  const input = join(box.dirs.root, "send-gate.json");
+  await box.client.putHooks([{
+    on: "before:session.send",
+    run: `cat > ${input}; grep -q forbidden ${input} && { echo "not that prompt" >&2; exit 1; }; exit 0`,
+  }]);
+  const refused = await assertRejects(
+    () => box.client.createSession({ location: "app", command: "sleep 600", prompt: "a forbidden idea" }),
+    DockError,
+  ) as DockError;
+  assertEquals([refused.status, refused.code, refused.message], [403, "gate_refused", "not that prompt"]);
+  const gateInput = await readJson(input);
+  assertEquals((gateInput.target as Record<string, unknown>).first, true);
+  assertEquals(gateInput.location, "app");
+  assertEquals(await box.client.sessions(), []);
+  const task = await assertRejects(
+    () =>
+      box.client.createTask({ location: "app", name: "t1", command: "sleep 600", prompt: "forbidden too" }),
+    DockError,
+  ) as DockError;
+  assertEquals(task.status, 403);
+  assertEquals((await box.client.location("app")).worktrees.some((w) => w.name === "t1"), false);
+  // Without a prompt, or with one the gate allows, sessions start.
+  const session = await box.client.createSession({ location: "app", command: "sleep 600" });
+  await box.client.removeSession(session.name);
+});

@@ -48,6 +48,15 @@ export function sessionRoutes(box: Box): RouteTable {
     .add("GET", "/sessions", () => json(box.sessions.list()))
     .add("POST", "/sessions", async (c) => {
       const request = await body(c, SESSION_CREATE);
+      if (request.prompt !== undefined) {
+        // A first prompt is a prompt typed into a session: the session.send gates see it too.
+        const worktree = box.worktrees.target(request.location); // 404 before the gate runs
+        await box.hooks.gate(
+          "session.send",
+          { session: request.name ?? null, text: request.prompt, enter: true, first: true },
+          { origin: requestOrigin(c), location: worktree.location, worktree: worktree.name },
+        );
+      }
       const session = await box.sessions.create(request, requestOrigin(c));
       if (request.open) {
         box.bus.publish({ type: "session.open", origin: requestOrigin(c), data: { session: session.name } });
@@ -149,6 +158,13 @@ export function sessionRoutes(box: Box): RouteTable {
         origin,
         location: request.location,
       });
+      if (request.prompt !== undefined) {
+        await box.hooks.gate(
+          "session.send",
+          { session: null, text: request.prompt, enter: true, first: true },
+          { origin, location: request.location },
+        );
+      }
       const worktree = await box.worktrees.create(
         request.location,
         { name: request.name, branch: request.branch, base: request.base },
