@@ -381,7 +381,8 @@ Deno.test("attach: bulk output flows through and the last line arrives", async (
     const began = performance.now();
     // The command line shows `$((…))`, so "200000" can only come from seq itself.
     client.type("seq 1 $((200*1000)); echo bulk-$((6*7))\r");
-    await client.waitFor("200000", 0, 30_000);
+    // Only the line after seq is awaited: when tmux falls behind it redraws the screen by difference,
+    // so a number on a row that held a similar one may arrive split by cursor moves (seen under load).
     await client.waitFor("bulk-42", 0, 30_000);
     const seconds = (performance.now() - began) / 1000;
     const received = client.bytes - start;
