@@ -60,7 +60,8 @@ async function item(
   client: AgentClient,
   id: string,
   check: (item: QueueItem) => boolean,
-  timeoutMs = 15_000,
+  // Generous: on a loaded 2-core machine a health check can miss, and the box is retried after a backoff.
+  timeoutMs = 30_000,
 ) {
   return await eventually(async () => {
     const found = await client.queueItem(id);
