@@ -105,6 +105,11 @@ export class Sessions {
   #poller?: ReturnType<typeof setInterval>;
   #polling = false;
   #deadSince = new Map<string, number>();
+  /**
+   * Sessions whose tmux session is being made (the row exists first), and when their making ended: a
+   * poll that listed tmux's panes before that moment cannot judge them.
+   */
+  #creating = new Map<string, number | null>();
   #seen = new Set<string>();
   #unreachable = 0;
   /** Keyed sends being typed now, so a repeat waits for the same outcome. */
@@ -210,6 +215,7 @@ export class Sessions {
       created,
       request.from_session ?? null,
     );
+    this.#creating.set(name, null);
     try {
       await this.#o.tmux.newSession({
         name,
@@ -219,10 +225,12 @@ export class Sessions {
         rows: request.rows,
       });
     } catch (error) {
+      this.#creating.delete(name);
       this.#o.store.run("DELETE FROM sessions WHERE name = ?", name);
       await Deno.remove(dir, { recursive: true }).catch(() => {});
       throw error;
     }
+    this.#creating.set(name, performance.now());
     this.#o.bus.publish({
       type: "session.created",
       origin,
@@ -472,6 +480,7 @@ export class Sessions {
     try {
       const open = this.#o.store.all<SessionRow>("SELECT * FROM sessions WHERE exited = 0");
       if (!open.length) return;
+      const listedAt = performance.now();
       let listed: Pane[];
       try {
         listed = await this.#o.tmux.panes();
@@ -485,6 +494,12 @@ export class Sessions {
       }
       const panes = new Map(listed.map((p) => [p.session, p]));
       for (const row of open) {
+        // Its row is written before tmux makes the session: a list taken before that says nothing.
+        const made = this.#creating.get(row.name);
+        if (made !== undefined) {
+          if (made === null || made > listedAt) continue;
+          this.#creating.delete(row.name); // judged by every list from now on
+        }
         const pane = panes.get(row.name);
         if (pane && !pane.dead) continue;
         if (pane && pane.deadStatus === null) {

@@ -388,3 +388,34 @@ Deno.test("the CLI: session new, send --wait, wait, screen and list", async () =
   const badState = await box.cli(["session", "wait", "cli-agent", "--for", "sleeping"]);
   assertEquals(badState.code, 2);
 });
+
+Deno.test("a session whose tmux session takes long to make is not taken for exited meanwhile", async () => {
+  // A tmux that takes 1.5 s to make a session (a loaded machine): the session watcher polls every
+  // 500 ms and must not judge a session by a list taken before tmux made it.
+  const dirs = await makeDirs();
+  const shims = join(dirs.root, "bin");
+  await Deno.mkdir(shims);
+  const tmux = new TextDecoder().decode(
+    (await new Deno.Command("sh", { args: ["-c", "command -v tmux"] }).output()).stdout,
+  ).trim();
+  await Deno.writeTextFile(
+    join(shims, "tmux"),
+    `#!/bin/sh\nfor a in "$@"; do [ "$a" = new-session ] && sleep 1.5 && break; done\nexec ${tmux} "$@"\n`,
+    { mode: 0o755 },
+  );
+  await using box = await startBox({ dirs, env: { PATH: `${shims}:${Deno.env.get("PATH")}` } });
+  const repo = await makeRepo(join(dirs.home, "work"), "app");
+  await box.client.addLocation({ name: "app", path: repo });
+  const after = (await box.client.emit({ type: "marker" })).id!;
+  const session = await box.client.createSession({ location: "app", name: "slow", command: "cat" });
+  assertEquals(session.exited, false);
+  await box.client.send("slow", "still here");
+  await eventually(async () => (await box.client.screen("slow")).screen.includes("still here"));
+  assertEquals((await box.client.session("slow")).exited, false);
+  const events: DockEvent[] = [];
+  const controller = new AbortController();
+  setTimeout(() => controller.abort(), 1000);
+  for await (const event of box.client.events({ after, signal: controller.signal })) events.push(event);
+  assertEquals(events.filter((e) => e.type === "session.exited"), []);
+  await box.client.removeSession("slow");
+});
