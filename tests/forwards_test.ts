@@ -5,6 +5,7 @@
 import { assert, assertEquals, assertStringIncludes } from "./assert.ts";
 import { AgentClient } from "../client/agent.ts";
 import { freePort, makeDirs, startAgent, startBox } from "./harness.ts";
+import { socketOwners } from "../daemon/procs.ts";
 
 /** A TCP echo server standing in for a worktree's dev server on the box. */
 function echoServer(): { port: number; close(): void } {
@@ -82,21 +83,29 @@ Deno.test("a forward carries bytes both ways; a taken port is refused; removal s
     assertEquals(unknown.status, 404);
     await unknown.body?.cancel();
 
+    assert(listeners(local, agent.process.pid) >= 1, "the agent listens on the local port");
     const removed = await fetch(`${agent.url}/v1/forwards/${forward.id}`, { method: "DELETE", headers });
     assertEquals((await removed.json()).id, forward.id);
-    // A bind, not a connect: a connect to a free port in the ephemeral range can meet itself (TCP
-    // simultaneous open, when the kernel picks that port as the source) and look like a listener.
-    const free = (() => {
-      try {
-        Deno.listen({ hostname: "127.0.0.1", port: local }).close();
-        return true;
-      } catch {
-        return false;
-      }
-    })();
-    assert(free, "nothing listens on the local port after removal");
+    // Asked of the kernel's socket table, not by connecting or binding: a connect to a free ephemeral
+    // port can meet itself (TCP simultaneous open), and another test may take the port once it is free.
+    assertEquals(listeners(local, agent.process.pid), 0, "the agent no longer listens on the local port");
   } finally {
     echo.close();
     client.close();
   }
 });
+
+/** How many listening TCP sockets on `port` (IPv4 or IPv6) process `pid` holds. */
+function listeners(port: number, pid: number): number {
+  const owners = socketOwners();
+  let count = 0;
+  for (const table of ["/proc/net/tcp", "/proc/net/tcp6"]) {
+    for (const line of Deno.readTextFileSync(table).split("\n").slice(1)) {
+      const fields = line.trim().split(/\s+/);
+      if (fields.length < 10 || fields[3] !== "0A") continue; // 0A: LISTEN
+      if (parseInt(fields[1].split(":").at(-1)!, 16) !== port) continue;
+      if (owners.get(Number(fields[9])) === pid) count++;
+    }
+  }
+  return count;
+}
