@@ -349,3 +349,34 @@ Deno.test("gates: a first prompt (POST sessions, POST tasks) passes the session.
   const session = await box.client.createSession({ location: "app", command: "sleep 600" });
   await box.client.removeSession(session.name);
 });
+
+Deno.test("box hooks for agent events get DOCK_AGENT, DOCK_PATH and the worktree's environment", async () => {
+  await using box = await startBox();
+  const out = join(box.dirs.root, "agent-env");
+  await box.client.putHooks([{
+    on: "agent.*",
+    run: `env | grep '^DOCK_' | sort > ${out}.tmp && mv ${out}.tmp ${out}`,
+  }]);
+  const repo = await makeRepo(join(box.dirs.home, "work"));
+  await box.client.addLocation({ name: "app", path: repo });
+  const worktree = await box.client.createWorktree("app", { name: "feat" });
+  await box.client.emit({
+    type: "agent.finished",
+    origin: "claude",
+    data: { path: worktree.path, agent: "claude", session_id: "abc" },
+  });
+  const env = await eventually(async () => {
+    const text = await Deno.readTextFile(out).catch(() => "");
+    return text
+      ? Object.fromEntries(
+        text.trim().split("\n").map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)]),
+      )
+      : undefined;
+  });
+  assertEquals(env.DOCK_AGENT, "claude");
+  assertEquals(env.DOCK_PATH, worktree.path);
+  assertEquals(env.DOCK_SESSION_ID, "abc");
+  assertEquals(env.DOCK_EVENT_TYPE, "agent.finished");
+  assertEquals(env.DOCK_WORKTREE_NAME, "feat");
+  assertEquals(env.DOCK_PORT, String(worktree.ports[0]));
+});
