@@ -16,7 +16,7 @@
  *
  * @module
  */
-import type { DockEvent, HookConfig, HooksState, Worktree } from "../client/wire.ts";
+import type { Check, DockEvent, HookConfig, HooksState, Worktree } from "../client/wire.ts";
 import { DockError } from "../client/errors.ts";
 import { parseDuration } from "../client/duration.ts";
 import { ConfigError, type HooksFile, parseHooksText, validateHooksFile } from "./config.ts";
@@ -259,6 +259,19 @@ export function announceHookFailure(
         duration_ms: Math.round(outcome.durationMs),
       },
     });
+  };
+}
+
+/** The `GET doctor` check of a hooks file: it parses (else its error, the last good hooks in force). */
+export function hooksCheck(state: HooksFileState): Check {
+  if (state.error) {
+    return { name: "hooks", ok: false, detail: `${state.error} (the last good hooks stay in force)` };
+  }
+  const gates = state.hooks.filter(isGate).length;
+  return {
+    name: "hooks",
+    ok: true,
+    detail: `${state.hooks.length - gates} hooks and ${gates} gates in ${state.path}`,
   };
 }
 

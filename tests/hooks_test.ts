@@ -103,6 +103,9 @@ Deno.test("box hooks: an edit takes effect without a restart; a tool's own event
   const broken = JSON.parse((await box.cli(["hooks", "--json"])).stdout);
   assertStringIncludes(broken.error, "hooks[0].run");
   assertEquals(broken.hooks.length, 1, "the last good hooks stay");
+  const check = (await box.client.doctor()).find((c) => c.name === "hooks")!;
+  assertEquals(check.ok, false);
+  assertStringIncludes(check.detail, "hooks[0].run");
 });
 
 Deno.test("box hooks: a hook that sleeps forever is killed at its timeout and reported without output", async () => {

@@ -12,6 +12,7 @@ import { isSecretReference } from "../secrets.ts";
 import { readEnvFile } from "../worktrees.ts";
 import { writeAtomic } from "../files.ts";
 import { readGuardFile, validateGuard, writeGuardFile } from "../guard.ts";
+import { hooksCheck } from "../hooks.ts";
 import { DockError } from "../../client/errors.ts";
 import { body, json, requestOrigin, RouteTable } from "./http.ts";
 
@@ -45,7 +46,11 @@ export function systemRoutes(box: Box): RouteTable {
     .add(
       "GET",
       "/doctor",
-      async () => json(await system.doctor({ socket: box.paths.socket, stateDir: box.paths.state })),
+      async () =>
+        json([
+          ...await system.doctor({ socket: box.paths.socket, stateDir: box.paths.state }),
+          hooksCheck(box.hooks.state()),
+        ]),
     )
     .add(
       "GET",
