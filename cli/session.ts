@@ -98,7 +98,8 @@ export function sessionCommands(program: Command, scope: Scope): void {
       const before = new Date().toISOString();
       let sent;
       try {
-        sent = await client.send(name, text, { enter: o.enter });
+        // With a key, and asked again with it when the answer is lost: typed once, whatever the path does.
+        sent = await client.sendOnce(name, text, { enter: o.enter });
       } catch (error) {
         // Only a request that never reached the box (503) is queued: after a 502 it may have been typed.
         const queue = (o as { queue?: boolean }).queue;
@@ -207,7 +208,7 @@ export async function loop(client: BoxClient, name: string, options: LoopOptions
   let text = options.prompt;
   for (let round = 1; round <= options.max; round++) {
     const before = new Date().toISOString();
-    const sent = await client.send(name, text);
+    const sent = await client.sendOnce(name, text);
     const after = sent.state_time && sent.state_time >= before ? sent.state_time : before;
     const turn = await client.wait(name, { after, timeout: options.turnTimeout });
     if (turn.timed_out) {

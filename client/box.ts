@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { DockError } from "./errors.ts";
 import { type Endpoint, readNdjson, readSse, Transport } from "./http.ts";
 import type {
   BoxInfo,
@@ -343,6 +344,50 @@ export class BoxClient {
       body: { text, enter: options.enter, key: options.key },
       signal: options.signal,
     });
+  }
+
+  /**
+   * Sends a prompt exactly once over a path that may fail midway: with a fresh idempotency key, and
+   * after an answer that leaves the outcome unknown (502 from the relay: the connection failed after
+   * the request went out; or a connection that failed under this client) it asks again with the same
+   * key, backing off, until the box answers. The box then replays the first outcome and never types
+   * twice. A first answer of 503 from the relay (never reached the box) is thrown at once: nothing was
+   * typed, so the caller may queue the prompt. After `retries` unanswered repeats it throws
+   * `send_unconfirmed` (502) with the key, which can be sent again safely.
+   */
+  async sendOnce(
+    name: string,
+    text: string,
+    options: { enter?: boolean; key?: string; signal?: AbortSignal; retries?: number; delayMs?: number } = {},
+  ): Promise<Session> {
+    const key = options.key ?? `once-${crypto.randomUUID()}`;
+    const retries = options.retries ?? 5;
+    let delay = options.delayMs ?? 500;
+    let uncertain = false;
+    for (let attempt = 1;; attempt++) {
+      try {
+        return await this.send(name, text, { enter: options.enter, key, signal: options.signal });
+      } catch (error) {
+        if (!(error instanceof DockError) || options.signal?.aborted) throw error;
+        // A connection refused (or a socket that is not there) carried nothing; any other failure of
+        // this client's connection may have come after the request went out.
+        const cutShort = error.code === "unreachable" &&
+          !/refused|no such file|not found/i.test(error.message);
+        const unknown = error.status === 502 || cutShort || (uncertain && error.status === 503);
+        if (!unknown) throw error;
+        uncertain = true;
+        if (attempt > retries) {
+          throw new DockError(
+            "send_unconfirmed",
+            `the box did not confirm the prompt after ${attempt} tries (${error.message}); it may have been ` +
+              `typed. Sending it again with key ${key} never types it twice`,
+            { status: 502, detail: { key } },
+          );
+        }
+        await new Promise((resolve) => setTimeout(resolve, delay));
+        delay = Math.min(delay * 2, 5000);
+      }
+    }
   }
 
   /** `GET sessions/{name}/wait`: until one of `states` (after `after`), the program's exit, or the timeout. */
