@@ -424,7 +424,10 @@ export class Sessions {
         : new Date().toISOString();
       this.#setState(session.name, state, time, report.origin);
     }
-    return this.#o.bus.publish({ type: report.type, origin: report.origin, data });
+    // The dock session the report was matched to (an identifier, like the tool's own `session_id`):
+    // the app, the queue and hooks (`DOCK_SESSION`) learn whose turn it was without asking again.
+    const announced = session && state ? { ...data, session: session.name } : data;
+    return this.#o.bus.publish({ type: report.type, origin: report.origin, data: announced });
   }
 
   /** Sends a signal to every session's process group in a worktree (pause and resume). */

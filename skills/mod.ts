@@ -437,10 +437,11 @@ What a hook receives:
   \`jq -r '.data.path'\`. Capture one first to see its fields: \`"run": "cat > /tmp/last-event.json"\`.
 - **environment**: \`DOCK_*\` variables. \`DOCK_EVENT_TYPE\`, \`DOCK_EVENT_ORIGIN\`, \`DOCK_EVENT_TIME\`,
   \`DOCK_EVENT_ID\`, \`DOCK_EVENT_BOX\`, \`DOCK_EVENT_DATA\` (the data as JSON), and \`DOCK_<FIELD>\` for each plain
-  data field (\`data.service\` → \`DOCK_SERVICE\`). Agent events so set \`DOCK_AGENT\` (the agent kind), \`DOCK_PATH\`
-  (the worktree path) and \`DOCK_SESSION_ID\`. On the box, a hook for an event that belongs to a worktree runs
-  in that worktree with its whole environment (\`DOCK_WORKTREE_PATH\`, \`DOCK_BRANCH\`, \`DOCK_PORT\`, the config's
-  \`env\`, resolved secrets); otherwise in the home folder.
+  data field (\`data.service\` → \`DOCK_SERVICE\`). Agent events also set \`DOCK_AGENT\` (the agent kind),
+  \`DOCK_PATH\` (the worktree path), \`DOCK_SESSION_ID\` (the tool's) and \`DOCK_SESSION\` (dock's session, when the
+  report was matched to one: \`dockd session send "$DOCK_SESSION" …\` answers it). On the box, a hook for an
+  event that belongs to a worktree runs in that worktree with its whole environment (\`DOCK_WORKTREE_PATH\`,
+  \`DOCK_BRANCH\`, \`DOCK_PORT\`, the config's \`env\`, resolved secrets); otherwise in the home folder.
 - **where**: box and repository hooks run on the box; laptop hooks on the laptop, in the home folder. Editing
   a hooks file takes effect within a second, without a restart (and announces \`hooks.changed\`). A file that
   stops parsing keeps its last good hooks in force; \`dockd\`'s \`GET hooks\` shows the error.
@@ -540,7 +541,7 @@ Every event has \`type\`, \`time\`, \`origin\` (a tool name, \`detected\`, or \`
 
 | Event                                                                              | When                                                            | Data                                                                     |
 | ---------------------------------------------------------------------------------- | --------------------------------------------------------------- | ------------------------------------------------------------------------ |
-| \`agent.started\`, \`agent.ready\`, \`agent.waiting\`, \`agent.finished\`                  | An agent tool's hook ran \`dock hook\`                            | \`path\`, \`agent\`, \`session_id\` only                                       |
+| \`agent.started\`, \`agent.ready\`, \`agent.waiting\`, \`agent.finished\`                  | An agent tool's hook ran \`dock hook\`                            | \`path\`, \`agent\`, \`session_id\`, and \`session\` (dock's) when matched       |
 | \`session.*\` (\`session.sent\`, …)                                                    | Session changes; a prompt was sent                              | The session's name; never prompt text                                    |
 | \`task.created\`                                                                     | A task (worktree + agent) started                               |                                                                          |
 | \`preview.open\`                                                                     | \`dockd preview\` asked the app to open a page                    |                                                                          |

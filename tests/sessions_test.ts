@@ -153,8 +153,9 @@ Deno.test("an agent turn: send → running → finished, seen by wait; hooks kee
   assertEquals(agentEvents.map((e) => e.type), ["agent.ready", "agent.started", "agent.finished"]);
   for (const event of agentEvents) {
     assertEquals(event.origin, "claude");
-    assertEquals(Object.keys(event.data ?? {}).sort(), ["agent", "path", "session_id"]);
+    assertEquals(Object.keys(event.data ?? {}).sort(), ["agent", "path", "session", "session_id"]);
     assertEquals(event.data?.path, repo);
+    assertEquals(event.data?.session, "agent-1", "the dock session the report was matched to");
   }
   assert(events.some((e) => e.type === "session.sent" && e.data?.session === "agent-1"));
   const everything = JSON.stringify(events);
