@@ -1,0 +1,64 @@
+/**
+ * Whole-system test of a direct send whose answer is lost: `dock session send` through the agent to a
+ * box killed while it types the prompt. The relay answers 502, the CLI asks again with the same key
+ * once the box is back, and the prompt is on the screen once, never twice.
+ */
+import { join } from "node:path";
+import { assert, assertEquals, assertStringIncludes } from "./assert.ts";
+import { AgentClient } from "../client/agent.ts";
+import { eventually, makeDirs, makeRepo, runCli, startAgent, startBox, type TestBox } from "./harness.ts";
+
+Deno.test("a send cut short by a kill -9 of the box is asked again with its key and typed once", async () => {
+  const dirs = await makeDirs();
+  // A tmux that waits before pasting (and says so): the daemon is killed while a prompt is on its way.
+  const shims = join(dirs.root, "bin");
+  const pasting = join(dirs.root, "pasting");
+  await Deno.mkdir(shims);
+  const tmux = new TextDecoder().decode(
+    (await new Deno.Command("sh", { args: ["-c", "command -v tmux"] }).output()).stdout,
+  ).trim();
+  await Deno.writeTextFile(
+    join(shims, "tmux"),
+    `#!/bin/sh\nfor a in "$@"; do [ "$a" = paste-buffer ] && touch ${pasting} && sleep 2 && break; done\n` +
+      `exec ${tmux} "$@"\n`,
+    { mode: 0o755 },
+  );
+  const env = { PATH: `${shims}:${Deno.env.get("PATH")}` };
+  let box: TestBox = await startBox({ dirs, env });
+  await using agent = await startAgent(dirs);
+  const client = new AgentClient({ url: agent.url, token: agent.token, origin: "test" });
+  try {
+    assertEquals((await client.addLocal("devbox")).online, true);
+    const repo = await makeRepo(join(dirs.home, "work"), "app");
+    await box.client.addLocation({ name: "app", path: repo });
+    await box.client.createSession({ location: "app", name: "s1", command: "cat" });
+
+    const cliEnv = {
+      PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
+      HOME: dirs.home,
+      DOCK_HOME: dirs.dockHome,
+      DOCK_STATE_DIR: dirs.state,
+      DOCK_AGENT_PORT: String(agent.port),
+      NO_COLOR: "1",
+    };
+    const sending = runCli("dock", ["session", "send", "devbox/s1", "typed-once-token"], {
+      env: cliEnv,
+      cwd: dirs.home,
+    });
+    await eventually(() => Deno.stat(pasting).then(() => true));
+    await box.stop({ kill: true }); // the paste goes on without it: tmux does not need the daemon
+    box = await startBox({ dirs, env });
+    const sent = await sending;
+    // The daemon died between recording the key and knowing the paste ended: it says so, and never
+    // types the prompt a second time.
+    assertEquals(sent.code, 1, sent.stdout);
+    assertStringIncludes(sent.stderr, "the box stopped while typing this prompt");
+    await eventually(async () => (await box.client.screen("s1")).screen.includes("typed-once-token"));
+    const screen = (await box.client.screen("s1")).screen;
+    assertEquals(screen.split("typed-once-token").length - 1, 1, screen);
+    assert(!(await box.client.session("s1")).exited);
+  } finally {
+    client.close();
+    await box[Symbol.asyncDispose]();
+  }
+});
