@@ -178,6 +178,51 @@ export async function runCli(
   return { code: output.code, stdout: decode(output.stdout), stderr: decode(output.stderr) };
 }
 
+/**
+ * The environment of a `dock` command run against `agent` with the test's directories (`DOCK_HOME`
+ * may be told apart, for a laptop with its own).
+ */
+export function laptopEnv(dirs: BoxDirs, agent: { port: number }, extra: Record<string, string> = {}) {
+  return {
+    PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
+    HOME: dirs.home,
+    DOCK_HOME: dirs.dockHome,
+    DOCK_STATE_DIR: dirs.state,
+    DOCK_AGENT_PORT: String(agent.port),
+    NO_COLOR: "1",
+    ...extra,
+  };
+}
+
+/**
+ * Writes a `tmux` in front of the real one that sleeps `seconds` before a command line naming
+ * `command` (and touches `marker`, when given, as it starts to): a slow tmux, on cue. Returns the
+ * PATH that puts it first.
+ */
+export async function slowTmux(
+  dirs: BoxDirs,
+  command: string,
+  seconds: number,
+  marker?: string,
+): Promise<string> {
+  const shims = join(dirs.root, "bin");
+  await Deno.mkdir(shims, { recursive: true });
+  const real = new TextDecoder().decode(
+    (await new Deno.Command("sh", { args: ["-c", "command -v tmux"] }).output()).stdout,
+  ).trim();
+  const touch = marker ? `touch '${marker}' && ` : "";
+  await Deno.writeTextFile(
+    join(shims, "tmux"),
+    `#!/bin/sh
+for a in "$@"; do [ "$a" = ${command} ] && ${touch}sleep ${seconds} && break; done
+` +
+      `exec '${real}' "$@"
+`,
+    { mode: 0o755 },
+  );
+  return `${shims}:${Deno.env.get("PATH")}`;
+}
+
 /** Runs git in `cwd` with the test identity; throws with git's output on failure. */
 export async function git(cwd: string, ...args: string[]): Promise<string> {
   const output = await new Deno.Command("git", { args, cwd, env: GIT_ENV }).output();

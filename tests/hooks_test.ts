@@ -7,7 +7,16 @@ import { assert, assertEquals, assertRejects, assertStringIncludes } from "./ass
 import { AgentClient } from "../client/agent.ts";
 import { DockError } from "../client/errors.ts";
 import type { DockEvent } from "../client/wire.ts";
-import { eventually, makeDirs, makeRepo, runCli, startAgent, startBox, waitForEvent } from "./harness.ts";
+import {
+  eventually,
+  laptopEnv,
+  makeDirs,
+  makeRepo,
+  runCli,
+  startAgent,
+  startBox,
+  waitForEvent,
+} from "./harness.ts";
 
 async function readJson(path: string): Promise<Record<string, unknown>> {
   return JSON.parse(await Deno.readTextFile(path));
@@ -279,14 +288,7 @@ Deno.test("laptop hooks: GET/PUT /v1/hooks, hooks.changed, run for a box's event
     });
     assertEquals(bad.status, 400);
     assertEquals((await bad.json()).error.code, "invalid_hooks");
-    const env = {
-      PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
-      HOME: dirs.home,
-      DOCK_HOME: laptopHome,
-      DOCK_STATE_DIR: dirs.state,
-      DOCK_AGENT_PORT: String(agent.port),
-      NO_COLOR: "1",
-    };
+    const env = laptopEnv(dirs, agent, { DOCK_HOME: laptopHome });
     const laptop = JSON.parse((await runCli("dock", ["hooks", "--json"], { env, cwd: dirs.home })).stdout);
     assertEquals([laptop.path, laptop.hooks.length], [join(laptopHome, "hooks.json"), 1]);
     const ofBox = JSON.parse(

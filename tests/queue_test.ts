@@ -14,6 +14,7 @@ import {
   type BoxDirs,
   eventually,
   killProcessesUnder,
+  laptopEnv,
   makeDirs,
   makeRepo,
   runCli,
@@ -416,14 +417,7 @@ Deno.test("the box types a keyed send once: repeats, concurrent repeats, and a s
 Deno.test("dock session send --queue queues when the box cannot be reached; dock queue list/edit/send/rm", async () => {
   const { box: first, agent, client, dirs } = await setup();
   let box: TestBox | undefined = first;
-  const env = {
-    PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
-    HOME: dirs.home,
-    DOCK_HOME: dirs.dockHome,
-    DOCK_STATE_DIR: dirs.state,
-    DOCK_AGENT_PORT: String(agent.port),
-    NO_COLOR: "1",
-  };
+  const env = laptopEnv(dirs, agent);
   const dock = (...args: string[]) => runCli("dock", args, { env, cwd: dirs.home });
   try {
     const log = await logger(first, "s1");

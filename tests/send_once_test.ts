@@ -6,24 +6,23 @@
 import { join } from "node:path";
 import { assert, assertEquals, assertStringIncludes } from "./assert.ts";
 import { AgentClient } from "../client/agent.ts";
-import { eventually, makeDirs, makeRepo, runCli, startAgent, startBox, type TestBox } from "./harness.ts";
+import {
+  eventually,
+  laptopEnv,
+  makeDirs,
+  makeRepo,
+  runCli,
+  slowTmux,
+  startAgent,
+  startBox,
+  type TestBox,
+} from "./harness.ts";
 
 Deno.test("a send cut short by a kill -9 of the box is asked again with its key and typed once", async () => {
   const dirs = await makeDirs();
   // A tmux that waits before pasting (and says so): the daemon is killed while a prompt is on its way.
-  const shims = join(dirs.root, "bin");
   const pasting = join(dirs.root, "pasting");
-  await Deno.mkdir(shims);
-  const tmux = new TextDecoder().decode(
-    (await new Deno.Command("sh", { args: ["-c", "command -v tmux"] }).output()).stdout,
-  ).trim();
-  await Deno.writeTextFile(
-    join(shims, "tmux"),
-    `#!/bin/sh\nfor a in "$@"; do [ "$a" = paste-buffer ] && touch ${pasting} && sleep 2 && break; done\n` +
-      `exec ${tmux} "$@"\n`,
-    { mode: 0o755 },
-  );
-  const env = { PATH: `${shims}:${Deno.env.get("PATH")}` };
+  const env = { PATH: await slowTmux(dirs, "paste-buffer", 2, pasting) };
   let box: TestBox = await startBox({ dirs, env });
   await using agent = await startAgent(dirs);
   const client = new AgentClient({ url: agent.url, token: agent.token, origin: "test" });
@@ -33,14 +32,7 @@ Deno.test("a send cut short by a kill -9 of the box is asked again with its key 
     await box.client.addLocation({ name: "app", path: repo });
     await box.client.createSession({ location: "app", name: "s1", command: "cat" });
 
-    const cliEnv = {
-      PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
-      HOME: dirs.home,
-      DOCK_HOME: dirs.dockHome,
-      DOCK_STATE_DIR: dirs.state,
-      DOCK_AGENT_PORT: String(agent.port),
-      NO_COLOR: "1",
-    };
+    const cliEnv = laptopEnv(dirs, agent);
     const sending = runCli("dock", ["session", "send", "devbox/s1", "typed-once-token"], {
       env: cliEnv,
       cwd: dirs.home,

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { assert, assertEquals, assertRejects, assertStringIncludes } from "./assert.ts";
 import { DockError } from "../client/errors.ts";
 import type { DockEvent } from "../client/wire.ts";
-import { eventually, makeDirs, makeRepo, startBox, type TestBox } from "./harness.ts";
+import { eventually, makeDirs, makeRepo, slowTmux, startBox, type TestBox } from "./harness.ts";
 import { connectUnixWebSocket } from "./ws_unix.ts";
 
 const DENO = Deno.execPath();
@@ -394,17 +394,7 @@ Deno.test("a session whose tmux session takes long to make is not taken for exit
   // A tmux that takes 1.5 s to make a session (a loaded machine): the session watcher polls every
   // 500 ms and must not judge a session by a list taken before tmux made it.
   const dirs = await makeDirs();
-  const shims = join(dirs.root, "bin");
-  await Deno.mkdir(shims);
-  const tmux = new TextDecoder().decode(
-    (await new Deno.Command("sh", { args: ["-c", "command -v tmux"] }).output()).stdout,
-  ).trim();
-  await Deno.writeTextFile(
-    join(shims, "tmux"),
-    `#!/bin/sh\nfor a in "$@"; do [ "$a" = new-session ] && sleep 1.5 && break; done\nexec ${tmux} "$@"\n`,
-    { mode: 0o755 },
-  );
-  await using box = await startBox({ dirs, env: { PATH: `${shims}:${Deno.env.get("PATH")}` } });
+  await using box = await startBox({ dirs, env: { PATH: await slowTmux(dirs, "new-session", 1.5) } });
   const repo = await makeRepo(join(dirs.home, "work"), "app");
   await box.client.addLocation({ name: "app", path: repo });
   const after = (await box.client.emit({ type: "marker" })).id!;
