@@ -70,14 +70,8 @@ export function pairingRoutes(box: Box): RouteTable {
     .add("DELETE", "/laptops/:id", (c) => {
       const id = param(c, "id");
       const laptop = box.pairing.laptops().find((l) => l.id === id);
-      // revoke() closes the laptop's open streams through its listeners before it returns.
-      if (!laptop || !box.pairing.revoke(id)) throw notFound("laptop", id);
-      box.bus.publish({
-        type: "laptop.revoked",
-        origin: requestOrigin(c),
-        data: { id: laptop.id, name: laptop.name },
-      });
-      return json(laptop);
+      if (!laptop) throw notFound("laptop", id);
+      return revoke(box, laptop, requestOrigin(c));
     });
 }
 
@@ -100,16 +94,19 @@ export function redeemRoutes(box: Box): RouteTable {
     const laptop = (c.env as TlsEnv | undefined)?.laptop;
     // The gate authenticates every request but POST pair; without a laptop this app is mis-wired.
     if (!laptop) throw new Error("DELETE /v1/pair needs the authenticated laptop in c.env.laptop");
-    // revoke() ends the laptop's other open requests (its event streams) before it returns; this
-    // answer is JSON, which the gate lets through whole.
-    if (!box.pairing.revoke(laptop.id)) throw notFound("laptop", laptop.id);
-    box.bus.publish({
-      type: "laptop.revoked",
-      origin: requestOrigin(c),
-      data: { id: laptop.id, name: laptop.name },
-    });
-    return json(laptop);
+    // This answer is JSON, which the gate lets through whole while the laptop's streams are cut.
+    return revoke(box, laptop, requestOrigin(c));
   });
+}
+
+/**
+ * Removes a laptop and announces `laptop.revoked`. The pairing store closes the laptop's open streams
+ * (through its revoke listeners) before it returns.
+ */
+function revoke(box: Box, laptop: { id: string; name: string }, origin: string): Response {
+  if (!box.pairing.revoke(laptop.id)) throw notFound("laptop", laptop.id);
+  box.bus.publish({ type: "laptop.revoked", origin, data: { id: laptop.id, name: laptop.name } });
+  return json(laptop);
 }
 
 /** A copy of `table` whose every route answers 403: how the TLS listener refuses socket-only routes. */

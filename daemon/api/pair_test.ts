@@ -148,15 +148,21 @@ Deno.test("the laptop gate: failures are counted per remote address", async () =
   assertEquals(statuses, [403, 403, 403, 403, 403, 429]);
 });
 
-Deno.test("the laptop gate: revoking a laptop cuts its open streams and only its own", async () => {
-  await using fake = await fakeBox(listener());
+/** The TLS side of `box` with revocation wired to its streams, and a way to pair a laptop through it. */
+function revocable(box: Parameters<typeof tlsSide>[0]) {
   const streams = new LaptopStreams();
-  fake.box.pairing.onRevoke((laptop) => streams.revoke(laptop.id));
-  const fetcher = tlsSide(fake.box, streams);
+  box.pairing.onRevoke((laptop) => streams.revoke(laptop.id));
+  const fetcher = tlsSide(box, streams);
   const pair = async (name: string) => {
-    const { code } = fake.box.pairing.createCode();
+    const { code } = box.pairing.createCode();
     return (await call(fetcher, "POST", "/v1/pair", { body: { code, name } })).body;
   };
+  return { streams, fetcher, pair };
+}
+
+Deno.test("the laptop gate: revoking a laptop cuts its open streams and only its own", async () => {
+  await using fake = await fakeBox(listener());
+  const { streams, fetcher, pair } = revocable(fake.box);
   const [one, two] = [await pair("one"), await pair("two")];
   const open = async (credential: string) => {
     const response = await fetcher(
@@ -186,13 +192,7 @@ Deno.test("the laptop gate: revoking a laptop cuts its open streams and only its
 
 Deno.test("the laptop gate: DELETE pair unpairs the calling laptop, never another", async () => {
   await using fake = await fakeBox(listener());
-  const streams = new LaptopStreams();
-  fake.box.pairing.onRevoke((laptop) => streams.revoke(laptop.id));
-  const fetcher = tlsSide(fake.box, streams);
-  const pair = async (name: string) => {
-    const { code } = fake.box.pairing.createCode();
-    return (await call(fetcher, "POST", "/v1/pair", { body: { code, name } })).body;
-  };
+  const { streams, fetcher, pair } = revocable(fake.box);
   const [one, two] = [await pair("one"), await pair("two")];
   assertEquals((await call(fetcher, "DELETE", "/v1/pair")).status, 401, "no credential, nothing to unpair");
   const stream = await fetcher(
