@@ -6,19 +6,13 @@
  * @module
  */
 import { Command } from "@commander-js/extra-typings";
+import { boxCommands } from "./box_commands.ts";
 import { BUILD } from "../daemon/box.ts";
 import { defaultHookCommand, integrationCommands } from "./integrations.ts";
 import { agentClient, agentCommands } from "./agent.ts";
-import { execCommand } from "./exec.ts";
-import { locationCommands } from "./location.ts";
-import { serviceCommands } from "./service.ts";
-import { sessionCommands } from "./session.ts";
-import { skillsCommands } from "./skills.ts";
-import { hooksCommands } from "./hooks.ts";
 import { laptopScope } from "./target.ts";
 import { pairCommands } from "./pair.ts";
 import { queueCommands } from "./queue.ts";
-import { worktreeCommands } from "./worktree.ts";
 
 /** Parses `args` and runs the command. */
 export async function main(args: string[]): Promise<void> {
@@ -27,13 +21,7 @@ export async function main(args: string[]): Promise<void> {
   agentCommands(program);
   pairCommands(program);
   const scope = laptopScope(agentClient);
-  locationCommands(program, scope);
-  worktreeCommands(program, scope);
-  serviceCommands(program, scope);
-  sessionCommands(program, scope);
-  execCommand(program, scope);
-  skillsCommands(program, scope);
-  hooksCommands(program, scope);
+  boxCommands(program, scope);
   queueCommands(program);
   integrationCommands(program, { hookCommand: () => defaultHookCommand("dock") });
   program.command("hook").description("report an agent tool's hook (run by the tool itself)")

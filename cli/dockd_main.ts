@@ -5,19 +5,13 @@
  * @module
  */
 import { Command } from "@commander-js/extra-typings";
+import { boxCommands } from "./box_commands.ts";
 import { BUILD } from "../daemon/box.ts";
 import { eventCommands } from "./events.ts";
-import { execCommand } from "./exec.ts";
-import { locationCommands } from "./location.ts";
 import { serveCommand } from "./serve.ts";
 import { defaultHookCommand, integrationCommands } from "./integrations.ts";
-import { serviceCommands } from "./service.ts";
 import { systemCommands } from "./system.ts";
-import { worktreeCommands } from "./worktree.ts";
 import { schemasCommand } from "./schemas.ts";
-import { sessionCommands } from "./session.ts";
-import { skillsCommands } from "./skills.ts";
-import { hooksCommands } from "./hooks.ts";
 import { boxScope } from "./target.ts";
 import { boxPairCommands } from "./pair.ts";
 
@@ -26,13 +20,7 @@ export async function main(args: string[]): Promise<void> {
   const program = new Command("dockd").description("dock's box daemon and its command line").version(BUILD);
   serveCommand(program);
   const scope = boxScope();
-  locationCommands(program, scope);
-  worktreeCommands(program, scope);
-  serviceCommands(program, scope);
-  sessionCommands(program, scope);
-  execCommand(program, scope);
-  skillsCommands(program, scope);
-  hooksCommands(program, scope);
+  boxCommands(program, scope);
   eventCommands(program);
   systemCommands(program);
   boxPairCommands(program);

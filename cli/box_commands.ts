@@ -1,0 +1,26 @@
+/**
+ * The command families both programs have, about a box: `dockd` runs them on this box, `dock` on a
+ * box named by a `BOX/` prefix through the agent. Which box they reach is the scope's business.
+ *
+ * @module
+ */
+import type { Command } from "@commander-js/extra-typings";
+import { execCommand } from "./exec.ts";
+import { hooksCommands } from "./hooks.ts";
+import { locationCommands } from "./location.ts";
+import { serviceCommands } from "./service.ts";
+import { sessionCommands } from "./session.ts";
+import { skillsCommands } from "./skills.ts";
+import type { Scope } from "./target.ts";
+import { worktreeCommands } from "./worktree.ts";
+
+/** Adds locations, worktrees, services, sessions and tasks, exec, skills and hooks. */
+export function boxCommands(program: Command, scope: Scope): void {
+  locationCommands(program, scope);
+  worktreeCommands(program, scope);
+  serviceCommands(program, scope);
+  sessionCommands(program, scope);
+  execCommand(program, scope);
+  skillsCommands(program, scope);
+  hooksCommands(program, scope);
+}
