@@ -15,16 +15,8 @@
  * @module
  */
 import type { DockEvent } from "../client/wire.ts";
-import type { HooksFile } from "../daemon/config.ts";
 import type { EventBus } from "../daemon/events.ts";
-import {
-  announceHookFailure,
-  eventVariables,
-  HookRunner,
-  type HooksFileState,
-  HooksFileWatcher,
-  hooksFor,
-} from "../daemon/hooks.ts";
+import { eventVariables, hooksFor, HooksHost } from "../daemon/hooks.ts";
 
 /** What the laptop's hooks need from the agent. */
 export interface LaptopHooksOptions {
@@ -44,45 +36,19 @@ export interface LaptopHooksOptions {
 }
 
 /** Runs the laptop's hooks on the agent's events. */
-export class LaptopHooks {
-  readonly file: HooksFileWatcher;
-  readonly runner: HookRunner;
+export class LaptopHooks extends HooksHost {
   #o: LaptopHooksOptions;
-  #unsubscribe?: () => void;
   #shared = new Map<string, boolean>();
 
   constructor(options: LaptopHooksOptions) {
+    super({ bus: options.bus, file: options.file, origin: "dock" });
     this.#o = options;
-    this.file = new HooksFileWatcher(options.file, { bus: options.bus });
-    this.runner = new HookRunner({ onFailure: announceHookFailure(options.bus, "dock") });
   }
 
-  /** Follows the agent's bus and watches the file. */
-  start(): void {
-    this.#unsubscribe = this.#o.bus.subscribe((event) => {
-      if (event.type === "box.online" || event.type === "box.added") this.#learn(String(event.data?.box));
-      if (event.type === "box.removed") this.#shared.delete(String(event.data?.box));
-      this.#dispatch(event);
-    });
+  /** Follows the agent's bus, asks each online box where its hooks file is, and watches the file. */
+  override start(): void {
+    super.start(this.#o.watchMs);
     for (const box of this.#o.onlineBoxes()) this.#learn(box);
-    this.file.watch(this.#o.watchMs);
-  }
-
-  /** Stops following events and kills running hooks. */
-  close(): void {
-    this.#unsubscribe?.();
-    this.file.close();
-    this.runner.close();
-  }
-
-  /** `GET /v1/hooks`. */
-  state(): HooksFileState {
-    return { ...this.file.state(), runs: this.runner.stats() };
-  }
-
-  /** `PUT /v1/hooks`: writes the file and announces `hooks.changed`. */
-  write(file: HooksFile, origin: string): Promise<HooksFileState> {
-    return this.file.write(file, origin);
   }
 
   /** Asks a box where its hooks file is (an older or unreachable box keeps the guess). */
@@ -94,7 +60,9 @@ export class LaptopHooks {
   }
 
   // Called synchronously by the bus: only matching and queueing happen here.
-  #dispatch(event: DockEvent): void {
+  protected onEvent(event: DockEvent): void {
+    if (event.type === "box.online" || event.type === "box.added") this.#learn(String(event.data?.box));
+    if (event.type === "box.removed") this.#shared.delete(String(event.data?.box));
     if (event.type.startsWith("hook.")) return;
     const hooks = hooksFor(this.file.current(), event); // gates never match an event
     if (hooks.length === 0) return;

@@ -479,49 +479,74 @@ interface Place {
 /** How long a location's config hooks are reused before the config is read again. */
 const CONFIG_HOOKS_TTL_MS = 1000;
 
-/** Runs the box's hooks on its events and its gates before its actions. */
-export class Hooks {
+/**
+ * What the box's and the laptop's hooks share: a watched hooks file, a bounded runner whose failures
+ * are announced, and following a bus (the subclass says what it does with each event).
+ */
+export abstract class HooksHost {
   readonly file: HooksFileWatcher;
   readonly runner: HookRunner;
+  #bus: EventBus;
+  #unsubscribeBus?: () => void;
+
+  constructor(options: { bus: EventBus; file: string; origin: string; concurrency?: number }) {
+    this.#bus = options.bus;
+    this.file = new HooksFileWatcher(options.file, { bus: options.bus });
+    this.runner = new HookRunner({
+      concurrency: options.concurrency,
+      onFailure: announceHookFailure(options.bus, options.origin),
+    });
+  }
+
+  /** Follows the bus and watches the file (an edit by hand is announced within `watchMs`). */
+  start(watchMs?: number): void {
+    this.#unsubscribeBus = this.#bus.subscribe((event) => this.onEvent(event));
+    this.file.watch(watchMs);
+  }
+
+  /** Stops following events and kills running hooks. */
+  close(): void {
+    this.#unsubscribeBus?.();
+    this.file.close();
+    this.runner.close();
+  }
+
+  /** The hooks file and its runs (`GET hooks`). */
+  state(): HooksFileState {
+    return { ...this.file.state(), runs: this.runner.stats() };
+  }
+
+  /** Replaces the hooks file (a validated `PUT hooks` body); announces `hooks.changed`. */
+  write(file: HooksFile, origin: string): Promise<HooksFileState> {
+    return this.file.write(file, origin);
+  }
+
+  /** Called synchronously by the bus for each event: must only match and queue. */
+  protected abstract onEvent(event: DockEvent): void;
+}
+
+/** Runs the box's hooks on its events and its gates before its actions. */
+export class Hooks extends HooksHost {
   #o: HooksOptions;
   #events: DockEvent[] = [];
   #pumping = false;
   #droppedEvents = 0;
   #configHooks = new Map<string, { hooks: HookConfig[]; at: number }>();
-  #unsubscribe?: () => void;
 
   constructor(options: HooksOptions) {
+    super({ bus: options.bus, file: options.file, origin: "dockd", concurrency: options.concurrency });
     this.#o = options;
-    this.file = new HooksFileWatcher(options.file, { bus: options.bus });
-    this.runner = new HookRunner({
-      concurrency: options.concurrency,
-      onFailure: announceHookFailure(options.bus, "dockd"),
-    });
   }
 
   /** Follows the event bus and watches the hooks file. */
-  start(): void {
-    this.#unsubscribe = this.#o.bus.subscribe((event) => this.#enqueue(event));
-    // An edit by hand takes effect at once (the file is checked before each use) and is announced.
-    this.file.watch(this.#o.watchMs);
+  override start(): void {
+    super.start(this.#o.watchMs);
   }
 
-  /** Stops following events and kills running hooks. */
-  close(): void {
-    this.#unsubscribe?.();
-    this.file.close();
-    this.runner.close();
-  }
-
-  /** The box's hooks file and its runs (`GET hooks`); events not yet dispatched count as queued. */
-  state(): HooksFileState {
-    const runs = this.runner.stats();
-    return { ...this.file.state(), runs: { ...runs, queued: runs.queued + this.#events.length } };
-  }
-
-  /** Replaces the box's hooks file (`PUT hooks`, after the `config.change` gate); announces `hooks.changed`. */
-  write(file: HooksFile, origin: string): Promise<HooksFileState> {
-    return this.file.write(file, origin);
+  /** The box's hooks file and its runs; events not yet dispatched count as queued. */
+  override state(): HooksFileState {
+    const state = super.state();
+    return { ...state, runs: { ...state.runs!, queued: state.runs!.queued + this.#events.length } };
   }
 
   /**
@@ -600,7 +625,7 @@ export class Hooks {
     }
   }
 
-  #enqueue(event: DockEvent): void {
+  protected onEvent(event: DockEvent): void {
     if (event.type.startsWith("hook.")) return;
     this.#events.push(event);
     if (this.#events.length > HOOK_BACKLOG) {

@@ -192,7 +192,7 @@ Deno.test("the laptop gate: revoking a laptop cuts its open streams and only its
 
 Deno.test("the laptop gate: DELETE pair unpairs the calling laptop, never another", async () => {
   await using fake = await fakeBox(listener());
-  const { streams, fetcher, pair } = revocable(fake.box);
+  const { fetcher, pair } = revocable(fake.box);
   const [one, two] = [await pair("one"), await pair("two")];
   assertEquals((await call(fetcher, "DELETE", "/v1/pair")).status, 401, "no credential, nothing to unpair");
   const stream = await fetcher(
