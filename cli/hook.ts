@@ -71,10 +71,11 @@ async function readPayload(args: string[], options: HookOptions): Promise<unknow
     // Plain read() rather than Deno.stdin.readable: the streams machinery costs ~4 ms to load.
     reader = Deno.stdin;
   }
-  return parse(await readCapped(reader));
+  return await readCapped(reader);
 }
 
-async function readCapped(reader: PayloadReader): Promise<string> {
+/** Reads the payload until a whole JSON object has come (or the cap, or the time); parses it once. */
+async function readCapped(reader: PayloadReader): Promise<unknown> {
   // AbortSignal.timeout rather than setTimeout: Deno's setTimeout loads Node's timers (~5 ms).
   const signal = AbortSignal.timeout(STDIN_MS);
   const expired = new Promise<null>((resolve) => signal.addEventListener("abort", () => resolve(null)));
@@ -85,9 +86,12 @@ async function readCapped(reader: PayloadReader): Promise<string> {
     if (count === null) break;
     size += count;
     // A tool that keeps stdin open has still sent a whole object: stop as soon as one parses.
-    if (endsWithBrace(buffer.subarray(0, size)) && isJson(decode(buffer, size))) break;
+    if (endsWithBrace(buffer.subarray(0, size))) {
+      const whole = tryJson(decode(buffer, size));
+      if (whole !== undefined) return whole;
+    }
   }
-  return decode(buffer, size);
+  return parse(decode(buffer, size));
 }
 
 function endsWithBrace(chunk: Uint8Array): boolean {
@@ -103,12 +107,12 @@ function decode(buffer: Uint8Array, size: number): string {
   return new TextDecoder().decode(buffer.subarray(0, size));
 }
 
-function isJson(text: string): boolean {
+/** The parsed value, or undefined when `text` is not (yet) whole JSON. */
+function tryJson(text: string): unknown {
   try {
-    JSON.parse(text);
-    return true;
+    return JSON.parse(text);
   } catch {
-    return false;
+    return undefined;
   }
 }
 
@@ -128,7 +132,9 @@ function parse(text: string): unknown {
         // A malformed string is no identifier.
       }
     }
-    const roots = text.match(/"workspace_roots"\s*:\s*\[\s*("(?:[^"\\]|\\.){0,4096}")/);
+    const roots = text.match(
+      new RegExp(`"workspace_roots"\\s*:\\s*\\[\\s*("(?:[^"\\\\]|\\\\.){0,${MAX_SALVAGED}}")`),
+    );
     if (roots) {
       try {
         found.workspace_roots = [JSON.parse(roots[1])];

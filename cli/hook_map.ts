@@ -38,9 +38,6 @@ export interface HookEvent {
   };
 }
 
-/** The tools `dock hook` understands. */
-export const HOOK_TOOLS: readonly string[] = ["claude", "cursor", "codex", "gemini", "opencode"];
-
 type Payload = Record<string, unknown>;
 type Rule = HookEventType | ((payload: Payload) => HookEventType | null);
 

@@ -35,20 +35,7 @@ const KEEPALIVE_MS = 15_000;
 /** The event routes. */
 export function eventRoutes(box: Box): RouteTable {
   return new RouteTable("events")
-    .add("GET", "/events", (c) => {
-      const raw = c.req.header("last-event-id") ?? c.req.query("after");
-      let after: number | undefined;
-      if (raw !== undefined && raw !== "") {
-        after = Number(raw);
-        if (!Number.isInteger(after) || after < 0) {
-          throw new DockError(
-            "invalid_request",
-            `Last-Event-ID: must be an event id, got ${JSON.stringify(raw)}`,
-          );
-        }
-      }
-      return sse(box.bus, resumeFrom(c), c.req.raw.signal);
-    })
+    .add("GET", "/events", (c) => sse(box.bus, resumeFrom(c), c.req.raw.signal))
     .add("POST", "/events", async (c) => {
       const announce = await body(c, ANNOUNCE);
       const origin = announce.origin ?? requestOrigin(c);
