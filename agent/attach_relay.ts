@@ -26,9 +26,11 @@ import {
   connectTlsWebSocket,
   connectUnixWebSocket,
   type ConnWebSocket,
+  HIGH_WATER_BYTES,
   sendableCloseCode,
   WebSocketConnectionError,
   WebSocketHandshakeError,
+  whileBacklogged,
 } from "../client/websocket.ts";
 
 /** How the agent reaches one box's API. */
@@ -66,7 +68,6 @@ export interface AttachRelayOptions {
   onFlow?: (paused: boolean) => void;
 }
 
-const HIGH_WATER = 4 * 1024 * 1024;
 const LOW_WATER = 1024 * 1024;
 
 /** Parses a TLS box's address (`https://host:port`) into the parts of a {@linkcode BoxTarget}. */
@@ -202,7 +203,7 @@ class Pipe {
 
   async #pump(): Promise<void> {
     const client = this.#client;
-    const high = this.#options.highWaterBytes ?? HIGH_WATER;
+    const high = this.#options.highWaterBytes ?? HIGH_WATER_BYTES;
     try {
       while (true) {
         const message = await this.#box.next();
@@ -222,9 +223,11 @@ class Pipe {
     const low = this.#options.lowWaterBytes ?? LOW_WATER;
     this.#options.onFlow?.(true);
     // WebSocket has no drain event, so the backlog is polled.
-    while (client.readyState === WebSocket.OPEN && client.bufferedAmount > low) {
-      await new Promise((resolve) => setTimeout(resolve, this.#options.drainPollMs ?? 5));
-    }
+    await whileBacklogged(client, {
+      mark: low,
+      stop: () => client.readyState !== WebSocket.OPEN,
+      pollMs: this.#options.drainPollMs,
+    });
     this.#options.onFlow?.(false);
   }
 
@@ -235,7 +238,7 @@ class Pipe {
       : this.#box.sendText(String(data));
     // A failed write means the box connection is gone; the pump sees that and closes the client.
     sent.catch(() => {});
-    if (this.#box.bufferedAmount > (this.#options.highWaterBytes ?? HIGH_WATER)) {
+    if (this.#box.bufferedAmount > (this.#options.highWaterBytes ?? HIGH_WATER_BYTES)) {
       this.#done = true;
       this.#client.close(1008, "input arrives faster than the box takes it");
       this.#box.close(1001, "the client sent too much input").catch(() => {});

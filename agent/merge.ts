@@ -10,7 +10,7 @@
  *
  * @module
  */
-import { sleep } from "../daemon/timers.ts";
+import { sleep } from "../client/timers.ts";
 import type { DockEvent } from "../client/wire.ts";
 import type { EventBus } from "../daemon/events.ts";
 import type { Store } from "../daemon/store.ts";

@@ -21,7 +21,7 @@
  */
 import { isIP } from "node:net";
 import { connect } from "node:tls";
-import { DockError } from "../client/errors.ts";
+import { causeChain, DockError } from "../client/errors.ts";
 import { Transport } from "../client/http.ts";
 import { parseLink } from "../daemon/pairing.ts";
 import { fingerprintOf } from "../daemon/tls.ts";
@@ -159,7 +159,9 @@ async function redeem(
     });
   } catch (error) {
     // The pinned CA verified, but the leaf does not cover the host the link names.
-    if (error instanceof DockError && error.code === "unreachable" && /certificate/i.test(causes(error))) {
+    if (
+      error instanceof DockError && error.code === "unreachable" && /certificate/i.test(causeChain(error))
+    ) {
       throw new DockError(
         "certificate_refused",
         `Cannot pair: the box's certificate does not cover ${new URL(address).hostname}: make a link for ` +
@@ -172,7 +174,7 @@ async function redeem(
       throw unreachable(hostname, Number(port), "no answer in time");
     }
     if (error instanceof DockError && error.code === "unreachable") {
-      throw unreachable(hostname, Number(port), causes(error.cause).split("\n")[0]);
+      throw unreachable(hostname, Number(port), causeChain(error.cause).split("\n")[0]);
     }
     throw error;
   } finally {
@@ -218,7 +220,7 @@ export async function forgetBox(boxes: Boxes, name: string, options: ForgetOptio
     const reason = error instanceof DOMException && error.name === "TimeoutError"
       ? "no answer in time"
       : error instanceof DockError && error.code === "unreachable"
-      ? causes(error.cause).split("\n")[0]
+      ? causeChain(error.cause).split("\n")[0]
       : (error as Error).message;
     return { ...record, revoked: false, laptop, revoke_error: reason };
   } finally {
@@ -238,14 +240,6 @@ function freeName(boxes: Boxes, name: string): string {
 }
 
 /** The messages of an error and its causes: fetch's own message ("fetch failed") says nothing. */
-function causes(error: unknown): string {
-  const messages: string[] = [];
-  for (let e = error as Error | undefined; e && messages.length < 5; e = e.cause as Error | undefined) {
-    messages.push(e.message ?? String(e));
-  }
-  return messages.join(": ");
-}
-
 function unreachable(host: string, port: number, reason: string): DockError {
   return new DockError(
     "box_unreachable",

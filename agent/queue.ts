@@ -36,7 +36,7 @@ import { DockError, notFound } from "../client/errors.ts";
 import type { AgentState, QueueCreate, QueueEdit, QueueItem, QueueState, Session } from "../client/wire.ts";
 import type { EventBus } from "../daemon/events.ts";
 import type { Store } from "../daemon/store.ts";
-import { sleep } from "../daemon/timers.ts";
+import { sleep } from "../client/timers.ts";
 
 /**
  * The allowed state changes, written once. Forward (`queued → waiting → sending → delivered |

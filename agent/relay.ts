@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { DockError } from "../client/errors.ts";
+import { causeChain, DockError, neverSent } from "../client/errors.ts";
 import type { Boxes } from "./boxes.ts";
 
 // Only what describes the request itself goes through; the laptop's token, Host and Origin stay here.
@@ -44,7 +44,7 @@ export async function relay(boxes: Boxes, box: string, path: string, request: Re
     } as RequestInit);
   } catch (cause) {
     boxes.reset(box);
-    const message = causes(cause);
+    const message = causeChain(cause);
     if (neverSent(message)) {
       throw new DockError("box_unreachable", `box '${box}' cannot be reached: ${firstLine(message)}`, {
         status: 503,
@@ -68,21 +68,6 @@ export async function relay(boxes: Boxes, box: string, path: string, request: Re
     if (value !== null) out[name] = value;
   }
   return new Response(upstream.body, { status: upstream.status, headers: out });
-}
-
-/** Errors that mean no byte of the request reached the box: nothing listens, or no route to it. */
-function neverSent(message: string): boolean {
-  return /No such file or directory|Connection refused|os error (2|111|113|101|110)\b|dns error|Name or service not known|tcp connect error|client error \(Connect\)|error trying to connect/i
-    .test(message);
-}
-
-/** The messages of an error and its causes ("fetch failed" alone says nothing). */
-function causes(error: unknown): string {
-  const messages: string[] = [];
-  for (let e = error as Error | undefined; e && messages.length < 5; e = e.cause as Error | undefined) {
-    messages.push(e.message ?? String(e));
-  }
-  return messages.join(": ");
 }
 
 function firstLine(text: string): string {

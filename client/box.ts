@@ -4,7 +4,8 @@
  *
  * @module
  */
-import { DockError } from "./errors.ts";
+import { DockError, neverSent } from "./errors.ts";
+import { sleep } from "./timers.ts";
 import { type Endpoint, readNdjson, readSse, Transport } from "./http.ts";
 import type {
   BoxInfo,
@@ -371,8 +372,7 @@ export class BoxClient {
         if (!(error instanceof DockError) || options.signal?.aborted) throw error;
         // A connection refused (or a socket that is not there) carried nothing; any other failure of
         // this client's connection may have come after the request went out.
-        const cutShort = error.code === "unreachable" &&
-          !/refused|no such file|not found/i.test(error.message);
+        const cutShort = error.code === "unreachable" && !neverSent(error.message);
         const unknown = error.status === 502 || cutShort || (uncertain && error.status === 503);
         if (!unknown) throw error;
         uncertain = true;
@@ -384,7 +384,8 @@ export class BoxClient {
             { status: 502, detail: { key } },
           );
         }
-        await new Promise((resolve) => setTimeout(resolve, delay));
+        await sleep(delay, options.signal);
+        if (options.signal?.aborted) throw error;
         delay = Math.min(delay * 2, 5000);
       }
     }

@@ -44,6 +44,24 @@ export interface ErrorBody {
   error: { code: string; message: string; [extra: string]: unknown };
 }
 
+/** The messages of an error and its causes, joined ("fetch failed" alone says nothing). */
+export function causeChain(error: unknown): string {
+  const messages: string[] = [];
+  for (let e = error as Error | undefined; e && messages.length < 5; e = e.cause as Error | undefined) {
+    messages.push(e.message ?? String(e));
+  }
+  return messages.join(": ");
+}
+
+/**
+ * Whether a failed request's error (its {@linkcode causeChain}) means no byte of it reached the other
+ * side: nothing listens, no such socket, no route. Any other failure may have come after it went out.
+ */
+export function neverSent(message: string): boolean {
+  return /No such file or directory|Connection refused|os error (2|111|113|101|110)\b|dns error|Name or service not known|tcp connect error|client error \(Connect\)|error trying to connect/i
+    .test(message);
+}
+
 /** Shorthand for a 404 naming what was not found. */
 export function notFound(what: string, name: string): DockError {
   return new DockError("not_found", `${what} '${name}' not found`, { status: 404 });

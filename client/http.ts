@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { DockError, type ErrorBody } from "./errors.ts";
+import { causeChain, DockError, type ErrorBody } from "./errors.ts";
 
 /** Where a client connects. */
 export type Endpoint =
@@ -78,7 +78,7 @@ export class Transport {
       } as RequestInit);
     } catch (cause) {
       if (options.signal?.aborted) throw cause;
-      throw new DockError("unreachable", `cannot reach ${this.#base}: ${(cause as Error).message}`, {
+      throw new DockError("unreachable", `cannot reach ${this.#base}: ${causeChain(cause)}`, {
         status: 503,
         cause,
       });

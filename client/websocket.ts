@@ -14,6 +14,7 @@
  *
  * @module
  */
+import { sleep } from "./timers.ts";
 
 /** A WebSocket message as received. */
 export interface WsMessage {
@@ -75,6 +76,22 @@ const GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
+
+/** A relay's default backlog mark: past it, a relay stops reading its other side. */
+export const HIGH_WATER_BYTES = 4 * 1024 * 1024;
+
+/**
+ * Waits while a WebSocket's send backlog is above `mark` and `stop()` is false. WebSocket has no
+ * drain event, so the backlog is polled (every `pollMs`): how a relay lets a slow reader slow the
+ * side it reads from.
+ */
+export async function whileBacklogged(
+  socket: { bufferedAmount: number },
+  options: { mark?: number; stop?: () => boolean; pollMs?: number } = {},
+): Promise<void> {
+  const mark = options.mark ?? HIGH_WATER_BYTES;
+  while (!options.stop?.() && socket.bufferedAmount > mark) await sleep(options.pollMs ?? 5);
+}
 
 /** True for a close code that may travel in a close frame (RFC 6455 7.4). */
 export function sendableCloseCode(code: number): boolean {

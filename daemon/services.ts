@@ -17,7 +17,7 @@
  *
  * @module
  */
-import { sleep } from "./timers.ts";
+import { sleep } from "../client/timers.ts";
 import { dirname, join } from "node:path";
 import { DockError, notFound } from "../client/errors.ts";
 import type { ServiceState, StreamLine, Worktree, WorktreeService } from "../client/wire.ts";

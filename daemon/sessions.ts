@@ -12,7 +12,7 @@
  *
  * @module
  */
-import { sleep } from "./timers.ts";
+import { sleep } from "../client/timers.ts";
 import { join } from "node:path";
 import { DockError, type ErrorStatus, notFound } from "../client/errors.ts";
 import type {

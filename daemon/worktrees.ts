@@ -24,6 +24,7 @@ import { run, shell, which } from "./runner.ts";
 import type { SecretResolver } from "./secrets.ts";
 import type { BoxSettings } from "./settings.ts";
 import type { Store } from "./store.ts";
+import { sleep } from "../client/timers.ts";
 
 /** Setup scripts may run this long (spec 8), then they are killed. */
 export const SETUP_TIMEOUT_MS = 30 * 60_000;
@@ -347,7 +348,7 @@ export class Worktrees {
         yield { done: true, exit_code: row?.setup_exit ?? undefined } satisfies StreamLine;
         return;
       }
-      if (chunk.length === 0) await new Promise((r) => setTimeout(r, 100));
+      if (chunk.length === 0) await sleep(100, options.signal);
     }
   }
 

@@ -24,6 +24,7 @@ import {
   type ConnWebSocket,
   sendableCloseCode,
   WebSocketHandshakeError,
+  whileBacklogged,
 } from "../../client/websocket.ts";
 import type { Box } from "../box.ts";
 import { errorResponse } from "./http.ts";
@@ -74,8 +75,6 @@ export class LaptopStreams {
 
 /** The only routes that are WebSockets; an upgrade anywhere else is an ordinary request. */
 const WEBSOCKET_ROUTES = [/^\/v1\/sessions\/[^/]+\/attach$/, /^\/v1\/tunnel$/];
-/** Stop reading the box's side while this much waits unsent to the laptop (the PTY then pauses). */
-const HIGH_WATER_BYTES = 4 * 1024 * 1024;
 const CLOSE_REVOKED = 1008;
 const CLOSE_ABNORMAL = 1011;
 
@@ -221,7 +220,7 @@ function bridge(outer: WebSocket, inner: ConnWebSocket, tie: Tie): void {
       if (message === null || finished) break;
       outer.send(message.binary ? message.data : new TextDecoder().decode(message.data));
       // A slow laptop: stop reading the box's side, so the attach bridge there pauses its PTY.
-      while (!finished && outer.bufferedAmount > HIGH_WATER_BYTES) await new Promise((r) => setTimeout(r, 5));
+      await whileBacklogged(outer, { stop: () => finished });
     }
     const code = inner.closeCode ?? CLOSE_ABNORMAL;
     finish(sendableCloseCode(code) ? code : CLOSE_ABNORMAL, inner.closeReason);

@@ -6,11 +6,9 @@
  * @module
  */
 import { DockError } from "../../client/errors.ts";
+import { whileBacklogged } from "../../client/websocket.ts";
 import type { Box } from "../box.ts";
 import { intQuery, RouteTable } from "./http.ts";
-
-/** Stop reading the port while this much waits unsent to the laptop. */
-const HIGH_WATER = 4 * 1024 * 1024;
 
 /** The tunnel route. */
 export function tunnelRoutes(_box: Box): RouteTable {
@@ -70,7 +68,7 @@ export function pipe(socket: WebSocket, conn: Deno.Conn): void {
         const n = await conn.read(buffer);
         if (n === null) break;
         socket.send(buffer.slice(0, n));
-        while (!closed && socket.bufferedAmount > HIGH_WATER) await new Promise((r) => setTimeout(r, 5));
+        await whileBacklogged(socket, { stop: () => closed });
       }
     } catch {
       // the port closed the connection

@@ -1,5 +1,5 @@
 /**
- * Waiting: the one sleep the daemon and the agent use, cut short by an abort signal.
+ * Waiting: the one sleep the client, the daemon and the agent use, cut short by an abort signal.
  *
  * @module
  */
