@@ -43,17 +43,12 @@ export class Forwards {
     return [...this.#live.values()].map((live) => ({ ...live.forward }));
   }
 
-  /** Starts forwarding `local` to the box's `remote`; refuses a local port already taken. */
+  /**
+   * Starts forwarding `local` to the box's `remote` (ports the API has checked); refuses a local
+   * port already taken.
+   */
   create(request: { box: string; local: number; remote: number }, origin: string): Forward {
     boxTarget(this.#boxes, request.box); // 404 for an unknown box
-    for (const [field, port] of [["local", request.local], ["remote", request.remote]] as const) {
-      if (!Number.isInteger(port) || port < 1 || port > 65535) {
-        throw new DockError("invalid_request", `${field}: must be a TCP port (1 to 65535), got ${port}`, {
-          status: 400,
-          detail: { field },
-        });
-      }
-    }
     let listener: Deno.Listener;
     try {
       listener = Deno.listen({ hostname: "127.0.0.1", port: request.local });

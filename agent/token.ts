@@ -6,6 +6,8 @@
  * @module
  */
 import { dirname } from "node:path";
+import { writeAtomic } from "../daemon/files.ts";
+import { base64url } from "../daemon/pairing.ts";
 
 /** Reads the token, creating it (256 random bits, base64url) when missing. */
 export async function ensureToken(path: string): Promise<string> {
@@ -16,15 +18,8 @@ export async function ensureToken(path: string): Promise<string> {
     if (!(error instanceof Deno.errors.NotFound)) throw error;
   }
   await Deno.mkdir(dirname(path), { recursive: true, mode: 0o700 });
-  const bytes = crypto.getRandomValues(new Uint8Array(32));
-  const token = btoa(String.fromCharCode(...bytes)).replaceAll("+", "-").replaceAll("/", "_").replace(
-    /=+$/,
-    "",
-  );
-  const temp = `${path}.tmp-${Deno.pid}`;
-  await Deno.writeTextFile(temp, token + "\n", { mode: 0o600 });
-  await Deno.chmod(temp, 0o600);
-  await Deno.rename(temp, path);
+  const token = base64url(crypto.getRandomValues(new Uint8Array(32)));
+  await writeAtomic(path, token + "\n", 0o600);
   return token;
 }
 

@@ -5,7 +5,7 @@
  * @module
  */
 import { BoxClient } from "./box.ts";
-import { readSse, Transport } from "./http.ts";
+import { Transport } from "./http.ts";
 import type {
   DockEvent,
   EventAnnounce,
@@ -105,15 +105,8 @@ export class AgentClient {
   }
 
   /** `GET /v1/events` (SSE): the laptop's and every box's events, from `after` on. */
-  async *events(options: { after?: number; signal?: AbortSignal } = {}): AsyncGenerator<DockEvent> {
-    const headers: Record<string, string> = {};
-    if (options.after !== undefined) headers["last-event-id"] = String(options.after);
-    const response = await this.transport.fetch("/v1/events", { headers, signal: options.signal });
-    try {
-      for await (const message of readSse(response.body!)) yield JSON.parse(message.data) as DockEvent;
-    } catch (error) {
-      if (!options.signal?.aborted) throw error;
-    }
+  events(options: { after?: number; signal?: AbortSignal } = {}): AsyncGenerator<DockEvent> {
+    return this.transport.stream<DockEvent>("/v1/events", options);
   }
 
   /** `GET /v1/hooks`: the laptop's `~/.dock/hooks.json`. */

@@ -6,7 +6,7 @@
  */
 import { DockError, neverSent } from "./errors.ts";
 import { sleep } from "./timers.ts";
-import { type Endpoint, readNdjson, readSse, Transport } from "./http.ts";
+import { type Endpoint, readNdjson, Transport } from "./http.ts";
 import type {
   BoxInfo,
   Branch,
@@ -201,17 +201,8 @@ export class BoxClient {
   }
 
   /** `GET events` (SSE): yields events from `after` (an event id) on, until aborted. */
-  async *events(options: { after?: number; signal?: AbortSignal } = {}): AsyncGenerator<DockEvent> {
-    const headers: Record<string, string> = {};
-    if (options.after !== undefined) headers["last-event-id"] = String(options.after);
-    const response = await this.transport.fetch("/v1/events", { headers, signal: options.signal });
-    try {
-      for await (const message of readSse(response.body!)) {
-        yield JSON.parse(message.data) as DockEvent;
-      }
-    } catch (error) {
-      if (!options.signal?.aborted) throw error;
-    }
+  events(options: { after?: number; signal?: AbortSignal } = {}): AsyncGenerator<DockEvent> {
+    return this.transport.stream<DockEvent>("/v1/events", options);
   }
 
   /** `POST events`: announces an event on the box. */

@@ -94,6 +94,21 @@ export class Transport {
     return (text ? JSON.parse(text) : undefined) as T;
   }
 
+  /**
+   * Follows an SSE stream of JSON messages from `after` (sent as `Last-Event-ID`) on, until
+   * `signal` aborts; the end of an aborted stream is not an error.
+   */
+  async *stream<T>(path: string, options: { after?: number; signal?: AbortSignal } = {}): AsyncGenerator<T> {
+    const headers: Record<string, string> = {};
+    if (options.after !== undefined) headers["last-event-id"] = String(options.after);
+    const response = await this.fetch(path, { headers, signal: options.signal });
+    try {
+      for await (const message of readSse(response.body!)) yield JSON.parse(message.data) as T;
+    } catch (error) {
+      if (!options.signal?.aborted) throw error;
+    }
+  }
+
   /** Releases the underlying HTTP client. */
   close(): void {
     this.#client?.close();

@@ -82,6 +82,13 @@ Deno.test("a forward carries bytes both ways; a taken port is refused; removal s
     });
     assertEquals(unknown.status, 404);
     await unknown.body?.cancel();
+    const badPort = await fetch(`${agent.url}/v1/forwards`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify({ box: "devbox", local: 70000, remote: echo.port }),
+    });
+    assertEquals(badPort.status, 400);
+    assertStringIncludes((await badPort.json()).error.message, "local");
 
     assert(listeners(local, agent.process.pid) >= 1, "the agent listens on the local port");
     const removed = await fetch(`${agent.url}/v1/forwards/${forward.id}`, { method: "DELETE", headers });

@@ -20,11 +20,12 @@ import { queueRoutes } from "./queue.ts";
 import { settingsRoutes } from "./settings.ts";
 
 const ADD_LOCAL = z.object({ name: z.string().optional() }).optional();
-const FORWARD = z.object({ box: z.string().min(1), local: z.number().int(), remote: z.number().int() });
+const PORT = z.number().int().min(1).max(65535);
+const FORWARD = z.object({ box: z.string().min(1), local: PORT, remote: PORT });
 const ROUTE = z.object({
   pattern: z.string().min(1),
   box: z.string().min(1),
-  port: z.number().int().min(1).max(65535),
+  port: PORT,
 });
 
 /** Builds the agent's API app for a listener on `port`. */
