@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { Command } from "@commander-js/extra-typings";
+import { type Command, InvalidArgumentError } from "@commander-js/extra-typings";
 import type { BoxClient } from "../client/box.ts";
 import { DockError } from "../client/errors.ts";
 import type { WaitResult } from "../client/wire.ts";
@@ -170,8 +170,8 @@ export function sessionCommands(program: Command, scope: Scope): void {
     )
     .requiredOption("--prompt <text>", "the first prompt").option(
       "--max <rounds>",
-      "rounds at most",
-      Number,
+      "rounds at most (a positive whole number)",
+      positiveInteger,
       5,
     )
     .option("--turn-timeout <duration>", "how long one turn may take", "30m")
@@ -188,6 +188,15 @@ export function sessionCommands(program: Command, scope: Scope): void {
         );
       })
     );
+}
+
+/** Parses a count option: a positive whole number, else a usage error naming the value. */
+function positiveInteger(value: string): number {
+  const n = Number(value);
+  if (!/^\d+$/.test(value) || !Number.isSafeInteger(n) || n < 1) {
+    throw new InvalidArgumentError(`must be a positive whole number, got ${JSON.stringify(value)}`);
+  }
+  return n;
 }
 
 /** Options of {@linkcode loop}. */

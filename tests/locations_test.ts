@@ -202,3 +202,27 @@ Deno.test("removing a location forgets it, stops what runs in it, and keeps its 
   const json = await box.cli(["location", "list", "--json"]);
   assertEquals(JSON.parse(json.stdout), []);
 });
+
+Deno.test("dockd location scripts sets, keeps and clears the box-level scripts (spec 4.4)", async () => {
+  await using box = await startBox();
+  const repo = await makeRepo(join(box.dirs.home, "work"), "app");
+  await box.client.addLocation({ name: "app", path: repo });
+  const set = await box.cli([
+    "location",
+    "scripts",
+    "app",
+    "--setup",
+    "make setup",
+    "--archive",
+    "make clean",
+  ]);
+  assertEquals(set.code, 0, set.stderr);
+  assertEquals((await box.client.config("app")).local, { setup: "make setup", archive: "make clean" });
+  // Naming one keeps the other.
+  assertEquals((await box.cli(["location", "scripts", "app", "--setup", "make all"])).code, 0);
+  assertEquals((await box.client.config("app")).local, { setup: "make all", archive: "make clean" });
+  const cleared = await box.cli(["location", "scripts", "app", "--clear", "--json"]);
+  assertEquals(cleared.code, 0, cleared.stderr);
+  assertEquals(JSON.parse(cleared.stdout).effective.setup, undefined);
+  assertEquals((await box.client.config("app")).local, null);
+});

@@ -278,6 +278,15 @@ Deno.test("loop converges on a check that passes on round 3, and stops at --max"
   const asking = await box.cli(["loop", "looper", "--check", "false", "--prompt", "ASK-PERMISSION first"]);
   assertEquals(asking.code, 3);
   assertStringIncludes(asking.stderr, "waiting for a human");
+
+  // --max is a positive whole number: anything else is a usage error before any prompt is sent.
+  const sentBefore = (await box.client.screen("looper")).screen;
+  for (const max of ["0", "abc", "2.5"]) {
+    const bad = await box.cli(["loop", "looper", "--check", "true", "--prompt", "never sent", "--max", max]);
+    assert(bad.code !== 0, `--max ${max} accepted`);
+    assertStringIncludes(bad.stderr, "positive whole number");
+  }
+  assertEquals((await box.client.screen("looper")).screen.includes("never sent"), false, sentBefore);
 });
 
 Deno.test("a task creates the worktree and starts the agent in it", async () => {
@@ -409,4 +418,20 @@ Deno.test("a session whose tmux session takes long to make is not taken for exit
   for await (const event of box.client.events({ after, signal: controller.signal })) events.push(event);
   assertEquals(events.filter((e) => e.type === "session.exited"), []);
   await box.client.removeSession("slow");
+});
+
+Deno.test("session send --no-enter types without pressing Enter (spec 4.4)", async () => {
+  await using box = await startBox();
+  const repo = await makeRepo(join(box.dirs.home, "work"), "app");
+  await box.client.addLocation({ name: "app", path: repo });
+  await box.client.createSession({ location: "app", name: "typing", command: "cat" });
+  const partial = await box.cli(["session", "send", "typing", "first-half-", "--no-enter"]);
+  assertEquals(partial.code, 0, partial.stderr);
+  await box.cli(["session", "send", "typing", "second-half"]);
+  // One line, echoed by the terminal and written back by cat: the first send pressed no Enter.
+  await eventually(async () => {
+    const screen = (await box.client.screen("typing")).screen;
+    return screen.split("first-half-second-half").length - 1 === 2;
+  });
+  await box.client.removeSession("typing");
 });
