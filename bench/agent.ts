@@ -34,6 +34,7 @@ import {
   makeDirs,
   startAgent,
   startBox,
+  stopWithin,
   type TestAgent,
   type TestBox,
 } from "../tests/harness.ts";
@@ -72,21 +73,6 @@ async function rssMiB(pid: number): Promise<number> {
   const status = await Deno.readTextFile(`/proc/${pid}/status`);
   const kib = Number(/^VmRSS:\s+(\d+)\s+kB/m.exec(status)?.[1]);
   return kib / 1024;
-}
-
-/** Stops a box or agent gracefully, killing it when that takes more than `ms` (open connections). */
-async function stopWithin(
-  handle: { process: Deno.ChildProcess; stop(): Promise<void> } | undefined,
-  ms = 5000,
-): Promise<void> {
-  if (!handle) return;
-  const timer = setTimeout(() => {
-    try {
-      handle.process.kill("SIGKILL");
-    } catch { /* gone */ }
-  }, ms);
-  await handle.stop().catch(() => {});
-  clearTimeout(timer);
 }
 
 /** Stops boxes (and their services) and removes every temporary folder. */

@@ -18,25 +18,17 @@
  */
 import { join } from "node:path";
 import { AgentClient } from "../client/agent.ts";
-import { killProcessesUnder, makeDirs, makeRepo, startAgent, startBox } from "../tests/harness.ts";
+import {
+  killProcessesUnder,
+  makeDirs,
+  makeRepo,
+  startAgent,
+  startBox,
+  stopWithin,
+} from "../tests/harness.ts";
 import { type Row, summarize } from "./stats.ts";
 
 const SESSIONS = 20;
-
-/** Stops a box or agent gracefully, killing it when that takes more than `ms`. */
-async function stopWithin(
-  handle: { process: Deno.ChildProcess; stop(): Promise<void> } | undefined,
-  ms = 5000,
-): Promise<void> {
-  if (!handle) return;
-  const timer = setTimeout(() => {
-    try {
-      handle.process.kill("SIGKILL");
-    } catch { /* gone */ }
-  }, ms);
-  await handle.stop().catch(() => {});
-  clearTimeout(timer);
-}
 
 /** Items per second. */
 function rate(items: number, ms: number): number {

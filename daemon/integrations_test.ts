@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { exists } from "./files.ts";
 import { join } from "node:path";
 import { DockError } from "../client/errors.ts";
 import { SKILLS } from "../skills/mod.ts";
@@ -54,15 +55,6 @@ async function snapshot(dir: string): Promise<Record<string, string>> {
   }
   await walk(dir);
   return files;
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await Deno.lstat(path);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 async function readJson(path: string): Promise<Record<string, unknown>> {

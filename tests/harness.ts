@@ -155,6 +155,21 @@ export async function startBox(options: StartBoxOptions = {}): Promise<TestBox> 
   };
 }
 
+/** Stops a box or agent gracefully, killing it when that takes more than `ms` (open connections). */
+export async function stopWithin(
+  handle: { process: Deno.ChildProcess; stop(): Promise<void> } | undefined,
+  ms = 5000,
+): Promise<void> {
+  if (!handle) return;
+  const timer = setTimeout(() => {
+    try {
+      handle.process.kill("SIGKILL");
+    } catch { /* gone */ }
+  }, ms);
+  await handle.stop().catch(() => {});
+  clearTimeout(timer);
+}
+
 /** What a CLI run left: its exit code and output. */
 export interface CliResult {
   code: number;
@@ -183,15 +198,7 @@ export async function runCli(
  * may be told apart, for a laptop with its own).
  */
 export function laptopEnv(dirs: BoxDirs, agent: { port: number }, extra: Record<string, string> = {}) {
-  return {
-    PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
-    HOME: dirs.home,
-    DOCK_HOME: dirs.dockHome,
-    DOCK_STATE_DIR: dirs.state,
-    DOCK_AGENT_PORT: String(agent.port),
-    NO_COLOR: "1",
-    ...extra,
-  };
+  return { ...processEnv(dirs), DOCK_AGENT_PORT: String(agent.port), ...extra };
 }
 
 /**

@@ -16,8 +16,10 @@ import { parseLink } from "../daemon/pairing.ts";
 import {
   type BoxDirs,
   eventually,
+  laptopEnv,
   makeDirs,
   makeRepo,
+  runCli,
   startAgent,
   startBox,
   type TestBox,
@@ -69,21 +71,8 @@ async function direct(
 }
 
 /** Runs `dock ARGS` on the laptop, against the agent on `port`. */
-async function dock(dirs: BoxDirs, port: number, args: string[]) {
-  const output = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "--cached-only", new URL("../cli/dock.ts", import.meta.url).pathname, ...args],
-    env: {
-      PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
-      HOME: dirs.home,
-      DOCK_HOME: dirs.dockHome,
-      DOCK_STATE_DIR: dirs.state,
-      DOCK_AGENT_PORT: String(port),
-      NO_COLOR: "1",
-    },
-    clearEnv: true,
-  }).output();
-  const decode = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
-  return { code: output.code, stdout: decode(output.stdout), stderr: decode(output.stderr) };
+function dock(dirs: BoxDirs, port: number, args: string[]) {
+  return runCli("dock", args, { env: laptopEnv(dirs, { port }), cwd: dirs.home });
 }
 
 /** The credential the agent keeps for `box` (read from its database, as only the agent ever does). */

@@ -4,6 +4,7 @@
  * `dockd skills` and `dock skills BOX` commands drive it. Every home the tools read (`HOME`,
  * `CLAUDE_CONFIG_DIR`, `CODEX_HOME`) is a temporary folder.
  */
+import { exists } from "../daemon/files.ts";
 import { join } from "node:path";
 import { BoxClient } from "../client/box.ts";
 import { AgentClient } from "../client/agent.ts";
@@ -23,15 +24,6 @@ import {
 } from "./harness.ts";
 
 const IDS = SKILLS.map((skill) => skill.id);
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await Deno.lstat(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** The DockError a failing call throws. */
 async function refusal(call: () => Promise<unknown>): Promise<DockError> {
