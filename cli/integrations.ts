@@ -16,8 +16,8 @@ import {
   INTEGRATION_TOOLS,
   type IntegrationResult,
   type IntegrationTool,
-  shellQuote,
 } from "../daemon/integrations.ts";
+import { shellQuote } from "../daemon/runner.ts";
 import { guarded, printJson } from "./output.ts";
 
 /** Options of {@linkcode integrationCommands}. */

@@ -15,7 +15,7 @@
  *
  * @module
  */
-import { shellQuote } from "./runner.ts";
+import { which } from "./runner.ts";
 import {
   applyEdits,
   type FormattingOptions,
@@ -289,18 +289,9 @@ async function toolAbsence(tool: IntegrationTool, options: IntegrationOptions): 
   // Cursor's CLI is also called plain `agent`, too common a name to take as proof; it keeps ~/.cursor.
   const commands = tool === "cursor" ? ["cursor-agent", "cursor"] : [tool];
   for (const command of commands) {
-    if (await onPath(command, options.env.PATH ?? "")) return null;
+    if (which(command, options.env.PATH ?? "")) return null;
   }
   return `not found here (no ${folder}, no ${commands.join(" or ")} on PATH)`;
-}
-
-async function onPath(command: string, path: string): Promise<boolean> {
-  for (const dir of path.split(":")) {
-    if (!dir) continue;
-    const info = await statOrNull(join(dir, command));
-    if (info?.isFile && ((info.mode ?? 0o111) & 0o111)) return true;
-  }
-  return false;
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -792,5 +783,3 @@ export function shellSplit(command: string): string[] {
   if (inWord) words.push(word);
   return words;
 }
-
-export { shellQuote };

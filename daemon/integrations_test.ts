@@ -5,6 +5,7 @@
  * @module
  */
 import { exists } from "./files.ts";
+import { shellQuote } from "./runner.ts";
 import { join } from "node:path";
 import { DockError } from "../client/errors.ts";
 import { SKILLS } from "../skills/mod.ts";
@@ -15,7 +16,6 @@ import {
   installIntegration,
   installSkills,
   listSkills,
-  shellQuote,
   shellSplit,
   uninstallSkills,
 } from "./integrations.ts";

@@ -190,10 +190,10 @@ export function killAll(): void {
   for (const pid of live) killGroup(pid, "SIGKILL");
 }
 
-/** Finds `name` on `PATH`; returns its path or null. */
-export function which(name: string): string | null {
+/** Finds `name` on `path` (default: the daemon's PATH); returns its path or null. */
+export function which(name: string, path: string = Deno.env.get("PATH") ?? ""): string | null {
   if (name.includes("/")) return isExecutable(name) ? name : null;
-  for (const dir of (Deno.env.get("PATH") ?? "").split(":")) {
+  for (const dir of path.split(":")) {
     if (dir && isExecutable(`${dir}/${name}`)) return `${dir}/${name}`;
   }
   return null;
