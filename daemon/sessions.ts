@@ -530,18 +530,19 @@ export class Sessions {
   }
 
   #setState(name: string, state: AgentState, time: string, agent?: string): void {
-    const row = this.#row(name);
-    if (!row) return;
-    // A report older than the state we hold (a late spooled event, an overtaken hook) changes nothing.
-    if (row.state_time && Date.parse(time) < Date.parse(row.state_time)) return;
-    this.#o.store.run(
-      "UPDATE sessions SET agent_state = ?, state_time = ?, agent = coalesce(agent, ?) WHERE name = ?",
+    // Times are stored in one form (ISO, UTC), so the database compares them: a report older than the
+    // state held (a late spooled event, an overtaken hook) changes nothing, in the same statement.
+    const at = new Date(time).toISOString();
+    const { changes } = this.#o.store.run(
+      `UPDATE sessions SET agent_state = ?, state_time = ?, agent = coalesce(agent, ?)
+       WHERE name = ? AND (state_time IS NULL OR state_time <= ?)`,
       state,
-      time,
+      at,
       agent ?? null,
       name,
+      at,
     );
-    this.#notify();
+    if (changes) this.#notify();
   }
 
   #match(session: string | undefined, path: string | undefined): SessionRow | null {

@@ -435,3 +435,38 @@ Deno.test("session send --no-enter types without pressing Enter (spec 4.4)", asy
   });
   await box.client.removeSession("typing");
 });
+
+Deno.test("agent reports: an older one changes nothing, one delivered twice is announced once", async () => {
+  await using box = await startBox();
+  const repo = await makeRepo(join(box.dirs.home, "work"), "app");
+  await box.client.addLocation({ name: "app", path: repo });
+  await box.client.createSession({ location: "app", name: "s", command: "cat" });
+  const report = (type: string, time: string) =>
+    box.client.transport.json<Record<string, unknown>>("/v1/events", {
+      body: {
+        type,
+        origin: "claude",
+        data: { path: repo, agent: "claude", session_id: "t1" },
+        session: "s",
+        time,
+      },
+    });
+  const later = new Date(Date.now() + 2000).toISOString();
+  const earlier = new Date(Date.now() + 1000).toISOString();
+  const start = (await box.client.emit({ type: "test.mark" })).id!;
+  await report("agent.finished", later);
+  assertEquals((await box.client.session("s")).agent_state, "finished");
+  // Overtaken by the later one: announced (it happened), but the state stays.
+  await report("agent.started", earlier);
+  assertEquals((await box.client.session("s")).agent_state, "finished");
+  assertEquals((await box.client.session("s")).state_time, later);
+  // The same report again (a hook that spooled what the daemon did get): dropped.
+  const again = await report("agent.finished", later);
+  assertEquals(again.duplicate, true);
+  const events = await journal(box, start);
+  assertEquals(events.filter((e) => e.type.startsWith("agent.")).map((e) => e.type), [
+    "agent.finished",
+    "agent.started",
+  ]);
+  await box.client.removeSession("s");
+});
