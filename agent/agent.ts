@@ -5,9 +5,9 @@
  *
  * @module
  */
-import { EventBus } from "../daemon/events.ts";
-import type { ClientPaths } from "../daemon/paths.ts";
-import { Store } from "../daemon/store.ts";
+import { EventBus } from "../core/events.ts";
+import type { ClientPaths } from "../core/paths.ts";
+import { Store } from "../core/store.ts";
 import { Boxes } from "./boxes.ts";
 import { EventMerge } from "./merge.ts";
 import { Forwards } from "./forwards.ts";

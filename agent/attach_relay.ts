@@ -21,7 +21,8 @@
  *
  * @module
  */
-import { DockError } from "../client/errors.ts";
+import { DockError, notFound } from "../client/errors.ts";
+import type { Boxes } from "./boxes.ts";
 import {
   connectTlsWebSocket,
   connectUnixWebSocket,
@@ -265,4 +266,30 @@ class Pipe {
     else if (sendableCloseCode(code)) client.close(code, reason);
     else client.close(1011, `the connection to box '${this.#options.box}' was lost`);
   }
+}
+
+/** What a TLS box's attach needs beyond its address: the pinned CA and this laptop's credential. */
+export interface TlsCredentials {
+  tlsCredentials(name: string): { caCerts: string[]; credential: string } | null;
+}
+
+/**
+ * How the agent reaches `name`: its daemon's socket, or its TLS address with the CA and credential the
+ * registry keeps (read through a `tlsCredentials(name)` method on {@linkcode Boxes} when it has one).
+ */
+export function boxTarget(boxes: Boxes, name: string): BoxTarget {
+  const record = boxes.list().find((box) => box.name === name);
+  if (!record) throw notFound("box", name);
+  if (record.kind === "socket") return { kind: "socket", path: record.address };
+  const credentials = (boxes as Boxes & Partial<TlsCredentials>).tlsCredentials?.(name);
+  if (!credentials) {
+    throw new DockError(
+      "unsupported",
+      `box '${name}': attaching over TLS needs the box's CA and credential`,
+      {
+        status: 422,
+      },
+    );
+  }
+  return tlsTarget(record.address, credentials);
 }

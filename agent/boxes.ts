@@ -32,8 +32,8 @@
 import type { BoxStatus } from "../client/agent.ts";
 import { BoxClient } from "../client/box.ts";
 import { badField, DockError, notFound } from "../client/errors.ts";
-import type { EventBus } from "../daemon/events.ts";
-import type { Store } from "../daemon/store.ts";
+import type { EventBus } from "../core/events.ts";
+import type { Store } from "../core/store.ts";
 
 /** How the agent reaches a box. */
 export type BoxKind = "socket" | "tls";

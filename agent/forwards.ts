@@ -7,8 +7,8 @@
  */
 import { DockError, notFound } from "../client/errors.ts";
 import { connectTlsWebSocket, connectUnixWebSocket, type ConnWebSocket } from "../client/websocket.ts";
-import type { EventBus } from "../daemon/events.ts";
-import { boxTarget } from "./api/attach.ts";
+import type { EventBus } from "../core/events.ts";
+import { boxTarget } from "./attach_relay.ts";
 import type { Boxes } from "./boxes.ts";
 
 /** A forward as `GET /v1/status` and the API report it. */

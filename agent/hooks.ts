@@ -15,8 +15,8 @@
  * @module
  */
 import type { DockEvent } from "../client/wire.ts";
-import type { EventBus } from "../daemon/events.ts";
-import { eventVariables, hooksFor, HooksHost } from "../daemon/hooks.ts";
+import type { EventBus } from "../core/events.ts";
+import { eventVariables, hooksFor, HooksHost } from "../core/hooks.ts";
 
 /** What the laptop's hooks need from the agent. */
 export interface LaptopHooksOptions {

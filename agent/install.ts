@@ -7,7 +7,7 @@
  * @module
  */
 import { join } from "node:path";
-import { run, shellQuote, which } from "../daemon/runner.ts";
+import { run, shellQuote, which } from "../core/runner.ts";
 
 /** What an install did. */
 export interface InstallResult {

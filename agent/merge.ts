@@ -12,8 +12,8 @@
  */
 import { sleep } from "../client/timers.ts";
 import type { DockEvent } from "../client/wire.ts";
-import type { EventBus } from "../daemon/events.ts";
-import type { Store } from "../daemon/store.ts";
+import type { EventBus } from "../core/events.ts";
+import type { Store } from "../core/store.ts";
 import type { Boxes } from "./boxes.ts";
 
 const SCHEMA = `CREATE TABLE IF NOT EXISTS box_cursors (box TEXT PRIMARY KEY, last_id INTEGER NOT NULL);`;

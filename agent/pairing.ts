@@ -23,8 +23,7 @@ import { isIP } from "node:net";
 import { connect } from "node:tls";
 import { causeChain, DockError } from "../client/errors.ts";
 import { Transport } from "../client/http.ts";
-import { parseLink } from "../daemon/pairing.ts";
-import { fingerprintOf } from "../daemon/tls.ts";
+import { fingerprintOf, parseLink } from "../core/pairing_link.ts";
 import type { ForgottenBox } from "../client/agent.ts";
 import { type Boxes, type BoxStatus, checkBoxName } from "./boxes.ts";
 

@@ -1,8 +1,9 @@
 import { assert, assertEquals, assertRejects, assertStringIncludes } from "../tests/assert.ts";
 import { DockError } from "../client/errors.ts";
-import { ensureCertificates, fingerprintOf } from "../daemon/tls.ts";
-import { EventBus } from "../daemon/events.ts";
-import { Store } from "../daemon/store.ts";
+import { ensureCertificates } from "../daemon/tls.ts";
+import { fingerprintOf } from "../core/pairing_link.ts";
+import { EventBus } from "../core/events.ts";
+import { Store } from "../core/store.ts";
 import { Boxes } from "./boxes.ts";
 import { pairBox, pinnedCa } from "./pairing.ts";
 

@@ -11,7 +11,7 @@
  */
 import http from "node:http";
 import { DockError } from "../client/errors.ts";
-import { errorResponse } from "../daemon/api/http.ts";
+import { errorResponse } from "../core/http.ts";
 import type { Boxes } from "./boxes.ts";
 import { type Forwards, splice } from "./forwards.ts";
 

@@ -34,8 +34,8 @@
  */
 import { DockError, notFound } from "../client/errors.ts";
 import type { AgentState, QueueCreate, QueueEdit, QueueItem, QueueState, Session } from "../client/wire.ts";
-import type { EventBus } from "../daemon/events.ts";
-import type { Store } from "../daemon/store.ts";
+import type { EventBus } from "../core/events.ts";
+import type { Store } from "../core/store.ts";
 import { sleep } from "../client/timers.ts";
 
 /**

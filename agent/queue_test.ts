@@ -1,8 +1,8 @@
 import { assert, assertEquals, assertRejects, assertThrows } from "../tests/assert.ts";
 import { DockError } from "../client/errors.ts";
 import type { AgentState, QueueState, Session } from "../client/wire.ts";
-import { EventBus } from "../daemon/events.ts";
-import { Store } from "../daemon/store.ts";
+import { EventBus } from "../core/events.ts";
+import { Store } from "../core/store.ts";
 import {
   blockedIds,
   canTransition,

@@ -6,8 +6,8 @@
  * @module
  */
 import { dirname } from "node:path";
-import { writeAtomic } from "../daemon/files.ts";
-import { base64url } from "../daemon/pairing.ts";
+import { writeAtomic } from "../core/files.ts";
+import { base64url } from "../core/pairing_link.ts";
 
 /** Reads the token, creating it (256 random bits, base64url) when missing. */
 export async function ensureToken(path: string): Promise<string> {

@@ -24,9 +24,9 @@ import { join } from "node:path";
 import { Boxes } from "../agent/boxes.ts";
 import { AgentClient } from "../client/agent.ts";
 import { BoxClient } from "../client/box.ts";
-import { EventBus } from "../daemon/events.ts";
-import { killGroup, launch } from "../daemon/runner.ts";
-import { Store } from "../daemon/store.ts";
+import { EventBus } from "../core/events.ts";
+import { killGroup, launch } from "../core/runner.ts";
+import { Store } from "../core/store.ts";
 import {
   type BoxDirs,
   freePort,

@@ -12,8 +12,8 @@ import { installAgentService } from "../agent/install.ts";
 import { ensureToken } from "../agent/token.ts";
 import { AgentClient } from "../client/agent.ts";
 import { DockError } from "../client/errors.ts";
-import { clientPaths } from "../daemon/paths.ts";
-import { launch } from "../daemon/runner.ts";
+import { clientPaths } from "../core/paths.ts";
+import { launch } from "../core/runner.ts";
 import { eventLine, guarded, keyValues, printJson, table } from "./output.ts";
 import { startBox } from "./serve.ts";
 

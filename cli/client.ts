@@ -4,7 +4,7 @@
  * @module
  */
 import { BoxClient } from "../client/box.ts";
-import { boxPaths } from "../daemon/paths.ts";
+import { boxPaths } from "../core/paths.ts";
 
 /** A client of the local box daemon, tagging its requests with origin `cli`. */
 export function localBox(): BoxClient {

@@ -17,7 +17,7 @@ import {
   type IntegrationResult,
   type IntegrationTool,
 } from "../daemon/integrations.ts";
-import { shellQuote } from "../daemon/runner.ts";
+import { shellQuote } from "../core/runner.ts";
 import { guarded, printJson } from "./output.ts";
 
 /** Options of {@linkcode integrationCommands}. */

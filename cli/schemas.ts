@@ -5,7 +5,7 @@
  * @module
  */
 import type { Command } from "@commander-js/extra-typings";
-import { configJsonSchema, kitJsonSchema } from "../daemon/config.ts";
+import { configJsonSchema, kitJsonSchema } from "../core/config.ts";
 import { guarded } from "./output.ts";
 
 /** Adds `schemas`. */

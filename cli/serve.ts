@@ -12,7 +12,7 @@ import { DockError } from "../client/errors.ts";
 import { Box } from "../daemon/box.ts";
 import { serveSocket, serveTls } from "../daemon/api/server.ts";
 import { localAddresses } from "../daemon/tls.ts";
-import { boxPaths } from "../daemon/paths.ts";
+import { boxPaths } from "../core/paths.ts";
 import { guarded } from "./output.ts";
 
 /** Adds `serve`. */

@@ -5,7 +5,7 @@
  * @module
  */
 import type { AgentPreset, DockConfig } from "../client/wire.ts";
-import { which } from "./runner.ts";
+import { which } from "../core/runner.ts";
 
 /** The built-in presets. `prompt_flag` empty: the first prompt is the last argument. */
 export const BUILTIN_AGENTS: readonly AgentPreset[] = [

@@ -5,15 +5,16 @@
  * @module
  */
 import type { Location } from "../client/wire.ts";
-import { EventBus } from "./events.ts";
+import { EventBus } from "../core/events.ts";
 import { Exec } from "./exec.ts";
 import { Locations } from "./locations.ts";
-import type { BoxPaths } from "./paths.ts";
+import type { BoxPaths } from "../core/paths.ts";
 import { canBind, PortAllocator } from "./ports.ts";
-import { killAll } from "./runner.ts";
+import { killAll } from "../core/runner.ts";
 import { SecretResolver } from "./secrets.ts";
 import { type BoxSettings, loadSettings } from "./settings.ts";
-import { Store } from "./store.ts";
+import { Store } from "../core/store.ts";
+import { BOX_SCHEMA } from "./schema.ts";
 import { PairingStore } from "./pairing.ts";
 import { Worktrees } from "./worktrees.ts";
 import { Services } from "./services.ts";
@@ -71,7 +72,7 @@ export class Box {
     Deno.mkdirSync(paths.box, { recursive: true, mode: 0o700 });
     this.paths = paths;
     this.settings = loadSettings(paths);
-    this.store = new Store(paths.db);
+    this.store = new Store(paths.db, { schema: BOX_SCHEMA });
     this.bus = new EventBus(this.store);
     this.pairing = new PairingStore(this.store);
     // Candidates are checked with a bind probe instead of reading /proc/net/tcp*: the kernel walks its

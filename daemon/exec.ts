@@ -8,8 +8,8 @@
 import { parseDuration } from "../client/duration.ts";
 import { DockError } from "../client/errors.ts";
 import type { ExecResult, StreamLine } from "../client/wire.ts";
-import { Channel } from "./channel.ts";
-import { shell } from "./runner.ts";
+import { Channel } from "../core/channel.ts";
+import { shell } from "../core/runner.ts";
 import type { Worktrees } from "./worktrees.ts";
 
 /** Exec's default timeout. */

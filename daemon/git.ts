@@ -9,8 +9,8 @@
 import { join, resolve } from "node:path";
 import type { Branch, Commit, SyncResult, WorktreeStatus } from "../client/wire.ts";
 import { DockError } from "../client/errors.ts";
-import { exists } from "./files.ts";
-import { run, type RunOptions } from "./runner.ts";
+import { exists } from "../core/files.ts";
+import { run, type RunOptions } from "../core/runner.ts";
 
 /** Lines of git's stderr kept in a {@linkcode GitError} message. */
 const MESSAGE_LINES = 3;

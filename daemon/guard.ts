@@ -18,7 +18,7 @@ import { dirname } from "node:path";
 import { z } from "zod";
 import { parseDuration } from "../client/duration.ts";
 import { DockError } from "../client/errors.ts";
-import { writeAtomic } from "./files.ts";
+import { writeAtomic } from "../core/files.ts";
 
 /** The guard file's settings (the wire type of `GET/PUT guard`). */
 export type GuardSettings = GuardFile;

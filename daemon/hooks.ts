@@ -12,433 +12,28 @@
  *   its stderr), and one that outlives its timeout (30 s by default) refuses with `gate_timeout`.
  *
  * `hook.*` events (a hook failed) never run hooks, so a failing `*` hook cannot feed itself.
- * The engine pieces (the file watcher, matching, the bounded runner) serve the laptop agent too.
+ * The engine (matching, the watched file, the bounded runner, the executor seam) is `core/hooks.ts`.
  *
  * @module
  */
-import type { Check, DockEvent, HookConfig, HooksState, Worktree } from "../client/wire.ts";
+import type { DockEvent, HookConfig, Worktree } from "../client/wire.ts";
 import { DockError } from "../client/errors.ts";
-import { parseDuration } from "../client/duration.ts";
-import { ConfigError, type HooksFile, parseHooksText, validateHooksFile } from "./config.ts";
-import type { EventBus } from "./events.ts";
-import { writeAtomic } from "./files.ts";
+import type { EventBus } from "../core/events.ts";
+import {
+  eventVariables,
+  fieldVariable,
+  firstLine,
+  type GateAction,
+  gatesFor,
+  HOOK_BACKLOG,
+  type HookExecutor,
+  type HooksFileState,
+  hooksFor,
+  HooksHost,
+  isGate,
+} from "../core/hooks.ts";
 import type { Locations } from "./locations.ts";
-import { run, type RunResult } from "./runner.ts";
 import type { Worktrees } from "./worktrees.ts";
-
-/** Default hook timeout (spec 8). */
-export const HOOK_TIMEOUT_MS = 60_000;
-/** Default gate timeout (spec 8). */
-export const GATE_TIMEOUT_MS = 30_000;
-/** Hooks running at once, per process. */
-export const HOOK_CONCURRENCY = 8;
-/** Hook runs waiting for a slot before the oldest are dropped (and counted). */
-export const HOOK_BACKLOG = 10_000;
-
-/** Actions a `before:` gate can guard (spec 6, plus worktree create/remove). */
-export const GATE_ACTIONS = [
-  "skills.install",
-  "skills.uninstall",
-  "session.send",
-  "exec",
-  "config.change",
-  "worktree.create",
-  "worktree.remove",
-] as const;
-
-/** One of {@linkcode GATE_ACTIONS}. */
-export type GateAction = typeof GATE_ACTIONS[number];
-
-// ---------------------------------------------------------------------------------------------------
-// Matching and variables (pure)
-
-/** True for a gate (`before:<action>`). */
-export function isGate(hook: HookConfig): boolean {
-  return hook.on.startsWith("before:");
-}
-
-/** Whether a hook's `on` selects an event type: exact, a prefix such as `worktree.*`, or `*`. */
-export function hookMatches(on: string, type: string): boolean {
-  if (on.startsWith("before:")) return false;
-  if (on === "*") return true;
-  if (on.endsWith(".*")) return type.startsWith(on.slice(0, -1));
-  return on === type;
-}
-
-/** The hooks of `hooks` that run for `event`: matching, and not written for the tool it came from. */
-export function hooksFor(
-  hooks: readonly HookConfig[],
-  event: Pick<DockEvent, "type" | "origin">,
-): HookConfig[] {
-  return hooks.filter((hook) =>
-    hookMatches(hook.on, event.type) && !(hook.tool && hook.tool === event.origin)
-  );
-}
-
-/** The gates of `hooks` for `action`, skipping those written for the requesting tool. */
-export function gatesFor(hooks: readonly HookConfig[], action: string, origin: string): HookConfig[] {
-  return hooks.filter((hook) => hook.on === `before:${action}` && !(hook.tool && hook.tool === origin));
-}
-
-/** A hook's timeout in milliseconds: its own, else 1 m (30 s for gates). */
-export function hookTimeoutMs(hook: HookConfig): number {
-  if (hook.timeout) return parseDuration(hook.timeout);
-  return isGate(hook) ? GATE_TIMEOUT_MS : HOOK_TIMEOUT_MS;
-}
-
-/** `DOCK_<FIELD>` for a data field: upper case, anything but letters, digits and `_` becomes `_`. */
-export function fieldVariable(key: string): string {
-  return `DOCK_${key.toUpperCase().replace(/[^A-Z0-9_]/g, "_")}`;
-}
-
-/**
- * The event as `DOCK_*` variables: `DOCK_EVENT_TYPE`, `_TIME`, `_ORIGIN`, `_ID`, `_BOX`, `_DATA` (the
- * data as JSON), and `DOCK_<FIELD>` for each scalar data field (`DOCK_PATH`, `DOCK_AGENT`,
- * `DOCK_SESSION_ID` for agent events). Fields named like a variable in `keep` do not replace it.
- */
-export function eventVariables(
-  event: DockEvent,
-  options: { box?: string; keep?: Record<string, string> } = {},
-): Record<string, string> {
-  const vars: Record<string, string> = {};
-  for (const [key, value] of Object.entries(event.data ?? {})) {
-    if (typeof value !== "string" && typeof value !== "number" && typeof value !== "boolean") continue;
-    const name = fieldVariable(key);
-    if (options.keep && name in options.keep) continue;
-    vars[name] = String(value);
-  }
-  vars.DOCK_EVENT_TYPE = event.type;
-  vars.DOCK_EVENT_TIME = event.time;
-  vars.DOCK_EVENT_ORIGIN = event.origin ?? "";
-  vars.DOCK_EVENT_ID = event.id === undefined ? "" : String(event.id);
-  vars.DOCK_EVENT_BOX = event.box ?? options.box ?? "";
-  vars.DOCK_EVENT_DATA = JSON.stringify(event.data ?? {});
-  return vars;
-}
-
-/** The first non-empty line of a gate's stderr, cut to a readable length. */
-export function firstLine(text: string): string {
-  const line = text.split("\n").map((l) => l.trim()).find((l) => l.length > 0) ?? "";
-  return line.length > 300 ? `${line.slice(0, 299)}…` : line;
-}
-
-// ---------------------------------------------------------------------------------------------------
-// The hooks file
-
-/** What `GET hooks` answers: the file, its hooks, why it does not load (the last good hooks stay), runs. */
-export type HooksFileState = HooksState;
-
-/**
- * A `hooks.json` kept current without a restart: its mtime, size and inode are checked before each use
- * (a stat costs microseconds; at most every `checkMs`), and a changed file is read again. A file that
- * stops parsing keeps the last good hooks (a typo must not silently drop a gate) and reports the error.
- */
-export class HooksFileWatcher {
-  readonly path: string;
-  #hooks: HookConfig[] = [];
-  #error: string | undefined;
-  #signature = "";
-  #checked = 0;
-  #checkMs: number;
-  #unannounced = false;
-  #bus?: EventBus;
-  #timer?: ReturnType<typeof setInterval>;
-
-  constructor(path: string, options: { checkMs?: number; bus?: EventBus } = {}) {
-    this.path = path;
-    this.#checkMs = options.checkMs ?? 0;
-    this.#bus = options.bus;
-    this.refresh();
-    this.#unannounced = false;
-  }
-
-  /** Checks the file every `everyMs` and announces an edit made by other means as `hooks.changed`. */
-  watch(everyMs = 1000): void {
-    this.#timer = setInterval(() => {
-      if (this.takeChange()) {
-        this.#bus?.publish({ type: "hooks.changed", origin: "file", data: { path: this.path } });
-      }
-    }, everyMs);
-  }
-
-  /** Stops watching. */
-  close(): void {
-    clearInterval(this.#timer);
-  }
-
-  /** True once after the file changed on disk by other means than {@linkcode write} (to announce it). */
-  takeChange(): boolean {
-    this.refresh();
-    const changed = this.#unannounced;
-    this.#unannounced = false;
-    return changed;
-  }
-
-  /** The current hooks (re-read first when the file changed since the last check). */
-  current(): HookConfig[] {
-    if (performance.now() - this.#checked >= this.#checkMs) this.refresh();
-    return this.#hooks;
-  }
-
-  /** The file's state as `GET hooks` reports it. */
-  state(): HooksFileState {
-    this.refresh();
-    const state: HooksFileState = { path: this.path, hooks: this.#hooks };
-    if (this.#error) state.error = this.#error;
-    return state;
-  }
-
-  /** Checks the file now; true when its hooks (or its error) changed. */
-  refresh(): boolean {
-    this.#checked = performance.now();
-    let signature: string;
-    try {
-      const info = Deno.statSync(this.path);
-      signature = `${info.mtime?.getTime()}:${info.size}:${info.ino}`;
-    } catch {
-      signature = "missing";
-    }
-    if (signature === this.#signature) return false;
-    this.#signature = signature;
-    this.#unannounced = true;
-    if (signature === "missing") {
-      this.#hooks = [];
-      this.#error = undefined;
-      return true;
-    }
-    try {
-      this.#hooks = parseHooksText(Deno.readTextFileSync(this.path), this.path).hooks;
-      this.#error = undefined;
-    } catch (error) {
-      this.#error = error instanceof Error ? error.message : String(error);
-      console.error(`hooks: ${this.#error} (the last good hooks stay in force)`);
-    }
-    return true;
-  }
-
-  /**
-   * Writes the file (a validated `PUT hooks` body, see {@linkcode hooksBody}) and announces
-   * `hooks.changed` with the writer's origin; returns the new state.
-   */
-  async write(file: HooksFile, origin = "api"): Promise<HooksFileState> {
-    const dir = this.path.slice(0, this.path.lastIndexOf("/"));
-    if (dir) await Deno.mkdir(dir, { recursive: true });
-    await writeAtomic(this.path, JSON.stringify(file, null, 2) + "\n", 0o644);
-    this.refresh();
-    this.#unannounced = false; // announced here, with the writer's origin, not by the watch
-    this.#bus?.publish({ type: "hooks.changed", origin, data: { path: this.path } });
-    return this.state();
-  }
-}
-
-/**
- * The `onFailure` of a {@linkcode HookRunner} that logs a failed run and announces it as `hook.failed`
- * (`origin` is the announcing process: `dockd` or `dock`), never with the hook's output: a hook sees
- * the worktree's secrets and may print them.
- */
-export function announceHookFailure(
-  bus: EventBus,
-  origin: string,
-): (job: HookJob, outcome: HookOutcome) => void {
-  return (job, outcome) => {
-    const what = outcome.timedOut
-      ? `was killed at its timeout (${job.hook.timeout ?? "1m"})`
-      : outcome.error
-      ? `could not start: ${outcome.error}`
-      : `exited with ${outcome.exitCode}`;
-    console.error(`hook '${job.hook.on}' in ${job.source} for ${job.event.type} ${what}`);
-    bus.publish({
-      type: "hook.failed",
-      origin,
-      data: {
-        on: job.hook.on,
-        source: job.source,
-        event: job.event.type,
-        exit_code: outcome.exitCode,
-        timed_out: outcome.timedOut,
-        duration_ms: Math.round(outcome.durationMs),
-      },
-    });
-  };
-}
-
-/** The `GET doctor` check of a hooks file: it parses (else its error, the last good hooks in force). */
-export function hooksCheck(state: HooksFileState): Check {
-  if (state.error) {
-    return { name: "hooks", ok: false, detail: `${state.error} (the last good hooks stay in force)` };
-  }
-  const gates = state.hooks.filter(isGate).length;
-  return {
-    name: "hooks",
-    ok: true,
-    detail: `${state.hooks.length - gates} hooks and ${gates} gates in ${state.path}`,
-  };
-}
-
-/** Validates a `PUT hooks` body (`{ hooks }`); a wrong field is a 400 naming it. */
-export function hooksBody(body: unknown): HooksFile {
-  try {
-    return validateHooksFile(body, "body");
-  } catch (error) {
-    // An API body with a wrong field is a bad request, not an unprocessable file.
-    if (error instanceof ConfigError) {
-      throw new DockError("invalid_hooks", error.message, { status: 400, detail: error.detail });
-    }
-    throw error;
-  }
-}
-
-// ---------------------------------------------------------------------------------------------------
-// The bounded runner
-
-/** One hook run. */
-export interface HookJob {
-  hook: HookConfig;
-  /** Where the hook is written: `hooks.json`, `config of location 'app'`. */
-  source: string;
-  event: DockEvent;
-  cwd?: string;
-  /** The child's whole environment. */
-  env: Record<string, string>;
-}
-
-/** How a hook run ended; never its output (it may hold secrets). */
-export interface HookOutcome {
-  exitCode: number | null;
-  timedOut: boolean;
-  durationMs: number;
-  /** Set when the hook could not start. */
-  error?: string;
-}
-
-/** Counters of a {@linkcode HookRunner}. */
-export interface HookRunnerStats {
-  running: number;
-  queued: number;
-  started: number;
-  failed: number;
-  dropped: number;
-}
-
-/** Options of {@linkcode HookRunner}. */
-export interface HookRunnerOptions {
-  /** Hooks running at once. @default {HOOK_CONCURRENCY} */
-  concurrency?: number;
-  /** Runs waiting before the oldest are dropped. @default {HOOK_BACKLOG} */
-  backlog?: number;
-  /** Called as each hook process starts (benchmarks measure event → start). */
-  onStart?: (job: HookJob) => void;
-  /** Called when a run fails (non-zero exit, timeout, or it could not start). */
-  onFailure?: (job: HookJob, outcome: HookOutcome) => void;
-}
-
-/** Runs hook jobs through `/bin/sh -c`, at most `concurrency` at once, each killed (whole group) at its timeout. */
-export class HookRunner {
-  #queue: HookJob[] = [];
-  #running = 0;
-  #o: HookRunnerOptions;
-  #stats = { started: 0, failed: 0, dropped: 0 };
-  #idle: (() => void)[] = [];
-  #abort = new AbortController();
-
-  constructor(options: HookRunnerOptions = {}) {
-    this.#o = options;
-  }
-
-  /** Queues a run; returns at once. */
-  submit(job: HookJob): void {
-    if (this.#abort.signal.aborted) return;
-    this.#queue.push(job);
-    const backlog = this.#o.backlog ?? HOOK_BACKLOG;
-    if (this.#queue.length > backlog) {
-      const dropped = this.#queue.splice(0, this.#queue.length - backlog);
-      if (this.#stats.dropped === 0) {
-        console.error(`hooks: more than ${backlog} waiting; dropping the oldest`);
-      }
-      this.#stats.dropped += dropped.length;
-    }
-    this.#next();
-  }
-
-  /** Current counters. */
-  stats(): HookRunnerStats {
-    return { running: this.#running, queued: this.#queue.length, ...this.#stats };
-  }
-
-  /** Resolves when nothing runs or waits. */
-  idle(): Promise<void> {
-    if (this.#running === 0 && this.#queue.length === 0) return Promise.resolve();
-    return new Promise((resolve) => this.#idle.push(resolve));
-  }
-
-  /** Kills running hooks and drops the queue. */
-  close(): void {
-    this.#queue = [];
-    this.#abort.abort();
-  }
-
-  #next(): void {
-    const concurrency = this.#o.concurrency ?? HOOK_CONCURRENCY;
-    while (this.#running < concurrency && this.#queue.length > 0) {
-      const job = this.#queue.shift()!;
-      this.#running++;
-      this.#run(job).finally(() => {
-        this.#running--;
-        this.#next();
-        if (this.#running === 0 && this.#queue.length === 0) {
-          for (const resolve of this.#idle.splice(0)) resolve();
-        }
-      });
-    }
-  }
-
-  async #run(job: HookJob): Promise<void> {
-    const started = performance.now();
-    let outcome: HookOutcome;
-    try {
-      this.#stats.started++;
-      const result = runHookProcess(job.hook, JSON.stringify(job.event), {
-        cwd: job.cwd,
-        env: job.env,
-        signal: this.#abort.signal,
-      });
-      this.#o.onStart?.(job);
-      const done = await result;
-      outcome = { exitCode: done.code, timedOut: done.timedOut, durationMs: done.durationMs };
-    } catch (error) {
-      outcome = {
-        exitCode: null,
-        timedOut: false,
-        durationMs: performance.now() - started,
-        error: String(error),
-      };
-    }
-    if (outcome.exitCode !== 0 || outcome.timedOut) {
-      this.#stats.failed++;
-      this.#o.onFailure?.(job, outcome);
-    }
-  }
-}
-
-/** Runs one hook or gate: `/bin/sh -c RUN`, `stdin` on its stdin, killed with its group at its timeout. */
-export function runHookProcess(
-  hook: HookConfig,
-  stdin: string,
-  options: { cwd?: string; env: Record<string, string>; signal?: AbortSignal },
-): Promise<RunResult> {
-  return run("/bin/sh", ["-c", hook.run], {
-    cwd: options.cwd,
-    env: options.env,
-    clearEnv: true,
-    stdin,
-    timeoutMs: hookTimeoutMs(hook),
-    signal: options.signal,
-    maxOutput: 64 * 1024,
-  });
-}
-
-// ---------------------------------------------------------------------------------------------------
-// The box's hooks and gates
 
 /** Who asked for a gated action, and where. */
 export interface GateContext {
@@ -465,6 +60,8 @@ export interface HooksOptions {
   sessionPlace: (name: string) => { location: string; worktree: string } | null;
   /** @default {HOOK_CONCURRENCY} */
   concurrency?: number;
+  /** What runs each hook and gate. @default {shellExecutor} */
+  executor?: HookExecutor;
   /** How often the hooks file is checked for edits (and `hooks.changed` announced). @default {1000} */
   watchMs?: number;
 }
@@ -479,52 +76,6 @@ interface Place {
 /** How long a location's config hooks are reused before the config is read again. */
 const CONFIG_HOOKS_TTL_MS = 1000;
 
-/**
- * What the box's and the laptop's hooks share: a watched hooks file, a bounded runner whose failures
- * are announced, and following a bus (the subclass says what it does with each event).
- */
-export abstract class HooksHost {
-  readonly file: HooksFileWatcher;
-  readonly runner: HookRunner;
-  #bus: EventBus;
-  #unsubscribeBus?: () => void;
-
-  constructor(options: { bus: EventBus; file: string; origin: string; concurrency?: number }) {
-    this.#bus = options.bus;
-    this.file = new HooksFileWatcher(options.file, { bus: options.bus });
-    this.runner = new HookRunner({
-      concurrency: options.concurrency,
-      onFailure: announceHookFailure(options.bus, options.origin),
-    });
-  }
-
-  /** Follows the bus and watches the file (an edit by hand is announced within `watchMs`). */
-  start(watchMs?: number): void {
-    this.#unsubscribeBus = this.#bus.subscribe((event) => this.onEvent(event));
-    this.file.watch(watchMs);
-  }
-
-  /** Stops following events and kills running hooks. */
-  close(): void {
-    this.#unsubscribeBus?.();
-    this.file.close();
-    this.runner.close();
-  }
-
-  /** The hooks file and its runs (`GET hooks`). */
-  state(): HooksFileState {
-    return { ...this.file.state(), runs: this.runner.stats() };
-  }
-
-  /** Replaces the hooks file (a validated `PUT hooks` body); announces `hooks.changed`. */
-  write(file: HooksFile, origin: string): Promise<HooksFileState> {
-    return this.file.write(file, origin);
-  }
-
-  /** Called synchronously by the bus for each event: must only match and queue. */
-  protected abstract onEvent(event: DockEvent): void;
-}
-
 /** Runs the box's hooks on its events and its gates before its actions. */
 export class Hooks extends HooksHost {
   #o: HooksOptions;
@@ -534,7 +85,13 @@ export class Hooks extends HooksHost {
   #configHooks = new Map<string, { hooks: HookConfig[]; at: number }>();
 
   constructor(options: HooksOptions) {
-    super({ bus: options.bus, file: options.file, origin: "dockd", concurrency: options.concurrency });
+    super({
+      bus: options.bus,
+      file: options.file,
+      origin: "dockd",
+      concurrency: options.concurrency,
+      executor: options.executor,
+    });
     this.#o = options;
   }
 
@@ -603,7 +160,7 @@ export class Hooks extends HooksHost {
         return {
           hook,
           source,
-          result: await runHookProcess(hook, stdin, { cwd: await existingDir(cwd, this.#o.home), env }),
+          result: await this.executor.run(hook, stdin, { cwd: await existingDir(cwd, this.#o.home), env }),
         };
       } catch (error) {
         return { hook, source, error: String(error) };

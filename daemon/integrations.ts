@@ -15,7 +15,7 @@
  *
  * @module
  */
-import { which } from "./runner.ts";
+import { which } from "../core/runner.ts";
 import {
   applyEdits,
   type FormattingOptions,
@@ -36,7 +36,7 @@ import type {
   SkillTarget,
 } from "../client/wire.ts";
 import { SKILLS } from "../skills/mod.ts";
-import { exists, statOrNull, writeAtomic } from "./files.ts";
+import { exists, statOrNull, writeAtomic } from "../core/files.ts";
 
 /** The agent tools dock integrates with. */
 export type IntegrationTool = "claude" | "cursor" | "codex";

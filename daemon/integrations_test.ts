@@ -4,8 +4,8 @@
  *
  * @module
  */
-import { exists } from "./files.ts";
-import { shellQuote } from "./runner.ts";
+import { exists } from "../core/files.ts";
+import { shellQuote } from "../core/runner.ts";
 import { join } from "node:path";
 import { DockError } from "../client/errors.ts";
 import { SKILLS } from "../skills/mod.ts";

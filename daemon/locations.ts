@@ -8,11 +8,11 @@
 import { basename, join, resolve } from "node:path";
 import { DockError, notFound } from "../client/errors.ts";
 import type { Branch, ConfigProblem, DockConfig, LocationConfig } from "../client/wire.ts";
-import { ConfigError, mergeConfigs, readRepoConfig, validateConfig } from "./config.ts";
-import type { EventBus } from "./events.ts";
+import { ConfigError, mergeConfigs, readRepoConfig, validateConfig } from "../core/config.ts";
+import type { EventBus } from "../core/events.ts";
 import * as git from "./git.ts";
-import { checkName } from "./names.ts";
-import type { Store } from "./store.ts";
+import { checkName } from "../core/names.ts";
+import type { Store } from "../core/store.ts";
 
 /** A location as stored. */
 export interface LocationRecord {

@@ -7,8 +7,9 @@ import {
   assertThrows,
 } from "../tests/assert.ts";
 import { DockError } from "../client/errors.ts";
-import { Store } from "./store.ts";
-import { type Laptop, link, PairingStore, parseLink } from "./pairing.ts";
+import { Store } from "../core/store.ts";
+import { type Laptop, PairingStore } from "./pairing.ts";
+import { link, parseLink } from "../core/pairing_link.ts";
 
 const FP = "ab".repeat(32);
 const MINUTE = 60_000;

@@ -7,7 +7,7 @@
  */
 import { DockError } from "../client/errors.ts";
 import type { Worktree } from "../client/wire.ts";
-import type { EventBus } from "./events.ts";
+import type { EventBus } from "../core/events.ts";
 import type { Worktrees } from "./worktrees.ts";
 
 /** Something that runs processes in worktrees (services, sessions) and can stop or continue them. */

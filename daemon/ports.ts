@@ -10,7 +10,7 @@
  * @module
  */
 import { DockError } from "../client/errors.ts";
-import type { Store } from "./store.ts";
+import type { Store } from "../core/store.ts";
 
 /** A listening TCP socket as the kernel reports it. */
 export interface Listener {

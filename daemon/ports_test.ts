@@ -15,7 +15,8 @@ import {
   PortAllocator,
   readListeners,
 } from "./ports.ts";
-import { Store } from "./store.ts";
+import { Store } from "../core/store.ts";
+import { BOX_SCHEMA } from "./schema.ts";
 
 const FIXTURES = new URL("../tests/fixtures/", import.meta.url);
 
@@ -27,7 +28,7 @@ function fixture(name: string): string {
 async function tempStore(worktrees: string[] = []): Promise<{ path: string; dir: string; store: Store }> {
   const dir = await Deno.makeTempDir({ prefix: "dock_ports_test_" });
   const path = `${dir}/box.db`;
-  const store = new Store(path);
+  const store = new Store(path, { schema: BOX_SCHEMA });
   store.run("INSERT INTO locations (name, path, created) VALUES ('loc', '/repo', '2024-01-01T00:00:00Z')");
   for (const name of worktrees) addWorktree(store, name);
   return { path, dir, store };
@@ -153,7 +154,7 @@ Deno.test("PortAllocator gives 20 worktrees disjoint blocks that survive a reope
     assertEquals(allocator.allocate("loc", "wt0", 3), [20000, 20001, 20002]);
 
     store.close();
-    const reopened = new Store(path);
+    const reopened = new Store(path, { schema: BOX_SCHEMA });
     try {
       const again = new PortAllocator(reopened, { listening: nothingListens });
       for (const name of names) {

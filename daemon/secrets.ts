@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { run, which } from "./runner.ts";
+import { run, which } from "../core/runner.ts";
 
 /** The outcome of resolving one reference. */
 export type SecretResolution = { ok: true; value: string } | { ok: false; error: string };

@@ -21,13 +21,13 @@ import { sleep } from "../client/timers.ts";
 import { dirname, join } from "node:path";
 import { DockError, notFound } from "../client/errors.ts";
 import type { ServiceState, StreamLine, Worktree, WorktreeService } from "../client/wire.ts";
-import type { EventBus } from "./events.ts";
-import { statOrNull } from "./files.ts";
+import type { EventBus } from "../core/events.ts";
+import { statOrNull } from "../core/files.ts";
 import type { Locations } from "./locations.ts";
-import type { BoxPaths } from "./paths.ts";
+import type { BoxPaths } from "../core/paths.ts";
 import { groupMembers, isAlive, readProc } from "./procs.ts";
-import { killGroup, launch, loginShell } from "./runner.ts";
-import type { Store } from "./store.ts";
+import { killGroup, launch, loginShell } from "../core/runner.ts";
+import type { Store } from "../core/store.ts";
 import type { Worktrees } from "./worktrees.ts";
 
 interface ServiceRow {

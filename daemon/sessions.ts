@@ -25,11 +25,12 @@ import type {
   Worktree,
 } from "../client/wire.ts";
 import { agentArgs, availableAgents } from "./agents.ts";
-import type { EventBus } from "./events.ts";
+import type { EventBus } from "../core/events.ts";
 import type { Locations } from "./locations.ts";
 import { groupMembers, groupRss, processes } from "./procs.ts";
-import { killGroup, loginShell, shellQuote } from "./runner.ts";
-import type { Store } from "./store.ts";
+import { killGroup, loginShell, shellQuote } from "../core/runner.ts";
+import { SESSION_NAME } from "../core/names.ts";
+import type { Store } from "../core/store.ts";
 import type { Pane, Tmux } from "./tmux.ts";
 import type { Worktrees } from "./worktrees.ts";
 
@@ -50,9 +51,6 @@ const STATE_OF: Record<string, AgentState> = {
   "agent.waiting": "waiting",
   "agent.finished": "finished",
 };
-
-/** What a session name may be: letters, digits, `_` and `-`, at most 64 (tmux reads `.` and `:`). */
-export const SESSION_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
 
 /** Days a send's idempotency key is remembered, at least. */
 export const SEND_KEY_DAYS = 7;

@@ -16,7 +16,7 @@ import * as jsonc from "jsonc-parser";
 import { z } from "zod";
 import { DockError } from "../client/errors.ts";
 import { DEFAULT_COMPAT_PREFIX } from "./env.ts";
-import type { BoxPaths } from "./paths.ts";
+import type { BoxPaths } from "../core/paths.ts";
 
 const SETTINGS = z.object({
   name: z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/, "must match [a-z0-9][a-z0-9-]*, at most 63 characters")

@@ -5,11 +5,11 @@
  *
  * @module
  */
-import { exists } from "./files.ts";
+import { exists } from "../core/files.ts";
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import type { AgentPreset, BoxInfo, Check, FsEntry, FsListing, Stats } from "../client/wire.ts";
 import { DockError } from "../client/errors.ts";
-import { run, which as whichOnPath } from "./runner.ts";
+import { run, which as whichOnPath } from "../core/runner.ts";
 
 /** Tools `GET info` looks for on `PATH`. */
 export const TOOLS = [

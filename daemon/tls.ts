@@ -25,7 +25,8 @@
  */
 import { createPrivateKey, createPublicKey, X509Certificate } from "node:crypto";
 import { DockError } from "../client/errors.ts";
-import { run, which } from "./runner.ts";
+import { fingerprintOf, pemToDer } from "../core/pairing_link.ts";
+import { run, which } from "../core/runner.ts";
 
 /** The box's CA and current leaf, as the TLS listener and the pairing link need them. */
 export interface BoxCertificates {
@@ -82,12 +83,6 @@ export async function ensureCertificates(
     keyPem: leaf.keyPem,
     fingerprint: await fingerprintOf(ca.certPem),
   };
-}
-
-/** SHA-256 over the DER of the first certificate in `pem`, lowercase hex without colons. */
-export async function fingerprintOf(pem: string): Promise<string> {
-  const digest = await crypto.subtle.digest("SHA-256", pemToDer(pem));
-  return Array.from(new Uint8Array(digest), (byte) => byte.toString(16).padStart(2, "0")).join("");
 }
 
 /** The addresses a laptop may use to reach this box: loopback, the host name and every interface address. */
@@ -415,15 +410,6 @@ function sameSet(a: string[], b: string[]): boolean {
 
 // ---------------------------------------------------------------------------------------------------
 // Reading certificates back: just enough DER for the renewal decision.
-
-function pemToDer(pem: string): Uint8Array<ArrayBuffer> {
-  const match = /-----BEGIN CERTIFICATE-----([\s\S]*?)-----END CERTIFICATE-----/.exec(pem);
-  if (!match) {
-    throw new DockError("invalid_certificate", "Cannot read the certificate: no PEM CERTIFICATE block found");
-  }
-  const binary = atob(match[1].replace(/\s+/g, ""));
-  return Uint8Array.from(binary, (char) => char.charCodeAt(0));
-}
 
 interface Tlv {
   tag: number;

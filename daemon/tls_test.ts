@@ -7,7 +7,8 @@ import {
   assertStringIncludes,
 } from "../tests/assert.ts";
 import { DockError } from "../client/errors.ts";
-import { ensureCertificates, fingerprintOf, localAddresses } from "./tls.ts";
+import { ensureCertificates, localAddresses } from "./tls.ts";
+import { fingerprintOf } from "../core/pairing_link.ts";
 
 const LOOPBACK = ["localhost", "127.0.0.1", "::1"];
 const DAY = 24 * 3600 * 1000;

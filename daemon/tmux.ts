@@ -6,7 +6,7 @@
  * @module
  */
 import { DockError } from "../client/errors.ts";
-import { run } from "./runner.ts";
+import { run } from "../core/runner.ts";
 
 // remain-on-exit keeps a finished program's pane (and its exit status) until dockd has seen it;
 // window-size latest lets the most recent client (an attach) decide the size; no status line, since

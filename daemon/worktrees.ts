@@ -13,17 +13,17 @@ import { basename, dirname, join, sep } from "node:path";
 import { DockError, notFound } from "../client/errors.ts";
 import type { SetupState, StreamLine, Worktree, WorktreeCreate, WorktreeOrigin } from "../client/wire.ts";
 import { buildEnv, dockVariables, validateEnvFile } from "./env.ts";
-import type { EventBus } from "./events.ts";
+import type { EventBus } from "../core/events.ts";
 import * as git from "./git.ts";
 import type { LocationRecord, Locations } from "./locations.ts";
-import { checkName, nameFromFolder } from "./names.ts";
-import type { BoxPaths } from "./paths.ts";
+import { checkName, nameFromFolder } from "../core/names.ts";
+import type { BoxPaths } from "../core/paths.ts";
 import type { PortAllocator } from "./ports.ts";
-import { exists, statOrNull } from "./files.ts";
-import { run, shell, which } from "./runner.ts";
+import { exists, statOrNull } from "../core/files.ts";
+import { run, shell, which } from "../core/runner.ts";
 import type { SecretResolver } from "./secrets.ts";
 import type { BoxSettings } from "./settings.ts";
-import type { Store } from "./store.ts";
+import type { Store } from "../core/store.ts";
 import { sleep } from "../client/timers.ts";
 
 /** Setup scripts may run this long (spec 8), then they are killed. */

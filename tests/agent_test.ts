@@ -8,7 +8,7 @@ import { assert, assertEquals, assertRejects, assertStringIncludes } from "./ass
 import { Agent } from "../agent/agent.ts";
 import { agentApp } from "../agent/api/server.ts";
 import { AgentClient } from "../client/agent.ts";
-import { clientPaths } from "../daemon/paths.ts";
+import { clientPaths } from "../core/paths.ts";
 import { DockError } from "../client/errors.ts";
 import type { DockEvent } from "../client/wire.ts";
 import { eventually, makeDirs, makeRepo, startAgent, startBox } from "./harness.ts";

@@ -12,7 +12,7 @@ import { AgentClient } from "../client/agent.ts";
 import { DockError } from "../client/errors.ts";
 import { connectTlsWebSocket } from "../client/websocket.ts";
 import type { DockEvent } from "../client/wire.ts";
-import { parseLink } from "../daemon/pairing.ts";
+import { parseLink } from "../core/pairing_link.ts";
 import {
   type BoxDirs,
   eventually,

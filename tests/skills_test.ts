@@ -4,7 +4,7 @@
  * `dockd skills` and `dock skills BOX` commands drive it. Every home the tools read (`HOME`,
  * `CLAUDE_CONFIG_DIR`, `CODEX_HOME`) is a temporary folder.
  */
-import { exists } from "../daemon/files.ts";
+import { exists } from "../core/files.ts";
 import { join } from "node:path";
 import { BoxClient } from "../client/box.ts";
 import { AgentClient } from "../client/agent.ts";

@@ -4,16 +4,9 @@
  *
  * @module
  */
-import { DockError, notFound } from "../../client/errors.ts";
-import { param, RouteTable } from "../../daemon/api/http.ts";
-import type { Agent } from "../agent.ts";
-import { attachRelay, type BoxTarget, tlsTarget } from "../attach_relay.ts";
+import { param, RouteTable } from "../../core/http.ts";
+import { attachRelay, type BoxTarget, boxTarget } from "../attach_relay.ts";
 import type { Boxes } from "../boxes.ts";
-
-/** What a TLS box's attach needs beyond its address: the pinned CA and this laptop's credential. */
-export interface TlsCredentials {
-  tlsCredentials(name: string): { caCerts: string[]; credential: string } | null;
-}
 
 /** Options of {@linkcode attachRoutes}. */
 export interface AttachRouteOptions {
@@ -22,8 +15,8 @@ export interface AttachRouteOptions {
 }
 
 /** The attach relay's route, to mount under `/v1`. */
-export function attachRoutes(agent: Agent, options: AttachRouteOptions = {}): RouteTable {
-  const target = options.target ?? ((box: string) => boxTarget(agent.boxes, box));
+export function attachRoutes(boxes: Boxes, options: AttachRouteOptions = {}): RouteTable {
+  const target = options.target ?? ((box: string) => boxTarget(boxes, box));
   return new RouteTable("attach").add("GET", "/boxes/:box/sessions/:name/attach", async (c) => {
     const box = param(c, "box");
     const url = new URL(c.req.url);
@@ -35,25 +28,4 @@ export function attachRoutes(agent: Agent, options: AttachRouteOptions = {}): Ro
       rows: url.searchParams.get("rows"),
     });
   });
-}
-
-/**
- * How the agent reaches `name`: its daemon's socket, or its TLS address with the CA and credential the
- * registry keeps (read through a `tlsCredentials(name)` method on {@linkcode Boxes} when it has one).
- */
-export function boxTarget(boxes: Boxes, name: string): BoxTarget {
-  const record = boxes.list().find((box) => box.name === name);
-  if (!record) throw notFound("box", name);
-  if (record.kind === "socket") return { kind: "socket", path: record.address };
-  const credentials = (boxes as Boxes & Partial<TlsCredentials>).tlsCredentials?.(name);
-  if (!credentials) {
-    throw new DockError(
-      "unsupported",
-      `box '${name}': attaching over TLS needs the box's CA and credential`,
-      {
-        status: 422,
-      },
-    );
-  }
-  return tlsTarget(record.address, credentials);
 }

@@ -8,7 +8,7 @@
  */
 import type { MiddlewareHandler } from "hono";
 import { DockError } from "../../client/errors.ts";
-import { errorResponse } from "../../daemon/api/http.ts";
+import { errorResponse } from "../../core/http.ts";
 import { sameSecret } from "../token.ts";
 
 /** Options of {@linkcode gate}. */

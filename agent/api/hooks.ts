@@ -5,8 +5,8 @@
  * @module
  */
 import { z } from "zod";
-import { body, json, requestOrigin, RouteTable } from "../../daemon/api/http.ts";
-import { hooksBody } from "../../daemon/hooks.ts";
+import { body, json, requestOrigin, RouteTable } from "../../core/http.ts";
+import { hooksBody } from "../../core/hooks.ts";
 import type { Agent } from "../agent.ts";
 
 /** The laptop hooks routes. */

@@ -5,7 +5,7 @@
  * @module
  */
 import { z } from "zod";
-import { body, json, requestOrigin, RouteTable } from "../../daemon/api/http.ts";
+import { body, json, requestOrigin, RouteTable } from "../../core/http.ts";
 import type { Agent } from "../agent.ts";
 import { pairBox } from "../pairing.ts";
 

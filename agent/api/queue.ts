@@ -6,8 +6,8 @@
  * @module
  */
 import { z } from "zod";
-import { SESSION_NAME } from "../../daemon/sessions.ts";
-import { body, json, param, requestOrigin, RouteTable } from "../../daemon/api/http.ts";
+import { SESSION_NAME } from "../../core/names.ts";
+import { body, json, param, requestOrigin, RouteTable } from "../../core/http.ts";
 import type { Agent } from "../agent.ts";
 import { TEXT_LIMIT } from "../queue.ts";
 

@@ -7,8 +7,9 @@
 import { Hono } from "hono";
 import { z } from "zod";
 import { DockError } from "../../client/errors.ts";
-import { EVENT_ANNOUNCE, resumeFrom, sse } from "../../daemon/api/events.ts";
-import { body, errorResponse, json, mount, param, requestOrigin, RouteTable } from "../../daemon/api/http.ts";
+import { EVENT_ANNOUNCE } from "../../core/events.ts";
+import { resumeFrom, sse } from "../../core/sse.ts";
+import { body, errorResponse, json, mount, param, requestOrigin, RouteTable } from "../../core/http.ts";
 import type { Agent } from "../agent.ts";
 import { forgetBox } from "../pairing.ts";
 import { relay } from "../relay.ts";
@@ -89,7 +90,7 @@ export function agentApp(agent: Agent, options: { port: number }): Hono {
     settingsRoutes(agent),
     hooksRoutes(agent),
     pairRoutes(agent),
-    attachRoutes(agent),
+    attachRoutes(agent.boxes),
     queueRoutes(agent),
   ]);
   // The relay takes every method and any path below the box's api/.

@@ -8,8 +8,8 @@
 import { join } from "node:path";
 import { z } from "zod";
 import { DockError } from "../../client/errors.ts";
-import { body, fieldPath, json, param, requestOrigin, RouteTable } from "../../daemon/api/http.ts";
-import { writeAtomic } from "../../daemon/files.ts";
+import { body, fieldPath, json, param, requestOrigin, RouteTable } from "../../core/http.ts";
+import { writeAtomic } from "../../core/files.ts";
 import type { Agent } from "../agent.ts";
 
 /** The largest app settings document accepted (spec 8). */

@@ -6,7 +6,7 @@
 import { z } from "zod";
 import type { Box } from "../box.ts";
 import { execTimeout } from "../exec.ts";
-import { body, flagQuery, json, ndjson, requestOrigin, RouteTable } from "./http.ts";
+import { body, flagQuery, json, ndjson, requestOrigin, RouteTable } from "../../core/http.ts";
 
 const EXEC = z.object({
   location: z.string().min(1),

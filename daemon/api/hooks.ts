@@ -6,8 +6,8 @@
  */
 import { z } from "zod";
 import type { Box } from "../box.ts";
-import { hooksBody } from "../hooks.ts";
-import { body, json, requestOrigin, RouteTable } from "./http.ts";
+import { hooksBody } from "../../core/hooks.ts";
+import { body, json, requestOrigin, RouteTable } from "../../core/http.ts";
 
 /** The hooks routes. */
 export function hooksRoutes(box: Box): RouteTable {

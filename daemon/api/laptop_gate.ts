@@ -27,7 +27,7 @@ import {
   whileBacklogged,
 } from "../../client/websocket.ts";
 import type { Box } from "../box.ts";
-import { errorResponse } from "./http.ts";
+import { errorResponse } from "../../core/http.ts";
 import type { TlsEnv } from "./pair.ts";
 
 /** One request's tie to its laptop: aborted on revocation, released when the answer is done. */

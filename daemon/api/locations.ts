@@ -7,12 +7,12 @@ import { z } from "zod";
 import type { StreamLine } from "../../client/wire.ts";
 import type { Box } from "../box.ts";
 import { defaultRepoPath, nameFromUrl } from "../locations.ts";
-import { checkName } from "../names.ts";
-import { Channel } from "../channel.ts";
-import { run } from "../runner.ts";
+import { checkName } from "../../core/names.ts";
+import { Channel } from "../../core/channel.ts";
+import { run } from "../../core/runner.ts";
 import * as git from "../git.ts";
 import { DockError } from "../../client/errors.ts";
-import { body, json, ndjson, param, requestOrigin, RouteTable } from "./http.ts";
+import { body, json, ndjson, param, requestOrigin, RouteTable } from "../../core/http.ts";
 
 // Paths are absolute (or ~/…): the daemon's own working directory means nothing to its callers.
 const BOX_PATH = z.string().regex(/^(\/|~\/|~$)/, "must be an absolute path (or start with ~/)");

@@ -16,8 +16,9 @@ import type { Context } from "hono";
 import { z } from "zod";
 import { DockError, notFound } from "../../client/errors.ts";
 import type { Box, TlsListener } from "../box.ts";
-import { type Laptop, link } from "../pairing.ts";
-import { body, json, param, requestOrigin, RouteTable } from "./http.ts";
+import type { Laptop } from "../pairing.ts";
+import { link } from "../../core/pairing_link.ts";
+import { body, json, param, requestOrigin, RouteTable } from "../../core/http.ts";
 
 /** What the TLS listener hands its app as `c.env`. */
 export interface TlsEnv {

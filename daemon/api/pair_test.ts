@@ -1,10 +1,11 @@
 import { Hono } from "hono";
 import { assert, assertEquals, assertMatch, assertRejects } from "../../tests/assert.ts";
 import type { Box, TlsListener } from "../box.ts";
-import { EventBus } from "../events.ts";
-import { PairingStore, parseLink } from "../pairing.ts";
-import { Store } from "../store.ts";
-import { errorResponse, mount, RouteTable } from "./http.ts";
+import { EventBus } from "../../core/events.ts";
+import { PairingStore } from "../pairing.ts";
+import { parseLink } from "../../core/pairing_link.ts";
+import { Store } from "../../core/store.ts";
+import { errorResponse, mount, RouteTable } from "../../core/http.ts";
 import { laptopGate, LaptopStreams } from "./laptop_gate.ts";
 import { defaultLinkHost, pairingRoutes, redeemRoutes, socketOnly } from "./pair.ts";
 

@@ -14,7 +14,7 @@ import { ensureCertificates, localAddresses } from "../tls.ts";
 import { eventRoutes } from "./events.ts";
 import { execRoutes } from "./exec.ts";
 import { hooksRoutes } from "./hooks.ts";
-import { errorResponse, mount } from "./http.ts";
+import { errorResponse, mount } from "../../core/http.ts";
 import { laptopGate, LaptopStreams } from "./laptop_gate.ts";
 import { pairingRoutes, redeemRoutes, socketOnly } from "./pair.ts";
 import { locationRoutes } from "./locations.ts";

@@ -7,7 +7,7 @@
 import type { Box } from "../box.ts";
 import type { Port, WorktreePorts, WorktreeService } from "../../client/wire.ts";
 import { portsInUse } from "../procs.ts";
-import { flagQuery, intQuery, json, ndjson, param, requestOrigin, RouteTable } from "./http.ts";
+import { flagQuery, intQuery, json, ndjson, param, requestOrigin, RouteTable } from "../../core/http.ts";
 
 /** The service, pause and ports routes. */
 export function serviceRoutes(box: Box): RouteTable {

@@ -10,7 +10,7 @@ import { DockError } from "../../client/errors.ts";
 import type { AgentState } from "../../client/wire.ts";
 import { attachSession, attachSize } from "../attach.ts";
 import type { Box } from "../box.ts";
-import { body, intQuery, json, param, requestOrigin, RouteTable } from "./http.ts";
+import { body, intQuery, json, param, requestOrigin, RouteTable } from "../../core/http.ts";
 
 const SIZE = z.number().int().min(1).max(1000).optional();
 const SESSION_CREATE = z.object({

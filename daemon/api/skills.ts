@@ -17,7 +17,7 @@ import type { SkillsEventData, SkillsResult, SkillTarget } from "../../client/wi
 import { SKILLS } from "../../skills/mod.ts";
 import type { Box } from "../box.ts";
 import { type HomeOptions, installSkills, listSkills, uninstallSkills } from "../integrations.ts";
-import { body, json, requestOrigin, RouteTable } from "./http.ts";
+import { body, json, requestOrigin, RouteTable } from "../../core/http.ts";
 
 const SKILL_IDS = SKILLS.map((skill) => skill.id);
 

@@ -6,7 +6,7 @@ import { SKILLS } from "../../skills/mod.ts";
 import { assert, assertEquals } from "../../tests/assert.ts";
 import type { Box } from "../box.ts";
 import type { GateContext } from "../hooks.ts";
-import { errorResponse, mount } from "./http.ts";
+import { errorResponse, mount } from "../../core/http.ts";
 import { skillRoutes } from "./skills.ts";
 
 interface GateCall {

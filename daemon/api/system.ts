@@ -10,11 +10,11 @@ import { validateEnvFile } from "../env.ts";
 import * as system from "../system.ts";
 import { isSecretReference } from "../secrets.ts";
 import { readEnvFile } from "../worktrees.ts";
-import { writeAtomic } from "../files.ts";
+import { writeAtomic } from "../../core/files.ts";
 import { readGuardFile, validateGuard, writeGuardFile } from "../guard.ts";
-import { hooksCheck } from "../hooks.ts";
+import { hooksCheck } from "../../core/hooks.ts";
 import { DockError } from "../../client/errors.ts";
-import { body, json, requestOrigin, RouteTable } from "./http.ts";
+import { body, json, requestOrigin, RouteTable } from "../../core/http.ts";
 
 const SECRET_TEST = z.object({ ref: z.string() });
 const ENV_PUT = z.object({ env: z.record(z.string(), z.string()) });

@@ -8,7 +8,7 @@
 import { DockError } from "../../client/errors.ts";
 import { whileBacklogged } from "../../client/websocket.ts";
 import type { Box } from "../box.ts";
-import { intQuery, RouteTable } from "./http.ts";
+import { intQuery, RouteTable } from "../../core/http.ts";
 
 /** The tunnel route. */
 export function tunnelRoutes(_box: Box): RouteTable {

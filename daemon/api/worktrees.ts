@@ -6,7 +6,16 @@
 import { z } from "zod";
 import type { Box } from "../box.ts";
 import * as git from "../git.ts";
-import { body, flagQuery, intQuery, json, ndjson, param, requestOrigin, RouteTable } from "./http.ts";
+import {
+  body,
+  flagQuery,
+  intQuery,
+  json,
+  ndjson,
+  param,
+  requestOrigin,
+  RouteTable,
+} from "../../core/http.ts";
 
 const WORKTREE_CREATE = z.object({
   name: z.string(),

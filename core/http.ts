@@ -7,7 +7,7 @@
  */
 import type { Context, Hono } from "hono";
 import { z } from "zod";
-import { DockError } from "../../client/errors.ts";
+import { DockError } from "../client/errors.ts";
 
 /** HTTP methods the API routes. */
 export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";

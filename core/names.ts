@@ -1,5 +1,5 @@
 /**
- * Names of locations and worktrees. They become folder names and URL labels
+ * Names of locations, worktrees and sessions. They become folder names and URL labels
  * (`<wt>.<loc>.<box>.localhost`), so they are kept to a safe alphabet: no path separators, no leading
  * dot, nothing git refuses in a branch name, bounded length.
  *
@@ -9,6 +9,9 @@ import { badField } from "../client/errors.ts";
 
 /** The longest location or worktree name accepted. */
 export const MAX_NAME = 64;
+
+/** What a session name may be: letters, digits, `_` and `-`, at most 64 (tmux reads `.` and `:`). */
+export const SESSION_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
 

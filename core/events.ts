@@ -6,7 +6,28 @@
  * @module
  */
 import type { DockEvent, EventAnnounce } from "../client/wire.ts";
+import { z } from "zod";
 import type { Store } from "./store.ts";
+
+const EVENT_TYPE = /^[a-z][a-z0-9_-]*(\.[a-z0-9_-]+)*$/;
+
+/** The body of `POST events` on the laptop (spec 2.4 "Event announce"). */
+export const EVENT_ANNOUNCE = z.object({
+  type: z.string().max(100).regex(EVENT_TYPE, "must be dotted lower-case words such as build.finished"),
+  origin: z.string().max(64).optional(),
+  data: z.record(z.string(), z.unknown()).optional(),
+});
+
+// The journal; `box` (added later) is set on events the laptop merged from a box.
+const JOURNAL_SCHEMA = `
+CREATE TABLE IF NOT EXISTS events (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  type TEXT NOT NULL,
+  time TEXT NOT NULL,
+  origin TEXT,
+  data TEXT
+);
+`;
 
 /** A listener of published events. */
 export type EventListener = (event: DockEvent) => void;
@@ -29,6 +50,8 @@ export class EventBus {
 
   constructor(store: Store, options: EventBusOptions = {}) {
     this.#store = store;
+    store.db.exec(JOURNAL_SCHEMA);
+    store.addColumn("events", "box TEXT");
     this.#journalSize = options.journalSize ?? 10_000;
     this.#now = options.now ?? (() => new Date());
   }

@@ -1,0 +1,525 @@
+/**
+ * Hooks and `before:` gates (spec 2.5, 2.9, 6): the person's own scripts, run on events and before
+ * actions.
+ *
+ * - **Hooks** run for events: the box's `~/.dock/hooks.json`, and each location's effective config
+ *   (repository, kit and box layers concatenated) for that repository's events only, run in the
+ *   worktree. The event bus only hands each event to a queue here; matching, reading config and
+ *   spawning happen off the publishing path, with a bound on concurrent hooks, so a slow or hanging
+ *   hook never slows event delivery or the API.
+ * - **Gates** (`on: "before:<action>"`) run before an API request acts. Every gate must exit 0; the
+ *   first that does not refuses the request with 403 `gate_refused` (the message is the first line of
+ *   its stderr), and one that outlives its timeout (30 s by default) refuses with `gate_timeout`.
+ *
+ * `hook.*` events (a hook failed) never run hooks, so a failing `*` hook cannot feed itself.
+ *
+ * This is the engine the box (`daemon/hooks.ts`) and the laptop (`agent/hooks.ts`) share: matching,
+ * the watched hooks file, and the bounded runner. What runs a hook is behind {@linkcode HookExecutor}:
+ * {@linkcode shellExecutor} (`/bin/sh -c`) is the first; the plugin host adds modules.
+ *
+ * @module
+ */
+import type { Check, DockEvent, HookConfig, HooksState } from "../client/wire.ts";
+import { DockError } from "../client/errors.ts";
+import { parseDuration } from "../client/duration.ts";
+import { ConfigError, type HooksFile, parseHooksText, validateHooksFile } from "./config.ts";
+import type { EventBus } from "./events.ts";
+import { writeAtomic } from "./files.ts";
+import { run } from "./runner.ts";
+
+/** Default hook timeout (spec 8). */
+export const HOOK_TIMEOUT_MS = 60_000;
+/** Default gate timeout (spec 8). */
+export const GATE_TIMEOUT_MS = 30_000;
+/** Hooks running at once, per process. */
+export const HOOK_CONCURRENCY = 8;
+/** Hook runs waiting for a slot before the oldest are dropped (and counted). */
+export const HOOK_BACKLOG = 10_000;
+
+/** Actions a `before:` gate can guard (spec 6, plus worktree create/remove). */
+export const GATE_ACTIONS = [
+  "skills.install",
+  "skills.uninstall",
+  "session.send",
+  "exec",
+  "config.change",
+  "worktree.create",
+  "worktree.remove",
+] as const;
+
+/** One of {@linkcode GATE_ACTIONS}. */
+export type GateAction = typeof GATE_ACTIONS[number];
+
+// ---------------------------------------------------------------------------------------------------
+// Matching and variables (pure)
+
+/** True for a gate (`before:<action>`). */
+export function isGate(hook: HookConfig): boolean {
+  return hook.on.startsWith("before:");
+}
+
+/** Whether a hook's `on` selects an event type: exact, a prefix such as `worktree.*`, or `*`. */
+export function hookMatches(on: string, type: string): boolean {
+  if (on.startsWith("before:")) return false;
+  if (on === "*") return true;
+  if (on.endsWith(".*")) return type.startsWith(on.slice(0, -1));
+  return on === type;
+}
+
+/** The hooks of `hooks` that run for `event`: matching, and not written for the tool it came from. */
+export function hooksFor(
+  hooks: readonly HookConfig[],
+  event: Pick<DockEvent, "type" | "origin">,
+): HookConfig[] {
+  return hooks.filter((hook) =>
+    hookMatches(hook.on, event.type) && !(hook.tool && hook.tool === event.origin)
+  );
+}
+
+/** The gates of `hooks` for `action`, skipping those written for the requesting tool. */
+export function gatesFor(hooks: readonly HookConfig[], action: string, origin: string): HookConfig[] {
+  return hooks.filter((hook) => hook.on === `before:${action}` && !(hook.tool && hook.tool === origin));
+}
+
+/** A hook's timeout in milliseconds: its own, else 1 m (30 s for gates). */
+export function hookTimeoutMs(hook: HookConfig): number {
+  if (hook.timeout) return parseDuration(hook.timeout);
+  return isGate(hook) ? GATE_TIMEOUT_MS : HOOK_TIMEOUT_MS;
+}
+
+/** `DOCK_<FIELD>` for a data field: upper case, anything but letters, digits and `_` becomes `_`. */
+export function fieldVariable(key: string): string {
+  return `DOCK_${key.toUpperCase().replace(/[^A-Z0-9_]/g, "_")}`;
+}
+
+/**
+ * The event as `DOCK_*` variables: `DOCK_EVENT_TYPE`, `_TIME`, `_ORIGIN`, `_ID`, `_BOX`, `_DATA` (the
+ * data as JSON), and `DOCK_<FIELD>` for each scalar data field (`DOCK_PATH`, `DOCK_AGENT`,
+ * `DOCK_SESSION_ID` for agent events). Fields named like a variable in `keep` do not replace it.
+ */
+export function eventVariables(
+  event: DockEvent,
+  options: { box?: string; keep?: Record<string, string> } = {},
+): Record<string, string> {
+  const vars: Record<string, string> = {};
+  for (const [key, value] of Object.entries(event.data ?? {})) {
+    if (typeof value !== "string" && typeof value !== "number" && typeof value !== "boolean") continue;
+    const name = fieldVariable(key);
+    if (options.keep && name in options.keep) continue;
+    vars[name] = String(value);
+  }
+  vars.DOCK_EVENT_TYPE = event.type;
+  vars.DOCK_EVENT_TIME = event.time;
+  vars.DOCK_EVENT_ORIGIN = event.origin ?? "";
+  vars.DOCK_EVENT_ID = event.id === undefined ? "" : String(event.id);
+  vars.DOCK_EVENT_BOX = event.box ?? options.box ?? "";
+  vars.DOCK_EVENT_DATA = JSON.stringify(event.data ?? {});
+  return vars;
+}
+
+/** The first non-empty line of a gate's stderr, cut to a readable length. */
+export function firstLine(text: string): string {
+  const line = text.split("\n").map((l) => l.trim()).find((l) => l.length > 0) ?? "";
+  return line.length > 300 ? `${line.slice(0, 299)}…` : line;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The hooks file
+
+/** What `GET hooks` answers: the file, its hooks, why it does not load (the last good hooks stay), runs. */
+export type HooksFileState = HooksState;
+
+/**
+ * A `hooks.json` kept current without a restart: its mtime, size and inode are checked before each use
+ * (a stat costs microseconds; at most every `checkMs`), and a changed file is read again. A file that
+ * stops parsing keeps the last good hooks (a typo must not silently drop a gate) and reports the error.
+ */
+export class HooksFileWatcher {
+  readonly path: string;
+  #hooks: HookConfig[] = [];
+  #error: string | undefined;
+  #signature = "";
+  #checked = 0;
+  #checkMs: number;
+  #unannounced = false;
+  #bus?: EventBus;
+  #timer?: ReturnType<typeof setInterval>;
+
+  constructor(path: string, options: { checkMs?: number; bus?: EventBus } = {}) {
+    this.path = path;
+    this.#checkMs = options.checkMs ?? 0;
+    this.#bus = options.bus;
+    this.refresh();
+    this.#unannounced = false;
+  }
+
+  /** Checks the file every `everyMs` and announces an edit made by other means as `hooks.changed`. */
+  watch(everyMs = 1000): void {
+    this.#timer = setInterval(() => {
+      if (this.takeChange()) {
+        this.#bus?.publish({ type: "hooks.changed", origin: "file", data: { path: this.path } });
+      }
+    }, everyMs);
+  }
+
+  /** Stops watching. */
+  close(): void {
+    clearInterval(this.#timer);
+  }
+
+  /** True once after the file changed on disk by other means than {@linkcode write} (to announce it). */
+  takeChange(): boolean {
+    this.refresh();
+    const changed = this.#unannounced;
+    this.#unannounced = false;
+    return changed;
+  }
+
+  /** The current hooks (re-read first when the file changed since the last check). */
+  current(): HookConfig[] {
+    if (performance.now() - this.#checked >= this.#checkMs) this.refresh();
+    return this.#hooks;
+  }
+
+  /** The file's state as `GET hooks` reports it. */
+  state(): HooksFileState {
+    this.refresh();
+    const state: HooksFileState = { path: this.path, hooks: this.#hooks };
+    if (this.#error) state.error = this.#error;
+    return state;
+  }
+
+  /** Checks the file now; true when its hooks (or its error) changed. */
+  refresh(): boolean {
+    this.#checked = performance.now();
+    let signature: string;
+    try {
+      const info = Deno.statSync(this.path);
+      signature = `${info.mtime?.getTime()}:${info.size}:${info.ino}`;
+    } catch {
+      signature = "missing";
+    }
+    if (signature === this.#signature) return false;
+    this.#signature = signature;
+    this.#unannounced = true;
+    if (signature === "missing") {
+      this.#hooks = [];
+      this.#error = undefined;
+      return true;
+    }
+    try {
+      this.#hooks = parseHooksText(Deno.readTextFileSync(this.path), this.path).hooks;
+      this.#error = undefined;
+    } catch (error) {
+      this.#error = error instanceof Error ? error.message : String(error);
+      console.error(`hooks: ${this.#error} (the last good hooks stay in force)`);
+    }
+    return true;
+  }
+
+  /**
+   * Writes the file (a validated `PUT hooks` body, see {@linkcode hooksBody}) and announces
+   * `hooks.changed` with the writer's origin; returns the new state.
+   */
+  async write(file: HooksFile, origin = "api"): Promise<HooksFileState> {
+    const dir = this.path.slice(0, this.path.lastIndexOf("/"));
+    if (dir) await Deno.mkdir(dir, { recursive: true });
+    await writeAtomic(this.path, JSON.stringify(file, null, 2) + "\n", 0o644);
+    this.refresh();
+    this.#unannounced = false; // announced here, with the writer's origin, not by the watch
+    this.#bus?.publish({ type: "hooks.changed", origin, data: { path: this.path } });
+    return this.state();
+  }
+}
+
+/**
+ * The `onFailure` of a {@linkcode HookRunner} that logs a failed run and announces it as `hook.failed`
+ * (`origin` is the announcing process: `dockd` or `dock`), never with the hook's output: a hook sees
+ * the worktree's secrets and may print them.
+ */
+export function announceHookFailure(
+  bus: EventBus,
+  origin: string,
+): (job: HookJob, outcome: HookOutcome) => void {
+  return (job, outcome) => {
+    const what = outcome.timedOut
+      ? `was killed at its timeout (${job.hook.timeout ?? "1m"})`
+      : outcome.error
+      ? `could not start: ${outcome.error}`
+      : `exited with ${outcome.exitCode}`;
+    console.error(`hook '${job.hook.on}' in ${job.source} for ${job.event.type} ${what}`);
+    bus.publish({
+      type: "hook.failed",
+      origin,
+      data: {
+        on: job.hook.on,
+        source: job.source,
+        event: job.event.type,
+        exit_code: outcome.exitCode,
+        timed_out: outcome.timedOut,
+        duration_ms: Math.round(outcome.durationMs),
+      },
+    });
+  };
+}
+
+/** The `GET doctor` check of a hooks file: it parses (else its error, the last good hooks in force). */
+export function hooksCheck(state: HooksFileState): Check {
+  if (state.error) {
+    return { name: "hooks", ok: false, detail: `${state.error} (the last good hooks stay in force)` };
+  }
+  const gates = state.hooks.filter(isGate).length;
+  return {
+    name: "hooks",
+    ok: true,
+    detail: `${state.hooks.length - gates} hooks and ${gates} gates in ${state.path}`,
+  };
+}
+
+/** Validates a `PUT hooks` body (`{ hooks }`); a wrong field is a 400 naming it. */
+export function hooksBody(body: unknown): HooksFile {
+  try {
+    return validateHooksFile(body, "body");
+  } catch (error) {
+    // An API body with a wrong field is a bad request, not an unprocessable file.
+    if (error instanceof ConfigError) {
+      throw new DockError("invalid_hooks", error.message, { status: 400, detail: error.detail });
+    }
+    throw error;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The bounded runner
+
+/** One hook run. */
+export interface HookJob {
+  hook: HookConfig;
+  /** Where the hook is written: `hooks.json`, `config of location 'app'`. */
+  source: string;
+  event: DockEvent;
+  cwd?: string;
+  /** The child's whole environment. */
+  env: Record<string, string>;
+}
+
+/** How a hook run ended; never its output (it may hold secrets). */
+export interface HookOutcome {
+  exitCode: number | null;
+  timedOut: boolean;
+  durationMs: number;
+  /** Set when the hook could not start. */
+  error?: string;
+}
+
+/** Counters of a {@linkcode HookRunner}. */
+export interface HookRunnerStats {
+  running: number;
+  queued: number;
+  started: number;
+  failed: number;
+  dropped: number;
+}
+
+/** Options of {@linkcode HookRunner}. */
+export interface HookRunnerOptions {
+  /** Hooks running at once. @default {HOOK_CONCURRENCY} */
+  concurrency?: number;
+  /** Runs waiting before the oldest are dropped. @default {HOOK_BACKLOG} */
+  backlog?: number;
+  /** Called as each hook process starts (benchmarks measure event → start). */
+  onStart?: (job: HookJob) => void;
+  /** Called when a run fails (non-zero exit, timeout, or it could not start). */
+  onFailure?: (job: HookJob, outcome: HookOutcome) => void;
+  /** What runs each hook. @default {shellExecutor} */
+  executor?: HookExecutor;
+}
+
+/** Runs hook jobs through its executor (`/bin/sh -c` by default), at most `concurrency` at once, each killed (whole group) at its timeout. */
+export class HookRunner {
+  #queue: HookJob[] = [];
+  #running = 0;
+  #o: HookRunnerOptions;
+  #stats = { started: 0, failed: 0, dropped: 0 };
+  #idle: (() => void)[] = [];
+  #abort = new AbortController();
+
+  constructor(options: HookRunnerOptions = {}) {
+    this.#o = options;
+  }
+
+  /** Queues a run; returns at once. */
+  submit(job: HookJob): void {
+    if (this.#abort.signal.aborted) return;
+    this.#queue.push(job);
+    const backlog = this.#o.backlog ?? HOOK_BACKLOG;
+    if (this.#queue.length > backlog) {
+      const dropped = this.#queue.splice(0, this.#queue.length - backlog);
+      if (this.#stats.dropped === 0) {
+        console.error(`hooks: more than ${backlog} waiting; dropping the oldest`);
+      }
+      this.#stats.dropped += dropped.length;
+    }
+    this.#next();
+  }
+
+  /** Current counters. */
+  stats(): HookRunnerStats {
+    return { running: this.#running, queued: this.#queue.length, ...this.#stats };
+  }
+
+  /** Resolves when nothing runs or waits. */
+  idle(): Promise<void> {
+    if (this.#running === 0 && this.#queue.length === 0) return Promise.resolve();
+    return new Promise((resolve) => this.#idle.push(resolve));
+  }
+
+  /** Kills running hooks and drops the queue. */
+  close(): void {
+    this.#queue = [];
+    this.#abort.abort();
+  }
+
+  #next(): void {
+    const concurrency = this.#o.concurrency ?? HOOK_CONCURRENCY;
+    while (this.#running < concurrency && this.#queue.length > 0) {
+      const job = this.#queue.shift()!;
+      this.#running++;
+      this.#run(job).finally(() => {
+        this.#running--;
+        this.#next();
+        if (this.#running === 0 && this.#queue.length === 0) {
+          for (const resolve of this.#idle.splice(0)) resolve();
+        }
+      });
+    }
+  }
+
+  async #run(job: HookJob): Promise<void> {
+    const started = performance.now();
+    let outcome: HookOutcome;
+    try {
+      this.#stats.started++;
+      const result = (this.#o.executor ?? shellExecutor).run(job.hook, JSON.stringify(job.event), {
+        cwd: job.cwd,
+        env: job.env,
+        signal: this.#abort.signal,
+      });
+      this.#o.onStart?.(job);
+      const done = await result;
+      outcome = { exitCode: done.code, timedOut: done.timedOut, durationMs: done.durationMs };
+    } catch (error) {
+      outcome = {
+        exitCode: null,
+        timedOut: false,
+        durationMs: performance.now() - started,
+        error: String(error),
+      };
+    }
+    if (outcome.exitCode !== 0 || outcome.timedOut) {
+      this.#stats.failed++;
+      this.#o.onFailure?.(job, outcome);
+    }
+  }
+}
+
+/** How one hook or gate run ended. Its output is for the gate's refusal message only, never logged. */
+export interface HookResult {
+  /** The exit code (0 allows a gate); null when it was killed. */
+  code: number | null;
+  timedOut: boolean;
+  durationMs: number;
+  /** What it wrote to stderr (a refusing gate's reason is its first line). */
+  stderr: string;
+}
+
+/** Where a hook runs and what it gets. */
+export interface HookRunContext {
+  cwd?: string;
+  /** The child's whole environment. */
+  env: Record<string, string>;
+  /** Aborts the run (the runner is closing). */
+  signal?: AbortSignal;
+}
+
+/**
+ * What runs one hook or gate: the seam between the engine (which hooks match, when, how many at once)
+ * and the thing that executes a hook. `input` is the event or gate request as JSON. A run past the
+ * hook's timeout must end with `timedOut`; a run that cannot start throws.
+ */
+export interface HookExecutor {
+  run(hook: HookConfig, input: string, context: HookRunContext): Promise<HookResult>;
+}
+
+/** Runs a hook through `/bin/sh -c RUN`, `input` on its stdin, killed with its group at its timeout. */
+export const shellExecutor: HookExecutor = {
+  async run(hook, input, context) {
+    const result = await run("/bin/sh", ["-c", hook.run], {
+      cwd: context.cwd,
+      env: context.env,
+      clearEnv: true,
+      stdin: input,
+      timeoutMs: hookTimeoutMs(hook),
+      signal: context.signal,
+      maxOutput: 64 * 1024,
+    });
+    return {
+      code: result.code,
+      timedOut: result.timedOut,
+      durationMs: result.durationMs,
+      stderr: result.stderr,
+    };
+  },
+};
+
+/**
+ * What the box's and the laptop's hooks share: a watched hooks file, a bounded runner whose failures
+ * are announced, and following a bus (the subclass says what it does with each event).
+ */
+export abstract class HooksHost {
+  readonly file: HooksFileWatcher;
+  readonly runner: HookRunner;
+  #bus: EventBus;
+  #unsubscribeBus?: () => void;
+
+  readonly executor: HookExecutor;
+
+  constructor(
+    options: { bus: EventBus; file: string; origin: string; concurrency?: number; executor?: HookExecutor },
+  ) {
+    this.#bus = options.bus;
+    this.executor = options.executor ?? shellExecutor;
+    this.file = new HooksFileWatcher(options.file, { bus: options.bus });
+    this.runner = new HookRunner({
+      concurrency: options.concurrency,
+      executor: this.executor,
+      onFailure: announceHookFailure(options.bus, options.origin),
+    });
+  }
+
+  /** Follows the bus and watches the file (an edit by hand is announced within `watchMs`). */
+  start(watchMs?: number): void {
+    this.#unsubscribeBus = this.#bus.subscribe((event) => this.onEvent(event));
+    this.file.watch(watchMs);
+  }
+
+  /** Stops following events and kills running hooks. */
+  close(): void {
+    this.#unsubscribeBus?.();
+    this.file.close();
+    this.runner.close();
+  }
+
+  /** The hooks file and its runs (`GET hooks`). */
+  state(): HooksFileState {
+    return { ...this.file.state(), runs: this.runner.stats() };
+  }
+
+  /** Replaces the hooks file (a validated `PUT hooks` body); announces `hooks.changed`. */
+  write(file: HooksFile, origin: string): Promise<HooksFileState> {
+    return this.file.write(file, origin);
+  }
+
+  /** Called synchronously by the bus for each event: must only match and queue. */
+  protected abstract onEvent(event: DockEvent): void;
+}

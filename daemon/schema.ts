@@ -1,0 +1,81 @@
+/**
+ * The box's tables in `dockd.db` (the event journal's are the bus's own, in `core/events.ts`): locations,
+ * worktrees, port blocks, services, sessions and send idempotency keys. Written once, here.
+ *
+ * @module
+ */
+
+/** Run at every open; every statement is `IF NOT EXISTS`. */
+export const BOX_SCHEMA = `
+CREATE TABLE IF NOT EXISTS locations (
+  name TEXT PRIMARY KEY,
+  path TEXT NOT NULL UNIQUE,
+  local_config TEXT,
+  created TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS worktrees (
+  location TEXT NOT NULL REFERENCES locations(name) ON DELETE CASCADE,
+  name TEXT NOT NULL,
+  path TEXT NOT NULL,
+  branch TEXT,
+  base TEXT,
+  main INTEGER NOT NULL DEFAULT 0,
+  origin TEXT NOT NULL,
+  setup_state TEXT NOT NULL DEFAULT 'none',
+  setup_exit INTEGER,
+  setup_started TEXT,
+  setup_finished TEXT,
+  setup_error TEXT,
+  paused INTEGER NOT NULL DEFAULT 0,
+  created TEXT NOT NULL,
+  PRIMARY KEY (location, name)
+);
+CREATE UNIQUE INDEX IF NOT EXISTS worktrees_path ON worktrees(path);
+CREATE TABLE IF NOT EXISTS ports (
+  port INTEGER PRIMARY KEY,
+  location TEXT NOT NULL,
+  worktree TEXT NOT NULL,
+  idx INTEGER NOT NULL,
+  FOREIGN KEY (location, worktree) REFERENCES worktrees(location, name) ON DELETE CASCADE
+);
+CREATE TABLE IF NOT EXISTS services (
+  location TEXT NOT NULL,
+  worktree TEXT NOT NULL,
+  name TEXT NOT NULL,
+  desired TEXT NOT NULL DEFAULT 'stopped',
+  state TEXT NOT NULL DEFAULT 'stopped',
+  pid INTEGER,
+  pid_start INTEGER,
+  restarts INTEGER NOT NULL DEFAULT 0,
+  crashes INTEGER NOT NULL DEFAULT 0,
+  started TEXT,
+  exit_code INTEGER,
+  error TEXT,
+  PRIMARY KEY (location, worktree, name),
+  FOREIGN KEY (location, worktree) REFERENCES worktrees(location, name) ON DELETE CASCADE
+);
+CREATE TABLE IF NOT EXISTS sessions (
+  name TEXT PRIMARY KEY,
+  location TEXT NOT NULL,
+  worktree TEXT NOT NULL,
+  path TEXT NOT NULL,
+  command TEXT NOT NULL,
+  agent TEXT,
+  agent_state TEXT NOT NULL DEFAULT 'idle',
+  state_time TEXT,
+  exited INTEGER NOT NULL DEFAULT 0,
+  exit_code INTEGER,
+  created TEXT NOT NULL,
+  from_session TEXT
+);
+-- Idempotency keys of POST sessions/{name}/send: recorded before the text is typed, so a repeat with
+-- the same key replays the outcome instead of typing again (see Sessions.send).
+CREATE TABLE IF NOT EXISTS send_keys (
+  key TEXT PRIMARY KEY,
+  session TEXT NOT NULL,
+  state TEXT NOT NULL,
+  outcome TEXT,
+  created TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS send_keys_created ON send_keys(created);
+`;

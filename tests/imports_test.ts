@@ -1,0 +1,143 @@
+/**
+ * The layout's rule, read from the import graph (../shared/DESIGN.md): the box (`daemon/`) and the laptop
+ * (`agent/`) never import each other; what both need lives in `core/`; the public SDK (`client/`,
+ * `mod.ts`) carries no server code; nothing imports `cli/`, and only `cli/` prints or exits. A failure
+ * names the file, the line and the import that breaks it.
+ *
+ * Tests (`*_test.ts`), `tests/` and `bench/` are outside the rule: they start both sides on purpose.
+ */
+import { assertEquals } from "./assert.ts";
+import { dirname, join, relative, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+
+/** One import statement of a module. */
+interface Edge {
+  from: string;
+  to: string;
+  line: number;
+  /** `import type` / `export type`. */
+  typeOnly: boolean;
+}
+
+/** Top-level folders (or `mod.ts`) each production folder may import, besides itself. */
+const ALLOWED: Record<string, string[]> = {
+  "mod.ts": ["client"],
+  client: [],
+  core: ["client"],
+  plugins: ["core", "client"],
+  daemon: ["core", "plugins", "client", "skills"],
+  agent: ["core", "plugins", "client"],
+  cli: ["client", "core", "daemon", "agent", "plugins", "skills", "mod.ts"],
+  skills: ["client"],
+};
+
+function area(path: string): string {
+  return path === "mod.ts" ? "mod.ts" : path.split("/")[0];
+}
+
+function isProduction(path: string): boolean {
+  return path.endsWith(".ts") && !path.endsWith("_test.ts") && area(path) in ALLOWED;
+}
+
+async function* walk(dir: string): AsyncGenerator<string> {
+  for await (const entry of Deno.readDir(dir)) {
+    if (entry.name.startsWith(".") || entry.name === "node_modules" || entry.name === "dist") continue;
+    const path = join(dir, entry.name);
+    if (entry.isDirectory) yield* walk(path);
+    else if (entry.isFile && entry.name.endsWith(".ts")) yield path;
+  }
+}
+
+const IMPORT =
+  /^\s*(import|export)\s+(type\s+)?(?:[^"';]*?\s+from\s+)?["'](\.{1,2}\/[^"']+)["']|import\(\s*["'](\.{1,2}\/[^"']+)["']\s*\)/gm;
+
+/** Every relative import of every production module, with its line. */
+async function importGraph(): Promise<{ files: Map<string, string>; edges: Edge[] }> {
+  const files = new Map<string, string>();
+  for await (const path of walk(ROOT)) {
+    const rel = relative(ROOT, path);
+    if (isProduction(rel)) files.set(rel, await Deno.readTextFile(path));
+  }
+  const edges: Edge[] = [];
+  for (const [from, text] of files) {
+    for (const match of text.matchAll(IMPORT)) {
+      const spec = match[3] ?? match[4];
+      const to = relative(ROOT, resolve(ROOT, dirname(from), spec));
+      const line = text.slice(0, match.index).split("\n").length + (match[0].startsWith("\n") ? 1 : 0);
+      edges.push({ from, to, line, typeOnly: Boolean(match[2]) });
+    }
+  }
+  return { files, edges };
+}
+
+Deno.test("imports: daemon/ and agent/ never import each other; core/, client/ and mod.ts stay below them", async () => {
+  const { edges } = await importGraph();
+  const offending = edges
+    .filter((edge) => area(edge.to) !== area(edge.from))
+    .filter((edge) => !(ALLOWED[area(edge.from)] ?? []).includes(area(edge.to)))
+    .map((edge) =>
+      `${edge.from}:${edge.line} imports ${edge.to} (${area(edge.from)} may import only ${
+        [area(edge.from), ...ALLOWED[area(edge.from)]].join(", ")
+      })`
+    );
+  assertEquals(offending, []);
+});
+
+Deno.test("imports: no module imports cli/ except cli/ itself", async () => {
+  const { edges } = await importGraph();
+  const offending = edges.filter((edge) => area(edge.to) === "cli" && area(edge.from) !== "cli")
+    .map((edge) => `${edge.from}:${edge.line} imports ${edge.to}`);
+  assertEquals(offending, []);
+});
+
+// Type imports count too: a cycle through types is a module that knows its composition root instead of
+// the narrow interface it needs.
+Deno.test("imports: no cycle among production modules", async () => {
+  const { edges } = await importGraph();
+  const next = new Map<string, Edge[]>();
+  for (const edge of edges) {
+    next.set(edge.from, [...next.get(edge.from) ?? [], edge]);
+  }
+  const cycles: string[] = [];
+  const state = new Map<string, "open" | "done">();
+  const stack: string[] = [];
+  const visit = (file: string) => {
+    state.set(file, "open");
+    stack.push(file);
+    for (const edge of next.get(file) ?? []) {
+      if (state.get(edge.to) === "open") {
+        cycles.push([...stack.slice(stack.indexOf(edge.to)), edge.to].join(" → "));
+      } else if (!state.has(edge.to)) visit(edge.to);
+    }
+    stack.pop();
+    state.set(file, "done");
+  };
+  for (const file of [...next.keys()].sort()) if (!state.has(file)) visit(file);
+  assertEquals(cycles, []);
+});
+
+Deno.test("imports: only cli/ prints or exits", async () => {
+  const { files } = await importGraph();
+  const offending: string[] = [];
+  for (const [file, text] of files) {
+    if (area(file) === "cli" || file === "skills/embed.ts") continue; // embed.ts is a build script
+    text.split("\n").forEach((line, index) => {
+      const code = line.replace(/^\s*(\*|\/\/).*$/, ""); // doc comments show examples
+      if (/\bDeno\.exit\(|\bconsole\.log\(|\bDeno\.stdout\b/.test(code)) {
+        offending.push(`${file}:${index + 1}: ${line.trim()}`);
+      }
+    });
+  }
+  assertEquals(offending, []);
+});
+
+Deno.test("imports: the graph reader sees the imports it is meant to police", async () => {
+  // Guards against a reader that silently finds nothing (a changed regex would pass every rule).
+  const { edges } = await importGraph();
+  const box = edges.filter((edge) => edge.from === "daemon/box.ts").map((edge) => edge.to);
+  assertEquals(box.includes("core/store.ts") && box.includes("daemon/schema.ts"), true);
+  const typeOnly = edges.find((edge) => edge.from === "agent/hooks.ts" && edge.to === "core/events.ts");
+  assertEquals(typeOnly?.typeOnly, true);
+});
