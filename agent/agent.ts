@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { EventBus } from "../core/events.ts";
+import { EventBus, journalBoundsFromEnv } from "../core/events.ts";
 import type { ClientPaths } from "../core/paths.ts";
 import { Store } from "../core/store.ts";
 import { Boxes } from "./boxes.ts";
@@ -42,9 +42,9 @@ export class Agent {
   constructor(paths: ClientPaths, options: AgentOptions = {}) {
     Deno.mkdirSync(paths.client, { recursive: true, mode: 0o700 });
     this.paths = paths;
-    // The box's store module serves here too: the agent uses its event journal (and its own tables).
+    // Its own database: the event journal (the bus adds it) and the laptop modules' own tables.
     this.store = new Store(paths.db);
-    this.bus = new EventBus(this.store);
+    this.bus = new EventBus(this.store, journalBoundsFromEnv());
     this.boxes = new Boxes(this.store, this.bus, options);
     this.merge = new EventMerge(this.store, this.bus, this.boxes);
     this.forwards = new Forwards(this.boxes, this.bus);

@@ -96,16 +96,31 @@ export class Transport {
 
   /**
    * Follows an SSE stream of JSON messages from `after` (sent as `Last-Event-ID`) on, until
-   * `signal` aborts; the end of an aborted stream is not an error.
+   * `signal` aborts; the end of an aborted stream is not an error. A stream that breaks after it
+   * delivered events is followed again from the last one.
    */
   async *stream<T>(path: string, options: { after?: number; signal?: AbortSignal } = {}): AsyncGenerator<T> {
-    const headers: Record<string, string> = {};
-    if (options.after !== undefined) headers["last-event-id"] = String(options.after);
-    const response = await this.fetch(path, { headers, signal: options.signal });
-    try {
-      for await (const message of readSse(response.body!)) yield JSON.parse(message.data) as T;
-    } catch (error) {
-      if (!options.signal?.aborted) throw error;
+    let after = options.after;
+    while (true) {
+      const headers: Record<string, string> = {};
+      if (after !== undefined) headers["last-event-id"] = String(after);
+      const response = await this.fetch(path, { headers, signal: options.signal });
+      let received = false;
+      try {
+        for await (const message of readSse(response.body!)) {
+          if (message.id) {
+            after = Number(message.id);
+            received = true;
+          }
+          yield JSON.parse(message.data) as T;
+        }
+        return;
+      } catch (error) {
+        if (options.signal?.aborted) return;
+        // A server cuts off a client that fell behind (core/sse.ts): resume after the last event
+        // received. A stream that broke before any event is an error for the caller.
+        if (!received) throw error;
+      }
     }
   }
 

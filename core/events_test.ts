@@ -1,6 +1,7 @@
 import { assertEquals, assertThrows } from "../tests/assert.ts";
 import type { DockEvent } from "../client/wire.ts";
-import { EventBus } from "./events.ts";
+import { DockError } from "../client/errors.ts";
+import { EventBus, MAX_EVENT_DATA } from "./events.ts";
 import { Store } from "./store.ts";
 
 Deno.test("events are journaled with increasing ids and delivered to subscribers", async () => {
@@ -70,5 +71,55 @@ Deno.test("publishAll journals a batch with the caller's writes in one transacti
   assertEquals(seen.length, 2);
   assertEquals(store.all<{ id: number }>("SELECT id FROM cursor").map((row) => row.id), [7]);
   store.close();
+  await Deno.remove(dir, { recursive: true });
+});
+
+Deno.test("the journal is bounded in bytes, and the database file shrinks when it is pruned", async () => {
+  const dir = await Deno.makeTempDir();
+  const store = new Store(`${dir}/db`);
+  const bound = 512 * 1024;
+  const bus = new EventBus(store, { journalBytes: bound });
+  const blob = "x".repeat(60 * 1024);
+  for (let i = 0; i < 200; i++) bus.publish({ type: "big.one", data: { i, blob } });
+  const held = bus.journal();
+  assertEquals(held.bytes <= bound, true, `journal holds ${held.bytes} bytes`);
+  assertEquals(held.events, bus.since(0).length);
+  assertEquals((bus.since(0).at(-1)?.data as { i: number }).i, 199);
+  store.db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
+  // 200 × 60 KB went through; the file holds about the bound (pages, indexes), not 12 MB.
+  const size = (await Deno.stat(`${dir}/db`)).size;
+  assertEquals(size < 2 * bound, true, `the database file is ${size} bytes`);
+  store.close();
+  await Deno.remove(dir, { recursive: true });
+});
+
+Deno.test("an event's data is bounded: publish refuses it (413), a merged copy keeps its envelope", async () => {
+  const dir = await Deno.makeTempDir();
+  const store = new Store(`${dir}/db`);
+  const bus = new EventBus(store);
+  const huge = { blob: "é".repeat(40 * 1024) }; // 80 KiB of UTF-8 in 40 K characters
+  const error = assertThrows(() => bus.publish({ type: "big.one", data: huge }), DockError) as DockError;
+  assertEquals([error.code, error.status], ["event_too_large", 413]);
+  assertEquals(error.message.includes(String(MAX_EVENT_DATA)), true);
+  const [copy] = bus.publishAll([{ type: "big.one", data: huge, box: "b" }]);
+  assertEquals(copy.data, { truncated: true, bytes: 81_931 });
+  assertEquals(bus.since(0).map((e) => e.data), [{ truncated: true, bytes: 81_931 }]);
+  store.close();
+  await Deno.remove(dir, { recursive: true });
+});
+
+Deno.test("a journal reopened keeps its size accounting and prunes to the new bound", async () => {
+  const dir = await Deno.makeTempDir();
+  const first = new Store(`${dir}/db`);
+  const bus = new EventBus(first);
+  for (let i = 0; i < 50; i++) bus.publish({ type: "n.e", data: { i, pad: "p".repeat(1000) } });
+  const before = bus.journal();
+  first.close();
+  const second = new Store(`${dir}/db`);
+  assertEquals(new EventBus(second).journal(), before);
+  const smaller = new EventBus(second, { journalSize: 20 });
+  assertEquals(smaller.journal().events <= 20, true);
+  assertEquals((smaller.since(0).at(-1)?.data as { i: number }).i, 49);
+  second.close();
   await Deno.remove(dir, { recursive: true });
 });

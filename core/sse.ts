@@ -30,50 +30,94 @@ function frame(event: DockEvent): Uint8Array {
   return bytes;
 }
 
-/** A server-sent-events answer: the journal after `after` (when given), then live events. */
-export function sse(bus: EventBus, after: number | undefined, signal: AbortSignal): Response {
+/** Options of {@linkcode sse}. */
+export interface SseOptions {
+  /**
+   * Bytes a client may fall behind by (queued, not yet taken by its connection) before its stream is
+   * ended: it resumes from its last event id and reads the rest from the journal, so a reader that
+   * stops reading costs the server at most this much. @default {SSE_MAX_BEHIND}
+   */
+  maxBehind?: number;
+  /** Events read from the journal at a time while replaying. @default {100} */
+  page?: number;
+}
+
+/** How far a client may fall behind, by default. */
+export const SSE_MAX_BEHIND = 4 * 1024 * 1024;
+/** While replaying, a next page is read only while less than this is queued. */
+const REPLAY_QUEUE = 512 * 1024;
+
+/**
+ * A server-sent-events answer: the journal after `after` (when given), read a page at a time as the
+ * client takes it (never the whole backlog in memory), then live events. A client more than
+ * `maxBehind` bytes behind is cut off (see {@linkcode SseOptions.maxBehind}).
+ */
+export function sse(
+  bus: EventBus,
+  after: number | undefined,
+  signal: AbortSignal,
+  options: SseOptions = {},
+): Response {
+  const maxBehind = options.maxBehind ?? SSE_MAX_BEHIND;
+  const page = options.page ?? 100;
+  let last = after ?? bus.lastId();
+  // While replaying, live events are left to the journal: the next page reads them.
+  let replaying = after !== undefined;
   let unsubscribe = () => {};
   let keepalive: ReturnType<typeof setInterval> | undefined;
+  const stop = () => {
+    unsubscribe();
+    clearInterval(keepalive);
+  };
   const stream = new ReadableStream<Uint8Array>({
     start(controller) {
-      // Subscribe before replaying so nothing published in between is missed; skip what replay sent.
-      let last = after ?? bus.lastId();
-      const pending: DockEvent[] = [];
-      let replaying = true;
-      const send = (event: DockEvent) => {
-        if ((event.id ?? 0) <= last) return;
+      unsubscribe = bus.subscribe((event) => {
+        if (replaying || (event.id ?? 0) <= last) return;
         last = event.id ?? last;
         try {
           controller.enqueue(frame(event));
+          if ((controller.desiredSize ?? 0) < 0) {
+            // Behind by more than maxBehind: drop what is queued; the client resumes from its last id.
+            stop();
+            controller.error(
+              new Error(
+                `events: a client fell behind by more than ${maxBehind} bytes; it resumes from its last event id`,
+              ),
+            );
+          }
         } catch {
-          unsubscribe();
+          stop();
         }
-      };
-      unsubscribe = bus.subscribe((event) => replaying ? pending.push(event) : send(event));
+      });
       controller.enqueue(encoder.encode(": connected\n\n"));
-      if (after !== undefined) { for (const event of bus.since(after)) send(event); }
-      replaying = false;
-      for (const event of pending) send(event);
       keepalive = setInterval(() => {
         try {
           controller.enqueue(encoder.encode(": keepalive\n\n"));
         } catch {
-          clearInterval(keepalive);
+          stop();
         }
       }, KEEPALIVE_MS);
       signal.addEventListener("abort", () => {
-        unsubscribe();
-        clearInterval(keepalive);
+        stop();
         try {
           controller.close();
         } catch { /* already closed */ }
       });
     },
-    cancel() {
-      unsubscribe();
-      clearInterval(keepalive);
+    // Called whenever the client has taken what was queued: the next page of the journal, if replaying.
+    pull(controller) {
+      if (!replaying || maxBehind - (controller.desiredSize ?? 0) > REPLAY_QUEUE) return;
+      const events = bus.since(last, page);
+      for (const event of events) {
+        last = event.id ?? last;
+        controller.enqueue(frame(event));
+      }
+      // A short page is the end of the journal; what is published from now on arrives live (bus
+      // delivery is synchronous, so nothing can slip in between this read and the switch).
+      if (events.length < page) replaying = false;
     },
-  });
+    cancel: stop,
+  }, { highWaterMark: maxBehind, size: (chunk) => chunk.byteLength });
   return new Response(stream, {
     headers: { "content-type": "text/event-stream", "cache-control": "no-cache", "x-accel-buffering": "no" },
   });

@@ -8,6 +8,12 @@
  */
 import { DatabaseSync, type SQLInputValue, type StatementSync } from "node:sqlite";
 
+/**
+ * Bytes the write-ahead log is cut back to after a checkpoint. SQLite checkpoints at 1,000 pages (4 MB)
+ * but never shrinks the log by itself: after a burst of large writes it kept its peak size for good.
+ */
+export const WAL_LIMIT = 4 * 1024 * 1024;
+
 // Every owner's database has this small key-value table (counters that must never repeat).
 const META = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);";
 
@@ -31,6 +37,15 @@ export class Store {
     // timeout: a second process (a CLI reading state, a test) must wait for the lock, not fail.
     this.db = new DatabaseSync(path, { timeout: 5000 });
     this.db.exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;");
+    this.db.exec(`PRAGMA journal_size_limit = ${WAL_LIMIT}`);
+    // Pages freed by deletes go back to the file system (releaseFreePages), so a pruned journal shrinks
+    // the file. A database made before this setting is rebuilt once to take it.
+    if (this.get<{ auto_vacuum: number }>("PRAGMA auto_vacuum")?.auto_vacuum !== 2) {
+      this.db.exec("PRAGMA auto_vacuum = INCREMENTAL");
+      if ((this.get<{ page_count: number }>("PRAGMA page_count")?.page_count ?? 0) > 0) {
+        this.db.exec("VACUUM");
+      }
+    }
     this.db.exec(META);
     if (options.schema) this.db.exec(options.schema);
   }
@@ -77,6 +92,11 @@ export class Store {
   run(sql: string, ...params: SQLInputValue[]): { changes: number; lastInsertRowid: number } {
     const result = this.#prepare(sql).run(...params);
     return { changes: Number(result.changes), lastInsertRowid: Number(result.lastInsertRowid) };
+  }
+
+  /** Gives the pages that deletes freed back to the file system (the file shrinks). */
+  releaseFreePages(): void {
+    this.db.exec("PRAGMA incremental_vacuum");
   }
 
   /** Closes the database. */

@@ -5,7 +5,7 @@
  * @module
  */
 import type { Location } from "../client/wire.ts";
-import { EventBus } from "../core/events.ts";
+import { EventBus, journalBoundsFromEnv } from "../core/events.ts";
 import { Exec } from "./exec.ts";
 import { Locations } from "./locations.ts";
 import type { BoxPaths } from "../core/paths.ts";
@@ -73,7 +73,7 @@ export class Box {
     this.paths = paths;
     this.settings = loadSettings(paths);
     this.store = new Store(paths.db, { schema: BOX_SCHEMA });
-    this.bus = new EventBus(this.store);
+    this.bus = new EventBus(this.store, journalBoundsFromEnv());
     this.pairing = new PairingStore(this.store);
     // Candidates are checked with a bind probe instead of reading /proc/net/tcp*: the kernel walks its
     // whole TCP table for that read (≈4 ms each, measured), the probe costs microseconds per port.
