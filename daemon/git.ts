@@ -8,7 +8,7 @@
  */
 import { join, resolve } from "node:path";
 import type { Branch, Commit, SyncResult, WorktreeStatus } from "../client/wire.ts";
-import { DockError } from "../client/errors.ts";
+import { badField, DockError } from "../client/errors.ts";
 import { exists } from "../core/files.ts";
 import { run, type RunOptions } from "../core/runner.ts";
 
@@ -349,6 +349,41 @@ export async function defaultBranch(repo: string): Promise<string> {
   return name || "main";
 }
 
+// ---------------------------------------------------------------------------------------------------
+// Values from input. A branch, base or ref a request names reaches git as an argument: one that starts
+// with '-' would be read as an option (`base: "--exec=…"` once ran a command at the next rebase), so it
+// is refused here, and every call that takes one also puts it after `--end-of-options`.
+
+/** The longest branch name or revision accepted from input. */
+const MAX_REVISION = 256;
+
+/**
+ * Checks a revision that came from input (a `base`, a `ref`): 1 to 256 characters, no leading '-', no
+ * NUL or control character. Throws a 400 naming `field`.
+ */
+export function checkRevision(field: string, value: string): string {
+  if (value.length === 0 || value.length > MAX_REVISION) {
+    throw badField(field, `must be 1 to ${MAX_REVISION} characters, got ${value.length}`);
+  }
+  if (value.startsWith("-")) {
+    throw badField(
+      field,
+      `must not start with '-' (git would read it as an option), got ${JSON.stringify(value)}`,
+    );
+  }
+  // deno-lint-ignore no-control-regex
+  if (/[\u0000-\u001f\u007f]/.test(value)) throw badField(field, "must not contain control characters");
+  return value;
+}
+
+/** Checks a branch name from input: a revision that is also a valid `refs/heads/<name>` (`git check-ref-format`). */
+export async function checkBranch(field: string, value: string, repo: string): Promise<string> {
+  checkRevision(field, value);
+  const result = await runGit(["check-ref-format", `refs/heads/${value}`], { cwd: repo });
+  if (result.code !== 0) throw badField(field, `is not a valid branch name, got ${JSON.stringify(value)}`);
+  return value;
+}
+
 /** True when `path` is the top of a main checkout (not a linked worktree, not a subfolder, not bare). */
 export async function isRepository(path: string): Promise<boolean> {
   let real: string;
@@ -464,7 +499,11 @@ export async function sync(
   if (before.staged + before.modified + before.conflicted > 0) {
     return fail("the worktree has uncommitted changes; commit or stash them before syncing\n");
   }
-  const args = mode === "rebase" ? ["rebase", base] : ["merge", "--no-edit", base];
+  // A base recorded before bases were checked could still read as an option.
+  checkRevision("base", base);
+  const args = mode === "rebase"
+    ? ["rebase", "--end-of-options", base]
+    : ["merge", "--no-edit", "--end-of-options", base];
   const gitOptions = { cwd: path, onOutput: options.onOutput, timeoutMs: options.timeoutMs ?? 600_000 };
   const result = await runGit(args, gitOptions);
   if (result.code === 0 && !result.timedOut) return { ok: true, mode, onto: base, output: result.output };

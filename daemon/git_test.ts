@@ -4,6 +4,8 @@ import { assert, assertEquals, assertMatch, assertRejects, assertStringIncludes 
 import { DockError } from "../client/errors.ts";
 import {
   branches,
+  checkBranch,
+  checkRevision,
   commonDir,
   defaultBranch,
   git,
@@ -476,4 +478,37 @@ Deno.test("sync leaves a rebase someone else started alone", async () => {
   assertStringIncludes(result.output, "already in progress");
   // The user's rebase is still there to finish or abort.
   await git(["rebase", "--abort"], { cwd: wt });
+});
+
+Deno.test("values from input never read as git options: leading '-', control characters, bad branch names", async () => {
+  await using t = await tempRepo();
+  for (const value of ["--exec=touch PWNED", "-b", "-"]) {
+    const error = (() => {
+      try {
+        checkRevision("base", value);
+      } catch (error) {
+        return error as DockError;
+      }
+    })();
+    assertEquals([error?.status, error?.message.startsWith("base:")], [400, true]);
+  }
+  for (const value of ["a\u0000b", "a\nb", "x".repeat(257), ""]) {
+    await assertRejects(() => Promise.resolve().then(() => checkRevision("ref", value)), DockError);
+  }
+  assertEquals(checkRevision("ref", "v1.2^{commit}~2"), "v1.2^{commit}~2");
+  assertEquals(await checkBranch("branch", "feature/x-1", t.repo), "feature/x-1");
+  for (const value of ["a..b", "x.lock", "@{-1}", "a b", "--upload-pack=x", "end/"]) {
+    const error = await assertRejects(() => checkBranch("branch", value, t.repo), DockError);
+    assertStringIncludes(error.message, "branch:");
+  }
+});
+
+Deno.test("sync puts its base after --end-of-options and refuses one that reads as an option", async () => {
+  await using t = await tempRepo();
+  const wt = await divergedRepo(t, false);
+  const marker = join(t.dir, "PWNED");
+  await assertRejects(() => sync(wt, `--exec=touch ${marker}`, "rebase"), DockError);
+  await assertRejects(() => sync(wt, `--exec=touch ${marker}`, "merge"), DockError);
+  assertEquals(await Deno.stat(marker).then(() => true, () => false), false);
+  assertEquals((await sync(wt, "main", "rebase")).ok, true);
 });

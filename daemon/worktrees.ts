@@ -531,30 +531,48 @@ export class Worktrees {
     );
   }
 
+  /** What `git worktree add` gets: checked values, and every input after `--end-of-options`. */
   async #plan(location: LocationRecord, name: string, request: WorktreeCreate) {
+    if (request.branch !== undefined) await git.checkBranch("branch", request.branch, location.path);
+    if (request.base !== undefined) git.checkRevision("base", request.base);
+    if (request.ref !== undefined) git.checkRevision("ref", request.ref);
     const branch = request.branch ?? name;
     const refs = await git.branchRefs(location.path, branch);
     // The default branch: origin's HEAD, else what the main checkout has out (kept fresh by detection).
     const mainBranch = this.list(location.name).find((w) => w.main)?.branch;
     const base = request.base ?? refs.originHead ?? mainBranch ?? "HEAD";
     if (request.pr !== undefined) {
-      return { branch: null, base, args: (path: string) => ["--detach", path, base] };
+      return { branch: null, base, args: (path: string) => ["--detach", "--end-of-options", path, base] };
     }
     if (request.ref) {
       const ref = request.ref;
       return request.branch
-        ? { branch: request.branch, base: ref, args: (path: string) => ["-b", branch, path, ref] }
-        : { branch: null, base: ref, args: (path: string) => ["--detach", path, ref] };
+        ? {
+          branch: request.branch,
+          base: ref,
+          args: (path: string) => ["-b", branch, "--end-of-options", path, ref],
+        }
+        : { branch: null, base: ref, args: (path: string) => ["--detach", "--end-of-options", path, ref] };
     }
-    if (refs.local) return { branch, base: request.base ?? null, args: (path: string) => [path, branch] };
+    if (refs.local) {
+      return {
+        branch,
+        base: request.base ?? null,
+        args: (path: string) => ["--end-of-options", path, branch],
+      };
+    }
     if (refs.remote) {
       return {
         branch,
         base: `origin/${branch}`,
-        args: (path: string) => ["--track", "-b", branch, path, `origin/${branch}`],
+        args: (path: string) => ["--track", "-b", branch, "--end-of-options", path, `origin/${branch}`],
       };
     }
-    return { branch, base, args: (path: string) => ["--no-track", "-b", branch, path, base] };
+    return {
+      branch,
+      base,
+      args: (path: string) => ["--no-track", "-b", branch, "--end-of-options", path, base],
+    };
   }
 
   async #checkoutPr(path: string, pr: number): Promise<void> {
