@@ -1,21 +1,20 @@
 /**
  * `dock agent`, `dock ui-token`, `dock add local`, `dock forget`, `dock status`, `dock events`,
  * `dock emit`, and `dock up` (the box daemon and the agent together on this machine). Any command that
- * needs the agent starts it in the background when it is not running.
+ * needs the agent starts it in the background when it is not running. Only `agent` and `up` load the
+ * servers (`run_agent.ts`, `serve.ts`, through `lazy.ts`): the others talk to the agent through the
+ * typed client and start fast.
  *
  * @module
  */
 import type { Command } from "@commander-js/extra-typings";
-import { Agent } from "../agent/agent.ts";
-import { agentApp } from "../agent/api/server.ts";
-import { installAgentService } from "../agent/install.ts";
 import { ensureToken } from "../agent/token.ts";
 import { AgentClient } from "../client/agent.ts";
 import { DockError } from "../client/errors.ts";
 import { clientPaths } from "../core/paths.ts";
 import { launch } from "../core/runner.ts";
+import { load } from "./lazy.ts";
 import { eventLine, guarded, keyValues, printJson, table } from "./output.ts";
-import { startBox } from "./serve.ts";
 
 /** The agent's port: `$DOCK_AGENT_PORT`, default 1378 (spec 5). */
 export function agentPort(): number {
@@ -27,46 +26,6 @@ export function agentPort(): number {
     );
   }
   return port;
-}
-
-/** Runs the agent in this process until SIGINT or SIGTERM. */
-export async function runAgent(
-  options: { onReady?: (url: string, token: string) => void | Promise<void> } = {},
-) {
-  const port = agentPort();
-  const health = Number(Deno.env.get("DOCK_AGENT_HEALTH_MS"));
-  // Test only: lets whole-system tests see a queue item in `sending` (see agent/queue.ts).
-  const sendDelay = Number(Deno.env.get("DOCK_QUEUE_TEST_SEND_DELAY_MS"));
-  const agent = new Agent(clientPaths(), {
-    healthMs: health > 0 ? health : undefined,
-    queueSendDelayMs: sendDelay > 0 ? sendDelay : undefined,
-  });
-  await agent.start();
-  const stopping = new AbortController();
-  const server = Deno.serve(
-    { hostname: "127.0.0.1", port, signal: stopping.signal, onListen: () => {} },
-    agentApp(agent, { port }).fetch,
-  );
-  const url = `http://127.0.0.1:${port}`;
-  console.error(`dock: agent listening on ${url}`);
-  const proxyPort = Number(Deno.env.get("DOCK_PROXY_PORT") || 1377);
-  try {
-    Deno.serve(
-      { hostname: "127.0.0.1", port: proxyPort, signal: stopping.signal, onListen: () => {} },
-      (request) => agent.proxy.handle(request),
-    );
-    agent.proxyState = { enabled: true, port: proxyPort };
-  } catch (error) {
-    // The API works without the proxy; the status says why there is none.
-    agent.proxyState = { enabled: false, port: proxyPort, error: (error as Error).message };
-    console.error(`dock: no proxy on ${proxyPort}: ${(error as Error).message}`);
-  }
-  await options.onReady?.(url, agent.token);
-  const stop = () => stopping.abort();
-  Deno.addSignalListener("SIGINT", stop);
-  Deno.addSignalListener("SIGTERM", stop);
-  await server.finished;
-  agent.close();
 }
 
 /** A client of the running agent, starting it in the background first when it does not answer. */
@@ -109,13 +68,15 @@ async function answers(client: AgentClient): Promise<boolean> {
 export function agentCommands(program: Command): void {
   const agent = program.command("agent").description("run the laptop agent in the foreground").action(() =>
     guarded(async () => {
-      await runAgent();
+      const { runAgent } = await load<typeof import("./run_agent.ts")>("./run_agent.ts");
+      await runAgent({ port: agentPort() });
       // Tunnels and the proxy's loopback ends hold listeners open: leave without waiting for them.
       Deno.exit(0);
     }, "dock")
   );
   agent.command("install").description("install the agent as a service that runs permanently").action(() =>
     guarded(async () => {
+      const { installAgentService } = await load<typeof import("../agent/install.ts")>("../agent/install.ts");
       const result = await installAgentService({ log: clientPaths().log });
       console.log(`wrote ${result.file} (${result.manager})${result.started ? "; the agent runs now" : ""}`);
       for (const note of result.notes) console.log(note);
@@ -127,8 +88,11 @@ export function agentCommands(program: Command): void {
   )
     .action(() =>
       guarded(async () => {
+        const { startBox } = await load<typeof import("./serve.ts")>("./serve.ts");
+        const { runAgent } = await load<typeof import("./run_agent.ts")>("./run_agent.ts");
         const box = await startBox();
         await runAgent({
+          port: agentPort(),
           onReady: async (url, token) => {
             const client = new AgentClient({ url, token, origin: "cli" });
             const known = (await client.status()).boxes.some((b) => b.name === "local");

@@ -7,7 +7,7 @@
  */
 import { Command } from "@commander-js/extra-typings";
 import { boxCommands } from "./box_commands.ts";
-import { BUILD } from "../daemon/box.ts";
+import { VERSION } from "../client/version.ts";
 import { defaultHookCommand, integrationCommands } from "./integrations.ts";
 import { agentClient, agentCommands } from "./agent.ts";
 import { laptopScope } from "./target.ts";
@@ -17,7 +17,7 @@ import { queueCommands } from "./queue.ts";
 /** Parses `args` and runs the command. */
 export async function main(args: string[]): Promise<void> {
   const program = new Command("dock").description("drive coding agents on remote boxes from this laptop")
-    .version(BUILD);
+    .version(VERSION);
   agentCommands(program);
   pairCommands(program);
   const scope = laptopScope(agentClient);

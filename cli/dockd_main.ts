@@ -1,14 +1,16 @@
 /**
  * The `dockd` command line (everything but the `hook` fast path): the box daemon (`dockd serve`) and
- * the commands that talk to it over its socket through the typed client.
+ * the commands that talk to it over its socket through the typed client. Only `serve` loads the daemon
+ * (through `lazy.ts`), so the others start fast.
  *
  * @module
  */
 import { Command } from "@commander-js/extra-typings";
 import { boxCommands } from "./box_commands.ts";
-import { BUILD } from "../daemon/box.ts";
+import { VERSION } from "../client/version.ts";
 import { eventCommands } from "./events.ts";
-import { serveCommand } from "./serve.ts";
+import { load } from "./lazy.ts";
+import { guarded } from "./output.ts";
 import { defaultHookCommand, integrationCommands } from "./integrations.ts";
 import { systemCommands } from "./system.ts";
 import { schemasCommand } from "./schemas.ts";
@@ -17,8 +19,13 @@ import { boxPairCommands } from "./pair.ts";
 
 /** Parses `args` and runs the command. */
 export async function main(args: string[]): Promise<void> {
-  const program = new Command("dockd").description("dock's box daemon and its command line").version(BUILD);
-  serveCommand(program);
+  const program = new Command("dockd").description("dock's box daemon and its command line").version(VERSION);
+  program.command("serve").description("run the box daemon in the foreground").action(() =>
+    guarded(async () => {
+      const { serveBox } = await load<typeof import("./serve.ts")>("./serve.ts");
+      await serveBox();
+    })
+  );
   const scope = boxScope();
   boxCommands(program, scope);
   eventCommands(program);

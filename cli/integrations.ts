@@ -1,7 +1,8 @@
 /**
  * `integrations install <tool>`, shared by `dock` (laptop) and `dockd` (box): both work on this
- * machine's files directly through `daemon/integrations.ts` (a laptop has no daemon to ask). The
- * `skills` family goes through a box's API instead (`skills.ts`).
+ * machine's files directly through `daemon/integrations.ts` (a laptop has no daemon to ask), loaded
+ * only when the command runs (it brings jsonc-parser). The `skills` family goes through a box's API
+ * instead (`skills.ts`).
  *
  * @module
  */
@@ -9,15 +10,10 @@ import type { Command } from "@commander-js/extra-typings";
 import { fileURLToPath } from "node:url";
 import { isAbsolute, join } from "node:path";
 import { DockError } from "../client/errors.ts";
-import {
-  type FileChange,
-  installAll,
-  installIntegration,
-  INTEGRATION_TOOLS,
-  type IntegrationResult,
-  type IntegrationTool,
-} from "../daemon/integrations.ts";
+import type { FileChange, IntegrationResult } from "../daemon/integrations.ts";
+import { INTEGRATION_TOOLS, type IntegrationTool } from "../client/wire.ts";
 import { shellQuote } from "../core/runner.ts";
+import { load } from "./lazy.ts";
 import { guarded, printJson } from "./output.ts";
 
 /** Options of {@linkcode integrationCommands}. */
@@ -45,6 +41,9 @@ export function integrationCommands(program: Command, options: IntegrationComman
             `unknown tool '${tool}': expected ${INTEGRATION_TOOLS.join(", ")} or all`,
           );
         }
+        const { installAll, installIntegration } = await load<typeof import("../daemon/integrations.ts")>(
+          "../daemon/integrations.ts",
+        );
         const base = { ...here(), hookCommand: options.hookCommand() };
         const results = tool === "all"
           ? await installAll(base)

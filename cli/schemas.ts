@@ -5,7 +5,7 @@
  * @module
  */
 import type { Command } from "@commander-js/extra-typings";
-import { configJsonSchema, kitJsonSchema } from "../core/config.ts";
+import { load } from "./lazy.ts";
 import { guarded } from "./output.ts";
 
 /** Adds `schemas`. */
@@ -13,6 +13,10 @@ export function schemasCommand(program: Command): void {
   program.command("schemas").description("print the JSON Schemas of .dock/config.json and kit.json")
     .option("--write <dir>", "write config.schema.json and kit.schema.json into a folder").action((o) =>
       guarded(async () => {
+        // zod is loaded only here, not by every dockd command.
+        const { configJsonSchema, kitJsonSchema } = await load<typeof import("../core/config.ts")>(
+          "../core/config.ts",
+        );
         const schemas = { "config.schema.json": configJsonSchema(), "kit.schema.json": kitJsonSchema() };
         if (!o.write) return console.log(JSON.stringify(schemas, null, 2));
         await Deno.mkdir(o.write, { recursive: true });

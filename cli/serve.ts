@@ -4,23 +4,16 @@
  * it; `127.0.0.1:0` lets the system pick a port, for tests). `DOCK_TLS_HOSTS` (comma-separated) adds
  * names the box's certificate must cover beyond its own addresses (a DNS name, a NAT's public address).
  *
+ * Loaded only by `dockd serve` and `dock up` (see `lazy.ts`): it brings the whole daemon.
+ *
  * @module
  */
-import type { Command } from "@commander-js/extra-typings";
 import { BoxClient } from "../client/box.ts";
 import { DockError } from "../client/errors.ts";
 import { Box } from "../daemon/box.ts";
 import { serveSocket, serveTls } from "../daemon/api/server.ts";
 import { localAddresses } from "../daemon/tls.ts";
 import { boxPaths } from "../core/paths.ts";
-import { guarded } from "./output.ts";
-
-/** Adds `serve`. */
-export function serveCommand(program: Command): void {
-  program.command("serve").description("run the box daemon in the foreground").action(() =>
-    guarded(serveBox)
-  );
-}
 
 /** Runs the box daemon on this machine until SIGINT or SIGTERM. */
 export async function serveBox(): Promise<void> {

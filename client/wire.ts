@@ -426,6 +426,12 @@ export interface TaskResult {
   session: Session;
 }
 
+/** The agent tools dock integrates with (`integrations install`). */
+export type IntegrationTool = "claude" | "cursor" | "codex";
+
+/** Every integration tool, in the order `all` installs them. */
+export const INTEGRATION_TOOLS: readonly IntegrationTool[] = ["claude", "cursor", "codex"];
+
 /** Agent tools that take skills. */
 export type SkillAgent = "claude" | "codex";
 

@@ -27,9 +27,6 @@ import { replaySpool, spoolDir } from "./spool.ts";
 import { join } from "node:path";
 import { Hooks } from "./hooks.ts";
 
-/** The daemon's build, reported by `GET info`. */
-export const BUILD = "0.1.0";
-
 /** The box's TCP+TLS listener for laptops, once it listens (see `serveTls`). */
 export interface TlsListener {
   /** The address it is bound to (`0.0.0.0`, `::`, or one address). */

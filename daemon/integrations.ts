@@ -26,26 +26,31 @@ import {
 } from "jsonc-parser";
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import { DockError } from "../client/errors.ts";
-import type {
+import {
+  type FileChange,
+  INTEGRATION_TOOLS,
+  type IntegrationTool,
+  type SkillAgent,
+  type SkillChange,
+  type SkillCopy,
+  type SkillsResult,
+  type SkillState,
+  type SkillTarget,
+} from "../client/wire.ts";
+import { SKILLS } from "../skills/mod.ts";
+import { exists, statOrNull, writeAtomic } from "../core/files.ts";
+
+// The skill records are wire types (the box API answers with them); re-exported for this module's users.
+export type {
   FileChange,
+  IntegrationTool,
   SkillAgent,
   SkillChange,
   SkillCopy,
   SkillsResult,
   SkillState,
   SkillTarget,
-} from "../client/wire.ts";
-import { SKILLS } from "../skills/mod.ts";
-import { exists, statOrNull, writeAtomic } from "../core/files.ts";
-
-/** The agent tools dock integrates with. */
-export type IntegrationTool = "claude" | "cursor" | "codex";
-
-/** Every integration tool, in the order `all` installs them. */
-export const INTEGRATION_TOOLS: readonly IntegrationTool[] = ["claude", "cursor", "codex"];
-
-// The skill records are wire types (the box API answers with them); re-exported for this module's users.
-export type { FileChange, SkillAgent, SkillChange, SkillCopy, SkillsResult, SkillState, SkillTarget };
+};
 
 /** Where an install looks: the home folder and the environment (`CLAUDE_CONFIG_DIR`, `CODEX_HOME`, `PATH`). */
 export interface HomeOptions {

@@ -5,7 +5,6 @@
  */
 import { z } from "zod";
 import type { Box } from "../box.ts";
-import { BUILD } from "../box.ts";
 import { validateEnvFile } from "../env.ts";
 import * as system from "../system.ts";
 import { isSecretReference } from "../secrets.ts";
@@ -14,6 +13,7 @@ import { writeAtomic } from "../../core/files.ts";
 import { readGuardFile, validateGuard, writeGuardFile } from "../guard.ts";
 import { hooksCheck } from "../../core/hooks.ts";
 import { DockError } from "../../client/errors.ts";
+import { VERSION } from "../../client/version.ts";
 import { body, json, requestOrigin, RouteTable } from "../../core/http.ts";
 
 const SECRET_TEST = z.object({ ref: z.string() });
@@ -29,7 +29,7 @@ export function systemRoutes(box: Box): RouteTable {
         json(
           await system.boxInfo({
             name: box.settings.name,
-            build: BUILD,
+            build: VERSION,
             agents: await box.sessions.presets(),
           }),
         ),

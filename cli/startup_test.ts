@@ -1,0 +1,60 @@
+/**
+ * What each entry path loads at start-up, read from Deno's module graph (code dependencies only: type
+ * imports and computed `import()`s are not loaded when the program starts). The ordinary commands talk
+ * to the daemon and the agent through the typed client; the servers, and the libraries only servers
+ * need, load only in `serve`, `agent` and `up` (see `lazy.ts`).
+ */
+import { assertEquals } from "../tests/assert.ts";
+
+interface InfoModule {
+  specifier: string;
+  dependencies?: { code?: { specifier: string } }[];
+}
+
+/** Every module `root` (relative to this folder) loads when it starts. */
+async function loaded(root: string): Promise<string[]> {
+  const output = await new Deno.Command(Deno.execPath(), {
+    args: ["info", "--json", new URL(root, import.meta.url).href],
+    stderr: "inherit",
+  }).output();
+  const info = JSON.parse(new TextDecoder().decode(output.stdout)) as {
+    roots: string[];
+    modules: InfoModule[];
+    redirects?: Record<string, string>;
+  };
+  const modules = new Map(info.modules.map((module) => [module.specifier, module]));
+  const seen = new Set<string>();
+  const visit = (specifier: string) => {
+    const resolved = info.redirects?.[specifier] ?? specifier;
+    if (seen.has(resolved)) return;
+    seen.add(resolved);
+    for (const dependency of modules.get(resolved)?.dependencies ?? []) {
+      if (dependency.code) visit(dependency.code.specifier);
+    }
+  };
+  visit(info.roots[0]);
+  const project = new URL("..", import.meta.url).href;
+  return [...seen].map((specifier) => specifier.replace(project, "")).sort();
+}
+
+/** What only a server needs: the daemon's and the agent's modules and their libraries. */
+const SERVER_ONLY = [
+  /^daemon\//,
+  /^agent\/(?!token\.ts$)/,
+  /^npm:\/?(hono|zod|@lydell\/node-pty|jsonc-parser)@/,
+  /^node:sqlite$/,
+];
+
+for (const main of ["dock_main.ts", "dockd_main.ts"]) {
+  Deno.test(`start-up: cli/${main} loads no server, hono, zod, node:sqlite or node-pty`, async () => {
+    const modules = await loaded(`./${main}`);
+    assertEquals(modules.filter((module) => SERVER_ONLY.some((pattern) => pattern.test(module))), []);
+    // Guards against a reader that finds nothing: the typed client is what the commands use.
+    assertEquals(modules.includes("client/box.ts") && modules.includes("cli/target.ts"), true);
+  });
+}
+
+Deno.test("start-up: the hook path and --version load only their own leaves", async () => {
+  assertEquals(await loaded("./dock.ts"), ["cli/dock.ts", "cli/entry.ts", "client/version.ts"]);
+  assertEquals(await loaded("./hook.ts"), ["cli/hook.ts", "cli/hook_map.ts"]);
+});
