@@ -50,6 +50,16 @@ export const GATE_ACTIONS = [
 /** One of {@linkcode GATE_ACTIONS}. */
 export type GateAction = typeof GATE_ACTIONS[number];
 
+/** Who asked for a gated action, and where. */
+export interface GateContext {
+  /** The request's origin (`X-Dock-Origin`, default `api`). */
+  origin: string;
+  /** The location the action targets, when there is one: its config's gates run too. */
+  location?: string;
+  /** The worktree the action targets, when there is one (gates run in it). */
+  worktree?: string;
+}
+
 // ---------------------------------------------------------------------------------------------------
 // Matching and variables (pure)
 

@@ -1,13 +1,16 @@
 /**
- * What every route table of the box API shares: the table itself (routes are data; a duplicate
- * registration throws), request parsing that names the offending field, the one place errors become
- * JSON answers, and the streaming answer forms (NDJSON, SSE).
+ * What every route table of the box API shares: the table itself (routes are data, gates too: a route
+ * declares the `before:` gates it runs, and {@linkcode mount} runs them, so a route cannot forget its
+ * gate and a test can list every gated route; a duplicate registration throws), request parsing that
+ * names the offending field, the one place errors become JSON answers, and the streaming answer forms
+ * (NDJSON, SSE).
  *
  * @module
  */
 import type { Context, Hono } from "hono";
 import { z } from "zod";
 import { DockError } from "../client/errors.ts";
+import type { GateAction, GateContext } from "./hooks.ts";
 
 /** HTTP methods the API routes. */
 export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
@@ -15,34 +18,96 @@ export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
 /** A route handler. */
 export type Handler = (c: Context) => Response | Promise<Response>;
 
-/** One resource's routes: `METHOD path → handler`. */
+/** What a `before:` gate is shown of one request: the target on its stdin, and where the action happens. */
+export interface GateRequest {
+  /** What the action acts on (identifiers; for `session.send` the text too). */
+  target: Record<string, unknown>;
+  /** The location it targets (its config's gates run too), as `LOC` or `LOC/WT`. */
+  location?: string;
+  /** The worktree it targets (gates run in it). */
+  worktree?: string;
+}
+
+/** One gate of a route: the action it guards, and what the gate is shown of a request. */
+export interface RouteGate<I> {
+  action: GateAction;
+  /** The request as the gate sees it; null when this request does not take the gate (no first prompt). */
+  describe(input: I, c: Context): GateRequest | null;
+}
+
+/**
+ * A route declared whole. `input` reads the request (body, parameters, the records it names) once, so a
+ * malformed body (400) or an unknown target (404) answers before any gate runs; the gates and then the
+ * handler get what it returns. The gates run where the table is mounted (see {@linkcode mount}), so a
+ * handler never runs ungated and the table lists every gated route.
+ */
+export interface Route<I> {
+  method: Method;
+  path: string;
+  input(c: Context): I | Promise<I>;
+  /** Gates, run in order before the handler; the first refusal answers. @default {[]} */
+  gates?: RouteGate<I>[];
+  handler(c: Context, input: I): Response | Promise<Response>;
+}
+
+/** A route as its table holds it. */
+export interface TableRoute {
+  readonly method: Method;
+  readonly path: string;
+  readonly gates: readonly RouteGate<unknown>[];
+  input(c: Context): unknown;
+  handler(c: Context, input: unknown): Response | Promise<Response>;
+}
+
+/** Runs the `before:<action>` gates of a request; resolves when all allow, throws (403) when one refuses. */
+export type GateRunner = (
+  action: GateAction,
+  target: Record<string, unknown>,
+  context: GateContext,
+) => Promise<void>;
+
+/** One resource's routes: `METHOD path → handler`, with the gates that guard it. */
 export class RouteTable {
   readonly resource: string;
-  readonly routes: { method: Method; path: string; handler: Handler }[] = [];
+  readonly routes: TableRoute[] = [];
 
   constructor(resource: string) {
     this.resource = resource;
   }
 
-  /** Adds a route; the same method and path twice is a programming error. */
+  /** Adds an ungated route that reads its own request; the same method and path twice is a programming error. */
   add(method: Method, path: string, handler: Handler): this {
-    if (this.routes.some((r) => r.method === method && r.path === path)) {
-      throw new Error(`${this.resource}: duplicate route ${method} ${path}`);
+    return this.route({ method, path, input: () => undefined, handler: (c) => handler(c) });
+  }
+
+  /** Adds a route declared whole, with its input step and its gates. */
+  route<I>(route: Route<I>): this {
+    if (this.routes.some((r) => r.method === route.method && r.path === route.path)) {
+      throw new Error(`${this.resource}: duplicate route ${route.method} ${route.path}`);
     }
-    this.routes.push({ method, path, handler });
+    this.routes.push({ ...route, gates: route.gates ?? [] } as TableRoute);
     return this;
   }
 }
 
-/** Mounts route tables under `prefix`; a method+path registered by two tables throws. */
-export function mount(app: Hono, prefix: string, tables: RouteTable[]): void {
+/** Options of {@linkcode mount}. */
+export interface MountOptions {
+  /** Runs the routes' gates; mounting a gated route without it throws. */
+  gate?: GateRunner;
+}
+
+/**
+ * Mounts route tables under `prefix`; a method+path registered by two tables throws. Each route runs
+ * input → gates → handler: this is the one place a gate is checked.
+ */
+export function mount(app: Hono, prefix: string, tables: RouteTable[], options: MountOptions = {}): void {
   const seen = new Map<string, string>();
   for (const table of tables) {
     for (const route of table.routes) {
       const key = `${route.method} ${route.path}`;
       if (seen.has(key)) throw new Error(`${key} registered by both ${seen.get(key)} and ${table.resource}`);
       seen.set(key, table.resource);
-      app.on(route.method, prefix + route.path, route.handler);
+      app.on(route.method, prefix + route.path, gated(route, options.gate, key));
     }
   }
   // A known path with another method answers 405, not 404.
@@ -62,6 +127,26 @@ export function mount(app: Hono, prefix: string, tables: RouteTable[]): void {
       );
     });
   }
+}
+
+function gated(route: TableRoute, gate: GateRunner | undefined, key: string): Handler {
+  if (route.gates.length === 0) return async (c) => route.handler(c, await route.input(c));
+  if (!gate) {
+    throw new Error(`${key} is gated (${route.gates.map((g) => g.action)}) but no gate runner was given`);
+  }
+  return async (c) => {
+    const input = await route.input(c);
+    for (const routeGate of route.gates) {
+      const request = routeGate.describe(input, c);
+      if (!request) continue;
+      await gate(routeGate.action, request.target, {
+        origin: requestOrigin(c),
+        location: request.location,
+        worktree: request.worktree,
+      });
+    }
+    return route.handler(c, input);
+  };
 }
 
 /** Turns any thrown error into the JSON error answer; unexpected errors are 500 and logged. */

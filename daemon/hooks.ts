@@ -24,6 +24,7 @@ import {
   fieldVariable,
   firstLine,
   type GateAction,
+  type GateContext,
   gatesFor,
   HOOK_BACKLOG,
   type HookExecutor,
@@ -34,16 +35,6 @@ import {
 } from "../core/hooks.ts";
 import type { Locations } from "./locations.ts";
 import type { Worktrees } from "./worktrees.ts";
-
-/** Who asked for a gated action, and where. */
-export interface GateContext {
-  /** The request's origin (`X-Dock-Origin`, default `api`). */
-  origin: string;
-  /** The location the action targets, when there is one: its config's gates run too. */
-  location?: string;
-  /** The worktree the action targets, when there is one (gates run in it). */
-  worktree?: string;
-}
 
 /** What the box's hooks need from the rest of the daemon. */
 export interface HooksOptions {

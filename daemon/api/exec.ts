@@ -6,7 +6,7 @@
 import { z } from "zod";
 import type { Box } from "../box.ts";
 import { execTimeout } from "../exec.ts";
-import { body, flagQuery, json, ndjson, requestOrigin, RouteTable } from "../../core/http.ts";
+import { body, flagQuery, json, ndjson, RouteTable } from "../../core/http.ts";
 
 const EXEC = z.object({
   location: z.string().min(1),
@@ -14,21 +14,31 @@ const EXEC = z.object({
   timeout: z.union([z.string(), z.number()]).optional(),
 });
 
-/** The exec route. */
+/** The exec route, gated by `before:exec`. */
 export function execRoutes(box: Box): RouteTable {
-  return new RouteTable("exec").add("POST", "/exec", async (c) => {
-    const request = await body(c, EXEC);
-    const job = {
-      location: request.location,
-      command: request.command,
-      timeoutMs: execTimeout(request.timeout),
-    };
-    box.worktrees.target(job.location); // 404 before anything runs or streams
-    await box.hooks.gate("exec", { location: job.location, command: job.command }, {
-      origin: requestOrigin(c),
-      location: job.location,
-    });
-    if (flagQuery(c, "stream")) return ndjson(box.exec.stream(job, c.req.raw.signal));
-    return json(await box.exec.run(job, { signal: c.req.raw.signal }));
+  return new RouteTable("exec").route({
+    method: "POST",
+    path: "/exec",
+    input: async (c) => {
+      const request = await body(c, EXEC);
+      const job = {
+        location: request.location,
+        command: request.command,
+        timeoutMs: execTimeout(request.timeout),
+      };
+      box.worktrees.target(job.location); // 404 before anything runs or streams
+      return job;
+    },
+    gates: [{
+      action: "exec",
+      describe: (job) => ({
+        target: { location: job.location, command: job.command },
+        location: job.location,
+      }),
+    }],
+    handler: async (c, job) => {
+      if (flagQuery(c, "stream")) return ndjson(box.exec.stream(job, c.req.raw.signal));
+      return json(await box.exec.run(job, { signal: c.req.raw.signal }));
+    },
   });
 }

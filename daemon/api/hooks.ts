@@ -13,10 +13,14 @@ import { body, json, requestOrigin, RouteTable } from "../../core/http.ts";
 export function hooksRoutes(box: Box): RouteTable {
   return new RouteTable("hooks")
     .add("GET", "/hooks", () => json(box.hooks.state()))
-    .add("PUT", "/hooks", async (c) => {
-      const file = hooksBody(await body(c, z.unknown()));
-      const origin = requestOrigin(c);
-      await box.hooks.gate("config.change", { file: "hooks.json", value: file }, { origin });
-      return json(await box.hooks.write(file, origin));
+    .route({
+      method: "PUT",
+      path: "/hooks",
+      input: async (c) => hooksBody(await body(c, z.unknown())),
+      gates: [{
+        action: "config.change",
+        describe: (file) => ({ target: { file: "hooks.json", value: file } }),
+      }],
+      handler: async (c, file) => json(await box.hooks.write(file, requestOrigin(c))),
     });
 }

@@ -72,28 +72,42 @@ export function locationRoutes(box: Box): RouteTable {
       "/locations/:name/branches",
       async (c) => json(await box.locations.branches(param(c, "name"))),
     )
-    .add("PUT", "/locations/:name/scripts", async (c) => {
-      const scripts = await body(c, SCRIPTS);
-      box.locations.get(param(c, "name"));
-      await box.hooks.gate("config.change", { file: "scripts", location: param(c, "name"), value: scripts }, {
-        origin: requestOrigin(c),
-        location: param(c, "name"),
-      });
-      return json(await box.locations.setScripts(param(c, "name"), scripts, requestOrigin(c)));
+    .route({
+      method: "PUT",
+      path: "/locations/:name/scripts",
+      input: async (c) => {
+        const scripts = await body(c, SCRIPTS);
+        box.locations.get(param(c, "name")); // 404 before the gate runs
+        return scripts;
+      },
+      gates: [{
+        action: "config.change",
+        describe: (scripts, c) => ({
+          target: { file: "scripts", location: param(c, "name"), value: scripts },
+          location: param(c, "name"),
+        }),
+      }],
+      handler: async (c, scripts) =>
+        json(await box.locations.setScripts(param(c, "name"), scripts, requestOrigin(c))),
     })
     .add("GET", "/locations/:name/config", async (c) => json(await box.locations.config(param(c, "name"))))
-    .add("PUT", "/locations/:name/config", async (c) => {
-      const request = await body(c, CONFIG_PUT);
-      box.locations.get(param(c, "name"));
-      await box.hooks.gate("config.change", {
-        file: "config",
-        location: param(c, "name"),
-        value: request.local,
-      }, {
-        origin: requestOrigin(c),
-        location: param(c, "name"),
-      });
-      return json(await box.locations.setLocal(param(c, "name"), request.local ?? null, requestOrigin(c)));
+    .route({
+      method: "PUT",
+      path: "/locations/:name/config",
+      input: async (c) => {
+        const request = await body(c, CONFIG_PUT);
+        box.locations.get(param(c, "name")); // 404 before the gate runs
+        return request;
+      },
+      gates: [{
+        action: "config.change",
+        describe: (request, c) => ({
+          target: { file: "config", location: param(c, "name"), value: request.local },
+          location: param(c, "name"),
+        }),
+      }],
+      handler: async (c, request) =>
+        json(await box.locations.setLocal(param(c, "name"), request.local ?? null, requestOrigin(c))),
     });
 }
 

@@ -14,7 +14,7 @@ import { ensureCertificates, localAddresses } from "../tls.ts";
 import { eventRoutes } from "./events.ts";
 import { execRoutes } from "./exec.ts";
 import { hooksRoutes } from "./hooks.ts";
-import { errorResponse, mount } from "../../core/http.ts";
+import { errorResponse, mount, type RouteTable } from "../../core/http.ts";
 import { laptopGate, LaptopStreams } from "./laptop_gate.ts";
 import { pairingRoutes, redeemRoutes, socketOnly } from "./pair.ts";
 import { locationRoutes } from "./locations.ts";
@@ -33,7 +33,6 @@ export interface BoxAppOptions {
 
 /** Builds the box API app for one listener. */
 export function boxApp(box: Box, options: BoxAppOptions = {}): Hono {
-  const listener = options.listener ?? "socket";
   const app = new Hono();
   app.onError((error) => errorResponse(error));
   app.notFound((c) =>
@@ -41,7 +40,17 @@ export function boxApp(box: Box, options: BoxAppOptions = {}): Hono {
       new DockError("not_found", `no such endpoint: ${c.req.method} ${c.req.path}`, { status: 404 }),
     )
   );
-  mount(app, "/v1", [
+  // The one place the box's `before:` gates run: each gated route declares its gates in its table.
+  mount(app, "/v1", boxRoutes(box, options), {
+    gate: (action, target, context) => box.hooks.gate(action, target, context),
+  });
+  return app;
+}
+
+/** Every route table of the box API on one listener. */
+export function boxRoutes(box: Box, options: BoxAppOptions = {}): RouteTable[] {
+  const listener = options.listener ?? "socket";
+  return [
     locationRoutes(box),
     worktreeRoutes(box),
     execRoutes(box),
@@ -53,8 +62,7 @@ export function boxApp(box: Box, options: BoxAppOptions = {}): Hono {
     skillRoutes(box),
     tunnelRoutes(box),
     ...(listener === "socket" ? [pairingRoutes(box)] : [socketOnly(pairingRoutes(box)), redeemRoutes(box)]),
-  ]);
-  return app;
+  ];
 }
 
 /** Serves the app on the daemon's socket; resolves once it listens. */

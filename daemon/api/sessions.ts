@@ -46,22 +46,36 @@ const STATES: AgentState[] = ["idle", "running", "waiting", "finished"];
 export function sessionRoutes(box: Box): RouteTable {
   return new RouteTable("sessions")
     .add("GET", "/sessions", () => json(box.sessions.list()))
-    .add("POST", "/sessions", async (c) => {
-      const request = await body(c, SESSION_CREATE);
-      if (request.prompt !== undefined) {
-        // A first prompt is a prompt typed into a session: the session.send gates see it too.
-        const worktree = box.worktrees.target(request.location); // 404 before the gate runs
-        await box.hooks.gate(
-          "session.send",
-          { session: request.name ?? null, text: request.prompt, enter: true, first: true },
-          { origin: requestOrigin(c), location: worktree.location, worktree: worktree.name },
-        );
-      }
-      const session = await box.sessions.create(request, requestOrigin(c));
-      if (request.open) {
-        box.bus.publish({ type: "session.open", origin: requestOrigin(c), data: { session: session.name } });
-      }
-      return json(session, 201);
+    .route({
+      method: "POST",
+      path: "/sessions",
+      input: async (c) => {
+        const request = await body(c, SESSION_CREATE);
+        // 404 before the gate runs; only a first prompt is gated.
+        const worktree = request.prompt === undefined ? null : box.worktrees.target(request.location);
+        return { request, worktree };
+      },
+      // A first prompt is a prompt typed into a session: the session.send gates see it too.
+      gates: [{
+        action: "session.send",
+        describe: ({ request, worktree }) =>
+          worktree && {
+            target: { session: request.name ?? null, text: request.prompt, enter: true, first: true },
+            location: worktree.location,
+            worktree: worktree.name,
+          },
+      }],
+      handler: async (c, { request }) => {
+        const session = await box.sessions.create(request, requestOrigin(c));
+        if (request.open) {
+          box.bus.publish({
+            type: "session.open",
+            origin: requestOrigin(c),
+            data: { session: session.name },
+          });
+        }
+        return json(session, 201);
+      },
     })
     .add("GET", "/sessions/:name", (c) => json(box.sessions.get(param(c, "name"))))
     .add(
@@ -73,17 +87,25 @@ export function sessionRoutes(box: Box): RouteTable {
       const history = intQuery(c, "history", { min: 0, max: 50_000, fallback: 0 });
       return json({ screen: await box.sessions.screen(param(c, "name"), history) });
     })
-    .add("POST", "/sessions/:name/send", async (c) => {
-      const request = await body(c, SEND);
-      const name = param(c, "name");
-      const enter = request.enter ?? true;
-      const origin = requestOrigin(c);
-      // A repeat of a key already sent only replays its outcome: it is not a new send to gate (a gate
-      // that refuses now must not turn a prompt that was typed into a failure).
-      if (request.key === undefined || !box.sessions.sendKeyKnown(request.key)) {
-        await box.hooks.gate("session.send", { session: name, text: request.text, enter }, { origin });
-      }
-      return json(await box.sessions.send(name, request.text, enter, origin, { key: request.key }));
+    .route({
+      method: "POST",
+      path: "/sessions/:name/send",
+      input: (c) => body(c, SEND),
+      gates: [{
+        action: "session.send",
+        // A repeat of a key already sent only replays its outcome: it is not a new send to gate (a gate
+        // that refuses now must not turn a prompt that was typed into a failure).
+        describe: (request, c) =>
+          request.key !== undefined && box.sessions.sendKeyKnown(request.key) ? null : {
+            target: { session: param(c, "name"), text: request.text, enter: request.enter ?? true },
+          },
+      }],
+      handler: async (c, request) =>
+        json(
+          await box.sessions.send(param(c, "name"), request.text, request.enter ?? true, requestOrigin(c), {
+            key: request.key,
+          }),
+        ),
     })
     .add("GET", "/sessions/:name/wait", async (c) => {
       const name = param(c, "name");
@@ -140,60 +162,68 @@ export function sessionRoutes(box: Box): RouteTable {
       const { cols, rows } = attachSize(new URL(c.req.url));
       return attachSession(c.req.raw, { socket: box.tmux.socket, session: session.name, cols, rows });
     })
-    .add("POST", "/tasks", async (c) => {
-      const request = await body(c, TASK);
-      if (!request.agent && !request.command) {
-        throw new DockError("invalid_request", "agent: a task needs an agent (or a command)", {
-          status: 400,
-          detail: { field: "agent" },
-        });
-      }
-      const origin = requestOrigin(c);
-      box.locations.get(request.location); // 404 before the gate runs
-      await box.hooks.gate("worktree.create", {
-        name: request.name,
-        branch: request.branch,
-        base: request.base,
+    .route({
+      method: "POST",
+      path: "/tasks",
+      input: async (c) => {
+        const request = await body(c, TASK);
+        if (!request.agent && !request.command) {
+          throw new DockError("invalid_request", "agent: a task needs an agent (or a command)", {
+            status: 400,
+            detail: { field: "agent" },
+          });
+        }
+        box.locations.get(request.location); // 404 before the gates run
+        return request;
+      },
+      gates: [{
+        action: "worktree.create",
+        describe: (request) => ({
+          target: { name: request.name, branch: request.branch, base: request.base },
+          location: request.location,
+        }),
       }, {
-        origin,
-        location: request.location,
-      });
-      if (request.prompt !== undefined) {
-        await box.hooks.gate(
-          "session.send",
-          { session: null, text: request.prompt, enter: true, first: true },
-          { origin, location: request.location },
-        );
-      }
-      const worktree = await box.worktrees.create(
-        request.location,
-        { name: request.name, branch: request.branch, base: request.base },
-        origin,
-      );
-      try {
-        const session = await box.sessions.create({
-          location: `${worktree.location}/${worktree.name}`,
-          agent: request.agent,
-          command: request.command,
-          prompt: request.prompt,
-          from_session: request.from_session,
-        }, origin);
-        box.bus.publish({
-          type: "task.created",
-          origin,
-          data: {
-            location: worktree.location,
-            worktree: worktree.name,
-            session: session.name,
-            agent: session.agent,
-            from_session: request.from_session ?? null,
+        action: "session.send",
+        describe: (request) =>
+          request.prompt === undefined ? null : {
+            target: { session: null, text: request.prompt, enter: true, first: true },
+            location: request.location,
           },
-        });
-        return json({ worktree, session }, 201);
-      } catch (error) {
-        // A task is both or nothing: without its agent, the new worktree goes again.
-        await box.worktrees.remove(worktree.location, worktree.name, { force: true }, origin).catch(() => {});
-        throw error;
-      }
+      }],
+      handler: async (c, request) => {
+        const origin = requestOrigin(c);
+        const worktree = await box.worktrees.create(
+          request.location,
+          { name: request.name, branch: request.branch, base: request.base },
+          origin,
+        );
+        try {
+          const session = await box.sessions.create({
+            location: `${worktree.location}/${worktree.name}`,
+            agent: request.agent,
+            command: request.command,
+            prompt: request.prompt,
+            from_session: request.from_session,
+          }, origin);
+          box.bus.publish({
+            type: "task.created",
+            origin,
+            data: {
+              location: worktree.location,
+              worktree: worktree.name,
+              session: session.name,
+              agent: session.agent,
+              from_session: request.from_session ?? null,
+            },
+          });
+          return json({ worktree, session }, 201);
+        } catch (error) {
+          // A task is both or nothing: without its agent, the new worktree goes again.
+          await box.worktrees.remove(worktree.location, worktree.name, { force: true }, origin).catch(
+            () => {},
+          );
+          throw error;
+        }
+      },
     });
 }

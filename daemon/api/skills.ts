@@ -11,13 +11,12 @@
  * @module
  */
 import { z } from "zod";
-import type { Context } from "hono";
 import { DockError } from "../../client/errors.ts";
 import type { SkillsEventData, SkillsResult, SkillTarget } from "../../client/wire.ts";
 import { SKILLS } from "../../skills/mod.ts";
 import type { Box } from "../box.ts";
 import { type HomeOptions, installSkills, listSkills, uninstallSkills } from "../integrations.ts";
-import { body, json, requestOrigin, RouteTable } from "../../core/http.ts";
+import { body, json, requestOrigin, type Route, RouteTable } from "../../core/http.ts";
 
 const SKILL_IDS = SKILLS.map((skill) => skill.id);
 
@@ -72,49 +71,69 @@ export function skillRoutes(box: Box, options: SkillRoutesOptions = {}): RouteTa
       const copies = await listSkills({ ...where, repo });
       return json(copies.map((copy) => copy.target === "project" ? { ...copy, location } : copy));
     })
-    .add("POST", "/skills/install", (c) => change(c, box, where, "install", serialized))
-    .add("POST", "/skills/uninstall", (c) => change(c, box, where, "uninstall", serialized));
+    .route(change(box, where, "install", serialized))
+    .route(change(box, where, "uninstall", serialized));
 }
 
-async function change(
-  c: Context,
+/** `POST skills/install` or `skills/uninstall`, gated by `before:skills.<action>`. */
+function change(
   box: Box,
   where: HomeOptions,
   action: "install" | "uninstall",
   serialized: <T>(work: () => Promise<T>) => Promise<T>,
-): Promise<Response> {
-  const request = resolveRequest(box, await body(c, SKILLS_REQUEST.optional()) ?? {}, action);
-  const origin = requestOrigin(c);
-  const [location, worktree] = request.location?.split("/") ?? [];
-  // The gate sees what will be done (defaults filled in), before anything is touched; a refusal
-  // throws its 403 straight to the caller.
-  await box.hooks.gate(`skills.${action}`, {
-    skills: request.skills,
-    agent: request.agent,
-    target: request.target,
-    location: request.location,
-    ...(action === "install" ? { commit: request.commit } : {}),
-  }, { origin, location, worktree });
-  const result = await serialized(() =>
-    action === "install"
-      ? installSkills({
-        ...where,
-        skills: request.skills,
-        agent: request.agent,
-        target: request.target,
-        repo: request.repo,
-        commit: request.commit,
-      })
-      : uninstallSkills({
-        ...where,
-        skills: request.skills,
-        agent: request.agent,
-        target: request.target,
-        repo: request.repo,
-      })
-  );
-  announce(box, action === "install" ? "skills.installed" : "skills.removed", request, result, origin);
-  return json(result);
+): Route<Resolved> {
+  return {
+    method: "POST",
+    path: `/skills/${action}`,
+    input: async (c) => resolveRequest(box, await body(c, SKILLS_REQUEST.optional()) ?? {}, action),
+    gates: [{
+      action: `skills.${action}`,
+      // The gate sees what will be done (defaults filled in), before anything is touched; a refusal
+      // throws its 403 straight to the caller.
+      describe: (request) => {
+        const [location, worktree] = request.location?.split("/") ?? [];
+        return {
+          target: {
+            skills: request.skills,
+            agent: request.agent,
+            target: request.target,
+            location: request.location,
+            ...(action === "install" ? { commit: request.commit } : {}),
+          },
+          location,
+          worktree,
+        };
+      },
+    }],
+    handler: async (c, request) => {
+      const result = await serialized(() =>
+        action === "install"
+          ? installSkills({
+            ...where,
+            skills: request.skills,
+            agent: request.agent,
+            target: request.target,
+            repo: request.repo,
+            commit: request.commit,
+          })
+          : uninstallSkills({
+            ...where,
+            skills: request.skills,
+            agent: request.agent,
+            target: request.target,
+            repo: request.repo,
+          })
+      );
+      announce(
+        box,
+        action === "install" ? "skills.installed" : "skills.removed",
+        request,
+        result,
+        requestOrigin(c),
+      );
+      return json(result);
+    },
+  };
 }
 
 /** Fills in the defaults and checks what fits together; the location's folder comes from the box. */

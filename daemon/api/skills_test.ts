@@ -5,7 +5,7 @@ import type { DockEvent } from "../../client/wire.ts";
 import { SKILLS } from "../../skills/mod.ts";
 import { assert, assertEquals } from "../../tests/assert.ts";
 import type { Box } from "../box.ts";
-import type { GateContext } from "../hooks.ts";
+import type { GateContext } from "../../core/hooks.ts";
 import { errorResponse, mount } from "../../core/http.ts";
 import { skillRoutes } from "./skills.ts";
 
@@ -26,12 +26,6 @@ async function fakeBox(gate: (call: GateCall) => Promise<void>) {
   const events: DockEvent[] = [];
   const box = {
     paths: { userHome: home },
-    hooks: {
-      gate: (action: string, target: Record<string, unknown>, context: GateContext) => {
-        calls.push({ action, target, context });
-        return gate({ action, target, context });
-      },
-    },
     bus: { publish: (event: DockEvent) => events.push(event) },
     locations: {
       get: (name: string) => {
@@ -51,7 +45,12 @@ async function fakeBox(gate: (call: GateCall) => Promise<void>) {
   const app = new Hono();
   app.onError((error) => errorResponse(error));
   // No CLAUDE_CONFIG_DIR or CODEX_HOME from the test's own environment: only the temp home is written.
-  mount(app, "/v1", [skillRoutes(box, { env: {} })]);
+  mount(app, "/v1", [skillRoutes(box, { env: {} })], {
+    gate: (action, target, context) => {
+      calls.push({ action, target, context });
+      return gate({ action, target, context });
+    },
+  });
   return {
     home,
     tree,

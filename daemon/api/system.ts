@@ -58,24 +58,35 @@ export function systemRoutes(box: Box): RouteTable {
       async (c) => json(await system.listFolder({ path: c.req.query("path"), home: box.paths.userHome })),
     )
     .add("GET", "/env", async () => json({ env: await readEnvFile(box.paths.envFile) }))
-    .add("PUT", "/env", async (c) => {
-      const request = await body(c, ENV_PUT);
-      const file = validateEnvFile(request, "body", 400);
-      await box.hooks.gate("config.change", { file: "env.json", value: file }, { origin: requestOrigin(c) });
-      await Deno.mkdir(box.paths.home, { recursive: true });
-      await writeAtomic(box.paths.envFile, JSON.stringify(file, null, 2) + "\n");
-      box.bus.publish({ type: "config.changed", origin: requestOrigin(c), data: { file: "env.json" } });
-      return json(file);
+    .route({
+      method: "PUT",
+      path: "/env",
+      input: async (c) => validateEnvFile(await body(c, ENV_PUT), "body", 400),
+      gates: [{
+        action: "config.change",
+        describe: (file) => ({ target: { file: "env.json", value: file } }),
+      }],
+      handler: async (c, file) => {
+        await Deno.mkdir(box.paths.home, { recursive: true });
+        await writeAtomic(box.paths.envFile, JSON.stringify(file, null, 2) + "\n");
+        box.bus.publish({ type: "config.changed", origin: requestOrigin(c), data: { file: "env.json" } });
+        return json(file);
+      },
     })
     .add("GET", "/guard", async () => json(await readGuardFile(box.paths.guardFile)))
-    .add("PUT", "/guard", async (c) => {
-      const settings = validateGuard(await body(c, z.unknown()), "body", 400);
-      await box.hooks.gate("config.change", { file: "guard.json", value: settings }, {
-        origin: requestOrigin(c),
-      });
-      await writeGuardFile(box.paths.guardFile, settings);
-      box.bus.publish({ type: "config.changed", origin: requestOrigin(c), data: { file: "guard.json" } });
-      return json(settings);
+    .route({
+      method: "PUT",
+      path: "/guard",
+      input: async (c) => validateGuard(await body(c, z.unknown()), "body", 400),
+      gates: [{
+        action: "config.change",
+        describe: (settings) => ({ target: { file: "guard.json", value: settings } }),
+      }],
+      handler: async (c, settings) => {
+        await writeGuardFile(box.paths.guardFile, settings);
+        box.bus.publish({ type: "config.changed", origin: requestOrigin(c), data: { file: "guard.json" } });
+        return json(settings);
+      },
     })
     .add("POST", "/secrets/test", async (c) => {
       const { ref } = await body(c, SECRET_TEST);

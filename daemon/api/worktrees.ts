@@ -48,27 +48,39 @@ export function worktreeRoutes(box: Box): RouteTable {
       box.locations.get(param(c, "name"));
       return json(box.worktrees.list(param(c, "name")));
     })
-    .add("POST", "/locations/:name/worktrees", async (c) => {
-      const request = await body(c, WORKTREE_CREATE);
-      box.locations.get(param(c, "name")); // 404 before the gate runs
-      await box.hooks.gate("worktree.create", { ...request }, {
-        origin: requestOrigin(c),
-        location: param(c, "name"),
-      });
-      return json(await box.worktrees.create(param(c, "name"), request, requestOrigin(c)), 201);
+    .route({
+      method: "POST",
+      path: "/locations/:name/worktrees",
+      input: async (c) => {
+        const request = await body(c, WORKTREE_CREATE);
+        box.locations.get(param(c, "name")); // 404 before the gate runs
+        return request;
+      },
+      gates: [{
+        action: "worktree.create",
+        describe: (request, c) => ({ target: { ...request }, location: param(c, "name") }),
+      }],
+      handler: async (c, request) =>
+        json(await box.worktrees.create(param(c, "name"), request, requestOrigin(c)), 201),
     })
     .add("GET", wt, (c) => json(box.worktrees.get(param(c, "name"), param(c, "wt"))))
-    .add("DELETE", wt, async (c) => {
-      const force = flagQuery(c, "force");
-      const worktree = box.worktrees.get(param(c, "name"), param(c, "wt"));
-      await box.hooks.gate("worktree.remove", { worktree: worktree.name, path: worktree.path, force }, {
-        origin: requestOrigin(c),
-        location: worktree.location,
-        worktree: worktree.name,
-      });
-      return json(
-        await box.worktrees.remove(param(c, "name"), param(c, "wt"), { force }, requestOrigin(c)),
-      );
+    .route({
+      method: "DELETE",
+      path: wt,
+      input: (c) => ({
+        force: flagQuery(c, "force"),
+        worktree: box.worktrees.get(param(c, "name"), param(c, "wt")), // 404 before the gate runs
+      }),
+      gates: [{
+        action: "worktree.remove",
+        describe: ({ worktree, force }) => ({
+          target: { worktree: worktree.name, path: worktree.path, force },
+          location: worktree.location,
+          worktree: worktree.name,
+        }),
+      }],
+      handler: async (c, { force }) =>
+        json(await box.worktrees.remove(param(c, "name"), param(c, "wt"), { force }, requestOrigin(c))),
     })
     .add("GET", `${wt}/setup/log`, (c) => {
       const follow = flagQuery(c, "follow");

@@ -1,0 +1,76 @@
+import { assertEquals } from "../../tests/assert.ts";
+import { boxPaths } from "../../core/paths.ts";
+import { Box } from "../box.ts";
+import { boxRoutes } from "./server.ts";
+
+/**
+ * Every route of the box API that acts (any method but GET), with the `before:` gates it runs. A new
+ * acting route fails this test until it is listed here: with its gate, or as `[]` when nothing a person
+ * would gate happens (README "Hooks and gates" lists the gated requests).
+ */
+const ACTING: Record<string, string[]> = {
+  "POST /exec": ["exec"],
+  "PUT /hooks": ["config.change"],
+  "PUT /env": ["config.change"],
+  "PUT /guard": ["config.change"],
+  "PUT /locations/:name/scripts": ["config.change"],
+  "PUT /locations/:name/config": ["config.change"],
+  "POST /sessions": ["session.send"],
+  "POST /sessions/:name/send": ["session.send"],
+  "POST /tasks": ["worktree.create", "session.send"],
+  "POST /skills/install": ["skills.install"],
+  "POST /skills/uninstall": ["skills.uninstall"],
+  "POST /locations/:name/worktrees": ["worktree.create"],
+  "DELETE /locations/:name/worktrees/:wt": ["worktree.remove"],
+  "POST /locations": [],
+  "POST /locations/clone": [],
+  "POST /locations/new": [],
+  "DELETE /locations/:name": [],
+  "POST /locations/:name/worktrees/:wt/sync": [],
+  "POST /locations/:name/worktrees/:wt/services/:service/start": [],
+  "POST /locations/:name/worktrees/:wt/services/:service/stop": [],
+  "POST /locations/:name/worktrees/:wt/services/:service/restart": [],
+  "POST /locations/:name/worktrees/:wt/pause": [],
+  "POST /locations/:name/worktrees/:wt/resume": [],
+  "DELETE /sessions/:name": [],
+  "POST /events": [],
+  "POST /secrets/test": [],
+  "POST /stop": [],
+  "POST /pair/code": [],
+  "DELETE /laptops/:id": [],
+  "POST /pair": [],
+  "DELETE /pair": [],
+};
+
+async function withBox(fn: (box: Box) => Promise<void> | void): Promise<void> {
+  const dir = await Deno.makeTempDir({ prefix: "dock-routes-" });
+  const env = new Map([["HOME", dir], ["DOCK_HOME", `${dir}/dock`], ["DOCK_STATE_DIR", `${dir}/state`]]);
+  const box = new Box(boxPaths({ get: (key) => env.get(key) }));
+  try {
+    await fn(box);
+  } finally {
+    await box.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+Deno.test("box routes: every acting route on either listener, with exactly the gates it runs", async () => {
+  await withBox((box) => {
+    const acting: Record<string, string[]> = {};
+    const gatedReads: string[] = [];
+    for (const listener of ["socket", "tls"] as const) {
+      for (const table of boxRoutes(box, { listener })) {
+        for (const route of table.routes) {
+          const actions = route.gates.map((gate) => gate.action);
+          if (route.method === "GET") {
+            if (actions.length) gatedReads.push(`${route.method} ${route.path}`);
+            continue;
+          }
+          acting[`${route.method} ${route.path}`] = actions;
+        }
+      }
+    }
+    assertEquals(acting, ACTING);
+    assertEquals(gatedReads, []);
+  });
+});
