@@ -13,6 +13,7 @@ import { DockError } from "../client/errors.ts";
 import { Box } from "../daemon/box.ts";
 import { serveSocket, serveTls } from "../daemon/api/server.ts";
 import { localAddresses } from "../daemon/tls.ts";
+import { type GuardedServer, listenLimitsFromEnv } from "../core/listen.ts";
 import { boxPaths } from "../core/paths.ts";
 
 /** Runs the box daemon on this machine until SIGINT or SIGTERM. */
@@ -70,7 +71,7 @@ export function listenAddress(
  * Starts the TLS listener for laptops. A failure (port taken, no openssl) leaves the box serving its
  * socket: its own user and local tools keep working, and `dockd pair` reports why laptops cannot.
  */
-async function listenForLaptops(box: Box, signal: AbortSignal): Promise<Deno.HttpServer | null> {
+async function listenForLaptops(box: Box, signal: AbortSignal): Promise<GuardedServer | null> {
   const where = listenAddress();
   if (!where) {
     box.tlsDown = "DOCK_LISTEN=off";
@@ -78,7 +79,12 @@ async function listenForLaptops(box: Box, signal: AbortSignal): Promise<Deno.Htt
   }
   const extra = (Deno.env.get("DOCK_TLS_HOSTS") ?? "").split(",").map((h) => h.trim()).filter(Boolean);
   try {
-    const server = await serveTls(box, { ...where, signal, addresses: [...localAddresses(), ...extra] });
+    const server = await serveTls(box, {
+      ...where,
+      signal,
+      addresses: [...localAddresses(), ...extra],
+      limits: listenLimitsFromEnv(),
+    });
     console.error(`dockd: listening for laptops on ${where.hostname}:${box.tls?.port} (TLS)`);
     return server;
   } catch (error) {

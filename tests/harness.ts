@@ -40,6 +40,8 @@ export interface StartBoxOptions {
   env?: Record<string, string>;
   /** Port range for worktree blocks. @default {a range unique to this test process} */
   portRange?: [number, number];
+  /** Run the daemon with this hard and soft limit on open files (`ulimit -n`). */
+  openFiles?: number;
 }
 
 /** The temporary directories of a test box. */
@@ -101,8 +103,11 @@ export async function startBox(options: StartBoxOptions = {}): Promise<TestBox> 
     ...GIT_ENV,
     ...options.env,
   };
-  const process = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "--cached-only", join(ROOT, "cli/dockd.ts"), "serve"],
+  const args = ["run", "-A", "--cached-only", join(ROOT, "cli/dockd.ts"), "serve"];
+  const process = new Deno.Command(options.openFiles ? "/bin/sh" : Deno.execPath(), {
+    args: options.openFiles
+      ? ["-c", `ulimit -n ${options.openFiles} && exec "$0" "$@"`, Deno.execPath(), ...args]
+      : args,
     env,
     clearEnv: true,
     stdout: "piped",

@@ -83,7 +83,7 @@ export function laptopGate(
   box: Box,
   app: Hono,
   streams: LaptopStreams,
-): (request: Request, info: Deno.ServeHandlerInfo<Deno.NetAddr>) => Promise<Response> {
+): (request: Request, info: { remoteAddr: Deno.NetAddr }) => Promise<Response> {
   return async function gate(request, info) {
     const env: TlsEnv = { remoteAddr: info.remoteAddr };
     const url = new URL(request.url);

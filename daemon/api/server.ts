@@ -15,6 +15,7 @@ import { eventRoutes } from "./events.ts";
 import { execRoutes } from "./exec.ts";
 import { hooksRoutes } from "./hooks.ts";
 import { errorResponse, mount, type RouteTable } from "../../core/http.ts";
+import { type GuardedServer, type ListenLimits, serveGuarded } from "../../core/listen.ts";
 import { laptopGate, LaptopStreams } from "./laptop_gate.ts";
 import { pairingRoutes, redeemRoutes, socketOnly } from "./pair.ts";
 import { locationRoutes } from "./locations.ts";
@@ -94,6 +95,8 @@ export interface ServeTlsOptions {
   port: number;
   /** Stops the listener. */
   signal?: AbortSignal;
+  /** Deadlines and caps of the listener. @default {core/listen.ts's defaults} */
+  limits?: ListenLimits;
   /**
    * The hosts laptops may dial, which the certificate must list.
    * @default {localAddresses(), plus `hostname` when it is one address}
@@ -105,7 +108,7 @@ export interface ServeTlsOptions {
  * Serves the box API to paired laptops on TCP+TLS; resolves once it listens, with `box.tls` set.
  * Revoking a laptop closes its open streams on this listener.
  */
-export async function serveTls(box: Box, options: ServeTlsOptions): Promise<Deno.HttpServer<Deno.NetAddr>> {
+export async function serveTls(box: Box, options: ServeTlsOptions): Promise<GuardedServer> {
   const wildcard = ["0.0.0.0", "::", "[::]"].includes(options.hostname);
   const addresses = [
     ...new Set([...(options.addresses ?? localAddresses()), ...(wildcard ? [] : [options.hostname])]),
@@ -113,19 +116,21 @@ export async function serveTls(box: Box, options: ServeTlsOptions): Promise<Deno
   const certificates = await ensureCertificates(join(box.paths.box, "tls"), { addresses });
   const streams = new LaptopStreams();
   const app = boxApp(box, { listener: "tls" });
-  const { promise, resolve } = Promise.withResolvers<Deno.NetAddr>();
-  const server = Deno.serve({
-    hostname: options.hostname,
-    port: options.port,
-    // The chain includes the CA: the laptop pins it by fingerprint straight from the handshake, before
-    // it sends anything (see agent/pairing.ts).
-    cert: certificates.certPem + certificates.caPem,
-    key: certificates.keyPem,
-    signal: options.signal,
-    onListen: (addr) => resolve(addr),
-    onError: (error) => errorResponse(error),
-  }, laptopGate(box, app, streams));
-  const addr = await promise;
+  // A port any stranger on the network can reach: handshake, header and idle deadlines, connection caps,
+  // and an accept loop that outlives running out of file descriptors (core/listen.ts).
+  const server = serveGuarded(
+    {
+      hostname: options.hostname,
+      port: options.port,
+      // The chain includes the CA: the laptop pins it by fingerprint straight from the handshake, before
+      // it sends anything (see agent/pairing.ts).
+      cert: certificates.certPem + certificates.caPem,
+      key: certificates.keyPem,
+    },
+    laptopGate(box, app, streams),
+    { signal: options.signal, onError: (error) => errorResponse(error), ...options.limits },
+  );
+  const addr = server.addr;
   const unsubscribe = box.pairing.onRevoke((laptop) => streams.revoke(laptop.id));
   box.tls = {
     hostname: options.hostname,

@@ -1,0 +1,212 @@
+import { assert, assertEquals } from "../tests/assert.ts";
+import { ensureCertificates } from "../daemon/tls.ts";
+import { serveGuarded, type ServeGuardedOptions } from "./listen.ts";
+
+function hello(request: Request): Response {
+  const url = new URL(request.url);
+  if (url.pathname === "/ws") {
+    const { socket, response } = Deno.upgradeWebSocket(request);
+    socket.onmessage = (message) => socket.send(`echo:${message.data}`);
+    return response;
+  }
+  if (url.pathname === "/stream") {
+    let timer: ReturnType<typeof setInterval>;
+    let n = 0;
+    const body = new ReadableStream<Uint8Array>({
+      start(controller) {
+        timer = setInterval(() => {
+          controller.enqueue(new TextEncoder().encode(`tick ${n++}\n`));
+          if (n === 6) {
+            clearInterval(timer);
+            controller.close();
+          }
+        }, 50);
+      },
+      cancel: () => clearInterval(timer),
+    });
+    return new Response(body);
+  }
+  return new Response("ok");
+}
+
+async function withServer(
+  options: ServeGuardedOptions,
+  fn: (port: number, stats: () => ReturnType<ReturnType<typeof serveGuarded>["stats"]>) => Promise<void>,
+) {
+  const server = serveGuarded({ hostname: "127.0.0.1", port: 0 }, hello, { log: () => {}, ...options });
+  try {
+    await fn(server.addr.port, server.stats);
+  } finally {
+    await server.shutdown();
+  }
+}
+
+/** Resolves with what the server sends until it closes the connection (null on a reset). */
+async function readUntilClosed(conn: Deno.Conn): Promise<string | null> {
+  const buffer = new Uint8Array(4096);
+  let text = "";
+  try {
+    while (true) {
+      const n = await conn.read(buffer);
+      if (n === null) return text;
+      text += new TextDecoder().decode(buffer.subarray(0, n));
+    }
+  } catch {
+    return null;
+  } finally {
+    conn.close();
+  }
+}
+
+Deno.test("serveGuarded: answers requests, keeps a WebSocket open past the idle timeout", async () => {
+  await withServer({ idleMs: 100 }, async (port) => {
+    const response = await fetch(`http://127.0.0.1:${port}/`);
+    assertEquals(await response.text(), "ok");
+    const ws = new WebSocket(`ws://127.0.0.1:${port}/ws`);
+    await new Promise((resolve) => ws.onopen = resolve);
+    const replies: string[] = [];
+    const next = () =>
+      new Promise<void>((resolve) => ws.onmessage = (m) => (replies.push(m.data), resolve()));
+    ws.send("one");
+    await next();
+    // Three idle timeouts later the upgraded connection is still served.
+    const stream = await fetch(`http://127.0.0.1:${port}/stream`);
+    assertEquals((await stream.text()).split("\n").filter(Boolean).length, 6); // 300 ms, past the 100 ms idle
+    ws.send("two");
+    await next();
+    assertEquals(replies, ["echo:one", "echo:two"]);
+    const closed = new Promise((resolve) => ws.onclose = resolve);
+    ws.close();
+    await closed;
+  });
+});
+
+Deno.test("serveGuarded: a connection that sends nothing, or headers too slowly, is closed at its deadline", async () => {
+  await withServer({ headerMs: 150 }, async (port, stats) => {
+    const silent = await Deno.connect({ hostname: "127.0.0.1", port });
+    const slow = await Deno.connect({ hostname: "127.0.0.1", port });
+    await slow.write(new TextEncoder().encode("GET / HTTP/1.1\r\nHost: x\r\n"));
+    const [a, b] = await Promise.all([readUntilClosed(silent), readUntilClosed(slow)]);
+    assert(a === "" || a === null, `silent got ${a}`);
+    assert(b === "" || b === null || !b.includes("200"), `slow got ${b}`);
+    assertEquals(stats().timedOut, 2);
+    assertEquals(stats().open, 0);
+  });
+});
+
+Deno.test("serveGuarded: an idle keep-alive connection is closed; one with a request in flight is not", async () => {
+  await withServer({ idleMs: 120, headerMs: 5_000 }, async (port, stats) => {
+    const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+    await conn.write(new TextEncoder().encode("GET /stream HTTP/1.1\r\nHost: x\r\n\r\n"));
+    const text = await readUntilClosed(conn);
+    // The 300 ms stream was answered whole; only then did the idle timeout close the connection.
+    assert(text?.includes("tick 5"), String(text));
+    assertEquals(stats().timedOut, 1);
+  });
+});
+
+for (const [cap, options] of [["per-peer", { maxPerPeer: 3 }], ["total", { maxConnections: 3 }]] as const) {
+  Deno.test(`serveGuarded: connections past the ${cap} cap are closed at once, and room comes back`, async () => {
+    await withServer({ headerMs: 10_000, ...options }, async (port, stats) => {
+      const held = await Promise.all([1, 2, 3].map(() => Deno.connect({ hostname: "127.0.0.1", port })));
+      // The server counts a connection once it accepted it: wait for the three.
+      while (stats().open < 3) await new Promise((resolve) => setTimeout(resolve, 5));
+      const fourth = await Deno.connect({ hostname: "127.0.0.1", port });
+      assertEquals(await readUntilClosed(fourth) ?? "", "");
+      assertEquals(stats().refused, 1);
+      for (const conn of held) conn.close();
+      while (stats().open > 0) await new Promise((resolve) => setTimeout(resolve, 5));
+      const response = await fetch(`http://127.0.0.1:${port}/`);
+      assertEquals(await response.text(), "ok");
+    });
+  });
+}
+
+Deno.test("serveGuarded: the accept loop survives running out of file descriptors and recovers", async () => {
+  // A child with 64 descriptors and no cap below them: 100 idle connections exhaust them (the default cap,
+  // a quarter of the limit, would refuse them before); after they are dropped it serves again.
+  const script = `
+    import { serveGuarded } from ${JSON.stringify(new URL("./listen.ts", import.meta.url).href)};
+    const server = serveGuarded({ hostname: "127.0.0.1", port: 0 }, () => new Response("ok"), { headerMs: 60_000, maxConnections: 1000, log: (l) => console.error(l) });
+    console.log(server.addr.port);
+  `;
+  const child = new Deno.Command("/bin/sh", {
+    args: ["-c", `ulimit -n 64 && exec "${Deno.execPath()}" run -A --cached-only -`],
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const writer = child.stdin.getWriter();
+  await writer.write(new TextEncoder().encode(script));
+  await writer.close();
+  const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  const port = Number((await lines.read()).value?.trim());
+  try {
+    const hogs: Deno.Conn[] = [];
+    for (let i = 0; i < 100; i++) hogs.push(await Deno.connect({ hostname: "127.0.0.1", port }));
+    // Past the limit the child cannot accept; it must not die.
+    const stuck = await fetch(`http://127.0.0.1:${port}/`, { signal: AbortSignal.timeout(300) }).catch(() =>
+      null
+    );
+    assertEquals(stuck, null);
+    for (const conn of hogs) conn.close();
+    let answer = "";
+    for (let attempt = 0; attempt < 100 && !answer; attempt++) {
+      answer = await fetch(`http://127.0.0.1:${port}/`).then((r) => r.text()).catch(() => "");
+    }
+    assertEquals(answer, "ok");
+  } finally {
+    child.kill("SIGKILL");
+    await child.status;
+    await lines.cancel();
+    const errors = await new Response(child.stderr).text();
+    assert(errors.includes("cannot accept") && !errors.includes("Uncaught"), errors);
+  }
+});
+
+Deno.test("serveGuarded over TLS: served through the loopback hop with the stranger's address; a silent connection is released at the handshake deadline", async () => {
+  const dir = await Deno.makeTempDir();
+  const certificates = await ensureCertificates(dir, { addresses: ["127.0.0.1"] });
+  const server = serveGuarded(
+    {
+      hostname: "127.0.0.1",
+      port: 0,
+      cert: certificates.certPem + certificates.caPem,
+      key: certificates.keyPem,
+    },
+    (_request, info) => new Response(`${info.remoteAddr.hostname}:${info.remoteAddr.port}`),
+    { handshakeMs: 200, log: () => {} },
+  );
+  const descriptors = () => [...Deno.readDirSync("/proc/self/fd")].length;
+  const client = Deno.createHttpClient({ caCerts: [certificates.caPem] });
+  try {
+    const answer = await (await fetch(`https://127.0.0.1:${server.addr.port}/`, { client })).text();
+    assertEquals(answer.startsWith("127.0.0.1:"), true);
+    assertEquals(Number(answer.split(":")[1]) === server.addr.port, false); // the stranger's port, not ours
+    client.close(); // its pooled connection goes, so the server holds nothing of it
+    while (server.stats().open > 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    const before = descriptors();
+    const silent = await Promise.all(
+      [1, 2, 3, 4, 5].map(() => Deno.connect({ hostname: "127.0.0.1", port: server.addr.port })),
+    );
+    const ends = await Promise.all(silent.map(async (conn) => {
+      try {
+        return await conn.read(new Uint8Array(8));
+      } catch {
+        return null;
+      } finally {
+        conn.close();
+      }
+    }));
+    assertEquals(ends, [null, null, null, null, null]);
+    // Every server-side socket of the five (outer, pipe, loopback TLS) is given back.
+    const deadline = Date.now() + 5_000;
+    while (descriptors() > before && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    assert(descriptors() <= before, `${descriptors()} descriptors open, ${before} before`);
+  } finally {
+    await server.shutdown();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
