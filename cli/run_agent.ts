@@ -7,6 +7,7 @@
  */
 import { Agent } from "../agent/agent.ts";
 import { agentApp } from "../agent/api/server.ts";
+import { listenLimitsFromEnv, serveGuarded } from "../core/listen.ts";
 import { clientPaths } from "../core/paths.ts";
 
 /** Options of {@linkcode runAgent}. */
@@ -29,18 +30,16 @@ export async function runAgent(options: RunAgentOptions): Promise<void> {
   });
   await agent.start();
   const stopping = new AbortController();
-  const server = Deno.serve(
-    { hostname: "127.0.0.1", port, signal: stopping.signal, onListen: () => {} },
-    agentApp(agent, { port }).fetch,
-  );
+  // Loopback, but any local process can connect (the proxy needs no token): the same guarded listener as
+  // the box's TLS port (core/listen.ts), every connection from one address, so no per-peer cap.
+  const limits = { ...listenLimitsFromEnv(), signal: stopping.signal, maxPerPeer: Number.MAX_SAFE_INTEGER };
+  const app = agentApp(agent, { port });
+  const server = serveGuarded({ hostname: "127.0.0.1", port }, (request) => app.fetch(request), limits);
   const url = `http://127.0.0.1:${port}`;
   console.error(`dock: agent listening on ${url}`);
   const proxyPort = Number(Deno.env.get("DOCK_PROXY_PORT") || 1377);
   try {
-    Deno.serve(
-      { hostname: "127.0.0.1", port: proxyPort, signal: stopping.signal, onListen: () => {} },
-      (request) => agent.proxy.handle(request),
-    );
+    serveGuarded({ hostname: "127.0.0.1", port: proxyPort }, (request) => agent.proxy.handle(request), limits);
     agent.proxyState = { enabled: true, port: proxyPort };
   } catch (error) {
     // The API works without the proxy; the status says why there is none.

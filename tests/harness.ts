@@ -342,7 +342,7 @@ export function freePort(): number {
 /** Starts `dock agent` sharing `dirs` (so `add local` pairs that box) and waits until it answers. */
 export async function startAgent(
   dirs: BoxDirs,
-  options: { port?: number; env?: Record<string, string> } = {},
+  options: { port?: number; env?: Record<string, string>; openFiles?: number } = {},
 ) {
   const port = options.port ?? freePort();
   const proxyPort = freePort();
@@ -352,8 +352,11 @@ export async function startAgent(
     DOCK_PROXY_PORT: String(proxyPort),
     ...options.env,
   };
-  const process = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "--cached-only", join(ROOT, "cli/dock.ts"), "agent"],
+  const args = ["run", "-A", "--cached-only", join(ROOT, "cli/dock.ts"), "agent"];
+  const process = new Deno.Command(options.openFiles ? "/bin/sh" : Deno.execPath(), {
+    args: options.openFiles
+      ? ["-c", `ulimit -n ${options.openFiles} && exec "$0" "$@"`, Deno.execPath(), ...args]
+      : args,
     env,
     clearEnv: true,
     stdout: "null",

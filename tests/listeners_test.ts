@@ -2,9 +2,33 @@
  * A stranger who can reach a box's laptop port cannot stop dockd or hold its descriptors (issue 11):
  * run under `ulimit -n 256`, 300 connections that never start TLS are refused past the cap or closed at
  * the handshake deadline, the daemon keeps answering on its socket, and a laptop still pairs afterwards.
+ * The laptop agent's proxy port (no token needed there) holds the same way.
  */
+
+/** Opens `count` connections to `port` and sends nothing. */
+async function idleConnections(port: number, count: number): Promise<Deno.Conn[]> {
+  const conns: Deno.Conn[] = [];
+  for (let i = 0; i < count; i++) conns.push(await Deno.connect({ hostname: "127.0.0.1", port }));
+  return conns;
+}
+
+/** Reads each connection to its end (an alert, a reset, or nothing before the close); resolves when all ended. */
+async function allClosedByServer(conns: Deno.Conn[]): Promise<number> {
+  const ended = await Promise.all(conns.map(async (conn) => {
+    const buffer = new Uint8Array(1024);
+    try {
+      while (await conn.read(buffer) !== null) { /* an alert */ }
+    } catch {
+      /* reset */
+    } finally {
+      conn.close();
+    }
+    return true;
+  }));
+  return ended.length;
+}
 import { assert, assertEquals, assertStringIncludes } from "./assert.ts";
-import { makeDirs, startBox } from "./harness.ts";
+import { makeDirs, startAgent, startBox, stopWithin } from "./harness.ts";
 
 Deno.test("dockd under ulimit -n 256 survives 300 idle connections to its TLS port and closes them", async () => {
   const dirs = await makeDirs();
@@ -22,26 +46,34 @@ Deno.test("dockd under ulimit -n 256 survives 300 idle connections to its TLS po
   assert(port > 0, first.stdout);
 
   const name = (await box.client.info()).name;
-  const idle: Deno.Conn[] = [];
-  for (let i = 0; i < 300; i++) idle.push(await Deno.connect({ hostname: "127.0.0.1", port }));
+  const idle = await idleConnections(port, 300);
   // While they are open the daemon still answers on its socket.
   assertEquals((await box.client.info()).name, name);
-  // Each is closed by the box: refused past the cap at once, the rest at the handshake deadline (after a
-  // TLS alert, perhaps: read to the end).
-  const ended = await Promise.all(idle.map(async (conn) => {
-    const buffer = new Uint8Array(1024);
-    try {
-      while (await conn.read(buffer) !== null) { /* an alert */ }
-    } catch {
-      /* reset */
-    } finally {
-      conn.close();
-    }
-    return true;
-  }));
-  assertEquals(ended.length, 300);
+  // Each is closed by the box: refused past the cap at once, the rest at the handshake deadline.
+  assertEquals(await allClosedByServer(idle), 300);
   assertEquals((await box.client.info()).name, name);
   const second = await box.cli(["pair", "--host", "127.0.0.1"]);
   assertEquals(second.code, 0, second.stderr);
   assertStringIncludes(second.stdout, `127.0.0.1:${port}`);
+});
+
+Deno.test("the agent under ulimit -n 256 survives 300 idle connections to its proxy port and still answers", async () => {
+  await using box = await startBox();
+  const agent = await startAgent(box.dirs, { openFiles: 256, env: { DOCK_LISTEN_HEADER_MS: "500" } });
+  try {
+    const idle = await idleConnections(agent.proxyPort, 300);
+    const status = await fetch(`${agent.url}/v1/status`, {
+      headers: { authorization: `Bearer ${agent.token}` },
+    });
+    assertEquals(status.status, 200);
+    await status.body?.cancel();
+    assertEquals(await allClosedByServer(idle), 300);
+    const again = await fetch(`${agent.url}/v1/status`, {
+      headers: { authorization: `Bearer ${agent.token}` },
+    });
+    assertEquals(again.status, 200);
+    await again.body?.cancel();
+  } finally {
+    await stopWithin(agent);
+  }
 });
