@@ -39,7 +39,11 @@ export async function runAgent(options: RunAgentOptions): Promise<void> {
   console.error(`dock: agent listening on ${url}`);
   const proxyPort = Number(Deno.env.get("DOCK_PROXY_PORT") || 1377);
   try {
-    serveGuarded({ hostname: "127.0.0.1", port: proxyPort }, (request) => agent.proxy.handle(request), limits);
+    serveGuarded(
+      { hostname: "127.0.0.1", port: proxyPort },
+      (request) => agent.proxy.handle(request),
+      limits,
+    );
     agent.proxyState = { enabled: true, port: proxyPort };
   } catch (error) {
     // The API works without the proxy; the status says why there is none.
