@@ -35,7 +35,7 @@ export async function relay(boxes: Boxes, box: string, path: string, request: Re
   const body = hasBody ? await request.arrayBuffer() : undefined;
   let upstream: Response;
   try {
-    upstream = await fetch(`${base}/v1/${path}${query < 0 ? "" : url.slice(query)}`, {
+    upstream = await fetch(`${base}/v1/${path}${query < 0 ? "" : withoutToken(url.slice(query))}`, {
       method: request.method,
       headers,
       body,
@@ -72,4 +72,13 @@ export async function relay(boxes: Boxes, box: string, path: string, request: Re
 
 function firstLine(text: string): string {
   return text.split("\n")[0].slice(0, 300);
+}
+
+/** The query less any `token`: the laptop's UI token never travels to a box, nor into its logs. */
+export function withoutToken(query: string): string {
+  if (!/[?&]token=/.test(query)) return query;
+  const params = new URLSearchParams(query);
+  params.delete("token");
+  const rest = params.toString();
+  return rest ? `?${rest}` : "";
 }

@@ -133,12 +133,26 @@ Deno.test("the gate refuses every route without the token, with a wrong one, a f
       403,
       label,
     );
-    // The token as a query parameter is for WebSocket upgrades only.
+    // The token as a query parameter is for WebSocket upgrades only, and only on a WebSocket route:
+    // upgrade headers on another route do not open it.
     assertEquals(
       (await call(agent.url, method, `${path}?token=${agent.token}`, {})).status,
       401,
       `${label} ?token=`,
     );
+    if (!path.endsWith("/attach")) {
+      assertEquals(
+        await rawStatus(agent.port, method, `${path}?token=${agent.token}`, {
+          host: `127.0.0.1:${agent.port}`,
+          upgrade: "websocket",
+          connection: "Upgrade",
+          "sec-websocket-key": "dGhlIHNhbXBsZSBub25jZQ==",
+          "sec-websocket-version": "13",
+        }),
+        401,
+        `${label} ?token= with upgrade headers`,
+      );
+    }
   }
   // The allowed origins get CORS headers; a preflight needs no token.
   for (

@@ -14,6 +14,9 @@ export interface AttachRouteOptions {
   target?: (box: string) => BoxTarget | Promise<BoxTarget>;
 }
 
+/** The path of the attach route under the API's root: a WebSocket, so the gate takes `?token=` on it. */
+export const ATTACH_PATH = /^\/v1\/boxes\/[^/]+\/sessions\/[^/]+\/attach$/;
+
 /** The attach relay's route, to mount under `/v1`. */
 export function attachRoutes(boxes: Boxes, options: AttachRouteOptions = {}): RouteTable {
   const target = options.target ?? ((box: string) => boxTarget(boxes, box));

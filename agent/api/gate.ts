@@ -17,6 +17,11 @@ export interface GateOptions {
   port: number;
   /** The current token (read per request, so a rotated token applies at once). */
   token: () => string;
+  /**
+   * Paths of the routes that answer a WebSocket upgrade: the only requests that may carry the token as
+   * `?token=` (a browser cannot give a WebSocket headers). @default {[]}
+   */
+  websockets?: RegExp[];
 }
 
 const SECURITY_HEADERS: Record<string, string> = {
@@ -27,6 +32,14 @@ const SECURITY_HEADERS: Record<string, string> = {
   "cross-origin-resource-policy": "same-origin",
 };
 const SECURITY_ENTRIES = Object.entries(SECURITY_HEADERS);
+
+/** True for a WebSocket opening handshake: GET with `Upgrade: websocket`, `Connection: upgrade` and a key. */
+export function isWebSocketUpgrade(request: Request): boolean {
+  return request.method === "GET" &&
+    request.headers.get("upgrade")?.toLowerCase() === "websocket" &&
+    /(^|,)\s*upgrade\s*(,|$)/i.test(request.headers.get("connection") ?? "") &&
+    Boolean(request.headers.get("sec-websocket-key"));
+}
 
 /** True for the origins spec 5 allows: the desktop shell and the development server (1420–1439). */
 export function allowedOrigin(origin: string): boolean {
@@ -82,9 +95,12 @@ export function gate(options: GateOptions): MiddlewareHandler {
         "access-control-max-age": "600",
       });
     }
-    const websocket = c.req.header("upgrade")?.toLowerCase() === "websocket";
     const bearer = /^Bearer (.+)$/.exec(c.req.header("authorization") ?? "")?.[1];
-    const given = bearer ?? (websocket ? c.req.query("token") : undefined);
+    // `?token=` only for a real upgrade to a WebSocket route: an `Upgrade` header alone once opened every
+    // GET route, and POST /v1/refresh, to a token in a URL (which logs and histories keep).
+    const upgrade = !bearer && isWebSocketUpgrade(c.req.raw) &&
+      (options.websockets ?? []).some((route) => route.test(c.req.path));
+    const given = bearer ?? (upgrade ? c.req.query("token") : undefined);
     if (!given || !matches(given)) {
       return refuse(
         new DockError("unauthorized", "missing or wrong token: send Authorization: Bearer <ui-token>", {

@@ -13,7 +13,7 @@ import { body, errorResponse, json, mount, param, requestOrigin, RouteTable } fr
 import type { Agent } from "../agent.ts";
 import { forgetBox } from "../pairing.ts";
 import { relay } from "../relay.ts";
-import { attachRoutes } from "./attach.ts";
+import { ATTACH_PATH, attachRoutes } from "./attach.ts";
 import { gate } from "./gate.ts";
 import { hooksRoutes } from "./hooks.ts";
 import { pairRoutes } from "./pair.ts";
@@ -38,7 +38,7 @@ export function agentApp(agent: Agent, options: { port: number }): Hono {
       new DockError("not_found", `no such endpoint: ${c.req.method} ${c.req.path}`, { status: 404 }),
     )
   );
-  app.use("*", gate({ port: options.port, token: () => agent.token }));
+  app.use("*", gate({ port: options.port, token: () => agent.token, websockets: [ATTACH_PATH] }));
   const status = () => ({
     boxes: agent.boxes.status(),
     forwards: agent.forwards.list(),
