@@ -137,6 +137,35 @@ export function groupMembers(pgid: number, procs: Proc[] = processes()): Proc[] 
   return procs.filter((proc) => proc.pgid === pgid && !isDead(proc));
 }
 
+/**
+ * The live processes of a service: its process group, and anything that left the group (`setsid`, a
+ * daemonizing double fork) but still carries the service's `DOCK_SERVICE=<id>` in its environment.
+ */
+export function serviceMembers(pgid: number, id: string, procs: Proc[] = processes()): Proc[] {
+  const marker = new TextEncoder().encode(`DOCK_SERVICE=${id}\0`);
+  return procs.filter((proc) => !isDead(proc) && (proc.pgid === pgid || environHas(proc.pid, marker)));
+}
+
+function environHas(pid: number, entry: Uint8Array): boolean {
+  let bytes: Uint8Array;
+  try {
+    bytes = Deno.readFileSync(`/proc/${pid}/environ`);
+  } catch {
+    return false; // gone, or another user's
+  }
+  // Entries are NUL-terminated; match whole entries only (at the start or after a NUL).
+  outer: for (
+    let i = bytes.indexOf(entry[0]);
+    i >= 0 && i + entry.length <= bytes.length;
+    i = bytes.indexOf(entry[0], i + 1)
+  ) {
+    if (i > 0 && bytes[i - 1] !== 0) continue;
+    for (let j = 1; j < entry.length; j++) if (bytes[i + j] !== entry[j]) continue outer;
+    return true;
+  }
+  return false;
+}
+
 /** Resident memory in bytes of the live processes of group `pgid`. */
 export function groupRss(pgid: number, procs: Proc[] = processes()): number {
   return groupMembers(pgid, procs).reduce((sum, proc) => sum + proc.rss, 0);

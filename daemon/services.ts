@@ -25,7 +25,7 @@ import type { EventBus } from "../core/events.ts";
 import { statOrNull } from "../core/files.ts";
 import type { Locations } from "./locations.ts";
 import type { BoxPaths } from "../core/paths.ts";
-import { groupMembers, isAlive, readProc } from "./procs.ts";
+import { isAlive, readProc, serviceMembers } from "./procs.ts";
 import { killGroup, launch, loginShell } from "../core/runner.ts";
 import type { Store } from "../core/store.ts";
 import type { Worktrees } from "./worktrees.ts";
@@ -259,7 +259,7 @@ export class Services {
     const exitFile = `${log.slice(0, -4)}.exit`;
     await Deno.mkdir(dirname(log), { recursive: true });
     await Deno.remove(exitFile).catch(() => {});
-    const env = await this.#environment(wt);
+    const env = await this.#environment(wt, name);
     const child = launch("/bin/sh", ["-c", WRAPPER, "dock-service", loginShell(), run, log, exitFile], {
       cwd: wt.path,
       env,
@@ -295,7 +295,7 @@ export class Services {
     if (!row || (pid !== undefined && row.pid !== pid)) return;
     if (row.desired !== "running" || row.state === "stopping") return;
     // Whatever the service forked and left behind goes with it, so a restart finds its ports free.
-    if (row.pid) killGroup(row.pid, "SIGKILL");
+    if (row.pid) signalService(row.pid, serviceMembers(row.pid, key(location, worktree, name)), "SIGKILL");
     const log = this.#logFile(location, worktree, name);
     const exitText = await Deno.readTextFile(`${log.slice(0, -4)}.exit`).catch(() => "");
     const exitCode = /^\d+$/.test(exitText.trim()) ? Number(exitText.trim()) : null;
@@ -350,13 +350,13 @@ export class Services {
     const wasRunning = row.pid !== null && isAlive(row.pid, row.pid_start ?? undefined);
     this.#upsert(row.location, row.worktree, row.name, { desired: "stopped", state: "stopping" });
     if (row.pid !== null && wasRunning) {
-      const pgid = row.pid;
-      killGroup(pgid, "SIGTERM");
-      killGroup(pgid, "SIGCONT"); // a paused group must wake up to act on SIGTERM
+      const members = () => serviceMembers(row.pid!, k);
+      signalService(row.pid, members(), "SIGTERM");
+      signalService(row.pid, members(), "SIGCONT"); // a paused group must wake up to act on SIGTERM
       const deadline = Date.now() + this.#o.stopTimeoutMs;
-      while (groupMembers(pgid).length && Date.now() < deadline) await sleep(50);
-      if (groupMembers(pgid).length) killGroup(pgid, "SIGKILL");
-      while (groupMembers(pgid).length) await sleep(20);
+      while (members().length && Date.now() < deadline) await sleep(50);
+      if (members().length) signalService(row.pid, members(), "SIGKILL");
+      while (members().length) await sleep(20);
       await this.#owned.get(k)?.status;
       this.#owned.delete(k);
     }
@@ -400,8 +400,10 @@ export class Services {
     }
   }
 
-  async #environment(wt: Worktree): Promise<Record<string, string>> {
+  async #environment(wt: Worktree, name: string): Promise<Record<string, string>> {
     const { env, setsPort } = await this.#o.worktrees.environment(wt);
+    // Inherited by everything the service starts, even what leaves its process group: how stop finds it.
+    env.DOCK_SERVICE = key(wt.location, wt.name, name);
     // Services also get PORT = DOCK_PORT, unless the config or the box env file sets PORT.
     if (!setsPort && env.DOCK_PORT) env.PORT = env.DOCK_PORT;
     return env;
@@ -487,6 +489,17 @@ export class Services {
       if (this.#busy.get(k) === settled) this.#busy.delete(k);
     });
     return next;
+  }
+}
+
+/** Signals a service's process group and each of its processes that left the group. */
+function signalService(pgid: number, members: { pid: number; pgid: number }[], signal: Deno.Signal): void {
+  killGroup(pgid, signal);
+  for (const member of members) {
+    if (member.pgid === pgid) continue;
+    try {
+      Deno.kill(member.pid, signal);
+    } catch { /* gone */ }
   }
 }
 
