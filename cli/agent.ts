@@ -76,8 +76,10 @@ export function agentCommands(program: Command): void {
   );
   agent.command("install").description("install the agent as a service that runs permanently").action(() =>
     guarded(async () => {
-      const { installAgentService } = await load<typeof import("../agent/install.ts")>("../agent/install.ts");
-      const result = await installAgentService({ log: clientPaths().log });
+      const { agentService, installService } = await load<typeof import("../core/service_install.ts")>(
+        "../core/service_install.ts",
+      );
+      const result = await installService(agentService(clientPaths().log));
       console.log(`wrote ${result.file} (${result.manager})${result.started ? "; the agent runs now" : ""}`);
       for (const note of result.notes) console.log(note);
     }, "dock")

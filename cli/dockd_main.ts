@@ -26,6 +26,19 @@ export async function main(args: string[]): Promise<void> {
       await serveBox();
     })
   );
+  program.command("install").description(
+    "install the box daemon as a service that runs permanently (systemd user unit, launchd agent)",
+  ).action(() =>
+    guarded(async () => {
+      const { daemonService, installService } = await load<typeof import("../core/service_install.ts")>(
+        "../core/service_install.ts",
+      );
+      const { boxPaths } = await load<typeof import("../core/paths.ts")>("../core/paths.ts");
+      const result = await installService(daemonService(`${boxPaths().box}/dockd.log`));
+      console.log(`wrote ${result.file} (${result.manager})${result.started ? "; dockd runs now" : ""}`);
+      for (const note of result.notes) console.log(note);
+    })
+  );
   const scope = boxScope();
   boxCommands(program, scope);
   eventCommands(program);

@@ -1,0 +1,171 @@
+/**
+ * A dock process as a service that runs permanently and is restarted when it stops: `dock agent install`
+ * (the laptop agent, so agents on boxes keep being followed whatever the app does) and `dockd install`
+ * (the box daemon, so a crash or a reboot does not leave the box unreachable). A systemd user unit on
+ * Linux (`Restart=always`), a launchd agent on macOS (`KeepAlive`). The unit runs this very program
+ * (`deno run … cli/dock.ts agent` or `cli/dockd.ts serve`) with the dock variables it was installed with.
+ *
+ * @module
+ */
+import { join } from "node:path";
+import { run, shellQuote, which } from "../core/runner.ts";
+
+/** What an install did. */
+export interface InstallResult {
+  file: string;
+  manager: "systemd" | "launchd";
+  /** Whether the service manager was told to start it now (false: print how). */
+  started: boolean;
+  notes: string[];
+}
+
+/** What is installed: which program, under which names. */
+export interface ServiceSpec {
+  /** The systemd unit's name without `.service`, e.g. `dock-agent`. */
+  unit: string;
+  /** The launchd label, e.g. `dev.dock.agent`. */
+  label: string;
+  description: string;
+  /** The command line the service runs. */
+  command: string[];
+  /** The variables of this shell the service keeps (besides PATH). */
+  variables: string[];
+  /** Where launchd writes its output (systemd keeps it in the journal). */
+  log: string;
+}
+
+/** The command line that runs `script` (a path under `cli/`) with this Deno, offline. */
+export function denoCommand(script: string, ...args: string[]): string[] {
+  return [
+    Deno.execPath(),
+    "run",
+    "-A",
+    "--cached-only",
+    new URL(`../cli/${script}`, import.meta.url).pathname,
+    ...args,
+  ];
+}
+
+/** The laptop agent (`dock agent install`). */
+export function agentService(log: string): ServiceSpec {
+  return {
+    unit: "dock-agent",
+    label: "dev.dock.agent",
+    description: "dock laptop agent",
+    command: denoCommand("dock.ts", "agent"),
+    variables: ["DOCK_HOME", "DOCK_STATE_DIR", "DOCK_AGENT_PORT", "DOCK_PROXY_PORT"],
+    log,
+  };
+}
+
+/** The box daemon (`dockd install`). */
+export function daemonService(log: string): ServiceSpec {
+  return {
+    unit: "dockd",
+    label: "dev.dock.dockd",
+    description: "dock box daemon",
+    command: denoCommand("dockd.ts", "serve"),
+    variables: ["DOCK_HOME", "DOCK_STATE_DIR", "DOCK_LISTEN", "DOCK_TLS_HOSTS", "DOCK_PORT_RANGE"],
+    log,
+  };
+}
+
+/** The variables the service keeps (the spec's, and PATH), so it uses the same directories as this shell. */
+export function serviceEnvironment(
+  spec: Pick<ServiceSpec, "variables">,
+  env: Record<string, string | undefined>,
+): Record<string, string> {
+  const kept: Record<string, string> = {};
+  for (const key of [...spec.variables, "PATH"]) {
+    if (env[key]) kept[key] = env[key]!;
+  }
+  return kept;
+}
+
+/** A systemd user unit. */
+export function systemdUnit(
+  command: string[],
+  env: Record<string, string>,
+  description = "dock laptop agent",
+): string {
+  const quote = (word: string) =>
+    /^[A-Za-z0-9_@%+=:,./-]+$/.test(word) ? word : `"${word.replace(/["\\]/g, "\\$&")}"`;
+  return [
+    "[Unit]",
+    `Description=${description}`,
+    "After=network-online.target",
+    "",
+    "[Service]",
+    `ExecStart=${command.map(quote).join(" ")}`,
+    ...Object.entries(env).map(([key, value]) => `Environment=${quote(`${key}=${value}`)}`),
+    "Restart=always",
+    "RestartSec=2",
+    "",
+    "[Install]",
+    "WantedBy=default.target",
+    "",
+  ].join("\n");
+}
+
+/** A launchd agent plist. */
+export function launchdPlist(
+  command: string[],
+  env: Record<string, string>,
+  log: string,
+  label = "dev.dock.agent",
+): string {
+  const xml = (text: string) => text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+  return `<?xml version="1.0" encoding="UTF-8"?>
+<!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
+<plist version="1.0">
+<dict>
+  <key>Label</key><string>${xml(label)}</string>
+  <key>ProgramArguments</key>
+  <array>
+${command.map((word) => `    <string>${xml(word)}</string>`).join("\n")}
+  </array>
+  <key>EnvironmentVariables</key>
+  <dict>
+${Object.entries(env).map(([k, v]) => `    <key>${xml(k)}</key><string>${xml(v)}</string>`).join("\n")}
+  </dict>
+  <key>RunAtLoad</key><true/>
+  <key>KeepAlive</key><true/>
+  <key>StandardOutPath</key><string>${xml(log)}</string>
+  <key>StandardErrorPath</key><string>${xml(log)}</string>
+</dict>
+</plist>
+`;
+}
+
+/** Writes the service file and starts it when the service manager is there. */
+export async function installService(spec: ServiceSpec): Promise<InstallResult> {
+  const env = Deno.env.toObject();
+  const variables = serviceEnvironment(spec, env);
+  const home = env.HOME ?? "/";
+  const notes: string[] = [];
+  if (Deno.build.os === "darwin") {
+    const file = join(home, "Library", "LaunchAgents", `${spec.label}.plist`);
+    await Deno.mkdir(join(home, "Library", "LaunchAgents"), { recursive: true });
+    await Deno.writeTextFile(file, launchdPlist(spec.command, variables, spec.log, spec.label));
+    const loaded = await run("launchctl", ["load", "-w", file], { timeoutMs: 15_000 }).catch(() => null);
+    if (!loaded || loaded.code !== 0) notes.push(`start it with: launchctl load -w ${shellQuote(file)}`);
+    return { file, manager: "launchd", started: loaded?.code === 0, notes };
+  }
+  const dir = join(env.XDG_CONFIG_HOME || join(home, ".config"), "systemd", "user");
+  const file = join(dir, `${spec.unit}.service`);
+  await Deno.mkdir(dir, { recursive: true });
+  await Deno.writeTextFile(file, systemdUnit(spec.command, variables, spec.description));
+  let started = false;
+  if (which("systemctl")) {
+    const reload = await run("systemctl", ["--user", "daemon-reload"], { timeoutMs: 15_000 });
+    const enable = reload.code === 0
+      ? await run("systemctl", ["--user", "enable", "--now", `${spec.unit}.service`], { timeoutMs: 30_000 })
+      : reload;
+    started = enable.code === 0;
+    if (!started) notes.push(`systemctl said: ${enable.stderr.trim().split("\n")[0]}`);
+  }
+  if (!started) {
+    notes.push(`start it with: systemctl --user daemon-reload && systemctl --user enable --now ${spec.unit}`);
+  }
+  return { file, manager: "systemd", started, notes };
+}

@@ -1,0 +1,67 @@
+import { assertEquals, assertStringIncludes } from "../tests/assert.ts";
+import {
+  agentService,
+  daemonService,
+  installService,
+  launchdPlist,
+  serviceEnvironment,
+  systemdUnit,
+} from "./service_install.ts";
+
+Deno.test("the systemd unit runs the agent with dock's directories and restarts it", () => {
+  const unit = systemdUnit(["/opt/deno", "run", "-A", "/a b/cli/dock.ts", "agent"], {
+    DOCK_STATE_DIR: "/home/me/state",
+    DOCK_AGENT_PORT: "1378",
+  });
+  assertStringIncludes(unit, 'ExecStart=/opt/deno run -A "/a b/cli/dock.ts" agent');
+  assertStringIncludes(unit, "Environment=DOCK_STATE_DIR=/home/me/state");
+  assertStringIncludes(unit, "Restart=always");
+  assertStringIncludes(unit, "WantedBy=default.target");
+});
+
+Deno.test("the launchd plist escapes what it holds", () => {
+  const plist = launchdPlist(["/opt/deno", "agent"], { DOCK_HOME: "/x&y" }, "/tmp/log");
+  assertStringIncludes(plist, "<string>/x&amp;y</string>");
+  assertStringIncludes(plist, "<key>KeepAlive</key><true/>");
+});
+
+Deno.test("only dock's variables (and PATH) go into the service", () => {
+  const agent = agentService("/log");
+  assertEquals(
+    serviceEnvironment(agent, { DOCK_HOME: "/h", SECRET_TOKEN: "x", PATH: "/bin", DOCK_AGENT_PORT: "" }),
+    { DOCK_HOME: "/h", PATH: "/bin" },
+  );
+  assertEquals(agent.command.at(-1), "agent");
+  const daemon = daemonService("/log");
+  assertEquals(daemon.command.slice(-2), [new URL("../cli/dockd.ts", import.meta.url).pathname, "serve"]);
+  assertEquals(serviceEnvironment(daemon, { DOCK_LISTEN: "0.0.0.0:1379", DOCK_AGENT_PORT: "1" }), {
+    DOCK_LISTEN: "0.0.0.0:1379",
+  });
+});
+
+Deno.test("dockd install writes a systemd user unit that runs dockd serve and restarts it always", async () => {
+  if (Deno.build.os !== "linux") return;
+  const config = await Deno.makeTempDir();
+  const previous = { xdg: Deno.env.get("XDG_CONFIG_HOME"), path: Deno.env.get("PATH") };
+  Deno.env.set("XDG_CONFIG_HOME", config);
+  // No systemctl on this PATH: the unit is written and the answer says how to start it.
+  Deno.env.set("PATH", "/nonexistent");
+  try {
+    const result = await installService(daemonService("/tmp/dockd.log"));
+    assertEquals([result.manager, result.started, result.file], [
+      "systemd",
+      false,
+      `${config}/systemd/user/dockd.service`,
+    ]);
+    const unit = await Deno.readTextFile(result.file);
+    assertStringIncludes(unit, "Description=dock box daemon");
+    assertStringIncludes(unit, "cli/dockd.ts serve");
+    assertStringIncludes(unit, "Restart=always");
+    assertStringIncludes(result.notes.join("\n"), "systemctl --user enable --now dockd");
+  } finally {
+    if (previous.xdg === undefined) Deno.env.delete("XDG_CONFIG_HOME");
+    else Deno.env.set("XDG_CONFIG_HOME", previous.xdg);
+    Deno.env.set("PATH", previous.path ?? "");
+    await Deno.remove(config, { recursive: true });
+  }
+});
