@@ -343,6 +343,11 @@ export interface HookRunnerOptions {
   onFailure?: (job: HookJob, outcome: HookOutcome) => void;
   /** What runs each hook. @default {shellExecutor} */
   executor?: HookExecutor;
+  /**
+   * Asked as a queued run is about to start: false drops it (counted in `dropped`). A hook removed from
+   * its file must not go on running its backlog (seen: 2,984 queued runs after the hook was gone).
+   */
+  stillWanted?: (job: HookJob) => boolean;
 }
 
 /** Runs hook jobs through its executor (`/bin/sh -c` by default), at most `concurrency` at once, each killed (whole group) at its timeout. */
@@ -394,6 +399,13 @@ export class HookRunner {
     const concurrency = this.#o.concurrency ?? HOOK_CONCURRENCY;
     while (this.#running < concurrency && this.#queue.length > 0) {
       const job = this.#queue.shift()!;
+      if (this.#o.stillWanted && !this.#o.stillWanted(job)) {
+        this.#stats.dropped++;
+        if (this.#running === 0 && this.#queue.length === 0) {
+          for (const resolve of this.#idle.splice(0)) resolve();
+        }
+        continue;
+      }
       this.#running++;
       this.#run(job).finally(() => {
         this.#running--;
@@ -504,6 +516,13 @@ export abstract class HooksHost {
       concurrency: options.concurrency,
       executor: this.executor,
       onFailure: announceHookFailure(options.bus, options.origin),
+      // A run of this file's hooks goes only while the file still has that hook (compared by value:
+      // a reload makes new objects of the hooks it kept).
+      stillWanted: (job) => {
+        if (job.source !== this.file.path) return true;
+        const wanted = JSON.stringify(job.hook);
+        return this.file.current().some((hook) => JSON.stringify(hook) === wanted);
+      },
     });
   }
 

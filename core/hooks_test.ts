@@ -175,3 +175,18 @@ Deno.test("HookRunner: the backlog is bounded (oldest dropped, counted)", async 
   assertEquals(runner.stats().started, 4);
   runner.close();
 });
+
+Deno.test("HookRunner: queued runs of a hook no longer wanted (removed from its file) are dropped", async () => {
+  let wanted = true;
+  const runner = new HookRunner({
+    concurrency: 1,
+    // The file loses the hook as soon as its first run starts.
+    onStart: () => wanted = false,
+    stillWanted: () => wanted,
+  });
+  const event = { type: "x", time: "" };
+  for (let i = 0; i < 5; i++) runner.submit({ hook: { on: "x", run: "true" }, source: "t", event, env: {} });
+  await runner.idle();
+  assertEquals([runner.stats().started, runner.stats().dropped], [1, 4]);
+  runner.close();
+});

@@ -151,11 +151,24 @@ function gated(route: TableRoute, gate: GateRunner | undefined, key: string): Ha
 
 /** Turns any thrown error into the JSON error answer; unexpected errors are 500 and logged. */
 export function errorResponse(error: unknown): Response {
-  if (error instanceof DockError) return Response.json(error.toBody(), { status: error.status });
+  if (error instanceof DockError) {
+    const body = error.toBody();
+    // A message quotes what was sent ("got …"): bounded, so a 5 MB bad value is not echoed back whole.
+    body.error.message = boundedMessage(body.error.message);
+    return Response.json(body, { status: error.status });
+  }
   console.error("unexpected error:", error);
-  return Response.json({ error: { code: "internal", message: (error as Error)?.message ?? String(error) } }, {
-    status: 500,
-  });
+  return Response.json(
+    { error: { code: "internal", message: boundedMessage((error as Error)?.message ?? String(error)) } },
+    { status: 500 },
+  );
+}
+
+/** The longest error message an answer carries. */
+export const MAX_ERROR_MESSAGE = 1000;
+
+function boundedMessage(message: string): string {
+  return message.length <= MAX_ERROR_MESSAGE ? message : `${message.slice(0, MAX_ERROR_MESSAGE - 1)}…`;
 }
 
 /** Formats a zod issue path as `services[2].name`. */
