@@ -36,6 +36,10 @@
  *    per second through `POST /v1/queue` to one session and to 20, against plain `POST
  *    sessions/{name}/send` calls straight to the box in the same run.
  *
+ * **Hardening** (bench/hardening.ts, also run alone): dockd's and the agent's memory and databases after
+ * 5,000 × 64 KB events and 10 clients resuming from 0; a paired laptop's requests to the TLS port while
+ * 10,000 idle connections are held against it.
+ *
  * **Hooks** (bench/hooks.ts): event → hook process started with 10 hooks configured (1 and 10
  * matching) against spawning the same shell directly; 1,000 events/s with hooks attached (1 % and 10 %
  * of events hooked): rate achieved, SSE lag and the hook backlog.
@@ -53,6 +57,7 @@ import { benchSessions } from "./sessions.ts";
 import { benchAgent } from "./agent.ts";
 import { benchHooks } from "./hooks.ts";
 import { benchQueue } from "./queue.ts";
+import { benchIdleConnections, benchJournals } from "./hardening.ts";
 import { ms, ratio, type Row, summarize, time } from "./stats.ts";
 
 const QUICK = Deno.args.includes("--quick");
@@ -480,6 +485,7 @@ async function main(): Promise<void> {
   rows.push(...await benchAgent({ quick: QUICK }));
   rows.push(...await benchHooks({ quick: QUICK }));
   rows.push(...await benchQueue({ quick: QUICK }));
+  rows.push(...await benchJournals(), ...await benchIdleConnections());
 
   const gitVersion = await versionOf("git", ["--version"]);
   const load = (await Deno.readTextFile("/proc/loadavg").catch(() => "? ? ?")).split(" ").slice(0, 3);

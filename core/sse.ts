@@ -38,7 +38,7 @@ export interface SseOptions {
    * stops reading costs the server at most this much. @default {SSE_MAX_BEHIND}
    */
   maxBehind?: number;
-  /** Events read from the journal at a time while replaying. @default {100} */
+  /** Events read from the journal at a time while replaying (an event may be 64 KiB). @default {20} */
   page?: number;
 }
 
@@ -59,7 +59,7 @@ export function sse(
   options: SseOptions = {},
 ): Response {
   const maxBehind = options.maxBehind ?? SSE_MAX_BEHIND;
-  const page = options.page ?? 100;
+  const page = options.page ?? 20;
   let last = after ?? bus.lastId();
   // While replaying, live events are left to the journal: the next page reads them.
   let replaying = after !== undefined;
