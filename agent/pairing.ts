@@ -22,18 +22,11 @@
 import { isIP } from "node:net";
 import { connect } from "node:tls";
 import { causeChain, DockError } from "../client/errors.ts";
-import { Transport } from "../client/http.ts";
+import { BoxClient } from "../client/box.ts";
+import type { PairRedeemed, PairRequest } from "../client/wire.ts";
 import { fingerprintOf, parseLink } from "../core/pairing_link.ts";
 import type { ForgottenBox } from "../client/agent.ts";
 import { type Boxes, type BoxStatus, checkBoxName } from "./boxes.ts";
-
-/** What `POST /v1/boxes/pair` takes. */
-export interface PairRequest {
-  /** The link `dockd pair` printed. */
-  link: string;
-  /** The name for the box on this laptop. @default {the box's own name} */
-  name?: string;
-}
 
 /** Options of {@linkcode pairBox}. */
 export interface PairOptions {
@@ -43,13 +36,6 @@ export interface PairOptions {
   laptopName?: string;
   /** How long the box may take for each step. @default {15_000} */
   timeoutMs?: number;
-}
-
-/** What the box answers `POST /v1/pair`. */
-interface Redeemed {
-  id: string;
-  credential: string;
-  box: string;
 }
 
 /** Pairs with the box a link names and registers it; returns its status. */
@@ -149,13 +135,10 @@ async function redeem(
   code: string,
   laptopName: string,
   timeoutMs: number,
-): Promise<Redeemed> {
-  const transport = new Transport({ url: address, caCerts: [caPem], origin: "dock" });
+): Promise<PairRedeemed> {
+  const box = new BoxClient({ url: address, caCerts: [caPem], origin: "dock" });
   try {
-    return await transport.json<Redeemed>("/v1/pair", {
-      body: { code, name: laptopName },
-      signal: AbortSignal.timeout(timeoutMs),
-    });
+    return await box.redeemPairCode({ code, name: laptopName }, { signal: AbortSignal.timeout(timeoutMs) });
   } catch (error) {
     // The pinned CA verified, but the leaf does not cover the host the link names.
     if (
@@ -177,7 +160,7 @@ async function redeem(
     }
     throw error;
   } finally {
-    transport.close();
+    box.close();
   }
 }
 
@@ -201,17 +184,14 @@ export async function forgetBox(boxes: Boxes, name: string, options: ForgetOptio
   if (!secrets) return { ...record, revoked: null };
   // The credential is `<id>.<secret>`: the id is what `dockd laptops` lists on the box.
   const laptop = secrets.credential.split(".")[0];
-  const transport = new Transport({
+  const box = new BoxClient({
     url: record.address,
     token: secrets.credential,
     caCerts: secrets.caCerts,
     origin: "dock",
   });
   try {
-    await transport.json("/v1/pair", {
-      method: "DELETE",
-      signal: AbortSignal.timeout(options.timeoutMs ?? 3000),
-    });
+    await box.unpair({ signal: AbortSignal.timeout(options.timeoutMs ?? 3000) });
     return { ...record, revoked: true, laptop };
   } catch (error) {
     // The box no longer knows the credential (revoked there already): it trusts this laptop no more.
@@ -223,7 +203,7 @@ export async function forgetBox(boxes: Boxes, name: string, options: ForgetOptio
       : (error as Error).message;
     return { ...record, revoked: false, laptop, revoke_error: reason };
   } finally {
-    transport.close();
+    box.close();
   }
 }
 

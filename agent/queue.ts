@@ -62,8 +62,6 @@ export function canTransition(from: QueueState, to: QueueState): boolean {
 export const DELIVERED_KEPT = 1000;
 /** How long a delivered item stays listed. */
 export const DELIVERED_KEPT_MS = 24 * 3_600_000;
-/** The longest prompt the queue takes, in UTF-16 units. */
-export const TEXT_LIMIT = 1_000_000;
 
 /** What the delivery plan needs to know of an item (no text). */
 export interface Slot {

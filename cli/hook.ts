@@ -12,6 +12,8 @@
  *
  * @module
  */
+// The report's type only: erased at run time, so the hook still loads nothing but the mapper.
+import type { AgentReport } from "../client/wire.ts";
 import { mapHook } from "./hook_map.ts";
 
 /** Where `dock hook` reads its payload: `Deno.stdin`, or a fake in tests. */
@@ -45,13 +47,14 @@ export async function runHook(args: string[], options: HookOptions = {}): Promis
     const payload = await readPayload(args, options);
     const mapped = mapHook(tool, event, payload, { cwd: cwd() });
     if (!mapped) return;
-    const body = JSON.stringify({
+    const report: AgentReport = {
       type: mapped.type,
       origin: mapped.data.agent,
       data: mapped.data,
       session: env("DOCK_SESSION") || undefined,
       time: new Date().toISOString(),
-    });
+    };
+    const body = JSON.stringify(report);
     const box = `${stateDir()}/box`;
     if (await post(`${box}/dockd.sock`, body, mapped.data.agent)) return;
     await spool(`${box}/spool`, body);

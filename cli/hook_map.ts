@@ -21,22 +21,14 @@
  *
  * @module
  */
+// A type import costs nothing at run time: the module stays import-free.
+import type { AgentReport, AgentReportType } from "../client/wire.ts";
 
 /** The `agent.*` event types a hook can produce. */
-export type HookEventType = "agent.started" | "agent.ready" | "agent.waiting" | "agent.finished";
+export type HookEventType = AgentReportType;
 
 /** What `dock hook` announces: the event type and the identifiers of the agent's session. */
-export interface HookEvent {
-  type: HookEventType;
-  data: {
-    /** The directory the agent works in (its worktree). */
-    path: string;
-    /** The tool's name, lower-case: claude, cursor, codex, gemini or opencode. */
-    agent: string;
-    /** The tool's own session (conversation, thread) id, when it sends one. */
-    session_id: string | null;
-  };
-}
+export type HookEvent = Pick<AgentReport, "type" | "data">;
 
 type Payload = Record<string, unknown>;
 type Rule = HookEventType | ((payload: Payload) => HookEventType | null);

@@ -7,7 +7,6 @@
  * @module
  */
 import type { Command } from "@commander-js/extra-typings";
-import type { Laptop } from "../daemon/pairing.ts";
 import { agentClient } from "./agent.ts";
 import { localBox } from "./client.ts";
 import { guarded, printJson, table } from "./output.ts";
@@ -19,9 +18,7 @@ export function boxPairCommands(program: Command): void {
     .option("--json", "print JSON").action((o) =>
       guarded(async () => {
         const box = localBox();
-        const made = await box.transport.json<{ link: string; expires: string }>("/v1/pair/code", {
-          body: { host: o.host },
-        });
+        const made = await box.pairCode({ host: o.host });
         box.close();
         if (o.json) return printJson(made);
         const until = new Date(made.expires).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
@@ -35,7 +32,7 @@ export function boxPairCommands(program: Command): void {
     .action((o) =>
       guarded(async () => {
         const box = localBox();
-        const laptops = await box.transport.json<Laptop[]>("/v1/laptops");
+        const laptops = await box.laptops();
         box.close();
         if (o.json) return printJson(laptops);
         table(
@@ -49,9 +46,7 @@ export function boxPairCommands(program: Command): void {
     .option("--json", "print JSON").action((id, o) =>
       guarded(async () => {
         const box = localBox();
-        const laptop = await box.transport.json<Laptop>(`/v1/laptops/${encodeURIComponent(id)}`, {
-          method: "DELETE",
-        });
+        const laptop = await box.revokeLaptop(id);
         box.close();
         if (o.json) return printJson(laptop);
         console.log(`revoked ${laptop.id} (${laptop.name})`);

@@ -7,10 +7,12 @@
 import { BoxClient } from "./box.ts";
 import { Transport } from "./http.ts";
 import type {
+  BoxAddLocal,
   DockEvent,
   EventAnnounce,
   HookConfig,
   HooksState,
+  PairRequest,
   QueueCreate,
   QueueEdit,
   QueueItem,
@@ -86,12 +88,14 @@ export class AgentClient {
 
   /** `POST /v1/boxes/add-local`: pairs the box daemon sharing this state directory. */
   addLocal(name?: string): Promise<BoxStatus> {
-    return this.transport.json("/v1/boxes/add-local", { body: { name } });
+    const body: BoxAddLocal = { name };
+    return this.transport.json("/v1/boxes/add-local", { body });
   }
 
   /** `POST /v1/boxes/pair`: pairs the box a `dockd pair` link names, as `name` (default: its own name). */
   pairBox(link: string, name?: string): Promise<BoxStatus> {
-    return this.transport.json("/v1/boxes/pair", { body: { link, name } });
+    const body: PairRequest = { link, name };
+    return this.transport.json("/v1/boxes/pair", { body });
   }
 
   /** `DELETE /v1/boxes/{box}`: forgets a box (and unpairs this laptop on a paired box, best effort). */

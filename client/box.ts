@@ -8,6 +8,7 @@ import { DockError, neverSent } from "./errors.ts";
 import { sleep } from "./timers.ts";
 import { type Endpoint, readNdjson, Transport } from "./http.ts";
 import type {
+  AgentReport,
   BoxInfo,
   Branch,
   Check,
@@ -22,12 +23,17 @@ import type {
   GuardFile,
   HookConfig,
   HooksState,
+  Laptop,
   Location,
   LocationClone,
   LocationConfig,
   LocationCreate,
   LocationNew,
   LocationScripts,
+  PairCode,
+  PairCodeRequest,
+  PairRedeem,
+  PairRedeemed,
   Port,
   Screen,
   SecretTestResult,
@@ -205,8 +211,8 @@ export class BoxClient {
     return this.transport.stream<DockEvent>("/v1/events", options);
   }
 
-  /** `POST events`: announces an event on the box. */
-  emit(body: EventAnnounce): Promise<DockEvent> {
+  /** `POST events`: announces an event on the box, or reports an agent's state (what `dock hook` sends). */
+  emit(body: EventAnnounce | AgentReport): Promise<DockEvent> {
     return this.transport.json("/v1/events", { body });
   }
 
@@ -396,6 +402,31 @@ export class BoxClient {
   /** `POST tasks`: a new worktree with an agent running in it. */
   createTask(body: TaskRequest): Promise<TaskResult> {
     return this.transport.json("/v1/tasks", { body });
+  }
+
+  /** `POST pair/code` (the box's own socket only): a one-time link that pairs a laptop, for ten minutes. */
+  pairCode(body: PairCodeRequest = {}): Promise<PairCode> {
+    return this.transport.json("/v1/pair/code", { body });
+  }
+
+  /** `GET laptops` (the box's own socket only): the laptops paired with the box. */
+  laptops(): Promise<Laptop[]> {
+    return this.transport.json("/v1/laptops");
+  }
+
+  /** `DELETE laptops/{id}` (the box's own socket only): unpairs a laptop and closes what it has open. */
+  revokeLaptop(id: string): Promise<Laptop> {
+    return this.transport.json(`/v1/laptops/${enc(id)}`, { method: "DELETE" });
+  }
+
+  /** `POST pair` (the box's TLS listener, no credential): trades a one-time code for this laptop's credential. */
+  redeemPairCode(body: PairRedeem, options: { signal?: AbortSignal } = {}): Promise<PairRedeemed> {
+    return this.transport.json("/v1/pair", { body, signal: options.signal });
+  }
+
+  /** `DELETE pair` (the box's TLS listener, with the credential): unpairs the calling laptop. */
+  unpair(options: { signal?: AbortSignal } = {}): Promise<Laptop> {
+    return this.transport.json("/v1/pair", { method: "DELETE", signal: options.signal });
   }
 
   /** `GET skills[?location=L]`: every skill copy for the box's user (and that location's repository) and its state. */

@@ -1,6 +1,8 @@
 /**
  * Wire types: the records the box API and the laptop agent exchange (spec section 2). The daemon, the
- * agent, the CLI and `mod.ts` all import these, so a field is named once.
+ * agent, the CLI and `mod.ts` all import these, so a field is named once. The request bodies' rules
+ * are zod schemas tied to these types in `schemas.ts`; this module stays types-only, so whoever
+ * imports it (every `dock` command, `dock hook` on each agent turn) loads no code.
  *
  * @module
  */
@@ -23,6 +25,31 @@ export interface EventAnnounce {
   /** The box an event came from (set by the laptop agent's merge). */
   box?: string;
   /** When it happened, when not now (an event relayed from a box keeps the box's time). */
+  time?: string;
+}
+
+/** The agent-state event types `dock hook` reports (spec 3.2). */
+export type AgentReportType = "agent.started" | "agent.ready" | "agent.waiting" | "agent.finished";
+
+/**
+ * An agent's state report: what `dock hook` posts to its box's `POST events` (or spools when the
+ * daemon does not answer). Identifiers and the directory only: never a prompt or a message.
+ */
+export interface AgentReport {
+  type: AgentReportType;
+  /** The agent tool (as `data.agent`): the origin of the event it becomes. */
+  origin: string;
+  data: {
+    /** The directory the agent works in (its worktree). */
+    path: string;
+    /** The tool's name, lower-case: claude, cursor, codex, gemini or opencode. */
+    agent: string;
+    /** The tool's own session (conversation, thread) id, when it sends one. */
+    session_id: string | null;
+  };
+  /** The reporting process's `DOCK_SESSION`: the dock session the agent runs in. Used to match, not kept. */
+  session?: string;
+  /** When the hook ran (RFC 3339): a spooled report arrives late, and an older report than the last is dropped. */
   time?: string;
 }
 
@@ -88,6 +115,11 @@ export interface WorktreeCreate {
   ref?: string;
 }
 
+/** Body of `PUT locations/{name}/config`: the box's own layer (null or absent removes it). */
+export interface LocationConfigPut {
+  local?: DockConfig | null;
+}
+
 /** A branch of a repository. */
 export interface Branch {
   name: string;
@@ -135,6 +167,11 @@ export interface HooksState {
   error?: string;
   /** Hook runs since the process started: running now, waiting for a slot, started, failed, dropped. */
   runs?: { running: number; queued: number; started: number; failed: number; dropped: number };
+}
+
+/** A hooks file (`~/.dock/hooks.json`, box and laptop alike), also the body of `PUT hooks`. */
+export interface HooksFile {
+  hooks: HookConfig[];
 }
 
 /** A flow (spec 2.5); validated here, run by the flows module. */
@@ -288,7 +325,13 @@ export interface EnvFile {
   env: Record<string, string>;
 }
 
-/** `POST secrets/test`. */
+/** Body of `POST secrets/test`. */
+export interface SecretTest {
+  /** A secret reference (`env://NAME` or a vault reference); never a value. */
+  ref: string;
+}
+
+/** Answer of `POST secrets/test`. */
 export interface SecretTestResult {
   ok: boolean;
   length?: number;
@@ -351,6 +394,9 @@ export interface GuardFile {
   stop_services: boolean;
   pause_agents: boolean;
 }
+
+/** Body of `PUT guard`: a field left out takes its default. */
+export type GuardPut = Partial<GuardFile>;
 
 /** An agent's state (spec 3.2). */
 export type AgentState = "idle" | "running" | "waiting" | "finished";
@@ -561,4 +607,76 @@ export interface QueueEdit {
   box?: string;
   session?: string;
   text?: string;
+}
+
+/** Body of `POST /v1/boxes/add-local`. */
+export interface BoxAddLocal {
+  /** @default {"local"} */
+  name?: string;
+}
+
+/** Body of `POST /v1/forwards`: the laptop's `local` port carried to `remote` on the box. */
+export interface ForwardCreate {
+  box: string;
+  local: number;
+  remote: number;
+}
+
+/** A private-URL route (`POST /v1/routes`): requests whose host matches `pattern` go to `box`'s `port`. */
+export interface ProxyRoute {
+  pattern: string;
+  box: string;
+  port: number;
+}
+
+/** A JSON value: an app settings document (`PUT /v1/app/{key}`) is any of these. */
+export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
+
+/** Body of `POST /v1/boxes/pair` on the laptop. */
+export interface PairRequest {
+  /** The link `dockd pair` printed. */
+  link: string;
+  /** The name for the box on this laptop. @default {the box's own name} */
+  name?: string;
+}
+
+/** Body of `POST pair/code` on a box (its socket only). */
+export interface PairCodeRequest {
+  /** The address the laptop dials. @default {the box's first non-loopback address} */
+  host?: string;
+}
+
+/** Answer of `POST pair/code`: a one-time pairing link. */
+export interface PairCode {
+  /** `dock://HOST:PORT?code=…&fp=…`. */
+  link: string;
+  /** When the code expires (RFC 3339). */
+  expires: string;
+}
+
+/** Body of `POST pair` on a box's TLS listener: a laptop trades a one-time code for a credential. */
+export interface PairRedeem {
+  code: string;
+  /** How the box will list the laptop. */
+  name: string;
+}
+
+/** Answer of `POST pair`. */
+export interface PairRedeemed {
+  /** The laptop's id on the box (what `dockd laptops` lists and `dockd revoke` takes). */
+  id: string;
+  /** `<id>.<secret>`: the laptop's bearer token for this box. */
+  credential: string;
+  /** The box's own name. */
+  box: string;
+}
+
+/** A laptop paired with a box (`GET laptops`, `DELETE laptops/{id}`, `DELETE pair`). */
+export interface Laptop {
+  id: string;
+  name: string;
+  /** When it paired (RFC 3339). */
+  created: string;
+  /** When it last authenticated (RFC 3339; refreshed at most once a minute). */
+  last_seen: string;
 }

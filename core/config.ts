@@ -541,7 +541,7 @@ function quote(value: unknown): string {
 function schemaAt(schema: z.ZodType, path: readonly PropertyKey[]): z.ZodType | undefined {
   let node: z.ZodType | undefined = schema;
   for (let i = 0; i <= path.length && node; i++) {
-    while (node instanceof z.ZodOptional) node = node.unwrap() as z.ZodType;
+    while (node instanceof z.ZodOptional || node instanceof z.ZodNullable) node = node.unwrap() as z.ZodType;
     if (i === path.length) break;
     const key = path[i];
     if (node instanceof z.ZodObject) node = (node.shape as Record<string, z.ZodType>)[String(key)];
@@ -589,9 +589,35 @@ function issueProblems(issue: z.core.$ZodIssue, input: unknown, schema: z.ZodTyp
   const value = valueAt(input, path);
   const withValue = (message: string, shown: unknown = value) => `${message}, got ${quote(shown)}`;
   switch (issue.code) {
+    case "invalid_union": {
+      // Report the option that was meant: the one whose fields, as sent, hold the right kind of value
+      // (an agent report with a misspelt or missing field is still a report, not a plain event with a
+      // wrong type), then the one with the fewest problems.
+      const union = schemaAt(schema, path);
+      const options = union instanceof z.ZodUnion ? union.options as z.ZodType[] : [];
+      const inner = valueAt(input, path);
+      const wrongValues = (issues: z.core.$ZodIssue[]) =>
+        issues.filter((inside) =>
+          inside.code !== "unrecognized_keys" && inside.path.length === 1 &&
+          valueAt(inner, inside.path) !== undefined
+        ).length;
+      const ranked = issue.errors
+        .map((issues, index) => ({ issues, option: options[index], rank: wrongValues(issues) }))
+        .filter((candidate) => candidate.option && candidate.issues.length)
+        .sort((a, b) => a.rank - b.rank || a.issues.length - b.issues.length);
+      if (!ranked.length) return [{ path, message: issue.message }];
+      const { issues, option } = ranked[0];
+      return issues
+        .flatMap((inside) => issueProblems(inside, inner, option))
+        .map((problem) => ({ path: [...path, ...problem.path], message: problem.message }));
+    }
     case "unrecognized_keys": {
+      // Under a union the field may belong to any of its objects: all their fields are candidates.
       const parent = schemaAt(schema, path);
-      const known = parent instanceof z.ZodObject ? Object.keys(parent.shape) : [];
+      const objects = parent instanceof z.ZodUnion ? parent.options as z.ZodType[] : [parent];
+      const known = [
+        ...new Set(objects.flatMap((node) => node instanceof z.ZodObject ? Object.keys(node.shape) : [])),
+      ];
       return issue.keys.map((key) => ({ path: [...path, key], message: unknownFieldMessage(key, known) }));
     }
     case "invalid_key": {
@@ -644,14 +670,34 @@ function compareInDocument(input: unknown, a: readonly PropertyKey[], b: readonl
   return a.length - b.length;
 }
 
-/** Validates `value` against `schema`, throwing a ConfigError listing every problem. */
-function validateWith<T>(schema: z.ZodType<T>, value: unknown, file: string): T {
+/** A problem of a value against a schema: the field path (`services[2].name`, empty for the whole) and what is wrong. */
+export interface SchemaProblem {
+  field: string;
+  message: string;
+}
+
+/**
+ * Validates `value` against `schema`: its data, or every problem in document order, each naming its
+ * field and the offending value, an unknown field with the closest known one ("did you mean"). Config
+ * files and API bodies (`core/http.ts` `body()`) report their problems through this one function.
+ */
+export function checkSchema<T>(
+  schema: z.ZodType<T>,
+  value: unknown,
+): { ok: true; data: T } | { ok: false; problems: SchemaProblem[] } {
   const result = schema.safeParse(value);
-  if (result.success) return result.data;
+  if (result.success) return { ok: true, data: result.data };
   const problems = result.error.issues
     .flatMap((issue) => issueProblems(issue, value, schema))
     .sort((a, b) => compareInDocument(value, a.path, b.path));
-  throw new ConfigError(problems.map(({ path, message }) => ({ file, field: fieldPath(path), message })));
+  return { ok: false, problems: problems.map(({ path, message }) => ({ field: fieldPath(path), message })) };
+}
+
+/** Validates `value` against `schema`, throwing a ConfigError listing every problem. */
+function validateWith<T>(schema: z.ZodType<T>, value: unknown, file: string): T {
+  const checked = checkSchema(schema, value);
+  if (checked.ok) return checked.data;
+  throw new ConfigError(checked.problems.map((problem) => ({ file, ...problem })));
 }
 
 // ---------------------------------------------------------------------------------------------------

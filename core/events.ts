@@ -11,17 +11,7 @@
  */
 import { DockError } from "../client/errors.ts";
 import type { DockEvent, EventAnnounce } from "../client/wire.ts";
-import { z } from "zod";
 import type { Store } from "./store.ts";
-
-const EVENT_TYPE = /^[a-z][a-z0-9_-]*(\.[a-z0-9_-]+)*$/;
-
-/** The body of `POST events` on the laptop (spec 2.4 "Event announce"). */
-export const EVENT_ANNOUNCE = z.object({
-  type: z.string().max(100).regex(EVENT_TYPE, "must be dotted lower-case words such as build.finished"),
-  origin: z.string().max(64).optional(),
-  data: z.record(z.string(), z.unknown()).optional(),
-});
 
 // The journal; `box` (added later) is set on events the laptop merged from a box.
 const JOURNAL_SCHEMA = `

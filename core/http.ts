@@ -10,6 +10,7 @@
 import type { Context, Hono } from "hono";
 import { z } from "zod";
 import { DockError } from "../client/errors.ts";
+import { checkSchema } from "./config.ts";
 import type { GateAction, GateContext } from "./hooks.ts";
 
 /** HTTP methods the API routes. */
@@ -180,21 +181,33 @@ export function fieldPath(path: readonly PropertyKey[]): string {
   );
 }
 
-/** The first issue of a zod error as a DockError naming the field. */
-export function zodError(error: z.ZodError, prefix = ""): DockError {
-  const issue = error.issues[0];
-  // A strict schema reports an unknown key at its parent; the key itself is the field to name.
-  const path = issue.code === "unrecognized_keys" ? [...issue.path, issue.keys[0]] : issue.path;
-  const field = fieldPath([...(prefix ? [prefix] : []), ...path]) || "body";
-  const message = issue.code === "unrecognized_keys" ? "unknown field" : issue.message;
-  return new DockError("invalid_request", `${field}: ${message}`, { status: 400, detail: { field } });
+/**
+ * The schema a body is held to: an object schema that would drop unknown fields is made strict, so no
+ * route can forget it (a misspelt field silently ignored is a setting silently not applied). Nested
+ * objects are the schema's own business: `client/schemas.ts` writes every one strict.
+ */
+function strictBody(schema: z.ZodType): z.ZodType {
+  const known = STRICT.get(schema);
+  if (known) return known;
+  let strict = schema;
+  if (schema instanceof z.ZodOptional) {
+    const inner = strictBody(schema.unwrap() as z.ZodType);
+    if (inner !== schema.unwrap()) strict = inner.optional();
+  } else if (schema instanceof z.ZodObject && schema._zod.def.catchall === undefined) {
+    strict = schema.strict();
+  }
+  STRICT.set(schema, strict);
+  return strict;
 }
+
+const STRICT = new WeakMap<z.ZodType, z.ZodType>();
 
 const MAX_BODY = 8 * 1024 * 1024;
 
 /**
- * Reads and validates a JSON body; a missing, malformed or wrong-typed body is a 400 naming the field.
- * The body is read as it arrives and refused (413) past `limit` bytes, never buffered beyond it.
+ * Reads and validates a JSON body; a missing, malformed or wrong-typed body is a 400 naming the field,
+ * an unknown field a 400 naming it and the closest known one. The body is read as it arrives and
+ * refused (413) past `limit` bytes, never buffered beyond it.
  */
 export async function body<T extends z.ZodType>(
   c: Context,
@@ -230,9 +243,14 @@ export async function body<T extends z.ZodType>(
       });
     }
   }
-  const parsed = schema.safeParse(value);
-  if (!parsed.success) throw zodError(parsed.error);
-  return parsed.data;
+  const checked = checkSchema(strictBody(schema), value);
+  if (checked.ok) return checked.data as z.infer<T>;
+  // The first problem in document order: a caller fixes one field at a time.
+  const { field, message } = checked.problems[0];
+  throw new DockError("invalid_request", `${field || "body"}: ${message}`, {
+    status: 400,
+    detail: { field: field || "body" },
+  });
 }
 
 /** Reads an optional integer query parameter within bounds. */

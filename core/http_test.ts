@@ -1,6 +1,7 @@
 import { Hono } from "hono";
 import { z } from "zod";
 import { DockError } from "../client/errors.ts";
+import { BOX_EVENT } from "../client/schemas.ts";
 import { assertEquals, assertThrows } from "../tests/assert.ts";
 import type { GateContext } from "./hooks.ts";
 import { body, errorResponse, json, mount, RouteTable } from "./http.ts";
@@ -96,5 +97,75 @@ Deno.test("route table: the same method and path twice throws", () => {
     () => table.route({ method: "GET", path: "/x", input: () => 1, handler: () => json(null) }),
     Error,
     "duplicate route GET /x",
+  );
+});
+
+/** An app whose one route answers the body it parsed with `schema`. */
+function echo(schema: z.ZodType) {
+  const app = new Hono();
+  app.onError((error) => errorResponse(error));
+  app.post("/", async (c) => json(await body(c, schema)));
+  return async (value: unknown) => {
+    const response = await app.request("/", { method: "POST", body: JSON.stringify(value) });
+    return { status: response.status, body: await response.json() };
+  };
+}
+
+Deno.test("body: an object schema that would drop unknown fields is made strict", async () => {
+  const post = echo(z.object({ command: z.string(), timeout: z.string().optional() }));
+  assertEquals(await post({ command: "true" }), { status: 200, body: { command: "true" } });
+  const answer = await post({ command: "true", timout: "5s" });
+  assertEquals(answer.status, 400);
+  assertEquals(answer.body.error, {
+    code: "invalid_request",
+    message: 'timout: unknown field (did you mean "timeout"?)',
+    field: "timout",
+  });
+  const optional = echo(z.object({ mode: z.string() }).optional());
+  assertEquals(
+    (await optional({ mod: "x" })).body.error.message,
+    'mod: unknown field (did you mean "mode"?)',
+  );
+  // Far from every known field: the known ones are listed instead.
+  assertEquals(
+    (await post({ command: "x", colour: 1 })).body.error.message,
+    "colour: unknown field; known fields: command, timeout",
+  );
+});
+
+Deno.test("body: the first problem in the document's order, named by its path", async () => {
+  const post = echo(z.strictObject({ a: z.string(), b: z.strictObject({ c: z.number() }) }));
+  assertEquals((await post({ b: { c: "x" }, a: 1 })).body.error.message, 'b.c: must be a number, got "x"');
+  assertEquals(
+    (await post({ a: "x", b: { dd: 1 } })).body.error.message,
+    "b.dd: unknown field; known fields: c",
+  );
+  assertEquals((await post(undefined)).body.error, {
+    code: "invalid_request",
+    message: "body: required",
+    field: "body",
+  });
+});
+
+Deno.test("body: of a union, the option the caller meant is reported", async () => {
+  const post = echo(BOX_EVENT);
+  const report = {
+    type: "agent.finished",
+    origin: "claude",
+    data: { path: "/w", agent: "claude", session_id: "s" },
+  };
+  assertEquals((await post(report)).status, 200);
+  assertEquals(
+    (await post({ ...report, sesion: "main" })).body.error.message,
+    'sesion: unknown field (did you mean "session"?)',
+  );
+  assertEquals(
+    (await post({ ...report, data: { path: "/w", agent: "claude", sesion_id: "s" } })).body.error.message,
+    'data.sesion_id: unknown field (did you mean "session_id"?)',
+  );
+  assertEquals((await post({ ...report, data: { path: "/w" } })).body.error.message, "data.agent: required");
+  assertEquals(
+    (await post({ type: "build.done", dta: {} })).body.error.message,
+    'dta: unknown field (did you mean "data"?)',
   );
 });

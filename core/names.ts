@@ -10,9 +10,6 @@ import { badField } from "../client/errors.ts";
 /** The longest location or worktree name accepted. */
 export const MAX_NAME = 64;
 
-/** What a session name may be: letters, digits, `_` and `-`, at most 64 (tmux reads `.` and `:`). */
-export const SESSION_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
-
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
 
 /** Throws a 400 naming `field` unless `name` is a valid location or worktree name. */

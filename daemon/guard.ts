@@ -15,7 +15,8 @@
 import type { GuardFile } from "../client/wire.ts";
 import * as jsonc from "jsonc-parser";
 import { dirname } from "node:path";
-import { z } from "zod";
+import type { z } from "zod";
+import { GUARD_PUT } from "../client/schemas.ts";
 import { parseDuration } from "../client/duration.ts";
 import { DockError } from "../client/errors.ts";
 import { writeAtomic } from "../core/files.ts";
@@ -33,7 +34,6 @@ export const DEFAULT_GUARD: Readonly<GuardSettings> = Object.freeze({
 });
 
 const FIELDS = Object.keys(DEFAULT_GUARD) as (keyof GuardSettings)[];
-const MIN_SUSTAIN_MS = 1000;
 
 // Messages name the rule without the value; toGuardError appends ", got <value>" from the input, which
 // keeps them identical whichever zod check failed.
@@ -45,14 +45,6 @@ const MESSAGES: Record<keyof GuardSettings, string> = {
   pause_agents: "must be true or false",
 };
 
-const GUARD_SCHEMA = z.strictObject({
-  enabled: z.boolean().optional(),
-  memory_percent: z.number().gt(0).max(100).optional(),
-  sustain: z.string().refine(isSustain).optional(),
-  stop_services: z.boolean().optional(),
-  pause_agents: z.boolean().optional(),
-});
-
 /** Validates guard settings from `file` (a path, or `body` for a request); missing fields take defaults. */
 export function validateGuard(value: unknown, file: string, status: 400 | 422): GuardSettings {
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
@@ -62,7 +54,7 @@ export function validateGuard(value: unknown, file: string, status: 400 | 422): 
       { status, detail: { file } },
     );
   }
-  const parsed = GUARD_SCHEMA.safeParse(value);
+  const parsed = GUARD_PUT.safeParse(value);
   if (!parsed.success) {
     throw toGuardError(parsed.error.issues[0], value as Record<string, unknown>, file, status);
   }
@@ -101,14 +93,6 @@ export async function writeGuardFile(path: string, settings: GuardSettings): Pro
   const ordered = Object.fromEntries(FIELDS.map((field) => [field, settings[field]]));
   await Deno.mkdir(dirname(path), { recursive: true });
   await writeAtomic(path, JSON.stringify(ordered, null, 2) + "\n", 0o600);
-}
-
-function isSustain(text: string): boolean {
-  try {
-    return parseDuration(text, "sustain") >= MIN_SUSTAIN_MS;
-  } catch {
-    return false;
-  }
 }
 
 function toGuardError(

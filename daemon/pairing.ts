@@ -21,16 +21,7 @@ import { createHash, timingSafeEqual } from "node:crypto";
 import { badField, DockError } from "../client/errors.ts";
 import { base64url, normalizeCode } from "../core/pairing_link.ts";
 import type { Store } from "../core/store.ts";
-
-/** A paired laptop as the box lists it. */
-export interface Laptop {
-  id: string;
-  name: string;
-  /** When it paired (ISO 8601). */
-  created: string;
-  /** When it last authenticated (ISO 8601; refreshed at most once a minute). */
-  last_seen: string;
-}
+import type { Laptop } from "../client/wire.ts";
 
 /** Options for {@linkcode PairingStore}. */
 export interface PairingStoreOptions {

@@ -8,7 +8,8 @@ import {
 } from "../tests/assert.ts";
 import { DockError } from "../client/errors.ts";
 import { Store } from "../core/store.ts";
-import { type Laptop, PairingStore } from "./pairing.ts";
+import type { Laptop } from "../client/wire.ts";
+import { PairingStore } from "./pairing.ts";
 import { link, parseLink } from "../core/pairing_link.ts";
 
 const FP = "ab".repeat(32);

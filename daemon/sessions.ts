@@ -17,6 +17,8 @@ import { join } from "node:path";
 import { DockError, type ErrorStatus, notFound } from "../client/errors.ts";
 import type {
   AgentPreset,
+  AgentReport,
+  AgentReportType,
   AgentState,
   DockEvent,
   Session,
@@ -29,23 +31,12 @@ import type { EventBus } from "../core/events.ts";
 import type { Locations } from "./locations.ts";
 import { groupMembers, groupRss, processes } from "./procs.ts";
 import { killGroup, loginShell, shellQuote } from "../core/runner.ts";
-import { SESSION_NAME } from "../core/names.ts";
+import { SESSION_NAME } from "../client/schemas.ts";
 import type { Store } from "../core/store.ts";
 import type { Pane, Tmux } from "./tmux.ts";
 import type { Worktrees } from "./worktrees.ts";
 
-/** An `agent.*` report as it reaches the daemon (from `POST events` or the spool). */
-export interface AgentReport {
-  type: string;
-  origin?: string;
-  data?: Record<string, unknown>;
-  /** The reporting process's `DOCK_SESSION`. */
-  session?: string;
-  /** When the hook ran (spooled reports arrive late). */
-  time?: string;
-}
-
-const STATE_OF: Record<string, AgentState> = {
+const STATE_OF: Record<AgentReportType, AgentState> = {
   "agent.ready": "idle",
   "agent.started": "running",
   "agent.waiting": "waiting",

@@ -8,17 +8,8 @@
  * @module
  */
 import { join } from "node:path";
-
-/** One spooled event: the body `dock hook` would have posted to `POST /v1/events`. */
-export interface SpooledEvent {
-  type: string;
-  origin: string;
-  data: Record<string, unknown>;
-  /** `DOCK_SESSION` of the process that ran the hook: the dock session the agent runs in. */
-  session?: string;
-  /** When the hook ran (RFC 3339), which may be long before the replay. */
-  time?: string;
-}
+import type { AgentReport } from "../client/wire.ts";
+import { AGENT_REPORT } from "../client/schemas.ts";
 
 /** The spool folder of a state directory: `<state>/box/spool`. */
 export function spoolDir(stateDir: string): string {
@@ -26,7 +17,7 @@ export function spoolDir(stateDir: string): string {
 }
 
 /**
- * Replays spooled events oldest first and deletes each once ingested; returns how many were replayed.
+ * Replays spooled reports oldest first and deletes each once ingested; returns how many were replayed.
  *
  * A file that is not a spooled event is moved to `<dir>/bad/` and skipped. When `ingest` throws, the
  * replay stops there and keeps that file and the later ones for the next replay, so the events still
@@ -34,7 +25,7 @@ export function spoolDir(stateDir: string): string {
  */
 export async function replaySpool(
   dir: string,
-  ingest: (body: SpooledEvent) => Promise<void>,
+  ingest: (report: AgentReport) => Promise<void>,
 ): Promise<number> {
   const names: string[] = [];
   try {
@@ -70,21 +61,16 @@ export async function replaySpool(
   return replayed;
 }
 
-function parseSpooled(text: string): SpooledEvent | null {
+// A spooled file is exactly the report `dock hook` would have posted (the same schema as the route's).
+function parseSpooled(text: string): AgentReport | null {
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch {
     return null;
   }
-  if (typeof value !== "object" || value === null || Array.isArray(value)) return null;
-  const { type, origin, data, session, time } = value as Record<string, unknown>;
-  if (typeof type !== "string" || typeof origin !== "string") return null;
-  if (typeof data !== "object" || data === null || Array.isArray(data)) return null;
-  const event: SpooledEvent = { type, origin, data: data as Record<string, unknown> };
-  if (typeof session === "string") event.session = session;
-  if (typeof time === "string") event.time = time;
-  return event;
+  const parsed = AGENT_REPORT.safeParse(value);
+  return parsed.success ? parsed.data : null;
 }
 
 async function moveAside(dir: string, name: string): Promise<void> {

@@ -1,8 +1,9 @@
 import { join } from "node:path";
 import { assertEquals, assertRejects } from "../tests/assert.ts";
-import { replaySpool, spoolDir, type SpooledEvent } from "./spool.ts";
+import type { AgentReport } from "../client/wire.ts";
+import { replaySpool, spoolDir } from "./spool.ts";
 
-function event(n: number): SpooledEvent {
+function event(n: number): AgentReport {
   return {
     type: "agent.finished",
     origin: "claude",
@@ -29,7 +30,7 @@ Deno.test("replaySpool replays in file-name order and deletes what it ingested",
     await Deno.writeTextFile(join(dir, "000001700000002-20-b.json"), JSON.stringify(event(2)));
     await Deno.writeTextFile(join(dir, "000001700000001-10-a.json"), JSON.stringify(event(1)));
     await Deno.writeTextFile(join(dir, "000001700000003-30-c.json"), JSON.stringify(event(3)));
-    const seen: SpooledEvent[] = [];
+    const seen: AgentReport[] = [];
     const count = await replaySpool(dir, (body) => {
       seen.push(body);
       return Promise.resolve();
@@ -50,7 +51,7 @@ Deno.test("replaySpool moves files that are not events aside and skips files bei
     await Deno.writeTextFile(join(dir, "000001700000003-1-c.json"), JSON.stringify(event(3)));
     await Deno.writeTextFile(join(dir, ".000001700000004-1-d.json.tmp"), "{");
     await Deno.writeTextFile(join(dir, "notes.txt"), "left alone");
-    const seen: SpooledEvent[] = [];
+    const seen: AgentReport[] = [];
     const count = await replaySpool(dir, (body) => {
       seen.push(body);
       return Promise.resolve();

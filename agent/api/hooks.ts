@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { z } from "zod";
+import { HOOKS_PUT } from "../../client/schemas.ts";
 import { body, json, requestOrigin, RouteTable } from "../../core/http.ts";
 import { hooksBody } from "../../core/hooks.ts";
 import type { Agent } from "../agent.ts";
@@ -14,7 +14,7 @@ export function hooksRoutes(agent: Agent): RouteTable {
   return new RouteTable("hooks")
     .add("GET", "/hooks", () => json(agent.hooks.state()))
     .add("PUT", "/hooks", async (c) => {
-      const file = hooksBody(await body(c, z.unknown()));
+      const file = hooksBody(await body(c, HOOKS_PUT));
       return json(await agent.hooks.write(file, requestOrigin(c)));
     });
 }

@@ -4,20 +4,15 @@
  *
  * @module
  */
-import { z } from "zod";
+import { PAIR_REQUEST } from "../../client/schemas.ts";
 import { body, json, requestOrigin, RouteTable } from "../../core/http.ts";
 import type { Agent } from "../agent.ts";
 import { pairBox } from "../pairing.ts";
 
-const PAIR = z.object({
-  link: z.string().max(2000),
-  name: z.string().max(63).optional(),
-});
-
 /** The pairing route of the agent's API. */
 export function pairRoutes(agent: Agent): RouteTable {
   return new RouteTable("pair").add("POST", "/boxes/pair", async (c) => {
-    const request = await body(c, PAIR);
+    const request = await body(c, PAIR_REQUEST);
     // The credential will sit in agent.db: keep its folder the user's alone, even if it was loosened.
     await Deno.chmod(agent.paths.client, 0o700);
     return json(await pairBox(agent.boxes, request, { origin: requestOrigin(c) }), 201);

@@ -5,9 +5,8 @@
  * @module
  */
 import { Hono } from "hono";
-import { z } from "zod";
 import { DockError } from "../../client/errors.ts";
-import { EVENT_ANNOUNCE } from "../../core/events.ts";
+import { BOX_ADD_LOCAL, EVENT_ANNOUNCE, FORWARD_CREATE, PROXY_ROUTE } from "../../client/schemas.ts";
 import { resumeFrom, sse } from "../../core/sse.ts";
 import { body, errorResponse, json, mount, param, requestOrigin, RouteTable } from "../../core/http.ts";
 import type { Agent } from "../agent.ts";
@@ -19,15 +18,6 @@ import { hooksRoutes } from "./hooks.ts";
 import { pairRoutes } from "./pair.ts";
 import { queueRoutes } from "./queue.ts";
 import { settingsRoutes } from "./settings.ts";
-
-const ADD_LOCAL = z.object({ name: z.string().optional() }).optional();
-const PORT = z.number().int().min(1).max(65535);
-const FORWARD = z.object({ box: z.string().min(1), local: PORT, remote: PORT });
-const ROUTE = z.object({
-  pattern: z.string().min(1),
-  box: z.string().min(1),
-  port: PORT,
-});
 
 /** Builds the agent's API app for a listener on `port`. */
 export function agentApp(agent: Agent, options: { port: number }): Hono {
@@ -62,7 +52,7 @@ export function agentApp(agent: Agent, options: { port: number }): Hono {
   const boxes = new RouteTable("boxes")
     .add("GET", "/boxes", () => json(agent.boxes.status()))
     .add("POST", "/boxes/add-local", async (c) => {
-      const request = await body(c, ADD_LOCAL);
+      const request = await body(c, BOX_ADD_LOCAL);
       const added = await agent.boxes.add(
         { name: request?.name ?? "local", kind: "socket", address: agent.paths.localSocket },
         requestOrigin(c),
@@ -78,10 +68,10 @@ export function agentApp(agent: Agent, options: { port: number }): Hono {
     .add(
       "POST",
       "/forwards",
-      async (c) => json(agent.forwards.create(await body(c, FORWARD), requestOrigin(c)), 201),
+      async (c) => json(agent.forwards.create(await body(c, FORWARD_CREATE), requestOrigin(c)), 201),
     )
     .add("DELETE", "/forwards/:id", (c) => json(agent.forwards.remove(param(c, "id"), requestOrigin(c))))
-    .add("POST", "/routes", async (c) => json(agent.proxy.addRoute(await body(c, ROUTE)), 201))
+    .add("POST", "/routes", async (c) => json(agent.proxy.addRoute(await body(c, PROXY_ROUTE)), 201))
     .add("DELETE", "/routes", (c) => json(agent.proxy.removeRoute(c.req.query("pattern") ?? "")));
   mount(app, "/v1", [
     core,

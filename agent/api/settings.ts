@@ -8,6 +8,7 @@
 import { join } from "node:path";
 import { z } from "zod";
 import { DockError } from "../../client/errors.ts";
+import { APP_DOCUMENT } from "../../client/schemas.ts";
 import { body, fieldPath, json, param, requestOrigin, RouteTable } from "../../core/http.ts";
 import { writeAtomic } from "../../core/files.ts";
 import type { Agent } from "../agent.ts";
@@ -56,9 +57,7 @@ export function settingsRoutes(agent: Agent): RouteTable {
     })
     .add("PUT", "/app/:key", async (c) => {
       const key = checkKey(param(c, "key"));
-      const value = await body(c, z.unknown().refine((v) => v !== undefined, "a JSON document is required"), {
-        limit: APP_DOCUMENT_LIMIT,
-      });
+      const value = await body(c, APP_DOCUMENT, { limit: APP_DOCUMENT_LIMIT });
       await Deno.mkdir(appDir, { recursive: true, mode: 0o700 });
       await writeAtomic(join(appDir, `${key}.json`), JSON.stringify(value, null, 2) + "\n");
       agent.bus.publish({ type: "app.changed", origin: requestOrigin(c), data: { key } });

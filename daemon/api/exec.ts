@@ -3,16 +3,10 @@
  *
  * @module
  */
-import { z } from "zod";
+import { EXEC_REQUEST } from "../../client/schemas.ts";
 import type { Box } from "../box.ts";
 import { execTimeout } from "../exec.ts";
 import { body, flagQuery, json, ndjson, RouteTable } from "../../core/http.ts";
-
-const EXEC = z.object({
-  location: z.string().min(1),
-  command: z.string().min(1),
-  timeout: z.union([z.string(), z.number()]).optional(),
-});
 
 /** The exec route, gated by `before:exec`. */
 export function execRoutes(box: Box): RouteTable {
@@ -20,7 +14,7 @@ export function execRoutes(box: Box): RouteTable {
     method: "POST",
     path: "/exec",
     input: async (c) => {
-      const request = await body(c, EXEC);
+      const request = await body(c, EXEC_REQUEST);
       const job = {
         location: request.location,
         command: request.command,

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { z } from "zod";
+import { HOOKS_PUT } from "../../client/schemas.ts";
 import type { Box } from "../box.ts";
 import { hooksBody } from "../../core/hooks.ts";
 import { body, json, requestOrigin, RouteTable } from "../../core/http.ts";
@@ -16,7 +16,7 @@ export function hooksRoutes(box: Box): RouteTable {
     .route({
       method: "PUT",
       path: "/hooks",
-      input: async (c) => hooksBody(await body(c, z.unknown())),
+      input: async (c) => hooksBody(await body(c, HOOKS_PUT)),
       gates: [{
         action: "config.change",
         describe: (file) => ({ target: { file: "hooks.json", value: file } }),

@@ -3,8 +3,14 @@
  *
  * @module
  */
-import { z } from "zod";
 import type { StreamLine } from "../../client/wire.ts";
+import {
+  LOCATION_CLONE,
+  LOCATION_CONFIG_PUT,
+  LOCATION_CREATE,
+  LOCATION_NEW,
+  LOCATION_SCRIPTS,
+} from "../../client/schemas.ts";
 import type { Box } from "../box.ts";
 import { defaultRepoPath, nameFromUrl } from "../locations.ts";
 import { checkName } from "../../core/names.ts";
@@ -13,21 +19,6 @@ import { run } from "../../core/runner.ts";
 import * as git from "../git.ts";
 import { DockError } from "../../client/errors.ts";
 import { body, json, ndjson, param, requestOrigin, RouteTable } from "../../core/http.ts";
-
-// Paths are absolute (or ~/…): the daemon's own working directory means nothing to its callers.
-const BOX_PATH = z.string().regex(/^(\/|~\/|~$)/, "must be an absolute path (or start with ~/)");
-const LOCATION_CREATE = z.object({ name: z.string(), path: BOX_PATH });
-const LOCATION_CLONE = z.object({
-  url: z.string().min(1),
-  name: z.string().optional(),
-  path: BOX_PATH.optional(),
-});
-const LOCATION_NEW = z.object({ name: z.string(), path: BOX_PATH.optional() });
-const SCRIPTS = z.object({
-  setup: z.string().nullable().optional(),
-  archive: z.string().nullable().optional(),
-});
-const CONFIG_PUT = z.object({ local: z.unknown() });
 
 /** The location routes. */
 export function locationRoutes(box: Box): RouteTable {
@@ -76,7 +67,7 @@ export function locationRoutes(box: Box): RouteTable {
       method: "PUT",
       path: "/locations/:name/scripts",
       input: async (c) => {
-        const scripts = await body(c, SCRIPTS);
+        const scripts = await body(c, LOCATION_SCRIPTS);
         box.locations.get(param(c, "name")); // 404 before the gate runs
         return scripts;
       },
@@ -95,7 +86,7 @@ export function locationRoutes(box: Box): RouteTable {
       method: "PUT",
       path: "/locations/:name/config",
       input: async (c) => {
-        const request = await body(c, CONFIG_PUT);
+        const request = await body(c, LOCATION_CONFIG_PUT);
         box.locations.get(param(c, "name")); // 404 before the gate runs
         return request;
       },

@@ -13,10 +13,10 @@
  * @module
  */
 import type { Context } from "hono";
-import { z } from "zod";
 import { DockError, notFound } from "../../client/errors.ts";
+import type { Laptop, PairCode, PairRedeemed } from "../../client/wire.ts";
+import { PAIR_CODE_REQUEST, PAIR_REDEEM } from "../../client/schemas.ts";
 import type { Box, TlsListener } from "../box.ts";
-import type { Laptop } from "../pairing.ts";
 import { link } from "../../core/pairing_link.ts";
 import { body, json, param, requestOrigin, RouteTable } from "../../core/http.ts";
 
@@ -28,11 +28,6 @@ export interface TlsEnv {
   laptop?: Laptop;
 }
 
-const CODE_REQUEST = z.object({ host: z.string().min(1).max(255).optional() }).optional();
-const REDEEM = z.object({
-  code: z.string().max(200),
-  name: z.string().max(200),
-});
 /** An unauthenticated body has no reason to be large; reading 8 MB from anyone would be a gift. */
 const MAX_REDEEM_BODY = 4096;
 
@@ -40,7 +35,7 @@ const MAX_REDEEM_BODY = 4096;
 export function pairingRoutes(box: Box): RouteTable {
   return new RouteTable("pairing")
     .add("POST", "/pair/code", async (c) => {
-      const request = await body(c, CODE_REQUEST);
+      const request = await body(c, PAIR_CODE_REQUEST);
       const listener = box.tls;
       if (!listener) {
         throw new DockError(
@@ -62,10 +57,12 @@ export function pairingRoutes(box: Box): RouteTable {
         );
       }
       const { code, expires } = box.pairing.createCode();
-      return json({
-        link: link(host, listener.port, code, listener.fingerprint),
-        expires: expires.toISOString(),
-      });
+      return json(
+        {
+          link: link(host, listener.port, code, listener.fingerprint),
+          expires: expires.toISOString(),
+        } satisfies PairCode,
+      );
     })
     .add("GET", "/laptops", () => json(box.pairing.laptops()))
     .add("DELETE", "/laptops/:id", (c) => {
@@ -82,7 +79,7 @@ export function pairingRoutes(box: Box): RouteTable {
  */
 export function redeemRoutes(box: Box): RouteTable {
   return new RouteTable("redeem").add("POST", "/pair", async (c) => {
-    const { code, name } = await body(c, REDEEM, { limit: MAX_REDEEM_BODY });
+    const { code, name } = await body(c, PAIR_REDEEM, { limit: MAX_REDEEM_BODY });
     const paired = box.pairing.redeem(code, { name, address: remoteAddress(c) });
     const laptop = box.pairing.laptops().find((l) => l.id === paired.id);
     box.bus.publish({
@@ -90,7 +87,10 @@ export function redeemRoutes(box: Box): RouteTable {
       origin: "dock",
       data: { id: paired.id, name: laptop?.name ?? name },
     });
-    return json({ id: paired.id, credential: paired.credential, box: box.settings.name }, 201);
+    return json(
+      { id: paired.id, credential: paired.credential, box: box.settings.name } satisfies PairRedeemed,
+      201,
+    );
   }).add("DELETE", "/pair", (c) => {
     const laptop = (c.env as TlsEnv | undefined)?.laptop;
     // The gate authenticates every request but POST pair; without a laptop this app is mis-wired.
@@ -104,7 +104,7 @@ export function redeemRoutes(box: Box): RouteTable {
  * Removes a laptop and announces `laptop.revoked`. The pairing store closes the laptop's open streams
  * (through its revoke listeners) before it returns.
  */
-function revoke(box: Box, laptop: { id: string; name: string }, origin: string): Response {
+function revoke(box: Box, laptop: Laptop, origin: string): Response {
   if (!box.pairing.revoke(laptop.id)) throw notFound("laptop", laptop.id);
   box.bus.publish({ type: "laptop.revoked", origin, data: { id: laptop.id, name: laptop.name } });
   return json(laptop);

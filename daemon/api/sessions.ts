@@ -4,42 +4,14 @@
  *
  * @module
  */
-import { z } from "zod";
 import { parseDuration } from "../../client/duration.ts";
 import { DockError } from "../../client/errors.ts";
 import type { AgentState } from "../../client/wire.ts";
+import { SESSION_CREATE, SESSION_SEND, TASK_REQUEST } from "../../client/schemas.ts";
 import { attachSession, attachSize } from "../attach.ts";
 import type { Box } from "../box.ts";
 import { body, intQuery, json, param, requestOrigin, RouteTable } from "../../core/http.ts";
 
-const SIZE = z.number().int().min(1).max(1000).optional();
-const SESSION_CREATE = z.object({
-  name: z.string().optional(),
-  location: z.string().min(1),
-  command: z.string().min(1).optional(),
-  agent: z.string().min(1).optional(),
-  prompt: z.string().optional(),
-  open: z.boolean().optional(),
-  cols: SIZE,
-  rows: SIZE,
-});
-const SEND = z.object({
-  text: z.string(),
-  enter: z.boolean().optional(),
-  // An idempotency key: a repeat with the same key never types the text again (Sessions.send).
-  key: z.string().min(1).max(200).regex(/^[\x21-\x7e]+$/, "must be printable ASCII without spaces")
-    .optional(),
-});
-const TASK = z.object({
-  location: z.string().min(1),
-  name: z.string(),
-  branch: z.string().min(1).optional(),
-  base: z.string().min(1).optional(),
-  agent: z.string().min(1).optional(),
-  command: z.string().min(1).optional(),
-  prompt: z.string().optional(),
-  from_session: z.string().optional(),
-});
 const STATES: AgentState[] = ["idle", "running", "waiting", "finished"];
 
 /** The session and task routes. */
@@ -90,7 +62,7 @@ export function sessionRoutes(box: Box): RouteTable {
     .route({
       method: "POST",
       path: "/sessions/:name/send",
-      input: (c) => body(c, SEND),
+      input: (c) => body(c, SESSION_SEND),
       gates: [{
         action: "session.send",
         // A repeat of a key already sent only replays its outcome: it is not a new send to gate (a gate
@@ -166,7 +138,7 @@ export function sessionRoutes(box: Box): RouteTable {
       method: "POST",
       path: "/tasks",
       input: async (c) => {
-        const request = await body(c, TASK);
+        const request = await body(c, TASK_REQUEST);
         if (!request.agent && !request.command) {
           throw new DockError("invalid_request", "agent: a task needs an agent (or a command)", {
             status: 400,

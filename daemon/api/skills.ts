@@ -10,9 +10,9 @@
  *
  * @module
  */
-import { z } from "zod";
 import { DockError } from "../../client/errors.ts";
-import type { SkillsEventData, SkillsResult, SkillTarget } from "../../client/wire.ts";
+import type { SkillsEventData, SkillsRequest, SkillsResult, SkillTarget } from "../../client/wire.ts";
+import { skillsRequest } from "../../client/schemas.ts";
 import { SKILLS } from "../../skills/mod.ts";
 import type { Box } from "../box.ts";
 import { type HomeOptions, installSkills, listSkills, uninstallSkills } from "../integrations.ts";
@@ -20,20 +20,9 @@ import { body, json, requestOrigin, type Route, RouteTable } from "../../core/ht
 
 const SKILL_IDS = SKILLS.map((skill) => skill.id);
 
-const SKILL_ID = z.string().refine((id) => SKILL_IDS.includes(id), {
-  error: (issue) => `unknown skill ${JSON.stringify(issue.input)}; dock's skills: ${SKILL_IDS.join(", ")}`,
-});
+const SKILLS_REQUEST = skillsRequest(SKILL_IDS);
 
-// Strict: a misspelt field (`skill` for `skills`) must not fall back to "every skill".
-const SKILLS_REQUEST = z.strictObject({
-  skills: z.array(SKILL_ID).optional(),
-  agent: z.enum(["claude", "codex", "all"]).optional(),
-  target: z.enum(["user", "project"]).optional(),
-  location: z.string().min(1).optional(),
-  commit: z.boolean().optional(),
-});
-
-type SkillsRequestBody = z.infer<typeof SKILLS_REQUEST>;
+type SkillsRequestBody = SkillsRequest;
 
 /** A request resolved against the box: defaults filled in, the location turned into its folder. */
 interface Resolved {
@@ -85,7 +74,7 @@ function change(
   return {
     method: "POST",
     path: `/skills/${action}`,
-    input: async (c) => resolveRequest(box, await body(c, SKILLS_REQUEST.optional()) ?? {}, action),
+    input: async (c) => resolveRequest(box, await body(c, SKILLS_REQUEST) ?? {}, action),
     gates: [{
       action: `skills.${action}`,
       // The gate sees what will be done (defaults filled in), before anything is touched; a refusal

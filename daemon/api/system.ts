@@ -3,7 +3,7 @@
  *
  * @module
  */
-import { z } from "zod";
+import { ENV_PUT, GUARD_PUT, SECRET_TEST } from "../../client/schemas.ts";
 import type { Box } from "../box.ts";
 import { validateEnvFile } from "../env.ts";
 import * as system from "../system.ts";
@@ -15,9 +15,6 @@ import { hooksCheck } from "../../core/hooks.ts";
 import { DockError } from "../../client/errors.ts";
 import { VERSION } from "../../client/version.ts";
 import { body, json, requestOrigin, RouteTable } from "../../core/http.ts";
-
-const SECRET_TEST = z.object({ ref: z.string() });
-const ENV_PUT = z.object({ env: z.record(z.string(), z.string()) });
 
 /** The system routes. */
 export function systemRoutes(box: Box): RouteTable {
@@ -77,7 +74,7 @@ export function systemRoutes(box: Box): RouteTable {
     .route({
       method: "PUT",
       path: "/guard",
-      input: async (c) => validateGuard(await body(c, z.unknown()), "body", 400),
+      input: async (c) => validateGuard(await body(c, GUARD_PUT), "body", 400),
       gates: [{
         action: "config.change",
         describe: (settings) => ({ target: { file: "guard.json", value: settings } }),

@@ -3,7 +3,7 @@
  *
  * @module
  */
-import { z } from "zod";
+import { SYNC_REQUEST, WORKTREE_CREATE } from "../../client/schemas.ts";
 import type { Box } from "../box.ts";
 import * as git from "../git.ts";
 import {
@@ -16,15 +16,6 @@ import {
   requestOrigin,
   RouteTable,
 } from "../../core/http.ts";
-
-const WORKTREE_CREATE = z.object({
-  name: z.string(),
-  branch: z.string().min(1).optional(),
-  base: z.string().min(1).optional(),
-  pr: z.number().int().positive().optional(),
-  ref: z.string().min(1).optional(),
-});
-const SYNC = z.object({ mode: z.enum(["rebase", "merge"]).optional() }).optional();
 
 /** The worktree routes. */
 export function worktreeRoutes(box: Box): RouteTable {
@@ -96,7 +87,7 @@ export function worktreeRoutes(box: Box): RouteTable {
       return json(await git.log(worktree.path, limit));
     })
     .add("POST", `${wt}/sync`, async (c) => {
-      const request = await body(c, SYNC);
+      const request = await body(c, SYNC_REQUEST);
       const worktree = box.worktrees.get(param(c, "name"), param(c, "wt"));
       const location = box.locations.get(worktree.location);
       const base = worktree.base ?? await git.defaultBranch(location.path);

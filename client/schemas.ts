@@ -1,0 +1,339 @@
+/**
+ * The rules of every request body the box API and the laptop agent's API parse, as zod schemas, each
+ * tied to its wire type in `wire.ts` with `satisfies` (a field renamed on one side fails the type
+ * check on the other). Every object is strict: a misspelt field is refused with a "did you mean", never
+ * silently dropped (`core/http.ts` `body()` reports it; `schemas_test.ts` checks that no object here
+ * lets unknown fields through).
+ *
+ * Only servers import this module: it loads zod, which the CLI (through `wire.ts` and `mod.ts`) and
+ * `dock hook` must not pay for. A script that wants the rules imports this file by its path.
+ *
+ * @module
+ */
+import { z } from "zod";
+import type {
+  AgentReport,
+  AgentReportType,
+  BoxAddLocal,
+  DockConfig,
+  EnvFile,
+  EventAnnounce,
+  ExecRequest,
+  ForwardCreate,
+  GuardPut,
+  HookConfig,
+  HooksFile,
+  JsonValue,
+  LocationClone,
+  LocationConfigPut,
+  LocationCreate,
+  LocationNew,
+  LocationScripts,
+  PairCodeRequest,
+  PairRedeem,
+  PairRequest,
+  ProxyRoute,
+  QueueCreate,
+  QueueEdit,
+  SecretTest,
+  SessionCreate,
+  SessionSend,
+  SkillsRequest,
+  SyncRequest,
+  TaskRequest,
+  WorktreeCreate,
+} from "./wire.ts";
+import { parseDuration } from "./duration.ts";
+
+// ---------------------------------------------------------------------------------------------------
+// Shared field rules
+
+/** What a session name may be: letters, digits, `_` and `-`, at most 64 (tmux reads `.` and `:`). */
+export const SESSION_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
+
+/** The longest prompt the offline queue takes, in UTF-16 units. */
+export const QUEUE_TEXT_LIMIT = 1_000_000;
+
+// Paths are absolute (or ~/…): the daemon's own working directory means nothing to its callers.
+const BOX_PATH = z.string().regex(/^(\/|~\/|~$)/, "must be an absolute path (or start with ~/)");
+const PORT = z.number().int().min(1).max(65535);
+const EVENT_TYPE = /^[a-z][a-z0-9_-]*(\.[a-z0-9_-]+)*$/;
+
+// ---------------------------------------------------------------------------------------------------
+// Events
+
+/** Body of `POST events` (spec 2.4 "Event announce"); on a box, agent state reports go apart. */
+export const EVENT_ANNOUNCE = z.strictObject({
+  type: z.string().max(100).regex(EVENT_TYPE, "must be dotted lower-case words such as build.finished"),
+  origin: z.string().max(64).optional(),
+  data: z.record(z.string(), z.unknown()).optional(),
+}) satisfies z.ZodType<EventAnnounce>;
+
+/** The types of {@linkcode AGENT_REPORT}, in no particular order. */
+export const AGENT_REPORT_TYPES: readonly AgentReportType[] = [
+  "agent.started",
+  "agent.ready",
+  "agent.waiting",
+  "agent.finished",
+];
+
+/** An agent's state report, as `dock hook` posts it and the spool keeps it. */
+export const AGENT_REPORT = z.strictObject({
+  type: z.enum(AGENT_REPORT_TYPES as [AgentReportType, ...AgentReportType[]]),
+  origin: z.string().max(64),
+  // The limits are `cli/hook_map.ts`'s: longer values are not identifiers.
+  data: z.strictObject({
+    path: z.string().max(4096),
+    agent: z.string().max(64),
+    session_id: z.string().max(256).nullable(),
+  }),
+  session: z.string().max(64).optional(),
+  time: z.string().max(40).optional(),
+}) satisfies z.ZodType<AgentReport>;
+
+/** True when an announce on a box is an agent state report (which the box matches to a session). */
+export function isAgentReport(body: EventAnnounce | AgentReport): body is AgentReport {
+  return (AGENT_REPORT_TYPES as readonly string[]).includes(body.type);
+}
+
+/**
+ * Body of `POST events` on a box: an agent state report, or any other announce. A report's type
+ * with another shape is refused, so a report is never half-read.
+ */
+export const BOX_EVENT = z.union([
+  AGENT_REPORT,
+  EVENT_ANNOUNCE.refine((announce) => !isAgentReport(announce), {
+    // Aborting: otherwise zod reports only this option's problems when the report option has a fatal
+    // one, and a report with a misspelt field would be told it is not a plain event.
+    abort: true,
+    path: ["type"],
+    message: "is an agent state report: it needs origin and data { path, agent, session_id }",
+  }),
+]) satisfies z.ZodType<EventAnnounce | AgentReport>;
+
+// ---------------------------------------------------------------------------------------------------
+// Locations and worktrees
+
+/** Body of `POST locations`. */
+export const LOCATION_CREATE = z.strictObject({
+  name: z.string(),
+  path: BOX_PATH,
+}) satisfies z.ZodType<LocationCreate>;
+
+/** Body of `POST locations/clone`. */
+export const LOCATION_CLONE = z.strictObject({
+  url: z.string().min(1),
+  name: z.string().optional(),
+  path: BOX_PATH.optional(),
+}) satisfies z.ZodType<LocationClone>;
+
+/** Body of `POST locations/new`. */
+export const LOCATION_NEW = z.strictObject({
+  name: z.string(),
+  path: BOX_PATH.optional(),
+}) satisfies z.ZodType<LocationNew>;
+
+/** Body of `PUT locations/{name}/scripts`. */
+export const LOCATION_SCRIPTS = z.strictObject({
+  setup: z.string().nullable().optional(),
+  archive: z.string().nullable().optional(),
+}) satisfies z.ZodType<LocationScripts>;
+
+/**
+ * Body of `PUT locations/{name}/config`. The layer itself is held to the config rules
+ * (`core/config.ts`) by the box, whose errors name the field inside it (`local.services[0].name`).
+ */
+export const LOCATION_CONFIG_PUT = z.strictObject({
+  local: z.custom<DockConfig | null>().optional(),
+}) satisfies z.ZodType<LocationConfigPut>;
+
+/** Body of `POST locations/{name}/worktrees`. */
+export const WORKTREE_CREATE = z.strictObject({
+  name: z.string(),
+  branch: z.string().min(1).optional(),
+  base: z.string().min(1).optional(),
+  pr: z.number().int().positive().optional(),
+  ref: z.string().min(1).optional(),
+}) satisfies z.ZodType<WorktreeCreate>;
+
+/** Body of `POST …/worktrees/{wt}/sync` (none: rebase). */
+export const SYNC_REQUEST = z.strictObject({
+  mode: z.enum(["rebase", "merge"]).optional(),
+}).optional() satisfies z.ZodType<SyncRequest | undefined>;
+
+// ---------------------------------------------------------------------------------------------------
+// Sessions, tasks and exec
+
+const SIZE = z.number().int().min(1).max(1000).optional();
+
+/** Body of `POST sessions`. */
+export const SESSION_CREATE = z.strictObject({
+  name: z.string().optional(),
+  location: z.string().min(1),
+  command: z.string().min(1).optional(),
+  agent: z.string().min(1).optional(),
+  prompt: z.string().optional(),
+  open: z.boolean().optional(),
+  cols: SIZE,
+  rows: SIZE,
+}) satisfies z.ZodType<SessionCreate>;
+
+/** Body of `POST sessions/{name}/send`. */
+export const SESSION_SEND = z.strictObject({
+  text: z.string(),
+  enter: z.boolean().optional(),
+  // An idempotency key: a repeat with the same key never types the text again (Sessions.send).
+  key: z.string().min(1).max(200).regex(/^[\x21-\x7e]+$/, "must be printable ASCII without spaces")
+    .optional(),
+}) satisfies z.ZodType<SessionSend>;
+
+/** Body of `POST tasks`. */
+export const TASK_REQUEST = z.strictObject({
+  location: z.string().min(1),
+  name: z.string(),
+  branch: z.string().min(1).optional(),
+  base: z.string().min(1).optional(),
+  agent: z.string().min(1).optional(),
+  command: z.string().min(1).optional(),
+  prompt: z.string().optional(),
+  from_session: z.string().optional(),
+}) satisfies z.ZodType<TaskRequest>;
+
+/** Body of `POST exec`. */
+export const EXEC_REQUEST = z.strictObject({
+  location: z.string().min(1),
+  command: z.string().min(1),
+  timeout: z.union([z.string(), z.number()]).optional(),
+}) satisfies z.ZodType<ExecRequest>;
+
+// ---------------------------------------------------------------------------------------------------
+// The box's own files and secrets
+
+/** Body of `PUT env`; the keys are checked by the box's env file rules (`daemon/env.ts`). */
+export const ENV_PUT = z.strictObject({
+  env: z.record(z.string(), z.string()),
+}) satisfies z.ZodType<EnvFile>;
+
+const PERCENT = "must be a number above 0 and at most 100";
+
+/**
+ * Body of `PUT guard`. The messages are the guard file's own (`daemon/guard.ts` reads the file with
+ * this schema too); a field left out takes its default there.
+ */
+export const GUARD_PUT = z.strictObject({
+  enabled: z.boolean().optional(),
+  memory_percent: z.number().gt(0, PERCENT).max(100, PERCENT).optional(),
+  sustain: z.string().refine(isSustain, "must be a duration of at least 1s, such as 30s or 2m").optional(),
+  stop_services: z.boolean().optional(),
+  pause_agents: z.boolean().optional(),
+}) satisfies z.ZodType<GuardPut>;
+
+function isSustain(text: string): boolean {
+  try {
+    return parseDuration(text, "sustain") >= 1000;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Body of `PUT hooks`, on a box and on the laptop. Each hook is held to the hooks file rules
+ * (`core/config.ts`), whose errors name the hook's field (`hooks[0].timeout`).
+ */
+export const HOOKS_PUT = z.strictObject({
+  $schema: z.string().optional(),
+  hooks: z.custom<HookConfig[]>(),
+}) satisfies z.ZodType<HooksFile>;
+
+/** Body of `POST secrets/test`. */
+export const SECRET_TEST = z.strictObject({ ref: z.string() }) satisfies z.ZodType<SecretTest>;
+
+/**
+ * Body of `POST skills/install` and `POST skills/uninstall`, for the skills a box carries (`known`).
+ * Strict above all: a misspelt `skill` for `skills` must not fall back to "every skill".
+ */
+export function skillsRequest(known: readonly string[]) {
+  const id = z.string().refine((skill) => known.includes(skill), {
+    error: (issue) => `unknown skill ${JSON.stringify(issue.input)}; dock's skills: ${known.join(", ")}`,
+  });
+  return z.strictObject({
+    skills: z.array(id).optional(),
+    agent: z.enum(["claude", "codex", "all"]).optional(),
+    target: z.enum(["user", "project"]).optional(),
+    location: z.string().min(1).optional(),
+    commit: z.boolean().optional(),
+  }).optional() satisfies z.ZodType<SkillsRequest | undefined>;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Pairing
+
+/** Body of `POST pair/code` on a box (none: the default host). */
+export const PAIR_CODE_REQUEST = z.strictObject({
+  host: z.string().min(1).max(255).optional(),
+}).optional() satisfies z.ZodType<PairCodeRequest | undefined>;
+
+/** Body of `POST pair` on a box's TLS listener (unauthenticated: every field is bounded). */
+export const PAIR_REDEEM = z.strictObject({
+  code: z.string().max(200),
+  name: z.string().max(200),
+}) satisfies z.ZodType<PairRedeem>;
+
+/** Body of `POST /v1/boxes/pair` on the laptop. */
+export const PAIR_REQUEST = z.strictObject({
+  link: z.string().max(2000),
+  name: z.string().max(63).optional(),
+}) satisfies z.ZodType<PairRequest>;
+
+// ---------------------------------------------------------------------------------------------------
+// The laptop agent
+
+/** Body of `POST /v1/boxes/add-local` (none: named `local`). */
+export const BOX_ADD_LOCAL = z.strictObject({
+  name: z.string().optional(),
+}).optional() satisfies z.ZodType<BoxAddLocal | undefined>;
+
+/** Body of `POST /v1/forwards`. */
+export const FORWARD_CREATE = z.strictObject({
+  box: z.string().min(1),
+  local: PORT,
+  remote: PORT,
+}) satisfies z.ZodType<ForwardCreate>;
+
+/** Body of `POST /v1/routes`. */
+export const PROXY_ROUTE = z.strictObject({
+  pattern: z.string().min(1),
+  box: z.string().min(1),
+  port: PORT,
+}) satisfies z.ZodType<ProxyRoute>;
+
+/** Body of `PUT /v1/app/{key}`: any JSON document (the app owns its settings). */
+export const APP_DOCUMENT = z.custom<JsonValue>(
+  (value) => value !== undefined,
+  "a JSON document is required",
+) satisfies z.ZodType<JsonValue>;
+
+const QUEUE_ID = z.string().regex(
+  /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/,
+  "must be letters, digits, '.', '_', ':' and '-', at most 128",
+);
+const QUEUE_BOX = z.string().min(1).max(63);
+const QUEUE_SESSION = z.string().regex(SESSION_NAME, "must be a session name (letters, digits, '_' and '-')");
+const QUEUE_TEXT = z.string().max(QUEUE_TEXT_LIMIT, `must be at most ${QUEUE_TEXT_LIMIT} characters`);
+
+/** Body of `POST /v1/queue`. */
+export const QUEUE_CREATE = z.strictObject({
+  id: QUEUE_ID.optional(),
+  box: QUEUE_BOX,
+  session: QUEUE_SESSION,
+  text: QUEUE_TEXT,
+  wait: z.boolean().optional(),
+  enter: z.boolean().optional(),
+}) satisfies z.ZodType<QueueCreate>;
+
+/** Body of `PATCH /v1/queue/{id}`. */
+export const QUEUE_EDIT = z.strictObject({
+  box: QUEUE_BOX.optional(),
+  session: QUEUE_SESSION.optional(),
+  text: QUEUE_TEXT.optional(),
+}) satisfies z.ZodType<QueueEdit>;
