@@ -21,7 +21,7 @@
  */
 import { isIP } from "node:net";
 import { connect } from "node:tls";
-import { causeChain, DockError } from "../client/errors.ts";
+import { causeChain, DockError, TransportError } from "../client/errors.ts";
 import { BoxClient } from "../client/box.ts";
 import type { PairRedeemed, PairRequest } from "../client/wire.ts";
 import { fingerprintOf, parseLink } from "../core/pairing_link.ts";
@@ -141,9 +141,7 @@ async function redeem(
     return await box.redeemPairCode({ code, name: laptopName }, { signal: AbortSignal.timeout(timeoutMs) });
   } catch (error) {
     // The pinned CA verified, but the leaf does not cover the host the link names.
-    if (
-      error instanceof DockError && error.code === "unreachable" && /certificate/i.test(causeChain(error))
-    ) {
+    if (error instanceof TransportError && /certificate/i.test(causeChain(error))) {
       throw new DockError(
         "certificate_refused",
         `Cannot pair: the box's certificate does not cover ${new URL(address).hostname}: make a link for ` +
@@ -155,7 +153,7 @@ async function redeem(
     if (error instanceof DOMException && error.name === "TimeoutError") {
       throw unreachable(hostname, Number(port), "no answer in time");
     }
-    if (error instanceof DockError && error.code === "unreachable") {
+    if (error instanceof TransportError) {
       throw unreachable(hostname, Number(port), causeChain(error.cause).split("\n")[0]);
     }
     throw error;
@@ -198,7 +196,7 @@ export async function forgetBox(boxes: Boxes, name: string, options: ForgetOptio
     if (error instanceof DockError && error.status === 401) return { ...record, revoked: true, laptop };
     const reason = error instanceof DOMException && error.name === "TimeoutError"
       ? "no answer in time"
-      : error instanceof DockError && error.code === "unreachable"
+      : error instanceof TransportError
       ? causeChain(error.cause).split("\n")[0]
       : (error as Error).message;
     return { ...record, revoked: false, laptop, revoke_error: reason };

@@ -6,7 +6,8 @@
  *
  * @module
  */
-import { causeChain, DockError, neverSent } from "../client/errors.ts";
+import { causeChain, TransportError } from "../client/errors.ts";
+import { failedBeforeSending } from "../client/http.ts";
 import type { Boxes } from "./boxes.ts";
 
 // Only what describes the request itself goes through; the laptop's token, Host and Origin stay here.
@@ -44,19 +45,16 @@ export async function relay(boxes: Boxes, box: string, path: string, request: Re
     } as RequestInit);
   } catch (cause) {
     boxes.reset(box);
-    const message = causeChain(cause);
-    if (neverSent(message)) {
-      throw new DockError("box_unreachable", `box '${box}' cannot be reached: ${firstLine(message)}`, {
-        status: 503,
-        cause,
-        detail: { box },
-      });
-    }
-    throw new DockError(
-      "box_connection_failed",
-      `the connection to box '${box}' failed: ${firstLine(message)}`,
+    const reason = firstLine(causeChain(cause));
+    const neverSent = failedBeforeSending(cause);
+    throw new TransportError(
+      neverSent
+        ? `box '${box}' cannot be reached: ${reason}`
+        : `the connection to box '${box}' failed: ${reason}`,
       {
-        status: 502,
+        neverSent,
+        code: neverSent ? "box_unreachable" : "box_connection_failed",
+        status: neverSent ? 503 : 502,
         cause,
         detail: { box },
       },

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { DockError, neverSent } from "./errors.ts";
+import { DockError, TransportError } from "./errors.ts";
 import { sleep } from "./timers.ts";
 import { type Endpoint, readNdjson, Transport } from "./http.ts";
 import type {
@@ -367,9 +367,9 @@ export class BoxClient {
         return await this.send(name, text, { enter: options.enter, key, signal: options.signal });
       } catch (error) {
         if (!(error instanceof DockError) || options.signal?.aborted) throw error;
-        // A connection refused (or a socket that is not there) carried nothing; any other failure of
-        // this client's connection may have come after the request went out.
-        const cutShort = error.code === "unreachable" && !neverSent(error.message);
+        // A connection that never carried the request (refused, no socket) typed nothing; any other
+        // failure of this client's connection may have come after the request went out.
+        const cutShort = error instanceof TransportError && !error.neverSent;
         const unknown = error.status === 502 || cutShort || (uncertain && error.status === 503);
         if (!unknown) throw error;
         uncertain = true;

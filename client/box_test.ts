@@ -1,6 +1,6 @@
 import { assert, assertEquals, assertRejects } from "../tests/assert.ts";
 import { BoxClient } from "./box.ts";
-import { DockError } from "./errors.ts";
+import { DockError, TransportError } from "./errors.ts";
 
 /** A stand-in box that answers `POST …/send` with the statuses given, in turn, and records the keys. */
 function standIn(statuses: number[]) {
@@ -71,4 +71,66 @@ Deno.test("sendOnce: each call has its own key; a 4xx is thrown as it is", async
   ) as DockError;
   assertEquals(error.status, 403);
   assertEquals(refused.keys.length, 1);
+});
+
+/** Reads one HTTP request from `conn` (head and a content-length body); returns its body. */
+async function readRequest(conn: Deno.Conn): Promise<string> {
+  const decoder = new TextDecoder();
+  const buffer = new Uint8Array(64 * 1024);
+  let text = "";
+  while (true) {
+    const count = await conn.read(buffer);
+    if (count === null) return "";
+    text += decoder.decode(buffer.subarray(0, count));
+    const end = text.indexOf("\r\n\r\n");
+    if (end < 0) continue;
+    const length = Number(/content-length: *(\d+)/i.exec(text.slice(0, end))?.[1] ?? 0);
+    if (text.length >= end + 4 + length) return text.slice(end + 4, end + 4 + length);
+  }
+}
+
+Deno.test("sendOnce asks again with the same key when the connection broke after the request went out", async () => {
+  // The first connection reads the prompt and hangs up unanswered; the next ones answer.
+  const keys: string[] = [];
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const serving = (async () => {
+    for await (const conn of listener) {
+      try {
+        keys.push(JSON.parse(await readRequest(conn)).key);
+        if (keys.length > 1) {
+          const body = JSON.stringify({ name: "s1", agent_state: "idle", exited: false });
+          await conn.write(new TextEncoder().encode(
+            `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n` +
+              `connection: close\r\n\r\n${body}`,
+          ));
+        }
+      } finally {
+        conn.close();
+      }
+    }
+  })();
+  const client = new BoxClient({ url: `http://127.0.0.1:${(listener.addr as Deno.NetAddr).port}` });
+  try {
+    const session = await client.sendOnce("s1", "hello", { delayMs: 1 });
+    assertEquals(session.name, "s1");
+    assertEquals(keys.length, 2);
+    assertEquals(new Set(keys).size, 1, "one key for every attempt");
+  } finally {
+    client.close();
+    listener.close();
+    await serving.catch(() => {});
+  }
+});
+
+Deno.test("sendOnce throws a refused connection at once: nothing was sent", async () => {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (listener.addr as Deno.NetAddr).port;
+  listener.close();
+  const client = new BoxClient({ url: `http://127.0.0.1:${port}` });
+  try {
+    const error = await assertRejects(() => client.sendOnce("s1", "hello", { delayMs: 1 }), TransportError);
+    assertEquals((error as TransportError).neverSent, true);
+  } finally {
+    client.close();
+  }
 });

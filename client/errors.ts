@@ -53,13 +53,42 @@ export function causeChain(error: unknown): string {
   return messages.join(": ");
 }
 
+/** Options for {@linkcode TransportError}. */
+export interface TransportErrorOptions {
+  /** True when the request provably never reached the server (see {@linkcode TransportError.neverSent}). */
+  neverSent: boolean;
+  /** The transport's own error. */
+  cause?: unknown;
+  /** @default {"unreachable"} */
+  code?: string;
+  /** @default {503} */
+  status?: ErrorStatus;
+  detail?: Record<string, unknown>;
+}
+
 /**
- * Whether a failed request's error (its {@linkcode causeChain}) means no byte of it reached the other
- * side: nothing listens, no such socket, no route. Any other failure may have come after it went out.
+ * A request that got no HTTP answer: the connection failed. What a caller may do next depends on one
+ * fact, carried as a flag so nobody reads it from the message: whether the request could have reached
+ * the server (and been acted on) before the failure.
  */
-export function neverSent(message: string): boolean {
-  return /No such file or directory|Connection refused|os error (2|111|113|101|110)\b|dns error|Name or service not known|tcp connect error|client error \(Connect\)|error trying to connect/i
-    .test(message);
+export class TransportError extends DockError {
+  override name = "TransportError";
+  /**
+   * True when the request provably never reached the server: nothing listens, no such socket, the name
+   * does not resolve, the TLS handshake failed; all before a byte of the request was written. Safe to
+   * send again or queue. False when it may have gone out (the connection broke while sending or
+   * waiting for the answer): the server may have acted.
+   */
+  readonly neverSent: boolean;
+
+  constructor(message: string, options: TransportErrorOptions) {
+    super(options.code ?? "unreachable", message, {
+      status: options.status ?? 503,
+      cause: options.cause,
+      detail: options.detail,
+    });
+    this.neverSent = options.neverSent;
+  }
 }
 
 /** Shorthand for a 404 naming what was not found. */

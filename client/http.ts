@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { causeChain, DockError, type ErrorBody } from "./errors.ts";
+import { causeChain, DockError, type ErrorBody, TransportError } from "./errors.ts";
 
 /** Where a client connects. */
 export type Endpoint =
@@ -78,8 +78,8 @@ export class Transport {
       } as RequestInit);
     } catch (cause) {
       if (options.signal?.aborted) throw cause;
-      throw new DockError("unreachable", `cannot reach ${this.#base}: ${causeChain(cause)}`, {
-        status: 503,
+      throw new TransportError(`cannot reach ${this.#base}: ${causeChain(cause)}`, {
+        neverSent: failedBeforeSending(cause),
         cause,
       });
     }
@@ -128,6 +128,22 @@ export class Transport {
   close(): void {
     this.#client?.close();
   }
+}
+
+// Deno's fetch tells why a request failed only in words; hyper, under it, names the phase that failed.
+// `client error (Connect)` covers resolving the name, connecting (TCP or unix socket) and the TLS
+// handshake: all before the request is written. The older phrasings (no phase named) are kept for the
+// same failures. Anything else (`SendRequest`, a connection closed before the answer) may have come
+// after the request went out.
+const CONNECT_PHASE =
+  /client error \(Connect\)|error trying to connect|tcp connect error|dns error|Name or service not known|Connection refused|No such file or directory \(os error 2\)/i;
+
+/**
+ * Whether a failed `fetch` (its error, with causes) provably never sent the request: the one place
+ * that reads the failure's words, so every caller can rely on {@linkcode TransportError.neverSent}.
+ */
+export function failedBeforeSending(cause: unknown): boolean {
+  return CONNECT_PHASE.test(causeChain(cause));
 }
 
 async function errorFrom(response: Response): Promise<DockError> {
