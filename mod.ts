@@ -7,6 +7,9 @@
  * console.log(await box.locations());
  * ```
  *
+ * The rules of the request bodies (zod schemas tied to these types) are not exported here, so
+ * importing this module loads no zod; a script that wants them imports `client/schemas.ts` by path.
+ *
  * @module
  */
 export * from "./client/wire.ts";
