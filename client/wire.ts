@@ -1,8 +1,9 @@
 /**
  * Wire types: the records the box API and the laptop agent exchange (spec section 2). The daemon, the
  * agent, the CLI and `mod.ts` all import these, so a field is named once. The request bodies' rules
- * are zod schemas tied to these types in `schemas.ts`; this module stays types-only, so whoever
- * imports it (every `dock` command, `dock hook` on each agent turn) loads no code.
+ * are zod schemas tied to these types in `schemas.ts`; this module imports nothing and holds only
+ * types and constant lists, so whoever imports it (every `dock` command; `dock hook` on each agent
+ * turn, by `import type`) loads nothing more.
  *
  * @module
  */
