@@ -231,9 +231,16 @@ export async function body<T extends z.ZodType>(
     bytes.set(chunk, offset);
     offset += chunk.length;
   }
-  const text = new TextDecoder().decode(bytes);
+  let text: string;
+  try {
+    text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+  } catch {
+    // Decoding leniently would store U+FFFD in place of what was sent.
+    throw new DockError("invalid_utf8", "the body is not valid UTF-8", { status: 400 });
+  }
   let value: unknown = undefined;
   if (text.trim()) {
+    checkDepth(text);
     try {
       value = JSON.parse(text);
     } catch (cause) {
@@ -242,6 +249,7 @@ export async function body<T extends z.ZodType>(
         cause,
       });
     }
+    checkStrings(value, "");
   }
   const checked = checkSchema(strictBody(schema), value);
   if (checked.ok) return checked.data as z.infer<T>;
@@ -251,6 +259,69 @@ export async function body<T extends z.ZodType>(
     status: 400,
     detail: { field: field || "body" },
   });
+}
+
+/** How deep a body may nest arrays and objects (a config or a request needs a handful). */
+export const MAX_DEPTH = 64;
+
+/** Refuses JSON nested past {@linkcode MAX_DEPTH}, before parsing it (10,000 levels once gave a 500). */
+function checkDepth(text: string): void {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const char = text.charCodeAt(i);
+    if (inString) {
+      if (char === 92) i++; // a backslash escapes the next character
+      else if (char === 34) inString = false;
+    } else if (char === 34) inString = true;
+    else if (char === 123 || char === 91) {
+      if (++depth > MAX_DEPTH) {
+        throw new DockError("too_deep", `the body nests deeper than ${MAX_DEPTH} levels`, { status: 400 });
+      }
+    } else if (char === 125 || char === 93) depth--;
+  }
+}
+
+/**
+ * Refuses a NUL or a lone surrogate (`"\ud800"`, which no file, process or git takes) in any key or string
+ * of a body, naming the field: values reach processes, file names and git, where a NUL once gave a 500
+ * on every later exec.
+ */
+export function checkStrings(value: unknown, path: string): void {
+  const bad = (text: string) => text.includes("\0") || !text.isWellFormed();
+  if (typeof value === "string") {
+    if (bad(value)) throw notClean(path || "body");
+  } else if (Array.isArray(value)) {
+    value.forEach((item, index) => checkStrings(item, `${path}[${index}]`));
+  } else if (value !== null && typeof value === "object") {
+    for (const [key, item] of Object.entries(value)) {
+      const field = path ? `${path}.${key}` : key;
+      if (bad(key)) throw notClean(field);
+      checkStrings(item, field);
+    }
+  }
+}
+
+function notClean(field: string): DockError {
+  return new DockError(
+    "invalid_request",
+    `${field}: must not contain a NUL or an unpaired surrogate`,
+    { status: 400, detail: { field } },
+  );
+}
+
+/** A query parameter that will reach a file name or a process: at most `max` characters, no NUL. */
+export function textQuery(c: Context, name: string, max = 4096): string | undefined {
+  const raw = c.req.query(name);
+  if (raw === undefined) return undefined;
+  if (raw.length > max) {
+    throw new DockError("invalid_request", `${name}: must be at most ${max} characters, got ${raw.length}`, {
+      status: 400,
+      detail: { field: name },
+    });
+  }
+  if (raw.includes("\0") || !raw.isWellFormed()) throw notClean(name);
+  return raw;
 }
 
 /** Reads an optional integer query parameter within bounds. */

@@ -14,7 +14,7 @@ import { readGuardFile, validateGuard, writeGuardFile } from "../guard.ts";
 import { hooksCheck } from "../../core/hooks.ts";
 import { DockError } from "../../client/errors.ts";
 import { VERSION } from "../../client/version.ts";
-import { body, json, requestOrigin, RouteTable } from "../../core/http.ts";
+import { body, json, requestOrigin, RouteTable, textQuery } from "../../core/http.ts";
 
 /** The system routes. */
 export function systemRoutes(box: Box): RouteTable {
@@ -52,7 +52,7 @@ export function systemRoutes(box: Box): RouteTable {
     .add(
       "GET",
       "/fs",
-      async (c) => json(await system.listFolder({ path: c.req.query("path"), home: box.paths.userHome })),
+      async (c) => json(await system.listFolder({ path: textQuery(c, "path"), home: box.paths.userHome })),
     )
     .add("GET", "/env", async () => json({ env: await readEnvFile(box.paths.envFile) }))
     .route({
