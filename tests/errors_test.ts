@@ -180,6 +180,25 @@ Deno.test("fuzzed request bodies never get a 5xx", async () => {
     { method: "PUT", path: "/v1/env", valid: { env: { A: "b" } } },
     { method: "POST", path: "/v1/secrets/test", valid: { ref: "env://HOME" } },
     { method: "POST", path: "/v1/locations/app/worktrees/w/sync", valid: { mode: "rebase" } },
+    { method: "PUT", path: "/v1/guard", valid: { enabled: false, memory_percent: 90, sustain: "30s" } },
+    {
+      method: "PUT",
+      path: "/v1/hooks",
+      valid: { hooks: [{ on: "fuzz.event", run: "true" }] },
+      noStrings: ["hooks"],
+    },
+    {
+      method: "POST",
+      path: "/v1/skills/install",
+      valid: { skills: ["dock"], agent: "claude", target: "user" },
+    },
+    {
+      method: "POST",
+      path: "/v1/sessions",
+      valid: { location: "app/w", command: "true", name: "fz" },
+      noStrings: ["command"],
+    },
+    { method: "POST", path: "/v1/sessions/none/send", valid: { text: "x", enter: false } },
   ];
   const next = random(20261122);
   let requests = 0;
@@ -189,7 +208,12 @@ Deno.test("fuzzed request bodies never get a 5xx", async () => {
       const shape = next();
       if (shape < 0.15) body = JSON.stringify(fuzzValue(next));
       else if (shape < 0.25) body = ["{", "[1,", "nul", '{"a":}', "\u0000", ""][Math.floor(next() * 6)];
-      else {
+      else if (shape < 0.3) {
+        // Deep nesting under a valid key (10,000 levels once gave a 500).
+        const key = Object.keys(route.valid)[0];
+        const depth = [70, 1000, 10_000][Math.floor(next() * 3)];
+        body = `{"${key}":${"[".repeat(depth)}${"]".repeat(depth)}}`;
+      } else {
         const mutated: Record<string, unknown> = structuredClone(route.valid);
         for (const key of Object.keys(mutated)) {
           if (next() < 0.5) continue;
