@@ -30,8 +30,9 @@
  * 12. and on. **The laptop agent** (bench/agent.ts): relay overhead against the box's socket (sequential
  *    and 50 at once); events from 5 boxes at 1,000/s each into 10 SSE clients on the merged stream
  *    (none lost; the highest rate sustained when that is too much for the machine); `GET /v1/status`
- *    and the agent's memory with no box and with 50 paired boxes; attach echo through agent + box
- *    against the box's socket and a direct `tmux attach` (bench/attach_relay.ts, also run alone).
+ *    and the agent's memory with no box and with 50 paired boxes; attach echo and bulk output through
+ *    the agent to a paired box (TLS) and to the box's socket, against the box's socket and a direct
+ *    `tmux attach` (bench/attach_relay.ts, also run alone).
  * Last. **The offline queue** (bench/queue.ts, also `deno run -A bench/queue.ts`): prompts delivered
  *    per second through `POST /v1/queue` to one session and to 20, against plain `POST
  *    sessions/{name}/send` calls straight to the box in the same run.
