@@ -9,13 +9,13 @@
  *   A box's refusal is passed through with its own status and body.
  * - **Frames unchanged.** Binary frames go both ways as they are (terminal output out, keystrokes in);
  *   text frames (resize control) go client → box. Nothing is decoded or re-chunked.
- * - **Closing.** Either side closing closes the other with the same code and reason; codes that cannot
- *   travel in a close frame (1005 none, 1006 dropped) become none and 1001 / 1011.
- * - **Backpressure.** The box → client direction stops reading the box's socket while the client's
- *   `bufferedAmount` is above a high-water mark (4 MiB) and resumes below a low-water mark (1 MiB). The
- *   unread bytes back up in the kernel's socket buffers and then in the box's bridge, which pauses the
- *   tmux client; tmux redraws once it catches up. Client → box carries keystrokes and resizes; a client
- *   that outruns the box by more than the same high-water mark is closed (1008) rather than buffered.
+ * - **Closing and backpressure** are the one pump's (core/pump.ts): either side closing closes the other
+ *   with the same code and reason (none for none, 1011 for a dropped connection). The box → client
+ *   direction stops reading the box's socket while the client's `bufferedAmount` is above a high-water
+ *   mark (4 MiB) and resumes below a low-water mark (1 MiB); the unread bytes back up in the kernel's
+ *   socket buffers and then in the box's own pump, which pauses the tmux client; tmux redraws once it
+ *   catches up. Client → box carries keystrokes and resizes; a client that outruns the box by more
+ *   than the high-water mark is closed (1008) rather than buffered.
  * - **The agent's token stays here.** Only `cols` and `rows` go on to the box; a TLS box gets the
  *   laptop's credential in `Authorization`, pinned to the box's CA.
  *
@@ -23,16 +23,16 @@
  */
 import { DockError, notFound } from "../client/errors.ts";
 import type { Boxes } from "./boxes.ts";
+import { messageSocketEnd, pump, webSocketEnd } from "../core/pump.ts";
 import {
+  acceptWebSocket,
   connectTlsWebSocket,
   connectUnixWebSocket,
   type ConnWebSocket,
-  HIGH_WATER_BYTES,
-  sendableCloseCode,
+  requireWebSocket,
   WebSocketConnectionError,
   WebSocketHandshakeError,
-  whileBacklogged,
-} from "../client/websocket.ts";
+} from "../core/websocket.ts";
 
 /** How the agent reaches one box's API. */
 export type BoxTarget =
@@ -69,8 +69,6 @@ export interface AttachRelayOptions {
   onFlow?: (paused: boolean) => void;
 }
 
-const LOW_WATER = 1024 * 1024;
-
 /** Parses a TLS box's address (`https://host:port`) into the parts of a {@linkcode BoxTarget}. */
 export function tlsTarget(
   address: string,
@@ -94,11 +92,7 @@ export function tlsTarget(
  * DockError (503, 502, 400) or returns the box's own error answer when the box's upgrade fails.
  */
 export async function attachRelay(request: Request, options: AttachRelayOptions): Promise<Response> {
-  if (request.headers.get("upgrade")?.toLowerCase() !== "websocket") {
-    throw new DockError("upgrade_required", "attach is a WebSocket: send Upgrade: websocket", {
-      status: 400,
-    });
-  }
+  requireWebSocket(request, "attach");
   const query = new URLSearchParams();
   if (options.cols != null) query.set("cols", options.cols);
   if (options.rows != null) query.set("rows", options.rows);
@@ -106,33 +100,50 @@ export async function attachRelay(request: Request, options: AttachRelayOptions)
   const path = `/v1/sessions/${encodeURIComponent(options.session)}/attach${search}`;
   let box: ConnWebSocket;
   try {
-    box = await openBox(options.target, path, options.timeoutMs ?? 10_000);
+    box = await openBoxWebSocket(options.target, path, {
+      timeoutMs: options.timeoutMs ?? 10_000,
+      headers: { "x-dock-origin": "dock" },
+    });
   } catch (error) {
     return refusal(options.box, error);
   }
   let upgraded: { socket: WebSocket; response: Response };
   try {
-    upgraded = Deno.upgradeWebSocket(request);
+    upgraded = acceptWebSocket(request, "attach");
   } catch (error) {
     await box.close(1011, "the client's upgrade failed");
     throw error;
   }
-  upgraded.socket.binaryType = "arraybuffer";
-  new Pipe(upgraded.socket, box, options);
+  pump(
+    webSocketEnd(upgraded.socket, "the client", { drainPollMs: options.drainPollMs }),
+    messageSocketEnd(box, `box '${options.box}'`),
+    { highWaterBytes: options.highWaterBytes, lowWaterBytes: options.lowWaterBytes, onFlow: options.onFlow },
+  );
   return upgraded.response;
 }
 
-function openBox(target: BoxTarget, path: string, timeoutMs: number): Promise<ConnWebSocket> {
+/**
+ * Opens a WebSocket to `path` on a box's API: over its socket, or over TLS pinned to its CA with this
+ * laptop's credential. The attach relay and the tunnels (forwards, proxy) reach a box this way.
+ */
+export function openBoxWebSocket(
+  target: BoxTarget,
+  path: string,
+  options: { timeoutMs?: number; headers?: Record<string, string> } = {},
+): Promise<ConnWebSocket> {
   if (target.kind === "socket") {
-    return connectUnixWebSocket(target.path, path, { timeoutMs, headers: { "x-dock-origin": "dock" } });
+    return connectUnixWebSocket(target.path, path, {
+      timeoutMs: options.timeoutMs,
+      headers: options.headers,
+    });
   }
   return connectTlsWebSocket({
     hostname: target.hostname,
     port: target.port,
     caCerts: target.caCerts,
     path,
-    timeoutMs,
-    headers: { authorization: `Bearer ${target.credential}`, "x-dock-origin": "dock" },
+    timeoutMs: options.timeoutMs,
+    headers: { ...options.headers, authorization: `Bearer ${target.credential}` },
   });
 }
 
@@ -181,91 +192,6 @@ function isErrorBody(body: Uint8Array): boolean {
 
 function snippet(body: Uint8Array): string {
   return new TextDecoder().decode(body.subarray(0, 300)).replace(/\s+/g, " ");
-}
-
-/** One client WebSocket piped to one box attach WebSocket. */
-class Pipe {
-  #client: WebSocket;
-  #box: ConnWebSocket;
-  #options: AttachRelayOptions;
-  #done = false;
-
-  constructor(client: WebSocket, box: ConnWebSocket, options: AttachRelayOptions) {
-    this.#client = client;
-    this.#box = box;
-    this.#options = options;
-    // Reading the box starts once the client can take output; until then it waits in the socket.
-    client.onopen = () => this.#pump();
-    client.onmessage = (event) => this.#toBox(event.data);
-    client.onclose = (event) => this.#clientClosed(event.code, event.reason);
-    // An error is followed by close, which does the work.
-    client.onerror = () => {};
-  }
-
-  async #pump(): Promise<void> {
-    const client = this.#client;
-    const high = this.#options.highWaterBytes ?? HIGH_WATER_BYTES;
-    try {
-      while (true) {
-        const message = await this.#box.next();
-        if (message === null || client.readyState !== WebSocket.OPEN) break;
-        client.send(message.binary ? message.data : new TextDecoder().decode(message.data));
-        if (client.bufferedAmount > high) await this.#drain();
-      }
-    } catch {
-      // A failed read is a lost connection: handled as the box closing.
-    }
-    this.#boxClosed(this.#box.closeCode ?? 1006, this.#box.closeReason);
-  }
-
-  /** Waits (not reading the box) until the client's backlog is down to the low-water mark. */
-  async #drain(): Promise<void> {
-    const client = this.#client;
-    const low = this.#options.lowWaterBytes ?? LOW_WATER;
-    this.#options.onFlow?.(true);
-    // WebSocket has no drain event, so the backlog is polled.
-    await whileBacklogged(client, {
-      mark: low,
-      stop: () => client.readyState !== WebSocket.OPEN,
-      pollMs: this.#options.drainPollMs,
-    });
-    this.#options.onFlow?.(false);
-  }
-
-  #toBox(data: unknown): void {
-    if (this.#done) return;
-    const sent = data instanceof ArrayBuffer
-      ? this.#box.sendBinary(new Uint8Array(data))
-      : this.#box.sendText(String(data));
-    // A failed write means the box connection is gone; the pump sees that and closes the client.
-    sent.catch(() => {});
-    if (this.#box.bufferedAmount > (this.#options.highWaterBytes ?? HIGH_WATER_BYTES)) {
-      this.#done = true;
-      this.#client.close(1008, "input arrives faster than the box takes it");
-      this.#box.close(1001, "the client sent too much input").catch(() => {});
-    }
-  }
-
-  #clientClosed(code: number, reason: string): void {
-    if (this.#done) return;
-    this.#done = true;
-    // The box detaches its tmux client when its socket closes; the session runs on.
-    const [boxCode, boxReason] = code === 1005
-      ? [undefined, ""]
-      : sendableCloseCode(code)
-      ? [code, reason]
-      : [1001, "the client went away"];
-    this.#box.close(boxCode, boxReason).catch(() => {});
-  }
-
-  #boxClosed(code: number, reason: string): void {
-    this.#done = true;
-    const client = this.#client;
-    if (client.readyState === WebSocket.CLOSING || client.readyState === WebSocket.CLOSED) return;
-    if (code === 1005) client.close();
-    else if (sendableCloseCode(code)) client.close(code, reason);
-    else client.close(1011, `the connection to box '${this.#options.box}' was lost`);
-  }
 }
 
 /** What a TLS box's attach needs beyond its address: the pinned CA and this laptop's credential. */

@@ -6,9 +6,10 @@
  * @module
  */
 import { DockError, notFound } from "../client/errors.ts";
-import { connectTlsWebSocket, connectUnixWebSocket, type ConnWebSocket } from "../client/websocket.ts";
 import type { EventBus } from "../core/events.ts";
-import { boxTarget } from "./attach_relay.ts";
+import { connEnd, messageSocketEnd, pump } from "../core/pump.ts";
+import type { ConnWebSocket } from "../core/websocket.ts";
+import { boxTarget, openBoxWebSocket } from "./attach_relay.ts";
 import type { Boxes } from "./boxes.ts";
 
 /** A forward as `GET /v1/status` and the API report it. */
@@ -94,15 +95,7 @@ export class Forwards {
 
   /** Opens a byte stream to the box's loopback `port` (also used by the proxy). */
   tunnel(box: string, port: number): Promise<ConnWebSocket> {
-    const target = boxTarget(this.#boxes, box);
-    const path = `/v1/tunnel?port=${port}`;
-    return target.kind === "socket" ? connectUnixWebSocket(target.path, path) : connectTlsWebSocket({
-      hostname: target.hostname,
-      port: target.port,
-      caCerts: target.caCerts,
-      path,
-      headers: { authorization: `Bearer ${target.credential}` },
-    });
+    return openBoxWebSocket(boxTarget(this.#boxes, box), `/v1/tunnel?port=${port}`);
   }
 
   async #accept(forward: Forward, listener: Deno.Listener): Promise<void> {
@@ -128,34 +121,9 @@ export class Forwards {
   }
 }
 
-/** Copies bytes between a TCP connection and a tunnel until either ends, then closes both. */
-export async function splice(conn: Deno.Conn, ws: ConnWebSocket): Promise<void> {
-  const up = (async () => {
-    const buffer = new Uint8Array(64 * 1024);
-    try {
-      while (true) {
-        const n = await conn.read(buffer);
-        if (n === null) break;
-        await ws.sendBinary(buffer.slice(0, n));
-      }
-    } catch { /* the client went away */ }
-  })();
-  const down = (async () => {
-    try {
-      while (true) {
-        const message = await ws.next();
-        if (message === null) break;
-        let written = 0;
-        while (written < message.data.length) written += await conn.write(message.data.subarray(written));
-      }
-    } catch { /* the box side ended */ }
-  })();
-  await Promise.race([up, down]);
-  try {
-    conn.close();
-  } catch { /* closed */ }
-  await ws.close(1000).catch(() => {});
-  await Promise.allSettled([up, down]);
+/** Carries bytes between a local connection and a box's tunnel (the one pump) until either ends. */
+export function splice(conn: Deno.Conn, ws: ConnWebSocket): Promise<void> {
+  return pump(connEnd(conn, "the local connection"), messageSocketEnd(ws, "the box's tunnel"));
 }
 
 function takenOnIpv6Loopback(port: number): boolean {

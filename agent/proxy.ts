@@ -12,6 +12,8 @@
 import http from "node:http";
 import { DockError } from "../client/errors.ts";
 import { errorResponse } from "../core/http.ts";
+import { pump, webSocketEnd } from "../core/pump.ts";
+import { acceptWebSocket, isWebSocketUpgrade } from "../core/websocket.ts";
 import type { Boxes } from "./boxes.ts";
 import { type Forwards, splice } from "./forwards.ts";
 
@@ -74,7 +76,7 @@ export class Proxy {
       const end = await this.#end(target.box, target.port);
       const url = new URL(request.url);
       const upstreamHost = `localhost:${target.port}`;
-      if (request.headers.get("upgrade")?.toLowerCase() === "websocket") {
+      if (isWebSocketUpgrade(request)) {
         return this.#websocket(request, `ws://127.0.0.1:${end}${url.pathname}${url.search}`);
       }
       const headers = new Headers(request.headers);
@@ -159,28 +161,14 @@ export class Proxy {
     return end;
   }
 
+  /** The browser's WebSocket and the worktree server's, joined by the one pump. */
   #websocket(request: Request, upstreamUrl: string): Response {
-    const { socket, response } = Deno.upgradeWebSocket(request);
-    const upstream = new WebSocket(upstreamUrl);
-    upstream.binaryType = "arraybuffer";
-    socket.binaryType = "arraybuffer";
-    const pending: (string | ArrayBuffer)[] = [];
-    upstream.onopen = () => {
-      for (const message of pending.splice(0)) upstream.send(message);
-    };
-    socket.onmessage = (e) =>
-      upstream.readyState === WebSocket.OPEN ? upstream.send(e.data) : pending.push(e.data);
-    upstream.onmessage = (e) => socket.readyState === WebSocket.OPEN && socket.send(e.data);
-    const closeBoth = () => {
-      for (const ws of [socket, upstream]) {
-        try {
-          ws.close();
-        } catch { /* closed */ }
-      }
-    };
-    socket.onclose = closeBoth;
-    upstream.onclose = closeBoth;
-    upstream.onerror = closeBoth;
+    const { socket, response } = acceptWebSocket(request, "a WebSocket route");
+    // What the browser sends before the server's socket opens waits in the pump.
+    pump(
+      webSocketEnd(socket, "the browser"),
+      webSocketEnd(new WebSocket(upstreamUrl), "the worktree's server"),
+    );
     return response;
   }
 }

@@ -21,7 +21,7 @@
 import { join } from "node:path";
 import { type IPty, spawn } from "@lydell/node-pty";
 import { AgentClient } from "../client/agent.ts";
-import { connectUnixWebSocket, type ConnWebSocket } from "../client/websocket.ts";
+import { connectUnixWebSocket, type ConnWebSocket } from "../core/websocket.ts";
 import { makeDirs, makeRepo, startAgent, startBox } from "../tests/harness.ts";
 import { ms, ratio, type Row, summarize, type Summary } from "./stats.ts";
 

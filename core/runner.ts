@@ -1,6 +1,8 @@
 /**
  * The one process runner: every child dockd starts (git, tmux, shells, setup, exec, hooks) goes
- * through here, so timeouts, process-group cleanup and output limits live in one place.
+ * through here, so timeouts, process-group cleanup and output limits live in one place. The attach's
+ * `tmux attach` runs in a PTY, started by core/pty.ts (its own module, so that only the attach loads
+ * node-pty) and tracked here.
  *
  * Each child runs in its own session and process group (through `setsid`, see `inNewGroup`), so a
  * timeout or a stop kills the whole tree a shell may have forked, not just the shell.
@@ -156,6 +158,15 @@ export function launch(cmd: string, args: string[], options: LaunchOptions = {})
   }).spawn();
   child.unref(); // a service must not keep the daemon alive when it wants to exit
   return child;
+}
+
+/**
+ * Counts a child started outside this module (a PTY: core/pty.ts) among the live ones, so `killAll`
+ * ends it too; returns what to call once it has exited.
+ */
+export function track(pid: number): () => void {
+  live.add(pid);
+  return () => live.delete(pid);
 }
 
 /** The login shell commands run through: the user's `$SHELL` when set, else bash or sh. */

@@ -172,6 +172,43 @@ export class Tmux {
   }
 }
 
+/** Options of {@linkcode attachCommand}. */
+export interface AttachCommandOptions {
+  /** The server's socket (`tmux -S`). */
+  socket: string;
+  session: string;
+  /** The tmux binary. @default {"tmux"} */
+  tmux?: string;
+}
+
+/**
+ * The command line and environment of a tmux client attached to `session`, to run in a PTY (the
+ * attach). `-u`: the app always renders UTF-8, whatever locale dockd inherited. No `-f`: should the
+ * server be gone, attach-session starts one only to find no session, and with dockd's config
+ * (exit-empty off) that server would stay behind.
+ */
+export function attachCommand(
+  options: AttachCommandOptions,
+): { cmd: string; args: string[]; env: Record<string, string> } {
+  return {
+    cmd: options.tmux ?? "tmux",
+    args: ["-u", "-S", options.socket, "attach-session", "-t", exact(options.session)],
+    env: clientEnv(),
+  };
+}
+
+/** A tmux client's environment: dockd's own, made safe for a nested, UTF-8, xterm-256color client. */
+function clientEnv(): Record<string, string> {
+  const env = Deno.env.toObject();
+  // tmux refuses to attach from inside tmux ("sessions should be nested with care") when $TMUX is set.
+  delete env.TMUX;
+  delete env.TMUX_PANE;
+  const utf8 = /utf-?8/i;
+  if (env.LC_ALL !== undefined && !utf8.test(env.LC_ALL)) delete env.LC_ALL;
+  const locale = env.LANG && utf8.test(env.LANG) ? env.LANG : "C.UTF-8";
+  return { ...env, TERM: "xterm-256color", LANG: locale, LC_CTYPE: locale };
+}
+
 /** A target that matches the session name exactly (tmux otherwise matches prefixes and patterns). */
 export function exact(name: string): string {
   return `=${name}:`;

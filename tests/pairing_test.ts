@@ -10,7 +10,7 @@ import { DatabaseSync } from "node:sqlite";
 import { assert, assertEquals, assertMatch, assertRejects, assertStringIncludes } from "./assert.ts";
 import { AgentClient } from "../client/agent.ts";
 import { DockError } from "../client/errors.ts";
-import { connectTlsWebSocket } from "../client/websocket.ts";
+import { connectTlsWebSocket } from "../core/websocket.ts";
 import type { DockEvent } from "../client/wire.ts";
 import { parseLink } from "../core/pairing_link.ts";
 import {

@@ -5,7 +5,7 @@
 import { join } from "node:path";
 import { assertEquals, assertStringIncludes } from "./assert.ts";
 import { AgentClient } from "../client/agent.ts";
-import { openWebSocket } from "../client/websocket.ts";
+import { openWebSocket } from "../core/websocket.ts";
 import { eventually, makeDirs, makeRepo, startAgent, startBox } from "./harness.ts";
 
 const DENO = Deno.execPath();

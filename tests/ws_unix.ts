@@ -1,8 +1,8 @@
 /**
  * The WebSocket client over a unix socket that tests and benchmarks use to talk to a box's API
- * directly. It lives in `client/websocket.ts` (the agent's attach relay uses it too); this module keeps
+ * directly. It lives in `core/websocket.ts` (the agent's attach relay uses it too); this module keeps
  * the names tests import.
  *
  * @module
  */
-export { connectUnixWebSocket, ConnWebSocket as UnixWebSocket, type WsMessage } from "../client/websocket.ts";
+export { connectUnixWebSocket, ConnWebSocket as UnixWebSocket, type WsMessage } from "../core/websocket.ts";

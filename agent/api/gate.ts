@@ -9,6 +9,7 @@
 import type { MiddlewareHandler } from "hono";
 import { DockError } from "../../client/errors.ts";
 import { errorResponse } from "../../core/http.ts";
+import { isWebSocketUpgrade } from "../../core/websocket.ts";
 import { sameSecret } from "../token.ts";
 
 /** Options of {@linkcode gate}. */
@@ -32,14 +33,6 @@ const SECURITY_HEADERS: Record<string, string> = {
   "cross-origin-resource-policy": "same-origin",
 };
 const SECURITY_ENTRIES = Object.entries(SECURITY_HEADERS);
-
-/** True for a WebSocket opening handshake: GET with `Upgrade: websocket`, `Connection: upgrade` and a key. */
-export function isWebSocketUpgrade(request: Request): boolean {
-  return request.method === "GET" &&
-    request.headers.get("upgrade")?.toLowerCase() === "websocket" &&
-    /(^|,)\s*upgrade\s*(,|$)/i.test(request.headers.get("connection") ?? "") &&
-    Boolean(request.headers.get("sec-websocket-key"));
-}
 
 /** True for the origins spec 5 allows: the desktop shell and the development server (1420–1439). */
 export function allowedOrigin(origin: string): boolean {

@@ -19,13 +19,8 @@
  */
 import type { Hono } from "hono";
 import { DockError } from "../../client/errors.ts";
-import {
-  connectUnixWebSocket,
-  type ConnWebSocket,
-  sendableCloseCode,
-  WebSocketHandshakeError,
-  whileBacklogged,
-} from "../../client/websocket.ts";
+import { connectUnixWebSocket, type ConnWebSocket, WebSocketHandshakeError } from "../../core/websocket.ts";
+import { messageSocketEnd, pump, webSocketEnd } from "../../core/pump.ts";
 import type { Box } from "../box.ts";
 import { errorResponse } from "../../core/http.ts";
 import type { TlsEnv } from "./pair.ts";
@@ -75,8 +70,6 @@ export class LaptopStreams {
 
 /** The only routes that are WebSockets; an upgrade anywhere else is an ordinary request. */
 const WEBSOCKET_ROUTES = [/^\/v1\/sessions\/[^/]+\/attach$/, /^\/v1\/tunnel$/];
-const CLOSE_REVOKED = 1008;
-const CLOSE_ABNORMAL = 1011;
 
 /** Builds the TLS listener's handler: the gate, then `app` (the box API) for authenticated requests. */
 export function laptopGate(
@@ -193,45 +186,8 @@ async function relayWebSocket(socket: string, request: Request, url: URL, tie: T
     return new Response(error.body.slice(), { status, headers });
   }
   const { socket: outer, response } = Deno.upgradeWebSocket(request);
-  outer.binaryType = "arraybuffer";
-  bridge(outer, inner, tie);
+  // Until the laptop is revoked (the pump closes both with 1008) or either side closes.
+  pump(webSocketEnd(outer, "the laptop"), messageSocketEnd(inner, "the box"), { signal: tie.signal })
+    .then(tie.release);
   return response;
-}
-
-/** Copies messages both ways until either side closes or the laptop is revoked. */
-function bridge(outer: WebSocket, inner: ConnWebSocket, tie: Tie): void {
-  let finished = false;
-  const finish = (code: number, reason: string) => {
-    if (finished) return;
-    finished = true;
-    tie.signal.removeEventListener("abort", revoked);
-    tie.release();
-    try {
-      outer.close(code, reason);
-    } catch { /* closed already */ }
-    inner.close(sendableCloseCode(code) ? code : 1000, reason).catch(() => {});
-  };
-  const revoked = () => finish(CLOSE_REVOKED, "this laptop's pairing with the box was revoked");
-  tie.signal.addEventListener("abort", revoked, { once: true });
-  outer.onopen = async () => {
-    // The box's side is read only once the laptop's is open, so nothing is sent to a socket not yet open.
-    for (;;) {
-      const message = await inner.next().catch(() => null);
-      if (message === null || finished) break;
-      outer.send(message.binary ? message.data : new TextDecoder().decode(message.data));
-      // A slow laptop: stop reading the box's side, so the attach bridge there pauses its PTY.
-      await whileBacklogged(outer, { stop: () => finished });
-    }
-    const code = inner.closeCode ?? CLOSE_ABNORMAL;
-    finish(sendableCloseCode(code) ? code : CLOSE_ABNORMAL, inner.closeReason);
-  };
-  outer.onmessage = (event) => {
-    const sent = event.data instanceof ArrayBuffer
-      ? inner.sendBinary(new Uint8Array(event.data))
-      : inner.sendText(String(event.data));
-    sent.catch(() => finish(CLOSE_ABNORMAL, "the box's side of the terminal went away"));
-  };
-  outer.onclose = (event) => finish(event.code, event.reason);
-  outer.onerror = () => finish(CLOSE_ABNORMAL, "the laptop's side of the terminal failed");
-  if (tie.signal.aborted) revoked();
 }

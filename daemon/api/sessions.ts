@@ -126,11 +126,6 @@ export function sessionRoutes(box: Box): RouteTable {
     })
     .add("GET", "/sessions/:name/attach", (c) => {
       const session = box.sessions.get(param(c, "name"));
-      if (c.req.header("upgrade")?.toLowerCase() !== "websocket") {
-        throw new DockError("upgrade_required", "attach is a WebSocket: send Upgrade: websocket", {
-          status: 400,
-        });
-      }
       const { cols, rows } = attachSize(new URL(c.req.url));
       return attachSession(c.req.raw, { socket: box.tmux.socket, session: session.name, cols, rows });
     })

@@ -6,20 +6,18 @@
  * @module
  */
 import { DockError } from "../../client/errors.ts";
-import { whileBacklogged } from "../../client/websocket.ts";
 import type { Box } from "../box.ts";
 import { intQuery, RouteTable } from "../../core/http.ts";
+import { connEnd, pump, webSocketEnd } from "../../core/pump.ts";
+import { acceptWebSocket, requireWebSocket } from "../../core/websocket.ts";
 
 /** The tunnel route. */
 export function tunnelRoutes(_box: Box): RouteTable {
   return new RouteTable("tunnel").add("GET", "/tunnel", async (c) => {
     const port = intQuery(c, "port", { min: 1, max: 65535, fallback: 0 });
     if (!port) throw new DockError("invalid_request", "port: required (1 to 65535)", { status: 400 });
-    if (c.req.header("upgrade")?.toLowerCase() !== "websocket") {
-      throw new DockError("upgrade_required", "the tunnel is a WebSocket: send Upgrade: websocket", {
-        status: 400,
-      });
-    }
+    // Refused before connecting: a plain request must not open a connection to the port.
+    requireWebSocket(c.req.raw, "the tunnel");
     let conn: Deno.TcpConn;
     try {
       conn = await Deno.connect({ hostname: "127.0.0.1", port });
@@ -29,51 +27,11 @@ export function tunnelRoutes(_box: Box): RouteTable {
         cause,
       });
     }
-    const { socket, response } = Deno.upgradeWebSocket(c.req.raw);
-    socket.binaryType = "arraybuffer";
-    pipe(socket, conn);
+    const { socket, response } = acceptWebSocket(c.req.raw, "the tunnel");
+    pump(webSocketEnd(socket, "the laptop"), connEnd(conn, `127.0.0.1:${port}`), {
+      // The laptop's side cannot stop reading, and an upload to a slow server must not fail.
+      maxBacklogBytes: Infinity,
+    });
     return response;
   });
-}
-
-/** Copies bytes both ways until either side ends, then ends the other. */
-export function pipe(socket: WebSocket, conn: Deno.Conn): void {
-  let writes = Promise.resolve();
-  let closed = false;
-  const close = () => {
-    if (closed) return;
-    closed = true;
-    try {
-      conn.close();
-    } catch { /* closed */ }
-    try {
-      socket.close(1000);
-    } catch { /* closed */ }
-  };
-  socket.onmessage = (event) => {
-    if (typeof event.data === "string") return;
-    const bytes = new Uint8Array(event.data as ArrayBuffer);
-    // Writes are chained so they keep their order.
-    writes = writes.then(async () => {
-      let written = 0;
-      while (written < bytes.length) written += await conn.write(bytes.subarray(written));
-    }).catch(close);
-  };
-  socket.onclose = close;
-  socket.onerror = close;
-  socket.onopen = async () => {
-    const buffer = new Uint8Array(64 * 1024);
-    try {
-      while (!closed) {
-        const n = await conn.read(buffer);
-        if (n === null) break;
-        socket.send(buffer.slice(0, n));
-        await whileBacklogged(socket, { stop: () => closed });
-      }
-    } catch {
-      // the port closed the connection
-    }
-    await writes;
-    close();
-  };
 }

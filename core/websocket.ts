@@ -1,8 +1,10 @@
 /**
- * A small RFC 6455 WebSocket client over any `Deno.Conn`: a box's unix socket (which the platform
- * `WebSocket` cannot dial) or a TLS connection pinned to a box's CA and carrying an `Authorization`
- * header (which the platform `WebSocket` cannot send). The agent's attach relay uses it to reach a
- * box's terminal; tests and benchmarks use it to talk to a box's socket directly.
+ * WebSockets both ways. The server's side is the one check every upgrading route makes
+ * ({@linkcode acceptWebSocket}); the client's is a small RFC 6455 client over any `Deno.Conn`: a box's
+ * unix socket (which the platform `WebSocket` cannot dial) or a TLS connection pinned to a box's CA and
+ * carrying an `Authorization` header (which the platform `WebSocket` cannot send). The agent's attach
+ * relay and tunnels use it to reach a box; tests and benchmarks use it to talk to a box's socket
+ * directly. What is relayed over either goes through the one pump (core/pump.ts).
  *
  * What it does: the HTTP/1.1 upgrade (checking `Sec-WebSocket-Accept`), masked client frames, receiving
  * fragmented messages (reassembled, up to a size limit), answering pings, and the closing handshake.
@@ -14,7 +16,39 @@
  *
  * @module
  */
-import { sleep } from "./timers.ts";
+import { DockError } from "../client/errors.ts";
+import { fitReason, sendableCloseCode } from "./pump.ts";
+
+/**
+ * True for a WebSocket opening handshake: GET with `Upgrade: websocket`, `Connection: upgrade` and a
+ * key. Only such a request may carry the agent's token as `?token=` (agent/api/gate.ts).
+ */
+export function isWebSocketUpgrade(request: Request): boolean {
+  return request.method === "GET" &&
+    request.headers.get("upgrade")?.toLowerCase() === "websocket" &&
+    /(^|,)\s*upgrade\s*(,|$)/i.test(request.headers.get("connection") ?? "") &&
+    Boolean(request.headers.get("sec-websocket-key"));
+}
+
+/** Refuses a request that does not ask to become a WebSocket: 400 `upgrade_required`, naming `what`. */
+export function requireWebSocket(request: Request, what: string): void {
+  if (!isWebSocketUpgrade(request)) {
+    throw new DockError("upgrade_required", `${what} is a WebSocket: send Upgrade: websocket`, {
+      status: 400,
+    });
+  }
+}
+
+/**
+ * Upgrades `request` to a WebSocket (binary messages as ArrayBuffers); a request that does not ask to
+ * is refused as {@linkcode requireWebSocket} does, naming `what` ("attach", "the tunnel").
+ */
+export function acceptWebSocket(request: Request, what: string): { socket: WebSocket; response: Response } {
+  requireWebSocket(request, what);
+  const upgraded = Deno.upgradeWebSocket(request);
+  upgraded.socket.binaryType = "arraybuffer";
+  return upgraded;
+}
 
 /** A WebSocket message as received. */
 export interface WsMessage {
@@ -76,27 +110,6 @@ const GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
-
-/** A relay's default backlog mark: past it, a relay stops reading its other side. */
-export const HIGH_WATER_BYTES = 4 * 1024 * 1024;
-
-/**
- * Waits while a WebSocket's send backlog is above `mark` and `stop()` is false. WebSocket has no
- * drain event, so the backlog is polled (every `pollMs`): how a relay lets a slow reader slow the
- * side it reads from.
- */
-export async function whileBacklogged(
-  socket: { bufferedAmount: number },
-  options: { mark?: number; stop?: () => boolean; pollMs?: number } = {},
-): Promise<void> {
-  const mark = options.mark ?? HIGH_WATER_BYTES;
-  while (!options.stop?.() && socket.bufferedAmount > mark) await sleep(options.pollMs ?? 5);
-}
-
-/** True for a close code that may travel in a close frame (RFC 6455 7.4). */
-export function sendableCloseCode(code: number): boolean {
-  return (code >= 1000 && code <= 1003) || (code >= 1007 && code <= 1014) || (code >= 3000 && code <= 4999);
-}
 
 /**
  * Growable receive buffer: bytes are appended at the end and consumed from the front without copying
@@ -206,7 +219,7 @@ export class ConnWebSocket {
       let payload = new Uint8Array();
       if (code !== undefined && code !== 1005) {
         if (!sendableCloseCode(code)) throw new RangeError(`close code ${code} cannot be sent`);
-        const text = fitReason(reason);
+        const text = encoder.encode(fitReason(reason));
         payload = new Uint8Array(2 + text.length);
         payload[0] = code >> 8;
         payload[1] = code & 0xff;
@@ -325,7 +338,7 @@ export class ConnWebSocket {
     this.closeReason = reason;
     if (!this.#closeSent) {
       this.#closeSent = true;
-      const text = fitReason(reason);
+      const text = encoder.encode(fitReason(reason));
       const payload = new Uint8Array(2 + text.length);
       payload[0] = code >> 8;
       payload[1] = code & 0xff;
@@ -440,17 +453,6 @@ function encodeFrame(opcode: number, payload: Uint8Array): Uint8Array {
   const body = headLength + 4;
   for (let i = 0; i < length; i++) frame[body + i] = payload[i] ^ mask[i & 3];
   return frame;
-}
-
-/** A close reason is limited to 123 bytes of UTF-8. */
-function fitReason(reason: string): Uint8Array {
-  let bytes = encoder.encode(reason);
-  let text = reason;
-  while (bytes.length > 123) {
-    text = text.slice(0, -1);
-    bytes = encoder.encode(text);
-  }
-  return bytes;
 }
 
 /**
