@@ -8,21 +8,20 @@
  * request is tied to an AbortController kept per laptop ({@linkcode LaptopStreams}); revocation aborts
  * them. The abort reaches a request three ways, because no single one covers every kind of answer:
  * the request's signal (SSE, log follows, session waits and exec watch it), the streamed body, which is
- * cut here whatever its handler does, and attach WebSockets, which are closed with 1008.
+ * cut here whatever its handler does, and WebSockets (attach, tunnel), which are closed with 1008.
  *
- * Why attach WebSockets are relayed through the daemon's own socket instead of handed to the app:
- * Deno gives the WebSocket of an upgrade only to the code that performs it, and the attach route keeps
- * its own; owning the laptop's side here is what lets a revocation close it. The cost is one
- * unix-socket hop per frame.
+ * A WebSocket upgrade goes to the app as it came (Deno upgrades only the request it received), with
+ * its tie in the app's env (`TlsEnv.tie`): the route that upgrades hands the tie's signal to its pump,
+ * which closes the socket on revocation, and releases the tie when the socket is done. So an attach
+ * from a laptop goes straight to the attach handler, with no second hop through the daemon's socket.
  *
  * @module
  */
 import type { Hono } from "hono";
 import { DockError } from "../../client/errors.ts";
-import { connectUnixWebSocket, type ConnWebSocket, WebSocketHandshakeError } from "../../core/websocket.ts";
-import { messageSocketEnd, pump, webSocketEnd } from "../../core/pump.ts";
 import type { Box } from "../box.ts";
 import { errorResponse } from "../../core/http.ts";
+import { isWebSocketUpgrade } from "../../core/websocket.ts";
 import type { TlsEnv } from "./pair.ts";
 
 /** One request's tie to its laptop: aborted on revocation, released when the answer is done. */
@@ -95,11 +94,11 @@ export function laptopGate(
     env.laptop = laptop;
     const tie = streams.open(laptop.id);
     try {
-      if (
-        request.headers.get("upgrade")?.toLowerCase() === "websocket" &&
-        WEBSOCKET_ROUTES.some((route) => route.test(url.pathname))
-      ) {
-        return await relayWebSocket(box.paths.socket, request, url, tie);
+      if (isWebSocketUpgrade(request) && WEBSOCKET_ROUTES.some((route) => route.test(url.pathname))) {
+        const response = await app.fetch(request, { ...env, tie } satisfies TlsEnv);
+        // Upgraded: the route holds the tie until its socket is done. Refused: nothing is open.
+        if (response.status !== 101) tie.release();
+        return response;
       }
       const signal = AbortSignal.any([request.signal, tie.signal]);
       return cutOnAbort(await app.fetch(new Request(request, { signal }), env), tie);
@@ -168,26 +167,4 @@ function cutOnAbort(response: Response, tie: Tie): Response {
     statusText: response.statusText,
     headers: response.headers,
   });
-}
-
-/** Upgrades the laptop's request and bridges it to the same route on the daemon's own socket. */
-async function relayWebSocket(socket: string, request: Request, url: URL, tie: Tie): Promise<Response> {
-  let inner: ConnWebSocket;
-  try {
-    inner = await connectUnixWebSocket(socket, url.pathname + url.search);
-  } catch (error) {
-    if (!(error instanceof WebSocketHandshakeError)) throw error;
-    // The box refused (unknown session, bad size): the laptop gets the box's own answer.
-    tie.release();
-    const status = error.status >= 200 && error.status <= 599 ? error.status : 502;
-    const headers = new Headers();
-    const type = error.headers.get("content-type");
-    if (type) headers.set("content-type", type);
-    return new Response(error.body.slice(), { status, headers });
-  }
-  const { socket: outer, response } = Deno.upgradeWebSocket(request);
-  // Until the laptop is revoked (the pump closes both with 1008) or either side closes.
-  pump(webSocketEnd(outer, "the laptop"), messageSocketEnd(inner, "the box"), { signal: tie.signal })
-    .then(tie.release);
-  return response;
 }

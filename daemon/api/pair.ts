@@ -26,6 +26,11 @@ export interface TlsEnv {
   remoteAddr: Deno.NetAddr;
   /** The laptop the gate authenticated (absent only on `POST pair`, which needs no credential). */
   laptop?: Laptop;
+  /**
+   * On a WebSocket upgrade: the request's tie to its laptop, aborted when the laptop is revoked. The
+   * route that upgrades closes its socket on the abort and releases the tie once the socket is done.
+   */
+  tie?: { signal: AbortSignal; release(): void };
 }
 
 /** An unauthenticated body has no reason to be large; reading 8 MB from anyone would be a gift. */

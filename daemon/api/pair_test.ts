@@ -8,6 +8,9 @@ import { Store } from "../../core/store.ts";
 import { errorResponse, mount, RouteTable } from "../../core/http.ts";
 import { laptopGate, LaptopStreams } from "./laptop_gate.ts";
 import { defaultLinkHost, pairingRoutes, redeemRoutes, socketOnly } from "./pair.ts";
+import { tunnelRoutes } from "./tunnel.ts";
+import { openWebSocket } from "../../core/websocket.ts";
+import { eventually } from "../../tests/harness.ts";
 
 const FP = "cd".repeat(32);
 const ADDRESSES = ["localhost", "127.0.0.1", "::1", "devbox", "10.1.2.3", "fd00::2"];
@@ -213,4 +216,61 @@ Deno.test("the laptop gate: DELETE pair unpairs the calling laptop, never anothe
   // The other laptop's credential unpairs only itself.
   assertEquals((await call(fetcher, "DELETE", "/v1/pair", { credential: two.credential })).body.id, two.id);
   assertEquals(fake.box.pairing.laptops(), []);
+});
+
+Deno.test("the laptop gate: a WebSocket goes to its route holding the tie; revoking closes it with 1008", async () => {
+  await using fake = await fakeBox(listener());
+  const streams = new LaptopStreams();
+  fake.box.pairing.onRevoke((laptop) => streams.revoke(laptop.id));
+  const gate = laptopGate(fake.box, app([redeemRoutes(fake.box), tunnelRoutes(fake.box)]), streams);
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, gate);
+  // A TCP echo server behind the tunnel, as a worktree's server would be.
+  const echo = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  (async () => {
+    for await (const conn of echo) {
+      (async () => {
+        const buffer = new Uint8Array(1024);
+        for (let n = await conn.read(buffer); n !== null; n = await conn.read(buffer)) {
+          await conn.write(buffer.subarray(0, n));
+        }
+      })().catch(() => {});
+    }
+  })().catch(() => {});
+  const { code } = fake.box.pairing.createCode();
+  const info = { remoteAddr: { transport: "tcp", hostname: "10.9.9.9", port: 50000 } };
+  const fetcher = (request: Request) => gate(request, info as Deno.ServeHandlerInfo<Deno.NetAddr>);
+  const one = (await call(fetcher, "POST", "/v1/pair", { body: { code, name: "one" } })).body;
+  const tunnel = async (port: number) =>
+    await openWebSocket(await Deno.connect({ hostname: "127.0.0.1", port: server.addr.port }), {
+      path: `/v1/tunnel?port=${port}`,
+      headers: { authorization: `Bearer ${one.credential}` },
+    });
+  try {
+    const echoPort = (echo.addr as Deno.NetAddr).port;
+    const ws = await tunnel(echoPort);
+    await ws.sendBinary(new TextEncoder().encode("ping"));
+    assertEquals(new TextDecoder().decode((await ws.next())?.data), "ping");
+    assertEquals(streams.count(one.id), 1, "the open socket holds its tie");
+    // Closing it releases the tie.
+    await ws.close(1000);
+    await eventually(() => Promise.resolve(streams.count(one.id) === 0));
+
+    // A refused upgrade holds nothing.
+    const refused = await assertRejects(() => tunnel(1));
+    assertMatch(refused.message, /502/);
+    assertEquals(streams.count(one.id), 0);
+
+    // Revoking the laptop closes its socket with 1008, straight from the route's pump.
+    const open = await tunnel(echoPort);
+    assert(fake.box.pairing.revoke(one.id));
+    assertEquals(await open.next(), null);
+    assertEquals([open.closeCode, open.closeReason], [
+      1008,
+      "this laptop's pairing with the box was revoked",
+    ]);
+    assertEquals(streams.count(one.id), 0);
+  } finally {
+    echo.close();
+    await server.shutdown();
+  }
 });

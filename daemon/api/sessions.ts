@@ -10,6 +10,7 @@ import type { AgentState } from "../../client/wire.ts";
 import { SESSION_CREATE, SESSION_SEND, TASK_REQUEST } from "../../client/schemas.ts";
 import { attachSession, attachSize } from "../attach.ts";
 import type { Box } from "../box.ts";
+import type { TlsEnv } from "./pair.ts";
 import { body, intQuery, json, param, requestOrigin, RouteTable } from "../../core/http.ts";
 
 const STATES: AgentState[] = ["idle", "running", "waiting", "finished"];
@@ -127,7 +128,16 @@ export function sessionRoutes(box: Box): RouteTable {
     .add("GET", "/sessions/:name/attach", (c) => {
       const session = box.sessions.get(param(c, "name"));
       const { cols, rows } = attachSize(new URL(c.req.url));
-      return attachSession(c.req.raw, { socket: box.tmux.socket, session: session.name, cols, rows });
+      // A laptop's attach over TLS holds the laptop's tie: its revocation closes the socket.
+      const tie = (c.env as TlsEnv | undefined)?.tie;
+      return attachSession(c.req.raw, {
+        socket: box.tmux.socket,
+        session: session.name,
+        cols,
+        rows,
+        signal: tie?.signal,
+        onEnd: tie?.release,
+      });
     })
     .route({
       method: "POST",

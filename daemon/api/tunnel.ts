@@ -10,6 +10,7 @@ import type { Box } from "../box.ts";
 import { intQuery, RouteTable } from "../../core/http.ts";
 import { connEnd, pump, webSocketEnd } from "../../core/pump.ts";
 import { acceptWebSocket, requireWebSocket } from "../../core/websocket.ts";
+import type { TlsEnv } from "./pair.ts";
 
 /** The tunnel route. */
 export function tunnelRoutes(_box: Box): RouteTable {
@@ -28,10 +29,13 @@ export function tunnelRoutes(_box: Box): RouteTable {
       });
     }
     const { socket, response } = acceptWebSocket(c.req.raw, "the tunnel");
+    // A laptop's tunnel over TLS holds the laptop's tie: its revocation closes the socket.
+    const tie = (c.env as TlsEnv | undefined)?.tie;
     pump(webSocketEnd(socket, "the laptop"), connEnd(conn, `127.0.0.1:${port}`), {
       // The laptop's side cannot stop reading, and an upload to a slow server must not fail.
       maxBacklogBytes: Infinity,
-    });
+      signal: tie?.signal,
+    }).then(tie?.release);
     return response;
   });
 }
