@@ -85,9 +85,9 @@ export class RefusedMessage extends Error {
 }
 
 /** The default high-water mark: past it, a pump stops reading the other side. */
-export const HIGH_WATER_BYTES = 4 * 1024 * 1024;
+const HIGH_WATER_BYTES = 4 * 1024 * 1024;
 /** The default low-water mark: at it, a paused side is read again. */
-export const LOW_WATER_BYTES = 1024 * 1024;
+const LOW_WATER_BYTES = 1024 * 1024;
 /** Close code for "the connection was lost" (RFC 6455 "internal error"). */
 const CLOSE_LOST = 1011;
 /** Close code for a revoked laptop and for input past the limit (RFC 6455 "policy violation"). */
