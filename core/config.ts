@@ -3,64 +3,17 @@
  * the merge of config layers (spec 2.6). Every rule of those sections is written once, here, as a zod
  * schema; the same schemas give the JSON Schemas in `schemas/` that editors use.
  *
- * People write these files by hand, so an error names the file, the field path (`services[2].name`) and
- * the offending value, and lists every problem rather than the first only.
+ * They are read like every user file (`user_files.ts`): JSON with comments, unknown fields refused with
+ * a "did you mean", and a `ConfigError` naming the file, the field path (`services[2].name`)
+ * and the offending value, listing every problem rather than the first only.
  *
  * @module
  */
 import * as z from "zod";
-import { parse as parseJsonc, type ParseError, printParseErrorCode } from "jsonc-parser";
 import { join } from "node:path";
-import { DockError } from "../client/errors.ts";
 import { parseDuration } from "../client/duration.ts";
-import type {
-  AgentPreset,
-  ConfigProblem,
-  DockConfig,
-  FlowConfig,
-  HookConfig,
-  ServiceConfig,
-} from "../client/wire.ts";
-
-// ---------------------------------------------------------------------------------------------------
-// Errors
-
-/** A config problem with its position, for syntax errors. */
-interface LocatedProblem extends ConfigProblem {
-  line?: number;
-  column?: number;
-}
-
-/** A config or kit file (or API body) that does not parse or breaks a rule; answered as a 422. */
-export class ConfigError extends DockError {
-  override name = "ConfigError";
-  /** Every problem found, in document order; the message names the first. */
-  readonly problems: ConfigProblem[];
-
-  constructor(problems: ConfigProblem[], options: { cause?: unknown } = {}) {
-    const first: LocatedProblem = problems[0] ?? { file: "", field: "", message: "invalid config" };
-    const more = problems.length > 1
-      ? ` (and ${problems.length - 1} more problem${problems.length > 2 ? "s" : ""})`
-      : "";
-    const position = first.line !== undefined ? { line: first.line, column: first.column } : {};
-    super("invalid_config", describeProblem(first) + more, {
-      status: 422,
-      cause: options.cause,
-      detail: { file: first.file, field: first.field, ...position, problems },
-    });
-    this.problems = problems;
-  }
-}
-
-/** `file:line:column: message`, `file: field: message` or `file: message`. */
-function describeProblem(problem: LocatedProblem): string {
-  if (problem.line !== undefined) {
-    return `${problem.file}:${problem.line}:${problem.column}: ${problem.message}`;
-  }
-  return problem.field
-    ? `${problem.file}: ${problem.field}: ${problem.message}`
-    : `${problem.file}: ${problem.message}`;
-}
+import type { AgentPreset, DockConfig, FlowConfig, HookConfig, ServiceConfig } from "../client/wire.ts";
+import { parseUserFile, readUserFile, validateUserFile } from "./user_files.ts";
 
 // ---------------------------------------------------------------------------------------------------
 // Field rules shared by the schemas
@@ -489,282 +442,18 @@ const kitSchema = z.strictObject({
 }) satisfies z.ZodType<Kit & { $schema?: string }>;
 
 // ---------------------------------------------------------------------------------------------------
-// Turning zod issues into problems
-
-const TYPE_WORDS: Record<string, string> = {
-  string: "a string",
-  number: "a number",
-  int: "a whole number",
-  boolean: "true or false",
-  object: "an object",
-  array: "an array",
-  record: "an object",
-};
-
-/** Formats a path as `services[2].name`, `env.FOO` or `files["bin/setup.sh"]`. */
-function fieldPath(path: readonly PropertyKey[]): string {
-  let out = "";
-  for (const key of path) {
-    if (typeof key === "number") out += `[${key}]`;
-    else if (/^[A-Za-z0-9_$-]+$/.test(String(key))) out += out ? `.${String(key)}` : String(key);
-    else out += `[${JSON.stringify(String(key))}]`;
-  }
-  return out;
-}
-
-/** The value at `path` in `root`, or undefined. */
-function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
-  let node = root;
-  for (const key of path) {
-    if (typeof node !== "object" || node === null) return undefined;
-    node = (node as Record<PropertyKey, unknown>)[key];
-  }
-  return node;
-}
-
-/** A value quoted for a message, cut short when long. */
-function quote(value: unknown): string {
-  const limit = 60;
-  if (typeof value === "string") {
-    return JSON.stringify(value.length > limit ? `${value.slice(0, limit - 1)}…` : value);
-  }
-  let out: string;
-  try {
-    out = JSON.stringify(value) ?? String(value);
-  } catch {
-    out = String(value);
-  }
-  return out.length > limit ? `${out.slice(0, limit - 1)}…` : out;
-}
-
-/** The schema reached by following `path` from `schema`, through optionals, arrays and records. */
-function schemaAt(schema: z.ZodType, path: readonly PropertyKey[]): z.ZodType | undefined {
-  let node: z.ZodType | undefined = schema;
-  for (let i = 0; i <= path.length && node; i++) {
-    while (node instanceof z.ZodOptional || node instanceof z.ZodNullable) node = node.unwrap() as z.ZodType;
-    if (i === path.length) break;
-    const key = path[i];
-    if (node instanceof z.ZodObject) node = (node.shape as Record<string, z.ZodType>)[String(key)];
-    else if (node instanceof z.ZodArray) node = node.element as z.ZodType;
-    else if (node instanceof z.ZodRecord) node = node.valueType as z.ZodType;
-    else return undefined;
-  }
-  return node;
-}
-
-/** Edit distance, for "did you mean". */
-function distance(a: string, b: string): number {
-  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const row = [i];
-    for (let j = 1; j <= b.length; j++) {
-      row[j] = Math.min(previous[j] + 1, row[j - 1] + 1, previous[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
-    }
-    previous = row;
-  }
-  return previous[b.length];
-}
-
-/** The message for an unknown key: a close known name, or the list of known ones. */
-function unknownFieldMessage(key: string, known: string[]): string {
-  const candidates = known.filter((name) => name !== "$schema");
-  const best = candidates
-    .map((name) => ({ name, d: distance(key.toLowerCase(), name.toLowerCase()) }))
-    .sort((a, b) => a.d - b.d)[0];
-  if (best && best.d <= Math.max(1, Math.floor(best.name.length / 3))) {
-    return `unknown field (did you mean "${best.name}"?)`;
-  }
-  return `unknown field; known fields: ${candidates.join(", ")}`;
-}
-
-/** A problem before it is given its file, with its path for ordering. */
-interface PathProblem {
-  path: PropertyKey[];
-  message: string;
-}
-
-/** One problem per zod issue (one per key for unknown keys). */
-function issueProblems(issue: z.core.$ZodIssue, input: unknown, schema: z.ZodType): PathProblem[] {
-  const path = [...issue.path];
-  const value = valueAt(input, path);
-  const withValue = (message: string, shown: unknown = value) => `${message}, got ${quote(shown)}`;
-  switch (issue.code) {
-    case "invalid_union": {
-      // Report the option that was meant: the one whose fields, as sent, hold the right kind of value
-      // (an agent report with a misspelt or missing field is still a report, not a plain event with a
-      // wrong type), then the one with the fewest problems.
-      const union = schemaAt(schema, path);
-      const options = union instanceof z.ZodUnion ? union.options as z.ZodType[] : [];
-      const inner = valueAt(input, path);
-      const wrongValues = (issues: z.core.$ZodIssue[]) =>
-        issues.filter((inside) =>
-          inside.code !== "unrecognized_keys" && inside.path.length === 1 &&
-          valueAt(inner, inside.path) !== undefined
-        ).length;
-      const ranked = issue.errors
-        .map((issues, index) => ({ issues, option: options[index], rank: wrongValues(issues) }))
-        .filter((candidate) => candidate.option && candidate.issues.length)
-        .sort((a, b) => a.rank - b.rank || a.issues.length - b.issues.length);
-      if (!ranked.length) return [{ path, message: issue.message }];
-      const { issues, option } = ranked[0];
-      return issues
-        .flatMap((inside) => issueProblems(inside, inner, option))
-        .map((problem) => ({ path: [...path, ...problem.path], message: problem.message }));
-    }
-    case "unrecognized_keys": {
-      // Under a union the field may belong to any of its objects: all their fields are candidates.
-      const parent = schemaAt(schema, path);
-      const objects = parent instanceof z.ZodUnion ? parent.options as z.ZodType[] : [parent];
-      const known = [
-        ...new Set(objects.flatMap((node) => node instanceof z.ZodObject ? Object.keys(node.shape) : [])),
-      ];
-      return issue.keys.map((key) => ({ path: [...path, key], message: unknownFieldMessage(key, known) }));
-    }
-    case "invalid_key": {
-      const inner = issue.issues[0]?.message ?? "invalid key";
-      return [{ path, message: withValue(inner, path[path.length - 1]) }];
-    }
-    case "invalid_type": {
-      if (value === undefined) return [{ path, message: "required" }];
-      const expected = issue.expected === "int"
-        ? issue.message
-        : `must be ${TYPE_WORDS[issue.expected] ?? issue.expected}`;
-      return [{ path, message: withValue(expected) }];
-    }
-    case "invalid_value": {
-      if (value === undefined) return [{ path, message: "required" }];
-      const options = issue.values.map((option) => String(option)).join(", ");
-      return [{ path, message: withValue(`must be one of ${options}`) }];
-    }
-    case "custom": {
-      if (typeof issue.params?.duplicateOf === "number") {
-        const first = [...path];
-        first[first.length - 2] = issue.params.duplicateOf;
-        return [{ path, message: `${quote(value)} is already used by ${fieldPath(first)}` }];
-      }
-      const message = value === undefined || issue.params?.noValue ? issue.message : withValue(issue.message);
-      return [{ path, message }];
-    }
-    default:
-      return [{ path, message: value === undefined ? issue.message : withValue(issue.message) }];
-  }
-}
-
-/** Orders paths as their fields appear in the document; fields absent from it go last. */
-function compareInDocument(input: unknown, a: readonly PropertyKey[], b: readonly PropertyKey[]): number {
-  let node = input;
-  for (let i = 0; i < Math.min(a.length, b.length); i++) {
-    if (a[i] === b[i]) {
-      node = valueAt(node, [a[i]]);
-      continue;
-    }
-    if (typeof a[i] === "number" && typeof b[i] === "number") return (a[i] as number) - (b[i] as number);
-    const keys = isRecord(node) ? Object.keys(node) : [];
-    const rank = (key: PropertyKey) => {
-      const index = keys.indexOf(String(key));
-      return index === -1 ? Infinity : index;
-    };
-    const diff = rank(a[i]) - rank(b[i]);
-    return Number.isNaN(diff) ? 0 : diff;
-  }
-  return a.length - b.length;
-}
-
-/** A problem of a value against a schema: the field path (`services[2].name`, empty for the whole) and what is wrong. */
-export interface SchemaProblem {
-  field: string;
-  message: string;
-}
-
-/**
- * Validates `value` against `schema`: its data, or every problem in document order, each naming its
- * field and the offending value, an unknown field with the closest known one ("did you mean"). Config
- * files and API bodies (`core/http.ts` `body()`) report their problems through this one function.
- */
-export function checkSchema<T>(
-  schema: z.ZodType<T>,
-  value: unknown,
-): { ok: true; data: T } | { ok: false; problems: SchemaProblem[] } {
-  const result = schema.safeParse(value);
-  if (result.success) return { ok: true, data: result.data };
-  const problems = result.error.issues
-    .flatMap((issue) => issueProblems(issue, value, schema))
-    .sort((a, b) => compareInDocument(value, a.path, b.path));
-  return { ok: false, problems: problems.map(({ path, message }) => ({ field: fieldPath(path), message })) };
-}
-
-/** Validates `value` against `schema`, throwing a ConfigError listing every problem. */
-function validateWith<T>(schema: z.ZodType<T>, value: unknown, file: string): T {
-  const checked = checkSchema(schema, value);
-  if (checked.ok) return checked.data;
-  throw new ConfigError(checked.problems.map((problem) => ({ file, ...problem })));
-}
-
-// ---------------------------------------------------------------------------------------------------
-// JSONC
-
-const SYNTAX_WORDS: Record<string, string> = {
-  InvalidSymbol: "unexpected symbol (names and strings need double quotes)",
-  InvalidNumberFormat: "invalid number",
-  PropertyNameExpected: "expected a property name in double quotes",
-  ValueExpected: "expected a value",
-  ColonExpected: "expected ':'",
-  CommaExpected: "expected ',' or a closing bracket",
-  CloseBraceExpected: "expected '}'",
-  CloseBracketExpected: "expected ']'",
-  EndOfFileExpected: "expected the end of the file",
-  InvalidCommentToken: "invalid comment",
-  UnexpectedEndOfComment: "expected the end of the comment (*/)",
-  UnexpectedEndOfString: 'expected the end of the string (")',
-  UnexpectedEndOfNumber: "expected the rest of the number",
-  InvalidUnicode: "invalid unicode escape",
-  InvalidEscapeCharacter: "invalid escape character",
-  InvalidCharacter: "invalid character in a string",
-};
-
-/** 1-based line and column of `offset` in `text`. */
-function position(text: string, offset: number): { line: number; column: number } {
-  const before = text.slice(0, offset);
-  const line = before.split("\n").length;
-  return { line, column: offset - (before.lastIndexOf("\n") + 1) + 1 };
-}
-
-/** Parses JSON with comments and trailing commas; a syntax error names the line, column and what was expected. */
-function parseJsoncText(text: string, file: string): unknown {
-  const errors: ParseError[] = [];
-  const value = parseJsonc(text, errors, { allowTrailingComma: true, disallowComments: false });
-  if (!errors.length) return value;
-  // Only the first error is reported: the parser recovers poorly, so later ones are mostly echoes of it
-  // (at the end of a cut-off file a name, a value and a brace are all "missing").
-  const [error] = errors;
-  const code = printParseErrorCode(error.error);
-  const token = text.slice(error.offset, error.offset + Math.min(Math.max(error.length, 1), 40));
-  const found = error.offset >= text.length
-    ? "the end of the file"
-    : token.startsWith('"')
-    ? token
-    : `'${token}'`;
-  const problem: LocatedProblem = {
-    file,
-    field: "",
-    message: `${SYNTAX_WORDS[code] ?? code}, found ${found}`,
-    ...position(text, error.offset),
-  };
-  throw new ConfigError([problem]);
-}
-
-// ---------------------------------------------------------------------------------------------------
 // Public API
 
 /** Validates an already-parsed config (a file's content or an API body); throws ConfigError. */
 export function validateConfig(value: unknown, file: string): DockConfig {
-  const { $schema: _, ...config } = validateWith(configFileSchema, value, file);
+  const { $schema: _, ...config } = validateUserFile(value, file, configFileSchema);
   return config;
 }
 
 /** Parses and validates the text of a config file (JSON with comments); throws ConfigError. */
 export function parseConfigText(text: string, file: string): DockConfig {
-  return validateConfig(parseJsoncText(text, file), file);
+  const { $schema: _, ...config } = parseUserFile(text, file, configFileSchema);
+  return config;
 }
 
 /** A hooks file (`~/.dock/hooks.json`, box and laptop alike): `{ "hooks": [Hook] }`. */
@@ -772,31 +461,22 @@ export interface HooksFile {
   hooks: HookConfig[];
 }
 
-const hooksFileSchema = z.strictObject({
+/** The schema of a hooks file (and of a `PUT hooks` body); `$schema` is accepted and dropped. */
+export const HOOKS_FILE: z.ZodType<HooksFile, unknown> = z.strictObject({
   $schema: z.string().optional(),
   hooks: z.array(hookSchema).describe("Hooks and before: gates."),
-});
-
-/** Validates an already-parsed hooks file (or a `PUT hooks` body); throws ConfigError. */
-export function validateHooksFile(value: unknown, file: string): HooksFile {
-  const { hooks } = validateWith(hooksFileSchema, value, file);
-  return { hooks };
-}
-
-/** Parses and validates the text of a hooks file (JSON with comments); throws ConfigError. */
-export function parseHooksText(text: string, file: string): HooksFile {
-  return validateHooksFile(parseJsoncText(text, file), file);
-}
+}).transform(({ hooks }) => ({ hooks }));
 
 /** Validates an already-parsed kit manifest; throws ConfigError. */
 export function validateKit(value: unknown, file: string): Kit {
-  const { $schema: _, ...kit } = validateWith(kitSchema, value, file);
+  const { $schema: _, ...kit } = validateUserFile(value, file, kitSchema);
   return kit;
 }
 
 /** Parses and validates the text of a `kit.json` (JSON with comments); throws ConfigError. */
 export function parseKitText(text: string, file: string): Kit {
-  return validateKit(parseJsoncText(text, file), file);
+  const { $schema: _, ...kit } = parseUserFile(text, file, kitSchema);
+  return kit;
 }
 
 /** Replaces entries of `base` by `key` in place and appends new ones (spec 2.6). */
@@ -831,16 +511,10 @@ export function mergeConfigs(layers: (DockConfig | null | undefined)[]): DockCon
 /** Reads `<repo>/.dock/config.json`: null when there is none, ConfigError when unreadable or invalid. */
 export async function readRepoConfig(repoPath: string): Promise<DockConfig | null> {
   const file = join(repoPath, ".dock", "config.json");
-  let text: string;
-  try {
-    text = await Deno.readTextFile(file);
-  } catch (cause) {
-    if (cause instanceof Deno.errors.NotFound) return null;
-    throw new ConfigError([{ file, field: "", message: `cannot be read: ${(cause as Error).message}` }], {
-      cause,
-    });
-  }
-  return parseConfigText(text, file);
+  const read = await readUserFile(file, configFileSchema, { missing: "absent" });
+  if (read === undefined) return null;
+  const { $schema: _, ...config } = read;
+  return config;
 }
 
 /** A zod schema as a draft 2020-12 JSON Schema with `$id` and title first. */

@@ -8,8 +8,8 @@ import {
 } from "../tests/assert.ts";
 import { DockError } from "../client/errors.ts";
 import type { DockConfig, FlowConfig } from "../client/wire.ts";
+import { ConfigError } from "./user_files.ts";
 import {
-  ConfigError,
   configJsonSchema,
   kitJsonSchema,
   mergeConfigs,

@@ -20,11 +20,10 @@
  * @module
  */
 import type { Check, DockEvent, HookConfig, HooksState } from "../client/wire.ts";
-import { DockError } from "../client/errors.ts";
 import { parseDuration } from "../client/duration.ts";
-import { ConfigError, type HooksFile, parseHooksText, validateHooksFile } from "./config.ts";
+import { HOOKS_FILE, type HooksFile } from "./config.ts";
 import type { EventBus } from "./events.ts";
-import { writeAtomic } from "./files.ts";
+import { readUserFileSync, validateUserFile, writeUserFile } from "./user_files.ts";
 import { run } from "./runner.ts";
 
 /** Default hook timeout (spec 8). */
@@ -218,7 +217,8 @@ export class HooksFileWatcher {
       return true;
     }
     try {
-      this.#hooks = parseHooksText(Deno.readTextFileSync(this.path), this.path).hooks;
+      const file = readUserFileSync(this.path, HOOKS_FILE, { missing: "absent", code: "invalid_hooks" });
+      this.#hooks = file?.hooks ?? [];
       this.#error = undefined;
     } catch (error) {
       this.#error = error instanceof Error ? error.message : String(error);
@@ -232,9 +232,7 @@ export class HooksFileWatcher {
    * `hooks.changed` with the writer's origin; returns the new state.
    */
   async write(file: HooksFile, origin = "api"): Promise<HooksFileState> {
-    const dir = this.path.slice(0, this.path.lastIndexOf("/"));
-    if (dir) await Deno.mkdir(dir, { recursive: true });
-    await writeAtomic(this.path, JSON.stringify(file, null, 2) + "\n", 0o644);
+    await writeUserFile(this.path, file, { mode: 0o644 });
     this.refresh();
     this.#unannounced = false; // announced here, with the writer's origin, not by the watch
     this.#bus?.publish({ type: "hooks.changed", origin, data: { path: this.path } });
@@ -288,15 +286,8 @@ export function hooksCheck(state: HooksFileState): Check {
 
 /** Validates a `PUT hooks` body (`{ hooks }`); a wrong field is a 400 naming it. */
 export function hooksBody(body: unknown): HooksFile {
-  try {
-    return validateHooksFile(body, "body");
-  } catch (error) {
-    // An API body with a wrong field is a bad request, not an unprocessable file.
-    if (error instanceof ConfigError) {
-      throw new DockError("invalid_hooks", error.message, { status: 400, detail: error.detail });
-    }
-    throw error;
-  }
+  // An API body with a wrong field is a bad request, not an unprocessable file.
+  return validateUserFile(body, "body", HOOKS_FILE, { code: "invalid_hooks", status: 400 });
 }
 
 // ---------------------------------------------------------------------------------------------------

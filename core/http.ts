@@ -10,8 +10,8 @@
 import type { Context, Hono } from "hono";
 import { z } from "zod";
 import { DockError } from "../client/errors.ts";
-import { checkSchema } from "./config.ts";
 import type { GateAction, GateContext } from "./hooks.ts";
+import { checkSchema } from "./user_files.ts";
 
 /** HTTP methods the API routes. */
 export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
@@ -170,15 +170,6 @@ export const MAX_ERROR_MESSAGE = 1000;
 
 function boundedMessage(message: string): string {
   return message.length <= MAX_ERROR_MESSAGE ? message : `${message.slice(0, MAX_ERROR_MESSAGE - 1)}…`;
-}
-
-/** Formats a zod issue path as `services[2].name`. */
-export function fieldPath(path: readonly PropertyKey[]): string {
-  return path.reduce<string>(
-    (text, key) =>
-      typeof key === "number" ? `${text}[${key}]` : text ? `${text}.${String(key)}` : String(key),
-    "",
-  );
 }
 
 /**

@@ -8,7 +8,8 @@
 import { basename, join, resolve } from "node:path";
 import { DockError, notFound } from "../client/errors.ts";
 import type { Branch, ConfigProblem, DockConfig, LocationConfig } from "../client/wire.ts";
-import { ConfigError, mergeConfigs, readRepoConfig, validateConfig } from "../core/config.ts";
+import { mergeConfigs, readRepoConfig, validateConfig } from "../core/config.ts";
+import { ConfigError } from "../core/user_files.ts";
 import type { EventBus } from "../core/events.ts";
 import * as git from "./git.ts";
 import { checkName } from "../core/names.ts";
