@@ -222,8 +222,10 @@ const PERCENT = "must be a number above 0 and at most 100";
  */
 export const GUARD_PUT = z.strictObject({
   enabled: z.boolean().optional(),
-  memory_percent: z.number().gt(0, PERCENT).max(100, PERCENT).optional(),
-  sustain: z.string().refine(isSustain, "must be a duration of at least 1s, such as 30s or 2m").optional(),
+  // One message per field, a wrong type included: "90" and 150 get the same answer.
+  memory_percent: z.number({ error: PERCENT }).gt(0).max(100).optional(),
+  sustain: z.string({ error: "must be a duration of at least 1s, such as 30s or 2m" }).refine(isSustain)
+    .optional(),
   stop_services: z.boolean().optional(),
   pause_agents: z.boolean().optional(),
 }) satisfies z.ZodType<GuardPut>;

@@ -6,8 +6,9 @@
  *
  * @module
  */
-import { DockError } from "../client/errors.ts";
+import { z } from "zod";
 import type { EnvFile } from "../client/wire.ts";
+import { readUserFile, validateUserFile, writeUserFile } from "../core/user_files.ts";
 import { isSecretReference, type SecretResolver } from "./secrets.ts";
 
 /** The prefix of the compatibility names when the box config does not set one (Conductor's). */
@@ -110,31 +111,22 @@ export async function buildEnv(
   return { env, problems };
 }
 
-const ENV_KEY = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const ENV_FILE = z.strictObject({
+  env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must match [A-Za-z_][A-Za-z0-9_]*"), z.string())
+    .default({}),
+}) satisfies z.ZodType<EnvFile, unknown>;
 
 /** Validates the body of `PUT env` (status 400) or the content of `env.json` (422). */
 export function validateEnvFile(value: unknown, file: string, status: 400 | 422 = 422): EnvFile {
-  if (typeof value !== "object" || value === null || Array.isArray(value)) {
-    throw envError(file, "", "must be an object { env: { KEY: value } }", status);
-  }
-  const env = (value as { env?: unknown }).env ?? {};
-  if (typeof env !== "object" || env === null || Array.isArray(env)) {
-    throw envError(file, "env", "must be an object of KEY: value", status);
-  }
-  for (const [key, item] of Object.entries(env)) {
-    if (!ENV_KEY.test(key)) {
-      throw envError(file, `env.${key}`, "key must match [A-Za-z_][A-Za-z0-9_]*", status);
-    }
-    if (typeof item !== "string") {
-      throw envError(file, `env.${key}`, `must be a string, got ${typeof item}`, status);
-    }
-  }
-  return { env: env as Record<string, string> };
+  return validateUserFile(value, file, ENV_FILE, { code: "invalid_env", status });
 }
 
-function envError(file: string, field: string, message: string, status: 400 | 422): DockError {
-  return new DockError("invalid_env", `${file}: ${field ? `${field}: ` : ""}${message}`, {
-    status,
-    detail: { file, field },
-  });
+/** Reads `env.json`'s variables (missing → none); an invalid file is a 422 naming the file and key. */
+export async function readEnvFile(path: string): Promise<Record<string, string>> {
+  return (await readUserFile(path, ENV_FILE, { missing: "default", code: "invalid_env" })).env;
+}
+
+/** Writes `env.json` atomically (pretty JSON, mode 0600: its values may be secrets). */
+export async function writeEnvFile(path: string, file: EnvFile): Promise<void> {
+  await writeUserFile(path, file, { mode: 0o600 });
 }

@@ -1,5 +1,5 @@
-import { assertEquals } from "../tests/assert.ts";
-import { buildEnv, dockVariables, expand, slug, validateEnvFile } from "./env.ts";
+import { assertEquals, assertRejects } from "../tests/assert.ts";
+import { buildEnv, dockVariables, expand, readEnvFile, slug, validateEnvFile, writeEnvFile } from "./env.ts";
 import { SecretResolver } from "./secrets.ts";
 import { DockError } from "../client/errors.ts";
 import { assertThrows } from "../tests/assert.ts";
@@ -83,4 +83,28 @@ Deno.test("validateEnvFile names the file and the key", () => {
   assertEquals((bad as DockError).status, 422);
   assertThrows(() => validateEnvFile({ env: { A: 1 } }, "f", 400), DockError, "env.A: must be a string");
   assertThrows(() => validateEnvFile([], "f"), DockError, "must be an object");
+});
+
+Deno.test("env.json: missing is empty; comments are fine; a misspelt field is refused naming it", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const path = `${dir}/env.json`;
+    assertEquals(await readEnvFile(path), {});
+    await writeEnvFile(path, { env: { A: "1" } });
+    assertEquals(await readEnvFile(path), { A: "1" });
+    await Deno.writeTextFile(
+      path,
+      `{\n  // the token comes from the vault\n  "env": { "TOKEN": "env://T", },\n}`,
+    );
+    assertEquals(await readEnvFile(path), { TOKEN: "env://T" });
+    await Deno.writeTextFile(path, `{ "evn": { "A": "1" } }`);
+    const error = await assertRejects(
+      () => readEnvFile(path),
+      DockError,
+      `${path}: evn: unknown field (did you mean "env"?)`,
+    ) as DockError;
+    assertEquals([error.code, error.status], ["invalid_env", 422]);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });

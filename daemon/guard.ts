@@ -3,9 +3,9 @@
  * threshold for a while, it stops the hungriest services and, if allowed, pauses agent sessions, then
  * announces `guard.acted`.
  *
- * Three parts, from pure to effectful: the settings (validation and the file), {@linkcode GuardEpisode}
- * (the pure decision of *when* to act, fed observations and timestamps), and {@linkcode Guard} (the
- * monitor). The monitor reaches the system, the services, the sessions and the event bus only through
+ * Three parts, from pure to effectful: the settings (the file, read like every user file),
+ * {@linkcode GuardEpisode} (the pure decision of *when* to act, fed observations and timestamps), and
+ * {@linkcode Guard} (the monitor). The monitor reaches the system, the services, the sessions and the event bus only through
  * {@linkcode GuardActions} and reads time through an injected clock: its behaviour is about memory
  * pressure and durations, neither of which a test can produce for real, so every side effect is passed
  * in and tests drive it with fakes and a fake clock instead of sleeping or filling memory.
@@ -13,13 +13,9 @@
  * @module
  */
 import type { GuardFile } from "../client/wire.ts";
-import * as jsonc from "jsonc-parser";
-import { dirname } from "node:path";
-import type { z } from "zod";
 import { GUARD_PUT } from "../client/schemas.ts";
 import { parseDuration } from "../client/duration.ts";
-import { DockError } from "../client/errors.ts";
-import { writeAtomic } from "../core/files.ts";
+import { readUserFile, validateUserFile, writeUserFile } from "../core/user_files.ts";
 
 /** The guard file's settings (the wire type of `GET/PUT guard`). */
 export type GuardSettings = GuardFile;
@@ -33,92 +29,31 @@ export const DEFAULT_GUARD: Readonly<GuardSettings> = Object.freeze({
   pause_agents: false,
 });
 
-const FIELDS = Object.keys(DEFAULT_GUARD) as (keyof GuardSettings)[];
-
-// Messages name the rule without the value; toGuardError appends ", got <value>" from the input, which
-// keeps them identical whichever zod check failed.
-const MESSAGES: Record<keyof GuardSettings, string> = {
-  enabled: "must be true or false",
-  memory_percent: "must be a number above 0 and at most 100",
-  sustain: "must be a duration of at least 1s, such as 30s or 2m",
-  stop_services: "must be true or false",
-  pause_agents: "must be true or false",
-};
+// The rules are those of the `PUT guard` body (one schema for the file and the API); the file adds the
+// defaults of the fields it leaves out.
+const GUARD_FILE = GUARD_PUT.transform((given): GuardSettings => {
+  const settings = { ...DEFAULT_GUARD };
+  for (const [field, value] of Object.entries(given)) {
+    if (value !== undefined) Object.assign(settings, { [field]: value });
+  }
+  return settings;
+});
 
 /** Validates guard settings from `file` (a path, or `body` for a request); missing fields take defaults. */
 export function validateGuard(value: unknown, file: string, status: 400 | 422): GuardSettings {
-  if (typeof value !== "object" || value === null || Array.isArray(value)) {
-    throw new DockError(
-      "invalid_guard",
-      `${file}: must be an object such as {"enabled": true, "memory_percent": 90}, got ${show(value)}`,
-      { status, detail: { file } },
-    );
-  }
-  const parsed = GUARD_PUT.safeParse(value);
-  if (!parsed.success) {
-    throw toGuardError(parsed.error.issues[0], value as Record<string, unknown>, file, status);
-  }
-  const settings = { ...DEFAULT_GUARD };
-  for (const field of FIELDS) {
-    const given = parsed.data[field];
-    if (given !== undefined) (settings as Record<string, unknown>)[field] = given;
-  }
-  return settings;
+  return validateUserFile(value, file, GUARD_FILE, { code: "invalid_guard", status });
 }
 
-/** Reads `guard.json`: defaults when missing; a 422 naming the file when it is not valid. */
-export async function readGuardFile(path: string): Promise<GuardSettings> {
-  let text: string;
-  try {
-    text = await Deno.readTextFile(path);
-  } catch (error) {
-    if (error instanceof Deno.errors.NotFound) return { ...DEFAULT_GUARD };
-    throw error;
-  }
-  const errors: jsonc.ParseError[] = [];
-  // Hand-edited files may carry comments or a trailing comma; both are harmless here.
-  const raw = jsonc.parse(text, errors, { allowTrailingComma: true });
-  if (errors.length || raw === undefined) {
-    throw new DockError(
-      "invalid_guard",
-      `${path}: not valid JSON (${errors.length ? `offset ${errors[0].offset}` : "empty file"})`,
-      { status: 422, detail: { file: path } },
-    );
-  }
-  return validateGuard(raw, path, 422);
+/** Reads `guard.json`: defaults when missing; a 422 naming the file and field when it is not valid. */
+export function readGuardFile(path: string): Promise<GuardSettings> {
+  return readUserFile(path, GUARD_FILE, { missing: "default", code: "invalid_guard" });
 }
 
 /** Writes `guard.json` atomically (pretty JSON, mode 0600), with the fields in their usual order. */
 export async function writeGuardFile(path: string, settings: GuardSettings): Promise<void> {
-  const ordered = Object.fromEntries(FIELDS.map((field) => [field, settings[field]]));
-  await Deno.mkdir(dirname(path), { recursive: true });
-  await writeAtomic(path, JSON.stringify(ordered, null, 2) + "\n", 0o600);
-}
-
-function toGuardError(
-  issue: z.core.$ZodIssue,
-  input: Record<string, unknown>,
-  file: string,
-  status: 400 | 422,
-): DockError {
-  if (issue.code === "unrecognized_keys") {
-    const field = issue.keys[0];
-    return new DockError(
-      "invalid_guard",
-      `${file}: ${field}: unknown field; the fields are ${FIELDS.join(", ")}`,
-      { status, detail: { file, field } },
-    );
-  }
-  const field = String(issue.path[0]) as keyof GuardSettings;
-  return new DockError(
-    "invalid_guard",
-    `${file}: ${field}: ${MESSAGES[field] ?? issue.message}, got ${show(input[field])}`,
-    { status, detail: { file, field } },
-  );
-}
-
-function show(value: unknown): string {
-  return value === undefined ? "nothing" : JSON.stringify(value);
+  const fields = Object.keys(DEFAULT_GUARD) as (keyof GuardSettings)[];
+  const ordered = Object.fromEntries(fields.map((field) => [field, settings[field]]));
+  await writeUserFile(path, ordered, { mode: 0o600 });
 }
 
 /** What one observation asks for: act now, or nothing. */

@@ -422,7 +422,8 @@ Deno.test("validateGuard: refuses bad values, naming the file and the field", ()
     [{ sustain: 30 }, "body: sustain: must be a duration of at least 1s, such as 30s or 2m, got 30"],
     [{ enabled: "yes" }, 'body: enabled: must be true or false, got "yes"'],
     [{ pause_agents: null }, "body: pause_agents: must be true or false, got null"],
-    [{ memory: 90 }, "body: memory: unknown field; the fields are enabled, memory_percent, sustain"],
+    [{ memory: 90 }, "body: memory: unknown field; known fields: enabled, memory_percent, sustain"],
+    [{ pause_agent: true }, 'body: pause_agent: unknown field (did you mean "pause_agents"?)'],
     [[], "body: must be an object"],
     [null, "body: must be an object"],
   ];
@@ -433,7 +434,15 @@ Deno.test("validateGuard: refuses bad values, naming the file and the field", ()
   }
   const error = assertThrows(() => validateGuard({ memory_percent: -1 }, "/x/guard.json", 422)) as DockError;
   assertEquals(error.status, 422);
-  assertEquals(error.detail, { file: "/x/guard.json", field: "memory_percent" });
+  assertEquals(error.detail, {
+    file: "/x/guard.json",
+    field: "memory_percent",
+    problems: [{
+      file: "/x/guard.json",
+      field: "memory_percent",
+      message: "must be a number above 0 and at most 100, got -1",
+    }],
+  });
   assertStringIncludes(error.message, "/x/guard.json: memory_percent:");
 });
 
@@ -473,12 +482,16 @@ Deno.test("guard file: invalid JSON or content is a 422 naming the file", async 
     let error = await assertRejects(
       () => readGuardFile(path),
       DockError,
-      `${path}: not valid JSON`,
+      `${path}:1:3: unexpected symbol (names and strings need double quotes), found 'enabled'`,
     ) as DockError;
     assertEquals([error.code, error.status], ["invalid_guard", 422]);
 
     await Deno.writeTextFile(path, "");
-    error = await assertRejects(() => readGuardFile(path), DockError, `${path}: not valid JSON`) as DockError;
+    error = await assertRejects(
+      () => readGuardFile(path),
+      DockError,
+      `${path}:1:1: expected a value, found the end of the file`,
+    ) as DockError;
     assertEquals(error.status, 422);
 
     await Deno.writeTextFile(path, '{ "enabled": true, "memory_percent": 120 }');

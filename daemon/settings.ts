@@ -12,21 +12,26 @@
  *
  * @module
  */
-import * as jsonc from "jsonc-parser";
 import { z } from "zod";
-import { DockError } from "../client/errors.ts";
 import { DEFAULT_COMPAT_PREFIX } from "./env.ts";
 import type { BoxPaths } from "../core/paths.ts";
+import { readUserFileSync } from "../core/user_files.ts";
 
-const SETTINGS = z.object({
+const PORT = z.number({ error: "must be a whole number from 1024 to 65535" }).int().min(1024).max(65535);
+
+const BOX_FILE = z.strictObject({
   name: z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/, "must match [a-z0-9][a-z0-9-]*, at most 63 characters")
     .optional(),
-  port_range: z.tuple([z.number().int().min(1024).max(65535), z.number().int().min(1024).max(65535)])
-    .refine(([lo, hi]) => lo <= hi, "the first port must not be above the second").optional(),
+  port_range: z.tuple([PORT, PORT], { error: "must be two ports [low, high], such as [20000, 29999]" })
+    .refine(([lo, hi]) => lo <= hi, {
+      message: "the first port must not be above the second",
+      // Only two valid ports can be compared; a bad one is reported alone.
+      when: (payload) => payload.issues.length === 0,
+    }).optional(),
   compat_prefix: z.string().regex(/^([A-Z][A-Z0-9_]*)?$/, "must be an upper-case variable prefix or empty")
     .optional(),
-  worktrees_dir: z.string().min(1).optional(),
-}).strict();
+  worktrees_dir: z.string().min(1, "must not be empty").optional(),
+});
 
 /** The box's settings with defaults applied. */
 export interface BoxSettings {
@@ -38,30 +43,15 @@ export interface BoxSettings {
 
 /** Reads `box.json` (missing is fine) and applies defaults; a bad file is an error naming the field. */
 export function loadSettings(paths: BoxPaths): BoxSettings {
-  let raw: unknown = {};
-  try {
-    const text = Deno.readTextFileSync(paths.boxConfig);
-    const errors: jsonc.ParseError[] = [];
-    raw = jsonc.parse(text, errors, { allowTrailingComma: true });
-    if (errors.length) {
-      throw new DockError(
-        "invalid_settings",
-        `${paths.boxConfig}: not valid JSON (offset ${errors[0].offset})`,
-      );
-    }
-  } catch (error) {
-    if (!(error instanceof Deno.errors.NotFound)) throw error;
-  }
-  const parsed = SETTINGS.safeParse(raw ?? {});
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw new DockError("invalid_settings", `${paths.boxConfig}: ${issue.path.join(".")}: ${issue.message}`);
-  }
-  const settings = parsed.data;
+  // Read once at start-up, before anything else runs, so a synchronous read costs nothing.
+  const settings = readUserFileSync(paths.boxConfig, BOX_FILE, {
+    missing: "default",
+    code: "invalid_settings",
+  });
   const dir = settings.worktrees_dir?.replace(/^~(?=$|\/)/, paths.userHome) ?? paths.worktrees;
   return {
     name: settings.name ?? defaultBoxName(),
-    portRange: (settings.port_range as [number, number] | undefined) ?? portRangeFromEnv() ?? [20000, 29999],
+    portRange: settings.port_range ?? portRangeFromEnv() ?? [20000, 29999],
     compatPrefix: settings.compat_prefix ?? DEFAULT_COMPAT_PREFIX,
     worktreesDir: dir,
   };

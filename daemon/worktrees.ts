@@ -12,7 +12,7 @@
 import { basename, dirname, join, sep } from "node:path";
 import { DockError, notFound } from "../client/errors.ts";
 import type { SetupState, StreamLine, Worktree, WorktreeCreate, WorktreeOrigin } from "../client/wire.ts";
-import { buildEnv, dockVariables, validateEnvFile } from "./env.ts";
+import { buildEnv, dockVariables, readEnvFile } from "./env.ts";
 import type { EventBus } from "../core/events.ts";
 import * as git from "./git.ts";
 import type { LocationRecord, Locations } from "./locations.ts";
@@ -683,26 +683,6 @@ export interface WorktreeEnvironment {
   problems: { key: string; error: string }[];
   /** The config's or the box env file's `env` sets `PORT` (services then keep it). */
   setsPort: boolean;
-}
-
-/** Reads `env.json` (missing → empty); an invalid file is an error naming it. */
-export async function readEnvFile(path: string): Promise<Record<string, string>> {
-  let text: string;
-  try {
-    text = await Deno.readTextFile(path);
-  } catch (error) {
-    if (error instanceof Deno.errors.NotFound) return {};
-    throw error;
-  }
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (cause) {
-    throw new DockError("invalid_env", `${path}: not valid JSON: ${(cause as Error).message}`, {
-      status: 422,
-    });
-  }
-  return validateEnvFile(value, path).env;
 }
 
 function toWorktree(row: WorktreeRow, ports: number[]): Worktree {

@@ -1,7 +1,8 @@
 /**
  * Routes of the laptop's own files (spec 2.8, 2.9): app settings documents (`~/.dock/app/<key>.json`,
  * any JSON up to 1 MB, `null` when missing), task templates (`~/.dock/templates/*.json`, validated) and
- * themes (`~/.dock/themes/*.json`).
+ * themes (`~/.dock/themes/*.json`). Each is read like every user file (`core/user_files.ts`): JSON with
+ * comments, and an error naming the file and the field.
  *
  * @module
  */
@@ -9,8 +10,8 @@ import { join } from "node:path";
 import { z } from "zod";
 import { DockError } from "../../client/errors.ts";
 import { APP_DOCUMENT } from "../../client/schemas.ts";
-import { body, fieldPath, json, param, requestOrigin, RouteTable } from "../../core/http.ts";
-import { writeAtomic } from "../../core/files.ts";
+import { body, json, param, requestOrigin, RouteTable } from "../../core/http.ts";
+import { ConfigError, readUserFile, writeUserFile } from "../../core/user_files.ts";
 import type { Agent } from "../agent.ts";
 
 /** The largest app settings document accepted (spec 8). */
@@ -19,7 +20,10 @@ export const APP_DOCUMENT_LIMIT = 1024 * 1024;
 const KEY = /^[a-z0-9][a-z0-9._-]{0,63}$/;
 
 const TEMPLATE = z.object({
-  id: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/).optional(),
+  id: z.string().regex(
+    /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/,
+    "must be one word of letters, digits, '.', '_' or '-', at most 64 characters",
+  ).optional(),
   name: z.string().optional(),
   description: z.string().optional(),
   box: z.string().optional(),
@@ -48,18 +52,14 @@ export function settingsRoutes(agent: Agent): RouteTable {
   return new RouteTable("settings")
     .add("GET", "/app/:key", async (c) => {
       const file = join(appDir, `${checkKey(param(c, "key"))}.json`);
-      try {
-        return json(JSON.parse(await Deno.readTextFile(file)));
-      } catch (error) {
-        if (error instanceof Deno.errors.NotFound) return json(null);
-        throw new DockError("invalid_document", `${file}: not valid JSON`, { status: 422 });
-      }
+      return json(
+        await readUserFile(file, z.unknown(), { missing: "absent", code: "invalid_document" }) ?? null,
+      );
     })
     .add("PUT", "/app/:key", async (c) => {
       const key = checkKey(param(c, "key"));
       const value = await body(c, APP_DOCUMENT, { limit: APP_DOCUMENT_LIMIT });
-      await Deno.mkdir(appDir, { recursive: true, mode: 0o700 });
-      await writeAtomic(join(appDir, `${key}.json`), JSON.stringify(value, null, 2) + "\n");
+      await writeUserFile(join(appDir, `${key}.json`), value, { dirMode: 0o700 });
       agent.bus.publish({ type: "app.changed", origin: requestOrigin(c), data: { key } });
       return json(value);
     })
@@ -72,19 +72,21 @@ export async function readTemplates(dir: string): Promise<TaskTemplate[]> {
   const templates: TaskTemplate[] = [];
   for (const file of await jsonFiles(dir)) {
     const id = file.name.slice(0, -".json".length);
-    const path = join(dir, file.name);
     try {
-      const parsed = TEMPLATE.safeParse(JSON.parse(await Deno.readTextFile(path)));
-      if (!parsed.success) {
-        const issue = parsed.error.issues[0];
-        templates.push({ id, error: `${path}: ${fieldPath(issue.path) || "template"}: ${issue.message}` });
-      } else templates.push({ ...parsed.data, id: parsed.data.id ?? id });
+      const template = await readUserFile(join(dir, file.name), TEMPLATE, {
+        missing: "absent",
+        code: "invalid_template",
+      });
+      if (template) templates.push({ ...template, id: template.id ?? id });
     } catch (error) {
-      templates.push({ id, error: `${path}: not valid JSON (${(error as Error).message})` });
+      if (!(error instanceof ConfigError)) throw error;
+      templates.push({ id, error: error.message });
     }
   }
   return templates;
 }
+
+const THEME = z.record(z.string(), z.unknown());
 
 /** Every theme file as `{ id, ...theme }` (a bad one as `{ id, error }`). */
 export async function readThemes(dir: string): Promise<Record<string, unknown>[]> {
@@ -92,15 +94,14 @@ export async function readThemes(dir: string): Promise<Record<string, unknown>[]
   for (const file of await jsonFiles(dir)) {
     const id = file.name.slice(0, -".json".length);
     try {
-      const theme = JSON.parse(await Deno.readTextFile(join(dir, file.name)));
-      themes.push(
-        typeof theme === "object" && theme !== null && !Array.isArray(theme) ? { ...theme, id } : {
-          id,
-          error: "a theme is a JSON object",
-        },
-      );
+      const theme = await readUserFile(join(dir, file.name), THEME, {
+        missing: "absent",
+        code: "invalid_theme",
+      });
+      if (theme) themes.push({ ...theme, id });
     } catch (error) {
-      themes.push({ id, error: `not valid JSON (${(error as Error).message})` });
+      if (!(error instanceof ConfigError)) throw error;
+      themes.push({ id, error: error.message });
     }
   }
   return themes;

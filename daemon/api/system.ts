@@ -5,11 +5,9 @@
  */
 import { ENV_PUT, GUARD_PUT, SECRET_TEST } from "../../client/schemas.ts";
 import type { Box } from "../box.ts";
-import { validateEnvFile } from "../env.ts";
+import { readEnvFile, validateEnvFile, writeEnvFile } from "../env.ts";
 import * as system from "../system.ts";
 import { isSecretReference } from "../secrets.ts";
-import { readEnvFile } from "../worktrees.ts";
-import { writeAtomic } from "../../core/files.ts";
 import { readGuardFile, validateGuard, writeGuardFile } from "../guard.ts";
 import { hooksCheck } from "../../core/hooks.ts";
 import { DockError } from "../../client/errors.ts";
@@ -64,8 +62,7 @@ export function systemRoutes(box: Box): RouteTable {
         describe: (file) => ({ target: { file: "env.json", value: file } }),
       }],
       handler: async (c, file) => {
-        await Deno.mkdir(box.paths.home, { recursive: true });
-        await writeAtomic(box.paths.envFile, JSON.stringify(file, null, 2) + "\n");
+        await writeEnvFile(box.paths.envFile, file);
         box.bus.publish({ type: "config.changed", origin: requestOrigin(c), data: { file: "env.json" } });
         return json(file);
       },
