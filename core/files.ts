@@ -29,3 +29,13 @@ export async function writeAtomic(path: string, text: string, mode = 0o600): Pro
   await Deno.writeTextFile(temp, text, { mode });
   await Deno.rename(temp, path);
 }
+
+/** A file's text, or null when it (or a folder on its path) does not exist. */
+export async function readTextOrNull(path: string): Promise<string | null> {
+  try {
+    return await Deno.readTextFile(path);
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound || error instanceof Deno.errors.NotADirectory) return null;
+    throw error;
+  }
+}

@@ -4,7 +4,7 @@
  * @module
  */
 import { assert, assertEquals, assertStringIncludes } from "../tests/assert.ts";
-import { isDockSkill, parseFrontMatter, skillVersion } from "../daemon/integrations.ts";
+import { isDockSkill, parseFrontMatter, skillVersion } from "../daemon/skills.ts";
 import { SKILLS } from "./mod.ts";
 
 Deno.test("skills: the four skills of spec 1, in its order", () => {

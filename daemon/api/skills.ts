@@ -15,7 +15,8 @@ import type { SkillsEventData, SkillsRequest, SkillsResult, SkillTarget } from "
 import { skillsRequest } from "../../client/schemas.ts";
 import { SKILLS } from "../../skills/mod.ts";
 import type { Box } from "../box.ts";
-import { type HomeOptions, installSkills, listSkills, uninstallSkills } from "../integrations.ts";
+import { installSkills, listSkills, uninstallSkills } from "../skills.ts";
+import type { HomeOptions } from "../tool_homes.ts";
 import { body, json, requestOrigin, type Route, RouteTable } from "../../core/http.ts";
 
 const SKILL_IDS = SKILLS.map((skill) => skill.id);
