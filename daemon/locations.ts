@@ -124,17 +124,7 @@ export class Locations {
   /** The effective config; throws the first layer's error, for actions that must not run half-configured. */
   async effectiveConfig(name: string): Promise<DockConfig> {
     const config = await this.config(name);
-    if (config.errors?.length) {
-      const first = config.errors[0];
-      throw new DockError(
-        "invalid_config",
-        `${first.file}: ${first.field ? `${first.field}: ` : ""}${first.message}`,
-        {
-          status: 422,
-          detail: { file: first.file, field: first.field },
-        },
-      );
-    }
+    if (config.errors?.length) throw new ConfigError(config.errors);
     return config.effective;
   }
 
