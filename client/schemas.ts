@@ -77,6 +77,8 @@ export const AGENT_REPORT_TYPES: readonly AgentReportType[] = [
   "agent.finished",
 ];
 
+const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/;
+
 /** An agent's state report, as `dock hook` posts it and the spool keeps it. */
 export const AGENT_REPORT = z.strictObject({
   type: z.enum(AGENT_REPORT_TYPES as [AgentReportType, ...AgentReportType[]]),
@@ -88,7 +90,9 @@ export const AGENT_REPORT = z.strictObject({
     session_id: z.string().max(256).nullable(),
   }),
   session: z.string().max(64).optional(),
-  time: z.string().max(40).optional(),
+  // When the hook ran, on its machine's clock: only used to order a late (spooled) report, and never
+  // later than the daemon's now. "garbage-time" was once accepted.
+  time: z.string().max(40).regex(RFC3339, "must be an RFC 3339 time such as 2026-01-02T03:04:05Z").optional(),
 }) satisfies z.ZodType<AgentReport>;
 
 /** True when an announce on a box is an agent state report (which the box matches to a session). */

@@ -51,7 +51,9 @@ Deno.test("a box's POST events tells agent reports from other events", () => {
   assert(!schemas.isAgentReport(plain));
   // A report's type with a plain event's shape is neither.
   assert(!schemas.BOX_EVENT.safeParse({ type: "agent.finished", data: { path: "/w" } }).success);
-  assert(!schemas.AGENT_REPORT.safeParse({ ...report, data: { ...report.data, prompt: "x" } }).success);
+  assert(
+    !schemas.AGENT_REPORT.safeParse({ ...report, data: { ...report.data, prompt: "x" } }).success,
+  );
 });
 
 /** The modules `entry` loads when it runs (type-only imports are erased), by `deno info`. */
@@ -88,4 +90,20 @@ Deno.test("wire.ts, mod.ts and dock hook load neither zod nor the schemas", asyn
   }
   // wire.ts imports nothing at all.
   assertEquals(await runtimeClosure("client/wire.ts"), [`file://${join(ROOT, "client/wire.ts")}`]);
+});
+
+Deno.test("AGENT_REPORT: a report's time must be an RFC 3339 time", () => {
+  const report = {
+    type: "agent.finished",
+    origin: "claude",
+    data: { path: "/w", agent: "claude", session_id: null },
+  };
+  assertEquals(schemas.AGENT_REPORT.safeParse({ ...report, time: "2026-01-02T03:04:05.123Z" }).success, true);
+  assertEquals(
+    schemas.AGENT_REPORT.safeParse({ ...report, time: "2026-01-02T03:04:05+02:00" }).success,
+    true,
+  );
+  for (const time of ["garbage-time", "2026-01-02", "9999-99-99T99:99:99Z x"]) {
+    assertEquals(schemas.AGENT_REPORT.safeParse({ ...report, time }).success, false, time);
+  }
 });
