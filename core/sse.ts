@@ -53,7 +53,7 @@ const REPLAY_QUEUE = 512 * 1024;
  * `maxBehind` bytes behind is cut off (see {@linkcode SseOptions.maxBehind}).
  */
 export function sse(
-  bus: EventBus,
+  bus: Pick<EventBus, "lastId" | "subscribe" | "since">,
   after: number | undefined,
   signal: AbortSignal,
   options: SseOptions = {},

@@ -22,6 +22,10 @@ import { Pauses } from "./pause.ts";
 import { Guard, readGuardFile } from "./guard.ts";
 import { groupRss, memoryPercent, processes } from "./procs.ts";
 import { Sessions } from "./sessions.ts";
+import { AgentStates } from "./agent_state.ts";
+import { ExitWatcher } from "./exit_watcher.ts";
+import { SendLedger } from "./send_ledger.ts";
+import { Tasks } from "./tasks.ts";
 import { Tmux } from "./tmux.ts";
 import { replaySpool, spoolDir } from "./spool.ts";
 import { join } from "node:path";
@@ -54,7 +58,11 @@ export class Box {
   readonly pauses: Pauses;
   readonly guard: Guard;
   readonly tmux: Tmux;
+  readonly agentStates: AgentStates;
+  readonly exits: ExitWatcher;
+  readonly sendLedger: SendLedger;
   readonly sessions: Sessions;
+  readonly tasks: Tasks;
   readonly pairing: PairingStore;
   readonly hooks: Hooks;
   /** The laptop listener once it listens; null while it does not (off, failed, or not yet started). */
@@ -104,13 +112,25 @@ export class Box {
     this.worktrees.removalSteps.push((worktree) => this.services.stopAll(worktree));
     this.worktrees.readySteps.push((worktree) => this.services.autostart(worktree));
     this.tmux = new Tmux({ socket: join(paths.box, "tmux.sock"), configFile: join(paths.box, "tmux.conf") });
+    this.agentStates = new AgentStates({ store: this.store, bus: this.bus });
+    this.exits = new ExitWatcher({ store: this.store, bus: this.bus, tmux: this.tmux });
+    this.sendLedger = new SendLedger(this.store);
     this.sessions = new Sessions({
       store: this.store,
       bus: this.bus,
       tmux: this.tmux,
       locations: this.locations,
       worktrees: this.worktrees,
+      states: this.agentStates,
+      exits: this.exits,
+      ledger: this.sendLedger,
       dir: join(paths.box, "sessions"),
+    });
+    this.tasks = new Tasks({
+      bus: this.bus,
+      locations: this.locations,
+      worktrees: this.worktrees,
+      sessions: this.sessions,
     });
     this.hooks = new Hooks({
       bus: this.bus,
@@ -161,6 +181,7 @@ export class Box {
     this.worktrees.watch(options.watchMs ?? 1000);
     await this.services.adopt();
     await this.sessions.start();
+    await this.exits.start();
     await this.replaySpool();
     // A hook that timed out on a busy daemon spools too: pick such reports up soon after.
     this.#spoolTimer = setInterval(() => this.replaySpool().catch((e) => console.error("spool:", e)), 2000);
@@ -177,7 +198,7 @@ export class Box {
     this.#replaying = true;
     try {
       return await replaySpool(spoolDir(this.paths.state), (report) => {
-        this.sessions.ingest(report);
+        this.agentStates.ingest(report);
         return Promise.resolve();
       });
     } finally {
@@ -230,6 +251,7 @@ export class Box {
     this.guard.stop();
     this.hooks.close();
     clearInterval(this.#spoolTimer);
+    this.exits.close();
     this.sessions.close();
     killAll();
     await this.worktrees.settled().catch(() => {});

@@ -69,7 +69,7 @@ CREATE TABLE IF NOT EXISTS sessions (
   from_session TEXT
 );
 -- Idempotency keys of POST sessions/{name}/send: recorded before the text is typed, so a repeat with
--- the same key replays the outcome instead of typing again (see Sessions.send).
+-- the same key replays the outcome instead of typing again (see send_ledger.ts).
 CREATE TABLE IF NOT EXISTS send_keys (
   key TEXT PRIMARY KEY,
   session TEXT NOT NULL,

@@ -1,63 +1,39 @@
 /**
- * Sessions: terminal sessions on the box's private tmux server, usually running a coding agent, and
- * the agent state people and other agents rely on (spec 2.3, 3.2, 4.2).
+ * Sessions: terminal sessions on the box's private tmux server, usually running a coding agent (spec
+ * 2.3, 4.2): create, list, end, screen, send and wait.
  *
  * A session is started through a launcher script, never through tmux's command line: the command, the
  * first prompt and the environment go through files in a 0700 folder (the environment file, which may
  * hold resolved secrets, is deleted by the launcher as soon as it is read), so any length and any
- * characters work. The agent state follows the agent tools' own hooks (`dock hook` → `agent.*`),
- * matched to the session by `DOCK_SESSION`, else by the working directory; reports older than the
- * state already recorded are dropped. A sent prompt starts a turn (tools such as Codex and Cursor
- * report only `finished`). `exited` is read from tmux (`remain-on-exit` keeps the pane and its status).
+ * characters work. A sent prompt starts a turn (tools such as Codex and Cursor report only
+ * `finished`). The rest of a session's life has its own modules: the agent state its tool reports
+ * (`agent_state.ts`), its program's exit (`exit_watcher.ts`) and keyed sends (`send_ledger.ts`).
  *
  * @module
  */
 import { sleep } from "../client/timers.ts";
 import { join } from "node:path";
-import { DockError, type ErrorStatus, notFound } from "../client/errors.ts";
+import { DockError, notFound } from "../client/errors.ts";
 import type {
   AgentPreset,
-  AgentReport,
-  AgentReportType,
   AgentState,
-  DockEvent,
   Session,
   SessionCreate,
   WaitResult,
   Worktree,
 } from "../client/wire.ts";
 import { agentArgs, availableAgents } from "./agents.ts";
+import type { AgentStates } from "./agent_state.ts";
 import type { EventBus } from "../core/events.ts";
+import type { ExitWatcher } from "./exit_watcher.ts";
 import type { Locations } from "./locations.ts";
 import { groupMembers, groupRss, processes } from "./procs.ts";
 import { killGroup, loginShell, shellQuote } from "../core/runner.ts";
 import { SESSION_NAME } from "../client/schemas.ts";
 import type { Store } from "../core/store.ts";
-import type { Pane, Tmux } from "./tmux.ts";
+import type { SendLedger } from "./send_ledger.ts";
+import type { Tmux } from "./tmux.ts";
 import type { Worktrees } from "./worktrees.ts";
-
-const STATE_OF: Record<AgentReportType, AgentState> = {
-  "agent.ready": "idle",
-  "agent.started": "running",
-  "agent.waiting": "waiting",
-  "agent.finished": "finished",
-};
-
-/** Days a send's idempotency key is remembered, at least. */
-export const SEND_KEY_DAYS = 7;
-/**
- * Keys remembered at most: beyond it the oldest go even before {@linkcode SEND_KEY_DAYS} (only past
- * this many keyed sends in a week), so the table stays bounded.
- */
-export const SEND_KEYS_KEPT = 100_000;
-
-interface SendKeyRow {
-  key: string;
-  session: string;
-  state: "typing" | "done" | "failed";
-  outcome: string | null;
-  created: string;
-}
 
 interface SessionRow {
   name: string;
@@ -77,36 +53,32 @@ interface SessionRow {
 /** Dependencies of {@linkcode Sessions}. */
 export interface SessionsOptions {
   store: Store;
-  bus: EventBus;
-  tmux: Tmux;
-  locations: Locations;
-  worktrees: Worktrees;
+  bus: Pick<EventBus, "publish">;
+  tmux: Pick<Tmux, "panes" | "newSession" | "kill" | "capture" | "paste" | "writeConfig">;
+  locations: Pick<Locations, "config">;
+  worktrees: Pick<Worktrees, "target" | "environment">;
+  /** Where the agent state lives: a sent prompt starts a turn; a change wakes `wait`. */
+  states: Pick<AgentStates, "set" | "onChange">;
+  /** Told which sessions tmux is still making; an exit wakes `wait`. */
+  exits: Pick<ExitWatcher, "making" | "made" | "abandoned" | "onChange">;
+  /** Keyed sends. */
+  ledger: Pick<SendLedger, "once">;
   /** Folder of the launcher files (`<state>/box/sessions`). */
   dir: string;
-  /** How often tmux is asked which programs ended. @default {500} */
-  pollMs?: number;
 }
 
-/** Owns the sessions and their agent state. */
+/** Owns the sessions. */
 export class Sessions {
   #o: SessionsOptions;
   #changed = new Set<() => void>();
-  #poller?: ReturnType<typeof setInterval>;
-  #polling = false;
-  #deadSince = new Map<string, number>();
-  /**
-   * Sessions whose tmux session is being made (the row exists first), and when their making ended: a
-   * poll that listed tmux's panes before that moment cannot judge them.
-   */
-  #creating = new Map<string, number | null>();
-  #seen = new Set<string>();
-  #unreachable = 0;
-  /** Keyed sends being typed now, so a repeat waits for the same outcome. */
-  #sending = new Map<string, Promise<Session>>();
-  #sinceKeyPrune = 0;
+  #unsubscribe: (() => void)[];
 
   constructor(options: SessionsOptions) {
     this.#o = options;
+    this.#unsubscribe = [
+      options.states.onChange(() => this.#notify()),
+      options.exits.onChange(() => this.#notify()),
+    ];
   }
 
   /** Every session, oldest first. */
@@ -204,7 +176,7 @@ export class Sessions {
       created,
       request.from_session ?? null,
     );
-    this.#creating.set(name, null);
+    this.#o.exits.making(name);
     try {
       await this.#o.tmux.newSession({
         name,
@@ -214,12 +186,12 @@ export class Sessions {
         rows: request.rows,
       });
     } catch (error) {
-      this.#creating.delete(name);
+      this.#o.exits.abandoned(name);
       this.#o.store.run("DELETE FROM sessions WHERE name = ?", name);
       await Deno.remove(dir, { recursive: true }).catch(() => {});
       throw error;
     }
-    this.#creating.set(name, performance.now());
+    this.#o.exits.made(name);
     this.#o.bus.publish({
       type: "session.created",
       origin,
@@ -263,20 +235,9 @@ export class Sessions {
     return await this.#o.tmux.capture(name, history);
   }
 
-  /** True when a send with this idempotency key was already made (or is being made). */
-  sendKeyKnown(key: string): boolean {
-    return this.#sending.has(key) ||
-      this.#o.store.get<SendKeyRow>("SELECT * FROM send_keys WHERE key = ?", key) !== undefined;
-  }
-
   /**
-   * Types a prompt: one pasted block, then Enter unless `enter` is false. Never logs the text.
-   *
-   * With `key` (an idempotency key) the prompt is typed at most once per key: the key is recorded in
-   * the store before the text is typed, and a repeat with the same key replays the first outcome (the
-   * session as it was answered, or the same error), waits for it while it is still being typed, or —
-   * when the daemon stopped while typing it — refuses with 409 `send_interrupted` rather than risk
-   * typing it twice. Keys are kept at least {@linkcode SEND_KEY_DAYS} days (see {@linkcode SEND_KEYS_KEPT}).
+   * Types a prompt: one pasted block, then Enter unless `enter` is false. Never logs the text. With
+   * `key` (an idempotency key) the prompt is typed at most once per key (see `send_ledger.ts`).
    */
   async send(
     name: string,
@@ -286,22 +247,17 @@ export class Sessions {
     options: { key?: string } = {},
   ): Promise<Session> {
     const key = options.key;
-    if (key === undefined) return await this.#send(name, text, enter, origin);
-    const inFlight = this.#sending.get(key);
-    if (inFlight) return await inFlight;
-    const row = this.#o.store.get<SendKeyRow>("SELECT * FROM send_keys WHERE key = ?", key);
-    if (row) return replay(row, name);
-    // Registered synchronously, before any await, so a concurrent repeat finds it.
-    const sending = this.#send(name, text, enter, origin, key);
-    this.#sending.set(key, sending);
-    try {
-      return await sending;
-    } finally {
-      this.#sending.delete(key);
-    }
+    if (key === undefined) return await this.#send(name, text, enter, origin, () => {});
+    return await this.#o.ledger.once(key, name, (commit) => this.#send(name, text, enter, origin, commit));
   }
 
-  async #send(name: string, text: string, enter: boolean, origin: string, key?: string): Promise<Session> {
+  async #send(
+    name: string,
+    text: string,
+    enter: boolean,
+    origin: string,
+    commit: () => void,
+  ): Promise<Session> {
     const session = this.get(name);
     if (session.exited) {
       throw new DockError("exited", `session '${name}' has exited; its program no longer reads input`, {
@@ -317,58 +273,13 @@ export class Sessions {
         timeoutMs: 10_000,
       });
     }
-    // From here on the text may reach the terminal: the key is committed first, so whatever happens
-    // next (an error, a kill -9), a repeat never types it again.
-    if (key !== undefined) this.#recordKey(key, name);
-    try {
-      const sent = new Date().toISOString();
-      await this.#o.tmux.paste(name, text, enter);
-      if (enter && session.agent) this.#setState(name, "running", sent);
-      this.#o.bus.publish({ type: "session.sent", origin, data: { session: name } });
-      const answer = this.get(name);
-      if (key !== undefined) this.#settleKey(key, "done", answer);
-      return answer;
-    } catch (error) {
-      if (key !== undefined) {
-        const failure = error instanceof DockError
-          ? error
-          : new DockError("send_failed", `typing into session '${name}' failed`, {
-            status: 422,
-            cause: error,
-          });
-        this.#settleKey(key, "failed", { status: failure.status, ...failure.toBody() });
-        throw failure;
-      }
-      throw error;
-    }
-  }
-
-  #recordKey(key: string, session: string): void {
-    this.#o.store.run(
-      "INSERT INTO send_keys (key, session, state, created) VALUES (?, ?, 'typing', ?)",
-      key,
-      session,
-      new Date().toISOString(),
-    );
-    if (++this.#sinceKeyPrune >= 200) {
-      this.#sinceKeyPrune = 0;
-      const cutoff = new Date(Date.now() - SEND_KEY_DAYS * 86_400_000).toISOString();
-      this.#o.store.run("DELETE FROM send_keys WHERE created < ?", cutoff);
-      this.#o.store.run(
-        `DELETE FROM send_keys WHERE rowid <= (SELECT rowid FROM send_keys ORDER BY rowid DESC
-         LIMIT 1 OFFSET ?)`,
-        SEND_KEYS_KEPT,
-      );
-    }
-  }
-
-  #settleKey(key: string, state: "done" | "failed", outcome: unknown): void {
-    this.#o.store.run(
-      "UPDATE send_keys SET state = ?, outcome = ? WHERE key = ?",
-      state,
-      JSON.stringify(outcome),
-      key,
-    );
+    // From here on the text may reach the terminal.
+    commit();
+    const sent = new Date().toISOString();
+    await this.#o.tmux.paste(name, text, enter);
+    if (enter && session.agent) this.#o.states.set(name, "running", sent);
+    this.#o.bus.publish({ type: "session.sent", origin, data: { session: name } });
+    return this.get(name);
   }
 
   /**
@@ -393,30 +304,6 @@ export class Sessions {
       }
       await this.#nextChange(Math.min(left, 1000), options.signal);
     }
-  }
-
-  /** Applies an `agent.*` report to the session it belongs to, then announces it. */
-  ingest(report: AgentReport): DockEvent | null {
-    const state = STATE_OF[report.type];
-    const data = report.data ?? {};
-    // A hook that gave up on a slow daemon also spooled what the daemon did receive: drop the copy.
-    const key = JSON.stringify([report.type, report.origin, report.time, report.session, data.session_id]);
-    if (report.time && this.#seen.has(key)) return null;
-    this.#seen.add(key);
-    if (this.#seen.size > 2000) this.#seen.delete(this.#seen.values().next().value!);
-    const session = state
-      ? this.#match(report.session, typeof data.path === "string" ? data.path : undefined)
-      : null;
-    if (session && state) {
-      const time = report.time && !Number.isNaN(Date.parse(report.time))
-        ? report.time
-        : new Date().toISOString();
-      this.#setState(session.name, state, time, report.origin);
-    }
-    // The dock session the report was matched to (an identifier, like the tool's own `session_id`):
-    // the app, the queue and hooks (`DOCK_SESSION`) learn whose turn it was without asking again.
-    const announced = session && state ? { ...data, session: session.name } : data;
-    return this.#o.bus.publish({ type: report.type, origin: report.origin, data: announced });
   }
 
   /** Sends a signal to every session's process group in a worktree (pause and resume). */
@@ -452,102 +339,16 @@ export class Sessions {
     if (pane) killGroup(pane.pid, "SIGSTOP");
   }
 
-  /** Starts the tmux server's config and the exit watcher; marks sessions tmux no longer has. */
+  /** Makes the launcher folder and writes the tmux server's config. */
   async start(): Promise<void> {
     await Deno.mkdir(this.#o.dir, { recursive: true, mode: 0o700 });
     await this.#o.tmux.writeConfig();
-    await this.#poll();
-    this.#poller = setInterval(() => this.#poll(), this.#o.pollMs ?? 500);
   }
 
-  /** Stops watching (sessions run on in tmux). */
+  /** Wakes every `wait` (sessions run on in tmux). */
   close(): void {
-    clearInterval(this.#poller);
+    for (const unsubscribe of this.#unsubscribe) unsubscribe();
     for (const wake of this.#changed) wake();
-  }
-
-  async #poll(): Promise<void> {
-    if (this.#polling) return;
-    this.#polling = true;
-    try {
-      const open = this.#o.store.all<SessionRow>("SELECT * FROM sessions WHERE exited = 0");
-      if (!open.length) return;
-      const listedAt = performance.now();
-      let listed: Pane[];
-      try {
-        listed = await this.#o.tmux.panes();
-        this.#unreachable = 0;
-      } catch (error) {
-        // One failed connection says little (a busy server); a server that stays unreachable for a few
-        // seconds is gone, and so are the programs it ran.
-        if (++this.#unreachable < 6) return;
-        console.error("tmux server unreachable; its sessions count as exited:", (error as Error).message);
-        listed = [];
-      }
-      const panes = new Map(listed.map((p) => [p.session, p]));
-      for (const row of open) {
-        // Its row is written before tmux makes the session: a list taken before that says nothing.
-        const made = this.#creating.get(row.name);
-        if (made !== undefined) {
-          if (made === null || made > listedAt) continue;
-          this.#creating.delete(row.name); // judged by every list from now on
-        }
-        const pane = panes.get(row.name);
-        if (pane && !pane.dead) continue;
-        if (pane && pane.deadStatus === null) {
-          // Dead but no status yet: nudge tmux to reap it, and give up on the status after a while.
-          const since = this.#deadSince.get(row.name) ?? Date.now();
-          this.#deadSince.set(row.name, since);
-          this.#o.tmux.nudge(pane.server);
-          if (Date.now() - since < 3000) continue;
-        }
-        this.#deadSince.delete(row.name);
-        const code = pane?.deadStatus ?? null;
-        this.#o.store.run("UPDATE sessions SET exited = 1, exit_code = ? WHERE name = ?", code, row.name);
-        this.#o.bus.publish({
-          type: "session.exited",
-          origin: "dockd",
-          data: { session: row.name, exit_code: code },
-        });
-        this.#notify();
-      }
-    } catch (error) {
-      console.error("session watcher:", (error as Error).message);
-    } finally {
-      this.#polling = false;
-    }
-  }
-
-  #setState(name: string, state: AgentState, time: string, agent?: string): void {
-    // Times are stored in one form (ISO, UTC), so the database compares them: a report older than the
-    // state held (a late spooled event, an overtaken hook) changes nothing, in the same statement.
-    const at = new Date(time).toISOString();
-    const { changes } = this.#o.store.run(
-      `UPDATE sessions SET agent_state = ?, state_time = ?, agent = coalesce(agent, ?)
-       WHERE name = ? AND (state_time IS NULL OR state_time <= ?)`,
-      state,
-      at,
-      agent ?? null,
-      name,
-      at,
-    );
-    if (changes) this.#notify();
-  }
-
-  #match(session: string | undefined, path: string | undefined): SessionRow | null {
-    if (session) {
-      const row = this.#row(session);
-      if (row) return row;
-    }
-    if (!path) return null;
-    // Else the newest live session whose worktree holds the reported directory (deepest first).
-    const candidates = this.#o.store.all<SessionRow>("SELECT * FROM sessions WHERE exited = 0")
-      .filter((row) => path === row.path || path.startsWith(row.path + "/"))
-      .sort((a, b) =>
-        b.path.length - a.path.length || Number(!!b.agent) - Number(!!a.agent) ||
-        b.created.localeCompare(a.created)
-      );
-    return candidates[0] ?? null;
   }
 
   #freeName(worktree: Worktree, agent: string | null): string {
@@ -586,32 +387,6 @@ export function envScript(env: Record<string, string>): string {
     .filter(([key]) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(key))
     .map(([key, value]) => `${key}=${shellQuote(value)}\n`)
     .join("");
-}
-
-/** The outcome a repeated send key gets: the first answer, the same error, or why there is none. */
-function replay(row: SendKeyRow, name: string): Session {
-  if (row.session !== name) {
-    throw new DockError(
-      "key_conflict",
-      `key: already used for a send to session '${row.session}', not '${name}'`,
-      { status: 409, detail: { field: "key" } },
-    );
-  }
-  if (row.state === "done") return JSON.parse(row.outcome!) as Session;
-  if (row.state === "failed") {
-    const { status, error: { code, message, ...detail } } = JSON.parse(row.outcome!) as {
-      status: ErrorStatus;
-      error: { code: string; message: string; [extra: string]: unknown };
-    };
-    throw new DockError(code, message, { status, detail });
-  }
-  // Recorded but never settled: the daemon stopped while typing it. It may be typed in part, in
-  // whole or not at all; typing it again could make it twice, so say so instead.
-  throw new DockError(
-    "send_interrupted",
-    `the box stopped while typing this prompt into session '${name}'; it may or may not have arrived`,
-    { status: 409 },
-  );
 }
 
 function toSession(row: SessionRow): Session {

@@ -4,19 +4,27 @@
  *
  * @module
  */
-import type { Box } from "../box.ts";
+import type { AgentStates } from "../agent_state.ts";
 import { BOX_EVENT, isAgentReport } from "../../client/schemas.ts";
+import type { EventBus } from "../../core/events.ts";
 import { resumeFrom, sse } from "../../core/sse.ts";
 import { body, json, requestOrigin, RouteTable } from "../../core/http.ts";
 
+/** What the event routes use of the box. */
+export interface EventRoutesBackend {
+  bus: Pick<EventBus, "publish" | "lastId" | "subscribe" | "since">;
+  /** Where `agent.*` reports go: they set a session's state before they are announced. */
+  agentStates: Pick<AgentStates, "ingest">;
+}
+
 /** The event routes. */
-export function eventRoutes(box: Box): RouteTable {
+export function eventRoutes(box: EventRoutesBackend): RouteTable {
   return new RouteTable("events")
     .add("GET", "/events", (c) => sse(box.bus, resumeFrom(c), c.req.raw.signal))
     .add("POST", "/events", async (c) => {
       const announce = await body(c, BOX_EVENT);
       if (isAgentReport(announce)) {
-        const event = box.sessions.ingest(announce);
+        const event = box.agentStates.ingest(announce);
         return json(event ?? { duplicate: true }, event ? 201 : 200);
       }
       const origin = announce.origin ?? requestOrigin(c);

@@ -9,14 +9,29 @@ import { DockError } from "../../client/errors.ts";
 import type { AgentState } from "../../client/wire.ts";
 import { SESSION_CREATE, SESSION_SEND, TASK_REQUEST } from "../../client/schemas.ts";
 import { attachSession, attachSize } from "../attach.ts";
-import type { Box } from "../box.ts";
 import type { TlsEnv } from "./pair.ts";
+import type { EventBus } from "../../core/events.ts";
+import type { SendLedger } from "../send_ledger.ts";
+import type { Sessions } from "../sessions.ts";
+import type { Tasks } from "../tasks.ts";
+import type { Tmux } from "../tmux.ts";
+import type { Worktrees } from "../worktrees.ts";
 import { body, intQuery, json, param, requestOrigin, RouteTable } from "../../core/http.ts";
 
 const STATES: AgentState[] = ["idle", "running", "waiting", "finished"];
 
+/** What the session and task routes use of the box. */
+export interface SessionRoutesBackend {
+  bus: Pick<EventBus, "publish">;
+  worktrees: Pick<Worktrees, "target">;
+  sessions: Pick<Sessions, "list" | "get" | "create" | "remove" | "screen" | "send" | "wait">;
+  sendLedger: Pick<SendLedger, "known">;
+  tasks: Pick<Tasks, "check" | "create">;
+  tmux: Pick<Tmux, "socket">;
+}
+
 /** The session and task routes. */
-export function sessionRoutes(box: Box): RouteTable {
+export function sessionRoutes(box: SessionRoutesBackend): RouteTable {
   return new RouteTable("sessions")
     .add("GET", "/sessions", () => json(box.sessions.list()))
     .route({
@@ -69,7 +84,7 @@ export function sessionRoutes(box: Box): RouteTable {
         // A repeat of a key already sent only replays its outcome: it is not a new send to gate (a gate
         // that refuses now must not turn a prompt that was typed into a failure).
         describe: (request, c) =>
-          request.key !== undefined && box.sessions.sendKeyKnown(request.key) ? null : {
+          request.key !== undefined && box.sendLedger.known(request.key) ? null : {
             target: { session: param(c, "name"), text: request.text, enter: request.enter ?? true },
           },
       }],
@@ -144,13 +159,7 @@ export function sessionRoutes(box: Box): RouteTable {
       path: "/tasks",
       input: async (c) => {
         const request = await body(c, TASK_REQUEST);
-        if (!request.agent && !request.command) {
-          throw new DockError("invalid_request", "agent: a task needs an agent (or a command)", {
-            status: 400,
-            detail: { field: "agent" },
-          });
-        }
-        box.locations.get(request.location); // 404 before the gates run
+        box.tasks.check(request); // 400 and 404 before the gates run
         return request;
       },
       gates: [{
@@ -160,6 +169,7 @@ export function sessionRoutes(box: Box): RouteTable {
           location: request.location,
         }),
       }, {
+        // The first prompt is typed into the task's session: the session.send gates see it too.
         action: "session.send",
         describe: (request) =>
           request.prompt === undefined ? null : {
@@ -167,40 +177,6 @@ export function sessionRoutes(box: Box): RouteTable {
             location: request.location,
           },
       }],
-      handler: async (c, request) => {
-        const origin = requestOrigin(c);
-        const worktree = await box.worktrees.create(
-          request.location,
-          { name: request.name, branch: request.branch, base: request.base },
-          origin,
-        );
-        try {
-          const session = await box.sessions.create({
-            location: `${worktree.location}/${worktree.name}`,
-            agent: request.agent,
-            command: request.command,
-            prompt: request.prompt,
-            from_session: request.from_session,
-          }, origin);
-          box.bus.publish({
-            type: "task.created",
-            origin,
-            data: {
-              location: worktree.location,
-              worktree: worktree.name,
-              session: session.name,
-              agent: session.agent,
-              from_session: request.from_session ?? null,
-            },
-          });
-          return json({ worktree, session }, 201);
-        } catch (error) {
-          // A task is both or nothing: without its agent, the new worktree goes again.
-          await box.worktrees.remove(worktree.location, worktree.name, { force: true }, origin).catch(
-            () => {},
-          );
-          throw error;
-        }
-      },
+      handler: async (c, request) => json(await box.tasks.create(request, requestOrigin(c)), 201),
     });
 }

@@ -1,0 +1,88 @@
+import type { AgentReport } from "../client/wire.ts";
+import { EventBus } from "../core/events.ts";
+import { Store } from "../core/store.ts";
+import { assertEquals } from "../tests/assert.ts";
+import { AgentStates } from "./agent_state.ts";
+import { BOX_SCHEMA } from "./schema.ts";
+
+const CREATED = "2024-01-01T00:00:00.000Z";
+
+/** A report of Claude working in `path`. */
+function report(type: AgentReport["type"], path: string, extra: Partial<AgentReport> = {}): AgentReport {
+  return { type, origin: "claude", data: { path, agent: "claude", session_id: null }, ...extra };
+}
+
+/** Agent state over a fresh database holding two live sessions: `app` and, nested in it, `deep`. */
+async function states() {
+  const dir = await Deno.makeTempDir({ prefix: "dock-agent-state-" });
+  const store = new Store(`${dir}/box.db`, { schema: BOX_SCHEMA });
+  for (const [name, path] of [["app", "/srv/app"], ["deep", "/srv/app/packages/web"]]) {
+    store.run(
+      `INSERT INTO sessions (name, location, worktree, path, command, agent, state_time, created)
+       VALUES (?, 'app', 'main', ?, 'claude', 'claude', ?, ?)`,
+      name,
+      path,
+      CREATED,
+      CREATED,
+    );
+  }
+  const bus = new EventBus(store);
+  const agentStates = new AgentStates({ store, bus });
+  let changes = 0;
+  agentStates.onChange(() => changes++);
+  return {
+    agentStates,
+    changes: () => changes,
+    state: (name: string) => ({
+      ...store.get<{ agent_state: string; state_time: string }>(
+        "SELECT agent_state, state_time FROM sessions WHERE name = ?",
+        name,
+      ),
+    }),
+    async [Symbol.asyncDispose]() {
+      store.close();
+      await Deno.remove(dir, { recursive: true });
+    },
+  };
+}
+
+Deno.test("agent state: a report finds its session by DOCK_SESSION, else by the deepest worktree path", async () => {
+  await using held = await states();
+  const named = held.agentStates.ingest(
+    report("agent.waiting", "/srv/app/packages/web", { session: "app", time: "2024-01-01T10:00:00Z" }),
+  );
+  assertEquals(named?.data, {
+    path: "/srv/app/packages/web",
+    agent: "claude",
+    session_id: null,
+    session: "app",
+  });
+  assertEquals(held.state("app"), { agent_state: "waiting", state_time: "2024-01-01T10:00:00.000Z" });
+  const byPath = held.agentStates.ingest(report("agent.started", "/srv/app/packages/web/src"));
+  assertEquals(byPath?.data?.session, "deep");
+  assertEquals(held.state("deep")?.agent_state, "running");
+  assertEquals(held.changes(), 2);
+});
+
+Deno.test("agent state: an older report is announced but changes nothing; a second delivery is dropped", async () => {
+  await using held = await states();
+  const finished = report("agent.finished", "/srv/app", { session: "app", time: "2024-01-01T10:00:00Z" });
+  held.agentStates.ingest(finished);
+  assertEquals(held.agentStates.ingest(finished), null);
+  const older = held.agentStates.ingest({ ...finished, type: "agent.started", time: "2024-01-01T09:59:00Z" });
+  assertEquals(older?.type, "agent.started");
+  assertEquals(held.state("app"), { agent_state: "finished", state_time: "2024-01-01T10:00:00.000Z" });
+  assertEquals(held.changes(), 1);
+});
+
+Deno.test("agent state: a report of no session is announced as it came and changes nothing", async () => {
+  await using held = await states();
+  const stray = held.agentStates.ingest(report("agent.waiting", "/tmp/x", { origin: "codex" }));
+  assertEquals([stray?.type, stray?.origin, stray?.data], ["agent.waiting", "codex", {
+    path: "/tmp/x",
+    agent: "claude",
+    session_id: null,
+  }]);
+  assertEquals(held.state("app"), { agent_state: "idle", state_time: CREATED });
+  assertEquals(held.changes(), 0);
+});

@@ -1,0 +1,153 @@
+/**
+ * The send ledger: idempotency keys of prompts typed into sessions (`POST sessions/{name}/send` with
+ * `key`, the `send_keys` table). A keyed prompt is typed at most once: its key is recorded before the
+ * text may reach the terminal, and a repeat with the same key replays the first outcome (the session as
+ * it was answered, or the same error), waits for it while it is still being typed, or, when the daemon
+ * stopped while typing it, refuses with 409 `send_interrupted` rather than risk typing it twice.
+ *
+ * @module
+ */
+import { DockError, type ErrorStatus } from "../client/errors.ts";
+import type { Session } from "../client/wire.ts";
+import type { Store } from "../core/store.ts";
+
+/** Days a send's idempotency key is remembered, at least. */
+export const SEND_KEY_DAYS = 7;
+/**
+ * Keys remembered at most: beyond it the oldest go even before {@linkcode SEND_KEY_DAYS} (only past
+ * this many keyed sends in a week), so the table stays bounded.
+ */
+export const SEND_KEYS_KEPT = 100_000;
+
+/** Keys recorded between two prunes of old keys. */
+const PRUNE_EVERY = 200;
+
+interface SendKeyRow {
+  key: string;
+  session: string;
+  state: "typing" | "done" | "failed";
+  outcome: string | null;
+  created: string;
+}
+
+/** Remembers keyed sends and their outcomes. */
+export class SendLedger {
+  #store: Store;
+  /** Keyed sends being typed now, so a repeat waits for the same outcome. */
+  #sending = new Map<string, Promise<Session>>();
+  #sinceKeyPrune = 0;
+
+  constructor(store: Store) {
+    this.#store = store;
+  }
+
+  /** True when a send with this idempotency key was already made (or is being made). */
+  known(key: string): boolean {
+    return this.#sending.has(key) || this.#row(key) !== undefined;
+  }
+
+  /**
+   * Makes the send of `key` to `session` at most once. A key seen before answers its first outcome
+   * (or waits for it); otherwise `send` runs, and calls `commit` at the moment the text may reach the
+   * terminal: from then on whatever happens (an error, a kill -9), a repeat never types it again. An
+   * error before `commit` is not recorded, so a repeat tries afresh.
+   */
+  async once(key: string, session: string, send: (commit: () => void) => Promise<Session>): Promise<Session> {
+    const inFlight = this.#sending.get(key);
+    if (inFlight) return await inFlight;
+    const row = this.#row(key);
+    if (row) return replay(row, session);
+    // Registered synchronously, before any await, so a concurrent repeat finds it.
+    const sending = this.#settled(key, session, send);
+    this.#sending.set(key, sending);
+    try {
+      return await sending;
+    } finally {
+      this.#sending.delete(key);
+    }
+  }
+
+  async #settled(
+    key: string,
+    session: string,
+    send: (commit: () => void) => Promise<Session>,
+  ): Promise<Session> {
+    let committed = false;
+    try {
+      const answer = await send(() => {
+        this.#record(key, session);
+        committed = true;
+      });
+      if (committed) this.#settle(key, "done", answer);
+      return answer;
+    } catch (error) {
+      if (!committed) throw error;
+      const failure = error instanceof DockError
+        ? error
+        : new DockError("send_failed", `typing into session '${session}' failed`, {
+          status: 422,
+          cause: error,
+        });
+      this.#settle(key, "failed", { status: failure.status, ...failure.toBody() });
+      throw failure;
+    }
+  }
+
+  #row(key: string): SendKeyRow | undefined {
+    return this.#store.get<SendKeyRow>("SELECT * FROM send_keys WHERE key = ?", key);
+  }
+
+  #record(key: string, session: string): void {
+    this.#store.run(
+      "INSERT INTO send_keys (key, session, state, created) VALUES (?, ?, 'typing', ?)",
+      key,
+      session,
+      new Date().toISOString(),
+    );
+    if (++this.#sinceKeyPrune >= PRUNE_EVERY) {
+      this.#sinceKeyPrune = 0;
+      const cutoff = new Date(Date.now() - SEND_KEY_DAYS * 86_400_000).toISOString();
+      this.#store.run("DELETE FROM send_keys WHERE created < ?", cutoff);
+      this.#store.run(
+        `DELETE FROM send_keys WHERE rowid <= (SELECT rowid FROM send_keys ORDER BY rowid DESC
+         LIMIT 1 OFFSET ?)`,
+        SEND_KEYS_KEPT,
+      );
+    }
+  }
+
+  #settle(key: string, state: "done" | "failed", outcome: unknown): void {
+    this.#store.run(
+      "UPDATE send_keys SET state = ?, outcome = ? WHERE key = ?",
+      state,
+      JSON.stringify(outcome),
+      key,
+    );
+  }
+}
+
+/** The outcome a repeated send key gets: the first answer, the same error, or why there is none. */
+function replay(row: SendKeyRow, name: string): Session {
+  if (row.session !== name) {
+    throw new DockError(
+      "key_conflict",
+      `key: already used for a send to session '${row.session}', not '${name}'`,
+      { status: 409, detail: { field: "key" } },
+    );
+  }
+  if (row.state === "done") return JSON.parse(row.outcome!) as Session;
+  if (row.state === "failed") {
+    const { status, error: { code, message, ...detail } } = JSON.parse(row.outcome!) as {
+      status: ErrorStatus;
+      error: { code: string; message: string; [extra: string]: unknown };
+    };
+    throw new DockError(code, message, { status, detail });
+  }
+  // Recorded but never settled: the daemon stopped while typing it. It may be typed in part, in
+  // whole or not at all; typing it again could make it twice, so say so instead.
+  throw new DockError(
+    "send_interrupted",
+    `the box stopped while typing this prompt into session '${name}'; it may or may not have arrived`,
+    { status: 409 },
+  );
+}

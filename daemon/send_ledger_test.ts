@@ -1,0 +1,104 @@
+import { DockError } from "../client/errors.ts";
+import type { Session } from "../client/wire.ts";
+import { Store } from "../core/store.ts";
+import { assert, assertEquals, assertRejects } from "../tests/assert.ts";
+import { BOX_SCHEMA } from "./schema.ts";
+import { SendLedger } from "./send_ledger.ts";
+
+function session(name: string): Session {
+  return {
+    name,
+    agent: "claude",
+    agent_state: "running",
+    state_time: null,
+    exited: false,
+    exit_code: null,
+    location: "app",
+    worktree: "feat",
+    path: "/srv/app-feat",
+    command: "claude",
+    created: "2024-01-01T00:00:00.000Z",
+    from_session: null,
+  };
+}
+
+async function refusal(fn: () => Promise<unknown>): Promise<DockError> {
+  return await assertRejects(fn, DockError) as DockError;
+}
+
+async function ledger() {
+  const dir = await Deno.makeTempDir({ prefix: "dock-ledger-" });
+  const store = new Store(`${dir}/box.db`, { schema: BOX_SCHEMA });
+  return {
+    store,
+    ledger: new SendLedger(store),
+    async [Symbol.asyncDispose]() {
+      store.close();
+      await Deno.remove(dir, { recursive: true });
+    },
+  };
+}
+
+Deno.test("send ledger: a key is typed once; a repeat replays the answer, to the same session only", async () => {
+  await using held = await ledger();
+  let typed = 0;
+  const send = (commit: () => void) => {
+    commit();
+    typed++;
+    return Promise.resolve(session("s1"));
+  };
+  assert(!held.ledger.known("k1"));
+  assertEquals(await held.ledger.once("k1", "s1", send), session("s1"));
+  assert(held.ledger.known("k1"));
+  assertEquals(await held.ledger.once("k1", "s1", send), session("s1"));
+  assertEquals(typed, 1);
+  const conflict = await refusal(() => held.ledger.once("k1", "s2", send));
+  assertEquals([conflict.code, conflict.status], ["key_conflict", 409]);
+});
+
+Deno.test("send ledger: a repeat while the first is typing waits for its outcome", async () => {
+  await using held = await ledger();
+  const typing = Promise.withResolvers<Session>();
+  let typed = 0;
+  const send = (commit: () => void) => {
+    commit();
+    typed++;
+    return typing.promise;
+  };
+  const first = held.ledger.once("k1", "s1", send);
+  const repeat = held.ledger.once("k1", "s1", send);
+  assert(held.ledger.known("k1"));
+  typing.resolve(session("s1"));
+  assertEquals(await Promise.all([first, repeat]), [session("s1"), session("s1")]);
+  assertEquals(typed, 1);
+});
+
+Deno.test("send ledger: a failure after commit is replayed as the same error; one before it is not kept", async () => {
+  await using held = await ledger();
+  const early = () => Promise.reject(new DockError("exited", "session 's1' has exited", { status: 409 }));
+  await assertRejects(() => held.ledger.once("k1", "s1", early), DockError, "has exited");
+  assert(!held.ledger.known("k1"));
+  const late = (commit: () => void) => {
+    commit();
+    return Promise.reject(new Error("tmux went away"));
+  };
+  const failed = await refusal(() => held.ledger.once("k2", "s1", late));
+  assertEquals([failed.code, failed.status], ["send_failed", 422]);
+  const replayed = await refusal(() => held.ledger.once("k2", "s1", late));
+  assertEquals([replayed.code, replayed.status, replayed.message], [failed.code, 422, failed.message]);
+});
+
+Deno.test("send ledger: a key recorded but never settled (the daemon stopped typing) refuses a repeat", async () => {
+  await using held = await ledger();
+  const interrupted = Promise.withResolvers<Session>();
+  const first = held.ledger.once("k1", "s1", (commit) => {
+    commit();
+    return interrupted.promise;
+  });
+  // A new daemon on the same database: the key is there, its outcome is not.
+  const after = new SendLedger(held.store);
+  const refused = await refusal(() => after.once("k1", "s1", () => Promise.resolve(session("s1"))));
+  assertEquals([refused.code, refused.status], ["send_interrupted", 409]);
+  interrupted.resolve(session("s1"));
+  await first;
+});
