@@ -44,9 +44,9 @@ export function execTimeout(timeout: string | number | undefined): number {
 
 /** Runs commands in worktrees. */
 export class Exec {
-  #worktrees: Worktrees;
+  #worktrees: Pick<Worktrees, "target" | "environment">;
 
-  constructor(worktrees: Worktrees) {
+  constructor(worktrees: Pick<Worktrees, "target" | "environment">) {
     this.#worktrees = worktrees;
   }
 

@@ -7,10 +7,15 @@
 import { HOOKS_PUT } from "../../client/schemas.ts";
 import { body, json, requestOrigin, RouteTable } from "../../core/http.ts";
 import { hooksBody } from "../../core/hooks.ts";
-import type { Agent } from "../agent.ts";
+import type { LaptopHooks } from "../hooks.ts";
+
+/** What the laptop hooks routes use of the agent. */
+export interface HooksRoutesBackend {
+  hooks: Pick<LaptopHooks, "state" | "write">;
+}
 
 /** The laptop hooks routes. */
-export function hooksRoutes(agent: Agent): RouteTable {
+export function hooksRoutes(agent: HooksRoutesBackend): RouteTable {
   return new RouteTable("hooks")
     .add("GET", "/hooks", () => json(agent.hooks.state()))
     .add("PUT", "/hooks", async (c) => {

@@ -6,11 +6,18 @@
  */
 import { PAIR_REQUEST } from "../../client/schemas.ts";
 import { body, json, requestOrigin, RouteTable } from "../../core/http.ts";
-import type { Agent } from "../agent.ts";
+import type { ClientPaths } from "../../core/paths.ts";
+import type { Boxes } from "../boxes.ts";
 import { pairBox } from "../pairing.ts";
 
+/** What the pairing route uses of the agent. */
+export interface PairRoutesBackend {
+  paths: Pick<ClientPaths, "client">;
+  boxes: Boxes;
+}
+
 /** The pairing route of the agent's API. */
-export function pairRoutes(agent: Agent): RouteTable {
+export function pairRoutes(agent: PairRoutesBackend): RouteTable {
   return new RouteTable("pair").add("POST", "/boxes/pair", async (c) => {
     const request = await body(c, PAIR_REQUEST);
     // The credential will sit in agent.db: keep its folder the user's alone, even if it was loosened.

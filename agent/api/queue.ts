@@ -7,10 +7,15 @@
  */
 import { QUEUE_CREATE, QUEUE_EDIT } from "../../client/schemas.ts";
 import { body, json, param, requestOrigin, RouteTable } from "../../core/http.ts";
-import type { Agent } from "../agent.ts";
+import type { Queue } from "../queue.ts";
+
+/** What the queue routes use of the agent. */
+export interface QueueRoutesBackend {
+  queue: Pick<Queue, "list" | "add" | "get" | "edit" | "retry" | "sendNow" | "remove">;
+}
 
 /** The queue routes. */
-export function queueRoutes(agent: Agent): RouteTable {
+export function queueRoutes(agent: QueueRoutesBackend): RouteTable {
   const { queue } = agent;
   return new RouteTable("queue")
     .add("GET", "/queue", () => json(queue.list()))

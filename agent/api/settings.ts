@@ -12,7 +12,8 @@ import { DockError } from "../../client/errors.ts";
 import { APP_DOCUMENT } from "../../client/schemas.ts";
 import { body, json, param, requestOrigin, RouteTable } from "../../core/http.ts";
 import { ConfigError, readUserFile, writeUserFile } from "../../core/user_files.ts";
-import type { Agent } from "../agent.ts";
+import type { EventBus } from "../../core/events.ts";
+import type { ClientPaths } from "../../core/paths.ts";
 
 /** The largest app settings document accepted (spec 8). */
 export const APP_DOCUMENT_LIMIT = 1024 * 1024;
@@ -46,8 +47,14 @@ const TEMPLATE = z.object({
 /** A task template (spec 2.8); one that failed to load carries `error` naming the file and field. */
 export type TaskTemplate = z.infer<typeof TEMPLATE> & { id: string; error?: string };
 
+/** What the settings, templates and themes routes use of the agent. */
+export interface SettingsRoutesBackend {
+  paths: Pick<ClientPaths, "home">;
+  bus: Pick<EventBus, "publish">;
+}
+
 /** The settings, templates and themes routes. */
-export function settingsRoutes(agent: Agent): RouteTable {
+export function settingsRoutes(agent: SettingsRoutesBackend): RouteTable {
   const appDir = join(agent.paths.home, "app");
   return new RouteTable("settings")
     .add("GET", "/app/:key", async (c) => {

@@ -4,12 +4,18 @@
  * @module
  */
 import { EXEC_REQUEST } from "../../client/schemas.ts";
-import type { Box } from "../box.ts";
-import { execTimeout } from "../exec.ts";
+import { type Exec, execTimeout } from "../exec.ts";
+import type { Worktrees } from "../worktrees.ts";
 import { body, flagQuery, json, ndjson, RouteTable } from "../../core/http.ts";
 
+/** What the exec route uses of the box. */
+export interface ExecRoutesBackend {
+  worktrees: Pick<Worktrees, "target">;
+  exec: Pick<Exec, "run" | "stream">;
+}
+
 /** The exec route, gated by `before:exec`. */
-export function execRoutes(box: Box): RouteTable {
+export function execRoutes(box: ExecRoutesBackend): RouteTable {
   return new RouteTable("exec").route({
     method: "POST",
     path: "/exec",

@@ -5,12 +5,17 @@
  * @module
  */
 import { HOOKS_PUT } from "../../client/schemas.ts";
-import type { Box } from "../box.ts";
+import type { Hooks } from "../hooks.ts";
 import { hooksBody } from "../../core/hooks.ts";
 import { body, json, requestOrigin, RouteTable } from "../../core/http.ts";
 
+/** What the hooks routes use of the box. */
+export interface HooksRoutesBackend {
+  hooks: Pick<Hooks, "state" | "write">;
+}
+
 /** The hooks routes. */
-export function hooksRoutes(box: Box): RouteTable {
+export function hooksRoutes(box: HooksRoutesBackend): RouteTable {
   return new RouteTable("hooks")
     .add("GET", "/hooks", () => json(box.hooks.state()))
     .route({

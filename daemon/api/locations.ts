@@ -3,7 +3,7 @@
  *
  * @module
  */
-import type { StreamLine } from "../../client/wire.ts";
+import type { Location, StreamLine } from "../../client/wire.ts";
 import {
   LOCATION_CLONE,
   LOCATION_CONFIG_PUT,
@@ -11,8 +11,9 @@ import {
   LOCATION_NEW,
   LOCATION_SCRIPTS,
 } from "../../client/schemas.ts";
-import type { Box } from "../box.ts";
-import { defaultRepoPath, nameFromUrl } from "../locations.ts";
+import type { BoxPaths } from "../../core/paths.ts";
+import { defaultRepoPath, type Locations, nameFromUrl } from "../locations.ts";
+import type { Worktrees } from "../worktrees.ts";
 import { checkName } from "../../core/names.ts";
 import { Channel } from "../../core/channel.ts";
 import { run } from "../../core/runner.ts";
@@ -20,8 +21,21 @@ import * as git from "../git.ts";
 import { DockError } from "../../client/errors.ts";
 import { body, json, ndjson, param, requestOrigin, RouteTable } from "../../core/http.ts";
 
+/** What the location routes use of the box. */
+export interface LocationRoutesBackend {
+  paths: Pick<BoxPaths, "userHome">;
+  locations: Pick<Locations, "add" | "list" | "get" | "branches" | "setScripts" | "config" | "setLocal">;
+  worktrees: Pick<Worktrees, "reconcile">;
+  /** Every location with its worktrees. */
+  locationList(): Location[];
+  /** One location with its worktrees. */
+  location(name: string): Location;
+  /** Forgets a location, stopping what dock runs in it. */
+  forgetLocation(name: string, origin: string): Promise<Location>;
+}
+
 /** The location routes. */
-export function locationRoutes(box: Box): RouteTable {
+export function locationRoutes(box: LocationRoutesBackend): RouteTable {
   return new RouteTable("locations")
     .add("GET", "/locations", () => json(box.locationList()))
     .add("POST", "/locations", async (c) => {
@@ -107,7 +121,7 @@ function expandHome(path: string | undefined, home: string): string | undefined 
 }
 
 async function* cloneProgress(
-  box: Box,
+  box: LocationRoutesBackend,
   url: string,
   name: string,
   path: string,

@@ -16,7 +16,10 @@ import type { Context } from "hono";
 import { DockError, notFound } from "../../client/errors.ts";
 import type { Laptop, PairCode, PairRedeemed } from "../../client/wire.ts";
 import { PAIR_CODE_REQUEST, PAIR_REDEEM } from "../../client/schemas.ts";
-import type { Box, TlsListener } from "../box.ts";
+import type { TlsListener } from "../box.ts";
+import type { EventBus } from "../../core/events.ts";
+import type { PairingStore } from "../pairing.ts";
+import type { BoxSettings } from "../settings.ts";
 import { link } from "../../core/pairing_link.ts";
 import { body, json, param, requestOrigin, RouteTable } from "../../core/http.ts";
 
@@ -36,8 +39,25 @@ export interface TlsEnv {
 /** An unauthenticated body has no reason to be large; reading 8 MB from anyone would be a gift. */
 const MAX_REDEEM_BODY = 4096;
 
+/** What the socket-only pairing routes use of the box. */
+export interface PairingRoutesBackend {
+  bus: Pick<EventBus, "publish">;
+  pairing: Pick<PairingStore, "createCode" | "laptops" | "revoke">;
+  /** The laptop listener once it listens, else null (read at each request). */
+  readonly tls: TlsListener | null;
+  /** Why the laptop listener is not running. */
+  readonly tlsDown: string | null;
+}
+
+/** What a laptop's own pairing routes use of the box. */
+export interface RedeemRoutesBackend {
+  bus: Pick<EventBus, "publish">;
+  pairing: Pick<PairingStore, "redeem" | "laptops" | "revoke">;
+  settings: Pick<BoxSettings, "name">;
+}
+
 /** The socket-only routes: make a pairing link, list and revoke laptops. */
-export function pairingRoutes(box: Box): RouteTable {
+export function pairingRoutes(box: PairingRoutesBackend): RouteTable {
   return new RouteTable("pairing")
     .add("POST", "/pair/code", async (c) => {
       const request = await body(c, PAIR_CODE_REQUEST);
@@ -82,7 +102,7 @@ export function pairingRoutes(box: Box): RouteTable {
  * The routes of a laptop's own pairing on the TLS listener: `POST pair` `{ code, name }` pairs it,
  * `DELETE pair` unpairs the laptop whose credential the request carries.
  */
-export function redeemRoutes(box: Box): RouteTable {
+export function redeemRoutes(box: RedeemRoutesBackend): RouteTable {
   return new RouteTable("redeem").add("POST", "/pair", async (c) => {
     const { code, name } = await body(c, PAIR_REDEEM, { limit: MAX_REDEEM_BODY });
     const paired = box.pairing.redeem(code, { name, address: remoteAddress(c) });
@@ -109,7 +129,11 @@ export function redeemRoutes(box: Box): RouteTable {
  * Removes a laptop and announces `laptop.revoked`. The pairing store closes the laptop's open streams
  * (through its revoke listeners) before it returns.
  */
-function revoke(box: Box, laptop: Laptop, origin: string): Response {
+function revoke(
+  box: { bus: Pick<EventBus, "publish">; pairing: Pick<PairingStore, "revoke"> },
+  laptop: Laptop,
+  origin: string,
+): Response {
   if (!box.pairing.revoke(laptop.id)) throw notFound("laptop", laptop.id);
   box.bus.publish({ type: "laptop.revoked", origin, data: { id: laptop.id, name: laptop.name } });
   return json(laptop);

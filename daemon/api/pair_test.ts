@@ -222,7 +222,7 @@ Deno.test("the laptop gate: a WebSocket goes to its route holding the tie; revok
   await using fake = await fakeBox(listener());
   const streams = new LaptopStreams();
   fake.box.pairing.onRevoke((laptop) => streams.revoke(laptop.id));
-  const gate = laptopGate(fake.box, app([redeemRoutes(fake.box), tunnelRoutes(fake.box)]), streams);
+  const gate = laptopGate(fake.box, app([redeemRoutes(fake.box), tunnelRoutes()]), streams);
   const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, gate);
   // A TCP echo server behind the tunnel, as a worktree's server would be.
   const echo = Deno.listen({ hostname: "127.0.0.1", port: 0 });

@@ -61,7 +61,7 @@ export function boxRoutes(box: Box, options: BoxAppOptions = {}): RouteTable[] {
     serviceRoutes(box),
     sessionRoutes(box),
     skillRoutes(box),
-    tunnelRoutes(box),
+    tunnelRoutes(),
     ...(listener === "socket" ? [pairingRoutes(box)] : [socketOnly(pairingRoutes(box)), redeemRoutes(box)]),
   ];
 }

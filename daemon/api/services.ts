@@ -4,13 +4,22 @@
  *
  * @module
  */
-import type { Box } from "../box.ts";
+import type { Pauses } from "../pause.ts";
+import type { Services } from "../services.ts";
+import type { Worktrees } from "../worktrees.ts";
 import type { Port, WorktreePorts, WorktreeService } from "../../client/wire.ts";
 import { portsInUse } from "../procs.ts";
 import { flagQuery, intQuery, json, ndjson, param, requestOrigin, RouteTable } from "../../core/http.ts";
 
+/** What the service, pause and ports routes use of the box. */
+export interface ServiceRoutesBackend {
+  services: Pick<Services, "list" | "start" | "stop" | "restart" | "log" | "running">;
+  pauses: Pick<Pauses, "pause" | "resume">;
+  worktrees: Pick<Worktrees, "list">;
+}
+
 /** The service, pause and ports routes. */
-export function serviceRoutes(box: Box): RouteTable {
+export function serviceRoutes(box: ServiceRoutesBackend): RouteTable {
   const wt = "/locations/:name/worktrees/:wt";
   const svc = `${wt}/services/:service`;
   const target = (c: Parameters<Parameters<RouteTable["add"]>[2]>[0]) =>
@@ -71,7 +80,7 @@ export function serviceRoutes(box: Box): RouteTable {
 }
 
 /** Every listening TCP port on the box, attributed to worktrees and services. */
-function listening(box: Box): Promise<Port[]> {
+function listening(box: ServiceRoutesBackend): Promise<Port[]> {
   return Promise.resolve(portsInUse(box.worktrees.list(), box.services.running()));
 }
 

@@ -14,7 +14,10 @@ import { DockError } from "../../client/errors.ts";
 import type { SkillsEventData, SkillsRequest, SkillsResult, SkillTarget } from "../../client/wire.ts";
 import { skillsRequest } from "../../client/schemas.ts";
 import { SKILLS } from "../../skills/mod.ts";
-import type { Box } from "../box.ts";
+import type { EventBus } from "../../core/events.ts";
+import type { BoxPaths } from "../../core/paths.ts";
+import type { Locations } from "../locations.ts";
+import type { Worktrees } from "../worktrees.ts";
 import { installSkills, listSkills, uninstallSkills } from "../skills.ts";
 import type { HomeOptions } from "../tool_homes.ts";
 import { body, json, requestOrigin, type Route, RouteTable } from "../../core/http.ts";
@@ -42,8 +45,16 @@ export interface SkillRoutesOptions {
   env?: Record<string, string | undefined>;
 }
 
+/** What the skills routes use of the box. */
+export interface SkillRoutesBackend {
+  paths: Pick<BoxPaths, "userHome">;
+  bus: Pick<EventBus, "publish">;
+  locations: Pick<Locations, "get">;
+  worktrees: Pick<Worktrees, "get">;
+}
+
 /** The skills routes, for the daemon's user (`box.paths.userHome`). */
-export function skillRoutes(box: Box, options: SkillRoutesOptions = {}): RouteTable {
+export function skillRoutes(box: SkillRoutesBackend, options: SkillRoutesOptions = {}): RouteTable {
   const where: HomeOptions = { home: box.paths.userHome, env: options.env ?? Deno.env.toObject() };
   // One install or uninstall at a time: two racing would each rewrite `.git/info/exclude` from what
   // they read, and one's lines would be lost.
@@ -67,7 +78,7 @@ export function skillRoutes(box: Box, options: SkillRoutesOptions = {}): RouteTa
 
 /** `POST skills/install` or `skills/uninstall`, gated by `before:skills.<action>`. */
 function change(
-  box: Box,
+  box: SkillRoutesBackend,
   where: HomeOptions,
   action: "install" | "uninstall",
   serialized: <T>(work: () => Promise<T>) => Promise<T>,
@@ -127,7 +138,11 @@ function change(
 }
 
 /** Fills in the defaults and checks what fits together; the location's folder comes from the box. */
-function resolveRequest(box: Box, request: SkillsRequestBody, action: "install" | "uninstall"): Resolved {
+function resolveRequest(
+  box: SkillRoutesBackend,
+  request: SkillsRequestBody,
+  action: "install" | "uninstall",
+): Resolved {
   if (request.commit !== undefined && action === "uninstall") {
     throw new DockError("invalid_request", "commit: only install takes commit", {
       status: 400,
@@ -164,7 +179,7 @@ function resolveRequest(box: Box, request: SkillsRequestBody, action: "install" 
 }
 
 /** The folder of `LOC` (the registered repository) or `LOC/WT`; 404 when either is unknown. */
-function locationPath(box: Box, spec: string): string {
+function locationPath(box: SkillRoutesBackend, spec: string): string {
   const [location, worktree, extra] = spec.split("/");
   if (!location || worktree === "" || extra !== undefined) {
     throw new DockError("invalid_request", `location: expected LOC or LOC/WT, got ${JSON.stringify(spec)}`, {
@@ -178,7 +193,7 @@ function locationPath(box: Box, spec: string): string {
 
 /** Announces what changed; a request that changed nothing announces nothing. */
 function announce(
-  box: Box,
+  box: SkillRoutesBackend,
   type: "skills.installed" | "skills.removed",
   request: Resolved,
   result: SkillsResult,

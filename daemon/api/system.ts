@@ -4,8 +4,15 @@
  * @module
  */
 import { ENV_PUT, GUARD_PUT, SECRET_TEST } from "../../client/schemas.ts";
-import type { Box } from "../box.ts";
 import { readEnvFile, validateEnvFile, writeEnvFile } from "../env.ts";
+import type { EventBus } from "../../core/events.ts";
+import type { BoxPaths } from "../../core/paths.ts";
+import type { Hooks } from "../hooks.ts";
+import type { Locations } from "../locations.ts";
+import type { SecretResolver } from "../secrets.ts";
+import type { Sessions } from "../sessions.ts";
+import type { BoxSettings } from "../settings.ts";
+import type { Worktrees } from "../worktrees.ts";
 import * as system from "../system.ts";
 import { isSecretReference } from "../secrets.ts";
 import { readGuardFile, validateGuard, writeGuardFile } from "../guard.ts";
@@ -14,8 +21,20 @@ import { DockError } from "../../client/errors.ts";
 import { VERSION } from "../../client/version.ts";
 import { body, json, requestOrigin, RouteTable, textQuery } from "../../core/http.ts";
 
+/** What the system routes use of the box. */
+export interface SystemRoutesBackend {
+  settings: Pick<BoxSettings, "name">;
+  paths: Pick<BoxPaths, "state" | "userHome" | "socket" | "envFile" | "guardFile">;
+  bus: Pick<EventBus, "publish">;
+  hooks: Pick<Hooks, "state">;
+  locations: Pick<Locations, "list">;
+  worktrees: Pick<Worktrees, "list">;
+  sessions: Pick<Sessions, "list" | "presets">;
+  secrets: Pick<SecretResolver, "resolve">;
+}
+
 /** The system routes. */
-export function systemRoutes(box: Box): RouteTable {
+export function systemRoutes(box: SystemRoutesBackend): RouteTable {
   return new RouteTable("system")
     .add(
       "GET",

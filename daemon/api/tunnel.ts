@@ -6,14 +6,13 @@
  * @module
  */
 import { DockError } from "../../client/errors.ts";
-import type { Box } from "../box.ts";
 import { intQuery, RouteTable } from "../../core/http.ts";
 import { connEnd, pump, webSocketEnd } from "../../core/pump.ts";
 import { acceptWebSocket, requireWebSocket } from "../../core/websocket.ts";
 import type { TlsEnv } from "./pair.ts";
 
 /** The tunnel route. */
-export function tunnelRoutes(_box: Box): RouteTable {
+export function tunnelRoutes(): RouteTable {
   return new RouteTable("tunnel").add("GET", "/tunnel", async (c) => {
     const port = intQuery(c, "port", { min: 1, max: 65535, fallback: 0 });
     if (!port) throw new DockError("invalid_request", "port: required (1 to 65535)", { status: 400 });

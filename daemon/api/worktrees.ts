@@ -4,7 +4,9 @@
  * @module
  */
 import { SYNC_REQUEST, WORKTREE_CREATE } from "../../client/schemas.ts";
-import type { Box } from "../box.ts";
+import type { EventBus } from "../../core/events.ts";
+import type { Locations } from "../locations.ts";
+import type { Worktrees } from "../worktrees.ts";
 import * as git from "../git.ts";
 import {
   body,
@@ -17,8 +19,15 @@ import {
   RouteTable,
 } from "../../core/http.ts";
 
+/** What the worktree routes use of the box. */
+export interface WorktreeRoutesBackend {
+  bus: Pick<EventBus, "publish">;
+  locations: Pick<Locations, "get">;
+  worktrees: Pick<Worktrees, "list" | "get" | "create" | "remove" | "setupLog">;
+}
+
 /** The worktree routes. */
-export function worktreeRoutes(box: Box): RouteTable {
+export function worktreeRoutes(box: WorktreeRoutesBackend): RouteTable {
   const wt = "/locations/:name/worktrees/:wt";
   return new RouteTable("worktrees")
     .add("GET", "/worktrees", async (c) => {
