@@ -1,6 +1,6 @@
 /**
  * Routes of sessions and tasks: create, list, end, screen, send, wait, attach (WebSocket), and
- * `POST tasks` (a worktree with an agent already running in it).
+ * `POST tasks` (a worktree with an agent already running in it: `daemon/tasks.ts`).
  *
  * @module
  */
