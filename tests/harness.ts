@@ -208,8 +208,8 @@ export function laptopEnv(dirs: BoxDirs, agent: { port: number }, extra: Record<
 
 /**
  * Writes a `tmux` in front of the real one that sleeps `seconds` before a command line naming
- * `command` (and touches `marker`, when given, as it starts to): a slow tmux, on cue. Returns the
- * PATH that puts it first.
+ * `command` (and touches `marker`, when given, as it starts to): a slow tmux, on cue. Each command
+ * line is appended to `tmux.calls` beside it as it starts. Returns the PATH that puts it first.
  */
 export async function slowTmux(
   dirs: BoxDirs,
@@ -226,6 +226,7 @@ export async function slowTmux(
   await Deno.writeTextFile(
     join(shims, "tmux"),
     `#!/bin/sh
+echo "$*" >> '${join(shims, "tmux.calls")}'
 for a in "$@"; do [ "$a" = ${command} ] && ${touch}sleep ${seconds} && break; done
 ` +
       `exec '${real}' "$@"
@@ -331,12 +332,37 @@ export interface TestAgent {
   [Symbol.asyncDispose](): Promise<void>;
 }
 
-/** A TCP port nothing listens on right now. */
+/** Where test processes lock the ports they hand out, one file per port. */
+const PORT_LOCKS = join(Deno.env.get("TMPDIR") || "/tmp", "dock-test-ports");
+/** Ports handed out from here: below Linux's ephemeral range (32768–60999), so no `port: 0` bind gets one. */
+const PORT_RANGE: [number, number] = [20000, 29999];
+/** The locked files, held open until this process ends (the kernel drops the locks then, even on kill -9). */
+const heldPorts: Deno.FsFile[] = [];
+
+/**
+ * A TCP port for a test to listen on that no other test process on this machine gets while this one
+ * runs (two suites at once included): each port handed out is locked with `flock` in {@linkcode
+ * PORT_LOCKS} for the life of this process. Binding port 0 and closing it again, as this did before,
+ * raced: the kernel hands the same ephemeral port to the next `port: 0` caller.
+ */
 export function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (listener.addr as Deno.NetAddr).port;
-  listener.close();
-  return port;
+  Deno.mkdirSync(PORT_LOCKS, { recursive: true });
+  for (let attempt = 0; attempt < 500; attempt++) {
+    const port = PORT_RANGE[0] + Math.floor(Math.random() * (PORT_RANGE[1] - PORT_RANGE[0] + 1));
+    const file = Deno.openSync(join(PORT_LOCKS, String(port)), { create: true, write: true });
+    if (!file.tryLockSync(true)) {
+      file.close(); // another test process (or this one) holds it
+      continue;
+    }
+    heldPorts.push(file); // kept even when it is busy below, so it is not tried again
+    try {
+      Deno.listen({ hostname: "127.0.0.1", port }).close();
+      return port;
+    } catch {
+      // Taken by something that is not a dock test: try another.
+    }
+  }
+  throw new Error(`no free port in ${PORT_RANGE.join("–")} after 500 tries (see ${PORT_LOCKS})`);
 }
 
 /** Starts `dock agent` sharing `dirs` (so `add local` pairs that box) and waits until it answers. */
