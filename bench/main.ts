@@ -15,9 +15,10 @@
  *    the daemon's own work, HTTP).
  * 2. **`GET locations` and `GET info`.** `client.locations()` (1 location, main checkout plus five
  *    worktrees) and `client.info()` (the agent's health check), and a raw `fetch` of `/v1/locations`
- *    over its own unix-socket `Deno.HttpClient`, against the floor: a `Deno.serve` on another unix
- *    socket in this process answering a small JSON (what any HTTP round trip over a unix socket costs
- *    here). 500 of each after 20 to warm up, interleaved in runs of ten. The goal: ≤ 3× the floor.
+ *    over its own unix-socket `Deno.HttpClient`, against the floor: a bare `Deno.serve` answering a
+ *    small JSON on another unix socket, in a process of its own as the daemon is (`json_server.ts`;
+ *    the same server in this process is shown too). 500 of each after 20 to warm up, interleaved in
+ *    runs of ten. The goal: ≤ 3× the floor.
  * 3. **`exec true`.** `client.exec({ location, command: "true" })` against spawning `sh -c true`
  *    directly, and `/bin/sh -l -c true`, the login shell the daemon runs commands through.
  * 4. to 6. **Services** (bench/services.ts, each on a fresh box): from `createWorktree` to an
@@ -301,13 +302,32 @@ async function profileCreate(): Promise<Row[]> {
 // ---------------------------------------------------------------------------------------------------
 // 2. GET locations, GET info
 
-/** The floor's answer: a small JSON body, as the box's smallest answers are. */
+/** The in-process floor's answer: the same small JSON as `json_server.ts`. */
 const FLOOR_BODY = JSON.stringify({ name: "box", os: "linux", ok: true });
+
+/** Starts `json_server.ts` on `socket` and resolves once it listens. */
+async function jsonServer(socket: string): Promise<{ stop(): Promise<void> }> {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "--cached-only", new URL("./json_server.ts", import.meta.url).pathname, socket],
+    stdout: "piped",
+    stderr: "inherit",
+  }).spawn();
+  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  const first = await reader.read();
+  if (!first.value?.includes("ready")) throw new Error("json_server.ts did not start");
+  return {
+    async stop() {
+      child.kill("SIGKILL");
+      await child.status;
+      await reader.cancel().catch(() => {});
+    },
+  };
+}
 
 async function benchBoxApi(
   client: BoxClient,
   socket: string,
-  floorSocket: string,
+  scratch: string,
 ): Promise<Row[]> {
   const worktrees = (await client.locations())[0].worktrees.length;
   const bytes = (await (await fetchOver(socket, "/v1/locations")).text()).length;
@@ -318,22 +338,30 @@ async function benchBoxApi(
   const rawFetch = async () =>
     await (await fetch("http://localhost/v1/locations", { client: rawClient })).text();
 
-  // The floor: a `Deno.serve` on another unix socket in this very process, answering a small JSON.
-  const server = Deno.serve(
-    { path: floorSocket, onListen() {} },
-    () => new Response(FLOOR_BODY, { headers: { "content-type": "application/json" } }),
-  );
+  // The floor: a bare `Deno.serve` on a unix socket answering a small JSON, in a process of its own
+  // (as the daemon is) and, for comparison, in this very process.
+  const floorSocket = join(scratch, "floor.sock");
+  const floorServer = await jsonServer(floorSocket);
   using floorClient = Deno.createHttpClient({ proxy: { transport: "unix", path: floorSocket } });
   const floorFetch = async () => await (await fetch("http://localhost/", { client: floorClient })).json();
+  const hereSocket = join(scratch, "floor-here.sock");
+  const here = Deno.serve(
+    { path: hereSocket, onListen() {} },
+    () => new Response(FLOOR_BODY, { headers: { "content-type": "application/json" } }),
+  );
+  using hereClient = Deno.createHttpClient({ proxy: { transport: "unix", path: hereSocket } });
+  const hereFetch = async () => await (await fetch("http://localhost/", { client: hereClient })).json();
 
-  const calls: Record<"api" | "info" | "raw" | "floor", () => Promise<unknown>> = {
+  const calls = {
     api: () => client.locations(),
     info: () => client.info(),
     raw: rawFetch,
     floor: floorFetch,
+    here: hereFetch,
   };
-  const samples = { api: [] as number[], info: [] as number[], raw: [] as number[], floor: [] as number[] };
-  const keys = Object.keys(calls) as (keyof typeof calls)[];
+  type Key = keyof typeof calls;
+  const keys = Object.keys(calls) as Key[];
+  const samples = Object.fromEntries(keys.map((key) => [key, [] as number[]])) as Record<Key, number[]>;
   try {
     for (let i = 0; i < N_WARMUP; i++) for (const key of keys) await calls[key]();
     // Interleaved in runs of ten, the order rotating, so a noisy moment favours none.
@@ -344,7 +372,8 @@ async function benchBoxApi(
       }
     }
   } finally {
-    await server.shutdown();
+    await floorServer.stop();
+    await here.shutdown();
   }
 
   const floor = summarize(samples.floor);
@@ -374,10 +403,16 @@ async function benchBoxApi(
       note: "ratio vs floor; the typed client's own cost is the difference to the first row",
     },
     {
-      label: "2. floor: `Deno.serve` answering a small JSON, unix socket, same process",
+      label: "2. floor: `Deno.serve` answering a small JSON on a unix socket (json_server.ts, own process)",
       summary: floor,
       isBaseline: true,
       note: `${FLOOR_BODY.length} B`,
+    },
+    {
+      label: "2. the same `Deno.serve` in this process",
+      summary: summarize(samples.here),
+      baseline: floor,
+      note: "no second process to wake: what the floor would be without one",
     },
   ];
 }
@@ -526,9 +561,7 @@ async function main(): Promise<void> {
     // The extra worktrees double as the warm-up of the API create path.
     for (let i = 0; i < EXTRA_WORKTREES; i++) await client.createWorktree("app", { name: `wt-${i}` });
 
-    const api = chosen.has("api")
-      ? await benchBoxApi(client, box.dirs.socket, join(box.dirs.root, "floor.sock"))
-      : [];
+    const api = chosen.has("api") ? await benchBoxApi(client, box.dirs.socket, box.dirs.root) : [];
     const exec = chosen.has("exec") ? await benchExec(client, repo, box.dirs.home) : [];
 
     if (chosen.has("create")) {

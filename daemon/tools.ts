@@ -37,7 +37,11 @@ export class PathTools {
    * lookup per request and ask it for every tool.
    */
   lookup(path: string = Deno.env.get("PATH") ?? ""): (name: string) => string | null {
-    const folders = path.split(":").filter(Boolean).map((folder) => ({ folder, names: this.#list(folder) }));
+    // A folder listed twice in PATH is looked at once: its first place is the one that counts.
+    const folders = [...new Set(path.split(":").filter(Boolean))].map((folder) => ({
+      folder,
+      names: this.#list(folder),
+    }));
     return (name) => {
       if (name.includes("/")) return isExecutable(name) ? name : null;
       for (const { folder, names } of folders) {

@@ -7,6 +7,8 @@ import { ENV_PUT, GUARD_PUT, SECRET_TEST } from "../../client/schemas.ts";
 import type { Box } from "../box.ts";
 import { readEnvFile, validateEnvFile, writeEnvFile } from "../env.ts";
 import * as system from "../system.ts";
+import { availableAgents } from "../agents.ts";
+import { pathTools } from "../tools.ts";
 import { isSecretReference } from "../secrets.ts";
 import { readGuardFile, validateGuard, writeGuardFile } from "../guard.ts";
 import { hooksCheck } from "../../core/hooks.ts";
@@ -20,14 +22,13 @@ export function systemRoutes(box: Box): RouteTable {
     .add(
       "GET",
       "/info",
-      async () =>
-        json(
-          await system.boxInfo({
-            name: box.settings.name,
-            build: VERSION,
-            agents: await box.sessions.presets(),
-          }),
-        ),
+      async () => {
+        // One look at the PATH folders serves the tools and the agent presets both (the agent's health
+        // check asks every few seconds).
+        const which = pathTools.lookup();
+        const agents = availableAgents({}, (command) => which(command) !== null);
+        return json(await system.boxInfo({ name: box.settings.name, build: VERSION, agents, which }));
+      },
     )
     .add("GET", "/stats", async () => {
       const worktrees = box.worktrees.list();
