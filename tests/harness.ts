@@ -332,8 +332,8 @@ export interface TestAgent {
   [Symbol.asyncDispose](): Promise<void>;
 }
 
-/** Where test processes lock the ports they hand out, one file per port. */
-const PORT_LOCKS = join(Deno.env.get("TMPDIR") || "/tmp", "dock-test-ports");
+/** Where test processes lock the ports they hand out, one file per port: one place per machine, whatever TMPDIR says. */
+const PORT_LOCKS = "/tmp/dock-test-ports";
 /** Ports handed out from here: below Linux's ephemeral range (32768–60999), so no `port: 0` bind gets one. */
 const PORT_RANGE: [number, number] = [20000, 29999];
 /** The locked files, held open until this process ends (the kernel drops the locks then, even on kill -9). */
