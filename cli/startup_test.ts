@@ -59,7 +59,7 @@ Deno.test("start-up: the hook path and --version load only their own leaves", as
   assertEquals(await loaded("./hook.ts"), ["cli/hook.ts", "cli/hook_map.ts"]);
 });
 
-Deno.test("start-up: deno task compile includes every module cli/ imports by a computed specifier", async () => {
+Deno.test("start-up: deno task compile includes every module imported by a computed specifier", async () => {
   const cli = new URL(".", import.meta.url);
   const root = new URL("..", import.meta.url);
   const relative = (url: URL) => url.href.slice(root.href.length);

@@ -128,8 +128,18 @@ export async function startBox(options: StartBoxOptions = {}): Promise<TestBox> 
       break;
     } catch (error) {
       if (exited || Date.now() > deadline) {
+        // A daemon still running holds its output open: end it, or waiting for its logs never ends.
+        const running = !exited;
+        try {
+          if (running) process.kill("SIGKILL");
+        } catch { /* it exited meanwhile */ }
+        client.close();
         await drained;
-        throw new Error(`dockd did not start: ${(error as Error).message}\n${logs.join("")}`);
+        throw new Error(
+          `dockd did not start${running ? " in 20 s (killed)" : ""}: ${(error as Error).message}\n${
+            logs.join("")
+          }`,
+        );
       }
       await new Promise((r) => setTimeout(r, 50));
     }
@@ -332,9 +342,9 @@ export interface TestAgent {
   [Symbol.asyncDispose](): Promise<void>;
 }
 
-/** Where test processes lock the ports they hand out, one file per port: one place per machine, whatever TMPDIR says. */
+/** Where test processes lock the ports they hand out, one file per port: one place per machine. */
 const PORT_LOCKS = "/tmp/dock-test-ports";
-/** Ports handed out from here: below Linux's ephemeral range (32768–60999), so no `port: 0` bind gets one. */
+/** Ports handed out: below Linux's ephemeral range (32768–60999), which no `port: 0` bind gets. */
 const PORT_RANGE: [number, number] = [20000, 29999];
 /** The locked files, held open until this process ends (the kernel drops the locks then, even on kill -9). */
 const heldPorts: Deno.FsFile[] = [];
@@ -402,7 +412,13 @@ export async function startAgent(
       await response.body?.cancel();
       if (response.ok) break;
     } catch { /* not yet */ }
-    if (Date.now() > deadline) throw new Error(`dock agent did not start:\n${logs.join("")}`);
+    if (Date.now() > deadline) {
+      try {
+        process.kill("SIGKILL"); // not left behind, holding its ports
+      } catch { /* exited already */ }
+      await drained;
+      throw new Error(`dock agent did not start:\n${logs.join("")}`);
+    }
     await new Promise((r) => setTimeout(r, 50));
   }
   let stopped = false;
