@@ -408,7 +408,10 @@ Deno.test("services get PORT = DOCK_PORT unless the config's env sets PORT", asy
   });
   await using _ = box;
   const wt = await box.client.createWorktree("app", { name: "w" });
-  const text = await eventually(() => Deno.readTextFile(join(wt.path, "port.txt")).catch(() => undefined));
+  // The shell creates the file empty before echo writes it: wait for its line.
+  const text = await eventually(() =>
+    Deno.readTextFile(join(wt.path, "port.txt")).then((t) => t.trim() || undefined, () => undefined)
+  );
   assertEquals(text.trim(), `4321 ${wt.ports[0]}`);
   await box.client.putConfig("app", { env: { OTHER: "x" } });
   await box.client.serviceAction("app", "w", "show", "restart");
