@@ -237,7 +237,10 @@ Deno.test("the engine resends an item left sending with the same key; an edit ma
     world.online = true;
     assertThrows(() => queue.remove("k", "t"), DockError, "being sent");
     world.online = false;
-    await new Promise((r) => setTimeout(r, 20)); // the engine plans while the box is offline
+    // The engine plans while the box is offline: a box event kicks it, and a pass runs as a microtask
+    // after a kick, so this one (queued after it) resolves once the pass is done.
+    world.bus.publish({ type: "box.offline", data: { box: "b" } });
+    await new Promise<void>((resolve) => queueMicrotask(resolve));
     assertEquals([queue.get("k").state, box.typed.length], ["sending", 0]);
     world.online = true;
     world.bus.publish({ type: "box.online", data: { box: "b" } });

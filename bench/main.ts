@@ -13,10 +13,12 @@
  *    most 1.3×. A second, smaller pass on a separate box records every git process with
  *    `GIT_TRACE2_EVENT` to show where the API's time goes: inside git, or around it (process spawns,
  *    the daemon's own work, HTTP).
- * 2. **`GET locations`.** 500 sequential `client.locations()` calls (1 location, main checkout plus
- *    five worktrees) after 20 to warm up, against a raw `fetch` of the same URL over its own unix-socket
- *    `Deno.HttpClient` (the typed client's own overhead) and, as the floor, a hello-world `Deno.serve`
- *    on another unix socket in this process (what any HTTP round trip over a unix socket costs here).
+ * 2. **`GET locations` and `GET info`.** `client.locations()` (1 location, main checkout plus five
+ *    worktrees) and `client.info()` (the agent's health check), and a raw `fetch` of `/v1/locations`
+ *    over its own unix-socket `Deno.HttpClient`, against the floor: a bare `Deno.serve` answering a
+ *    small JSON on another unix socket, in a process of its own as the daemon is (`json_server.ts`;
+ *    the same server in this process is shown too). 500 of each after 20 to warm up, interleaved in
+ *    runs of ten. The goal: ≤ 3× the floor.
  * 3. **`exec true`.** `client.exec({ location, command: "true" })` against spawning `sh -c true`
  *    directly, and `/bin/sh -l -c true`, the login shell the daemon runs commands through.
  * 4. to 6. **Services** (bench/services.ts, each on a fresh box): from `createWorktree` to an
@@ -45,6 +47,11 @@
  * matching) against spawning the same shell directly; 1,000 events/s with hooks attached (1 % and 10 %
  * of events hooked): rate achieved, SSE lag and the hook backlog.
  *
+ * **The CLI** (bench/cli.ts): `dock --version`, `dockd --help`, `dock status`, `dockd worktree list`
+ * and `dock hook` wall time against an empty `deno run --cached-only` (goals 1.5× and 1.3×).
+ *
+ * `deno task bench NAME…` runs only the sections named (`create`, `api` or `locations` or `info`,
+ * `exec`, `services`, `sessions`, `agent`, `hooks`, `queue`, `hardening`, `cli`): `deno task bench cli info`.
  * `--quick` divides every N by about five for a smoke run. All temporary folders are removed and the
  * daemons stopped at the end, also on failure.
  *
@@ -59,6 +66,7 @@ import { benchAgent } from "./agent.ts";
 import { benchHooks } from "./hooks.ts";
 import { benchQueue } from "./queue.ts";
 import { benchIdleConnections, benchJournals } from "./hardening.ts";
+import { benchCli } from "./cli.ts";
 import { ms, ratio, type Row, summarize, time } from "./stats.ts";
 
 const QUICK = Deno.args.includes("--quick");
@@ -75,6 +83,8 @@ const N_EXEC = scale(50);
 const EXTRA_WORKTREES = 5;
 /** The goal for the API/plain ratio of worktree-create medians. */
 const CREATE_GOAL = 1.3;
+/** The goal for `GET locations` and `GET info` over the box socket against the floor, ratio of medians. */
+const API_GOAL = 3;
 /** Files in the benchmark repository, so a checkout is not trivially small. */
 const REPO_FILES = 300;
 
@@ -290,59 +300,119 @@ async function profileCreate(): Promise<Row[]> {
 }
 
 // ---------------------------------------------------------------------------------------------------
-// 2. GET locations
+// 2. GET locations, GET info
 
-async function benchLocations(
+/** The in-process floor's answer: the same small JSON as `json_server.ts`. */
+const FLOOR_BODY = JSON.stringify({ name: "box", os: "linux", ok: true });
+
+/** Starts `json_server.ts` on `socket` and resolves once it listens. */
+async function jsonServer(socket: string): Promise<{ stop(): Promise<void> }> {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "--cached-only", new URL("./json_server.ts", import.meta.url).pathname, socket],
+    stdout: "piped",
+    stderr: "inherit",
+  }).spawn();
+  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  const first = await reader.read();
+  if (!first.value?.includes("ready")) throw new Error("json_server.ts did not start");
+  return {
+    async stop() {
+      child.kill("SIGKILL");
+      await child.status;
+      await reader.cancel().catch(() => {});
+    },
+  };
+}
+
+async function benchBoxApi(
   client: BoxClient,
   socket: string,
-  floorSocket: string,
+  scratch: string,
 ): Promise<Row[]> {
   const worktrees = (await client.locations())[0].worktrees.length;
   const bytes = (await (await fetchOver(socket, "/v1/locations")).text()).length;
-
-  const api: number[] = [];
-  for (let i = 0; i < N_WARMUP; i++) await client.locations();
-  for (let i = 0; i < N_LOCATIONS; i++) api.push(await time(() => client.locations()));
+  const infoBytes = (await (await fetchOver(socket, "/v1/info")).text()).length;
 
   // The same request through a separately created client, without the typed wrapper.
-  const raw: number[] = [];
   using rawClient = Deno.createHttpClient({ proxy: { transport: "unix", path: socket } });
   const rawFetch = async () =>
     await (await fetch("http://localhost/v1/locations", { client: rawClient })).text();
-  for (let i = 0; i < N_WARMUP; i++) await rawFetch();
-  for (let i = 0; i < N_LOCATIONS; i++) raw.push(await time(rawFetch));
 
-  // The floor: a hello-world server on another unix socket in this very process.
-  const floor: number[] = [];
-  const server = Deno.serve({ path: floorSocket, onListen() {} }, () => new Response("hello"));
+  // The floor: a bare `Deno.serve` on a unix socket answering a small JSON, in a process of its own
+  // (as the daemon is) and, for comparison, in this very process.
+  const floorSocket = join(scratch, "floor.sock");
+  const floorServer = await jsonServer(floorSocket);
+  using floorClient = Deno.createHttpClient({ proxy: { transport: "unix", path: floorSocket } });
+  const floorFetch = async () => await (await fetch("http://localhost/", { client: floorClient })).json();
+  const hereSocket = join(scratch, "floor-here.sock");
+  const here = Deno.serve(
+    { path: hereSocket, onListen() {} },
+    () => new Response(FLOOR_BODY, { headers: { "content-type": "application/json" } }),
+  );
+  using hereClient = Deno.createHttpClient({ proxy: { transport: "unix", path: hereSocket } });
+  const hereFetch = async () => await (await fetch("http://localhost/", { client: hereClient })).json();
+
+  const calls = {
+    api: () => client.locations(),
+    info: () => client.info(),
+    raw: rawFetch,
+    floor: floorFetch,
+    here: hereFetch,
+  };
+  type Key = keyof typeof calls;
+  const keys = Object.keys(calls) as Key[];
+  const samples = Object.fromEntries(keys.map((key) => [key, [] as number[]])) as Record<Key, number[]>;
   try {
-    using floorClient = Deno.createHttpClient({ proxy: { transport: "unix", path: floorSocket } });
-    const floorFetch = async () => await (await fetch("http://floor/", { client: floorClient })).text();
-    for (let i = 0; i < N_WARMUP; i++) await floorFetch();
-    for (let i = 0; i < N_LOCATIONS; i++) floor.push(await time(floorFetch));
+    for (let i = 0; i < N_WARMUP; i++) for (const key of keys) await calls[key]();
+    // Interleaved in runs of ten, the order rotating, so a noisy moment favours none.
+    for (let i = 0; i < N_LOCATIONS / 10; i++) {
+      for (let j = 0; j < keys.length; j++) {
+        const key = keys[(i + j) % keys.length];
+        for (let k = 0; k < 10; k++) samples[key].push(await time(calls[key]));
+      }
+    }
   } finally {
-    await server.shutdown();
+    await floorServer.stop();
+    await here.shutdown();
   }
 
-  const rawSummary = summarize(raw);
-  const floorSummary = summarize(floor);
+  const floor = summarize(samples.floor);
+  const api = summarize(samples.api);
+  const info = summarize(samples.info);
+  const goal = (summary: { p50: number }) => {
+    const r = summary.p50 / floor.p50;
+    return `goal ≤ ${ratio(API_GOAL)} the floor: ${r <= API_GOAL ? "met" : "**not met**"}`;
+  };
   return [
     {
       label: "2. `client.locations()` (`GET /v1/locations`)",
-      summary: summarize(api),
-      baseline: rawSummary,
-      note: `1 location, ${worktrees} worktrees, ${bytes} B; ratio vs raw fetch`,
+      summary: api,
+      baseline: floor,
+      note: `${goal(api)}; 1 location, ${worktrees} worktrees, ${bytes} B`,
+    },
+    {
+      label: "2. `client.info()` (`GET /v1/info`, the agent's health check)",
+      summary: info,
+      baseline: floor,
+      note: `${goal(info)}; ${infoBytes} B`,
     },
     {
       label: "2. raw `fetch` of `/v1/locations`, own HttpClient",
-      summary: rawSummary,
-      baseline: floorSummary,
-      note: "ratio vs floor",
+      summary: summarize(samples.raw),
+      baseline: floor,
+      note: "ratio vs floor; the typed client's own cost is the difference to the first row",
     },
     {
-      label: "2. floor: `Deno.serve` hello world, unix socket, same process",
-      summary: floorSummary,
+      label: "2. floor: `Deno.serve` answering a small JSON on a unix socket (json_server.ts, own process)",
+      summary: floor,
       isBaseline: true,
+      note: `${FLOOR_BODY.length} B`,
+    },
+    {
+      label: "2. the same `Deno.serve` in this process",
+      summary: summarize(samples.here),
+      baseline: floor,
+      note: "no second process to wake: what the floor would be without one",
     },
   ];
 }
@@ -445,53 +515,96 @@ async function versionOf(command: string, args: string[]): Promise<string> {
   return new TextDecoder().decode(output.stdout).trim().split("\n")[0];
 }
 
+/**
+ * The sections `deno task bench NAME…` can pick (none named: all of them, in this order), and the other
+ * names each answers to.
+ */
+const SECTIONS: Record<string, string[]> = {
+  create: ["worktree"],
+  api: ["locations", "info"],
+  exec: [],
+  services: ["memory", "ports"],
+  sessions: [],
+  agent: [],
+  hooks: [],
+  queue: [],
+  hardening: ["journals", "idle"],
+  cli: [],
+};
+
+/** The sections the command line asks for; an unknown name is an error that lists the known ones. */
+function selectedSections(args: string[]): Set<string> {
+  const names = args.filter((arg) => !arg.startsWith("--"));
+  if (names.length === 0) return new Set(Object.keys(SECTIONS));
+  const chosen = new Set<string>();
+  for (const name of names) {
+    const section = Object.keys(SECTIONS).find((key) => key === name || SECTIONS[key].includes(name));
+    if (!section) {
+      const known = Object.entries(SECTIONS).map(([key, aliases]) => [key, ...aliases].join("|"));
+      throw new Error(`unknown bench section '${name}'; known: ${known.join(", ")}`);
+    }
+    chosen.add(section);
+  }
+  return chosen;
+}
+
 async function main(): Promise<void> {
+  const chosen = selectedSections(Deno.args);
   const rows: Row[] = [];
-  {
+  if (chosen.has("create") || chosen.has("api") || chosen.has("exec")) {
     // The production watch interval (the harness's default is faster, for tests).
     await using box = await startBox({ env: { DOCK_WATCH_MS: "1000" } });
     const { client } = box;
     const repo = await makeRepo(join(box.dirs.home, "work"), "app", repoFiles());
-    const plainRepo = SAME_REPO ? repo : await makeRepo(box.dirs.root, "twin", repoFiles());
-    const plainDir = join(box.dirs.root, "plain-worktrees");
     await client.addLocation({ name: "app", path: repo });
 
     // The extra worktrees double as the warm-up of the API create path.
     for (let i = 0; i < EXTRA_WORKTREES; i++) await client.createWorktree("app", { name: `wt-${i}` });
 
-    const locations = await benchLocations(client, box.dirs.socket, join(box.dirs.root, "floor.sock"));
-    const exec = await benchExec(client, repo, box.dirs.home);
+    const api = chosen.has("api") ? await benchBoxApi(client, box.dirs.socket, box.dirs.root) : [];
+    const exec = chosen.has("exec") ? await benchExec(client, repo, box.dirs.home) : [];
 
-    for (let i = 0; i < 2; i++) await plainWorktreeAdd(plainRepo, `warm-${i}`, join(plainDir, `warm-${i}`));
-    if (SAME_REPO) {
-      // The plain warm-up worktrees are detected into the location; let the watcher settle first.
-      await new Promise((r) => setTimeout(r, 1500));
+    if (chosen.has("create")) {
+      const plainRepo = SAME_REPO ? repo : await makeRepo(box.dirs.root, "twin", repoFiles());
+      const plainDir = join(box.dirs.root, "plain-worktrees");
+      for (let i = 0; i < 2; i++) {
+        await plainWorktreeAdd(plainRepo, `warm-${i}`, join(plainDir, `warm-${i}`));
+      }
+      if (SAME_REPO) {
+        // The plain warm-up worktrees are detected into the location; let the watcher settle first.
+        await new Promise((r) => setTimeout(r, 1500));
+      }
+      rows.push(...await benchCreate(client, plainRepo, plainDir));
+      rows.push(...await profileCreate());
+      // A sanity check that the benchmark measured real worktrees.
+      const listed = (await git(repo, "worktree", "list", "--porcelain")).match(/^worktree /gm)?.length ?? 0;
+      if (listed < N_CREATE + EXTRA_WORKTREES + 1) {
+        throw new Error(`only ${listed} worktrees in the repository`);
+      }
     }
-    const create = await benchCreate(client, plainRepo, plainDir);
-    rows.push(...create);
-    rows.push(...await profileCreate());
-    rows.push(...locations, ...exec);
-    // A sanity check that the benchmark measured real worktrees.
-    const listed = (await git(repo, "worktree", "list", "--porcelain")).match(/^worktree /gm)?.length ?? 0;
-    if (listed < N_CREATE + EXTRA_WORKTREES + 1) {
-      throw new Error(`only ${listed} worktrees in the repository`);
-    }
+    rows.push(...api, ...exec);
   }
-  // The service sections, each on a fresh box of its own, after the first box has stopped.
+  // The other sections, each on a fresh box of its own, after the first box has stopped.
   const serviceOptions = { quick: QUICK, denoServer: DENO_SERVER };
-  rows.push(...await benchServiceStart(serviceOptions));
-  rows.push(...await benchDaemonMemory(serviceOptions));
-  rows.push(...await benchPorts(serviceOptions));
-  rows.push(...await benchSessions({ quick: QUICK }));
-  rows.push(...await benchAgent({ quick: QUICK }));
-  rows.push(...await benchHooks({ quick: QUICK }));
-  rows.push(...await benchQueue({ quick: QUICK }));
-  rows.push(...await benchJournals(), ...await benchIdleConnections());
+  if (chosen.has("services")) {
+    rows.push(...await benchServiceStart(serviceOptions));
+    rows.push(...await benchDaemonMemory(serviceOptions));
+    rows.push(...await benchPorts(serviceOptions));
+  }
+  if (chosen.has("sessions")) rows.push(...await benchSessions({ quick: QUICK }));
+  if (chosen.has("agent")) rows.push(...await benchAgent({ quick: QUICK }));
+  if (chosen.has("hooks")) rows.push(...await benchHooks({ quick: QUICK }));
+  if (chosen.has("queue")) rows.push(...await benchQueue({ quick: QUICK }));
+  if (chosen.has("hardening")) rows.push(...await benchJournals(), ...await benchIdleConnections());
+  if (chosen.has("cli")) rows.push(...await benchCli({ quick: QUICK }));
 
   const gitVersion = await versionOf("git", ["--version"]);
   const load = (await Deno.readTextFile("/proc/loadavg").catch(() => "? ? ?")).split(" ").slice(0, 3);
+  const only = chosen.size < Object.keys(SECTIONS).length ? ` (${[...chosen].join(", ")})` : "";
   const header = [
-    `dock bench${QUICK ? " (--quick)" : ""}${SAME_REPO ? " (--same-repo)" : ""}: ${new Date().toISOString()}`,
+    `dock bench${only}${QUICK ? " (--quick)" : ""}${SAME_REPO ? " (--same-repo)" : ""}: ${
+      new Date().toISOString()
+    }`,
     `deno ${Deno.version.deno}, ${gitVersion}, ${Deno.build.os}/${Deno.build.arch}, ` +
     `${navigator.hardwareConcurrency} CPUs, load average after the run ${load.join(" ")}`,
   ];

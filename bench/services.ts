@@ -24,7 +24,7 @@ import { join } from "node:path";
 import type { BoxClient } from "../client/box.ts";
 import type { DockEvent } from "../client/wire.ts";
 import { type PortService, portsInUse, type PortWorktree, socketOwners } from "../daemon/procs.ts";
-import { killProcessesUnder, makeRepo, startBox, type TestBox } from "../tests/harness.ts";
+import { freePort, killProcessesUnder, makeRepo, startBox, type TestBox } from "../tests/harness.ts";
 import { ms, type Row, summarize, time } from "./stats.ts";
 
 const DENO = Deno.execPath();
@@ -134,16 +134,6 @@ async function waitForHttp(port: number, timeoutMs = 20_000): Promise<void> {
   }
 }
 
-/** A port nothing listens on now, outside `avoid` (the box's block range). */
-function freePort(avoid: [number, number]): number {
-  for (;;) {
-    const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-    const { port } = listener.addr as Deno.NetAddr;
-    listener.close();
-    if (port < avoid[0] || port > avoid[1]) return port;
-  }
-}
-
 /** Starts a box with a repository whose committed `.dock/config.json` is `config`, added as `app`. */
 async function boxWithConfig(config: unknown): Promise<{ box: TestBox; repo: string }> {
   // The production watch interval (the harness's default is faster, for tests).
@@ -230,7 +220,6 @@ export async function benchServiceStart(options: ServiceBenchOptions): Promise<R
     await using _ = box;
     const { client } = box;
     const arrivals = await Arrivals.open(client);
-    const range = box.dirs.portRange;
     const plainDir = join(scratch, "plain");
     await Deno.mkdir(plainDir);
     const plainEnv = { ...Deno.env.toObject(), HOME: box.dirs.home };
@@ -254,7 +243,7 @@ export async function benchServiceStart(options: ServiceBenchOptions): Promise<R
     };
     // The same server started by hand: `sh -c` with PORT set.
     const plain = async () => {
-      const port = freePort(range);
+      const port = freePort();
       const started = performance.now();
       const child = new Deno.Command("sh", {
         args: ["-c", programsUsed.server],
@@ -275,7 +264,7 @@ export async function benchServiceStart(options: ServiceBenchOptions): Promise<R
     // Through the daemon's wrapper chain by hand: detached `sh -c WRAPPER` → `/bin/sh -l -c` → server.
     let wrapped = 0;
     const plainWrapped = async () => {
-      const port = freePort(range);
+      const port = freePort();
       const log = join(scratch, `wrapped-${wrapped++}.log`);
       const started = performance.now();
       const child = new Deno.Command("/bin/sh", {

@@ -58,3 +58,24 @@ Deno.test("start-up: the hook path and --version load only their own leaves", as
   assertEquals(await loaded("./dock.ts"), ["cli/dock.ts", "cli/entry.ts", "client/version.ts"]);
   assertEquals(await loaded("./hook.ts"), ["cli/hook.ts", "cli/hook_map.ts"]);
 });
+
+Deno.test("start-up: deno task compile includes every module imported by a computed specifier", async () => {
+  const cli = new URL(".", import.meta.url);
+  const root = new URL("..", import.meta.url);
+  const relative = (url: URL) => url.href.slice(root.href.length);
+  const lazy = new Set<string>();
+  for await (const entry of Deno.readDir(cli)) {
+    if (!entry.name.endsWith(".ts") || entry.name.endsWith("_test.ts") || entry.name === "lazy.ts") continue;
+    const text = await Deno.readTextFile(new URL(entry.name, cli));
+    for (const match of text.matchAll(/(?:load<[^>]*>|here|enter)\(\s*"(\.{1,2}\/[^"]+)"/g)) {
+      lazy.add(relative(new URL(match[1], cli)));
+    }
+  }
+  const config = JSON.parse(await Deno.readTextFile(new URL("deno.json", root)));
+  for (const command of (config.tasks.compile as string).split("&&")) {
+    const included = [...command.matchAll(/--include (\S+)/g)].map((match) => match[1]);
+    assertEquals([...lazy].filter((file) => !included.includes(file)).sort(), [], command.trim());
+  }
+  // Guards against a reader that finds nothing.
+  assertEquals(lazy.has("cli/serve.ts") && lazy.has("cli/hook.ts") && lazy.has("cli/dock_main.ts"), true);
+});

@@ -5,7 +5,7 @@
  * @module
  */
 import type { AgentPreset, DockConfig } from "../client/wire.ts";
-import { which } from "../core/runner.ts";
+import { pathTools } from "./tools.ts";
 
 /** The built-in presets. `prompt_flag` empty: the first prompt is the last argument. */
 export const BUILTIN_AGENTS: readonly AgentPreset[] = [
@@ -16,8 +16,14 @@ export const BUILTIN_AGENTS: readonly AgentPreset[] = [
   { id: "cursor", name: "Cursor", command: "cursor-agent", prompt_flag: "" },
 ];
 
-/** The presets offered: built-ins and config presets whose program is installed. */
-export function availableAgents(config: DockConfig = {}, installed: (cmd: string) => boolean = isInstalled) {
+/**
+ * The presets offered: built-ins and config presets whose program is installed.
+ * `installed` defaults to a lookup of the daemon's cached PATH listings (`tools.ts`).
+ */
+export function availableAgents(
+  config: DockConfig = {},
+  installed: (cmd: string) => boolean = installedNow(),
+) {
   const byId = new Map<string, AgentPreset>(BUILTIN_AGENTS.map((a) => [a.id, a]));
   for (const preset of config.agents ?? []) byId.set(preset.id, preset);
   return [...byId.values()].filter((preset) => installed(program(preset.command)));
@@ -35,6 +41,7 @@ export function program(command: string): string {
   return (words[0] ?? "").replace(/^["']|["']$/g, "");
 }
 
-function isInstalled(command: string): boolean {
-  return command !== "" && which(command) !== null;
+function installedNow(): (command: string) => boolean {
+  const which = pathTools.lookup();
+  return (command) => command !== "" && which(command) !== null;
 }

@@ -148,6 +148,11 @@ export interface GuardOptions {
   now?: () => number;
   /** Time between observations. @default {1000} */
   intervalMs?: number;
+  /**
+   * Calls `tick` every `ms` until the function it returns is called, for tests.
+   * @default {setInterval and clearInterval}
+   */
+  every?: (ms: number, tick: () => Promise<void>) => () => void;
   /** Where failures are reported. @default {console.error} */
   log?: (message: string) => void;
 }
@@ -171,7 +176,8 @@ export class Guard {
   #log: (message: string) => void;
   #episode?: GuardEpisode;
   #busy = false;
-  #timer?: ReturnType<typeof setInterval>;
+  #every: (ms: number, tick: () => Promise<void>) => () => void;
+  #cancel?: () => void;
   // The last failure logged, so a broken guard.json is reported once rather than every second.
   #lastFailure?: string;
 
@@ -181,6 +187,7 @@ export class Guard {
     this.#now = options.now ?? Date.now;
     this.#intervalMs = options.intervalMs ?? 1000;
     this.#log = options.log ?? ((message) => console.error(message));
+    this.#every = options.every ?? every;
   }
 
   /** Takes one observation and acts when the episode says so; never throws, skips if one is running. */
@@ -206,14 +213,13 @@ export class Guard {
 
   /** Starts observing every interval (idempotent). */
   start(): void {
-    if (this.#timer !== undefined) return;
-    this.#timer = setInterval(() => void this.tick(), this.#intervalMs);
+    this.#cancel ??= this.#every(this.#intervalMs, () => this.tick());
   }
 
   /** Stops observing. */
   stop(): void {
-    clearInterval(this.#timer);
-    this.#timer = undefined;
+    this.#cancel?.();
+    this.#cancel = undefined;
   }
 
   async #act(settings: GuardSettings, percent: number): Promise<void> {
@@ -303,4 +309,9 @@ function byRssDescending<T extends { rss: number }>(items: T[]): T[] {
 
 function message(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
+}
+
+function every(ms: number, tick: () => Promise<void>): () => void {
+  const timer = setInterval(() => void tick(), ms);
+  return () => clearInterval(timer);
 }

@@ -344,6 +344,8 @@ Deno.test("guard: overlapping ticks are skipped", async () => {
   const f = fake({ percent: 95, services: [service("api", 2)] });
   let release!: () => void;
   const gate = new Promise<void>((resolve) => release = resolve);
+  let entered!: () => void;
+  const inside = new Promise<void>((resolve) => entered = resolve);
   let stops = 0;
   const time = clock();
   const guard = new Guard({
@@ -351,6 +353,7 @@ Deno.test("guard: overlapping ticks are skipped", async () => {
       ...f.actions,
       stopService: async () => {
         stops++;
+        entered();
         await gate;
       },
     },
@@ -360,7 +363,7 @@ Deno.test("guard: overlapping ticks are skipped", async () => {
   await guard.tick();
   time.advance(1000);
   const first = guard.tick(); // acts and waits inside stopService
-  await new Promise((resolve) => setTimeout(resolve, 0));
+  await inside;
   time.advance(1000);
   await guard.tick(); // skipped: the first is still running
   release();
@@ -381,11 +384,37 @@ Deno.test("guard: settings are read on every tick", async () => {
   assertEquals(f.announced.length, 1);
 });
 
-Deno.test("guard: start and stop the interval", () => {
-  const guard = new Guard({ actions: fake().actions, settings: () => settings(), intervalMs: 60_000 });
+Deno.test("guard: start observes every interval, once however often called; stop ends it", async () => {
+  const f = fake({ percent: 95, services: [service("api", 2)] });
+  const time = clock();
+  const timers: { ms: number; tick: () => Promise<void>; cancelled: boolean }[] = [];
+  const guard = new Guard({
+    actions: f.actions,
+    settings: () => settings({ sustain: "1s" }),
+    now: time.now,
+    intervalMs: 60_000,
+    every: (ms, tick) => {
+      const timer = { ms, tick, cancelled: false };
+      timers.push(timer);
+      return () => timer.cancelled = true;
+    },
+  });
   guard.start();
   guard.start();
+  assertEquals(timers.map((t) => [t.ms, t.cancelled]), [[60_000, false]]);
+  // Each tick of the interval is an observation: the second, a sustain later, acts.
+  await timers[0].tick();
+  assertEquals(f.stopped, []);
+  time.advance(1000);
+  await timers[0].tick();
+  assertEquals(f.stopped, ["api"]);
   guard.stop();
+  assertEquals(timers.map((t) => [t.ms, t.cancelled]), [[60_000, true]]);
+  guard.start();
+  assertEquals(timers.map((t) => t.cancelled), [true, false], "a stopped guard starts again");
+  guard.stop();
+  guard.stop();
+  assertEquals(timers.map((t) => t.cancelled), [true, true]);
 });
 
 // ---------------------------------------------------------------------------------------------------

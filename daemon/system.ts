@@ -10,6 +10,7 @@ import { dirname, isAbsolute, join, resolve } from "node:path";
 import type { AgentPreset, BoxInfo, Check, FsEntry, FsListing, Stats } from "../client/wire.ts";
 import { DockError } from "../client/errors.ts";
 import { run, which as whichOnPath } from "../core/runner.ts";
+import { pathTools } from "./tools.ts";
 
 /** Tools `GET info` looks for on `PATH`. */
 export const TOOLS = [
@@ -41,13 +42,13 @@ export interface BoxInfoOptions {
   build: string;
   /** Agent presets available on the box. */
   agents: AgentPreset[];
-  /** Finds a tool on `PATH`. @default {the runner's `which`} */
+  /** Finds a tool on `PATH`. @default {a lookup of the daemon's cached PATH listings (`tools.ts`)} */
   which?: (name: string) => string | null;
 }
 
 /** What the box is: OS, architecture, user, home and which known tools are installed (`GET info`). */
 export async function boxInfo(options: BoxInfoOptions): Promise<BoxInfo> {
-  const which = options.which ?? whichOnPath;
+  const which = options.which ?? pathTools.lookup();
   const info: BoxInfo = {
     name: options.name,
     os: Deno.build.os,

@@ -8,6 +8,7 @@ import { assert, assertEquals, assertRejects, assertStringIncludes } from "./ass
 import { Agent } from "../agent/agent.ts";
 import { agentApp } from "../agent/api/server.ts";
 import { AgentClient } from "../client/agent.ts";
+import { exists } from "../core/files.ts";
 import { clientPaths } from "../core/paths.ts";
 import { DockError } from "../client/errors.ts";
 import type { DockEvent } from "../client/wire.ts";
@@ -219,8 +220,11 @@ Deno.test("the relay reaches the local box, streams answers, and says 503 or 502
     assertEquals(status.boxes.map((b) => [b.name, b.online]), [["local", true]]);
 
     // Killed mid-request: the request went out, the box may have acted: 502.
-    const pending = local.exec({ location: "app", command: "sleep 5" }).catch((error) => error);
-    await new Promise((r) => setTimeout(r, 500));
+    const running = join(repo, ".exec-running");
+    const pending = local.exec({ location: "app", command: `touch ${running}; sleep 5` }).catch((error) =>
+      error
+    );
+    await eventually(() => exists(running)); // the command runs: the request is with the box
     await box.stop({ kill: true });
     const broken = await pending;
     assert(broken instanceof DockError, String(broken));
@@ -273,12 +277,11 @@ Deno.test("merged events carry the box, and resume after the box restarts and wi
 
     // A client resuming with Last-Event-ID gets exactly what came after.
     const resumed: string[] = [];
-    const again = new AbortController();
-    setTimeout(() => again.abort(), 600);
-    for await (const event of client.events({ after: one.id!, signal: again.signal })) {
-      resumed.push(event.type);
-    }
     const expected = seen.filter((e) => e.id! > one.id!).map((e) => e.type);
+    for await (const event of client.events({ after: one.id!, signal: AbortSignal.timeout(10_000) })) {
+      resumed.push(event.type);
+      if (resumed.length === expected.length) break;
+    }
     assertEquals(resumed.slice(0, expected.length), expected);
   } finally {
     client.close();

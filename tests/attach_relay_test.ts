@@ -379,7 +379,8 @@ Deno.test("the relay stops reading the box while the client is not reading, and 
     await conn.write(new Uint8Array([0x82, 0x85, 0, 0, 0, 0, ...encoder.encode("flood")]));
     await eventually(() => Promise.resolve(flow.includes(true)), 30_000);
     // Paused: the relay holds at most its high-water mark; the rest waits on the box's side.
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await eventually(() => Promise.resolve(box.sockets[0].bufferedAmount > 1024 * 1024), 30_000)
+      .catch(() => {});
     assert(box.sockets[0].bufferedAmount > 1024 * 1024, "the box's own backlog grows while the relay waits");
     assertEquals(flow.at(-1), true, "still paused while nobody reads");
     // Reading again drains the relay's backlog and it reads the box again.

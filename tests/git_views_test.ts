@@ -101,6 +101,31 @@ Deno.test("without the forge CLI a pull request is a clear error", async () => {
   await Deno.remove(bin, { recursive: true });
 });
 
+Deno.test("info sees a tool installed while the daemon runs (its PATH listings are cached)", async () => {
+  const bin = await Deno.makeTempDir();
+  for (const tool of ["git", "sh", "env", "tmux"]) {
+    const path = (await new Deno.Command("sh", { args: ["-c", `command -v ${tool}`] }).output()).stdout;
+    await Deno.symlink(new TextDecoder().decode(path).trim(), join(bin, tool));
+  }
+  // An old folder: the daemon keeps its listing (a folder changed in the last two seconds is re-read).
+  const past = new Date(Date.now() - 3_600_000);
+  await Deno.utime(bin, past, past);
+  try {
+    await using box = await startBox({ env: { PATH: bin } });
+    const before = await box.client.info();
+    assertEquals(before.tools.includes("gh") || before.agents.some((a) => a.id === "codex"), false);
+    await Deno.writeTextFile(join(bin, "gh"), "#!/bin/sh\n", { mode: 0o755 });
+    await Deno.writeTextFile(join(bin, "codex"), "#!/bin/sh\n", { mode: 0o755 });
+    const after = await box.client.info();
+    assert(after.tools.includes("gh") && after.tools.includes("codex"), after.tools.join(" "));
+    assertEquals(after.agents.map((a) => a.id), ["codex"]);
+    await Deno.remove(join(bin, "gh"));
+    assertEquals((await box.client.info()).tools.includes("gh"), false);
+  } finally {
+    await Deno.remove(bin, { recursive: true });
+  }
+});
+
 Deno.test("info, stats, doctor and fs describe the box", async () => {
   await using box = await startBox();
   const repo = await makeRepo(join(box.dirs.home, "work"));

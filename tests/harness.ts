@@ -128,8 +128,18 @@ export async function startBox(options: StartBoxOptions = {}): Promise<TestBox> 
       break;
     } catch (error) {
       if (exited || Date.now() > deadline) {
+        // A daemon still running holds its output open: end it, or waiting for its logs never ends.
+        const running = !exited;
+        try {
+          if (running) process.kill("SIGKILL");
+        } catch { /* it exited meanwhile */ }
+        client.close();
         await drained;
-        throw new Error(`dockd did not start: ${(error as Error).message}\n${logs.join("")}`);
+        throw new Error(
+          `dockd did not start${running ? " in 20 s (killed)" : ""}: ${(error as Error).message}\n${
+            logs.join("")
+          }`,
+        );
       }
       await new Promise((r) => setTimeout(r, 50));
     }
@@ -208,8 +218,8 @@ export function laptopEnv(dirs: BoxDirs, agent: { port: number }, extra: Record<
 
 /**
  * Writes a `tmux` in front of the real one that sleeps `seconds` before a command line naming
- * `command` (and touches `marker`, when given, as it starts to): a slow tmux, on cue. Returns the
- * PATH that puts it first.
+ * `command` (and touches `marker`, when given, as it starts to): a slow tmux, on cue. Each command
+ * line is appended to `tmux.calls` beside it as it starts. Returns the PATH that puts it first.
  */
 export async function slowTmux(
   dirs: BoxDirs,
@@ -226,6 +236,7 @@ export async function slowTmux(
   await Deno.writeTextFile(
     join(shims, "tmux"),
     `#!/bin/sh
+echo "$*" >> '${join(shims, "tmux.calls")}'
 for a in "$@"; do [ "$a" = ${command} ] && ${touch}sleep ${seconds} && break; done
 ` +
       `exec '${real}' "$@"
@@ -331,12 +342,37 @@ export interface TestAgent {
   [Symbol.asyncDispose](): Promise<void>;
 }
 
-/** A TCP port nothing listens on right now. */
+/** Where test processes lock the ports they hand out, one file per port: one place per machine. */
+const PORT_LOCKS = "/tmp/dock-test-ports";
+/** Ports handed out: below Linux's ephemeral range (32768–60999), which no `port: 0` bind gets. */
+const PORT_RANGE: [number, number] = [20000, 29999];
+/** The locked files, held open until this process ends (the kernel drops the locks then, even on kill -9). */
+const heldPorts: Deno.FsFile[] = [];
+
+/**
+ * A TCP port for a test to listen on that no other test process on this machine gets while this one
+ * runs (two suites at once included): each port handed out is locked with `flock` in {@linkcode
+ * PORT_LOCKS} for the life of this process. Binding port 0 and closing it again, as this did before,
+ * raced: the kernel hands the same ephemeral port to the next `port: 0` caller.
+ */
 export function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (listener.addr as Deno.NetAddr).port;
-  listener.close();
-  return port;
+  Deno.mkdirSync(PORT_LOCKS, { recursive: true });
+  for (let attempt = 0; attempt < 500; attempt++) {
+    const port = PORT_RANGE[0] + Math.floor(Math.random() * (PORT_RANGE[1] - PORT_RANGE[0] + 1));
+    const file = Deno.openSync(join(PORT_LOCKS, String(port)), { create: true, write: true });
+    if (!file.tryLockSync(true)) {
+      file.close(); // another test process (or this one) holds it
+      continue;
+    }
+    heldPorts.push(file); // kept even when it is busy below, so it is not tried again
+    try {
+      Deno.listen({ hostname: "127.0.0.1", port }).close();
+      return port;
+    } catch {
+      // Taken by something that is not a dock test: try another.
+    }
+  }
+  throw new Error(`no free port in ${PORT_RANGE.join("–")} after 500 tries (see ${PORT_LOCKS})`);
 }
 
 /** Starts `dock agent` sharing `dirs` (so `add local` pairs that box) and waits until it answers. */
@@ -376,7 +412,13 @@ export async function startAgent(
       await response.body?.cancel();
       if (response.ok) break;
     } catch { /* not yet */ }
-    if (Date.now() > deadline) throw new Error(`dock agent did not start:\n${logs.join("")}`);
+    if (Date.now() > deadline) {
+      try {
+        process.kill("SIGKILL"); // not left behind, holding its ports
+      } catch { /* exited already */ }
+      await drained;
+      throw new Error(`dock agent did not start:\n${logs.join("")}`);
+    }
     await new Promise((r) => setTimeout(r, 50));
   }
   let stopped = false;

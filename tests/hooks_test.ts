@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { assert, assertEquals, assertRejects, assertStringIncludes } from "./assert.ts";
 import { AgentClient } from "../client/agent.ts";
 import { DockError } from "../client/errors.ts";
-import type { DockEvent } from "../client/wire.ts";
+import type { DockEvent, HooksState } from "../client/wire.ts";
 import {
   eventually,
   laptopEnv,
@@ -317,8 +317,11 @@ Deno.test("laptop and box sharing ~/.dock/hooks.json run a box event's hook once
     await eventually(async () => (await lines(log)).includes("custom.b"));
     await box.client.emit({ type: "custom.c" });
     await eventually(async () => (await lines(log)).includes("custom.c"));
-    // A box event hooked by both would show up twice by now (hooks start in a few ms).
-    await new Promise((r) => setTimeout(r, 300));
+    // The agent's hooks match an event as its bus publishes it, before its stream sends it on: once
+    // custom.c came through the agent, a second run of it is queued or running there, or done.
+    await waitForEvent(client, (e) => e.type === "custom.c" && e.box === "local");
+    const idle = (runs: HooksState["runs"]) => runs?.running === 0 && runs.queued === 0;
+    await eventually(async () => idle((await client.hooks()).runs) && idle((await box.client.hooks()).runs));
     assertEquals((await lines(log)).sort(), ["custom.a", "custom.b", "custom.c"]);
   } finally {
     client.close();

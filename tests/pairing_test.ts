@@ -12,6 +12,7 @@ import { AgentClient } from "../client/agent.ts";
 import { DockError } from "../client/errors.ts";
 import { connectTlsWebSocket } from "../core/websocket.ts";
 import type { DockEvent } from "../client/wire.ts";
+import { exists } from "../core/files.ts";
 import { parseLink } from "../core/pairing_link.ts";
 import {
   type BoxDirs,
@@ -197,8 +198,11 @@ Deno.test("pairing by link through the agent: the relay over TLS, used codes, ta
     // The relay over TLS says 502 when the box dies with the request out, 503 when nothing listens.
     const second = client.box("second");
     await second.locations(); // a pooled connection is open now
-    const pending = second.exec({ location: "app", command: "sleep 5" }).catch((error) => error);
-    await new Promise((r) => setTimeout(r, 500));
+    const running = join(beta.dirs.home, "work", "app", ".exec-running");
+    const pending = second.exec({ location: "app", command: `touch ${running}; sleep 5` }).catch((error) =>
+      error
+    );
+    await eventually(() => exists(running)); // the command runs: the request is with the box
     await beta.stop({ kill: true });
     assertEquals([(await pending as DockError).status as number, (await pending as DockError).code], [
       502,

@@ -52,9 +52,16 @@ async function logger(box: TestBox, name: string): Promise<string> {
   return log;
 }
 
-async function lines(log: string): Promise<string[]> {
-  const text = await Deno.readTextFile(log).catch(() => "");
-  return text.split("\n").filter(Boolean);
+/**
+ * The log's lines, once it holds at least `count`: the logger writes a line a moment after the box
+ * typed it (and answered `delivered`), later still on a loaded machine.
+ */
+async function lines(log: string, count = 0): Promise<string[]> {
+  const read = async () => (await Deno.readTextFile(log).catch(() => "")).split("\n").filter(Boolean);
+  return await eventually(async () => {
+    const found = await read();
+    return found.length >= count ? found : undefined;
+  }, 20_000);
 }
 
 async function item(
@@ -142,7 +149,8 @@ Deno.test("kill -9 of the agent while 1,000 prompts drain: every prompt arrives 
     }
     await eventually(async () => (await client.queue()).every((i) => i.state === "delivered"), 60_000);
     for (const [index, session] of sessions.entries()) {
-      assertEquals(await lines(logs[index]), expected.get(session), `${session}: once each, in order`);
+      const want = expected.get(session)!;
+      assertEquals(await lines(logs[index], want.length), want, `${session}: once each, in order`);
     }
     const items = await client.queue();
     assertEquals(items.length, 1000);
@@ -173,7 +181,7 @@ Deno.test("a box offline for a while: items stay queued, send answers 409, and t
     box = await startBox({ dirs });
     await status(client, true);
     await eventually(async () => (await client.queue()).every((i) => i.state === "delivered"), 20_000);
-    assertEquals(await lines(log), ids.map((_, i) => `later-${i}`));
+    assertEquals(await lines(log, ids.length), ids.map((_, i) => `later-${i}`));
   } finally {
     await cleanup(dirs, box, agent, client);
   }
@@ -193,7 +201,7 @@ Deno.test("409 only while sending for DELETE (and edit); bad input is 400, unkno
     const editing = await assertRejects(() => client.editQueued("slow-1", { text: "x" }), DockError);
     assertEquals((editing as DockError).status, 409);
     const delivered = await item(client, "slow-1", (i) => i.state === "delivered");
-    assertEquals([delivered.attempts, await lines(log)], [1, ["slow one"]]);
+    assertEquals([delivered.attempts, await lines(log, 1)], [1, ["slow one"]]);
     const notFailed = await assertRejects(() => client.retryQueued("slow-1"), DockError);
     assertEquals((notFailed as DockError).status, 409);
     assertEquals((await client.removeQueued("slow-1")).state, "delivered");
@@ -251,11 +259,11 @@ Deno.test("wait: a prompt to a running agent waits until its turn ends", async (
     // Both wait for their turn: the idle one going proves the queue has read the sessions.
     await item(client, other.id, (i) => i.state === "delivered");
     assertEquals((await client.queueItem(held.id)).state, "waiting");
-    assertEquals([await lines(busyLog), await lines(idleLog)], [[], ["at once"]]);
+    assertEquals([await lines(busyLog), await lines(idleLog, 1)], [[], ["at once"]]);
 
     await report(box, "agent.finished", "busy");
     await item(client, held.id, (i) => i.state === "delivered");
-    assertEquals(await lines(busyLog), ["after the turn"]);
+    assertEquals(await lines(busyLog, 1), ["after the turn"]);
 
     // Without wait it goes mid-turn.
     await report(box, "agent.started", "busy");
@@ -266,7 +274,7 @@ Deno.test("wait: a prompt to a running agent waits until its turn ends", async (
     const skip = await client.enqueue({ box: "devbox", session: "busy", text: "skip" });
     await item(client, skip.id, (i) => i.state === "waiting");
     assertEquals((await client.sendQueued(skip.id)).state, "delivered");
-    assertEquals(await lines(busyLog), ["after the turn", "now", "skip"]);
+    assertEquals(await lines(busyLog, 3), ["after the turn", "now", "skip"]);
   } finally {
     await cleanup(dirs, box, agent, client);
   }
@@ -300,20 +308,20 @@ Deno.test("blocked behind a failed prompt until it is retried, edited or removed
     ]);
     await item(client, "later-b", (i) => i.state === "delivered");
     await item(client, "later-a", (i) => i.state === "delivered");
-    assertEquals([await lines(edited), await lines(s1)], [[secret("later-b")], [secret("later-a")]]);
+    assertEquals([await lines(edited, 1), await lines(s1, 1)], [[secret("later-b")], [secret("later-a")]]);
 
     // Retried: it goes first, then the one behind it.
     const retried = await failThenBlock("nope");
     assertEquals((await client.retryQueued("nope-a")).state, "queued");
     await item(client, "nope-b", (i) => i.state === "delivered");
-    assertEquals(await lines(retried), [secret("nope-a"), secret("nope-b")]);
+    assertEquals(await lines(retried, 2), [secret("nope-a"), secret("nope-b")]);
 
     // Removed: the one behind goes.
     const removedLog = await failThenBlock("gone");
     const removed = await client.removeQueued("gone-a");
     assertEquals([removed.id, removed.state, removed.text], ["gone-a", "failed", secret("gone-a")]);
     await item(client, "gone-b", (i) => i.state === "delivered");
-    assertEquals(await lines(removedLog), [secret("gone-b")]);
+    assertEquals(await lines(removedLog, 1), [secret("gone-b")]);
 
     const events = await journal(client);
     const queueEvents = events.filter((e) => e.type.startsWith("queue."));
@@ -359,7 +367,7 @@ Deno.test("a before:session.send gate's refusal fails the item with its message,
     await box.client.putHooks([]);
     await client.retryQueued(queued.id);
     await item(client, queued.id, (i) => i.state === "delivered");
-    assertEquals(await lines(log), ["GATED-PROMPT-1"]);
+    assertEquals(await lines(log, 1), ["GATED-PROMPT-1"]);
   } finally {
     await cleanup(dirs, box, agent, client);
   }
@@ -460,7 +468,7 @@ Deno.test("dock session send --queue queues when the box cannot be reached; dock
     await item(client, entry.id, (i) => i.state === "delivered", 20_000);
     const after = JSON.parse((await dock("queue", "list", "--json")).stdout) as QueueItem[];
     assertEquals(after.map((i) => [i.id, i.text, i.state]), [[entry.id, "final", "delivered"]]);
-    assertEquals(await lines(log), ["typed at once", "final"]);
+    assertEquals(await lines(log, 2), ["typed at once", "final"]);
   } finally {
     await cleanup(dirs, box, agent, client);
   }

@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { assert, assertEquals, assertRejects, assertStringIncludes } from "./assert.ts";
 import { DockError } from "../client/errors.ts";
 import type { BoxClient } from "../client/box.ts";
+import type { DockEvent } from "../client/wire.ts";
 import { eventually, makeRepo, startBox, type TestBox, waitForEvent } from "./harness.ts";
 
 const DENO = Deno.execPath();
@@ -28,6 +29,19 @@ async function boxWith(
 
 async function serviceState(client: BoxClient, wt: string, name: string) {
   return (await client.services("app", wt)).find((s) => s.name === name)!;
+}
+
+/** Whether every process of the group `pgid` is stopped (SIGSTOP) or a zombie; false when none is left. */
+function allStopped(pgid: number): boolean {
+  const states: string[] = [];
+  for (const entry of Deno.readDirSync("/proc")) {
+    if (!/^\d+$/.test(entry.name)) continue;
+    try {
+      const [state, , group] = Deno.readTextFileSync(`/proc/${entry.name}/stat`).split(") ")[1].split(" ");
+      if (Number(group) === pgid) states.push(state);
+    } catch { /* gone meanwhile */ }
+  }
+  return states.length > 0 && states.every((state) => state === "T" || state === "Z");
 }
 
 /** Processes whose command line contains `marker` (read from /proc, zombies excluded), of `program` only. */
@@ -53,6 +67,11 @@ Deno.test("an autostarted service answers on the worktree's port, after setup an
     services: [{ name: "web", run: SERVER, autostart: true }, { name: "other", run: "sleep 600" }],
   });
   await using _ = box;
+  // The broken worktree first: whatever it would start after its setup failed, it would have started
+  // by the time the next worktree's setup ran and its own service came up.
+  const start = (await box.client.emit({ type: "test.mark" })).id!;
+  await box.client.createWorktree("app", { name: "broken" });
+  await waitForEvent(box.client, (e) => e.type === "worktree.setup.failed" && e.data?.worktree === "broken");
   const wt = await box.client.createWorktree("app", { name: "site" });
   const body = await eventually(async () => {
     const response = await fetch(`http://127.0.0.1:${wt.ports[0]}/`).catch(() => null);
@@ -63,9 +82,12 @@ Deno.test("an autostarted service answers on the worktree's port, after setup an
   assertEquals(services.map((s) => [s.name, s.state]), [["web", "running"], ["other", "stopped"]]);
   assertEquals(services[0].ports, [wt.ports[0]]);
 
-  await box.client.createWorktree("app", { name: "broken" });
-  await waitForEvent(box.client, (e) => e.type === "worktree.setup.failed" && e.data?.worktree === "broken");
-  await new Promise((r) => setTimeout(r, 300));
+  const seen: DockEvent[] = [];
+  await waitForEvent(box.client, (e) => {
+    seen.push(e);
+    return e.type === "service.started" && e.data?.worktree === "site";
+  }, { after: start });
+  assertEquals(seen.filter((e) => e.type.startsWith("service.") && e.data?.worktree === "broken"), []);
   assertEquals((await serviceState(box.client, "broken", "web")).state, "stopped");
 
   const ports = await box.client.ports();
@@ -233,13 +255,23 @@ Deno.test("pause stops a counter from advancing; resume lets it go on; the flag 
     }],
   });
   const wt = await first.client.createWorktree("app", { name: "w" });
-  const read = () => Deno.readTextFile(join(wt.path, "counter")).then(Number).catch(() => 0);
+  // The same counter in a worktree left running: the clock that says how long the paused one stood still.
+  const ref = await first.client.createWorktree("app", { name: "ref" });
+  const counter = (path: string) => () =>
+    Deno.readTextFile(join(path, "counter")).then(Number).catch(() => 0);
+  const read = counter(wt.path);
+  const ticks = async (n: number) => {
+    const from = await counter(ref.path)();
+    await eventually(async () => (await counter(ref.path)()) >= from + n);
+  };
   await eventually(async () => (await read()) > 2);
   const paused = await first.client.pause("app", "w", "pause");
   assertEquals(paused.paused, true);
-  await new Promise((r) => setTimeout(r, 150));
+  // A write under way when the signal went out may still land: wait until every process is stopped.
+  const group = (await serviceState(first.client, "w", "counter")).pid!; // a service leads its group
+  await eventually(() => Promise.resolve(allStopped(group)));
   const frozen = await read();
-  await new Promise((r) => setTimeout(r, 400));
+  await ticks(8);
   assertEquals(await read(), frozen, "the counter does not advance while paused");
   const refused = await assertRejects(
     () => first.client.serviceAction("app", "w", "counter", "restart"),
@@ -250,8 +282,9 @@ Deno.test("pause stops a counter from advancing; resume lets it go on; the flag 
   await first.stop({ kill: true });
   await using box = await startBox({ dirs: first.dirs });
   assertEquals((await box.client.worktree("app", "w")).paused, true);
-  await new Promise((r) => setTimeout(r, 300));
+  await ticks(6);
   assertEquals(await read(), frozen, "still frozen after the daemon restarted");
+  assert(allStopped(group), "its processes are still stopped");
   assertEquals((await serviceState(box.client, "w", "counter")).state, "running");
   await box.client.pause("app", "w", "resume");
   await eventually(async () => (await read()) > frozen + 3);
@@ -302,11 +335,18 @@ Deno.test("the guard stops the service using the most memory once memory stays a
   assertEquals(acted.origin, "guard");
   assertEquals((await serviceState(box.client, "w", "hog")).state, "stopped");
   assertEquals((await serviceState(box.client, "w", "small")).state, "running");
-  await new Promise((r) => setTimeout(r, 1500));
+  // No event marks a guard tick, but the box's clock does: once an event the box stamps is a whole
+  // sustain (1s) and two intervals past the act, a second act of this episode would be in the journal.
+  const actedAt = Date.parse(acted.time);
+  const mark = await eventually(async () => {
+    const event = await box.client.emit({ type: "test.tick" });
+    return Date.parse(event.time) >= actedAt + 1000 + 2 * 100 ? event : undefined;
+  });
   let acts = 0;
-  for await (const event of box.client.events({ after: start, signal: AbortSignal.timeout(300) })) {
+  await waitForEvent(box.client, (event) => {
     if (event.type === "guard.acted") acts++;
-  }
+    return event.id === mark.id;
+  }, { after: start });
   assertEquals(acts, 1, "never twice for one episode");
 
   const bad = await assertRejects(
@@ -339,8 +379,9 @@ Deno.test("a service's log is rotated when it grows, and its newest lines stay r
   assertEquals(lines.length, 50);
   const numbers = lines.filter((l) => /^line \d+ 0{80}$/.test(l)).map((l) => Number(l.split(" ")[1]));
   assert(numbers.length >= 48, "whole lines, across the rotation boundary");
-  const tail = await Deno.readTextFile(log);
-  const last = tail.trimEnd().split("\n").at(-1)!;
+  // The live file, or the rotated one when a rotation was the last thing before the stop.
+  const tail = (await Deno.readTextFile(log)).trimEnd() || (await Deno.readTextFile(`${log}.1`)).trimEnd();
+  const last = tail.split("\n").at(-1)!;
   assertEquals(lines.at(-1), last, "the newest line is the last one the service wrote");
 });
 
@@ -367,7 +408,10 @@ Deno.test("services get PORT = DOCK_PORT unless the config's env sets PORT", asy
   });
   await using _ = box;
   const wt = await box.client.createWorktree("app", { name: "w" });
-  const text = await eventually(() => Deno.readTextFile(join(wt.path, "port.txt")).catch(() => undefined));
+  // The shell creates the file empty before echo writes it: wait for its line.
+  const text = await eventually(() =>
+    Deno.readTextFile(join(wt.path, "port.txt")).then((t) => t.trim() || undefined, () => undefined)
+  );
   assertEquals(text.trim(), `4321 ${wt.ports[0]}`);
   await box.client.putConfig("app", { env: { OTHER: "x" } });
   await box.client.serviceAction("app", "w", "show", "restart");

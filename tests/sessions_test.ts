@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { assert, assertEquals, assertRejects, assertStringIncludes } from "./assert.ts";
 import { DockError } from "../client/errors.ts";
 import type { DockEvent } from "../client/wire.ts";
-import { eventually, makeDirs, makeRepo, slowTmux, startBox, type TestBox } from "./harness.ts";
+import { eventually, makeDirs, makeRepo, slowTmux, startBox, type TestBox, waitForEvent } from "./harness.ts";
 import { connectUnixWebSocket } from "./ws_unix.ts";
 
 const DENO = Deno.execPath();
@@ -412,10 +412,19 @@ Deno.test("a session whose tmux session takes long to make is not taken for exit
   await box.client.send("slow", "still here");
   await eventually(async () => (await box.client.screen("slow")).screen.includes("still here"));
   assertEquals((await box.client.session("slow")).exited, false);
+  // Let the watcher judge the session twice more: its polls run one at a time, so the third list
+  // started from now on means two whole polls after the session was made.
+  const calls = join(dirs.root, "bin", "tmux.calls");
+  const lists = async () =>
+    (await Deno.readTextFile(calls)).split("\n").filter((l) => l.includes("list-panes")).length;
+  const from = await lists();
+  await eventually(async () => (await lists()) >= from + 3);
+  const mark = await box.client.emit({ type: "marker" });
   const events: DockEvent[] = [];
-  const controller = new AbortController();
-  setTimeout(() => controller.abort(), 1000);
-  for await (const event of box.client.events({ after, signal: controller.signal })) events.push(event);
+  await waitForEvent(box.client, (event) => {
+    events.push(event);
+    return event.id === mark.id;
+  }, { after });
   assertEquals(events.filter((e) => e.type === "session.exited"), []);
   await box.client.removeSession("slow");
 });

@@ -14,6 +14,8 @@ import type { Sessions } from "../sessions.ts";
 import type { BoxSettings } from "../settings.ts";
 import type { Worktrees } from "../worktrees.ts";
 import * as system from "../system.ts";
+import { availableAgents } from "../agents.ts";
+import { pathTools } from "../tools.ts";
 import { isSecretReference } from "../secrets.ts";
 import { readGuardFile, validateGuard, writeGuardFile } from "../guard.ts";
 import { hooksCheck } from "../../core/hooks.ts";
@@ -39,14 +41,13 @@ export function systemRoutes(box: SystemRoutesBackend): RouteTable {
     .add(
       "GET",
       "/info",
-      async () =>
-        json(
-          await system.boxInfo({
-            name: box.settings.name,
-            build: VERSION,
-            agents: await box.sessions.presets(),
-          }),
-        ),
+      async () => {
+        // One look at the PATH folders serves the tools and the agent presets both (the agent's health
+        // check asks every few seconds).
+        const which = pathTools.lookup();
+        const agents = availableAgents({}, (command) => which(command) !== null);
+        return json(await system.boxInfo({ name: box.settings.name, build: VERSION, agents, which }));
+      },
     )
     .add("GET", "/stats", async () => {
       const worktrees = box.worktrees.list();
