@@ -8,6 +8,12 @@
  * The state is kept in the `sessions` table, whose rows the sessions module owns; this module writes
  * only `agent_state`, `state_time` and a missing `agent`.
  *
+ * Time comes from the daemon's clock. A report that arrives as it happens (its own `time` within
+ * {@linkcode LIVE_MS} of now, or none) is applied in arrival order, stamped now: one report dated in
+ * the year 9999, or a box clock that stepped back, once froze a session for good, every later report
+ * looking older. Only a late report (spooled while the daemon was down) is ordered by its own time,
+ * never later than now, against the state held.
+ *
  * @module
  */
 import type { AgentReport, AgentReportType, AgentState, DockEvent } from "../client/wire.ts";
@@ -20,6 +26,12 @@ const STATE_OF: Record<AgentReportType, AgentState> = {
   "agent.waiting": "waiting",
   "agent.finished": "finished",
 };
+
+/**
+ * How old a report's own time may be and still count as arriving live: `dock hook` posts within 300 ms
+ * and the spool is replayed every 2 s, so anything older was held back.
+ */
+export const LIVE_MS = 5000;
 
 /** Reports remembered to drop a second delivery of the same one. */
 const SEEN_KEPT = 2000;
@@ -36,6 +48,8 @@ interface SessionRow {
 export interface AgentStatesOptions {
   store: Store;
   bus: Pick<EventBus, "publish">;
+  /** The daemon's clock, for tests. @default {() => Date.now()} */
+  now?: () => number;
 }
 
 /** Ingests agent reports into the sessions' state. */
@@ -67,10 +81,13 @@ export class AgentStates {
       ? this.#match(report.session, typeof data.path === "string" ? data.path : undefined)
       : null;
     if (session && state) {
-      const time = report.time && !Number.isNaN(Date.parse(report.time))
-        ? report.time
-        : new Date().toISOString();
-      this.set(session.name, state, time, report.origin);
+      const now = this.#o.now?.() ?? Date.now();
+      const own = report.time ? Date.parse(report.time) : NaN;
+      if (Number.isNaN(own) || own > now - LIVE_MS) {
+        this.set(session.name, state, new Date(now).toISOString(), report.origin, { live: true });
+      } else {
+        this.set(session.name, state, new Date(own).toISOString(), report.origin);
+      }
     }
     // The dock session the report was matched to (an identifier, like the tool's own `session_id`):
     // the app, the queue and hooks (`DOCK_SESSION`) learn whose turn it was without asking again.
@@ -79,20 +96,22 @@ export class AgentStates {
   }
 
   /**
-   * Sets a session's state as of `time`, unless the state held is newer; `agent` names the agent of a
-   * session started as a plain command.
+   * Sets a session's state as of `time`, unless the state held is newer (`live`: whatever the state
+   * held says, as a report that arrives now is the newest); `agent` names the agent of a session
+   * started as a plain command.
    */
-  set(name: string, state: AgentState, time: string, agent?: string): void {
+  set(name: string, state: AgentState, time: string, agent?: string, options: { live?: boolean } = {}): void {
     // Times are stored in one form (ISO, UTC), so the database compares them: a report older than the
     // state held (a late spooled event, an overtaken hook) changes nothing, in the same statement.
     const at = new Date(time).toISOString();
     const { changes } = this.#o.store.run(
       `UPDATE sessions SET agent_state = ?, state_time = ?, agent = coalesce(agent, ?)
-       WHERE name = ? AND (state_time IS NULL OR state_time <= ?)`,
+       WHERE name = ? AND (? OR state_time IS NULL OR state_time <= ?)`,
       state,
       at,
       agent ?? null,
       name,
+      options.live ? 1 : 0,
       at,
     );
     if (changes) { for (const listener of [...this.#listeners]) listener(); }

@@ -13,7 +13,7 @@ function report(type: AgentReport["type"], path: string, extra: Partial<AgentRep
 }
 
 /** Agent state over a fresh database holding two live sessions: `app` and, nested in it, `deep`. */
-async function states() {
+async function states(now?: () => number) {
   const dir = await Deno.makeTempDir({ prefix: "dock-agent-state-" });
   const store = new Store(`${dir}/box.db`, { schema: BOX_SCHEMA });
   for (const [name, path] of [["app", "/srv/app"], ["deep", "/srv/app/packages/web"]]) {
@@ -27,7 +27,7 @@ async function states() {
     );
   }
   const bus = new EventBus(store);
-  const agentStates = new AgentStates({ store, bus });
+  const agentStates = new AgentStates({ store, bus, now });
   let changes = 0;
   agentStates.onChange(() => changes++);
   return {
@@ -85,4 +85,32 @@ Deno.test("agent state: a report of no session is announced as it came and chang
   }]);
   assertEquals(held.state("app"), { agent_state: "idle", state_time: CREATED });
   assertEquals(held.changes(), 0);
+});
+
+Deno.test("agent state: a report dated far ahead, or a clock that stepped back, never freezes a session", async () => {
+  let clock = Date.parse("2026-06-01T12:00:00Z");
+  await using held = await states(() => clock);
+  // Dated in the year 9999: applied as of now, not as of 9999.
+  held.agentStates.ingest(
+    report("agent.started", "/srv/app", { session: "app", time: "9999-01-01T00:00:00Z" }),
+  );
+  assertEquals(held.state("app"), { agent_state: "running", state_time: "2026-06-01T12:00:00.000Z" });
+  held.agentStates.ingest(
+    report("agent.finished", "/srv/app", { session: "app", time: "2026-06-01T12:00:01Z" }),
+  );
+  assertEquals(held.state("app")?.agent_state, "finished");
+  // The box's clock steps back an hour: what arrives now still counts, in the order it arrives.
+  clock -= 3_600_000;
+  held.agentStates.ingest(
+    report("agent.started", "/srv/app", { session: "app", time: new Date(clock).toISOString() }),
+  );
+  assertEquals(held.state("app"), { agent_state: "running", state_time: "2026-06-01T11:00:00.000Z" });
+  held.agentStates.ingest(report("agent.waiting", "/srv/app", { session: "app" }));
+  assertEquals(held.state("app")?.agent_state, "waiting");
+  // A late (spooled) report is still ordered by its own time: older than the state held, it changes nothing.
+  held.agentStates.ingest(
+    report("agent.finished", "/srv/app", { session: "app", time: new Date(clock - 60_000).toISOString() }),
+  );
+  assertEquals(held.state("app")?.agent_state, "waiting");
+  assertEquals(held.changes(), 4);
 });

@@ -126,6 +126,19 @@ Deno.test("NUL, lone surrogates, invalid UTF-8 and deep nesting are 400s naming 
         '{"hooks":' + "[".repeat(10_000) + "]".repeat(10_000) + "}",
         "deeper than 64",
       ],
+      [
+        "an agent report's garbage time",
+        "box",
+        "POST",
+        "/v1/events",
+        JSON.stringify({
+          type: "agent.finished",
+          origin: "claude",
+          data: { path: "/w", agent: "claude", session_id: null },
+          time: "garbage-time",
+        }),
+        "time",
+      ],
     ];
     for (const [label, target, method, path, body, named] of cases) {
       const answer = await send(target, method, path, body);
