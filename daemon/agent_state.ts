@@ -8,11 +8,10 @@
  * The state is kept in the `sessions` table, whose rows the sessions module owns; this module writes
  * only `agent_state`, `state_time` and a missing `agent`.
  *
- * Time comes from the daemon's clock. A report that arrives as it happens (its own `time` within
- * {@linkcode LIVE_MS} of now, or none) is applied in arrival order, stamped now: one report dated in
- * the year 9999, or a box clock that stepped back, once froze a session for good, every later report
- * looking older. Only a late report (spooled while the daemon was down) is ordered by its own time,
- * never later than now, against the state held.
+ * Time comes from the daemon's clock. A report's own `time` orders it against the state held (an
+ * overtaken hook, a late spooled report), but never later than the daemon's now; and a state dated
+ * after now (the clock stepped back since) gives way to any report. One report dated in the year 9999,
+ * or a box clock that stepped back, once froze a session for good, every later report looking older.
  *
  * @module
  */
@@ -26,12 +25,6 @@ const STATE_OF: Record<AgentReportType, AgentState> = {
   "agent.waiting": "waiting",
   "agent.finished": "finished",
 };
-
-/**
- * How old a report's own time may be and still count as arriving live: `dock hook` posts within 300 ms
- * and the spool is replayed every 2 s, so anything older was held back.
- */
-export const LIVE_MS = 5000;
 
 /** Reports remembered to drop a second delivery of the same one. */
 const SEEN_KEPT = 2000;
@@ -81,13 +74,9 @@ export class AgentStates {
       ? this.#match(report.session, typeof data.path === "string" ? data.path : undefined)
       : null;
     if (session && state) {
-      const now = this.#o.now?.() ?? Date.now();
       const own = report.time ? Date.parse(report.time) : NaN;
-      if (Number.isNaN(own) || own > now - LIVE_MS) {
-        this.set(session.name, state, new Date(now).toISOString(), report.origin, { live: true });
-      } else {
-        this.set(session.name, state, new Date(own).toISOString(), report.origin);
-      }
+      const time = Number.isNaN(own) ? undefined : new Date(own).toISOString();
+      this.set(session.name, state, time, report.origin);
     }
     // The dock session the report was matched to (an identifier, like the tool's own `session_id`):
     // the app, the queue and hooks (`DOCK_SESSION`) learn whose turn it was without asking again.
@@ -96,23 +85,24 @@ export class AgentStates {
   }
 
   /**
-   * Sets a session's state as of `time`, unless the state held is newer (`live`: whatever the state
-   * held says, as a report that arrives now is the newest); `agent` names the agent of a session
-   * started as a plain command.
+   * Sets a session's state as of `time` (default, and at the latest, the daemon's now), unless the state
+   * held is newer; `agent` names the agent of a session started as a plain command.
    */
-  set(name: string, state: AgentState, time: string, agent?: string, options: { live?: boolean } = {}): void {
+  set(name: string, state: AgentState, time?: string, agent?: string): void {
     // Times are stored in one form (ISO, UTC), so the database compares them: a report older than the
-    // state held (a late spooled event, an overtaken hook) changes nothing, in the same statement.
-    const at = new Date(time).toISOString();
+    // state held changes nothing, in the same statement. A held state dated after now is from before
+    // the clock stepped back: any report replaces it.
+    const now = new Date(this.#o.now?.() ?? Date.now()).toISOString();
+    const at = time === undefined || new Date(time).toISOString() > now ? now : new Date(time).toISOString();
     const { changes } = this.#o.store.run(
       `UPDATE sessions SET agent_state = ?, state_time = ?, agent = coalesce(agent, ?)
-       WHERE name = ? AND (? OR state_time IS NULL OR state_time <= ?)`,
+       WHERE name = ? AND (state_time IS NULL OR state_time <= ? OR state_time > ?)`,
       state,
       at,
       agent ?? null,
       name,
-      options.live ? 1 : 0,
       at,
+      now,
     );
     if (changes) { for (const listener of [...this.#listeners]) listener(); }
   }

@@ -460,8 +460,12 @@ Deno.test("agent reports: an older one changes nothing, one delivered twice is a
         time,
       },
     });
-  const later = new Date(Date.now() + 2000).toISOString();
-  const earlier = new Date(Date.now() + 1000).toISOString();
+  // After the session's state (its creation) and not in the future: a report is never dated later than
+  // the daemon's now (a future time is taken as now).
+  const created = Date.parse((await box.client.session("s")).state_time!);
+  const earlier = new Date(created + 1).toISOString();
+  const later = new Date(created + 2).toISOString();
+  while (Date.now() <= created + 2) await new Promise((resolve) => queueMicrotask(() => resolve(undefined)));
   const start = (await box.client.emit({ type: "test.mark" })).id!;
   await report("agent.finished", later);
   assertEquals((await box.client.session("s")).agent_state, "finished");
