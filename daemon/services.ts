@@ -295,7 +295,9 @@ export class Services {
     if (!row || (pid !== undefined && row.pid !== pid)) return;
     if (row.desired !== "running" || row.state === "stopping") return;
     // Whatever the service forked and left behind goes with it, so a restart finds its ports free.
-    if (row.pid) signalService(row.pid, serviceMembers(row.pid, key(location, worktree, name)), "SIGKILL");
+    if (row.pid) {
+      signalService(row.pid, serviceMembers(row.pid, this.#mark(location, worktree, name)), "SIGKILL");
+    }
     const log = this.#logFile(location, worktree, name);
     const exitText = await Deno.readTextFile(`${log.slice(0, -4)}.exit`).catch(() => "");
     const exitCode = /^\d+$/.test(exitText.trim()) ? Number(exitText.trim()) : null;
@@ -350,7 +352,8 @@ export class Services {
     const wasRunning = row.pid !== null && isAlive(row.pid, row.pid_start ?? undefined);
     this.#upsert(row.location, row.worktree, row.name, { desired: "stopped", state: "stopping" });
     if (row.pid !== null && wasRunning) {
-      const members = () => serviceMembers(row.pid!, k);
+      const mark = this.#mark(row.location, row.worktree, row.name);
+      const members = () => serviceMembers(row.pid!, mark);
       signalService(row.pid, members(), "SIGTERM");
       signalService(row.pid, members(), "SIGCONT"); // a paused group must wake up to act on SIGTERM
       const deadline = Date.now() + this.#o.stopTimeoutMs;
@@ -400,10 +403,18 @@ export class Services {
     }
   }
 
+  /**
+   * A service's mark: its key and this box's state folder, so two boxes of one user (or two test boxes)
+   * with a service of the same name never stop each other's processes.
+   */
+  #mark(location: string, worktree: string, name: string): string {
+    return `${key(location, worktree, name)}@${this.#o.paths.state}`;
+  }
+
   async #environment(wt: Worktree, name: string): Promise<Record<string, string>> {
     const { env, setsPort } = await this.#o.worktrees.environment(wt);
     // Inherited by everything the service starts, even what leaves its process group: how stop finds it.
-    env.DOCK_SERVICE = key(wt.location, wt.name, name);
+    env.DOCK_SERVICE = this.#mark(wt.location, wt.name, name);
     // Services also get PORT = DOCK_PORT, unless the config or the box env file sets PORT.
     if (!setsPort && env.DOCK_PORT) env.PORT = env.DOCK_PORT;
     return env;

@@ -1,7 +1,7 @@
 /**
  * Stopping a service stops what it started even when that left its process group (issue 11: the README
  * promised forked children go too, and a child that called `setsid` stayed). Everything a service starts
- * carries `DOCK_SERVICE=<location>/<worktree>/<name>` in its environment; stop finds it by that.
+ * carries `DOCK_SERVICE=<location>/<worktree>/<name>@<state dir>` in its environment; stop finds it by that.
  */
 import { join } from "node:path";
 import { assertEquals } from "./assert.ts";
