@@ -138,8 +138,12 @@ ${Object.entries(env).map(([k, v]) => `    <key>${xml(k)}</key><string>${xml(v)}
 }
 
 /** Writes the service file and starts it when the service manager is there. */
-export async function installService(spec: ServiceSpec): Promise<InstallResult> {
-  const env = Deno.env.toObject();
+export async function installService(
+  spec: ServiceSpec,
+  options: { env?: Record<string, string> } = {},
+): Promise<InstallResult> {
+  // The environment is a parameter, so a test never changes the process's own (shared with others).
+  const env = options.env ?? Deno.env.toObject();
   const variables = serviceEnvironment(spec, env);
   const home = env.HOME ?? "/";
   const notes: string[] = [];
@@ -156,7 +160,7 @@ export async function installService(spec: ServiceSpec): Promise<InstallResult> 
   await Deno.mkdir(dir, { recursive: true });
   await Deno.writeTextFile(file, systemdUnit(spec.command, variables, spec.description));
   let started = false;
-  if (which("systemctl")) {
+  if (which("systemctl", env.PATH ?? "")) {
     const reload = await run("systemctl", ["--user", "daemon-reload"], { timeoutMs: 15_000 });
     const enable = reload.code === 0
       ? await run("systemctl", ["--user", "enable", "--now", `${spec.unit}.service`], { timeoutMs: 30_000 })

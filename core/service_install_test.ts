@@ -42,12 +42,10 @@ Deno.test("only dock's variables (and PATH) go into the service", () => {
 Deno.test("dockd install writes a systemd user unit that runs dockd serve and restarts it always", async () => {
   if (Deno.build.os !== "linux") return;
   const config = await Deno.makeTempDir();
-  const previous = { xdg: Deno.env.get("XDG_CONFIG_HOME"), path: Deno.env.get("PATH") };
-  Deno.env.set("XDG_CONFIG_HOME", config);
-  // No systemctl on this PATH: the unit is written and the answer says how to start it.
-  Deno.env.set("PATH", "/nonexistent");
   try {
-    const result = await installService(daemonService("/tmp/dockd.log"));
+    // No systemctl on this PATH: the unit is written and the answer says how to start it.
+    const env = { HOME: config, XDG_CONFIG_HOME: config, PATH: "/nonexistent" };
+    const result = await installService(daemonService("/tmp/dockd.log"), { env });
     assertEquals([result.manager, result.started, result.file], [
       "systemd",
       false,
@@ -59,9 +57,6 @@ Deno.test("dockd install writes a systemd user unit that runs dockd serve and re
     assertStringIncludes(unit, "Restart=always");
     assertStringIncludes(result.notes.join("\n"), "systemctl --user enable --now dockd");
   } finally {
-    if (previous.xdg === undefined) Deno.env.delete("XDG_CONFIG_HOME");
-    else Deno.env.set("XDG_CONFIG_HOME", previous.xdg);
-    Deno.env.set("PATH", previous.path ?? "");
     await Deno.remove(config, { recursive: true });
   }
 });
