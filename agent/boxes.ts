@@ -115,7 +115,8 @@ export class Boxes {
   #connections = new Map<string, Connection>();
   #timer?: ReturnType<typeof setInterval>;
   #healthMs: number;
-  #checking = new Set<string>();
+  /** The check under way for each box. */
+  #checking = new Map<string, Promise<void>>();
 
   constructor(store: Store, bus: EventBus, options: { healthMs?: number } = {}) {
     this.#store = store;
@@ -237,11 +238,25 @@ export class Boxes {
     return () => connection.listeners.delete(listener);
   }
 
-  /** Checks one box now (health: `GET /v1/info`). */
+  /**
+   * Checks one box now (health: `GET /v1/info`). A check already under way may have started before what
+   * the caller knows (a box stopped a moment ago): it is awaited, then the box is checked again, so the
+   * answer is never older than the call (a refresh once reported a killed box online).
+   */
   async check(name: string): Promise<void> {
+    while (this.#checking.has(name)) await this.#checking.get(name);
     const connection = this.#connections.get(name);
-    if (!connection || this.#checking.has(name)) return;
-    this.#checking.add(name);
+    if (!connection) return;
+    const run = this.#check(connection, name);
+    this.#checking.set(name, run);
+    try {
+      await run;
+    } finally {
+      this.#checking.delete(name);
+    }
+  }
+
+  async #check(connection: Connection, name: string): Promise<void> {
     const started = performance.now();
     try {
       const info = await connection.client.infoWithin(2000);
@@ -260,8 +275,6 @@ export class Boxes {
       connection.status.latency_ms = null;
       this.reset(name);
       this.#set(connection, false);
-    } finally {
-      this.#checking.delete(name);
     }
   }
 
@@ -275,7 +288,9 @@ export class Boxes {
   start(): void {
     this.#timer = setInterval(() => {
       for (const connection of this.#connections.values()) {
-        if (Date.now() >= connection.nextCheck) this.check(connection.record.name);
+        const name = connection.record.name;
+        // The loop never queues behind a check under way; callers of check() do.
+        if (Date.now() >= connection.nextCheck && !this.#checking.has(name)) this.check(name);
       }
     }, 250);
   }
