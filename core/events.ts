@@ -11,6 +11,7 @@
  */
 import { DockError } from "../client/errors.ts";
 import type { DockEvent, EventAnnounce } from "../client/wire.ts";
+import { positiveFromEnv } from "./knobs.ts";
 import type { Store } from "./store.ts";
 
 // The journal; `box` (added later) is set on events the laptop merged from a box.
@@ -43,11 +44,10 @@ const SLACK = 0.1;
 export function journalBoundsFromEnv(
   env: { get(key: string): string | undefined } = Deno.env,
 ): Pick<EventBusOptions, "journalSize" | "journalBytes"> {
-  const positive = (name: string) => {
-    const value = Number(env.get(name));
-    return Number.isInteger(value) && value > 0 ? value : undefined;
+  return {
+    journalSize: positiveFromEnv("DOCK_JOURNAL_EVENTS", env),
+    journalBytes: positiveFromEnv("DOCK_JOURNAL_BYTES", env),
   };
-  return { journalSize: positive("DOCK_JOURNAL_EVENTS"), journalBytes: positive("DOCK_JOURNAL_BYTES") };
 }
 
 /** A listener of published events. */

@@ -14,6 +14,7 @@
  *
  * @module
  */
+import { positiveFromEnv } from "./knobs.ts";
 
 /**
  * The process's soft limit on open files (Deno raises it to the hard limit at start; measured), from
@@ -36,16 +37,12 @@ export function openFileLimit(): number {
  * `DOCK_LISTEN_HANDSHAKE_MS`, `DOCK_LISTEN_HEADER_MS`, `DOCK_LISTEN_IDLE_MS`); unset: the defaults.
  */
 export function listenLimitsFromEnv(env: { get(key: string): string | undefined } = Deno.env): ListenLimits {
-  const positive = (name: string) => {
-    const value = Number(env.get(name));
-    return Number.isInteger(value) && value > 0 ? value : undefined;
-  };
   return {
-    maxConnections: positive("DOCK_LISTEN_MAX_CONNECTIONS"),
-    maxPerPeer: positive("DOCK_LISTEN_MAX_PER_PEER"),
-    handshakeMs: positive("DOCK_LISTEN_HANDSHAKE_MS"),
-    headerMs: positive("DOCK_LISTEN_HEADER_MS"),
-    idleMs: positive("DOCK_LISTEN_IDLE_MS"),
+    maxConnections: positiveFromEnv("DOCK_LISTEN_MAX_CONNECTIONS", env),
+    maxPerPeer: positiveFromEnv("DOCK_LISTEN_MAX_PER_PEER", env),
+    handshakeMs: positiveFromEnv("DOCK_LISTEN_HANDSHAKE_MS", env),
+    headerMs: positiveFromEnv("DOCK_LISTEN_HEADER_MS", env),
+    idleMs: positiveFromEnv("DOCK_LISTEN_IDLE_MS", env),
   };
 }
 

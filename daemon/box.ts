@@ -13,6 +13,7 @@ import { canBind, PortAllocator } from "./ports.ts";
 import { killAll } from "../core/runner.ts";
 import { SecretResolver } from "./secrets.ts";
 import { type BoxSettings, loadSettings } from "./settings.ts";
+import { positiveFromEnv } from "../core/knobs.ts";
 import { Store } from "../core/store.ts";
 import { BOX_SCHEMA } from "./schema.ts";
 import { PairingStore } from "./pairing.ts";
@@ -105,8 +106,8 @@ export class Box {
       locations: this.locations,
       worktrees: this.worktrees,
       paths,
-      backoffMs: numberFromEnv("DOCK_SERVICE_BACKOFF_MS"),
-      logBytes: numberFromEnv("DOCK_SERVICE_LOG_BYTES"),
+      backoffMs: positiveFromEnv("DOCK_SERVICE_BACKOFF_MS"),
+      logBytes: positiveFromEnv("DOCK_SERVICE_LOG_BYTES"),
     });
     // Removing a worktree stops its services first; a worktree ready after setup starts its autostarts.
     this.worktrees.removalSteps.push((worktree) => this.services.stopAll(worktree));
@@ -147,7 +148,7 @@ export class Box {
           return null;
         }
       },
-      concurrency: numberFromEnv("DOCK_HOOK_CONCURRENCY"),
+      concurrency: positiveFromEnv("DOCK_HOOK_CONCURRENCY"),
     });
     // Removing a worktree ends its sessions too (after its services, before archive).
     this.worktrees.removalSteps.push((worktree) => this.sessions.removeAll(worktree));
@@ -156,7 +157,7 @@ export class Box {
     this.pauses.participants.push({ signalWorktree: (w, signal) => this.sessions.signalWorktree(w, signal) });
     this.guard = new Guard({
       settings: () => readGuardFile(paths.guardFile),
-      intervalMs: numberFromEnv("DOCK_GUARD_INTERVAL_MS"),
+      intervalMs: positiveFromEnv("DOCK_GUARD_INTERVAL_MS"),
       actions: {
         memoryPercent,
         totalMemory: () => Deno.systemMemoryInfo().total,
@@ -257,10 +258,4 @@ export class Box {
     await this.worktrees.settled().catch(() => {});
     this.store.close();
   }
-}
-
-// Test and tuning knobs read from the environment; unset means the module's default.
-function numberFromEnv(name: string): number | undefined {
-  const value = Number(Deno.env.get(name));
-  return Number.isFinite(value) && value > 0 ? value : undefined;
 }

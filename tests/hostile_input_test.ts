@@ -151,7 +151,7 @@ Deno.test("NUL, lone surrogates, invalid UTF-8 and deep nesting are 400s naming 
       assertEquals(listing.status, 400, JSON.stringify(listing.error));
     }
     // Both still answer.
-    assertEquals((await box.client.info()).tools.length >= 0, true);
+    assertEquals((await box.client.info()).os, Deno.build.os);
     assertEquals((await send("agent", "GET", "/v1/status")).status, 200);
   } finally {
     socket.close();
