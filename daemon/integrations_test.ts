@@ -11,29 +11,11 @@ import { DockError } from "../client/errors.ts";
 import { SKILLS } from "../skills/mod.ts";
 import { assert, assertEquals, assertRejects, assertStringIncludes } from "../tests/assert.ts";
 import { codexNotifyLine, installAll, installIntegration, shellSplit } from "./integrations.ts";
+import { tempFolders } from "../tests/temp_dirs.ts";
 
 const HOOK = "/opt/dock/bin/dock hook";
 
-let temps: string[] = [];
-
-/** A temporary folder (a home, a repository), removed when its test ends. */
-async function tempHome(): Promise<string> {
-  const dir = await Deno.makeTempDir({ prefix: "dock-integrations-" });
-  temps.push(dir);
-  return dir;
-}
-
-/** A test whose temporary folders are removed afterwards, passed or failed. */
-function test(name: string, fn: () => Promise<void> | void): void {
-  Deno.test(name, async () => {
-    try {
-      await fn();
-    } finally {
-      for (const dir of temps) await Deno.remove(dir, { recursive: true });
-      temps = [];
-    }
-  });
-}
+const { tempHome, test } = tempFolders("dock-integrations-");
 
 /** Every file under `dir` with its bytes, so "nothing changed" can be checked byte for byte. */
 async function snapshot(dir: string): Promise<Record<string, string>> {

@@ -10,27 +10,9 @@ import { DockError } from "../client/errors.ts";
 import { SKILLS } from "../skills/mod.ts";
 import { assert, assertEquals, assertRejects } from "../tests/assert.ts";
 import { installSkills, listSkills, uninstallSkills } from "./skills.ts";
+import { tempFolders } from "../tests/temp_dirs.ts";
 
-let temps: string[] = [];
-
-/** A temporary folder (a home, a repository), removed when its test ends. */
-async function tempHome(): Promise<string> {
-  const dir = await Deno.makeTempDir({ prefix: "dock-integrations-" });
-  temps.push(dir);
-  return dir;
-}
-
-/** A test whose temporary folders are removed afterwards, passed or failed. */
-function test(name: string, fn: () => Promise<void> | void): void {
-  Deno.test(name, async () => {
-    try {
-      await fn();
-    } finally {
-      for (const dir of temps) await Deno.remove(dir, { recursive: true });
-      temps = [];
-    }
-  });
-}
+const { tempHome, test } = tempFolders("dock-integrations-");
 
 test("skills: list reports installed, outdated, missing and foreign copies", async () => {
   const home = await tempHome();
