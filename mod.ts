@@ -17,3 +17,11 @@ export * from "./client/errors.ts";
 export { type Endpoint, readNdjson, readSse, type RequestOptions, Transport } from "./client/http.ts";
 export { BoxClient } from "./client/box.ts";
 export { AgentClient, type AgentStatus, type BoxStatus } from "./client/agent.ts";
+export {
+  definePlugin,
+  type DockPlugin,
+  type GateRequest,
+  type GateResult,
+  type PluginContext,
+  type PluginKv,
+} from "./client/plugin.ts";

@@ -15,6 +15,8 @@ import { LaptopHooks } from "./hooks.ts";
 import { Proxy } from "./proxy.ts";
 import { Queue } from "./queue.ts";
 import { ensureToken } from "./token.ts";
+import { Plugins } from "../plugins/plugins.ts";
+import { pluginKnobs } from "../plugins/knobs.ts";
 
 /** Knobs of {@linkcode Agent}. */
 export interface AgentOptions {
@@ -35,6 +37,7 @@ export class Agent {
   readonly proxy: Proxy;
   readonly hooks: LaptopHooks;
   readonly queue: Queue;
+  readonly plugins: Plugins;
   /** The proxy's listener: its port, or why it is not listening. */
   proxyState: { enabled: boolean; port?: number; error?: string } = { enabled: false };
   token = "";
@@ -49,8 +52,18 @@ export class Agent {
     this.merge = new EventMerge(this.store, this.bus, this.boxes);
     this.forwards = new Forwards(this.boxes, this.bus);
     this.proxy = new Proxy(this.boxes, this.forwards);
+    this.plugins = new Plugins({
+      home: paths.home,
+      state: paths.client,
+      where: "laptop",
+      side: "laptop",
+      bus: this.bus,
+      ...pluginKnobs(),
+    });
     this.hooks = new LaptopHooks({
       bus: this.bus,
+      extra: () => this.plugins.extraHooks(),
+      executor: this.plugins.executor(),
       file: paths.hooksFile,
       home: Deno.env.get("HOME") ?? "/",
       onlineBoxes: () => this.boxes.list().map((b) => b.name).filter((name) => this.boxes.online(name)),
@@ -75,6 +88,7 @@ export class Agent {
     await this.boxes.refresh();
     this.boxes.start();
     this.merge.start();
+    await this.plugins.start();
     this.hooks.start();
     this.queue.start();
   }
@@ -83,6 +97,7 @@ export class Agent {
   close(): void {
     this.queue.close();
     this.hooks.close();
+    this.plugins.close();
     this.merge.close();
     this.forwards.close();
     this.boxes.close();

@@ -16,7 +16,8 @@
  */
 import type { DockEvent } from "../client/wire.ts";
 import type { EventBus } from "../core/events.ts";
-import { eventVariables, hooksFor, HooksHost } from "../core/hooks.ts";
+import { eventVariables, type ExtraHook, type HookExecutor, hooksFor, HooksHost } from "../core/hooks.ts";
+import { dirname } from "node:path";
 
 /** What the laptop's hooks need from the agent. */
 export interface LaptopHooksOptions {
@@ -33,6 +34,10 @@ export interface LaptopHooksOptions {
   guessShared: (box: string) => boolean;
   /** @default {1000} */
   watchMs?: number;
+  /** Hooks from enabled plugins (their shell hooks run here; gates do not run on the laptop). */
+  extra?: () => ExtraHook[];
+  /** What runs each hook (module hooks go to the plugin host). @default {shellExecutor} */
+  executor?: HookExecutor;
 }
 
 /** Runs the laptop's hooks on the agent's events. */
@@ -41,7 +46,7 @@ export class LaptopHooks extends HooksHost {
   #shared = new Map<string, boolean>();
 
   constructor(options: LaptopHooksOptions) {
-    super({ bus: options.bus, file: options.file, origin: "dock" });
+    super({ bus: options.bus, file: options.file, origin: "dock", executor: options.executor });
     this.#o = options;
   }
 
@@ -65,11 +70,18 @@ export class LaptopHooks extends HooksHost {
     if (event.type === "box.removed") this.#shared.delete(String(event.data?.box));
     if (event.type.startsWith("hook.")) return;
     const hooks = hooksFor(this.file.current(), event); // gates never match an event
-    if (hooks.length === 0) return;
+    const pluginHooks = (this.#o.extra?.() ?? []).filter((extra) =>
+      !extra.run && extra.ownOrigin !== event.origin && hooksFor([extra.hook], event).length > 0
+    );
+    if (hooks.length === 0 && pluginHooks.length === 0) return;
     if (event.box && (this.#shared.get(event.box) ?? this.#o.guessShared(event.box))) return;
     const env = { ...Deno.env.toObject(), ...eventVariables(event) };
+    const modules = { moduleBase: dirname(this.file.path), moduleRoot: dirname(this.file.path) };
     for (const hook of hooks) {
-      this.runner.submit({ hook, source: this.file.path, event, cwd: this.#o.home, env });
+      this.runner.submit({ hook, source: this.file.path, event, cwd: this.#o.home, env, ...modules });
+    }
+    for (const { hook, source } of pluginHooks) {
+      this.runner.submit({ hook, source, event, cwd: this.#o.home, env });
     }
   }
 }

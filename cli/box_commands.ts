@@ -7,6 +7,7 @@
 import type { Command } from "@commander-js/extra-typings";
 import { execCommand } from "./exec.ts";
 import { hooksCommands } from "./hooks.ts";
+import { pluginCommands } from "./plugin.ts";
 import { locationCommands } from "./location.ts";
 import { serviceCommands } from "./service.ts";
 import { sessionCommands } from "./session.ts";
@@ -23,4 +24,5 @@ export function boxCommands(program: Command, scope: Scope): void {
   execCommand(program, scope);
   skillsCommands(program, scope);
   hooksCommands(program, scope);
+  pluginCommands(program, scope);
 }

@@ -1,6 +1,6 @@
 /**
- * `dockd schemas`: prints or writes the JSON Schemas of `.dock/config.json` and `kit.json`, generated
- * from the same zod schemas the daemon validates with.
+ * `dockd schemas`: prints or writes the JSON Schemas of `.dock/config.json`, `kit.json` and
+ * `dock-plugin.json`, generated from the same zod schemas the daemon validates with.
  *
  * @module
  */
@@ -10,14 +10,24 @@ import { guarded } from "./output.ts";
 
 /** Adds `schemas`. */
 export function schemasCommand(program: Command): void {
-  program.command("schemas").description("print the JSON Schemas of .dock/config.json and kit.json")
-    .option("--write <dir>", "write config.schema.json and kit.schema.json into a folder").action((o) =>
+  program.command("schemas").description(
+    "print the JSON Schemas of .dock/config.json, kit.json and dock-plugin.json",
+  )
+    .option("--write <dir>", "write config.schema.json, kit.schema.json and plugin.schema.json into a folder")
+    .action((o) =>
       guarded(async () => {
         // zod is loaded only here, not by every dockd command.
         const { configJsonSchema, kitJsonSchema } = await load<typeof import("../core/config.ts")>(
           "../core/config.ts",
         );
-        const schemas = { "config.schema.json": configJsonSchema(), "kit.schema.json": kitJsonSchema() };
+        const { manifestJsonSchema } = await load<typeof import("../plugins/manifest.ts")>(
+          "../plugins/manifest.ts",
+        );
+        const schemas = {
+          "config.schema.json": configJsonSchema(),
+          "kit.schema.json": kitJsonSchema(),
+          "plugin.schema.json": manifestJsonSchema(),
+        };
         if (!o.write) return console.log(JSON.stringify(schemas, null, 2));
         await Deno.mkdir(o.write, { recursive: true });
         for (const [file, schema] of Object.entries(schemas)) {

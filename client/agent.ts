@@ -13,6 +13,8 @@ import type {
   HookConfig,
   HooksState,
   PairRequest,
+  PluginInfo,
+  PluginPermissions,
   QueueCreate,
   QueueEdit,
   QueueItem,
@@ -111,6 +113,34 @@ export class AgentClient {
   /** `GET /v1/events` (SSE): the laptop's and every box's events, from `after` on. */
   events(options: { after?: number; signal?: AbortSignal } = {}): AsyncGenerator<DockEvent> {
     return this.transport.stream<DockEvent>("/v1/events", options);
+  }
+
+  /** `GET /v1/plugins`: the laptop's plugins and every online box's (`where` says which). */
+  plugins(): Promise<PluginInfo[]> {
+    return this.transport.json("/v1/plugins");
+  }
+
+  /** `GET /v1/plugins/{id}`: one of the laptop's plugins with its newest log lines. */
+  plugin(id: string, log?: number): Promise<PluginInfo> {
+    return this.transport.json(`/v1/plugins/${enc(id)}`, { query: { log } });
+  }
+
+  /** `POST /v1/plugins/{id}/enable`, granting `permissions` (exactly what it asks for). */
+  enablePlugin(id: string, permissions: PluginPermissions): Promise<PluginInfo> {
+    return this.transport.json(`/v1/plugins/${enc(id)}/enable`, {
+      method: "POST",
+      body: { permissions },
+    });
+  }
+
+  /** `POST /v1/plugins/{id}/disable`. */
+  disablePlugin(id: string): Promise<PluginInfo> {
+    return this.transport.json(`/v1/plugins/${enc(id)}/disable`, { method: "POST" });
+  }
+
+  /** `GET /v1/themes`: theme files and enabled plugins' themes. */
+  themes(): Promise<Record<string, unknown>[]> {
+    return this.transport.json("/v1/themes");
   }
 
   /** `GET /v1/hooks`: the laptop's `~/.dock/hooks.json`. */

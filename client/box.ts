@@ -34,6 +34,8 @@ import type {
   PairCodeRequest,
   PairRedeem,
   PairRedeemed,
+  PluginInfo,
+  PluginPermissions,
   Port,
   Screen,
   SecretTestResult,
@@ -295,6 +297,26 @@ export class BoxClient {
   }
 
   /** `GET hooks`: the box's `~/.dock/hooks.json`. */
+  /** `GET plugins`: the box's plugins. */
+  plugins(options: { signal?: AbortSignal } = {}): Promise<PluginInfo[]> {
+    return this.transport.json("/v1/plugins", { signal: options.signal });
+  }
+
+  /** `GET plugins/{id}`: one plugin with its newest log lines. */
+  plugin(id: string, log?: number): Promise<PluginInfo> {
+    return this.transport.json(`/v1/plugins/${enc(id)}`, { query: { log } });
+  }
+
+  /** `POST plugins/{id}/enable`, granting `permissions` (exactly what it asks for). */
+  enablePlugin(id: string, permissions: PluginPermissions): Promise<PluginInfo> {
+    return this.transport.json(`/v1/plugins/${enc(id)}/enable`, { method: "POST", body: { permissions } });
+  }
+
+  /** `POST plugins/{id}/disable`. */
+  disablePlugin(id: string): Promise<PluginInfo> {
+    return this.transport.json(`/v1/plugins/${enc(id)}/disable`, { method: "POST" });
+  }
+
   hooks(): Promise<HooksState> {
     return this.transport.json("/v1/hooks");
   }

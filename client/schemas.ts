@@ -32,6 +32,7 @@ import type {
   PairCodeRequest,
   PairRedeem,
   PairRequest,
+  PluginEnableRequest,
   ProxyRoute,
   QueueCreate,
   QueueEdit,
@@ -252,6 +253,19 @@ export const HOOKS_PUT = z.strictObject({
 }) satisfies z.ZodType<HooksFile>;
 
 /** Body of `POST secrets/test`. */
+const STRINGS = z.array(z.string().max(256)).max(64).optional();
+
+/** `POST plugins/{id}/enable`: the permissions granted, exactly as the plugin asks for them. */
+export const PLUGIN_ENABLE = z.strictObject({
+  permissions: z.strictObject({
+    read: STRINGS,
+    write: STRINGS,
+    net: STRINGS,
+    env: STRINGS,
+    scopes: STRINGS,
+  }),
+}) satisfies z.ZodType<PluginEnableRequest>;
+
 export const SECRET_TEST = z.strictObject({ ref: z.string() }) satisfies z.ZodType<SecretTest>;
 
 /**

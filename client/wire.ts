@@ -154,9 +154,70 @@ export interface AgentPreset {
 /** A hook (spec 2.5), also the shape of `~/.dock/hooks.json` entries. */
 export interface HookConfig {
   on: string;
-  run: string;
+  /** A shell command; a hook has either `run` or `module`. */
+  run?: string;
+  /** A module run in a sandboxed worker, relative to the file that names the hook. */
+  module?: string;
   timeout?: string;
   tool?: string;
+}
+
+/** What a plugin asks for in its manifest and, once enabled, is granted (see plugins/manifest.ts). */
+export interface PluginPermissions {
+  /** Paths inside its data folder it may read (its own folder it always may). */
+  read?: string[];
+  /** Paths inside its data folder it may write. */
+  write?: string[];
+  /** Hosts (`host` or `host:port`) it may reach. */
+  net?: string[];
+  /** Environment variables it may read. */
+  env?: string[];
+  /** What it may do through `ctx.api` and `ctx.emit` (`sessions:read`, `events:emit`, …). */
+  scopes?: string[];
+}
+
+/** Where a plugin stands: not enabled (or not runnable), enabled with no worker, starting, running, failed. */
+export type PluginState = "off" | "idle" | "starting" | "running" | "failed";
+
+/** A plugin as `GET /v1/plugins` and a box's `GET plugins` list it. */
+export interface PluginInfo {
+  id: string;
+  name?: string;
+  version?: string;
+  description?: string;
+  /** `laptop`, or the box's name. */
+  where: string;
+  /** Its folder. */
+  path: string;
+  enabled: boolean;
+  state: PluginState;
+  /** Why it is off or failed: its manifest's error (file and field), a grant it outgrew, its last failure. */
+  error?: string;
+  /** What its manifest asks for. */
+  permissions?: PluginPermissions;
+  /** What enabling granted (absent while off). */
+  granted?: PluginPermissions;
+  main?: string;
+  hooks?: HookConfig[];
+  themes?: string[];
+  ui?: string[];
+  /** Since the process started. `failures` counts errors and timeouts; `refused`, calls outside its scopes. */
+  counters: {
+    calls: number;
+    failures: number;
+    timeouts: number;
+    restarts: number;
+    cold_starts: number;
+    refused: number;
+    dropped: number;
+  };
+  /** Its newest log lines (`GET plugins/{id}` only). */
+  log?: string[];
+}
+
+/** The body of `POST plugins/{id}/enable`: the permissions being granted, as the plugin asks for them. */
+export interface PluginEnableRequest {
+  permissions: PluginPermissions;
 }
 
 /** A hooks file as `GET hooks` and `GET /v1/hooks` report it (spec 2.9, 4.1). */

@@ -47,6 +47,19 @@ function slug(max: number): z.ZodString {
     .max(max, `must be at most ${max} characters`);
 }
 
+/**
+ * A module's path, relative to the file that names it and inside its folder: no absolute path, no `..`,
+ * no URL (remote code is never imported). Where it really leads (symlinks) is checked when it runs.
+ */
+export function modulePath(): z.ZodString {
+  return z.string()
+    .max(512, "must be at most 512 characters")
+    .regex(
+      /^(?!\/)(?![a-z][a-z0-9+.-]*:)(?!.*(^|\/)\.\.(\/|$))[^\0\\]+\.(ts|js|mjs|mts|tsx|jsx)$/i,
+      "must be a relative path to a .ts or .js file inside its folder, without ..",
+    );
+}
+
 /** A duration string (`30s`, `10m`, `2h`), longer than zero and within the bounds given (as durations). */
 function duration(bounds: { min?: string; max?: string } = {}) {
   const min = bounds.min === undefined ? 0 : parseDuration(bounds.min);
@@ -188,7 +201,8 @@ const agentSchema = z.strictObject({
     .optional(),
 }) satisfies z.ZodType<AgentPreset>;
 
-const hookSchema = z.strictObject({
+/** One hook (spec 2.5): the shape of `hooks.json` entries, config hooks and a plugin manifest's hooks. */
+export const HOOK_SCHEMA = z.strictObject({
   on: z.string()
     .superRefine((value, ctx) => {
       const target = value.startsWith("before:") ? value.slice("before:".length) : value;
@@ -201,9 +215,23 @@ const hookSchema = z.strictObject({
     })
     .meta({ pattern: `^(before:)?${EVENT_PATTERN.source.slice(1)}` })
     .describe("An event type, a prefix such as worktree.*, *, or before:<action> for a gate."),
-  run: text().describe("Run through /bin/sh -c, with the event on stdin and in DOCK_* variables."),
+  run: text().describe(
+    "Run through /bin/sh -c, with the event on stdin and in DOCK_* variables. Either run or module.",
+  )
+    .optional(),
+  module: modulePath().describe(
+    "A module (./hooks/notify.ts), relative to the file that names it, run in a sandboxed worker: its default export's event or gate handler. Either run or module.",
+  ).optional(),
   timeout: duration().describe("Duration such as 30s, 1m, 2h. Default 1m; 30s for gates.").optional(),
   tool: text().describe("The hook never runs for events whose origin is this tool.").optional(),
+}).superRefine((hook, ctx) => {
+  if ((hook.run === undefined) === (hook.module === undefined)) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["run"],
+      message: "a hook has either run (a shell command) or module",
+    });
+  }
 }) satisfies z.ZodType<HookConfig>;
 
 const FORGE_EVENTS = ["review_comment", "pr_review", "check_failed", "pr_merged"] as const;
@@ -368,7 +396,7 @@ const configShape = {
     .describe("Services run in every worktree.").optional(),
   agents: z.array(agentSchema).superRefine(uniqueBy("id"), WHEN_ARRAY)
     .describe("Agent presets to add, or built-ins to replace by id.").optional(),
-  hooks: z.array(hookSchema).describe("Hooks for this repository's events, run in the worktree.").optional(),
+  hooks: z.array(HOOK_SCHEMA).describe("Hooks for this repository's events, run in the worktree.").optional(),
   flows: z.array(flowSchema).superRefine(uniqueBy("id"), WHEN_ARRAY)
     .describe("Flows for this repository's worktrees.").optional(),
 };
@@ -464,7 +492,7 @@ export interface HooksFile {
 /** The schema of a hooks file (and of a `PUT hooks` body); `$schema` is accepted and dropped. */
 export const HOOKS_FILE: z.ZodType<HooksFile, unknown> = z.strictObject({
   $schema: z.string().optional(),
-  hooks: z.array(hookSchema).describe("Hooks and before: gates."),
+  hooks: z.array(HOOK_SCHEMA).describe("Hooks and before: gates."),
 }).transform(({ hooks }) => ({ hooks }));
 
 /** Validates an already-parsed kit manifest; throws ConfigError. */

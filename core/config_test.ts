@@ -222,7 +222,7 @@ Deno.test("agents: id and command required, id unique", () => {
   );
 });
 
-Deno.test("hooks: on is an event type, a prefix, * or before:<action>; run required; timeout a duration", () => {
+Deno.test("hooks: on is an event type, a prefix, * or before:<action>; run or module; timeout a duration", () => {
   for (
     const on of [
       "worktree.created",
@@ -245,7 +245,25 @@ Deno.test("hooks: on is an event type, a prefix, * or before:<action>; run requi
     );
   }
   assertFirst({ hooks: [{ run: "x" }] }, `${FILE}: hooks[0].on: required`);
-  assertFirst({ hooks: [{ on: "*" }] }, `${FILE}: hooks[0].run: required`);
+  assertFirst(
+    { hooks: [{ on: "*" }] },
+    `${FILE}: hooks[0].run: a hook has either run (a shell command) or module`,
+  );
+  assertFirst(
+    { hooks: [{ on: "*", run: "x", module: "hooks/a.ts" }] },
+    `${FILE}: hooks[0].run: a hook has either run (a shell command) or module, got "x"`,
+  );
+  assertEquals(
+    validateConfig({ hooks: [{ on: "*", module: "hooks/a.ts" }] }, FILE).hooks?.[0].module,
+    "hooks/a.ts",
+  );
+  for (const module of ["../a.ts", "/etc/a.ts", "https://x.test/a.ts", "a/../../b.ts", "a.sh"]) {
+    assertProblem(
+      { hooks: [{ on: "*", module }] },
+      "hooks[0].module",
+      `must be a relative path to a .ts or .js file inside its folder, without .., got ${JSON.stringify(module)}`,
+    );
+  }
   assertFirst(
     { hooks: [{ on: "*", run: "x", timeout: "soon" }] },
     `${FILE}: hooks[0].timeout: must be a duration such as 30s, 10m or 1h, got "soon"`,

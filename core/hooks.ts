@@ -300,6 +300,10 @@ export interface HookJob {
   source: string;
   event: DockEvent;
   cwd?: string;
+  /** See {@linkcode HookRunContext.moduleBase}. */
+  moduleBase?: string;
+  /** See {@linkcode HookRunContext.moduleRoot}. */
+  moduleRoot?: string;
   /** The child's whole environment. */
   env: Record<string, string>;
 }
@@ -415,6 +419,8 @@ export class HookRunner {
       this.#stats.started++;
       const result = (this.#o.executor ?? shellExecutor).run(job.hook, JSON.stringify(job.event), {
         cwd: job.cwd,
+        moduleBase: job.moduleBase,
+        moduleRoot: job.moduleRoot,
         env: job.env,
         signal: this.#abort.signal,
       });
@@ -449,6 +455,10 @@ export interface HookResult {
 /** Where a hook runs and what it gets. */
 export interface HookRunContext {
   cwd?: string;
+  /** A module hook's `module` is relative to this folder (the one holding the file that names it). */
+  moduleBase?: string;
+  /** The folder a module hook must stay inside (symlinks included): the repository, or `DOCK_HOME`. */
+  moduleRoot?: string;
   /** The child's whole environment. */
   env: Record<string, string>;
   /** Aborts the run (the runner is closing). */
@@ -464,9 +474,25 @@ export interface HookExecutor {
   run(hook: HookConfig, input: string, context: HookRunContext): Promise<HookResult>;
 }
 
+/**
+ * A hook from elsewhere than a hooks file: an enabled plugin's manifest. Gates of both kinds and shell
+ * hooks for events run where the host's own hooks run; a plugin's module hooks for events are delivered
+ * by the plugin host itself (straight to its workers, without building a shell environment per event).
+ */
+export interface ExtraHook {
+  hook: HookConfig;
+  /** Where it is written (`plugin 'notify'`). */
+  source: string;
+  /** The origin whose events it never runs for (its own `plugin:<id>`), besides `hook.tool`. */
+  ownOrigin?: string;
+  /** Runs it (a module, in its plugin's sandbox); absent: the executor runs `hook.run`. */
+  run?: (input: string) => Promise<HookResult>;
+}
+
 /** Runs a hook through `/bin/sh -c RUN`, `input` on its stdin, killed with its group at its timeout. */
 export const shellExecutor: HookExecutor = {
   async run(hook, input, context) {
+    if (hook.run === undefined) throw new Error(`the module hook ${hook.module} needs the plugin host`);
     const result = await run("/bin/sh", ["-c", hook.run], {
       cwd: context.cwd,
       env: context.env,

@@ -160,6 +160,38 @@ export function launch(cmd: string, args: string[], options: LaunchOptions = {})
   return child;
 }
 
+/** Options for {@linkcode startChild}. */
+export interface StartChildOptions {
+  cwd?: string;
+  env?: Record<string, string>;
+  clearEnv?: boolean;
+}
+
+/**
+ * Starts a long-lived helper process this one owns (the plugin host): in its own process group (so a
+ * kill reaches whatever it started), stdout and stderr piped to the caller, no stdin, and counted among
+ * the live children so `killAll` ends it with the daemon. Unlike {@linkcode launch}, it is not meant to
+ * outlive its parent. Returns the child and what to call once it has exited.
+ */
+export function startChild(
+  cmd: string,
+  args: string[],
+  options: StartChildOptions = {},
+): { child: Deno.ChildProcess; untrack: () => void } {
+  const spec = inNewGroup(cmd, args);
+  const child = new Deno.Command(spec.cmd, {
+    args: spec.args,
+    cwd: options.cwd,
+    env: options.env,
+    clearEnv: options.clearEnv,
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+    detached: spec.detached,
+  }).spawn();
+  return { child, untrack: track(child.pid) };
+}
+
 /**
  * Counts a child started outside this module (a PTY: core/pty.ts) among the live ones, so `killAll`
  * ends it too; returns what to call once it has exited.

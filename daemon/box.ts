@@ -29,8 +29,10 @@ import { SendLedger } from "./send_ledger.ts";
 import { Tasks } from "./tasks.ts";
 import { Tmux } from "./tmux.ts";
 import { replaySpool, spoolDir } from "./spool.ts";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { Hooks } from "./hooks.ts";
+import { Plugins } from "../plugins/plugins.ts";
+import { pluginKnobs } from "../plugins/knobs.ts";
 
 /** The box's TCP+TLS listener for laptops, once it listens (see `serveTls`). */
 export interface TlsListener {
@@ -66,6 +68,7 @@ export class Box {
   readonly tasks: Tasks;
   readonly pairing: PairingStore;
   readonly hooks: Hooks;
+  readonly plugins: Plugins;
   /** The laptop listener once it listens; null while it does not (off, failed, or not yet started). */
   tls: TlsListener | null = null;
   /** Why the laptop listener is not running (`DOCK_LISTEN=off`, a taken port, no openssl), for `dockd pair`. */
@@ -133,7 +136,23 @@ export class Box {
       worktrees: this.worktrees,
       sessions: this.sessions,
     });
+    this.plugins = new Plugins({
+      home: paths.home,
+      state: paths.box,
+      where: this.settings.name,
+      side: "box",
+      bus: this.bus,
+      ...pluginKnobs(),
+      // Module hooks of hooks.json and of locations' configs: one host covers where they may be.
+      baseRead: () => [
+        dirname(paths.hooksFile),
+        paths.worktrees,
+        ...this.locations.list().map((l) => l.path),
+      ],
+    });
     this.hooks = new Hooks({
+      extra: () => this.plugins.extraHooks(),
+      executor: this.plugins.executor(),
       bus: this.bus,
       file: paths.hooksFile,
       boxName: this.settings.name,
@@ -187,6 +206,7 @@ export class Box {
     // A hook that timed out on a busy daemon spools too: pick such reports up soon after.
     this.#spoolTimer = setInterval(() => this.replaySpool().catch((e) => console.error("spool:", e)), 2000);
     this.guard.start();
+    await this.plugins.start();
     this.hooks.start();
   }
 
@@ -251,6 +271,7 @@ export class Box {
     this.services.close();
     this.guard.stop();
     this.hooks.close();
+    this.plugins.close();
     clearInterval(this.#spoolTimer);
     this.exits.close();
     this.sessions.close();

@@ -21,6 +21,7 @@ import { DockError } from "../client/errors.ts";
 import type { EventBus } from "../core/events.ts";
 import {
   eventVariables,
+  type ExtraHook,
   fieldVariable,
   firstLine,
   type GateAction,
@@ -28,11 +29,13 @@ import {
   gatesFor,
   HOOK_BACKLOG,
   type HookExecutor,
+  type HookResult,
   type HooksFileState,
   hooksFor,
   HooksHost,
   isGate,
 } from "../core/hooks.ts";
+import { dirname, join } from "node:path";
 import type { Locations } from "./locations.ts";
 import type { Worktrees } from "./worktrees.ts";
 
@@ -53,6 +56,8 @@ export interface HooksOptions {
   concurrency?: number;
   /** What runs each hook and gate. @default {shellExecutor} */
   executor?: HookExecutor;
+  /** Hooks from enabled plugins: their gates, and their shell hooks for events. */
+  extra?: () => ExtraHook[];
   /** How often the hooks file is checked for edits (and `hooks.changed` announced). @default {1000} */
   watchMs?: number;
 }
@@ -105,17 +110,29 @@ export class Hooks extends HooksHost {
    */
   async gate(action: GateAction, target: Record<string, unknown>, context: GateContext): Promise<void> {
     const place = this.#actionPlace(target, context);
-    const gates: { hook: HookConfig; source: string }[] = gatesFor(
-      this.file.current(),
-      action,
-      context.origin,
-    )
-      .map((hook) => ({ hook, source: this.file.path }));
+    const gates: {
+      hook: HookConfig;
+      source: string;
+      run?: (input: string) => Promise<HookResult>;
+      moduleBase?: string;
+      moduleRoot?: string;
+    }[] = gatesFor(this.file.current(), action, context.origin)
+      .map((hook) => ({ hook, source: this.file.path, ...this.#fileModules() }));
+    for (const extra of this.#o.extra?.() ?? []) {
+      if (extra.ownOrigin === context.origin) continue;
+      for (const hook of gatesFor([extra.hook], action, context.origin)) {
+        gates.push({ hook, source: extra.source, run: extra.run });
+      }
+    }
     if (place.location) {
       // Read now, not from the cache: a gate added a moment ago must already hold.
       const config = await this.#o.locations.config(place.location).catch(() => null);
       for (const hook of gatesFor(config?.effective.hooks ?? [], action, context.origin)) {
-        gates.push({ hook, source: `config of location '${place.location}'` });
+        gates.push({
+          hook,
+          source: `config of location '${place.location}'`,
+          ...this.#configModules(place.worktree?.path ?? place.root),
+        });
       }
     }
     if (gates.length === 0) return;
@@ -146,13 +163,15 @@ export class Hooks extends HooksHost {
       ...(place.worktree ? { worktree: place.worktree.name } : {}),
     });
     const cwd = place.worktree?.path ?? place.root ?? this.#o.home;
-    const results = await Promise.all(gates.map(async ({ hook, source }) => {
+    const results = await Promise.all(gates.map(async ({ hook, source, run, moduleBase, moduleRoot }) => {
       try {
-        return {
-          hook,
-          source,
-          result: await this.executor.run(hook, stdin, { cwd: await existingDir(cwd, this.#o.home), env }),
-        };
+        const result = run ? await run(stdin) : await this.executor.run(hook, stdin, {
+          cwd: await existingDir(cwd, this.#o.home),
+          env,
+          moduleBase,
+          moduleRoot,
+        });
+        return { hook, source, result };
       } catch (error) {
         return { hook, source, error: String(error) };
       }
@@ -204,9 +223,12 @@ export class Hooks extends HooksHost {
 
   async #dispatch(event: DockEvent): Promise<void> {
     const boxHooks = hooksFor(this.file.current(), event);
+    const pluginHooks = (this.#o.extra?.() ?? []).filter((extra) =>
+      !extra.run && extra.ownOrigin !== event.origin && hooksFor([extra.hook], event).length > 0
+    );
     const place = this.#eventPlace(event);
     const configHooks = place.location ? hooksFor(await this.#locationHooks(place.location), event) : [];
-    if (boxHooks.length === 0 && configHooks.length === 0) return;
+    if (boxHooks.length === 0 && configHooks.length === 0 && pluginHooks.length === 0) return;
     const base = await this.#environment(place);
     const env = {
       ...base,
@@ -215,13 +237,26 @@ export class Hooks extends HooksHost {
     const inWorktree = place.worktree?.path ?? place.root;
     const boxCwd = await existingDir(inWorktree ?? this.#o.home, this.#o.home);
     for (const hook of boxHooks) {
-      this.runner.submit({ hook, source: this.file.path, event, cwd: boxCwd, env });
+      this.runner.submit({ hook, source: this.file.path, event, cwd: boxCwd, env, ...this.#fileModules() });
     }
+    for (const { hook, source } of pluginHooks) this.runner.submit({ hook, source, event, cwd: boxCwd, env });
     if (configHooks.length) {
       const cwd = await existingDir(inWorktree ?? this.#o.home, this.#o.home);
       const source = `config of location '${place.location}'`;
-      for (const hook of configHooks) this.runner.submit({ hook, source, event, cwd, env });
+      const modules = this.#configModules(inWorktree);
+      for (const hook of configHooks) this.runner.submit({ hook, source, event, cwd, env, ...modules });
     }
+  }
+
+  /** Where module hooks of the hooks file are found: beside it, inside `DOCK_HOME`. */
+  #fileModules(): { moduleBase: string; moduleRoot: string } {
+    const dir = dirname(this.file.path);
+    return { moduleBase: dir, moduleRoot: dir };
+  }
+
+  /** Where module hooks of a location's config are found: relative to `.dock/`, inside the checkout. */
+  #configModules(checkout: string | undefined): { moduleBase?: string; moduleRoot?: string } {
+    return checkout ? { moduleBase: join(checkout, ".dock"), moduleRoot: checkout } : {};
   }
 
   /** A location's effective config hooks, read at most once a second. */

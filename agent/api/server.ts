@@ -18,6 +18,8 @@ import { hooksRoutes } from "./hooks.ts";
 import { pairRoutes } from "./pair.ts";
 import { queueRoutes } from "./queue.ts";
 import { settingsRoutes } from "./settings.ts";
+import { pluginRoutes } from "../../plugins/routes.ts";
+import type { PluginInfo } from "../../client/wire.ts";
 
 /** Builds the agent's API app for a listener on `port`. */
 export function agentApp(agent: Agent, options: { port: number }): Hono {
@@ -82,7 +84,16 @@ export function agentApp(agent: Agent, options: { port: number }): Hono {
     pairRoutes(agent),
     attachRoutes(agent.boxes),
     queueRoutes(agent),
+    pluginRoutes(agent.plugins, { list: () => allPlugins(agent) }),
   ]);
+  // What a laptop plugin asks through `ctx.api` goes through this app like any client's request: the
+  // same gate, with the agent's own token; the plugin host checks its scopes first.
+  agent.plugins.connectApi(async (request) => {
+    const headers = new Headers(request.headers);
+    headers.set("host", `127.0.0.1:${options.port}`);
+    headers.set("authorization", `Bearer ${agent.token}`);
+    return await app.fetch(new Request(request, { headers }));
+  });
   // The relay takes every method and any path below the box's api/.
   app.all("/v1/boxes/:box/api/*", (c) => {
     // The path goes on as it came (still percent-encoded): decoding it here could change its meaning.
@@ -94,4 +105,23 @@ export function agentApp(agent: Agent, options: { port: number }): Hono {
     return relay(agent.boxes, param(c, "box"), path, c.req.raw);
   });
   return app;
+}
+
+/** How long `GET /v1/plugins` waits for a box's list before leaving that box out. */
+const BOX_PLUGINS_TIMEOUT_MS = 3000;
+
+/** The laptop's plugins and every online box's, each box's named as the laptop names it. */
+async function allPlugins(agent: Agent): Promise<PluginInfo[]> {
+  const online = agent.boxes.list().map((b) => b.name).filter((name) => agent.boxes.online(name));
+  const boxes = await Promise.all(online.map(async (name) => {
+    try {
+      const list = await agent.boxes.client(name).plugins({
+        signal: AbortSignal.timeout(BOX_PLUGINS_TIMEOUT_MS),
+      });
+      return list.map((plugin) => ({ ...plugin, where: name }));
+    } catch {
+      return []; // an older box, or one that stopped answering: listed by `dock status` instead
+    }
+  }));
+  return [...agent.plugins.list(), ...boxes.flat()];
 }

@@ -13,6 +13,7 @@ import { APP_DOCUMENT } from "../../client/schemas.ts";
 import { body, json, param, requestOrigin, RouteTable } from "../../core/http.ts";
 import { ConfigError, readUserFile, writeUserFile } from "../../core/user_files.ts";
 import type { EventBus } from "../../core/events.ts";
+import type { Plugins } from "../../plugins/plugins.ts";
 import type { ClientPaths } from "../../core/paths.ts";
 
 /** The largest app settings document accepted (spec 8). */
@@ -51,6 +52,7 @@ export type TaskTemplate = z.infer<typeof TEMPLATE> & { id: string; error?: stri
 export interface SettingsRoutesBackend {
   paths: Pick<ClientPaths, "home">;
   bus: Pick<EventBus, "publish">;
+  plugins: Pick<Plugins, "themes">;
 }
 
 /** The settings, templates and themes routes. */
@@ -71,7 +73,11 @@ export function settingsRoutes(agent: SettingsRoutesBackend): RouteTable {
       return json(value);
     })
     .add("GET", "/templates", async () => json(await readTemplates(join(agent.paths.home, "templates"))))
-    .add("GET", "/themes", async () => json(await readThemes(join(agent.paths.home, "themes"))));
+    .add("GET", "/themes", async () => {
+      // Theme files first, then enabled plugins' themes (`<plugin>/<file>` ids cannot collide with them).
+      const themes = await readThemes(join(agent.paths.home, "themes"));
+      return json([...themes, ...await agent.plugins.themes()]);
+    });
 }
 
 /** Every template file, validated; a bad one is listed with its error instead of hiding it. */

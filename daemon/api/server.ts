@@ -25,6 +25,7 @@ import { sessionRoutes } from "./sessions.ts";
 import { skillRoutes } from "./skills.ts";
 import { systemRoutes } from "./system.ts";
 import { worktreeRoutes } from "./worktrees.ts";
+import { pluginRoutes } from "../../plugins/routes.ts";
 
 /** Options of {@linkcode boxApp}. */
 export interface BoxAppOptions {
@@ -61,6 +62,7 @@ export function boxRoutes(box: Box, options: BoxAppOptions = {}): RouteTable[] {
     serviceRoutes(box),
     sessionRoutes(box),
     skillRoutes(box),
+    pluginRoutes(box.plugins, { gated: true }),
     tunnelRoutes(),
     ...(listener === "socket" ? [pairingRoutes(box)] : [socketOnly(pairingRoutes(box)), redeemRoutes(box)]),
   ];
@@ -74,6 +76,9 @@ export async function serveSocket(
   const path = box.paths.socket;
   await Deno.remove(path).catch(() => {});
   const app = boxApp(box);
+  // What a plugin asks through `ctx.api` goes to this app, as a request on the daemon's own socket would
+  // (gates and all); the plugin host checks its scopes first.
+  box.plugins.connectApi(async (request) => await app.fetch(request));
   const { promise, resolve } = Promise.withResolvers<void>();
   const server = Deno.serve({
     path,

@@ -1,0 +1,252 @@
+/**
+ * The plugin-host process: started by the daemon or the laptop agent (through the runner, with
+ * `--no-prompt`, no remote or npm imports, and only the union of what its workers are granted), it
+ * connects back over the unix socket named by its one argument and runs each plugin module in a Web
+ * Worker narrowed to that module's own grant. It holds no state worth keeping: the parent kills and
+ * restarts it whenever a worker cannot be stopped any other way.
+ *
+ * Deadlines are the parent's: on one, it asks the host to cancel the call, and the host says whether the
+ * worker was stuck in synchronous code (it did not answer a ping), since `terminate()` cannot stop that
+ * (TOOLCHAIN.md) and only ending this process does.
+ *
+ * @module
+ */
+import { pathToFileURL } from "node:url";
+import { FrameConnection } from "./frames.ts";
+import {
+  type CallKind,
+  type FetchInput,
+  fromBase64,
+  type FromHost,
+  type FromWorker,
+  MAX_FETCH_BODY,
+  PROTOCOL_VERSION,
+  toBase64,
+  type ToHost,
+  type WorkerSpec,
+} from "./protocol.ts";
+
+/** How long a worker has to answer a ping before it is taken to be stuck in synchronous code. */
+const PING_MS = 250;
+
+const WORKER_MAIN = new URL("./worker_main.ts", import.meta.url);
+
+interface Hosted {
+  spec: WorkerSpec;
+  worker: Worker;
+  /** Resolves once the module has loaded (rejects with its load error). */
+  ready: Promise<CallKind[]>;
+  /** Calls in flight on this worker, by id: their kind. */
+  calls: Map<number, CallKind>;
+  pong?: () => void;
+}
+
+const socketPath = Deno.args[0];
+if (!socketPath) throw new Error("usage: host_main.ts SOCKET");
+const conn = await Deno.connect({ transport: "unix", path: socketPath });
+const parent = new FrameConnection<ToHost, FromHost>(conn);
+const workers = new Map<string, Hosted>();
+// The hello goes first: the parent sends no call before it.
+parent.send({ t: "hello", v: PROTOCOL_VERSION, pid: Deno.pid });
+
+function send(message: FromHost): void {
+  parent.send(message);
+}
+
+function start(spec: WorkerSpec): Hosted {
+  const grant = spec.grant;
+  const list = (values: string[]) => values.length ? values : false;
+  const worker = new Worker(WORKER_MAIN, {
+    type: "module",
+    name: spec.label,
+    deno: {
+      permissions: {
+        read: list(grant.read),
+        write: list(grant.write),
+        net: list(grant.net),
+        env: list(grant.env),
+        run: false,
+        ffi: false,
+        sys: false,
+        import: false,
+      },
+    },
+  });
+  const { promise: ready, resolve, reject } = Promise.withResolvers<CallKind[]>();
+  ready.catch(() => {});
+  const hosted: Hosted = { spec, worker, ready, calls: new Map() };
+  worker.onmessage = (e: MessageEvent<FromWorker>) => onWorkerMessage(hosted, e.data, resolve, reject);
+  worker.onerror = (e) => {
+    // An error outside a handler (a rejection nobody awaited, a throw in a timer): the worker is ended,
+    // since its module's state can no longer be trusted; the next call starts it afresh.
+    e.preventDefault();
+    reject(new Error(e.message));
+    end(hosted, `uncaught: ${e.message}`);
+  };
+  worker.postMessage({ t: "init", module: pathToFileURL(spec.module).href, label: spec.label });
+  return hosted;
+}
+
+function onWorkerMessage(
+  hosted: Hosted,
+  message: FromWorker,
+  resolve: (kinds: CallKind[]) => void,
+  reject: (error: Error) => void,
+): void {
+  if (workers.get(hosted.spec.key) !== hosted || typeof message !== "object" || message === null) return;
+  switch (message.t) {
+    case "ready":
+      resolve(Array.isArray(message.handlers) ? message.handlers : []);
+      return;
+    case "load_error":
+      reject(new Error(String(message.error)));
+      return;
+    case "pong":
+      hosted.pong?.();
+      return;
+    case "log":
+      send({
+        t: "log",
+        key: hosted.spec.key,
+        level: message.level,
+        text: String(message.text).slice(0, 8192),
+      });
+      return;
+    case "request":
+      if (typeof message.id !== "number") return;
+      send({ t: "request", id: message.id, key: hosted.spec.key, op: message.op, args: message.args });
+      return;
+    case "result": {
+      // Only an answer to a call this worker has in flight, once.
+      const kind = hosted.calls.get(message.id);
+      if (kind === undefined) return;
+      hosted.calls.delete(message.id);
+      if (!message.ok) {
+        sendResult(message.id, { ok: false, error: String(message.error).slice(0, 2000) });
+        return;
+      }
+      try {
+        sendResult(message.id, { ok: true, value: encodeValue(kind, message.value) });
+      } catch (error) {
+        sendResult(message.id, { ok: false, error: (error as Error).message });
+      }
+      return;
+    }
+  }
+}
+
+/** A handler's answer as it crosses the socket: a fetch body in base64, checked for size. */
+function encodeValue(kind: CallKind, value: unknown): unknown {
+  if (kind !== "fetch") return value;
+  const answer = value as { status: number; headers: [string, string][]; body: Uint8Array };
+  if (!(answer.body instanceof Uint8Array)) throw new Error("fetch answered no body");
+  if (answer.body.length > MAX_FETCH_BODY) {
+    throw new Error(`fetch answered ${answer.body.length} bytes; the limit is ${MAX_FETCH_BODY}`);
+  }
+  return { status: answer.status, headers: answer.headers, body: toBase64(answer.body) };
+}
+
+/** Ends a worker: its calls in flight fail, and the parent hears why. */
+function end(hosted: Hosted, error?: string, stuck?: boolean): void {
+  if (workers.get(hosted.spec.key) !== hosted) return;
+  workers.delete(hosted.spec.key);
+  hosted.worker.terminate();
+  for (const id of hosted.calls.keys()) {
+    sendResult(id, { ok: false, error: error ?? "the worker was stopped" });
+  }
+  hosted.calls.clear();
+  send({ t: "stopped", key: hosted.spec.key, ...(error ? { error } : {}), ...(stuck ? { stuck } : {}) });
+}
+
+async function call(id: number, spec: WorkerSpec, kind: CallKind, input: unknown): Promise<void> {
+  let hosted = workers.get(spec.key);
+  let started: number | undefined;
+  if (!hosted) {
+    started = performance.now();
+    try {
+      hosted = start(spec);
+    } catch (error) {
+      // The constructor refuses a grant wider than this process has.
+      send({ t: "result", id, ok: false, error: `cannot start: ${(error as Error).message}` });
+      return;
+    }
+    workers.set(spec.key, hosted);
+  }
+  hosted.calls.set(id, kind);
+  let kinds: CallKind[];
+  try {
+    kinds = await hosted.ready;
+  } catch (error) {
+    hosted.calls.delete(id);
+    const message = `the module did not load: ${(error as Error).message}`;
+    send({ t: "result", id, ok: false, error: message });
+    end(hosted, message);
+    return;
+  }
+  if (!hosted.calls.has(id)) return; // cancelled while it loaded
+  if (!kinds.includes(kind)) {
+    hosted.calls.delete(id);
+    send({ t: "result", id, ok: false, error: `the module has no ${kind} handler` });
+    return;
+  }
+  if (started !== undefined) coldStarts.set(id, performance.now() - started);
+  let payload = input;
+  if (kind === "fetch") {
+    const request = input as FetchInput;
+    payload = { ...request, body: request.body === undefined ? undefined : fromBase64(request.body) };
+  }
+  hosted.worker.postMessage({ t: "call", id, kind, input: payload });
+}
+
+/** Calls that started their worker, and how long the start took (sent with their result). */
+const coldStarts = new Map<number, number>();
+
+function sendResult(id: number, result: { ok: true; value: unknown } | { ok: false; error: string }): void {
+  const coldMs = coldStarts.get(id);
+  coldStarts.delete(id);
+  send({ t: "result", id, ...result, ...(coldMs === undefined ? {} : { cold_ms: coldMs }) });
+}
+
+async function cancel(id: number, key: string): Promise<void> {
+  const hosted = workers.get(key);
+  if (!hosted || !hosted.calls.has(id)) return;
+  hosted.calls.delete(id);
+  const answered = await new Promise<boolean>((resolve) => {
+    const timer = setTimeout(() => resolve(false), PING_MS);
+    hosted.pong = () => {
+      clearTimeout(timer);
+      resolve(true);
+    };
+    hosted.worker.postMessage({ t: "ping" });
+  });
+  end(hosted, "stopped at its deadline", !answered);
+}
+
+for await (const message of parent.messages()) {
+  switch (message.t) {
+    case "call":
+      call(message.id, message.worker, message.kind, message.input);
+      break;
+    case "cancel":
+      cancel(message.id, message.key);
+      break;
+    case "stop": {
+      const hosted = workers.get(message.key);
+      if (hosted) end(hosted);
+      break;
+    }
+    case "reply": {
+      const hosted = workers.get(message.key);
+      hosted?.worker.postMessage({
+        t: "reply",
+        id: message.id,
+        ok: message.ok,
+        value: message.value,
+        error: message.error,
+      });
+      break;
+    }
+  }
+}
+// The parent went away: nothing here outlives it.
+Deno.exit(0);

@@ -1,0 +1,90 @@
+/**
+ * `ctx.kv`: a plugin's small key-value store, `kv.json` in its data folder. Kept by the parent, not the
+ * worker (a plugin needs no write permission for it), bounded in keys and bytes, written atomically.
+ *
+ * @module
+ */
+import { join } from "node:path";
+import { DockError } from "../client/errors.ts";
+import { readTextOrNull, writeAtomic } from "../core/files.ts";
+
+/** The most bytes a store holds (its JSON). */
+export const KV_MAX_BYTES = 1024 * 1024;
+/** The longest key. */
+export const KV_MAX_KEY = 256;
+
+/** One plugin's store. */
+export class PluginKv {
+  readonly path: string;
+  #data: Map<string, unknown> | null = null;
+  #writing: Promise<void> = Promise.resolve();
+
+  constructor(dataDir: string) {
+    this.path = join(dataDir, "kv.json");
+  }
+
+  /** The value of `key`, or null. */
+  async get(key: unknown): Promise<unknown> {
+    return (await this.#load()).get(checkKey(key)) ?? null;
+  }
+
+  /** Sets `key` (a JSON value); refused when the store would outgrow {@linkcode KV_MAX_BYTES}. */
+  async set(key: unknown, value: unknown): Promise<void> {
+    const data = await this.#load();
+    const name = checkKey(key);
+    if (value === undefined) throw new DockError("invalid_value", "ctx.kv.set needs a value (JSON)");
+    const next = new Map(data).set(name, JSON.parse(JSON.stringify(value)));
+    const text = JSON.stringify(Object.fromEntries(next));
+    if (text.length > KV_MAX_BYTES) {
+      throw new DockError(
+        "kv_full",
+        `the store would hold ${text.length} bytes; the limit is ${KV_MAX_BYTES}`,
+        {
+          status: 413,
+        },
+      );
+    }
+    this.#data = next;
+    await this.#save(text);
+  }
+
+  /** Removes `key`. */
+  async delete(key: unknown): Promise<void> {
+    const data = await this.#load();
+    if (!data.delete(checkKey(key))) return;
+    await this.#save(JSON.stringify(Object.fromEntries(data)));
+  }
+
+  /** Keys starting with `prefix`, sorted. */
+  async list(prefix: unknown): Promise<string[]> {
+    const start = typeof prefix === "string" ? prefix : "";
+    return [...(await this.#load()).keys()].filter((k) => k.startsWith(start)).sort();
+  }
+
+  async #load(): Promise<Map<string, unknown>> {
+    if (this.#data) return this.#data;
+    const text = await readTextOrNull(this.path);
+    let parsed: Record<string, unknown> = {};
+    try {
+      if (text) parsed = JSON.parse(text);
+    } catch {
+      // A store broken by hand starts empty rather than failing every call.
+    }
+    this.#data = new Map(Object.entries(parsed && typeof parsed === "object" ? parsed : {}));
+    return this.#data;
+  }
+
+  #save(text: string): Promise<void> {
+    this.#writing = this.#writing.then(() => writeAtomic(this.path, text, 0o600)).catch((error) => {
+      console.error(`plugin store ${this.path}:`, error);
+    });
+    return this.#writing;
+  }
+}
+
+function checkKey(key: unknown): string {
+  if (typeof key !== "string" || key.length === 0 || key.length > KV_MAX_KEY || key.includes("\0")) {
+    throw new DockError("invalid_key", `a key is a string of 1 to ${KV_MAX_KEY} characters without NUL`);
+  }
+  return key;
+}

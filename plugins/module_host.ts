@@ -1,0 +1,477 @@
+/**
+ * The parent's side of the plugin-host process: it starts the host (through the runner, `--no-prompt`,
+ * with no remote or npm imports and only the union of the grants its workers need), sends it calls,
+ * holds every call's deadline, and answers what workers ask of dock through {@linkcode ModuleHostOptions.onRequest}.
+ *
+ * The host is kept in generations. A call whose grant the running host does not cover starts a wider
+ * one; a worker stuck in synchronous code past its deadline (which `terminate()` cannot stop) retires
+ * its generation: new calls go to a fresh host at once, the old one finishes what it still runs and is
+ * then killed. A host that crashes (a memory bomb reaches the heap cap, which ends the whole process)
+ * fails its calls in flight and is replaced on the next call. Nothing here blocks the caller's event
+ * loop: a plugin can stop, slow or crash only its own calls.
+ *
+ * @module
+ */
+import { join } from "node:path";
+import { DockError } from "../client/errors.ts";
+import { startChild } from "../core/runner.ts";
+import { FrameConnection } from "./frames.ts";
+import {
+  type CallKind,
+  type ContextOp,
+  type FromHost,
+  type LogLevel,
+  PROTOCOL_VERSION,
+  type ToHost,
+  type WorkerGrant,
+  type WorkerSpec,
+} from "./protocol.ts";
+
+/** Options of {@linkcode ModuleHost}. */
+export interface ModuleHostOptions {
+  /** A private folder (0700) for the host's socket. */
+  dir: string;
+  /** V8 heap cap of each worker and of the host, in MB. @default {128} */
+  memoryMb?: number;
+  /** Paths every generation may read besides its workers' grants (where module hooks may live). */
+  baseRead?: () => string[];
+  /** Values of the variables workers are granted (the host's whole environment is these and HOME). */
+  env?: (names: string[]) => Record<string, string>;
+  /** What a worker asks of dock (its `ctx`); a throw refuses it with the message. */
+  onRequest(spec: WorkerSpec, op: ContextOp, args: unknown[]): Promise<unknown>;
+  /** A worker's log line. */
+  onLog?(spec: WorkerSpec, level: LogLevel, text: string): void;
+  /** A line the host process itself wrote (its own errors; a worker writing to stdout directly). */
+  onHostOutput?(line: string): void;
+  /** A worker ended (idle stop, crash, deadline), with why when it was not asked to. */
+  onWorkerStopped?(spec: WorkerSpec, error?: string): void;
+}
+
+/** How a call ended when it did not answer. */
+export type CallFailure = "timeout" | "failed" | "crashed";
+
+/** A failed call: its kind of failure and the message (the module's error, the host's end). */
+export class CallError extends Error {
+  readonly failure: CallFailure;
+  constructor(failure: CallFailure, message: string) {
+    super(message);
+    this.name = "CallError";
+    this.failure = failure;
+  }
+}
+
+/** What a call answered, and whether it had to start its worker (and for how long). */
+export interface CallResult {
+  value: unknown;
+  coldMs?: number;
+}
+
+/** Counters of a {@linkcode ModuleHost}. */
+export interface ModuleHostStats {
+  /** Host processes started. */
+  generations: number;
+  /** Hosts that crashed or were killed to stop a worker. */
+  restarts: number;
+  /** Workers running in the current host. */
+  workers: number;
+  /** The current host's pid, when one runs. */
+  pid?: number;
+}
+
+interface PendingCall {
+  spec: WorkerSpec;
+  resolve(result: CallResult): void;
+  reject(error: Error): void;
+  timer: ReturnType<typeof setTimeout>;
+  generation: Generation;
+}
+
+/** The workers' grants merged: what a host process is started with. */
+export function unionGrant(grants: WorkerGrant[]): WorkerGrant {
+  const merged: WorkerGrant = { read: [], write: [], net: [], env: [] };
+  for (const grant of grants) {
+    for (const key of ["read", "write", "net", "env"] as const) {
+      for (const value of grant[key]) if (!merged[key].includes(value)) merged[key].push(value);
+    }
+  }
+  for (const key of ["read", "write", "net", "env"] as const) merged[key].sort();
+  return merged;
+}
+
+/** Whether `outer` allows everything `inner` does (paths by prefix, hosts and names exactly). */
+export function covers(outer: WorkerGrant, inner: WorkerGrant): boolean {
+  const under = (path: string, roots: string[]) =>
+    roots.some((root) => path === root || path.startsWith(root.endsWith("/") ? root : `${root}/`));
+  return inner.read.every((p) => under(p, outer.read)) &&
+    inner.write.every((p) => under(p, outer.write)) &&
+    inner.net.every((h) => outer.net.includes(h) || outer.net.includes(h.split(":")[0])) &&
+    inner.env.every((n) => outer.env.includes(n));
+}
+
+/** One host process and what it runs. */
+class Generation {
+  readonly number: number;
+  readonly grant: WorkerGrant;
+  child?: Deno.ChildProcess;
+  frames?: FrameConnection<FromHost, ToHost>;
+  ready: Promise<void>;
+  /** Keys of the workers it runs. */
+  readonly workers = new Set<string>();
+  inFlight = 0;
+  retired = false;
+  ended = false;
+  lastOutput = "";
+
+  constructor(number: number, grant: WorkerGrant, ready: Promise<void>) {
+    this.number = number;
+    this.grant = grant;
+    this.ready = ready;
+  }
+}
+
+const HOST_MAIN = new URL("./host_main.ts", import.meta.url);
+const WORKER_MAIN = new URL("./worker_main.ts", import.meta.url);
+
+/** Runs module handlers in sandboxed workers inside a supervised host process. */
+export class ModuleHost {
+  #o: ModuleHostOptions;
+  #current: Generation | null = null;
+  #generations = new Set<Generation>();
+  #calls = new Map<number, PendingCall>();
+  #specs = new Map<string, WorkerSpec>();
+  #nextCall = 1;
+  #count = 0;
+  #restarts = 0;
+  #closed = false;
+
+  constructor(options: ModuleHostOptions) {
+    this.#o = options;
+  }
+
+  /**
+   * Runs `kind` of the module `spec` names with `input`, within `deadlineMs`. Rejects with a
+   * {@linkcode CallError}: `timeout` at the deadline, `failed` when the module threw or did not load,
+   * `crashed` when its host process ended.
+   */
+  async call(spec: WorkerSpec, kind: CallKind, input: unknown, deadlineMs: number): Promise<CallResult> {
+    if (this.#closed) throw new CallError("crashed", "the plugin host is closed");
+    const generation = await this.#generationFor(spec);
+    const id = this.#nextCall++;
+    const { promise, resolve, reject } = Promise.withResolvers<CallResult>();
+    const timer = setTimeout(() => this.#deadline(id), deadlineMs);
+    this.#calls.set(id, { spec, resolve, reject, timer, generation });
+    this.#specs.set(spec.key, spec);
+    generation.inFlight++;
+    generation.workers.add(spec.key);
+    generation.frames!.send({ t: "call", id, worker: spec, kind, input });
+    return promise;
+  }
+
+  /** Stops a worker (idle, or its plugin was disabled or changed); the next call starts it again. */
+  stop(key: string): void {
+    for (const generation of this.#generations) {
+      if (generation.workers.delete(key)) generation.frames?.send({ t: "stop", key });
+    }
+    this.#stopIdleHost();
+  }
+
+  /** Whether a worker for `key` runs now. */
+  running(key: string): boolean {
+    return [...this.#generations].some((g) => !g.ended && g.workers.has(key));
+  }
+
+  /** Counters. */
+  stats(): ModuleHostStats {
+    const current = this.#current;
+    return {
+      generations: this.#count,
+      restarts: this.#restarts,
+      workers: current?.workers.size ?? 0,
+      ...(current?.child ? { pid: current.child.pid } : {}),
+    };
+  }
+
+  /** Kills every host process; calls in flight fail. */
+  close(): void {
+    this.#closed = true;
+    for (const generation of [...this.#generations]) this.#kill(generation, "the plugin host is closing");
+  }
+
+  async #generationFor(spec: WorkerSpec): Promise<Generation> {
+    const current = this.#current;
+    if (current && !current.retired && !current.ended && covers(current.grant, spec.grant)) {
+      await current.ready;
+      return current;
+    }
+    // A wider grant, a retired or a missing host: a new one, with every grant it may need.
+    const grants = [spec.grant, ...[...this.#specs.values()].map((s) => s.grant)];
+    if (current && !current.ended) grants.push(current.grant);
+    if (current) this.#retire(current);
+    const generation = this.#start(unionGrant(grants));
+    await generation.ready;
+    return generation;
+  }
+
+  #start(grant: WorkerGrant): Generation {
+    const number = ++this.#count;
+    const { promise, resolve, reject } = Promise.withResolvers<void>();
+    promise.catch(() => {});
+    const generation = new Generation(number, grant, promise);
+    this.#current = generation;
+    this.#generations.add(generation);
+    this.#launch(generation).then(resolve, (error) => {
+      this.#end(generation, `the plugin host did not start: ${(error as Error).message}`);
+      reject(new CallError("crashed", `the plugin host did not start: ${(error as Error).message}`));
+    });
+    return generation;
+  }
+
+  async #launch(generation: Generation): Promise<void> {
+    Deno.mkdirSync(this.#o.dir, { recursive: true, mode: 0o700 });
+    const socket = join(this.#o.dir, `host-${Deno.pid}-${generation.number}.sock`);
+    await Deno.remove(socket).catch(() => {});
+    const listener = Deno.listen({ transport: "unix", path: socket });
+    try {
+      const grant = generation.grant;
+      // The host reads the worker bootstrap to start a worker (the check is the host's, not the worker's).
+      const read = unionList([...grant.read, ...(this.#o.baseRead?.() ?? []), socket, WORKER_MAIN.pathname]);
+      const flag = (name: string, values: string[]) =>
+        values.length ? [`--allow-${name}=${values.join(",")}`] : [];
+      const args = [
+        "run",
+        "--no-prompt",
+        "--no-config",
+        "--no-lock",
+        "--no-remote",
+        "--no-npm",
+        "--unstable-worker-options",
+        `--v8-flags=--max-old-space-size=${this.#o.memoryMb ?? 128}`,
+        ...flag("read", read),
+        ...flag("write", unionList([...grant.write, socket])),
+        // Deno asks for net access to a unix socket too (`unix:<path>`).
+        ...flag("net", unionList([...grant.net, `unix:${socket}`])),
+        ...flag("env", grant.env),
+        HOST_MAIN.pathname,
+        socket,
+      ];
+      const env: Record<string, string> = { ...(this.#o.env?.(grant.env) ?? {}), NO_COLOR: "1" };
+      for (const name of ["HOME", "DENO_DIR", "XDG_CACHE_HOME"]) {
+        const value = Deno.env.get(name);
+        if (value !== undefined) env[name] = value;
+      }
+      const { child, untrack } = startChild(Deno.execPath(), args, { env, clearEnv: true });
+      generation.child = child;
+      this.#readOutput(generation, child.stdout);
+      this.#readOutput(generation, child.stderr);
+      child.status.then(() => {
+        untrack();
+        const why = generation.lastOutput ? `: ${generation.lastOutput}` : "";
+        this.#end(generation, `the plugin host exited${why}`);
+      });
+      const accepted = await Promise.race([
+        listener.accept(),
+        child.status.then((status) => {
+          throw new Error(
+            `it exited with ${status.code}${generation.lastOutput ? `: ${generation.lastOutput}` : ""}`,
+          );
+        }),
+      ]);
+      const frames = new FrameConnection<FromHost, ToHost>(accepted);
+      const messages = frames.messages();
+      const first = await messages.next();
+      const hello = first.value as FromHost | undefined;
+      if (!hello || hello.t !== "hello" || hello.v !== PROTOCOL_VERSION) {
+        throw new Error(
+          `it spoke protocol ${hello && hello.t === "hello" ? hello.v : "?"}, not ${PROTOCOL_VERSION}`,
+        );
+      }
+      generation.frames = frames;
+      this.#follow(generation, messages);
+    } finally {
+      listener.close();
+      await Deno.remove(socket).catch(() => {});
+    }
+  }
+
+  async #readOutput(generation: Generation, stream: ReadableStream<Uint8Array>): Promise<void> {
+    let buffered = "";
+    try {
+      for await (const chunk of stream.pipeThrough(new TextDecoderStream())) {
+        buffered += chunk;
+        const lines = buffered.split("\n");
+        buffered = lines.pop()!.slice(-8192);
+        for (const line of lines) {
+          const text = stripAnsi(line).trim();
+          if (!text) continue;
+          generation.lastOutput = text.slice(0, 300);
+          this.#o.onHostOutput?.(text.slice(0, 8192));
+        }
+      }
+    } catch {
+      // the process is gone
+    }
+  }
+
+  async #follow(generation: Generation, messages: AsyncGenerator<FromHost>): Promise<void> {
+    for await (const message of messages) {
+      switch (message.t) {
+        case "result":
+          this.#settle(message.id, generation, message);
+          break;
+        case "request":
+          this.#answer(generation, message.id, message.key, message.op, message.args);
+          break;
+        case "log": {
+          const spec = this.#specs.get(message.key);
+          if (spec && message.text) this.#o.onLog?.(spec, message.level, message.text);
+          break;
+        }
+        case "stopped": {
+          generation.workers.delete(message.key);
+          const spec = this.#specs.get(message.key);
+          if (spec) this.#o.onWorkerStopped?.(spec, message.error);
+          // A worker that synchronous code holds: only ending its process stops it.
+          if (message.stuck) this.#retire(generation);
+          this.#stopIdleHost();
+          break;
+        }
+      }
+    }
+    // The connection ended: the host exited or broke the framing. Either way it is done.
+    this.#kill(generation, "the plugin host stopped answering");
+  }
+
+  #settle(
+    id: number,
+    generation: Generation,
+    message: { ok: boolean; value?: unknown; error?: string; cold_ms?: number },
+  ): void {
+    const call = this.#calls.get(id);
+    if (!call || call.generation !== generation) return;
+    this.#finish(id, call);
+    if (message.ok) {
+      call.resolve({
+        value: message.value,
+        ...(typeof message.cold_ms === "number" ? { coldMs: message.cold_ms } : {}),
+      });
+    } else call.reject(new CallError("failed", String(message.error ?? "failed")));
+  }
+
+  #finish(id: number, call: PendingCall): void {
+    clearTimeout(call.timer);
+    this.#calls.delete(id);
+    call.generation.inFlight--;
+    if (call.generation.retired && call.generation.inFlight <= 0) {
+      this.#kill(call.generation, "retired");
+    }
+  }
+
+  async #answer(
+    generation: Generation,
+    id: number,
+    key: string,
+    op: ContextOp,
+    args: unknown[],
+  ): Promise<void> {
+    const spec = this.#specs.get(key);
+    let reply: ToHost;
+    try {
+      if (!spec) throw new Error("unknown worker");
+      const value = await this.#o.onRequest(spec, op, Array.isArray(args) ? args : []);
+      reply = { t: "reply", id, key, ok: true, value };
+    } catch (error) {
+      reply = { t: "reply", id, key, ok: false, error: (error as Error).message ?? String(error) };
+    }
+    generation.frames?.send(reply);
+  }
+
+  #deadline(id: number): void {
+    const call = this.#calls.get(id);
+    if (!call) return;
+    this.#finish(id, call);
+    call.reject(new CallError("timeout", "did not answer before its deadline"));
+    const generation = call.generation;
+    if (generation.ended) return;
+    generation.frames?.send({ t: "cancel", id, key: call.spec.key });
+    // A host that does not even answer the cancel is itself stuck.
+    const { key } = call.spec;
+    setTimeout(() => {
+      if (!generation.ended && generation.workers.has(key)) this.#retire(generation);
+    }, 1000);
+  }
+
+  /** New calls go elsewhere; the host is killed once its calls in flight are done. */
+  #retire(generation: Generation): void {
+    if (generation.retired) return;
+    generation.retired = true;
+    if (this.#current === generation) this.#current = null;
+    this.#restarts++;
+    if (generation.inFlight <= 0) this.#kill(generation, "retired");
+  }
+
+  #kill(generation: Generation, why: string): void {
+    if (generation.child && !generation.ended) {
+      try {
+        Deno.kill(-generation.child.pid, "SIGKILL");
+      } catch {
+        try {
+          generation.child.kill("SIGKILL");
+        } catch {
+          // already gone
+        }
+      }
+    }
+    this.#end(generation, why);
+  }
+
+  /** The host is gone: its calls fail as crashed, its workers are forgotten. */
+  #end(generation: Generation, why: string): void {
+    if (generation.ended) return;
+    generation.ended = true;
+    generation.frames?.close();
+    this.#generations.delete(generation);
+    if (this.#current === generation) this.#current = null;
+    // A retired host was counted when it was retired; an idle one or a closing one is no restart.
+    if (!generation.retired && !this.#closed && why !== "idle") this.#restarts++;
+    for (const [id, call] of [...this.#calls]) {
+      if (call.generation !== generation) continue;
+      this.#finish(id, call);
+      call.reject(new CallError("crashed", why));
+    }
+    for (const key of generation.workers) {
+      const spec = this.#specs.get(key);
+      if (spec) this.#o.onWorkerStopped?.(spec, why === "idle" || why === "retired" ? undefined : why);
+    }
+    generation.workers.clear();
+  }
+
+  /** A host with no workers left costs a process for nothing: it is stopped. */
+  #stopIdleHost(): void {
+    for (const generation of [...this.#generations]) {
+      if (generation.workers.size === 0 && generation.inFlight <= 0 && generation.frames) {
+        this.#kill(generation, "idle");
+      }
+    }
+  }
+}
+
+function unionList(values: string[]): string[] {
+  return [...new Set(values)].sort();
+}
+
+function stripAnsi(text: string): string {
+  // deno-lint-ignore no-control-regex
+  return text.replace(/\x1b\[[0-9;]*m/g, "");
+}
+
+/** A {@linkcode CallError} as the API answers it. */
+export function callErrorToDock(error: unknown, what: string): DockError {
+  if (error instanceof CallError) {
+    if (error.failure === "timeout") {
+      return new DockError("plugin_timeout", `${what} did not answer before its deadline`, { status: 504 });
+    }
+    return new DockError("plugin_failed", `${what} failed: ${error.message}`, { status: 502 });
+  }
+  if (error instanceof DockError) return error;
+  return new DockError("plugin_failed", `${what} failed: ${(error as Error).message}`, { status: 502 });
+}

@@ -1,0 +1,197 @@
+import { assert, assertEquals, assertRejects } from "../tests/assert.ts";
+import { join } from "node:path";
+import { CallError, covers, ModuleHost, unionGrant } from "./module_host.ts";
+import type { WorkerGrant, WorkerSpec } from "./protocol.ts";
+
+const NONE: WorkerGrant = { read: [], write: [], net: [], env: [] };
+
+async function fixture(files: Record<string, string>): Promise<string> {
+  const dir = await Deno.makeTempDir({ prefix: "dock-modhost-" });
+  for (const [name, text] of Object.entries(files)) await Deno.writeTextFile(join(dir, name), text);
+  return await Deno.realPath(dir);
+}
+
+function spec(dir: string, module: string, grant: Partial<WorkerGrant> = {}): WorkerSpec {
+  return {
+    key: `${dir}/${module}`,
+    module: join(dir, module),
+    grant: { ...NONE, read: [dir], ...grant },
+    label: `test:${module}`,
+  };
+}
+
+function host(dir: string, requests: string[] = []): ModuleHost {
+  return new ModuleHost({
+    dir: join(dir, ".host"),
+    onRequest: (_spec, op, args) => {
+      requests.push(`${op} ${JSON.stringify(args)}`);
+      return Promise.resolve(op === "kv.get" ? 42 : null);
+    },
+  });
+}
+
+Deno.test("unionGrant merges and covers compares grants", () => {
+  const a: WorkerGrant = { read: ["/a"], write: [], net: ["x.test:443"], env: ["A"] };
+  const b: WorkerGrant = { read: ["/b", "/a"], write: ["/b/data"], net: [], env: [] };
+  const union = unionGrant([a, b]);
+  assertEquals(union, { read: ["/a", "/b"], write: ["/b/data"], net: ["x.test:443"], env: ["A"] });
+  assert(covers(union, a) && covers(union, b));
+  assert(covers({ ...NONE, read: ["/a"] }, { ...NONE, read: ["/a/deeper"] }));
+  assert(!covers({ ...NONE, read: ["/a"] }, { ...NONE, read: ["/ab"] }));
+  assert(covers({ ...NONE, net: ["x.test"] }, { ...NONE, net: ["x.test:443"] }));
+  assert(!covers(a, { ...NONE, env: ["B"] }));
+});
+
+Deno.test("a module's handlers run in a worker; the first call is a cold start", async () => {
+  const dir = await fixture({
+    "mod.ts": `export default {
+      async event(ev, ctx) { await ctx.kv.set("last", ev.type); console.log("got", ev.type); },
+      async gate(req, ctx) { return req.action === "exec" ? { allow: false, reason: "no exec here" } : undefined; },
+      async fetch(req, ctx) { return new Response("hello " + new URL(req.url).pathname + " " + await ctx.kv.get("x"), { status: 201, headers: { "x-a": "b" } }); },
+    };`,
+  });
+  const requests: string[] = [];
+  const modules = host(dir, requests);
+  try {
+    const s = spec(dir, "mod.ts");
+    const first = await modules.call(s, "event", { type: "agent.waiting" }, 10_000);
+    assertEquals(first.value, null);
+    assert(first.coldMs !== undefined, "the first call starts the worker");
+    const gate = await modules.call(s, "gate", { action: "exec" }, 10_000);
+    assertEquals(gate.value, { allow: false, reason: "no exec here" });
+    assertEquals(gate.coldMs, undefined, "the worker is warm");
+    const fetched = await modules.call(s, "fetch", { method: "GET", url: "http://p/x", headers: [] }, 10_000);
+    const answer = fetched.value as { status: number; headers: [string, string][]; body: string };
+    assertEquals(answer.status, 201);
+    assertEquals(atob(answer.body), "hello /x 42");
+    assert(answer.headers.some(([k, v]) => k === "x-a" && v === "b"));
+    assert(requests.includes(`kv.set ["last","agent.waiting"]`), requests.join("\n"));
+    assertEquals(modules.stats().workers, 1);
+    modules.stop(s.key);
+    assertEquals(modules.running(s.key), false);
+  } finally {
+    modules.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("a worker gets only its grant: every escape is refused", async () => {
+  const secret = await Deno.makeTempDir({ prefix: "dock-secret-" });
+  await Deno.writeTextFile(join(secret, "token"), "s3cret");
+  const dir = await fixture({
+    "escape.ts": `
+      const attempts = {
+        readPasswd: () => Deno.readTextFile("/etc/passwd"),
+        readSecret: () => Deno.readTextFile(${JSON.stringify(join(secret, "token"))}),
+        importSecret: () => import(${JSON.stringify(join(secret, "token"))}),
+        write: () => Deno.writeTextFile(${JSON.stringify(join(secret, "x"))}, "x"),
+        command: () => new Deno.Command("/bin/true").output(),
+        dlopen: () => Deno.dlopen("libc.so.6", {}),
+        env: () => Deno.env.get("HOME"),
+        sys: () => Deno.hostname(),
+        net: () => fetch("http://127.0.0.1:8080/"),
+        remoteImport: () => import("https://example.com/x.js"),
+        npmImport: () => import("npm:left-pad"),
+        widerWorker: () => new Worker(import.meta.url, { type: "module", deno: { permissions: { read: true } } }),
+      };
+      export default {
+        async event() {
+          const out = {};
+          for (const [name, attempt] of Object.entries(attempts)) {
+            try { await attempt(); out[name] = "allowed"; } catch (e) { out[name] = String(e).slice(0, 60); }
+          }
+          await (globalThis.__report = out);
+          throw new Error(JSON.stringify(out));
+        },
+      };`,
+  });
+  const modules = host(dir);
+  try {
+    const error = await assertRejects(
+      () => modules.call(spec(dir, "escape.ts"), "event", {}, 20_000),
+      CallError,
+    );
+    const results = JSON.parse(error.message.slice(error.message.indexOf("{")));
+    for (const [name, outcome] of Object.entries(results)) {
+      // Refused by the sandbox itself, not by some other failure on the way.
+      assert(/Requires|escalate|--no-npm/.test(String(outcome)), `${name}: ${outcome}`);
+    }
+    assertEquals(Object.keys(results).length, 12);
+    assertEquals(await Deno.readTextFile(join(secret, "token")), "s3cret");
+  } finally {
+    modules.close();
+    await Deno.remove(dir, { recursive: true });
+    await Deno.remove(secret, { recursive: true });
+  }
+});
+
+Deno.test("a synchronous loop is stopped at its deadline by ending its host; other modules go on", async () => {
+  const dir = await fixture({
+    "spin.ts": `export default { event() { while (true) {} } };`,
+    "ok.ts": `export default { event() {} };`,
+  });
+  const modules = host(dir);
+  try {
+    await modules.call(spec(dir, "ok.ts"), "event", {}, 10_000);
+    const before = modules.stats();
+    const spinning = modules.call(spec(dir, "spin.ts"), "event", {}, 300);
+    const error = await assertRejects(() => spinning, CallError) as CallError;
+    assertEquals(error.failure, "timeout");
+    // Another module is answered meanwhile.
+    assertEquals((await modules.call(spec(dir, "ok.ts"), "event", {}, 10_000)).value, null);
+    // The host that ran the loop is ended (terminate() cannot stop it), and the next call goes to a new one.
+    const oldPid = before.pid!;
+    for (let i = 0; i < 200 && alive(oldPid); i++) await new Promise((r) => setTimeout(r, 25));
+    assert(!alive(oldPid), `host ${oldPid} still runs`);
+    assertEquals((await modules.call(spec(dir, "ok.ts"), "event", {}, 10_000)).value, null);
+    const after = modules.stats();
+    assert(after.generations > before.generations, "a new host was started");
+    assert(after.restarts > before.restarts, "the restart is counted");
+  } finally {
+    modules.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("a memory bomb ends at the heap cap; a module that throws on load fails with its error", async () => {
+  const dir = await fixture({
+    "bomb.ts":
+      `export default { event() { const a = []; while (true) a.push(new Array(1e5).fill(Math.random())); } };`,
+    "broken.ts": `throw new Error("broken on purpose");`,
+    "ok.ts": `export default { event() {} };`,
+  });
+  const modules = new ModuleHost({
+    dir: join(dir, ".host"),
+    memoryMb: 64,
+    onRequest: () => Promise.resolve(null),
+  });
+  try {
+    const bomb = await assertRejects(
+      () => modules.call(spec(dir, "bomb.ts"), "event", {}, 30_000),
+      CallError,
+    ) as CallError;
+    assertEquals(bomb.failure, "crashed");
+    const broken = await assertRejects(
+      () => modules.call(spec(dir, "broken.ts"), "event", {}, 10_000),
+      CallError,
+    ) as CallError;
+    assertEquals(broken.failure, "failed");
+    assert(broken.message.includes("broken on purpose"), broken.message);
+    assertEquals((await modules.call(spec(dir, "ok.ts"), "event", {}, 10_000)).value, null);
+    assert(modules.stats().restarts >= 1);
+  } finally {
+    modules.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+function alive(pid: number): boolean {
+  try {
+    Deno.kill(pid, "SIGCONT");
+    // A zombie still answers kill: read its state.
+    const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
+    return !/\) Z /.test(stat);
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,133 @@
+/**
+ * The plugin host's protocol, versioned and typed in one place: what the daemon or the laptop agent (the
+ * parent) says to its plugin-host process, what the host says back, and what the host and each worker
+ * say to each other. The parent and the host exchange one JSON object per line over a unix socket (not
+ * stdin/stdout: a worker can read and write its process's stdio, so a plugin could read other plugins'
+ * calls or forge answers there); the host and its workers use `postMessage`.
+ *
+ * Everything here is types, constants and a base64 codec, so the host and the worker bootstrap can import it
+ * without loading anything else of dock.
+ *
+ * @module
+ */
+
+/** Bumped on any change a host of another version would misread; the host says its version first. */
+export const PROTOCOL_VERSION = 1;
+
+/** The longest line either side sends or accepts (a fetch body of 8 MiB is ~11 MiB in base64). */
+export const MAX_FRAME_BYTES = 16 * 1024 * 1024;
+
+/** The largest request or response body a plugin's `fetch` handler is given or may answer. */
+export const MAX_FETCH_BODY = 8 * 1024 * 1024;
+
+/**
+ * What one worker is granted: Deno permission lists, each an allow-list (empty: nothing). `run`,
+ * `ffi`, `sys` and `import` do not appear: they are never granted.
+ */
+export interface WorkerGrant {
+  read: string[];
+  write: string[];
+  /** Hosts, `host` or `host:port`. */
+  net: string[];
+  /** Variable names. */
+  env: string[];
+}
+
+/** A worker as the parent names it: one worker per `key`, running `module` under `grant`. */
+export interface WorkerSpec {
+  key: string;
+  /** Absolute path of the module. */
+  module: string;
+  grant: WorkerGrant;
+  /** Who it is in logs and events (`plugin:<id>`, `hook:<file>`). */
+  label: string;
+}
+
+/** What a worker is asked to do: a module's `event`, `gate` or `fetch` handler. */
+export type CallKind = "event" | "gate" | "fetch";
+
+/** A request for a `fetch` handler, as it crosses the socket (the body in base64). */
+export interface FetchInput {
+  method: string;
+  url: string;
+  headers: [string, string][];
+  body?: string;
+}
+
+/** A `fetch` handler's answer, as it crosses the socket (the body in base64). */
+export interface FetchOutput {
+  status: number;
+  headers: [string, string][];
+  body: string;
+}
+
+/** A gate handler's answer: `allow: false` refuses the action with `reason`. */
+export interface GateOutput {
+  allow: boolean;
+  reason?: string;
+}
+
+/** What a module may ask of dock through its `ctx`. */
+export type ContextOp = "api" | "emit" | "kv.get" | "kv.set" | "kv.delete" | "kv.list";
+
+/** Log levels a worker's `console` and `ctx.log` map to. */
+export type LogLevel = "debug" | "info" | "warn" | "error";
+
+/** Parent → host. */
+export type ToHost =
+  /** Run a handler; the worker is started first when it is not running (a cold start). */
+  | { t: "call"; id: number; worker: WorkerSpec; kind: CallKind; input: unknown }
+  /** A call is past its deadline: stop its worker, and say whether it was stuck in synchronous code. */
+  | { t: "cancel"; id: number; key: string }
+  /** Stop an idle worker (idle timeout, plugin disabled or changed). */
+  | { t: "stop"; key: string }
+  /** The answer to a worker's `request`. */
+  | { t: "reply"; id: number; key: string; ok: boolean; value?: unknown; error?: string };
+
+/** Host → parent. */
+export type FromHost =
+  /** Sent once on connecting. */
+  | { t: "hello"; v: number; pid: number }
+  /** A call ended. `cold_ms` is set when the call had to start its worker (how long that took). */
+  | { t: "result"; id: number; ok: boolean; value?: unknown; error?: string; cold_ms?: number }
+  /** A worker asks something of dock (its `ctx`). */
+  | { t: "request"; id: number; key: string; op: ContextOp; args: unknown[] }
+  | { t: "log"; key: string; level: LogLevel; text: string }
+  /**
+   * A worker ended: stopped on request, crashed, or cancelled. `stuck` says `terminate()` could not stop
+   * it (it did not answer while running synchronous code), so only ending the process stops it.
+   */
+  | { t: "stopped"; key: string; error?: string; stuck?: boolean };
+
+/** Host → worker. */
+export type ToWorker =
+  | { t: "init"; module: string; label: string }
+  | { t: "call"; id: number; kind: CallKind; input: unknown }
+  | { t: "reply"; id: number; ok: boolean; value?: unknown; error?: string }
+  | { t: "ping" };
+
+/** Worker → host. */
+export type FromWorker =
+  | { t: "ready"; handlers: CallKind[] }
+  | { t: "load_error"; error: string }
+  | { t: "result"; id: number; ok: boolean; value?: unknown; error?: string }
+  | { t: "request"; id: number; op: ContextOp; args: unknown[] }
+  | { t: "log"; level: LogLevel; text: string }
+  | { t: "pong" };
+
+/** Base64 of bytes (chunked: `String.fromCharCode(...bytes)` overflows the stack on large bodies). */
+export function toBase64(bytes: Uint8Array): string {
+  let binary = "";
+  for (let i = 0; i < bytes.length; i += 0x8000) {
+    binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  }
+  return btoa(binary);
+}
+
+/** Bytes of base64 text. */
+export function fromBase64(text: string): Uint8Array<ArrayBuffer> {
+  const binary = atob(text);
+  const bytes = new Uint8Array(binary.length);
+  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
+  return bytes;
+}

@@ -1,0 +1,156 @@
+/// <reference no-default-lib="true" />
+/// <reference lib="deno.worker" />
+/**
+ * The bootstrap of every plugin worker: it imports the author's module under the worker's own narrowed
+ * permissions, gives its handlers a `ctx` that talks to dock only through messages, and routes the
+ * host's calls to `fetch`, `event` and `gate`. It runs inside the sandbox, so nothing here is trusted by
+ * the host: the host and the parent check every answer and every request it sends.
+ *
+ * @module
+ */
+import type { CallKind, ContextOp, FetchInput, FromWorker, LogLevel, ToWorker } from "./protocol.ts";
+
+interface Handlers {
+  fetch?: (request: Request, ctx: unknown) => Response | Promise<Response>;
+  event?: (event: unknown, ctx: unknown) => unknown;
+  gate?: (request: unknown, ctx: unknown) => unknown;
+}
+
+const post = (message: FromWorker) => self.postMessage(message);
+let handlers: Handlers = {};
+let nextRequest = 1;
+const waiting = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
+
+function request(op: ContextOp, args: unknown[]): Promise<unknown> {
+  const id = nextRequest++;
+  return new Promise((resolve, reject) => {
+    waiting.set(id, { resolve, reject });
+    post({ t: "request", id, op, args });
+  });
+}
+
+function text(values: unknown[]): string {
+  return values.map((v) => typeof v === "string" ? v : safeJson(v)).join(" ");
+}
+
+function safeJson(value: unknown): string {
+  try {
+    return value instanceof Error
+      ? `${value.name}: ${value.message}`
+      : JSON.stringify(value) ?? String(value);
+  } catch {
+    return String(value);
+  }
+}
+
+function log(level: LogLevel, values: unknown[]): void {
+  post({ t: "log", level, text: text(values).slice(0, 8192) });
+}
+
+// The module's console goes to its plugin's log, not to the host's stdout (shared by every plugin).
+for (
+  const [name, level] of [["log", "info"], ["info", "info"], ["debug", "debug"], ["warn", "warn"], [
+    "error",
+    "error",
+  ]] as const
+) {
+  (console as unknown as Record<string, unknown>)[name] = (...values: unknown[]) => log(level, values);
+}
+
+/** An error answered by dock's API to `ctx.api`: its status and code as the API gave them. */
+class ApiError extends Error {
+  status: number;
+  code: string;
+  constructor(status: number, code: string, message: string) {
+    super(message);
+    this.name = "ApiError";
+    this.status = status;
+    this.code = code;
+  }
+}
+
+const ctx = Object.freeze({
+  /** Calls dock's API (the box's or the laptop's), within the scopes the plugin was granted. */
+  async api(method: string, path: string, body?: unknown): Promise<unknown> {
+    const answer = await request("api", [method, path, body]) as { status: number; body: unknown };
+    if (answer.status >= 400) {
+      const error = (answer.body as { error?: { code?: string; message?: string } })?.error;
+      throw new ApiError(answer.status, error?.code ?? "error", error?.message ?? `status ${answer.status}`);
+    }
+    return answer.body;
+  },
+  /** Announces an event; it carries `origin: plugin:<id>`. */
+  async emit(type: string, data?: Record<string, unknown>): Promise<void> {
+    await request("emit", [type, data ?? {}]);
+  },
+  log: (...values: unknown[]) => log("info", values),
+  kv: Object.freeze({
+    get: (key: string) => request("kv.get", [key]),
+    set: async (key: string, value: unknown) => void await request("kv.set", [key, value]),
+    delete: async (key: string) => void await request("kv.delete", [key]),
+    list: (prefix?: string) => request("kv.list", [prefix ?? ""]) as Promise<string[]>,
+  }),
+});
+
+async function call(kind: CallKind, input: unknown): Promise<unknown> {
+  const handler = handlers[kind];
+  if (typeof handler !== "function") throw new Error(`the module has no ${kind} handler`);
+  if (kind === "fetch") {
+    const { method, url, headers, body } = input as FetchInput & { body?: Uint8Array };
+    const hasBody = body !== undefined && method !== "GET" && method !== "HEAD";
+    const response = await handlers.fetch!(
+      new Request(url, { method, headers, body: hasBody ? body : null }),
+      ctx,
+    );
+    if (!(response instanceof Response)) throw new Error("fetch must return a Response");
+    return {
+      status: response.status,
+      headers: [...response.headers],
+      body: new Uint8Array(await response.arrayBuffer()),
+    };
+  }
+  const value = await (handler as (input: unknown, ctx: unknown) => unknown)(input, ctx);
+  if (kind === "gate") {
+    if (value === undefined || value === null) return { allow: true };
+    const answer = value as { allow?: unknown; reason?: unknown };
+    return {
+      allow: answer.allow !== false,
+      ...(typeof answer.reason === "string" ? { reason: answer.reason.slice(0, 1000) } : {}),
+    };
+  }
+  return null;
+}
+
+self.onmessage = async (e: MessageEvent<ToWorker>) => {
+  const message = e.data;
+  switch (message.t) {
+    case "ping":
+      post({ t: "pong" });
+      return;
+    case "init":
+      try {
+        const module = await import(message.module);
+        handlers = (module.default ?? {}) as Handlers;
+        const kinds = (["fetch", "event", "gate"] as const).filter((k) => typeof handlers[k] === "function");
+        post({ t: "ready", handlers: kinds });
+      } catch (error) {
+        post({ t: "load_error", error: safeJson(error) });
+      }
+      return;
+    case "reply": {
+      const pending = waiting.get(message.id);
+      waiting.delete(message.id);
+      if (!pending) return;
+      if (message.ok) pending.resolve(message.value);
+      else pending.reject(new Error(message.error ?? "refused"));
+      return;
+    }
+    case "call":
+      try {
+        post({ t: "result", id: message.id, ok: true, value: await call(message.kind, message.input) });
+      } catch (error) {
+        post({ t: "result", id: message.id, ok: false, error: safeJson(error).slice(0, 2000) });
+      }
+      return;
+  }
+};
