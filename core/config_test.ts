@@ -261,7 +261,9 @@ Deno.test("hooks: on is an event type, a prefix, * or before:<action>; run or mo
     assertProblem(
       { hooks: [{ on: "*", module }] },
       "hooks[0].module",
-      `must be a relative path to a .ts or .js file inside its folder, without .., got ${JSON.stringify(module)}`,
+      `must be a relative path to a .ts or .js file inside its folder, without .., got ${
+        JSON.stringify(module)
+      }`,
     );
   }
   assertFirst(
