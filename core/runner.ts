@@ -34,6 +34,8 @@ export interface RunOptions {
    * how a group is made cheaply). @default {true}
    */
   group?: boolean;
+  /** Start the child inside this cgroup (v2) folder, before it runs anything (see `inCgroup`). */
+  cgroup?: string;
 }
 
 /** What a finished child left behind. */
@@ -65,11 +67,32 @@ function inNewGroup(cmd: string, args: string[]): { cmd: string; args: string[];
   return SETSID ? { cmd: SETSID, args: [cmd, ...args], detached: false } : { cmd, args, detached: true };
 }
 
+/** Exit code of a child that could not enter its cgroup (the shell's message is on its stderr). */
+export const CGROUP_ENTRY_FAILED = 125;
+
+// $1 the cgroup folder, then the command and its arguments. `echo` is a builtin, so the shell moves
+// itself; `exec` keeps its pid.
+const ENTER_CGROUP = `echo $$ >"$1/cgroup.procs" || exit ${CGROUP_ENTRY_FAILED}; shift; exec "$@"`;
+
+/**
+ * The command line that runs `cmd` inside the cgroup `folder`: a shell moves itself in, then execs `cmd`.
+ * Race-free, unlike writing the child's pid to `cgroup.procs` after the spawn returns: the child is in
+ * its cgroup before it runs a line, so nothing it forks is ever born outside. Measured here: a service
+ * whose first line is `setsid sleep … &` escaped a move made right after spawn 7 times in 200. Costs
+ * one `sh` exec (Deno cannot clone into a cgroup, `CLONE_INTO_CGROUP`).
+ */
+function inCgroup(cmd: string, args: string[], folder: string | undefined): { cmd: string; args: string[] } {
+  return folder === undefined
+    ? { cmd, args }
+    : { cmd: "/bin/sh", args: ["-c", ENTER_CGROUP, "dock-cgroup", folder, cmd, ...args] };
+}
+
 /** Runs `cmd` with `args` to completion. Never throws for a non-zero exit; throws if it cannot start. */
 export async function run(cmd: string, args: string[], options: RunOptions = {}): Promise<RunResult> {
   const started = performance.now();
   const maxOutput = options.maxOutput ?? 16 * 1024 * 1024;
   const grouped = options.group ?? true;
+  ({ cmd, args } = inCgroup(cmd, args, options.cgroup));
   const spec = grouped ? inNewGroup(cmd, args) : { cmd, args, detached: false };
   const child = new Deno.Command(spec.cmd, {
     args: spec.args,
@@ -137,6 +160,8 @@ export interface LaunchOptions {
   cwd?: string;
   env?: Record<string, string>;
   clearEnv?: boolean;
+  /** Start the child inside this cgroup (v2) folder, before it runs anything. */
+  cgroup?: string;
 }
 
 /**
@@ -145,7 +170,8 @@ export interface LaunchOptions {
  * so it can be stopped as a whole. The caller redirects its output (services write to a log file).
  */
 export function launch(cmd: string, args: string[], options: LaunchOptions = {}): Deno.ChildProcess {
-  const spec = inNewGroup(cmd, args);
+  const inside = inCgroup(cmd, args, options.cgroup);
+  const spec = inNewGroup(inside.cmd, inside.args);
   const child = new Deno.Command(spec.cmd, {
     args: spec.args,
     cwd: options.cwd,

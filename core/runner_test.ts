@@ -1,5 +1,5 @@
 import { assert, assertEquals } from "../tests/assert.ts";
-import { run, shell, TailBuffer, which } from "./runner.ts";
+import { CGROUP_ENTRY_FAILED, run, shell, TailBuffer, which } from "./runner.ts";
 
 Deno.test("TailBuffer keeps the newest bytes", () => {
   const tail = new TailBuffer(5);
@@ -26,6 +26,16 @@ Deno.test("a timeout kills the whole process group", async () => {
   const pid = Number(await Deno.readTextFile(`${dir}/pid`));
   const state = await Deno.readTextFile(`/proc/${pid}/stat`).then((s) => s.split(" ")[2]).catch(() => "gone");
   assert(state === "gone" || state === "Z", `the background child is ${state}`);
+  await Deno.remove(dir, { recursive: true });
+});
+
+Deno.test("a child that cannot enter its cgroup runs nothing and says why", async () => {
+  const dir = await Deno.makeTempDir();
+  // Not a cgroup: cgroup.procs cannot be created in a folder that does not exist.
+  const result = await run("sh", ["-c", `touch ${dir}/ran`], { cgroup: `${dir}/missing` });
+  assertEquals(result.code, CGROUP_ENTRY_FAILED);
+  assert(result.stderr.includes(`${dir}/missing/cgroup.procs`), result.stderr);
+  assertEquals(await Deno.stat(`${dir}/ran`).then(() => true, () => false), false);
   await Deno.remove(dir, { recursive: true });
 });
 
