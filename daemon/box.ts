@@ -19,6 +19,7 @@ import { BOX_SCHEMA } from "./schema.ts";
 import { PairingStore } from "./pairing.ts";
 import { Worktrees } from "./worktrees.ts";
 import { Services } from "./services.ts";
+import { detectCgroups } from "./cgroups.ts";
 import { Pauses } from "./pause.ts";
 import { Guard, readGuardFile } from "./guard.ts";
 import { groupRss, memoryPercent, processes } from "./procs.ts";
@@ -199,7 +200,9 @@ export class Box {
     this.worktrees.recoverInterrupted();
     await Promise.all(this.locations.list().map((l) => this.worktrees.reconcile(l.name)));
     this.worktrees.watch(options.watchMs ?? 1000);
-    await this.services.adopt();
+    // DOCK_CGROUPS=off: the fallback on a box that has cgroups (tests of it; a box whose tree misbehaves).
+    const disabled = Deno.env.get("DOCK_CGROUPS") === "off" ? "DOCK_CGROUPS=off" : undefined;
+    await this.services.adopt({ cgroups: await detectCgroups({ stateDir: this.paths.state, disabled }) });
     await this.sessions.start();
     await this.exits.start();
     await this.replaySpool();
@@ -276,6 +279,9 @@ export class Box {
     this.exits.close();
     this.sessions.close();
     killAll();
+    const tracking = this.services.tracking;
+    // The box's cgroup folder goes once no service runs in it (services outlive the daemon: then it stays).
+    if (tracking.usable) await Deno.remove(tracking.folder).catch(() => {});
     await this.worktrees.settled().catch(() => {});
     this.store.close();
   }

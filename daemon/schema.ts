@@ -51,6 +51,7 @@ CREATE TABLE IF NOT EXISTS services (
   started TEXT,
   exit_code INTEGER,
   error TEXT,
+  cgroup TEXT,
   PRIMARY KEY (location, worktree, name),
   FOREIGN KEY (location, worktree) REFERENCES worktrees(location, name) ON DELETE CASCADE
 );

@@ -12,8 +12,11 @@
  * plain log files without scraping a pane.
  *
  * Stopping a service signals its whole process group (SIGTERM, then SIGKILL after a grace period),
- * so a `npm run dev` that forks leaves no orphan holding the port. A service that ends on its own is
- * restarted with exponential backoff; one that keeps crashing quickly is marked failed.
+ * so a `npm run dev` that forks leaves no orphan holding the port. Where the box allows it, each
+ * service also runs in a cgroup of its own (daemon/cgroups.ts), which nothing it starts can leave, and
+ * that is emptied and removed too; elsewhere what left the group is found by the `DOCK_SERVICE` mark.
+ * A service that ends on its own is restarted with exponential backoff; one that keeps crashing quickly
+ * is marked failed.
  *
  * @module
  */
@@ -25,7 +28,15 @@ import type { EventBus } from "../core/events.ts";
 import { statOrNull } from "../core/files.ts";
 import type { Locations } from "./locations.ts";
 import type { BoxPaths } from "../core/paths.ts";
-import { isAlive, readProc, serviceMembers } from "./procs.ts";
+import { isAlive, type Proc, processes, readProc, serviceMembers } from "./procs.ts";
+import {
+  cgroupPids,
+  type CgroupSupport,
+  killCgroup,
+  makeCgroup,
+  removeCgroup,
+  serviceCgroupName,
+} from "./cgroups.ts";
 import { killGroup, launch, loginShell } from "../core/runner.ts";
 import type { Store } from "../core/store.ts";
 import type { Worktrees } from "./worktrees.ts";
@@ -43,6 +54,8 @@ interface ServiceRow {
   started: string | null;
   exit_code: number | null;
   error: string | null;
+  /** The folder of the service's cgroup while it runs in one. */
+  cgroup: string | null;
 }
 
 /** Tunables of {@linkcode Services}; tests shorten them. */
@@ -79,6 +92,7 @@ export class Services {
   #busy = new Map<string, Promise<unknown>>();
   #poller?: ReturnType<typeof setInterval>;
   #rotating = false;
+  #cgroups: CgroupSupport = { usable: false, reason: "the daemon has not started its services yet" };
 
   constructor(options: ServicesOptions) {
     this.#o = {
@@ -92,6 +106,12 @@ export class Services {
       // An option given as undefined keeps its default.
       ...Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined)),
     } as Required<ServicesOptions>;
+    this.#o.store.addColumn("services", "cgroup TEXT"); // a box made before services had cgroups
+  }
+
+  /** How services' processes are tracked: a cgroup each, or (where that is unavailable) why not. */
+  get tracking(): CgroupSupport {
+    return this.#cgroups;
   }
 
   /** The worktree's services: those of the effective config, and any record still running. */
@@ -197,9 +217,11 @@ export class Services {
 
   /**
    * Picks up where a previous daemon left off: adopts services still running, restarts those that
-   * ended meanwhile (by the restart policy), and starts watching.
+   * ended meanwhile (by the restart policy), and starts watching. Services started from now on each get
+   * a cgroup when `cgroups` says the box allows it (daemon/cgroups.ts `detectCgroups`).
    */
-  async adopt(): Promise<void> {
+  async adopt(options: { cgroups?: CgroupSupport } = {}): Promise<void> {
+    if (options.cgroups) this.#cgroups = options.cgroups;
     for (const row of this.#o.store.all<ServiceRow>("SELECT * FROM services WHERE desired = 'running'")) {
       const k = key(row.location, row.worktree, row.name);
       if (row.pid && isAlive(row.pid, row.pid_start ?? undefined)) continue; // the poller watches it
@@ -260,10 +282,12 @@ export class Services {
     await Deno.mkdir(dirname(log), { recursive: true });
     await Deno.remove(exitFile).catch(() => {});
     const env = await this.#environment(wt, name);
+    const cgroup = await this.#makeCgroup(wt.location, wt.name, name);
     const child = launch("/bin/sh", ["-c", WRAPPER, "dock-service", loginShell(), run, log, exitFile], {
       cwd: wt.path,
       env,
       clearEnv: true,
+      cgroup: cgroup ?? undefined,
     });
     const k = key(wt.location, wt.name, name);
     this.#owned.set(k, child);
@@ -274,6 +298,7 @@ export class Services {
       pid_start: readProc(child.pid)?.startTime ?? null,
       started,
       exit_code: null,
+      cgroup,
     });
     this.#o.bus.publish({
       type: "service.started",
@@ -295,9 +320,8 @@ export class Services {
     if (!row || (pid !== undefined && row.pid !== pid)) return;
     if (row.desired !== "running" || row.state === "stopping") return;
     // Whatever the service forked and left behind goes with it, so a restart finds its ports free.
-    if (row.pid) {
-      signalService(row.pid, serviceMembers(row.pid, this.#mark(location, worktree, name)), "SIGKILL");
-    }
+    if (row.pid) signalService(row.pid, this.#members(row), "SIGKILL");
+    if (row.cgroup) await this.#removeCgroup(row);
     const log = this.#logFile(location, worktree, name);
     const exitText = await Deno.readTextFile(`${log.slice(0, -4)}.exit`).catch(() => "");
     const exitCode = /^\d+$/.test(exitText.trim()) ? Number(exitText.trim()) : null;
@@ -352,17 +376,21 @@ export class Services {
     const wasRunning = row.pid !== null && isAlive(row.pid, row.pid_start ?? undefined);
     this.#upsert(row.location, row.worktree, row.name, { desired: "stopped", state: "stopping" });
     if (row.pid !== null && wasRunning) {
-      const mark = this.#mark(row.location, row.worktree, row.name);
-      const members = () => serviceMembers(row.pid!, mark);
+      const members = () => this.#members(row);
       signalService(row.pid, members(), "SIGTERM");
       signalService(row.pid, members(), "SIGCONT"); // a paused group must wake up to act on SIGTERM
       const deadline = Date.now() + this.#o.stopTimeoutMs;
       while (members().length && Date.now() < deadline) await sleep(50);
-      if (members().length) signalService(row.pid, members(), "SIGKILL");
+      if (members().length) {
+        if (row.cgroup) killCgroup(row.cgroup);
+        signalService(row.pid, members(), "SIGKILL");
+      }
       while (members().length) await sleep(20);
       await this.#owned.get(k)?.status;
       this.#owned.delete(k);
     }
+    // Also when the wrapper was gone already: what it left in its cgroup goes now.
+    if (row.cgroup) await this.#removeCgroup(row);
     this.#upsert(row.location, row.worktree, row.name, { state: "stopped", pid: null, pid_start: null });
     if (wasRunning || row.state !== "stopped") {
       this.#o.bus.publish({
@@ -401,6 +429,44 @@ export class Services {
       await Deno.copyFile(file, `${file}.1`);
       await Deno.truncate(file, 0);
     }
+  }
+
+  /**
+   * The service's live processes: its process group, what carries its mark, and everything in its
+   * cgroup (which holds the first two as well, unless the service was started before cgroups were used).
+   */
+  #members(row: ServiceRow): Proc[] {
+    const procs = processes();
+    const members = row.pid === null
+      ? []
+      : serviceMembers(row.pid, this.#mark(row.location, row.worktree, row.name), procs);
+    if (!row.cgroup) return members;
+    const inside = new Set(cgroupPids(row.cgroup));
+    const known = new Set(members.map((proc) => proc.pid));
+    return members.concat(
+      procs.filter((proc) => inside.has(proc.pid) && !known.has(proc.pid) && proc.state !== "Z"),
+    );
+  }
+
+  /** The service's cgroup, made empty; null (the process group and the mark then) where there is none. */
+  async #makeCgroup(location: string, worktree: string, name: string): Promise<string | null> {
+    if (!this.#cgroups.usable) return null;
+    const folder = join(this.#cgroups.folder, serviceCgroupName(location, worktree, name));
+    try {
+      await makeCgroup(folder);
+      return folder;
+    } catch (error) {
+      // The box's folder was usable at start; if it is not now, the service still runs, tracked as before.
+      console.error(`service ${key(location, worktree, name)}: no cgroup (${(error as Error).message})`);
+      return null;
+    }
+  }
+
+  async #removeCgroup(row: ServiceRow): Promise<void> {
+    if (!(await removeCgroup(row.cgroup!, this.#o.stopTimeoutMs))) {
+      console.error(`service ${key(row.location, row.worktree, row.name)}: cgroup ${row.cgroup} stays`);
+    }
+    this.#upsert(row.location, row.worktree, row.name, { cgroup: null });
   }
 
   /**

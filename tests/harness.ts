@@ -8,6 +8,7 @@
 import { join } from "node:path";
 import { BoxClient } from "../client/box.ts";
 import type { DockEvent } from "../client/wire.ts";
+import { boxCgroupFolder, removeCgroup } from "../daemon/cgroups.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 
@@ -164,6 +165,10 @@ export async function startBox(options: StartBoxOptions = {}): Promise<TestBox> 
     async [Symbol.asyncDispose]() {
       await stop();
       killProcessesUnder(dirs.root);
+      // Services outlive their daemon: what ran in the box's cgroups (even a process that left no trace of
+      // the box in its command line) goes with the box's folder.
+      const cgroups = boxCgroupFolder(dirs.state);
+      if ("folder" in cgroups) await removeCgroup(cgroups.folder);
       await Deno.remove(dirs.root, { recursive: true }).catch(() => {});
     },
     cli: (args: string[]) => runCli("dockd", args, { env, cwd: dirs.home }),

@@ -19,6 +19,8 @@ import { pathTools } from "../tools.ts";
 import { isSecretReference } from "../secrets.ts";
 import { readGuardFile, validateGuard, writeGuardFile } from "../guard.ts";
 import { hooksCheck } from "../../core/hooks.ts";
+import { cgroupCheck } from "../cgroups.ts";
+import type { Services } from "../services.ts";
 import { DockError } from "../../client/errors.ts";
 import { VERSION } from "../../client/version.ts";
 import { body, json, requestOrigin, RouteTable, textQuery } from "../../core/http.ts";
@@ -29,6 +31,7 @@ export interface SystemRoutesBackend {
   paths: Pick<BoxPaths, "state" | "userHome" | "socket" | "envFile" | "guardFile">;
   bus: Pick<EventBus, "publish">;
   hooks: Pick<Hooks, "state">;
+  services: Pick<Services, "tracking">;
   locations: Pick<Locations, "list">;
   worktrees: Pick<Worktrees, "list">;
   sessions: Pick<Sessions, "list" | "presets">;
@@ -65,6 +68,7 @@ export function systemRoutes(box: SystemRoutesBackend): RouteTable {
         json([
           ...await system.doctor({ socket: box.paths.socket, stateDir: box.paths.state }),
           hooksCheck(box.hooks.state()),
+          cgroupCheck(box.services.tracking),
         ]),
     )
     .add(
