@@ -32,6 +32,8 @@ export interface ServiceSpec {
   variables: string[];
   /** Where launchd writes its output (systemd keeps it in the journal). */
   log: string;
+  /** More lines of the systemd unit's `[Service]` section. */
+  systemd?: string[];
 }
 
 /** The command line that runs `script` (a path under `cli/`) with this Deno, offline. */
@@ -67,6 +69,9 @@ export function daemonService(log: string): ServiceSpec {
     command: denoCommand("dockd.ts", "serve"),
     variables: ["DOCK_HOME", "DOCK_STATE_DIR", "DOCK_LISTEN", "DOCK_TLS_HOSTS", "DOCK_PORT_RANGE"],
     log,
+    // The unit's cgroup becomes the daemon's to divide: each service gets a cgroup of its own below it
+    // (daemon/cgroups.ts), and systemd leaves that subtree alone.
+    systemd: ["Delegate=yes"],
   };
 }
 
@@ -82,12 +87,21 @@ export function serviceEnvironment(
   return kept;
 }
 
+/** Options of {@linkcode systemdUnit}. */
+export interface SystemdUnitOptions {
+  /** @default {"dock laptop agent"} */
+  description?: string;
+  /** More lines of the `[Service]` section. @default {[]} */
+  service?: string[];
+}
+
 /** A systemd user unit. */
 export function systemdUnit(
   command: string[],
   env: Record<string, string>,
-  description = "dock laptop agent",
+  options: SystemdUnitOptions = {},
 ): string {
+  const { description = "dock laptop agent", service = [] } = options;
   const quote = (word: string) =>
     /^[A-Za-z0-9_@%+=:,./-]+$/.test(word) ? word : `"${word.replace(/["\\]/g, "\\$&")}"`;
   return [
@@ -100,6 +114,7 @@ export function systemdUnit(
     ...Object.entries(env).map(([key, value]) => `Environment=${quote(`${key}=${value}`)}`),
     "Restart=always",
     "RestartSec=2",
+    ...service,
     "",
     "[Install]",
     "WantedBy=default.target",
@@ -158,7 +173,10 @@ export async function installService(
   const dir = join(env.XDG_CONFIG_HOME || join(home, ".config"), "systemd", "user");
   const file = join(dir, `${spec.unit}.service`);
   await Deno.mkdir(dir, { recursive: true });
-  await Deno.writeTextFile(file, systemdUnit(spec.command, variables, spec.description));
+  await Deno.writeTextFile(
+    file,
+    systemdUnit(spec.command, variables, { description: spec.description, service: spec.systemd }),
+  );
   let started = false;
   if (which("systemctl", env.PATH ?? "")) {
     const reload = await run("systemctl", ["--user", "daemon-reload"], { timeoutMs: 15_000 });

@@ -37,6 +37,10 @@ Deno.test("only dock's variables (and PATH) go into the service", () => {
   assertEquals(serviceEnvironment(daemon, { DOCK_LISTEN: "0.0.0.0:1379", DOCK_AGENT_PORT: "1" }), {
     DOCK_LISTEN: "0.0.0.0:1379",
   });
+  // The daemon's unit hands it its cgroup, for its services' own cgroups.
+  const unit = systemdUnit(daemon.command, {}, { description: daemon.description, service: daemon.systemd });
+  assertStringIncludes(unit, "Restart=always\nRestartSec=2\nDelegate=yes\n");
+  assertEquals(systemdUnit(agent.command, {}).includes("Delegate"), false);
 });
 
 Deno.test("dockd install writes a systemd user unit that runs dockd serve and restarts it always", async () => {
