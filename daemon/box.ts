@@ -279,9 +279,6 @@ export class Box {
     this.exits.close();
     this.sessions.close();
     killAll();
-    const tracking = this.services.tracking;
-    // The box's cgroup folder goes once no service runs in it (services outlive the daemon: then it stays).
-    if (tracking.usable) await Deno.remove(tracking.folder).catch(() => {});
     await this.worktrees.settled().catch(() => {});
     this.store.close();
   }

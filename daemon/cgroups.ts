@@ -9,7 +9,8 @@
  * The daemon stays in its own cgroup: dock enables no controller, and the kernel's "no internal
  * processes" rule binds only a cgroup whose `cgroup.subtree_control` enables one, so a populated cgroup
  * may have children (Documentation/admin-guide/cgroup-v2.rst, "No Internal Process Constraint"). One
- * folder per box keeps two boxes of one user (or many test boxes) apart; the name of a service's cgroup
+ * folder per box keeps two boxes of one user (or many test boxes) apart; it exists only while one of the
+ * box's services runs, so a daemon killed for good leaves no empty folder behind. The name of a service's cgroup
  * holds `:`, which no name dock accepts does, so it is unique without a hash, and it never collides with
  * the kernel's files (`cgroup.*`, `<controller>.*`).
  *
@@ -153,12 +154,12 @@ export async function detectCgroups(options: DetectCgroupsOptions): Promise<Cgro
   } catch (error) {
     failure = `the probe in ${probe} could not start: ${(error as Error).message}`;
   }
+  const kill = exists(join(probe, "cgroup.kill"));
   await removeCgroup(probe);
-  if (failure !== null) {
-    await Deno.remove(folder).catch(() => {}); // only when empty: another daemon's services may be in it
-    return { usable: false, reason: failure };
-  }
-  return { usable: true, folder, kill: exists(join(folder, "cgroup.kill")) };
+  // The box's folder exists only while a service runs in it (the first makes it again), so a daemon that
+  // is killed, or never comes back, leaves no empty folder behind.
+  removeIfEmpty(folder);
+  return failure === null ? { usable: true, folder, kill } : { usable: false, reason: failure };
 }
 
 /** The `GET doctor` check naming how services' processes are tracked. */
@@ -181,10 +182,25 @@ export function cgroupCheck(support: CgroupSupport): Check {
   };
 }
 
-/** Makes the cgroup `folder` (and its box folder); one left over from an earlier run is emptied first. */
+/** Makes the cgroup `folder` and its parents; one left over from an earlier run is emptied first. */
 export async function makeCgroup(folder: string): Promise<void> {
-  if (cgroupPids(folder).length > 0) await emptyCgroup(folder);
-  await Deno.mkdir(folder, { recursive: true });
+  if (populated(folder)) await emptyCgroup(folder);
+  // Another service's removal may take the shared box folder away between mkdir -p's two steps.
+  for (let attempt = 1;; attempt++) {
+    try {
+      await Deno.mkdir(folder, { recursive: true });
+      return;
+    } catch (error) {
+      if (!(error instanceof Deno.errors.NotFound) || attempt === 3) throw error;
+    }
+  }
+}
+
+/** Removes the cgroup `folder` if nothing is in it and no cgroup is below it (a box's, after its last service). */
+export function removeIfEmpty(folder: string): void {
+  try {
+    Deno.removeSync(folder);
+  } catch { /* EBUSY: something still runs in it, or a cgroup is below it; or gone already */ }
 }
 
 /** Pids of the processes in cgroup `folder` and the cgroups below it; empty when it is gone. */

@@ -35,6 +35,7 @@ import {
   killCgroup,
   makeCgroup,
   removeCgroup,
+  removeIfEmpty,
   serviceCgroupName,
 } from "./cgroups.ts";
 import { killGroup, launch, loginShell } from "../core/runner.ts";
@@ -466,6 +467,7 @@ export class Services {
     if (!(await removeCgroup(row.cgroup!, this.#o.stopTimeoutMs))) {
       console.error(`service ${key(row.location, row.worktree, row.name)}: cgroup ${row.cgroup} stays`);
     }
+    removeIfEmpty(dirname(row.cgroup!)); // the box's folder, after its last service
     this.#upsert(row.location, row.worktree, row.name, { cgroup: null });
   }
 
