@@ -35,10 +35,11 @@ export const HOOK_CONCURRENCY = 8;
 /** Hook runs waiting for a slot before the oldest are dropped (and counted). */
 export const HOOK_BACKLOG = 10_000;
 
-/** Actions a `before:` gate can guard (spec 6, plus worktree create/remove). */
+/** Actions a `before:` gate can guard (spec 6, plus worktree create/remove and session create). */
 export const GATE_ACTIONS = [
   "skills.install",
   "skills.uninstall",
+  "session.create",
   "session.send",
   "exec",
   "config.change",

@@ -72,6 +72,9 @@ interface Place {
 /** How long a location's config hooks are reused before the config is read again. */
 const CONFIG_HOOKS_TTL_MS = 1000;
 
+/** Gate target fields that hold a prompt: on the gate's stdin, never in a `DOCK_*` variable. */
+const STDIN_ONLY = new Set(["text", "prompt"]);
+
 /** Runs the box's hooks on its events and its gates before its actions. */
 export class Hooks extends HooksHost {
   #o: HooksOptions;
@@ -106,7 +109,8 @@ export class Hooks extends HooksHost {
    * Runs every `before:<action>` gate (the box's and, for an action in a location, that location's);
    * resolves when all allow, throws a 403 DockError (`gate_refused` with the first line of the gate's
    * stderr, or `gate_timeout`) when one refuses. `target` is what the gate receives on stdin as
-   * `target` (identifiers; for `session.send` the text too).
+   * `target` (identifiers; for `session.send` the text, for `session.create` the first prompt, neither
+   * of them in a variable).
    */
   async gate(action: GateAction, target: Record<string, unknown>, context: GateContext): Promise<void> {
     const place = this.#actionPlace(target, context);
@@ -146,8 +150,8 @@ export class Hooks extends HooksHost {
       DOCK_EVENT_BOX: this.#o.boxName,
     };
     for (const [key, value] of Object.entries(target)) {
-      // The prompt text goes to stdin only: a variable is visible in the process table.
-      if (key === "text") continue;
+      // Prompt text goes to stdin only: a variable is visible in the process table.
+      if (STDIN_ONLY.has(key)) continue;
       if (typeof value === "string" || typeof value === "number" || typeof value === "boolean") {
         const name = fieldVariable(key);
         if (!(name in base)) env[name] = String(value);

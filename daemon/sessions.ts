@@ -50,6 +50,16 @@ interface SessionRow {
   from_session: string | null;
 }
 
+/** What a session runs (see {@linkcode Sessions.program}). */
+export interface SessionProgram {
+  /** The agent preset's id; null for a command or the login shell. */
+  agent: string | null;
+  /** The command line it runs; null for the login shell. */
+  command: string | null;
+  /** The agent preset, when it runs one. */
+  preset?: AgentPreset;
+}
+
 /** Dependencies of {@linkcode Sessions}. */
 export interface SessionsOptions {
   store: Store;
@@ -99,30 +109,40 @@ export class Sessions {
     return availableAgents(config);
   }
 
-  /** Starts a session running `command`, or an agent preset with its first prompt. */
-  async create(request: SessionCreate & { from_session?: string }, origin: string): Promise<Session> {
-    const worktree = this.#o.worktrees.target(request.location);
+  /**
+   * What a session in `location` would run, checked before anything starts (so the
+   * `before:session.create` gates see the real command): the agent preset's command, or `command`, or
+   * neither (the login shell). 400 for both, 422 for an agent that is not installed or not a preset.
+   */
+  async program(
+    location: string,
+    request: Pick<SessionCreate, "agent" | "command">,
+  ): Promise<SessionProgram> {
     if (request.agent && request.command) {
       throw new DockError("invalid_request", "command: give either agent or command, not both", {
         status: 400,
       });
     }
-    let command = request.command ?? "";
-    let args: string[] = [];
-    let agent: string | null = null;
-    if (request.agent) {
-      const preset = (await this.presets(worktree.location)).find((p) => p.id === request.agent);
-      if (!preset) {
-        throw new DockError(
-          "unknown_agent",
-          `agent: '${request.agent}' is not installed on this box or not a preset of '${worktree.location}'`,
-          { status: 422, detail: { field: "agent" } },
-        );
-      }
-      command = preset.command;
-      args = agentArgs(preset, request.prompt);
-      agent = preset.id;
-    } else if (request.prompt) {
+    if (!request.agent) return { agent: null, command: request.command || null };
+    const preset = (await this.presets(location)).find((p) => p.id === request.agent);
+    if (!preset) {
+      throw new DockError(
+        "unknown_agent",
+        `agent: '${request.agent}' is not installed on this box or not a preset of '${location}'`,
+        { status: 422, detail: { field: "agent" } },
+      );
+    }
+    return { agent: preset.id, command: preset.command, preset };
+  }
+
+  /** Starts a session running `command`, or an agent preset with its first prompt. */
+  async create(request: SessionCreate & { from_session?: string }, origin: string): Promise<Session> {
+    const worktree = this.#o.worktrees.target(request.location);
+    const program = await this.program(worktree.location, request);
+    const command = program.command ?? "";
+    const args = program.preset ? agentArgs(program.preset, request.prompt) : [];
+    const agent = program.agent;
+    if (!agent && request.prompt) {
       throw new DockError("invalid_request", "prompt: a first prompt needs an agent", { status: 400 });
     }
     const name = request.name ?? this.#freeName(worktree, agent);

@@ -460,6 +460,7 @@ Use \`tool\` to avoid loops: a hook that announces an event with \`--origin noti
 | Gate                                               | Runs before                                                                                           |
 | -------------------------------------------------- | ----------------------------------------------------------------------------------------------------- |
 | \`before:skills.install\`, \`before:skills.uninstall\` | Installing or removing agent skills.                                                                  |
+| \`before:session.create\`                            | A session or task starts its command or agent (\`session new\`, \`task new\`).                            |
 | \`before:session.send\`                              | A prompt is typed into a session.                                                                     |
 | \`before:exec\`                                      | \`dockd exec\` / \`POST exec\`.                                                                           |
 | \`before:config.change\`                             | Env, flows, the guard, the box hooks file, a location's config or its scripts change through the API. |
@@ -470,16 +471,17 @@ Use \`tool\` to avoid loops: a hook that announces an event with \`--origin noti
 - A gate still running at its timeout (default \`30s\`) refuses (\`gate_timeout\`). Make gates fast.
 - The request being checked is on stdin as JSON:
   \`{"action","target":{…},"origin","box","time","location"?,"worktree"?}\`. \`target\` holds the request's
-  identifiers: \`exec\` → \`location\`, \`command\`; \`session.send\` → \`session\`, \`text\`, \`enter\` (and \`first: true\`
-  for the first prompt of \`POST sessions\` or \`POST tasks\`, whose \`session\` is null when the box names it);
-  \`worktree.create\` → \`name\`, \`branch\`, \`base\`; \`worktree.remove\` → \`worktree\`, \`path\`, \`force\`;
-  \`config.change\` → \`file\` (\`env.json\`, \`guard.json\`, \`hooks.json\`, \`config\`, \`scripts\`), \`location\`, \`value\`
-  (the new content); skills → \`skills\`, \`agent\`, \`target\`, \`location\`. The same fields are in \`DOCK_<FIELD>\`
-  variables (\`DOCK_COMMAND\`, \`DOCK_SESSION\`, …; never the prompt text), with \`DOCK_ACTION\`. Capture one once
-  (\`cat > /tmp/gate.json; exit 0\`) before writing a gate that reads fields.
-- Box gates come from \`~/.dock/hooks.json\` on the box and, for an action inside a location (exec, send,
-  worktrees, its config), from that location's config. Every gate must allow; they run at once, and the first
-  refusal in file order is the answer. A refusal is also announced as \`gate.refused\` (\`action\`, \`code\`,
+  identifiers: \`exec\` → \`location\`, \`command\`; \`session.create\` → \`session\`, \`location\`, \`worktree\`, \`agent\`,
+  \`command\` (an agent preset's own command; null for a login shell), \`prompt\`; \`session.send\` → \`session\`,
+  \`text\`, \`enter\` (and \`first: true\` for the first prompt of \`POST sessions\` or \`POST tasks\`, whose \`session\`
+  is null when the box names it); \`worktree.create\` → \`name\`, \`branch\`, \`base\`; \`worktree.remove\` →
+  \`worktree\`, \`path\`, \`force\`; \`config.change\` → \`file\` (\`env.json\`, \`guard.json\`, \`hooks.json\`, \`config\`,
+  \`scripts\`), \`location\`, \`value\` (the new content); skills → \`skills\`, \`agent\`, \`target\`, \`location\`. The
+  same fields are in \`DOCK_<FIELD>\` variables (\`DOCK_COMMAND\`, \`DOCK_SESSION\`, …; never the prompt text), with
+  \`DOCK_ACTION\`. Capture one once (\`cat > /tmp/gate.json; exit 0\`) before writing a gate that reads fields.
+- Box gates come from \`~/.dock/hooks.json\` on the box and, for an action inside a location (exec, sessions,
+  send, worktrees, its config), from that location's config. Every gate must allow; they run at once, and the
+  first refusal in file order is the answer. A refusal is also announced as \`gate.refused\` (\`action\`, \`code\`,
   \`source\`). Laptop \`before:\` hooks are not run: gates live on the box they guard.
 - A gate with \`tool\` set is skipped for requests whose origin (\`X-Dock-Origin\`) is that tool.
 - Gates check requests to the box API, so they also apply to commands a flow's \`run\` step executes, but not to

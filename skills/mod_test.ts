@@ -72,6 +72,7 @@ Deno.test("skills: the texts teach what spec 1 says they do", () => {
     const word of [
       "before:skills.install",
       "before:skills.uninstall",
+      "before:session.create",
       "before:session.send",
       "before:exec",
       "before:config.change",

@@ -358,6 +358,89 @@ Deno.test("gates: a first prompt (POST sessions, POST tasks) passes the session.
   await box.client.removeSession(session.name);
 });
 
+/** The names of the sessions on a box's private tmux server (none when it is not running). */
+async function tmuxSessions(box: { dirs: { state: string } }): Promise<string[]> {
+  const out = await new Deno.Command("tmux", {
+    args: ["-S", join(box.dirs.state, "box", "tmux.sock"), "list-sessions", "-F", "#{session_name}"],
+    stderr: "null",
+  }).output();
+  return new TextDecoder().decode(out.stdout).split("\n").filter(Boolean);
+}
+
+Deno.test("gates: before:session.create sees every command a session or task would start, the prompt only on stdin", async () => {
+  await using box = await startBox();
+  const repo = await makeRepo(join(box.dirs.home, "work"), "app", {
+    ".dock/config.json": JSON.stringify({
+      agents: [
+        { id: "sneaky", command: "sh -c 'echo forbidden; sleep 600'" },
+        { id: "patient", command: "sh -c 'sleep 600'" },
+      ],
+    }),
+  });
+  await box.client.addLocation({ name: "app", path: repo });
+  const input = join(box.dirs.root, "create-gate.json");
+  const env = join(box.dirs.root, "create-gate.env");
+  await box.client.putHooks([{
+    on: "before:session.create",
+    run: `cat > ${input}; env > ${env}; case "$DOCK_COMMAND" in *forbidden*) ` +
+      `echo "no forbidden programs here" >&2; echo more >&2; exit 1;; esac`,
+  }]);
+  const refusals = [
+    () => box.client.createSession({ location: "app", command: "echo forbidden; sleep 600", name: "s1" }),
+    // An agent preset is gated by the command it runs, not only by its id.
+    () => box.client.createSession({ location: "app", agent: "sneaky", prompt: "a plan" }),
+    () => box.client.createTask({ location: "app", name: "t1", command: "sleep 600 # forbidden" }),
+  ];
+  for (const attempt of refusals) {
+    const refused = await assertRejects(attempt, DockError) as DockError;
+    assertEquals(
+      [refused.status, refused.code, refused.message],
+      [403, "gate_refused", "no forbidden programs here"],
+    );
+  }
+  assertEquals(await box.client.sessions(), []);
+  assertEquals(await tmuxSessions(box), []);
+  assertEquals((await box.client.location("app")).worktrees.some((w) => w.name === "t1"), false);
+  const taskInput = await readJson(input);
+  assertEquals(taskInput.action, "session.create");
+  assertEquals(taskInput.location, "app");
+  assertEquals(taskInput.target, {
+    session: null,
+    location: "app",
+    worktree: "t1",
+    agent: null,
+    command: "sleep 600 # forbidden",
+  });
+
+  // Allowed: the session starts, and the gate saw the preset's command; its prompt on stdin only.
+  const session = await box.client.createSession({
+    location: "app",
+    agent: "patient",
+    prompt: "the-secret-plan",
+    name: "ok1",
+  });
+  assertEquals(session.name, "ok1");
+  assertEquals(await tmuxSessions(box), ["ok1"]);
+  const allowedInput = await readJson(input);
+  assertEquals(allowedInput.target, {
+    session: "ok1",
+    location: "app",
+    worktree: "app",
+    agent: "patient",
+    command: "sh -c 'sleep 600'",
+    prompt: "the-secret-plan",
+  });
+  const variables = await Deno.readTextFile(env);
+  assertStringIncludes(variables, "DOCK_ACTION=session.create");
+  assertStringIncludes(variables, "DOCK_AGENT=patient");
+  assert(!variables.includes("the-secret-plan"), "the prompt is in no variable");
+  const task = await box.client.createTask({ location: "app", name: "t2", command: "sleep 600" });
+  assertEquals(task.worktree.name, "t2");
+  assertEquals((await tmuxSessions(box)).sort(), ["ok1", task.session.name].sort());
+  await box.client.removeSession("ok1");
+  await box.client.removeSession(task.session.name);
+});
+
 Deno.test("box hooks for agent events get DOCK_AGENT, DOCK_PATH and the worktree's environment", async () => {
   await using box = await startBox();
   const out = join(box.dirs.root, "agent-env");

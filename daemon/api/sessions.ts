@@ -24,7 +24,7 @@ const STATES: AgentState[] = ["idle", "running", "waiting", "finished"];
 export interface SessionRoutesBackend {
   bus: Pick<EventBus, "publish">;
   worktrees: Pick<Worktrees, "target">;
-  sessions: Pick<Sessions, "list" | "get" | "create" | "remove" | "screen" | "send" | "wait">;
+  sessions: Pick<Sessions, "list" | "get" | "program" | "create" | "remove" | "screen" | "send" | "wait">;
   sendLedger: Pick<SendLedger, "known">;
   tasks: Pick<Tasks, "check" | "create">;
   tmux: Pick<Tmux, "socket">;
@@ -39,15 +39,30 @@ export function sessionRoutes(box: SessionRoutesBackend): RouteTable {
       path: "/sessions",
       input: async (c) => {
         const request = await body(c, SESSION_CREATE);
-        // 404 before the gate runs; only a first prompt is gated.
-        const worktree = request.prompt === undefined ? null : box.worktrees.target(request.location);
-        return { request, worktree };
+        // 400, 404 and 422 before the gates run, and the gates see what would really run.
+        const worktree = box.worktrees.target(request.location);
+        const program = await box.sessions.program(worktree.location, request);
+        return { request, worktree, program };
       },
-      // A first prompt is a prompt typed into a session: the session.send gates see it too.
       gates: [{
+        action: "session.create",
+        describe: ({ request, worktree, program }) => ({
+          target: {
+            session: request.name ?? null,
+            location: worktree.location,
+            worktree: worktree.name,
+            agent: program.agent,
+            command: program.command,
+            prompt: request.prompt,
+          },
+          location: worktree.location,
+          worktree: worktree.name,
+        }),
+      }, {
+        // A first prompt is a prompt typed into a session: the session.send gates see it too.
         action: "session.send",
         describe: ({ request, worktree }) =>
-          worktree && {
+          request.prompt === undefined ? null : {
             target: { session: request.name ?? null, text: request.prompt, enter: true, first: true },
             location: worktree.location,
             worktree: worktree.name,
@@ -159,24 +174,38 @@ export function sessionRoutes(box: SessionRoutesBackend): RouteTable {
       path: "/tasks",
       input: async (c) => {
         const request = await body(c, TASK_REQUEST);
-        box.tasks.check(request); // 400 and 404 before the gates run
-        return request;
+        box.tasks.check(request); // 400, 404 and 422 before the gates run
+        return { request, program: await box.sessions.program(request.location, request) };
       },
       gates: [{
         action: "worktree.create",
-        describe: (request) => ({
+        describe: ({ request }) => ({
           target: { name: request.name, branch: request.branch, base: request.base },
+          location: request.location,
+        }),
+      }, {
+        // The task's session runs in the worktree the task makes: it is named, not there yet.
+        action: "session.create",
+        describe: ({ request, program }) => ({
+          target: {
+            session: null,
+            location: request.location,
+            worktree: request.name,
+            agent: program.agent,
+            command: program.command,
+            prompt: request.prompt,
+          },
           location: request.location,
         }),
       }, {
         // The first prompt is typed into the task's session: the session.send gates see it too.
         action: "session.send",
-        describe: (request) =>
+        describe: ({ request }) =>
           request.prompt === undefined ? null : {
             target: { session: null, text: request.prompt, enter: true, first: true },
             location: request.location,
           },
       }],
-      handler: async (c, request) => json(await box.tasks.create(request, requestOrigin(c)), 201),
+      handler: async (c, { request }) => json(await box.tasks.create(request, requestOrigin(c)), 201),
     });
 }

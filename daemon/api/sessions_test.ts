@@ -20,13 +20,26 @@ const SESSION: Session = {
   from_session: null,
 };
 
-/** The session routes in memory; the gate refuses any prompt that says "refuse". */
+/** The session routes in memory; the gate refuses any prompt that says "refuse", and any such command. */
 function sessionsApp() {
   const calls: string[] = [];
+  const targets: Record<string, unknown>[] = [];
   const backend = {
     bus: { publish: () => ({ type: "", time: "", data: {} }) },
     worktrees: { target: () => ({ location: "app", name: "feat" }) },
     sessions: {
+      program: (_location: string, request: { agent?: string; command?: string }) => {
+        if (request.agent === "ghost") throw new DockError("unknown_agent", "agent", { status: 422 });
+        return Promise.resolve(
+          request.agent
+            ? { agent: request.agent, command: `${request.agent} --preset` }
+            : { agent: null, command: request.command ?? null },
+        );
+      },
+      create: (request: { location: string }) => {
+        calls.push(`session ${request.location}`);
+        return Promise.resolve(SESSION);
+      },
       send: (name: string, text: string, enter: boolean, _origin: string, options: { key?: string }) => {
         calls.push(`send ${name} ${text} ${enter} ${options.key}`);
         return Promise.resolve(SESSION);
@@ -52,26 +65,68 @@ function sessionsApp() {
   mount(app, "/v1", [sessionRoutes(backend)], {
     gate: (action, target, context) => {
       calls.push(`gate ${action} ${context.location ?? "-"}`);
+      targets.push(target);
       if (target.text === "refuse") throw new DockError("gate_refused", "refused", { status: 403 });
+      if (String(target.command).includes("refuse")) {
+        throw new DockError("gate_refused", "refused", { status: 403 });
+      }
       return Promise.resolve();
     },
   });
   const post = async (path: string, body: unknown) =>
     (await app.request(new Request(`http://box/v1${path}`, { method: "POST", body: JSON.stringify(body) })))
       .status;
-  return { calls, post };
+  return { calls, targets, post };
 }
 
-Deno.test("tasks route: the worktree gate, then the first prompt's, then the task", async () => {
+Deno.test("tasks route: the worktree gate, the session's, then the first prompt's, then the task", async () => {
   const app = sessionsApp();
   assertEquals(
     await app.post("/tasks", { location: "app", name: "feat", agent: "claude", prompt: "go" }),
     201,
   );
-  assertEquals(app.calls, ["gate worktree.create app", "gate session.send app", "task feat"]);
+  assertEquals(app.calls, [
+    "gate worktree.create app",
+    "gate session.create app",
+    "gate session.send app",
+    "task feat",
+  ]);
+  // The session gate sees the preset's command, the worktree the task makes, and the prompt.
+  assertEquals(app.targets[1], {
+    session: null,
+    location: "app",
+    worktree: "feat",
+    agent: "claude",
+    command: "claude --preset",
+    prompt: "go",
+  });
 });
 
-Deno.test("tasks route: no prompt, no send gate; a refused prompt makes nothing; a bad request runs no gate", async () => {
+Deno.test("sessions route: the session gate, then the first prompt's; a refused command starts nothing", async () => {
+  const app = sessionsApp();
+  assertEquals(await app.post("/sessions", { location: "app", command: "htop" }), 201);
+  assertEquals(await app.post("/sessions", { location: "app", agent: "claude", prompt: "go" }), 201);
+  assertEquals(await app.post("/sessions", { location: "app", command: "refuse me" }), 403);
+  assertEquals(await app.post("/sessions", { location: "app", agent: "ghost" }), 422);
+  assertEquals(app.calls, [
+    "gate session.create app",
+    "session app",
+    "gate session.create app",
+    "gate session.send app",
+    "session app",
+    "gate session.create app",
+  ]);
+  assertEquals(app.targets[0], {
+    session: null,
+    location: "app",
+    worktree: "feat",
+    agent: null,
+    command: "htop",
+    prompt: undefined,
+  });
+});
+
+Deno.test("tasks route: no prompt, no send gate; a refused prompt or command makes nothing; a bad request runs no gate", async () => {
   const app = sessionsApp();
   assertEquals(await app.post("/tasks", { location: "app", name: "a", agent: "claude" }), 201);
   assertEquals(
@@ -80,11 +135,17 @@ Deno.test("tasks route: no prompt, no send gate; a refused prompt makes nothing;
   );
   assertEquals(await app.post("/tasks", { location: "app", name: "c" }), 400);
   assertEquals(await app.post("/tasks", { location: "web", name: "d", agent: "claude" }), 404);
+  assertEquals(await app.post("/tasks", { location: "app", name: "e", command: "refuse me" }), 403);
+  assertEquals(await app.post("/tasks", { location: "app", name: "f", agent: "ghost" }), 422);
   assertEquals(app.calls, [
     "gate worktree.create app",
+    "gate session.create app",
     "task a",
     "gate worktree.create app",
+    "gate session.create app",
     "gate session.send app",
+    "gate worktree.create app",
+    "gate session.create app",
   ]);
 });
 
