@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { dirname, join, resolve } from "node:path";
+import { dirname, join, relative, resolve, sep } from "node:path";
 import { DockError } from "../client/errors.ts";
 import type {
   SkillAgent,
@@ -98,6 +98,12 @@ export async function installSkills(options: InstallSkillsOptions): Promise<Skil
   const agents = pickAgents(options.agent);
   const repo = options.target === "project" ? await requireRepo(options.repo) : undefined;
   const where = { ...options, repo };
+  if (repo !== undefined) {
+    await refuseLinksOut(
+      repo,
+      skills.flatMap((skill) => agents.map((agent) => skillDir(skill.id, agent, "project", where))),
+    );
+  }
   const changes: SkillChange[] = [];
   for (const skill of skills) {
     for (const agent of agents) {
@@ -136,6 +142,12 @@ export async function uninstallSkills(options: UninstallSkillsOptions): Promise<
     : ["user", "project"];
   if (targets.includes("project") && repo === undefined) await requireRepo(undefined);
   const where = { ...options, repo };
+  if (repo !== undefined && targets.includes("project")) {
+    await refuseLinksOut(
+      repo,
+      skills.flatMap((skill) => agents.map((agent) => skillDir(skill.id, agent, "project", where))),
+    );
+  }
   const changes: SkillChange[] = [];
   for (const target of targets) {
     for (const skill of skills) {
@@ -288,7 +300,52 @@ function skillDir(
     : join(options.home, ".agents", "skills", id);
 }
 
-/** `$CLAUDE_CONFIG_DIR` (it moves the whole `~/.claude`), else `~/.claude`. */
+/**
+ * Refuses project skill folders reached through a symlink that leaves the repository (a `.claude` linked
+ * to the person's own `~/.claude`, say) or leads nowhere, and folders on the way that are files: writing
+ * or deleting there would act outside the repository, or fail half way. Every folder of a request is
+ * checked before anything is written, so a refused request changes nothing.
+ */
+async function refuseLinksOut(repo: string, dirs: string[]): Promise<void> {
+  const root = await Deno.realPath(repo);
+  for (const dir of dirs) {
+    const parts = relative(repo, join(dir, "SKILL.md")).split(sep);
+    let current = repo;
+    for (const [index, part] of parts.entries()) {
+      current = join(current, part);
+      const shown = relative(repo, current);
+      let info: Deno.FileInfo;
+      try {
+        info = await Deno.lstat(current);
+      } catch {
+        break; // nothing further exists: what is made below it is made here, inside
+      }
+      if (info.isSymlink) {
+        const real = await Deno.realPath(current).catch(() => null);
+        if (real !== null && (real === root || real.startsWith(root + sep))) {
+          info = await Deno.stat(current);
+        } else {
+          const to = await Deno.readLink(current).catch(() => "?");
+          throw new DockError(
+            "outside_repository",
+            `'${shown}' in ${repo} is a symlink ${
+              real === null ? "to nothing" : "out of the repository"
+            } (to ${to}): project skills are never written or removed through it`,
+            { status: 409, detail: { path: current } },
+          );
+        }
+      }
+      const folder = index < parts.length - 1;
+      if (folder !== info.isDirectory) {
+        throw new DockError(
+          folder ? "not_a_folder" : "not_a_file",
+          `'${shown}' in ${repo} is ${folder ? "not a folder" : "a folder"}`,
+          { status: 409, detail: { path: current } },
+        );
+      }
+    }
+  }
+}
 
 // ---------------------------------------------------------------------------------------------------
 // .git/info/exclude

@@ -194,6 +194,80 @@ Deno.test("skills API: the project target excludes its folders unless commit, in
   assert(await exists(join(repo, ".claude/skills/dock-preview")));
 });
 
+/** Every path under `dir`, relative, sorted (empty when it does not exist). */
+async function tree(dir: string): Promise<string[]> {
+  const found: string[] = [];
+  const walk = async (at: string, prefix: string) => {
+    for await (const entry of Deno.readDir(at)) {
+      found.push(prefix + entry.name);
+      if (entry.isDirectory) await walk(join(at, entry.name), `${prefix}${entry.name}/`);
+    }
+  };
+  await walk(dir, "").catch((error) => {
+    if (!(error instanceof Deno.errors.NotFound)) throw error;
+  });
+  return found.sort();
+}
+
+Deno.test("skills API: a project's skills never follow a symlink out of the repository, to write or to delete", async () => {
+  await using box = await startBox();
+  const repo = await makeRepo(join(box.dirs.home, "work"), "app");
+  await box.client.addLocation({ name: "app", path: repo });
+  // The person's own Claude folder, which the repository's `.claude` links to, holding one of dock's skills.
+  const outside = join(box.dirs.root, "elsewhere", "claude");
+  await Deno.mkdir(join(outside, "skills", "dock"), { recursive: true });
+  await Deno.writeTextFile(join(outside, "skills", "dock", "SKILL.md"), SKILLS[0].text);
+  const before = await tree(outside);
+  await Deno.symlink(outside, join(repo, ".claude"));
+  const exclude = join(repo, ".git/info/exclude");
+  const excludeBefore = await Deno.readTextFile(exclude);
+
+  const install = await refusal(() => box.client.installSkills({ location: "app" }));
+  assertEquals([install.status, install.code], [409, "outside_repository"], install.message);
+  assertStringIncludes(install.message, "'.claude'");
+  assertStringIncludes(install.message, outside);
+  const one = await refusal(() =>
+    box.client.installSkills({ skills: ["dock-hooks"], agent: "claude", location: "app" })
+  );
+  assertEquals([one.status, one.code], [409, "outside_repository"]);
+  const uninstall = await refusal(() => box.client.uninstallSkills({ skills: ["dock"], location: "app" }));
+  assertEquals([uninstall.status, uninstall.code], [409, "outside_repository"]);
+  assertEquals(await tree(outside), before, "nothing written or removed outside");
+  assertEquals(await Deno.readTextFile(join(outside, "skills", "dock", "SKILL.md")), SKILLS[0].text);
+  assert(!await exists(join(repo, ".agents")), "a refused request writes nothing, inside either");
+  assertEquals(await Deno.readTextFile(exclude), excludeBefore);
+
+  // Deeper in the path, and a link that leads nowhere, are refused too.
+  await Deno.remove(join(repo, ".claude"));
+  await Deno.mkdir(join(repo, ".agents"));
+  await Deno.symlink(join(outside, "skills"), join(repo, ".agents", "skills"));
+  const deep = await refusal(() =>
+    box.client.installSkills({ skills: ["dock"], agent: "codex", location: "app" })
+  );
+  assertEquals([deep.status, deep.code], [409, "outside_repository"]);
+  assertStringIncludes(deep.message, "'.agents/skills'");
+  await Deno.symlink(join(box.dirs.root, "nowhere"), join(repo, ".claude"));
+  const dangling = await refusal(() =>
+    box.client.installSkills({ skills: ["dock"], agent: "claude", location: "app" })
+  );
+  assertEquals([dangling.status, dangling.code], [409, "outside_repository"]);
+  assert(!await exists(join(box.dirs.root, "nowhere")));
+  assertEquals(await tree(outside), before);
+
+  // A link that stays inside the repository is followed.
+  await Deno.remove(join(repo, ".claude"));
+  await Deno.remove(join(repo, ".agents"), { recursive: true });
+  await Deno.mkdir(join(repo, "config", "claude"), { recursive: true });
+  await Deno.symlink(join("config", "claude"), join(repo, ".claude"));
+  const inside = await box.client.installSkills({ skills: ["dock"], agent: "claude", location: "app" });
+  assertEquals(actions(inside), [["dock", "claude", "project", "created"]]);
+  assertEquals(await Deno.readTextFile(join(repo, "config/claude/skills/dock/SKILL.md")), SKILLS[0].text);
+  const removed = await box.client.uninstallSkills({ skills: ["dock"], agent: "claude", location: "app" });
+  assertEquals(actions(removed), [["dock", "claude", "project", "removed"]]);
+  assert(!await exists(join(repo, "config/claude/skills/dock")));
+  assertEquals(await tree(outside), before);
+});
+
 Deno.test("skills API: bad input is a JSON 4xx naming the field, before anything is written", async () => {
   await using box = await startBox();
   const repo = await makeRepo(join(box.dirs.home, "work"), "app");
