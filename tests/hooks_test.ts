@@ -411,6 +411,21 @@ Deno.test("gates: before:session.create sees every command a session or task wou
     agent: null,
     command: "sleep 600 # forbidden",
   });
+  // From the laptop too: `dock session new` goes through the agent's relay to the same gate.
+  await using agent = await startAgent(box.dirs);
+  const laptopClient = new AgentClient({ url: agent.url, token: agent.token, origin: "test" });
+  try {
+    assertEquals((await laptopClient.addLocal("local")).online, true);
+  } finally {
+    laptopClient.close();
+  }
+  const laptop = await runCli("dock", ["session", "new", "local/app", "--command", "echo forbidden"], {
+    env: laptopEnv(box.dirs, agent),
+    cwd: box.dirs.home,
+  });
+  assert(laptop.code !== 0, laptop.stdout);
+  assertStringIncludes(laptop.stderr, "no forbidden programs here");
+  assertEquals(await tmuxSessions(box), []);
 
   // Allowed: the session starts, and the gate saw the preset's command; its prompt on stdin only.
   const session = await box.client.createSession({
