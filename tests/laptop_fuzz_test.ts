@@ -21,6 +21,8 @@ interface LaptopRoute {
   path: string;
   /** A valid value of each parameter. */
   params?: Record<string, string>;
+  /** A valid value of the path's trailing `*`. */
+  rest?: string;
   /** The query values it reads, valid. */
   query?: Record<string, string>;
   /** The headers it reads, valid. */
@@ -88,7 +90,52 @@ function laptopRoutes(options: { link: string; forwardPort: number }): LaptopRou
       params: { box: "local", name: "nobody" },
       query: { cols: "80", rows: "24" },
     },
+    { method: "GET", path: "/v1/plugins" },
+    { method: "GET", path: "/v1/plugins/:id", params: { id: "fz" }, query: { log: "10" } },
+    {
+      method: "POST",
+      path: "/v1/plugins/:id/enable",
+      params: { id: "fz" },
+      body: { permissions: { scopes: ["events:emit"] } },
+    },
+    // A plugin that is not there: the walk keeps its plugin enabled for the routes below.
+    { method: "POST", path: "/v1/plugins/:id/disable", params: { id: "ghost" } },
+    ...["GET", "POST", "PUT", "PATCH", "DELETE"].flatMap((method) => {
+      const body = method === "GET" ? undefined : { any: "json", n: 1 };
+      return [
+        { method, path: "/v1/plugins/:id/fn", params: { id: "fz" }, body },
+        { method, path: "/v1/plugins/:id/fn/*", params: { id: "fz" }, rest: "a/b", body },
+      ];
+    }),
+    { method: "GET", path: "/v1/plugins/:id/*", params: { id: "fz" }, rest: "ui/index.html" },
   ];
+}
+
+/** A plugin with a `fetch` function that answers what it was asked, and a file it offers the app. */
+async function writePlugin(dockHome: string): Promise<void> {
+  const dir = join(dockHome, "plugins", "fz");
+  await Deno.mkdir(join(dir, "ui"), { recursive: true });
+  await Deno.writeTextFile(join(dir, "ui", "index.html"), "<p>fz</p>\n");
+  await Deno.writeTextFile(
+    join(dir, "main.ts"),
+    `export default {
+      async fetch(request) {
+        const body = await request.text();
+        return Response.json({ method: request.method, path: new URL(request.url).pathname, length: body.length });
+      },
+    };\n`,
+  );
+  await Deno.writeTextFile(
+    join(dir, "dock-plugin.json"),
+    JSON.stringify({
+      id: "fz",
+      name: "fz",
+      version: "1.0.0",
+      main: "main.ts",
+      ui: ["ui/"],
+      permissions: { scopes: ["events:emit"] },
+    }),
+  );
 }
 
 Deno.test("the laptop fuzz walks every route the agent's API registers", async () => {
@@ -166,6 +213,7 @@ async function pairLink(box: TestBox): Promise<string> {
 
 Deno.test("fuzzed requests to every laptop route, and to box routes through the relay, never get a 5xx", async () => {
   const dirs = await makeDirs();
+  await writePlugin(dirs.dockHome);
   const local = await fuzzBox({ dirs });
   await using _local = local.box;
   const remote = await fuzzBox({ listen: true });
@@ -177,6 +225,7 @@ Deno.test("fuzzed requests to every laptop route, and to box routes through the 
     assertEquals((await client.pairBox(await pairLink(remote.box), "remote")).online, true);
     // A queue item for the routes that take one (its session is nobody's: it fails, and stays).
     await client.enqueue({ id: "q-fuzz", box: "local", session: "nobody", text: "hi", wait: false });
+    assertEquals((await client.enablePlugin("fz", { scopes: ["events:emit"] })).enabled, true);
 
     const next = random(20261123);
     const failures: string[] = [];
@@ -249,6 +298,12 @@ Deno.test("fuzzed requests to every laptop route, and to box routes through the 
         let path = route.path;
         for (const name of Object.keys(route.params ?? {})) {
           path = path.replace(`:${name}`, keep() ? valid(name) : fuzzSegment(next));
+        }
+        if (route.rest !== undefined) {
+          const rest = keep()
+            ? route.rest
+            : Array.from({ length: 1 + Math.floor(next() * 3) }, () => fuzzSegment(next)).join("/");
+          path = path.replace("*", rest);
         }
         const query = Object.keys(route.query ?? {}).map((name) =>
           `${name}=${keep() ? valid(name) : fuzzSegment(next)}`
