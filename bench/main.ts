@@ -47,11 +47,15 @@
  * matching) against spawning the same shell directly; 1,000 events/s with hooks attached (1 % and 10 %
  * of events hooked): rate achieved, SSE lag and the hook backlog.
  *
+ * **Plugins** (bench/plugins.ts, also run alone): event → module hook against a shell hook; `fetch`
+ * through `/v1/plugins/{id}/fn/` warm and cold against a bare `Deno.serve`; 50 idle plugins; 1,000
+ * events/s through 10 plugins (none lost, bus lag, memory per worker); a runaway plugin's cost to others.
+ *
  * **The CLI** (bench/cli.ts): `dock --version`, `dockd --help`, `dock status`, `dockd worktree list`
  * and `dock hook` wall time against an empty `deno run --cached-only` (goals 1.5× and 1.3×).
  *
  * `deno task bench NAME…` runs only the sections named (`create`, `api` or `locations` or `info`,
- * `exec`, `services`, `sessions`, `agent`, `hooks`, `queue`, `hardening`, `cli`): `deno task bench cli info`.
+ * `exec`, `services`, `sessions`, `agent`, `hooks`, `plugins`, `queue`, `hardening`, `cli`): `deno task bench cli info`.
  * `--quick` divides every N by about five for a smoke run. All temporary folders are removed and the
  * daemons stopped at the end, also on failure.
  *
@@ -64,10 +68,11 @@ import { benchDaemonMemory, benchPorts, benchServiceStart } from "./services.ts"
 import { benchSessions } from "./sessions.ts";
 import { benchAgent } from "./agent.ts";
 import { benchHooks } from "./hooks.ts";
+import { benchPlugins } from "./plugins.ts";
 import { benchQueue } from "./queue.ts";
 import { benchIdleConnections, benchJournals } from "./hardening.ts";
 import { benchCli } from "./cli.ts";
-import { ms, ratio, type Row, summarize, time } from "./stats.ts";
+import { ms, ratio, type Row, summarize, table, time } from "./stats.ts";
 
 const QUICK = Deno.args.includes("--quick");
 const SAME_REPO = Deno.args.includes("--same-repo");
@@ -487,29 +492,6 @@ async function benchExec(
 // ---------------------------------------------------------------------------------------------------
 // Output
 
-function table(rows: Row[]): string {
-  const lines = [
-    "| Measurement | N | p50 ms | p90 ms | p99 ms | mean ms | p50 vs baseline | Notes |",
-    "|---|--:|--:|--:|--:|--:|--:|---|",
-  ];
-  for (const row of rows) {
-    const s = row.summary;
-    const vs = row.baseline ? ratio(s.p50 / row.baseline.p50) : row.isBaseline ? "baseline" : "";
-    // Milliseconds bare, as the header says; another unit (memory) is written after each figure.
-    const fmt = (value: number) => row.unit && row.unit !== "ms" ? `${ms(value)} ${row.unit}` : ms(value);
-    // A 99th percentile of fewer than 100 samples is just the maximum: not shown.
-    const p99 = s.n >= 100 ? fmt(s.p99) : "–";
-    // One reading has no spread to show.
-    const p90 = s.n > 1 ? fmt(s.p90) : "–";
-    lines.push(
-      `| ${row.label} | ${s.n} | ${fmt(s.p50)} | ${p90} | ${p99} | ${fmt(s.mean)} | ${vs} | ${
-        row.note ?? ""
-      } |`,
-    );
-  }
-  return lines.join("\n");
-}
-
 async function versionOf(command: string, args: string[]): Promise<string> {
   const output = await new Deno.Command(command, { args }).output();
   return new TextDecoder().decode(output.stdout).trim().split("\n")[0];
@@ -527,6 +509,7 @@ const SECTIONS: Record<string, string[]> = {
   sessions: [],
   agent: [],
   hooks: [],
+  plugins: [],
   queue: [],
   hardening: ["journals", "idle"],
   cli: [],
@@ -594,6 +577,7 @@ async function main(): Promise<void> {
   if (chosen.has("sessions")) rows.push(...await benchSessions({ quick: QUICK }));
   if (chosen.has("agent")) rows.push(...await benchAgent({ quick: QUICK }));
   if (chosen.has("hooks")) rows.push(...await benchHooks({ quick: QUICK }));
+  if (chosen.has("plugins")) rows.push(...await benchPlugins({ quick: QUICK }));
   if (chosen.has("queue")) rows.push(...await benchQueue({ quick: QUICK }));
   if (chosen.has("hardening")) rows.push(...await benchJournals(), ...await benchIdleConnections());
   if (chosen.has("cli")) rows.push(...await benchCli({ quick: QUICK }));

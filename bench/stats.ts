@@ -75,3 +75,27 @@ export function ms(value: number | undefined): string {
 export function ratio(value: number): string {
   return `${value.toFixed(2)}×`;
 }
+
+/** The rows as one Markdown table. */
+export function table(rows: Row[]): string {
+  const lines = [
+    "| Measurement | N | p50 ms | p90 ms | p99 ms | mean ms | p50 vs baseline | Notes |",
+    "|---|--:|--:|--:|--:|--:|--:|---|",
+  ];
+  for (const row of rows) {
+    const s = row.summary;
+    const vs = row.baseline ? ratio(s.p50 / row.baseline.p50) : row.isBaseline ? "baseline" : "";
+    // Milliseconds bare, as the header says; another unit (memory) is written after each figure.
+    const fmt = (value: number) => row.unit && row.unit !== "ms" ? `${ms(value)} ${row.unit}` : ms(value);
+    // A 99th percentile of fewer than 100 samples is just the maximum: not shown.
+    const p99 = s.n >= 100 ? fmt(s.p99) : "–";
+    // One reading has no spread to show.
+    const p90 = s.n > 1 ? fmt(s.p90) : "–";
+    lines.push(
+      `| ${row.label} | ${s.n} | ${fmt(s.p50)} | ${p90} | ${p99} | ${fmt(s.mean)} | ${vs} | ${
+        row.note ?? ""
+      } |`,
+    );
+  }
+  return lines.join("\n");
+}

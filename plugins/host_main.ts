@@ -19,6 +19,7 @@ import {
   fromBase64,
   type FromHost,
   type FromWorker,
+  handlerOf,
   MAX_FETCH_BODY,
   PROTOCOL_VERSION,
   toBase64,
@@ -184,9 +185,9 @@ async function call(id: number, spec: WorkerSpec, kind: CallKind, input: unknown
     return;
   }
   if (!hosted.calls.has(id)) return; // cancelled while it loaded
-  if (!kinds.includes(kind)) {
+  if (!kinds.includes(handlerOf(kind))) {
     hosted.calls.delete(id);
-    send({ t: "result", id, ok: false, error: `the module has no ${kind} handler` });
+    send({ t: "result", id, ok: false, error: `the module has no ${handlerOf(kind)} handler` });
     return;
   }
   if (started !== undefined) coldStarts.set(id, performance.now() - started);
@@ -225,7 +226,10 @@ async function cancel(id: number, key: string): Promise<void> {
 for await (const message of parent.messages()) {
   switch (message.t) {
     case "call":
-      call(message.id, message.worker, message.kind, message.input);
+      // A bug here must fail the call, not the host (and every other plugin's calls with it).
+      call(message.id, message.worker, message.kind, message.input).catch((error) =>
+        sendResult(message.id, { ok: false, error: `the plugin host failed: ${(error as Error).message}` })
+      );
       break;
     case "cancel":
       cancel(message.id, message.key);

@@ -33,6 +33,8 @@ export interface ModuleHostOptions {
   dir: string;
   /** V8 heap cap of each worker and of the host, in MB. @default {128} */
   memoryMb?: number;
+  /** How long a host with no workers left is kept for the next cold start. @default {60_000} */
+  idleMs?: number;
   /** Paths every generation may read besides its workers' grants (where module hooks may live). */
   baseRead?: () => string[];
   /** Values of the variables workers are granted (the host's whole environment is these and HOME). */
@@ -118,6 +120,7 @@ class Generation {
   /** Keys of the workers it runs. */
   readonly workers = new Set<string>();
   inFlight = 0;
+  idleTimer?: ReturnType<typeof setTimeout>;
   retired = false;
   ended = false;
   lastOutput = "";
@@ -155,7 +158,10 @@ export class ModuleHost {
    */
   async call(spec: WorkerSpec, kind: CallKind, input: unknown, deadlineMs: number): Promise<CallResult> {
     if (this.#closed) throw new CallError("crashed", "the plugin host is closed");
+    // Known before a host is chosen: a host started meanwhile for another call covers this one too.
+    this.#specs.set(spec.key, spec);
     const generation = await this.#generationFor(spec);
+    clearTimeout(generation.idleTimer);
     const id = this.#nextCall++;
     const { promise, resolve, reject } = Promise.withResolvers<CallResult>();
     const timer = setTimeout(() => this.#deadline(id), deadlineMs);
@@ -197,19 +203,31 @@ export class ModuleHost {
     for (const generation of [...this.#generations]) this.#kill(generation, "the plugin host is closing");
   }
 
+  /**
+   * The host that runs `spec`: the current one when it covers its grant, else a new one with every
+   * grant known (the current one is retired). Calls that were waiting for a host retired before it
+   * started try again on the new one.
+   */
   async #generationFor(spec: WorkerSpec): Promise<Generation> {
-    const current = this.#current;
-    if (current && !current.retired && !current.ended && covers(current.grant, spec.grant)) {
-      await current.ready;
-      return current;
+    for (let attempt = 0;; attempt++) {
+      let generation = this.#current;
+      if (!generation || generation.retired || generation.ended || !covers(generation.grant, spec.grant)) {
+        const grants = [...this.#specs.values()].map((s) => s.grant);
+        if (generation && !generation.ended) {
+          grants.push(generation.grant);
+          this.#retire(generation);
+        }
+        generation = this.#start(unionGrant(grants));
+      }
+      try {
+        await generation.ready;
+      } catch (error) {
+        if (this.#closed || attempt >= 3 || generation === this.#current) throw error;
+        continue; // retired (and killed) while it started: another host took its place
+      }
+      if (!generation.ended && !generation.retired) return generation;
+      if (attempt >= 3) throw new CallError("crashed", "the plugin host kept restarting");
     }
-    // A wider grant, a retired or a missing host: a new one, with every grant it may need.
-    const grants = [spec.grant, ...[...this.#specs.values()].map((s) => s.grant)];
-    if (current && !current.ended) grants.push(current.grant);
-    if (current) this.#retire(current);
-    const generation = this.#start(unionGrant(grants));
-    await generation.ready;
-    return generation;
   }
 
   #start(grant: WorkerGrant): Generation {
@@ -428,6 +446,7 @@ export class ModuleHost {
   #end(generation: Generation, why: string): void {
     if (generation.ended) return;
     generation.ended = true;
+    clearTimeout(generation.idleTimer);
     generation.frames?.close();
     this.#generations.delete(generation);
     if (this.#current === generation) this.#current = null;
@@ -445,12 +464,21 @@ export class ModuleHost {
     generation.workers.clear();
   }
 
-  /** A host with no workers left costs a process for nothing: it is stopped. */
+  /**
+   * A host with no workers left is stopped: at once when it is retired, after `idleMs` otherwise (a
+   * worker's cold start then costs a worker, not a process as well).
+   */
   #stopIdleHost(): void {
     for (const generation of [...this.#generations]) {
-      if (generation.workers.size === 0 && generation.inFlight <= 0 && generation.frames) {
+      if (generation.workers.size > 0 || generation.inFlight > 0 || !generation.frames) continue;
+      if (generation.retired) {
         this.#kill(generation, "idle");
+        continue;
       }
+      clearTimeout(generation.idleTimer);
+      generation.idleTimer = setTimeout(() => {
+        if (generation.workers.size === 0 && generation.inFlight <= 0) this.#kill(generation, "idle");
+      }, this.#o.idleMs ?? 60_000);
     }
   }
 }

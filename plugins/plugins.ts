@@ -45,8 +45,10 @@ import { PluginLog } from "./log.ts";
 import {
   type CallKind,
   type ContextOp,
+  type EventsOutput,
   type FetchOutput,
   fromBase64,
+  handlerOf,
   MAX_FETCH_BODY,
   toBase64,
   type WorkerGrant,
@@ -62,6 +64,8 @@ export const IDLE_MS = 5 * 60_000;
 export const PLUGIN_CONCURRENCY = 4;
 /** Default calls one plugin may have waiting; past it the oldest event is dropped, a fetch refused. */
 export const PLUGIN_BACKLOG = 1000;
+/** Events one call carries at most. */
+export const EVENT_BATCH = 64;
 /** Deadline of a `fetch` call. */
 export const FETCH_TIMEOUT_MS = 60_000;
 
@@ -78,8 +82,10 @@ export interface PluginsOptions {
   bus: EventBus;
   /** V8 heap cap per worker and host, MB. @default {128} */
   memoryMb?: number;
-  /** @default {IDLE_MS} */
+  /** How long a worker is kept warm after its last call. @default {IDLE_MS} */
   idleMs?: number;
+  /** How long the host process is kept with no worker. @default {the worker's idleMs} */
+  hostIdleMs?: number;
   /** @default {PLUGIN_CONCURRENCY} */
   concurrency?: number;
   /** How often plugin folders are checked for changes. @default {500} */
@@ -133,6 +139,8 @@ class Plugin {
   starting = 0;
   running = 0;
   queue: Job[] = [];
+  /** Events waiting in the queue's batches. */
+  queuedEvents = 0;
   readonly idle = new Map<string, ReturnType<typeof setTimeout>>();
   readonly log: PluginLog;
   readonly kv: PluginKv;
@@ -174,6 +182,7 @@ export class Plugins {
     this.#host = new ModuleHost({
       dir: join(options.state, "plugin-host"),
       memoryMb: options.memoryMb,
+      idleMs: options.hostIdleMs ?? options.idleMs,
       baseRead: options.baseRead,
       env: (names) =>
         Object.fromEntries(names.flatMap((n) => {
@@ -218,6 +227,7 @@ export class Plugins {
     this.#unsubscribe?.();
     for (const plugin of this.#plugins.values()) {
       for (const timer of plugin.idle.values()) clearTimeout(timer);
+      plugin.queuedEvents = 0;
       for (const job of plugin.queue.splice(0)) {
         job.reject(new DockError("plugin_closed", "the plugin host is closing", { status: 503 }));
       }
@@ -260,12 +270,13 @@ export class Plugins {
       seen.add(entry.name);
       let plugin = this.#plugins.get(entry.name);
       if (plugin && plugin.signature === signature) continue;
-      if (!plugin) {
-        plugin = new Plugin(entry.name, dir, this.#logs, join(this.#dataRoot, entry.name));
-        this.#plugins.set(entry.name, plugin);
-      } else this.#stopWorkers(plugin);
-      plugin.signature = signature;
-      await this.#load(plugin);
+      // Read first, then put in place: a listing meanwhile sees the old state or the new, never half.
+      const fresh = plugin ?? new Plugin(entry.name, dir, this.#logs, join(this.#dataRoot, entry.name));
+      const loaded = await this.#load(fresh);
+      plugin = this.#plugins.get(entry.name) ?? fresh;
+      this.#plugins.set(entry.name, plugin);
+      this.#stopWorkers(plugin);
+      Object.assign(plugin, loaded, { signature });
       this.#o.bus.publish({
         type: "plugin.changed",
         origin: "dock",
@@ -280,23 +291,26 @@ export class Plugins {
     }
   }
 
-  async #load(plugin: Plugin): Promise<void> {
-    plugin.manifest = undefined;
-    plugin.invalid = undefined;
+  /** A plugin folder's manifest (every module it names checked to be inside), or why it does not load. */
+  async #load(
+    plugin: Plugin,
+  ): Promise<{ manifest: PluginManifest | undefined; invalid: string | undefined; realDir: string }> {
+    let realDir = plugin.realDir;
     try {
-      plugin.realDir = await Deno.realPath(plugin.dir);
-      plugin.manifest = await readManifest(join(plugin.dir, MANIFEST_FILE), plugin.id);
+      realDir = await Deno.realPath(plugin.dir);
+      const manifest = await readManifest(join(plugin.dir, MANIFEST_FILE), plugin.id);
       // Every module it names must really be inside its folder (a symlink out is refused here).
-      for (const module of modulesOf(plugin.manifest)) await this.#modulePath(plugin, module);
+      for (const module of modulesOf(manifest)) await this.#modulePath({ dir: plugin.dir, realDir }, module);
+      return { manifest, invalid: undefined, realDir };
     } catch (error) {
-      plugin.manifest = undefined;
-      plugin.invalid = error instanceof ConfigError || error instanceof DockError
+      const invalid = error instanceof ConfigError || error instanceof DockError
         ? error.message
         : `${join(plugin.dir, MANIFEST_FILE)}: ${(error as Error).message}`;
+      return { manifest: undefined, invalid, realDir };
     }
   }
 
-  async #modulePath(plugin: Plugin, module: string): Promise<string> {
+  async #modulePath(plugin: { dir: string; realDir: string }, module: string): Promise<string> {
     const path = join(plugin.dir, module);
     let real: string;
     try {
@@ -370,6 +384,7 @@ export class Plugins {
     delete this.#enabled.enabled[id];
     await this.#saveEnabled();
     this.#stopWorkers(plugin);
+    plugin.queuedEvents = 0;
     for (const job of plugin.queue.splice(0)) {
       job.reject(new DockError("plugin_off", `plugin '${id}' was disabled`, { status: 409 }));
     }
@@ -453,24 +468,55 @@ export class Plugins {
   ): Promise<unknown> {
     const { promise, resolve, reject } = Promise.withResolvers<unknown>();
     plugin.queue.push({ module, kind, input, deadlineMs, resolve, reject });
-    const backlog = PLUGIN_BACKLOG;
-    while (plugin.queue.length > backlog) {
-      // Events give way first (an older event is worth less than a request someone waits on).
-      const index = plugin.queue.findIndex((job) => job.kind === "event");
-      const [dropped] = plugin.queue.splice(index >= 0 ? index : 0, 1);
+    if (plugin.queue.length > PLUGIN_BACKLOG) {
       plugin.counters.dropped++;
-      dropped.reject(
-        new DockError("plugin_busy", `plugin '${plugin.id}' has ${backlog} calls waiting`, { status: 429 }),
+      plugin.queue.pop();
+      reject(
+        new DockError("plugin_busy", `plugin '${plugin.id}' has ${PLUGIN_BACKLOG} calls waiting`, {
+          status: 429,
+        }),
       );
     }
     this.#next(plugin);
     return promise;
   }
 
+  /**
+   * Queues an event for a module: joined to the batch waiting for that module (one call for many
+   * events when they come faster than the plugin's calls return). Past the backlog, the oldest queued
+   * events are dropped and counted.
+   */
+  #deliver(plugin: Plugin, module: string, event: DockEvent, deadlineMs: number): void {
+    const last = plugin.queue.findLast((job) => job.kind === "events" && job.module === module);
+    if (last && last.deadlineMs === deadlineMs && (last.input as DockEvent[]).length < EVENT_BATCH) {
+      (last.input as DockEvent[]).push(event);
+    } else {
+      plugin.queue.push({
+        module,
+        kind: "events",
+        input: [event],
+        deadlineMs,
+        resolve: () => {},
+        reject: () => {},
+      });
+    }
+    plugin.queuedEvents++;
+    while (plugin.queuedEvents > PLUGIN_BACKLOG) {
+      const oldest = plugin.queue.find((job) => job.kind === "events")!;
+      const events = oldest.input as DockEvent[];
+      events.shift();
+      plugin.queuedEvents--;
+      plugin.counters.dropped++;
+      if (events.length === 0) plugin.queue.splice(plugin.queue.indexOf(oldest), 1);
+    }
+    this.#next(plugin);
+  }
+
   #next(plugin: Plugin): void {
     const limit = this.#o.concurrency ?? PLUGIN_CONCURRENCY;
     while (plugin.running < limit && plugin.queue.length) {
       const job = plugin.queue.shift()!;
+      if (job.kind === "events") plugin.queuedEvents -= (job.input as DockEvent[]).length;
       plugin.running++;
       this.#run(plugin, job).then(job.resolve, job.reject).finally(() => {
         plugin.running--;
@@ -480,7 +526,9 @@ export class Plugins {
   }
 
   async #run(plugin: Plugin, job: Job): Promise<unknown> {
+    const count = job.kind === "events" ? (job.input as DockEvent[]).length : 1;
     if (!this.#runnable(plugin)) {
+      if (job.kind === "events") plugin.counters.dropped += count;
       throw new DockError("plugin_off", `plugin '${plugin.id}' is ${plugin.failed ? "failed" : "off"}`, {
         status: 409,
       });
@@ -488,34 +536,45 @@ export class Plugins {
     const spec = await this.#spec(plugin, job.module);
     const cold = !this.#host.running(spec.key);
     if (cold) plugin.starting++;
-    plugin.counters.calls++;
+    plugin.counters.calls += count;
     clearTimeout(plugin.idle.get(spec.key));
     let result: CallResult;
     try {
       result = await this.#host.call(spec, job.kind, job.input, job.deadlineMs);
     } catch (error) {
-      this.#failure(plugin, job, error);
+      this.#failure(plugin, job, error, count);
       throw error;
     } finally {
       if (cold) plugin.starting--;
       this.#keepWarm(plugin, spec.key);
     }
     if (result.coldMs !== undefined) plugin.counters.cold_starts++;
+    if (job.kind === "events") {
+      const errors = (result.value as EventsOutput | null)?.errors ?? [];
+      if (errors.length > 0) {
+        const [, first] = errors[0];
+        this.#failure(plugin, job, new CallError("failed", first), errors.length);
+        if (errors.length < count) plugin.inARow = 0; // some of the batch went through
+        return result.value;
+      }
+    }
     plugin.inARow = 0;
     return result.value;
   }
 
-  #failure(plugin: Plugin, job: Job, error: unknown): void {
-    plugin.counters.failures++;
+  /** Counts a failed call (`count` events, for a batch) and fails the plugin after too many in a row. */
+  #failure(plugin: Plugin, job: Job, error: unknown, count = 1): void {
+    plugin.counters.failures += count;
     plugin.inARow++;
     const failure = error instanceof CallError ? error.failure : "failed";
     if (failure === "timeout") plugin.counters.timeouts++;
     if (failure === "crashed") plugin.counters.restarts++;
     const message = (error as Error).message ?? String(error);
-    plugin.lastError = `${job.kind} ${failure === "timeout" ? "timed out" : "failed"}: ${message}`.slice(
-      0,
-      1000,
-    );
+    plugin.lastError = `${handlerOf(job.kind)} ${failure === "timeout" ? "timed out" : "failed"}: ${message}`
+      .slice(
+        0,
+        1000,
+      );
     plugin.log.write("error", plugin.lastError);
     // A module that does not load will not load on the next call either: failed at once.
     const broken = failure === "failed" && message.startsWith("the module did not load");
@@ -581,7 +640,7 @@ export class Plugins {
       if (!hooks || event.origin === `plugin:${plugin.id}` || !this.#runnable(plugin)) continue;
       for (const hook of hooksFor(hooks, event)) {
         if (!hook.module) continue; // shell hooks run with the host's own (see `extraHooks`)
-        this.#call(plugin, hook.module, "event", event, hookTimeoutMs(hook)).catch(() => {});
+        this.#deliver(plugin, hook.module, event, hookTimeoutMs(hook));
       }
     }
   }

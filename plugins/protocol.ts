@@ -43,8 +43,22 @@ export interface WorkerSpec {
   label: string;
 }
 
-/** What a worker is asked to do: a module's `event`, `gate` or `fetch` handler. */
-export type CallKind = "event" | "gate" | "fetch";
+/**
+ * What a worker is asked to do: a module's `event`, `gate` or `fetch` handler; `events` is `event` for a
+ * batch of events at once (one message for many: a busy bus costs a frame per batch, not per event),
+ * answered with {@linkcode EventsOutput}.
+ */
+export type CallKind = "event" | "events" | "gate" | "fetch";
+
+/** The handler a call kind runs. */
+export function handlerOf(kind: CallKind): "event" | "gate" | "fetch" {
+  return kind === "events" ? "event" : kind;
+}
+
+/** What a batch of events answered: the events (by index) whose handler threw, and why. */
+export interface EventsOutput {
+  errors: [index: number, error: string][];
+}
 
 /** A request for a `fetch` handler, as it crosses the socket (the body in base64). */
 export interface FetchInput {

@@ -8,7 +8,15 @@
  *
  * @module
  */
-import type { CallKind, ContextOp, FetchInput, FromWorker, LogLevel, ToWorker } from "./protocol.ts";
+import type {
+  CallKind,
+  ContextOp,
+  EventsOutput,
+  FetchInput,
+  FromWorker,
+  LogLevel,
+  ToWorker,
+} from "./protocol.ts";
 
 interface Handlers {
   fetch?: (request: Request, ctx: unknown) => Response | Promise<Response>;
@@ -93,6 +101,16 @@ const ctx = Object.freeze({
 });
 
 async function call(kind: CallKind, input: unknown): Promise<unknown> {
+  if (kind === "events") {
+    // A batch runs at once, as separate calls would; each event's failure is its own.
+    const events = input as unknown[];
+    const settled = await Promise.allSettled(events.map((event) => handlers.event!(event, ctx)));
+    const answer: EventsOutput = { errors: [] };
+    settled.forEach((outcome, index) => {
+      if (outcome.status === "rejected") answer.errors.push([index, safeJson(outcome.reason).slice(0, 2000)]);
+    });
+    return answer;
+  }
   const handler = handlers[kind];
   if (typeof handler !== "function") throw new Error(`the module has no ${kind} handler`);
   if (kind === "fetch") {

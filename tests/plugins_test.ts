@@ -76,7 +76,7 @@ Deno.test("plugins: off until enabled with the permissions shown; a module hook 
     const listed = await plugin(box, "echo");
     assertEquals(listed.enabled, false);
     assertEquals(listed.state, "off");
-    assertEquals(listed.permissions?.scopes, ["events:emit"]);
+    assertEquals(listed.permissions?.scopes, ["events:emit"], JSON.stringify(listed));
     // Nothing reaches a plugin that is off.
     const idle = await announce(box, "test.ping");
     await assertRejects(
@@ -205,7 +205,10 @@ Deno.test("plugins: a runaway handler is stopped at its deadline and the next ev
   for (const id of ["spin", "bomb", "count"]) await enable(box, id);
 
   const since = await announce(box, "test.spin");
-  await eventually(async () => (await box.client.plugin("spin", 0)).counters.timeouts === 1, 15_000);
+  await eventually(async () => (await box.client.plugin("spin", 0)).counters.timeouts === 1, 15_000)
+    .catch(async (error) => {
+      throw new Error(`${error.message}: ${JSON.stringify(await box.client.plugin("spin", 20))}`);
+    });
   const next = await announce(box, "test.after");
   await after(box, next, (e) => e.type === "count.saw" && e.data?.type === "test.after");
 

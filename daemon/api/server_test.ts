@@ -40,6 +40,16 @@ const ACTING: Record<string, string[]> = {
   "DELETE /laptops/:id": [],
   "POST /pair": [],
   "DELETE /pair": [],
+  // Turning a plugin on grants it permissions: whoever may change config may refuse that.
+  "POST /plugins/:id/enable": ["config.change"],
+  "POST /plugins/:id/disable": ["config.change"],
+  // A plugin's own HTTP function: what it does is the plugin's (its grant and scopes bound it).
+  ...Object.fromEntries(
+    ["POST", "PUT", "PATCH", "DELETE"].flatMap((method) => [
+      [`${method} /plugins/:id/fn`, []],
+      [`${method} /plugins/:id/fn/*`, []],
+    ]),
+  ),
 };
 
 async function withBox(fn: (box: Box) => Promise<void> | void): Promise<void> {
