@@ -37,6 +37,8 @@ export interface ModuleHostOptions {
   idleMs?: number;
   /** Paths every generation may read besides its workers' grants (where module hooks may live). */
   baseRead?: () => string[];
+  /** Grants of workers likely to be called (enabled plugins): a new host covers them from the start. */
+  knownGrants?: () => WorkerGrant[];
   /** Values of the variables workers are granted (the host's whole environment is these and HOME). */
   env?: (names: string[]) => Record<string, string>;
   /** What a worker asks of dock (its `ctx`); a throw refuses it with the message. */
@@ -213,6 +215,7 @@ export class ModuleHost {
       let generation = this.#current;
       if (!generation || generation.retired || generation.ended || !covers(generation.grant, spec.grant)) {
         const grants = [...this.#specs.values()].map((s) => s.grant);
+        grants.push(spec.grant, ...(this.#o.knownGrants?.() ?? []));
         if (generation && !generation.ended) {
           grants.push(generation.grant);
           this.#retire(generation);

@@ -62,8 +62,13 @@ export const FAILURES_TO_FAIL = 5;
 export const IDLE_MS = 5 * 60_000;
 /** Default calls one plugin runs at once. */
 export const PLUGIN_CONCURRENCY = 4;
-/** Default calls one plugin may have waiting; past it the oldest event is dropped, a fetch refused. */
+/** Default calls one plugin may have waiting (fetch, gates); past it a call is refused with 429. */
 export const PLUGIN_BACKLOG = 1000;
+/**
+ * Events one plugin may have waiting; past it the oldest are dropped and counted. As many as the
+ * journal keeps: a queued event is the bus's own object, shared by every plugin that waits for it.
+ */
+export const PLUGIN_EVENT_BACKLOG = 10_000;
 /** Events one call carries at most. */
 export const EVENT_BATCH = 64;
 /** Deadline of a `fetch` call. */
@@ -184,6 +189,7 @@ export class Plugins {
       memoryMb: options.memoryMb,
       idleMs: options.hostIdleMs ?? options.idleMs,
       baseRead: options.baseRead,
+      knownGrants: () => this.#knownGrants(),
       env: (names) =>
         Object.fromEntries(names.flatMap((n) => {
           const value = Deno.env.get(n);
@@ -501,7 +507,7 @@ export class Plugins {
       });
     }
     plugin.queuedEvents++;
-    while (plugin.queuedEvents > PLUGIN_BACKLOG) {
+    while (plugin.queuedEvents > PLUGIN_EVENT_BACKLOG) {
       const oldest = plugin.queue.find((job) => job.kind === "events")!;
       const events = oldest.input as DockEvent[];
       events.shift();
@@ -612,16 +618,30 @@ export class Plugins {
 
   async #spec(plugin: Plugin, module: string): Promise<WorkerSpec> {
     const path = await this.#modulePath(plugin, module);
+    return {
+      key: workerKey(plugin, module),
+      module: path,
+      grant: this.#grant(plugin),
+      label: `plugin:${plugin.id}`,
+    };
+  }
+
+  /** What a plugin's workers get: its folder, and in its data folder what it was granted. */
+  #grant(plugin: Plugin): WorkerGrant {
     const grant = normalizePermissions(this.#enabled.enabled[plugin.id]?.permissions);
     const data = join(this.#dataRoot, plugin.id);
     const inData = (p: string) => p === "." ? data : join(data, p);
-    const workerGrant: WorkerGrant = {
+    return {
       read: [plugin.realDir, ...grant.read.map(inData), ...grant.write.map(inData)],
       write: grant.write.map(inData),
       net: grant.net,
       env: grant.env,
     };
-    return { key: workerKey(plugin, module), module: path, grant: workerGrant, label: `plugin:${plugin.id}` };
+  }
+
+  /** Every runnable plugin's grant: a host is started with them all, so enabling one rarely restarts it. */
+  #knownGrants(): WorkerGrant[] {
+    return [...this.#plugins.values()].filter((p) => this.#runnable(p)).map((p) => this.#grant(p));
   }
 
   #pluginOf(spec: WorkerSpec): Plugin | undefined {
