@@ -69,6 +69,11 @@ export const PLUGIN_BACKLOG = 1000;
  * journal keeps: a queued event is the bus's own object, shared by every plugin that waits for it.
  */
 export const PLUGIN_EVENT_BACKLOG = 10_000;
+/** `ctx.api` calls one plugin may have waiting for an answer. */
+export const API_IN_FLIGHT = 64;
+/** Events a module may announce at once, and then per second. */
+export const EMIT_BURST = 1000;
+export const EMIT_PER_SECOND = 200;
 /** Events one call carries at most. */
 export const EVENT_BATCH = 64;
 /** Deadline of a `fetch` call. */
@@ -146,6 +151,7 @@ class Plugin {
   queue: Job[] = [];
   /** Events waiting in the queue's batches. */
   queuedEvents = 0;
+  apiInFlight = 0;
   readonly idle = new Map<string, ReturnType<typeof setTimeout>>();
   readonly log: PluginLog;
   readonly kv: PluginKv;
@@ -176,6 +182,7 @@ export class Plugins {
   #timer?: ReturnType<typeof setInterval>;
   #unsubscribe?: () => void;
   #scanning: Promise<void> | null = null;
+  #emitBuckets = new Map<string, { tokens: number; at: number; refusing: boolean }>();
   #closed = false;
 
   constructor(options: PluginsOptions) {
@@ -196,7 +203,11 @@ export class Plugins {
           return value === undefined ? [] : [[n, value]];
         })),
       onRequest: (spec, op, args) => this.#answer(spec, op, args),
-      onLog: (spec, level, text) => this.#pluginOf(spec)?.log.write(level, text),
+      onLog: (spec, level, text) => {
+        const plugin = this.#pluginOf(spec);
+        if (plugin) plugin.log.write(level, text);
+        else console.error(`${spec.label}: ${text}`); // a hook file's module: the process's own log
+      },
       onHostOutput: (line) => console.error(`plugin host: ${line}`),
       onWorkerStopped: (spec, error) => {
         const plugin = this.#pluginOf(spec);
@@ -885,7 +896,13 @@ export class Plugins {
 
   async #answer(spec: WorkerSpec, op: ContextOp, args: unknown[]): Promise<unknown> {
     const plugin = this.#pluginOf(spec);
-    if (!plugin) throw new Error(`ctx.${op} is for plugins; a hook file's module may only log`);
+    if (!plugin) {
+      // A hook file's module: it may announce events (as its file's shell hooks may), nothing more.
+      if (op !== "emit") throw new Error(`ctx.${op} is for plugins; a hook file's module may emit and log`);
+      return this.#emit(spec.label, args, (message) => {
+        throw new Error(message);
+      });
+    }
     const grant = normalizePermissions(this.#enabled.enabled[plugin.id]?.permissions);
     const refuse = (message: string): never => {
       plugin.counters.refused++;
@@ -893,30 +910,24 @@ export class Plugins {
       throw new Error(message);
     };
     switch (op) {
-      case "api":
-        return await this.#apiCall(plugin, grant.scopes, args, refuse);
-      case "emit": {
+      case "api": {
+        // A worker can ask faster than the API answers: bounded, so it cannot pile work on the daemon.
+        if (plugin.apiInFlight >= API_IN_FLIGHT) refuse(`ctx.api: more than ${API_IN_FLIGHT} calls at once`);
+        plugin.apiInFlight++;
+        try {
+          return await this.#apiCall(plugin, grant.scopes, args, refuse);
+        } finally {
+          plugin.apiInFlight--;
+        }
+      }
+      case "emit":
         if (!grant.scopes.includes("events:emit")) {
           refuse("ctx.emit needs the scope events:emit, not granted");
         }
-        const [type, data] = args;
-        if (
-          typeof type !== "string" || !/^[a-z0-9_-]+(\.[a-z0-9_-]+)*$/.test(type) || type.startsWith("hook.")
-        ) {
-          refuse(
-            `ctx.emit: ${JSON.stringify(type)?.slice(0, 80)} is not an event type a plugin may announce`,
-          );
-        }
-        if (data !== undefined && (typeof data !== "object" || data === null || Array.isArray(data))) {
-          refuse("ctx.emit: data must be an object");
-        }
-        const event = this.#o.bus.publish({
-          type: type as string,
-          origin: `plugin:${plugin.id}`,
-          data: data as Record<string, unknown>,
+        return this.#emit(`plugin:${plugin.id}`, args, refuse, () => {
+          plugin.counters.refused++;
+          throw new Error(`ctx.emit: more than ${EMIT_PER_SECOND} events a second`);
         });
-        return { id: event.id };
-      }
       case "kv.get":
         return await plugin.kv.get(args[0]);
       case "kv.set":
@@ -928,6 +939,47 @@ export class Plugins {
       default:
         return refuse(`unknown request ${String(op).slice(0, 40)}`);
     }
+  }
+
+  /**
+   * Announces what a module asked to, as `origin`: a valid event type (not `hook.*`), object data, and at
+   * most {@linkcode EMIT_BURST} at once then {@linkcode EMIT_PER_SECOND} a second per origin (a loop that
+   * emits must not flood the journal every client reads).
+   */
+  #emit(
+    origin: string,
+    args: unknown[],
+    refuse: (message: string) => never,
+    quiet: () => never = () => refuse("ctx.emit: too many events"),
+  ): { id?: number } {
+    const [type, data] = args;
+    if (typeof type !== "string" || !/^[a-z0-9_-]+(\.[a-z0-9_-]+)*$/.test(type) || type.startsWith("hook.")) {
+      refuse(`ctx.emit: ${JSON.stringify(type)?.slice(0, 80)} is not an event type a module may announce`);
+    }
+    if (data !== undefined && (typeof data !== "object" || data === null || Array.isArray(data))) {
+      refuse("ctx.emit: data must be an object");
+    }
+    const now = performance.now();
+    const bucket = this.#emitBuckets.get(origin) ?? { tokens: EMIT_BURST, at: now, refusing: false };
+    bucket.tokens = Math.min(EMIT_BURST, bucket.tokens + ((now - bucket.at) / 1000) * EMIT_PER_SECOND);
+    bucket.at = now;
+    this.#emitBuckets.set(origin, bucket);
+    if (bucket.tokens < 1) {
+      // Counted every time, said once per burst: a refusal log line per event would be its own flood.
+      if (!bucket.refusing) {
+        bucket.refusing = true;
+        refuse(`ctx.emit: more than ${EMIT_PER_SECOND} events a second (further ones refused quietly)`);
+      }
+      quiet();
+    }
+    bucket.refusing = false;
+    bucket.tokens--;
+    const event = this.#o.bus.publish({
+      type: type as string,
+      origin,
+      data: data as Record<string, unknown>,
+    });
+    return { id: event.id };
   }
 
   async #apiCall(

@@ -155,12 +155,18 @@ Deno.test("plugins: every escape is refused, visible in its log, and the daemon 
             try { await attempt(ctx); results[name] = "allowed"; }
             catch (e) { results[name] = String(e).slice(0, 100); console.error(name + " refused: " + String(e).slice(0, 100)); }
           }
+          // A loop that emits is cut off (the journal every client reads is not flooded).
+          let refusedEmits = 0;
+          await Promise.all(
+            Array.from({ length: 1500 }, (_, i) => ctx.emit("escape.flood", { i }).catch(() => refusedEmits++)),
+          );
           // What it was granted works.
           await Deno.writeTextFile(${
       JSON.stringify(join(box.dirs.state, "box", "plugins", "escape", "cache", "ok"))
     }, "ok");
           const sessions = await ctx.api("GET", "sessions");
-          await ctx.emit("escape.done", { results, sessions: Array.isArray(sessions) });
+          await new Promise((resolve) => setTimeout(resolve, 50)); // a token back for the report
+          await ctx.emit("escape.done", { results, sessions: Array.isArray(sessions), refusedEmits });
         },
       };`,
   });
@@ -174,10 +180,15 @@ Deno.test("plugins: every escape is refused, visible in its log, and the daemon 
     assert(/Requires|escalate|not open to plugins|needs the scope/.test(outcome), `${name}: ${outcome}`);
   }
   assertEquals(done.data?.sessions, true, "a granted scope works");
+  assert((done.data?.refusedEmits as number) > 0, "an emitting loop is cut off");
   assertEquals(await Deno.readTextFile(join(box.dirs.home, ".ssh", "id_ed25519")), "PRIVATE");
   await assertRejects(() => Deno.stat(targets.outside), Deno.errors.NotFound);
   const info = await box.client.plugin("escape", 100);
-  assertEquals(info.counters.refused, 3, "three ctx.api calls outside its scopes, counted");
+  assertEquals(
+    info.counters.refused - (done.data?.refusedEmits as number),
+    3,
+    "three ctx.api calls outside its scopes, counted",
+  );
   const log = info.log!.join("\n");
   assertStringIncludes(log, "readSsh refused");
   assertStringIncludes(log, "Requires read access");
@@ -301,4 +312,56 @@ Deno.test("plugins: a module gate refuses exec with its reason; a removed plugin
   await Deno.remove(dir, { recursive: true });
   await eventually(async () => !(await box.client.plugins()).some((p) => p.id === "guard"));
   assertEquals((await box.client.exec({ location: "app", command: "rm -f README.md" })).exit_code, 0);
+});
+
+Deno.test("module hooks in hooks.json and a repository's config run sandboxed: read of their folder and the worktree only", async () => {
+  await using box = await startBox({ env: FAST });
+  await Deno.mkdir(join(box.dirs.dockHome, "hooks"), { recursive: true });
+  await Deno.writeTextFile(join(box.dirs.dockHome, "hooks", "words.txt"), "hello from beside the hook");
+  await Deno.writeTextFile(
+    join(box.dirs.dockHome, "hooks", "seen.ts"),
+    `export default {
+      async event(ev, ctx) {
+        const own = await Deno.readTextFile(new URL("./words.txt", import.meta.url));
+        let passwd = "read";
+        try { await Deno.readTextFile("/etc/passwd"); } catch (e) { passwd = String(e).slice(0, 60); }
+        await ctx.emit("file.seen", { of: ev.type, own, passwd });
+      },
+    };`,
+  );
+  await Deno.writeTextFile(
+    join(box.dirs.dockHome, "hooks.json"),
+    JSON.stringify({ hooks: [{ on: "test.file", module: "hooks/seen.ts" }] }),
+  );
+  const repo = await makeRepo(join(box.dirs.home, "work"), "app", {
+    ".dock/config.json": JSON.stringify({ hooks: [{ on: "before:exec", module: "guard.ts" }] }),
+    ".dock/guard.ts": `export default {
+      async gate(req) {
+        const readme = await Deno.readTextFile(new URL("../README.md", import.meta.url)).catch((e) => String(e));
+        if (readme.includes("LOCKED")) return { allow: false, reason: "the worktree is locked" };
+        return req.target.command.includes("forbidden") ? { allow: false, reason: "guard.ts: forbidden" } : undefined;
+      },
+    };`,
+  });
+  await box.client.addLocation({ name: "app", path: repo });
+
+  const since = await announce(box, "test.file");
+  const seen = await after(box, since, (e) => e.type === "file.seen");
+  assertEquals(seen.data?.own, "hello from beside the hook");
+  assertStringIncludes(String(seen.data?.passwd), "Requires read access");
+  assertEquals(seen.origin, "hook:hooks/seen.ts");
+
+  await assertRejects(
+    () => box.client.exec({ location: "app", command: "echo forbidden" }),
+    DockError,
+    "guard.ts: forbidden",
+  );
+  assertEquals((await box.client.exec({ location: "app", command: "echo fine" })).exit_code, 0);
+  // It reads the worktree it guards (the checkout's README), and its answer follows the file.
+  await Deno.writeTextFile(join(repo, "README.md"), "LOCKED\n");
+  await assertRejects(
+    () => box.client.exec({ location: "app", command: "echo fine" }),
+    DockError,
+    "the worktree is locked",
+  );
 });
