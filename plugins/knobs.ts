@@ -6,9 +6,19 @@
  */
 import { positiveFromEnv } from "../core/knobs.ts";
 
-/** `DOCK_PLUGIN_IDLE_MS`, `DOCK_PLUGIN_MEMORY_MB`, `DOCK_PLUGIN_CONCURRENCY`, `DOCK_PLUGIN_SCAN_MS`. */
-export function pluginKnobs(): { idleMs?: number; memoryMb?: number; concurrency?: number; scanMs?: number } {
+/**
+ * `DOCK_PLUGIN_IDLE_MS`, `DOCK_PLUGIN_MEMORY_MB`, `DOCK_PLUGIN_HOST_MEMORY_MB`, `DOCK_PLUGIN_CONCURRENCY`,
+ * `DOCK_PLUGIN_SCAN_MS`.
+ */
+export function pluginKnobs(): {
+  idleMs?: number;
+  memoryMb?: number;
+  rssLimitMb?: number;
+  concurrency?: number;
+  scanMs?: number;
+} {
   return {
+    rssLimitMb: positiveFromEnv("DOCK_PLUGIN_HOST_MEMORY_MB"),
     idleMs: positiveFromEnv("DOCK_PLUGIN_IDLE_MS"),
     memoryMb: positiveFromEnv("DOCK_PLUGIN_MEMORY_MB"),
     concurrency: positiveFromEnv("DOCK_PLUGIN_CONCURRENCY"),

@@ -35,6 +35,11 @@ export interface ModuleHostOptions {
   memoryMb?: number;
   /** How long a host with no workers left is kept for the next cold start. @default {60_000} */
   idleMs?: number;
+  /**
+   * Resident memory at which the host process is killed, MB. The heap cap binds each isolate's heap only;
+   * `ArrayBuffer`s live outside it, so this is what stops a bomb made of them (Linux). @default {1024}
+   */
+  rssLimitMb?: number;
   /** Paths every generation may read besides its workers' grants (where module hooks may live). */
   baseRead?: () => string[];
   /** Grants of workers likely to be called (enabled plugins): a new host covers them from the start. */
@@ -123,6 +128,7 @@ class Generation {
   readonly workers = new Set<string>();
   inFlight = 0;
   idleTimer?: ReturnType<typeof setTimeout>;
+  memoryTimer?: ReturnType<typeof setInterval>;
   retired = false;
   ended = false;
   lastOutput = "";
@@ -308,10 +314,31 @@ export class ModuleHost {
       }
       generation.frames = frames;
       this.#follow(generation, messages);
+      this.#watchMemory(generation, child.pid);
     } finally {
       listener.close();
       await Deno.remove(socket).catch(() => {});
     }
+  }
+
+  /** Kills the host past its memory limit (read from /proc twice a second; elsewhere not watched). */
+  #watchMemory(generation: Generation, pid: number): void {
+    if (Deno.build.os !== "linux") return;
+    const limit = (this.#o.rssLimitMb ?? 1024) * 1024;
+    generation.memoryTimer = setInterval(() => {
+      let kb = 0;
+      try {
+        kb = Number(/VmRSS:\s+(\d+)/.exec(Deno.readTextFileSync(`/proc/${pid}/status`))?.[1] ?? 0);
+      } catch {
+        return; // gone: its exit is handled where it is awaited
+      }
+      if (kb > limit) {
+        this.#o.onHostOutput?.(
+          `the plugin host used ${Math.round(kb / 1024)} MB, over its ${limit / 1024} MB: killed`,
+        );
+        this.#kill(generation, `the plugin host used more than ${limit / 1024} MB`);
+      }
+    }, 500);
   }
 
   async #readOutput(generation: Generation, stream: ReadableStream<Uint8Array>): Promise<void> {
@@ -450,6 +477,7 @@ export class ModuleHost {
     if (generation.ended) return;
     generation.ended = true;
     clearTimeout(generation.idleTimer);
+    clearInterval(generation.memoryTimer);
     generation.frames?.close();
     this.#generations.delete(generation);
     if (this.#current === generation) this.#current = null;

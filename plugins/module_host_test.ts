@@ -185,6 +185,30 @@ Deno.test("a memory bomb ends at the heap cap; a module that throws on load fail
   }
 });
 
+Deno.test("memory outside the heap (ArrayBuffers) ends the host at its resident limit", async () => {
+  const dir = await fixture({
+    "buffers.ts":
+      `export default { event() { const held = []; while (true) held.push(new Uint8Array(32 << 20).fill(1)); } };`,
+    "ok.ts": `export default { event() {} };`,
+  });
+  const modules = new ModuleHost({
+    dir: join(dir, ".host"),
+    rssLimitMb: 400,
+    onRequest: () => Promise.resolve(null),
+  });
+  try {
+    const error = await assertRejects(
+      () => modules.call(spec(dir, "buffers.ts"), "event", {}, 60_000),
+      CallError,
+    ) as CallError;
+    assertEquals(error.failure, "crashed");
+    assertEquals((await modules.call(spec(dir, "ok.ts"), "event", {}, 10_000)).value, null);
+  } finally {
+    modules.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 function alive(pid: number): boolean {
   try {
     Deno.kill(pid, "SIGCONT");

@@ -92,6 +92,8 @@ export interface PluginsOptions {
   bus: EventBus;
   /** V8 heap cap per worker and host, MB. @default {128} */
   memoryMb?: number;
+  /** Resident memory at which the host process is killed, MB. @default {1024} */
+  rssLimitMb?: number;
   /** How long a worker is kept warm after its last call. @default {IDLE_MS} */
   idleMs?: number;
   /** How long the host process is kept with no worker. @default {the worker's idleMs} */
@@ -194,6 +196,7 @@ export class Plugins {
     this.#host = new ModuleHost({
       dir: join(options.state, "plugin-host"),
       memoryMb: options.memoryMb,
+      rssLimitMb: options.rssLimitMb,
       idleMs: options.hostIdleMs ?? options.idleMs,
       baseRead: options.baseRead,
       knownGrants: () => this.#knownGrants(),

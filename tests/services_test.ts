@@ -33,15 +33,23 @@ async function serviceState(client: BoxClient, wt: string, name: string) {
 
 /** Whether every process of the group `pgid` is stopped (SIGSTOP) or a zombie; false when none is left. */
 function allStopped(pgid: number): boolean {
-  const states: string[] = [];
+  const members: { pid: number; state: string; parent: number }[] = [];
   for (const entry of Deno.readDirSync("/proc")) {
     if (!/^\d+$/.test(entry.name)) continue;
     try {
-      const [state, , group] = Deno.readTextFileSync(`/proc/${entry.name}/stat`).split(") ")[1].split(" ");
-      if (Number(group) === pgid) states.push(state);
+      const [state, parent, group] = Deno.readTextFileSync(`/proc/${entry.name}/stat`).split(") ")[1].split(
+        " ",
+      );
+      if (Number(group) === pgid) members.push({ pid: Number(entry.name), state, parent: Number(parent) });
     } catch { /* gone meanwhile */ }
   }
-  return states.length > 0 && states.every((state) => state === "T" || state === "Z");
+  // A shell that was in vfork() when the stop came waits in D for its child, which stopped before exec:
+  // it cannot run until that child does, so it counts as stopped too (seen with dash as /bin/sh).
+  const heldByStoppedChild = (pid: number) => members.some((m) => m.parent === pid && m.state === "T");
+  return members.length > 0 &&
+    members.every((m) =>
+      m.state === "T" || m.state === "Z" || (m.state === "D" && heldByStoppedChild(m.pid))
+    );
 }
 
 /** Processes whose command line contains `marker` (read from /proc, zombies excluded), of `program` only. */
