@@ -20,6 +20,7 @@ export class PluginLog {
   #bytes = -1;
   #pending: string[] = [];
   #flushing = false;
+  #closed = false;
 
   constructor(dir: string, id: string) {
     this.path = join(dir, `${id}.log`);
@@ -30,8 +31,15 @@ export class PluginLog {
     const line = `${new Date().toISOString()} ${level} ${text.replaceAll("\n", " ").slice(0, 2000)}`;
     this.#lines.push(line);
     if (this.#lines.length > LOG_LINES) this.#lines.splice(0, this.#lines.length - LOG_LINES);
+    if (this.#closed) return;
     this.#pending.push(line);
     if (!this.#flushing) this.#flush();
+  }
+
+  /** Stops writing to the file (what is still pending is dropped: its folder may be going away). */
+  close(): void {
+    this.#closed = true;
+    this.#pending = [];
   }
 
   /** The newest `count` lines. */
@@ -55,7 +63,7 @@ export class PluginLog {
         this.#bytes += bytes.length;
       }
     } catch (error) {
-      console.error(`plugin log ${this.path}:`, error);
+      if (!this.#closed) console.error(`plugin log ${this.path}:`, error);
     } finally {
       this.#flushing = false;
     }

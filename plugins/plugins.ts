@@ -247,6 +247,7 @@ export class Plugins {
     this.#unsubscribe?.();
     for (const plugin of this.#plugins.values()) {
       for (const timer of plugin.idle.values()) clearTimeout(timer);
+      plugin.log.close();
       plugin.queuedEvents = 0;
       for (const job of plugin.queue.splice(0)) {
         job.reject(new DockError("plugin_closed", "the plugin host is closing", { status: 503 }));
