@@ -110,6 +110,19 @@ Deno.test("plugins: off until enabled with the permissions shown; a module hook 
     assertEquals((await after(box, since2, (e) => e.type === "echo.pong")).data?.n, 2, "its store kept");
     const disabled = await box.client.disablePlugin("echo");
     assertEquals(disabled.state, "off");
+    // A disabled plugin receives nothing: a witness plugin sees the next event, echo does not.
+    await writePlugin(box, "witness", {
+      hooks: [{ on: "test.ping", module: "main.ts" }],
+      permissions: { scopes: ["events:emit"] },
+    }, {
+      "main.ts": `export default { async event(ev, ctx) { await ctx.emit("witness.saw", { of: ev.id }); } };`,
+    });
+    await enable(box, "witness");
+    const callsBefore = (await box.client.plugin("echo", 0)).counters.calls;
+    const since3 = await announce(box, "test.ping");
+    const saw = await after(box, since3, (e) => e.type === "witness.saw" || e.type === "echo.pong");
+    assertEquals(saw.type, "witness.saw");
+    assertEquals((await box.client.plugin("echo", 0)).counters.calls, callsBefore);
   } finally {
     await box[Symbol.asyncDispose]();
   }
