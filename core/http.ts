@@ -195,6 +195,28 @@ const STRICT = new WeakMap<z.ZodType, z.ZodType>();
 
 const MAX_BODY = 8 * 1024 * 1024;
 
+/** A stream read whole as it arrives, throwing `tooLarge()` as soon as it passes `limit` bytes. */
+export async function readLimited(
+  stream: ReadableStream<Uint8Array> | null,
+  limit: number,
+  tooLarge: () => Error,
+): Promise<Uint8Array<ArrayBuffer>> {
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of stream ?? []) {
+    size += chunk.length;
+    if (size > limit) throw tooLarge();
+    chunks.push(chunk);
+  }
+  const bytes = new Uint8Array(size);
+  let offset = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, offset);
+    offset += chunk.length;
+  }
+  return bytes;
+}
+
 /**
  * Reads and validates a JSON body; a missing, malformed or wrong-typed body is a 400 naming the field,
  * an unknown field a 400 naming it and the closest known one. The body is read as it arrives and
@@ -209,19 +231,7 @@ export async function body<T extends z.ZodType>(
   const tooLarge = () =>
     new DockError("too_large", `the body must be at most ${limit} bytes`, { status: 413 });
   if (Number(c.req.header("content-length") ?? 0) > limit) throw tooLarge();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for await (const chunk of c.req.raw.body ?? []) {
-    size += chunk.length;
-    if (size > limit) throw tooLarge();
-    chunks.push(chunk);
-  }
-  const bytes = new Uint8Array(size);
-  let offset = 0;
-  for (const chunk of chunks) {
-    bytes.set(chunk, offset);
-    offset += chunk.length;
-  }
+  const bytes = await readLimited(c.req.raw.body, limit, tooLarge);
   let text: string;
   try {
     text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);

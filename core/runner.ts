@@ -171,19 +171,29 @@ export interface LaunchOptions {
  */
 export function launch(cmd: string, args: string[], options: LaunchOptions = {}): Deno.ChildProcess {
   const inside = inCgroup(cmd, args, options.cgroup);
-  const spec = inNewGroup(inside.cmd, inside.args);
-  const child = new Deno.Command(spec.cmd, {
+  const child = spawnInGroup(inside.cmd, inside.args, options, "null");
+  child.unref(); // a service must not keep the daemon alive when it wants to exit
+  return child;
+}
+
+/** Spawns `cmd` as the leader of a new session and process group, stdin closed, output as `output`. */
+function spawnInGroup(
+  cmd: string,
+  args: string[],
+  options: { cwd?: string; env?: Record<string, string>; clearEnv?: boolean },
+  output: "null" | "piped",
+): Deno.ChildProcess {
+  const spec = inNewGroup(cmd, args);
+  return new Deno.Command(spec.cmd, {
     args: spec.args,
     cwd: options.cwd,
     env: options.env,
     clearEnv: options.clearEnv,
     stdin: "null",
-    stdout: "null",
-    stderr: "null",
+    stdout: output,
+    stderr: output,
     detached: spec.detached,
   }).spawn();
-  child.unref(); // a service must not keep the daemon alive when it wants to exit
-  return child;
 }
 
 /** Options for {@linkcode startChild}. */
@@ -204,17 +214,7 @@ export function startChild(
   args: string[],
   options: StartChildOptions = {},
 ): { child: Deno.ChildProcess; untrack: () => void } {
-  const spec = inNewGroup(cmd, args);
-  const child = new Deno.Command(spec.cmd, {
-    args: spec.args,
-    cwd: options.cwd,
-    env: options.env,
-    clearEnv: options.clearEnv,
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-    detached: spec.detached,
-  }).spawn();
+  const child = spawnInGroup(cmd, args, options, "piped");
   return { child, untrack: track(child.pid) };
 }
 

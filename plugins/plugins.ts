@@ -21,6 +21,7 @@ import type { DockEvent, HookConfig, PluginInfo, PluginPermissions, PluginState 
 import { DockError } from "../client/errors.ts";
 import type { EventBus } from "../core/events.ts";
 import { readTextOrNull, writeAtomic } from "../core/files.ts";
+import { readLimited } from "../core/http.ts";
 import {
   type ExtraHook,
   type HookExecutor,
@@ -106,15 +107,7 @@ export interface PluginsOptions {
   baseRead?: () => string[];
 }
 
-interface Counters {
-  calls: number;
-  failures: number;
-  timeouts: number;
-  restarts: number;
-  cold_starts: number;
-  refused: number;
-  dropped: number;
-}
+type Counters = PluginInfo["counters"];
 
 interface Job {
   module: string;
@@ -1085,26 +1078,12 @@ export function describePermissions(permissions: Required<PluginPermissions>): s
 }
 
 /** A body read whole, refused past {@linkcode MAX_FETCH_BODY}. */
-async function readBounded(message: Request | Response): Promise<Uint8Array> {
-  if (!message.body) return new Uint8Array();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for await (const chunk of message.body) {
-    size += chunk.length;
-    if (size > MAX_FETCH_BODY) {
-      throw new DockError("body_too_large", `the body is larger than ${MAX_FETCH_BODY} bytes`, {
-        status: 413,
-      });
-    }
-    chunks.push(chunk);
-  }
-  const out = new Uint8Array(size);
-  let offset = 0;
-  for (const chunk of chunks) {
-    out.set(chunk, offset);
-    offset += chunk.length;
-  }
-  return out;
+function readBounded(message: Request | Response): Promise<Uint8Array<ArrayBuffer>> {
+  return readLimited(
+    message.body,
+    MAX_FETCH_BODY,
+    () => new DockError("body_too_large", `the body is larger than ${MAX_FETCH_BODY} bytes`, { status: 413 }),
+  );
 }
 
 /**
