@@ -313,6 +313,15 @@ export class Plugins {
     try {
       realDir = await Deno.realPath(plugin.dir);
       const manifest = await readManifest(join(plugin.dir, MANIFEST_FILE), plugin.id);
+      // Deno checks a path as given, not where a symlink leads: a link in the folder to ~/.ssh would be
+      // readable through the folder's own grant. A plugin holding one does not run.
+      const escape = await symlinkOut(plugin.dir, realDir);
+      if (escape) {
+        throw new DockError(
+          "invalid_plugin",
+          `${plugin.dir}: ${escape}; a plugin's files stay in its folder`,
+        );
+      }
       // Every module it names must really be inside its folder (a symlink out is refused here).
       for (const module of modulesOf(manifest)) await this.#modulePath({ dir: plugin.dir, realDir }, module);
       return { manifest, invalid: undefined, realDir };
@@ -1084,6 +1093,37 @@ function readBounded(message: Request | Response): Promise<Uint8Array<ArrayBuffe
     MAX_FETCH_BODY,
     () => new DockError("body_too_large", `the body is larger than ${MAX_FETCH_BODY} bytes`, { status: 413 }),
   );
+}
+
+/** The deepest and the most entries {@linkcode symlinkOut} walks before it gives up (and refuses). */
+const SYMLINK_WALK = { depth: 32, entries: 20_000 };
+
+/**
+ * The first symlink under `dir` that leads outside `realDir` (or nowhere), described, or null. Every
+ * entry is looked at, `node_modules` included; a folder too big to check is refused the same way.
+ */
+async function symlinkOut(dir: string, realDir: string): Promise<string | null> {
+  let seen = 0;
+  const walk = async (folder: string, depth: number): Promise<string | null> => {
+    if (depth > SYMLINK_WALK.depth) return `${relative(dir, folder)} is nested too deep to check`;
+    for await (const entry of Deno.readDir(folder)) {
+      if (++seen > SYMLINK_WALK.entries) return `more than ${SYMLINK_WALK.entries} files to check`;
+      const path = join(folder, entry.name);
+      if (entry.isSymlink) {
+        const target = await Deno.realPath(path).catch(() => null);
+        if (!target || !inside(target, realDir)) {
+          return `${relative(dir, path)} is a symlink ${
+            target ? `out of its folder (to ${target})` : "to nothing"
+          }`;
+        }
+      } else if (entry.isDirectory) {
+        const found = await walk(path, depth + 1);
+        if (found) return found;
+      }
+    }
+    return null;
+  };
+  return await walk(dir, 0);
 }
 
 /**

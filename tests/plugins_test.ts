@@ -260,6 +260,16 @@ Deno.test("plugins: a bad manifest is listed with its error and never runs; one 
   assertStringIncludes(greedy.error ?? "", "permissions.run");
   assertStringIncludes(greedy.error ?? "", "never granted");
   await assertRejects(() => box.client.enablePlugin("greedy", {}), DockError, "permissions.run");
+  // A symlink in its folder to ~/.ssh would be readable through the folder's own grant: refused.
+  await Deno.mkdir(join(box.dirs.home, ".ssh"), { recursive: true });
+  const linked = await writePlugin(box, "linked", { main: "main.ts" }, { "main.ts": `export default {};` });
+  await Deno.symlink(join(box.dirs.home, ".ssh"), join(linked, "keys"));
+  const refusedLink = await eventually(async () => {
+    const info = await plugin(box, "linked");
+    return info.error?.includes("symlink") ? info : undefined;
+  });
+  assertStringIncludes(refusedLink.error ?? "", "keys is a symlink out of its folder");
+  assertEquals(refusedLink.state, "off");
 
   await enable(box, "broken");
   await announce(box, "test.load");
