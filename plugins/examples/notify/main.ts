@@ -22,8 +22,8 @@ async function notify(event: DockEvent, ctx: PluginContext): Promise<void> {
   if (!response.ok) throw new Error(`the webhook answered ${response.status}`);
   const sent = ((await ctx.kv.get<number>("sent")) ?? 0) + 1;
   await ctx.kv.set("sent", sent);
-  await ctx.emit("notify.sent", { session: data.session ?? null, text, sent });
   ctx.log(`sent: ${text}`);
+  await ctx.emit("notify.sent", { session: data.session ?? null, text, sent });
 }
 
 export default {
