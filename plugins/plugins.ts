@@ -148,6 +148,10 @@ class Plugin {
   queuedEvents = 0;
   apiInFlight = 0;
   readonly idle = new Map<string, ReturnType<typeof setTimeout>>();
+  /** Keys of the workers it has started (running or warm). */
+  readonly workers = new Set<string>();
+  /** Calls in flight, by worker key (a worker is never stopped as idle while one runs). */
+  readonly busy = new Map<string, number>();
   readonly log: PluginLog;
   readonly kv: PluginKv;
 
@@ -210,6 +214,7 @@ export class Plugins {
         if (!plugin) return;
         clearTimeout(plugin.idle.get(spec.key));
         plugin.idle.delete(spec.key);
+        plugin.workers.delete(spec.key);
         if (error) plugin.log.write("error", `worker ended: ${error}`);
       },
     });
@@ -560,6 +565,8 @@ export class Plugins {
     const cold = !this.#host.running(spec.key);
     if (cold) plugin.starting++;
     plugin.counters.calls += count;
+    plugin.workers.add(spec.key);
+    plugin.busy.set(spec.key, (plugin.busy.get(spec.key) ?? 0) + 1);
     clearTimeout(plugin.idle.get(spec.key));
     let result: CallResult;
     try {
@@ -569,7 +576,12 @@ export class Plugins {
       throw error;
     } finally {
       if (cold) plugin.starting--;
-      this.#keepWarm(plugin, spec.key);
+      const busy = (plugin.busy.get(spec.key) ?? 1) - 1;
+      if (busy > 0) plugin.busy.set(spec.key, busy);
+      else {
+        plugin.busy.delete(spec.key);
+        this.#keepWarm(plugin, spec.key);
+      }
     }
     if (result.coldMs !== undefined) plugin.counters.cold_starts++;
     if (job.kind === "events") {
@@ -626,11 +638,10 @@ export class Plugins {
   }
 
   #stopWorkers(plugin: Plugin): void {
-    for (const [key, timer] of plugin.idle) {
-      clearTimeout(timer);
-      this.#host.stop(key);
-    }
+    for (const timer of plugin.idle.values()) clearTimeout(timer);
     plugin.idle.clear();
+    for (const key of plugin.workers) this.#host.stop(key);
+    plugin.workers.clear();
   }
 
   async #spec(plugin: Plugin, module: string): Promise<WorkerSpec> {
