@@ -2,8 +2,14 @@
  * The send ledger: idempotency keys of prompts typed into sessions (`POST sessions/{name}/send` with
  * `key`, the `send_keys` table). A keyed prompt is typed at most once: its key is recorded before the
  * text may reach the terminal, and a repeat with the same key replays the first outcome (the session as
- * it was answered, or the same error), waits for it while it is still being typed, or, when the daemon
- * stopped while typing it, refuses with 409 `send_interrupted` rather than risk typing it twice.
+ * it was answered, or the same error) or waits for it while it is still being typed.
+ *
+ * When the daemon stopped while typing it (a kill -9, a crash), the key is found without an outcome. A
+ * send recorded `resumable` (its typing leaves a trace that tells how far it got: `Tmux.pasteOnce`)
+ * is finished by the repeat: pasted if it was not, its Enter pressed if still owed, each at most once.
+ * The queue's soak (bench/queue_soak.ts) lost a prompt at nearly every kill of dockd before this: the
+ * repeat was refused and the queue item failed, holding its session's line. A send recorded `typing`
+ * (an older daemon's) is refused with 409 `send_interrupted` rather than risk typing it twice.
  *
  * @module
  */
@@ -25,7 +31,8 @@ const PRUNE_EVERY = 200;
 interface SendKeyRow {
   key: string;
   session: string;
-  state: "typing" | "done" | "failed";
+  /** `resumable`: finished by a repeat; `typing`: unknown (refused). */
+  state: "typing" | "resumable" | "done" | "failed";
   outcome: string | null;
   created: string;
 }
@@ -50,15 +57,25 @@ export class SendLedger {
    * Makes the send of `key` to `session` at most once. A key seen before answers its first outcome
    * (or waits for it); otherwise `send` runs, and calls `commit` at the moment the text may reach the
    * terminal: from then on whatever happens (an error, a kill -9), a repeat never types it again. An
-   * error before `commit` is not recorded, so a repeat tries afresh.
+   * error before `commit` is not recorded, so a repeat tries afresh. `commit({ resumable: true })` says
+   * the send can be finished from where it stands by `resume`: a repeat that finds it unsettled (the
+   * daemon stopped) calls `resume` instead of refusing.
    */
-  async once(key: string, session: string, send: (commit: () => void) => Promise<Session>): Promise<Session> {
+  async once(
+    key: string,
+    session: string,
+    send: (commit: (options?: { resumable?: boolean }) => void) => Promise<Session>,
+    resume?: () => Promise<Session>,
+  ): Promise<Session> {
     const inFlight = this.#sending.get(key);
     if (inFlight) return await inFlight;
     const row = this.#row(key);
-    if (row) return replay(row, session);
+    let sending: Promise<Session>;
+    if (!row) sending = this.#settled(key, session, send);
+    else if (row.state === "resumable" && row.session === session && resume) {
+      sending = this.#settled(key, session, resume, { recorded: true });
+    } else return replay(row, session);
     // Registered synchronously, before any await, so a concurrent repeat finds it.
-    const sending = this.#settled(key, session, send);
     this.#sending.set(key, sending);
     try {
       return await sending;
@@ -70,12 +87,14 @@ export class SendLedger {
   async #settled(
     key: string,
     session: string,
-    send: (commit: () => void) => Promise<Session>,
+    send: (commit: (options?: { resumable?: boolean }) => void) => Promise<Session>,
+    options: { recorded?: boolean } = {},
   ): Promise<Session> {
-    let committed = false;
+    let committed = options.recorded ?? false;
     try {
-      const answer = await send(() => {
-        this.#record(key, session);
+      const answer = await send((commitOptions = {}) => {
+        if (committed) return;
+        this.#record(key, session, commitOptions.resumable ? "resumable" : "typing");
         committed = true;
       });
       if (committed) this.#settle(key, "done", answer);
@@ -97,11 +116,12 @@ export class SendLedger {
     return this.#store.get<SendKeyRow>("SELECT * FROM send_keys WHERE key = ?", key);
   }
 
-  #record(key: string, session: string): void {
+  #record(key: string, session: string, state: "typing" | "resumable"): void {
     this.#store.run(
-      "INSERT INTO send_keys (key, session, state, created) VALUES (?, ?, 'typing', ?)",
+      "INSERT INTO send_keys (key, session, state, created) VALUES (?, ?, ?, ?)",
       key,
       session,
+      state,
       new Date().toISOString(),
     );
     if (++this.#sinceKeyPrune >= PRUNE_EVERY) {
@@ -144,7 +164,8 @@ function replay(row: SendKeyRow, name: string): Session {
     throw new DockError(code, message, { status, detail });
   }
   // Recorded but never settled: the daemon stopped while typing it. It may be typed in part, in
-  // whole or not at all; typing it again could make it twice, so say so instead.
+  // whole or not at all; typing it again could make it twice, so say so instead. (A resumable one
+  // lands here only when nothing can resume it.)
   throw new DockError(
     "send_interrupted",
     `the box stopped while typing this prompt into session '${name}'; it may or may not have arrived`,

@@ -102,3 +102,55 @@ Deno.test("send ledger: a key recorded but never settled (the daemon stopped typ
   interrupted.resolve(session("s1"));
   await first;
 });
+
+Deno.test("send ledger: a resumable key never settled is finished by a repeat, once, and settled", async () => {
+  await using held = await ledger();
+  const interrupted = Promise.withResolvers<Session>();
+  const first = held.ledger.once("k1", "s1", (commit) => {
+    commit({ resumable: true });
+    return interrupted.promise;
+  });
+  // A new daemon on the same database: it finishes the resumable send instead of refusing.
+  const after = new SendLedger(held.store);
+  let resumed = 0;
+  const resume = async () => {
+    resumed++;
+    await Promise.resolve();
+    return session("s1");
+  };
+  const fresh = () => Promise.reject(new Error("a recorded key is never sent afresh"));
+  const [one, two] = await Promise.all([
+    after.once("k1", "s1", fresh, resume),
+    after.once("k1", "s1", fresh, resume),
+  ]);
+  assertEquals([one, two, resumed], [session("s1"), session("s1"), 1]);
+  assertEquals(await after.once("k1", "s1", fresh, resume), session("s1"));
+  assertEquals(resumed, 1, "settled: replayed, not resumed again");
+  const conflict = await refusal(() => after.once("k1", "s2", fresh, resume));
+  assertEquals(conflict.code, "key_conflict");
+  interrupted.resolve(session("s1"));
+  await first;
+
+  // Without a way to resume it (or for a key recorded as typing) a repeat is refused.
+  const pending = held.ledger.once("k2", "s1", (commit) => {
+    commit({ resumable: true });
+    return Promise.withResolvers<Session>().promise;
+  });
+  const refused = await refusal(() => new SendLedger(held.store).once("k2", "s1", fresh));
+  assertEquals([refused.code, refused.status], ["send_interrupted", 409]);
+  void pending;
+});
+
+Deno.test("send ledger: a resume that fails is settled as that failure", async () => {
+  await using held = await ledger();
+  void held.ledger.once("k1", "s1", (commit) => {
+    commit({ resumable: true });
+    return Promise.withResolvers<Session>().promise;
+  });
+  const after = new SendLedger(held.store);
+  const gone = () => Promise.reject(new DockError("not_found", "session 's1' not found", { status: 404 }));
+  const failed = await refusal(() => after.once("k1", "s1", () => Promise.resolve(session("s1")), gone));
+  assertEquals([failed.code, failed.status], ["not_found", 404]);
+  const replayed = await refusal(() => after.once("k1", "s1", () => Promise.resolve(session("s1"))));
+  assertEquals([replayed.code, replayed.status], ["not_found", 404]);
+});

@@ -64,7 +64,18 @@ export interface SessionProgram {
 export interface SessionsOptions {
   store: Store;
   bus: Pick<EventBus, "publish">;
-  tmux: Pick<Tmux, "panes" | "newSession" | "kill" | "capture" | "paste" | "writeConfig">;
+  tmux: Pick<
+    Tmux,
+    | "panes"
+    | "newSession"
+    | "kill"
+    | "capture"
+    | "paste"
+    | "pasteOnce"
+    | "pressEnter"
+    | "dropSlot"
+    | "writeConfig"
+  >;
   locations: Pick<Locations, "config">;
   worktrees: Pick<Worktrees, "target" | "environment">;
   /** Where the agent state lives: a sent prompt starts a turn; a change wakes `wait`. */
@@ -268,15 +279,33 @@ export class Sessions {
   ): Promise<Session> {
     const key = options.key;
     if (key === undefined) return await this.#send(name, text, enter, origin, () => {});
-    return await this.#o.ledger.once(key, name, (commit) => this.#send(name, text, enter, origin, commit));
+    const slot = await sendSlot(key);
+    try {
+      return await this.#o.ledger.once(
+        key,
+        name,
+        (commit) => this.#send(name, text, enter, origin, commit, slot),
+        () => this.#typeOnce(name, text, slot, { enter, origin, resumed: true }),
+      );
+    } finally {
+      // Settled: no daemon looks at a slot this process claimed for a fresh send again, and no other
+      // process ever had a command for it. The next keyed send unsets it.
+      if (this.#claimed.delete(slot)) this.#settledSlots.add(slot);
+    }
   }
+
+  /** Slots this process claimed for sends not settled yet. */
+  #claimed = new Set<string>();
+  /** Slots of this process's keyed sends settled since the last one, unset by the next. */
+  #settledSlots = new Set<string>();
 
   async #send(
     name: string,
     text: string,
     enter: boolean,
     origin: string,
-    commit: () => void,
+    commit: (options?: { resumable?: boolean }) => void,
+    slot?: string,
   ): Promise<Session> {
     const session = this.get(name);
     if (session.exited) {
@@ -293,12 +322,50 @@ export class Sessions {
         timeoutMs: 10_000,
       });
     }
+    if (slot) {
+      // Recorded before tmux may type it; tmux's slot tells a daemon started after a kill -9 how far
+      // it got, so a repeat finishes it instead of refusing (send_ledger.ts).
+      commit({ resumable: true });
+      return await this.#typeOnce(name, text, slot, { enter, origin, resumed: false });
+    }
     // From here on the text may reach the terminal.
     commit();
     const sent = new Date().toISOString();
     await this.#o.tmux.paste(name, text, enter);
     if (enter && session.agent) this.#o.states.set(name, "running", sent);
     this.#o.bus.publish({ type: "session.sent", origin, data: { session: name } });
+    return this.get(name);
+  }
+
+  /**
+   * Types a keyed send once (see `Tmux.pasteOnce`), then presses Enter if that is still owed.
+   * `resumed`: finishing a send an earlier daemon recorded and never settled, where both steps may have
+   * happened already (and `enter` only matters if the paste had not).
+   */
+  async #typeOnce(
+    name: string,
+    text: string,
+    slot: string,
+    options: { enter: boolean; origin: string; resumed: boolean },
+  ): Promise<Session> {
+    const session = this.get(name);
+    const sent = new Date().toISOString();
+    const release = [...this.#settledSlots];
+    this.#settledSlots.clear();
+    let typed: boolean;
+    try {
+      const paste = await this.#o.tmux.pasteOnce(name, slot, text, { enter: options.enter, release });
+      // A resumed send's slot stays claimed even when this call claimed it: the killed daemon's own
+      // command may still come, and the claim is what stops it.
+      if (paste === "claimed" && !options.resumed) this.#claimed.add(slot);
+      const entered = (options.enter || options.resumed) && await this.#o.tmux.pressEnter(name, slot);
+      typed = paste !== "found" || entered;
+      if (entered && session.agent) this.#o.states.set(name, "running", sent);
+    } catch (error) {
+      await this.#o.tmux.dropSlot(slot);
+      throw error;
+    }
+    if (typed) this.#o.bus.publish({ type: "session.sent", origin: options.origin, data: { session: name } });
     return this.get(name);
   }
 
@@ -424,4 +491,15 @@ function toSession(row: SessionRow): Session {
     created: row.created,
     from_session: row.from_session,
   };
+}
+
+/**
+ * The slot of a keyed send in tmux (the name of its claim, its buffer and its Enter marker): made
+ * from its key, so every daemon finds the same. Hashed: a key may hold characters tmux's command line
+ * treats specially (a trailing `;`).
+ */
+async function sendSlot(key: string): Promise<string> {
+  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(key));
+  const hex = Array.from(new Uint8Array(digest).slice(0, 12), (b) => b.toString(16).padStart(2, "0"));
+  return `dock-send-${hex.join("")}`;
 }

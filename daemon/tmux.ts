@@ -152,6 +152,104 @@ export class Tmux {
   }
 
   /**
+   * Types a keyed send's text into session `name` at most once across daemons, by its `slot` (a name
+   * made from its key): one tmux command sequence loads the text into a buffer of that name, claims
+   * the slot (`set -o`, which fails when it is set already), pastes and deletes the buffer, marks the
+   * slot pasted and, with `enter`, sets a marker for {@linkcode Tmux.pressEnter}: from the claim on,
+   * one step of the server, nothing of another client in between. No process more than a plain send.
+   * The claim comes after the load: a daemon killed before tmux had its input leaves no claim behind.
+   *
+   * A daemon started after one was killed mid-send and asked again finds the slot claimed and pasted,
+   * or claims it first (then the killed one's command, still on its way, stops at its claim). Answers
+   * `claimed` when this call claimed the slot and typed, `found` when another had, and `finished` when
+   * another claimed it but its paste failed and this call pasted. `release`: slots to unset first, of
+   * sends that have settled and that no killed daemon ever started (the slot of one that a killed
+   * daemon started stays set for good: its command may still come, and the claim is what stops it).
+   *
+   * A killed daemon's text is in tmux whole unless it died while writing a prompt larger than a pipe's
+   * buffer (64 KiB) to tmux's input: then the part written is what is pasted.
+   */
+  async pasteOnce(
+    name: string,
+    slot: string,
+    text: string,
+    options: { enter: boolean; release?: readonly string[] },
+  ): Promise<"claimed" | "finished" | "found"> {
+    const release = (options.release ?? []).flatMap((old) => ["set-option", "-s", "-u", `@${old}`, ";"]);
+    try {
+      await this.command(
+        [
+          ...release,
+          "load-buffer",
+          "-b",
+          slot,
+          "-",
+          ";",
+          "set-option",
+          "-s",
+          "-o",
+          `@${slot}`,
+          "claimed",
+          ";",
+        ]
+          .concat(pasteAndMark(name, slot, options.enter)),
+        { stdin: text },
+      );
+      return "claimed";
+    } catch (error) {
+      if (!/already set/.test((error as Error).message)) throw error;
+    }
+    if (await this.#option(`@${slot}`) === "pasted") {
+      await this.command(["delete-buffer", "-b", slot]).catch(() => {}); // the copy this call loaded
+      return "found";
+    }
+    // Claimed, and its paste failed (its session had gone, say): the buffer this call loaded, once.
+    await this.command(pasteAndMark(name, slot, options.enter));
+    return "finished";
+  }
+
+  /**
+   * Presses Enter after {@linkcode Tmux.pasteOnce}, once: the marker is deleted in the same step, and
+   * a missing marker stops the step before the key (pressed already, or no Enter was asked). True
+   * when it pressed it.
+   */
+  async pressEnter(name: string, slot: string): Promise<boolean> {
+    try {
+      await this.command([
+        "delete-buffer",
+        "-b",
+        enterMark(slot),
+        ";",
+        "send-keys",
+        "-t",
+        exact(name),
+        "Enter",
+      ]);
+      return true;
+    } catch (error) {
+      if (/unknown buffer|no buffer/.test((error as Error).message)) return false;
+      throw error;
+    }
+  }
+
+  /** Deletes what a keyed send that failed left in tmux: its buffer and its Enter marker. */
+  async dropSlot(slot: string): Promise<void> {
+    for (const buffer of [slot, enterMark(slot)]) {
+      await this.command(["delete-buffer", "-b", buffer]).catch(() => {});
+    }
+  }
+
+  /** A server option's value; null when it is not set. */
+  async #option(option: string): Promise<string | null> {
+    try {
+      return (await this.command(["show-options", "-s", "-v", option])).trim();
+    } catch (error) {
+      if (/invalid option|unknown option/.test((error as Error).message)) return null;
+      throw error;
+    }
+  }
+
+  /**
    * Asks the server to reap its exited children. Seen here: a tmux server started by dockd sometimes
    * misses the SIGCHLD of a pane's program, leaving it a zombie with no `pane_dead_status`; a SIGCHLD
    * sent by hand makes it reap and record the status.
@@ -212,4 +310,28 @@ function clientEnv(): Record<string, string> {
 /** A target that matches the session name exactly (tmux otherwise matches prefixes and patterns). */
 export function exact(name: string): string {
   return `=${name}:`;
+}
+
+/** The marker buffer that says a keyed send still owes its Enter. */
+function enterMark(slot: string): string {
+  return `${slot}-enter`;
+}
+
+/** Pastes a keyed send's loaded buffer and, in the same step, marks its slot pasted (and its Enter owed). */
+function pasteAndMark(name: string, slot: string, enter: boolean): string[] {
+  return [
+    "paste-buffer",
+    "-p",
+    "-d",
+    "-b",
+    slot,
+    "-t",
+    exact(name),
+    ";",
+    "set-option",
+    "-s",
+    `@${slot}`,
+    "pasted",
+    ...(enter ? [";", "set-buffer", "-b", enterMark(slot), "1"] : []),
+  ];
 }

@@ -224,7 +224,8 @@ export function laptopEnv(dirs: BoxDirs, agent: { port: number }, extra: Record<
 /**
  * Writes a `tmux` in front of the real one that sleeps `seconds` before a command line naming
  * `command` (and touches `marker`, when given, as it starts to): a slow tmux, on cue. Each command
- * line is appended to `tmux.calls` beside it as it starts. Returns the PATH that puts it first.
+ * line is appended to `tmux.calls` beside it as it starts, and `<marker>.done` is touched once a
+ * command line naming `command` has ended. Returns the PATH that puts it first.
  */
 export async function slowTmux(
   dirs: BoxDirs,
@@ -242,10 +243,17 @@ export async function slowTmux(
     join(shims, "tmux"),
     `#!/bin/sh
 echo "$*" >> '${join(shims, "tmux.calls")}'
-for a in "$@"; do [ "$a" = ${command} ] && ${touch}sleep ${seconds} && break; done
+cued=
+for a in "$@"; do [ "$a" = ${command} ] && cued=1 && ${touch}sleep ${seconds} && break; done
 ` +
-      `exec '${real}' "$@"
-`,
+      (marker
+        ? `[ -z "$cued" ] && exec '${real}' "$@"
+'${real}' "$@"; code=$?
+touch '${marker}.done'
+exit $code
+`
+        : `exec '${real}' "$@"
+`),
     { mode: 0o755 },
   );
   return `${shims}:${Deno.env.get("PATH")}`;

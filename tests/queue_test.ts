@@ -18,6 +18,7 @@ import {
   makeDirs,
   makeRepo,
   runCli,
+  slowTmux,
   startAgent,
   startBox,
   type TestAgent,
@@ -159,6 +160,42 @@ Deno.test("kill -9 of the agent while 1,000 prompts drain: every prompt arrives 
     await cleanup(dirs, box, agent, client);
   }
 });
+
+for (const [step, when] of [["paste-buffer", "before its paste"], ["send-keys", "before its Enter"]]) {
+  Deno.test(`kill -9 of the box ${when}: the prompt arrives once and its session's line goes on`, async () => {
+    // Found by bench/queue_soak.ts: the daemon restarted refused the repeat as interrupted, the item
+    // failed and every later prompt of its session stayed queued behind it.
+    const dirs = await makeDirs();
+    const cue = join(dirs.root, "typing");
+    const slow = { PATH: await slowTmux(dirs, step, 2, cue) };
+    let box: TestBox | undefined = await startBox({ dirs, env: slow });
+    const agentEnv = { DOCK_AGENT_HEALTH_MS: "200" };
+    const agent = await startAgent(dirs, { env: agentEnv });
+    const client = new AgentClient({ url: agent.url, token: agent.token, origin: "test" });
+    try {
+      assertEquals((await client.addLocal("devbox")).online, true);
+      await box.client.addLocation({ name: "app", path: await makeRepo(join(dirs.home, "work"), "app") });
+      const log = await logger(box, "s1");
+      const first = await client.enqueue({ box: "devbox", session: "s1", text: "cut-short" });
+      await eventually(() => Deno.stat(cue).then(() => true), 20_000);
+      // tmux goes on with the step the killed daemon started; the new daemon must not repeat it.
+      await box.stop({ kill: true });
+      box = await startBox({ dirs });
+      const second = await client.enqueue({ box: "devbox", session: "s1", text: "after-it" });
+      await item(client, first.id, (i) => i.state === "delivered");
+      await item(client, second.id, (i) => i.state === "delivered");
+      // Once the killed daemon's tmux step has ended, a last prompt: whatever that step typed is in
+      // the log before it.
+      await eventually(() => Deno.stat(`${cue}.done`).then(() => true), 20_000);
+      const last = await client.enqueue({ box: "devbox", session: "s1", text: "last" });
+      await item(client, last.id, (i) => i.state === "delivered");
+      await eventually(async () => (await lines(log)).at(-1) === "last", 20_000);
+      assertEquals(await lines(log), ["cut-short", "after-it", "last"]);
+    } finally {
+      await cleanup(dirs, box, agent, client);
+    }
+  });
+}
 
 Deno.test("a box offline for a while: items stay queued, send answers 409, and they drain when it is back", async () => {
   const { box: first, agent, client, dirs } = await setup();
