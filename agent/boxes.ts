@@ -108,6 +108,24 @@ interface Connection {
   listeners: Set<(online: boolean) => void>;
 }
 
+/**
+ * When to check a box again after a failed check: backing off with jitter (1 s doubling to 30 s) so
+ * many laptops (or many boxes) do not retry in lockstep. Only a check that was due counts toward the
+ * backoff: checks asked for in between (the queue asks after every send that did not reach the box,
+ * one per session) are answered but do not lengthen it. Counting them once put a box restarted in a
+ * second 16–30 s away from being seen again (the queue soak, bench/queue_soak.ts).
+ */
+export function afterFailedCheck(
+  state: { failures: number; nextCheck: number },
+  now: number,
+  random: () => number = Math.random,
+): { failures: number; nextCheck: number } {
+  if (state.failures > 0 && now < state.nextCheck) return state;
+  const failures = state.failures + 1;
+  const backoff = Math.min(1000 * 2 ** (failures - 1), 30_000);
+  return { failures, nextCheck: now + backoff * (0.75 + random() * 0.5) };
+}
+
 /** The registry and the live connections. */
 export class Boxes {
   #store: Store;
@@ -267,10 +285,7 @@ export class Boxes {
       connection.status.error = null;
       this.#set(connection, true);
     } catch (error) {
-      connection.failures++;
-      // Back off with jitter so many laptops (or many boxes) do not retry in lockstep.
-      const backoff = Math.min(1000 * 2 ** (connection.failures - 1), 30_000);
-      connection.nextCheck = Date.now() + backoff * (0.75 + Math.random() * 0.5);
+      Object.assign(connection, afterFailedCheck(connection, Date.now()));
       connection.status.error = (error as Error).message;
       connection.status.latency_ms = null;
       this.reset(name);
