@@ -9,6 +9,10 @@
  *    listener (`GET info` with its credential): p50/p99 quiet, then while 10,000 idle connections are
  *    held against the same port (goal: p99 within 2× of quiet); how many of the 10,000 the box refused
  *    at once or closed at its handshake deadline.
+ * 3. **Prompt soak** (bench/queue_soak.ts): 1,000 queued prompts while the agent and dockd are killed
+ *    with SIGKILL 50 times at random moments, alternately: prompts lost and duplicated (goal 0 and 0).
+ *
+ * `deno run -A bench/hardening.ts [--quick] [journals|idle|soak]…`
  *
  * @module
  */
@@ -16,6 +20,7 @@ import { join } from "node:path";
 import { AgentClient } from "../client/agent.ts";
 import { parseLink } from "../core/pairing_link.ts";
 import { makeDirs, startAgent, startBox, stopWithin } from "../tests/harness.ts";
+import { benchQueueSoak } from "./queue_soak.ts";
 import { ms, type Row, summarize } from "./stats.ts";
 
 const QUICK = Deno.args.includes("--quick");
@@ -199,6 +204,7 @@ if (import.meta.main) {
   const rows = [
     ...(only.length === 0 || only.includes("journals") ? await benchJournals() : []),
     ...(only.length === 0 || only.includes("idle") ? await benchIdleConnections() : []),
+    ...(only.length === 0 || only.includes("soak") ? await benchQueueSoak({ quick: QUICK }) : []),
   ];
   for (const row of rows) {
     const ratio = row.baseline ? ` (${(row.summary.p50 / row.baseline.p50).toFixed(2)}×)` : "";

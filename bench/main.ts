@@ -41,7 +41,8 @@
  *
  * **Hardening** (bench/hardening.ts, also run alone): dockd's and the agent's memory and databases after
  * 5,000 × 64 KB events and 10 clients resuming from 0; a paired laptop's requests to the TLS port while
- * 10,000 idle connections are held against it.
+ * 10,000 idle connections are held against it; 1,000 queued prompts through 50 kill -9s of the agent
+ * and dockd, counting prompts lost and duplicated (bench/queue_soak.ts, also run alone).
  *
  * **Hooks** (bench/hooks.ts): event → hook process started with 10 hooks configured (1 and 10
  * matching) against spawning the same shell directly; 1,000 events/s with hooks attached (1 % and 10 %
@@ -71,6 +72,7 @@ import { benchHooks } from "./hooks.ts";
 import { benchPlugins } from "./plugins.ts";
 import { benchQueue } from "./queue.ts";
 import { benchIdleConnections, benchJournals } from "./hardening.ts";
+import { benchQueueSoak } from "./queue_soak.ts";
 import { benchCli } from "./cli.ts";
 import { ms, ratio, type Row, summarize, table, time } from "./stats.ts";
 
@@ -511,7 +513,7 @@ const SECTIONS: Record<string, string[]> = {
   hooks: [],
   plugins: [],
   queue: [],
-  hardening: ["journals", "idle"],
+  hardening: ["journals", "idle", "soak"],
   cli: [],
 };
 
@@ -579,7 +581,10 @@ async function main(): Promise<void> {
   if (chosen.has("hooks")) rows.push(...await benchHooks({ quick: QUICK }));
   if (chosen.has("plugins")) rows.push(...await benchPlugins({ quick: QUICK }));
   if (chosen.has("queue")) rows.push(...await benchQueue({ quick: QUICK }));
-  if (chosen.has("hardening")) rows.push(...await benchJournals(), ...await benchIdleConnections());
+  if (chosen.has("hardening")) {
+    rows.push(...await benchJournals(), ...await benchIdleConnections());
+    rows.push(...await benchQueueSoak({ quick: QUICK }));
+  }
   if (chosen.has("cli")) rows.push(...await benchCli({ quick: QUICK }));
 
   const gitVersion = await versionOf("git", ["--version"]);
