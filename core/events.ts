@@ -50,6 +50,29 @@ export function journalBoundsFromEnv(
   };
 }
 
+/**
+ * A journaled event as its stored parts, its data still the JSON bytes the journal holds: what a
+ * replay sends on without parsing (see {@linkcode EventBus.sinceRaw}).
+ */
+export interface RawEvent {
+  id: number;
+  type: string;
+  time: string;
+  origin: string | null;
+  box: string | null;
+  /** The data's JSON as text, when it is small (below {@linkcode RAW_TEXT_BELOW} with its envelope). */
+  text: string | null;
+  /** The data's JSON as UTF-8 bytes, when it is large. Both null: the row has none. */
+  data: Uint8Array | null;
+}
+
+/**
+ * Events smaller than this (their JSON with type and origin) come from {@linkcode EventBus.sinceRaw}
+ * as text, larger ones as bytes: a string is the cheaper of the two to make into a frame, but a large
+ * one lives on the JavaScript heap.
+ */
+export const RAW_TEXT_BELOW = 16 * 1024;
+
 /** A listener of published events. */
 export type EventListener = (event: DockEvent) => void;
 
@@ -146,6 +169,21 @@ export class EventBus {
         if (row.origin) event.origin = row.origin;
         return event;
       });
+  }
+
+  /**
+   * Journaled events after `id`, oldest first, as stored: the data is read as bytes and never parsed,
+   * so a replay of large events keeps them off the JavaScript heap (64 KiB strings parsed, encoded
+   * again and held across awaits grew V8's young generation to its 64 MiB maximum, for good).
+   */
+  sinceRaw(id: number, limit: number): RawEvent[] {
+    return this.#store.all<RawEvent>(
+      `SELECT id, type, time, origin, box, CASE WHEN size < ?1 THEN data END AS text,
+       CASE WHEN size >= ?1 THEN CAST(data AS BLOB) END AS data FROM events WHERE id > ?2 ORDER BY id LIMIT ?3`,
+      RAW_TEXT_BELOW,
+      id,
+      limit,
+    );
   }
 
   /** The id of the newest journaled event (0 when none). */

@@ -8,7 +8,7 @@
 import type { Context } from "hono";
 import { DockError } from "../client/errors.ts";
 import type { DockEvent } from "../client/wire.ts";
-import type { EventBus } from "./events.ts";
+import type { EventBus, RawEvent } from "./events.ts";
 
 /** How often an idle stream sends a comment, so proxies and clients see it is alive. */
 const KEEPALIVE_MS = 15_000;
@@ -30,6 +30,74 @@ function frame(event: DockEvent): Uint8Array {
   return bytes;
 }
 
+/**
+ * Bytes of a large frame sent as one chunk. The agent's listener (`Deno.serveHttp`) copies every chunk
+ * it writes: in 64 KiB copies, ten clients resuming 5,000 × 64 KB events grew the agent by ~25 MiB
+ * until it had been quiet a while (the allocator keeps freed blocks of that size); in 16 KiB ones, ~3.
+ */
+const PIECE = 16 * 1024;
+
+/**
+ * A journaled event's frame, assembled from its stored parts: the same bytes as {@linkcode frame} of
+ * the parsed event (the journal holds the data as `JSON.stringify` wrote it, and the envelope's keys
+ * go in the order the bus builds events: id, type, time, data, box, origin), without parsing the data.
+ * Large data stays in the buffer the journal gave it in, never a string on the heap and not copied (a
+ * copy into one buffer doubled what a replay allocates): the frame is the envelope's two halves around
+ * views of it, {@linkcode PIECE} bytes each.
+ */
+export function rawFrame(event: RawEvent): Uint8Array[] {
+  const head = `id: ${event.id}\ndata: {"id":${event.id},"type":${JSON.stringify(event.type)},"time":${
+    JSON.stringify(event.time)
+  },"data":`;
+  const box = event.box ? `,"box":${JSON.stringify(event.box)}` : "";
+  const origin = event.origin ? `,"origin":${JSON.stringify(event.origin)}` : "";
+  const tail = `${box}${origin}}\n\n`;
+  const data = event.data;
+  if (!data) return [encoder.encode(`${head}${event.text ?? "null"}${tail}`)];
+  const parts: Uint8Array[] = [encoder.encode(head)];
+  for (let at = 0; at < data.byteLength; at += PIECE) parts.push(data.subarray(at, at + PIECE));
+  parts.push(encoder.encode(tail));
+  return parts;
+}
+
+/**
+ * Frames assembled for replays lately, each filed under the id of the event before it, for every
+ * stream of one bus: clients that resume together (ten from 0 after a restart) take the same bytes,
+ * and only the first reads them from the journal. Ten copies of each 64 KiB event were most of what
+ * dockd grew by while ten clients resumed (90 → 256 MiB with 5,000 × 64 KB events journaled; 158 MiB
+ * with this and the rest of this module's replay path), and it stayed until the process had been
+ * quiet a while: the allocator keeps what it handed out at the peak. A link from one event to the
+ * next stays true: new events only ever come after the newest. Large events only (small ones cost
+ * little to read again), bounded in bytes, the oldest filed first out.
+ */
+class ReplayFrames {
+  #next = new Map<number, { id: number; parts: Uint8Array[]; bytes: number }>();
+  #bytes = 0;
+
+  /** The event after `id` and its frame, when filed. */
+  after(id: number): { id: number; parts: Uint8Array[] } | undefined {
+    return this.#next.get(id);
+  }
+
+  /** Files the frame of event `id`, which follows event `previous` in the journal. */
+  add(previous: number, id: number, parts: Uint8Array[]): void {
+    if (this.#next.has(previous)) return;
+    const bytes = parts.reduce((sum, part) => sum + part.byteLength, 0);
+    this.#next.set(previous, { id, parts, bytes });
+    this.#bytes += bytes;
+    if (this.#bytes <= REPLAY_FRAMES_BYTES) return;
+    for (const [oldest, entry] of this.#next) {
+      if (this.#bytes <= REPLAY_FRAMES_BYTES) break;
+      this.#next.delete(oldest);
+      this.#bytes -= entry.bytes;
+    }
+  }
+}
+
+/** Bytes of replay frames kept for streams resuming together. */
+const REPLAY_FRAMES_BYTES = 4 * 1024 * 1024;
+const replayFrames = new WeakMap<object, ReplayFrames>();
+
 /** Options of {@linkcode sse}. */
 export interface SseOptions {
   /**
@@ -38,9 +106,15 @@ export interface SseOptions {
    * stops reading costs the server at most this much. @default {SSE_MAX_BEHIND}
    */
   maxBehind?: number;
-  /** Events read from the journal at a time while replaying (an event may be 64 KiB). @default {20} */
+  /**
+   * Events read from the journal at a time while replaying, at most: fewer when events are large, so
+   * a page holds about {@linkcode PAGE_BYTES}. @default {20}
+   */
   page?: number;
 }
+
+/** Bytes a replay page aims at: 20 events of 64 KiB were 1.3 MB a page for each resuming client. */
+const PAGE_BYTES = 256 * 1024;
 
 /** How far a client may fall behind, by default. */
 export const SSE_MAX_BEHIND = 4 * 1024 * 1024;
@@ -53,13 +127,18 @@ const REPLAY_QUEUE = 512 * 1024;
  * `maxBehind` bytes behind is cut off (see {@linkcode SseOptions.maxBehind}).
  */
 export function sse(
-  bus: Pick<EventBus, "lastId" | "subscribe" | "since">,
+  bus: Pick<EventBus, "lastId" | "subscribe" | "sinceRaw">,
   after: number | undefined,
   signal: AbortSignal,
   options: SseOptions = {},
 ): Response {
   const maxBehind = options.maxBehind ?? SSE_MAX_BEHIND;
   const page = options.page ?? 20;
+  let shared = replayFrames.get(bus);
+  if (!shared) replayFrames.set(bus, shared = new ReplayFrames());
+  const cache = shared;
+  // The next page's size, from the size of the events of the last one.
+  let limit = page;
   let last = after ?? bus.lastId();
   // While replaying, live events are left to the journal: the next page reads them.
   let replaying = after !== undefined;
@@ -75,7 +154,11 @@ export function sse(
         if (replaying || (event.id ?? 0) <= last) return;
         last = event.id ?? last;
         try {
-          controller.enqueue(frame(event));
+          const bytes = frame(event);
+          if (bytes.byteLength <= PIECE) controller.enqueue(bytes);
+          else {for (let at = 0; at < bytes.byteLength; at += PIECE) {
+              controller.enqueue(bytes.subarray(at, at + PIECE));
+            }}
           if ((controller.desiredSize ?? 0) < 0) {
             // Behind by more than maxBehind: drop what is queued; the client resumes from its last id.
             stop();
@@ -107,14 +190,34 @@ export function sse(
     // Called whenever the client has taken what was queued: the next page of the journal, if replaying.
     pull(controller) {
       if (!replaying || maxBehind - (controller.desiredSize ?? 0) > REPLAY_QUEUE) return;
-      const events = bus.since(last, page);
-      for (const event of events) {
-        last = event.id ?? last;
-        controller.enqueue(frame(event));
+      // What another stream read lately is taken from it; the rest of the page from the journal.
+      let count = 0;
+      let bytes = 0;
+      const send = (id: number, parts: Uint8Array[]) => {
+        last = id;
+        count++;
+        for (const part of parts) {
+          bytes += part.byteLength;
+          controller.enqueue(part);
+        }
+      };
+      for (let filed = cache.after(last); filed && count < limit; filed = cache.after(last)) {
+        send(filed.id, filed.parts);
+      }
+      let end = false;
+      if (count < limit) {
+        const events = bus.sinceRaw(last, limit - count);
+        for (const event of events) {
+          const parts = rawFrame(event);
+          if (event.data) cache.add(last, event.id, parts);
+          send(event.id, parts);
+        }
+        end = count < limit;
       }
       // A short page is the end of the journal; what is published from now on arrives live (bus
       // delivery is synchronous, so nothing can slip in between this read and the switch).
-      if (events.length < page) replaying = false;
+      if (end) replaying = false;
+      else limit = Math.max(1, Math.min(page, Math.floor(PAGE_BYTES / (bytes / count))));
     },
     cancel: stop,
   }, { highWaterMark: maxBehind, size: (chunk) => chunk.byteLength });

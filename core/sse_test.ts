@@ -20,10 +20,10 @@ Deno.test("sse: a resume reads the journal a page at a time as the client takes 
     for (let i = 0; i < 1000; i++) bus.publish({ type: "n.e", data: { i } });
     // Count what the stream asks the journal for: pages, never the whole backlog.
     const asked: number[] = [];
-    const since = bus.since.bind(bus);
-    bus.since = (id, limit) => {
-      asked.push(limit ?? -1);
-      return since(id, limit);
+    const sinceRaw = bus.sinceRaw.bind(bus);
+    bus.sinceRaw = (id, limit) => {
+      asked.push(limit);
+      return sinceRaw(id, limit);
     };
     const abort = new AbortController();
     const response = sse(bus, 0, abort.signal, { page: 50 });
@@ -84,5 +84,87 @@ Deno.test("sse: a client that stops reading is cut off past maxBehind; one that 
       for await (const _ of readSse(stalled.body!)) { /* drain what was queued before the cut */ }
     });
     abort.abort();
+  });
+});
+
+/** The frames of a stream as text, comments left out, until `count` events have come. */
+async function framesOf(body: ReadableStream<Uint8Array>, count: number): Promise<string> {
+  const decoder = new TextDecoder();
+  const pieces: string[] = [];
+  let seen = 0;
+  let carry = "\n"; // the end of what came before: a frame starts a line with "id: "
+  const reader = body.getReader();
+  while (seen < count) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    const piece = decoder.decode(value, { stream: true });
+    pieces.push(piece);
+    seen += (carry + piece).split("\nid: ").length - 1;
+    carry = (carry + piece).slice(-4);
+  }
+  const text = pieces.join("");
+  await reader.cancel();
+  return text.split("\n\n").filter((frame) => frame && !frame.startsWith(":")).join("\n\n");
+}
+
+Deno.test("sse: a replay sends the very bytes live delivery sent, events large and small", async () => {
+  await withBus(async (bus) => {
+    const abort = new AbortController();
+    const live = framesOf(sse(bus, undefined, abort.signal).body!, 6);
+    bus.publish({ type: "n.small", origin: "cli", data: { text: "héllo \u2028 ✓", n: [1, -0, 1e21] } });
+    bus.publish({ type: "n.empty" });
+    bus.publish({
+      type: "n.large",
+      data: { blob: "z".repeat(40_000), nested: { "2": 1, b: null, "1": true } },
+    });
+    bus.publishAll([
+      { type: "n.merged", box: "devbox", origin: "claude", time: "2026-01-02T03:04:05.000Z", data: { a: 1 } },
+      { type: "n.merged-large", box: "devbox", data: { blob: "é".repeat(20_000) } },
+      { type: "n.last", data: {} },
+    ]);
+    const sent = await live;
+    const replayed = await framesOf(sse(bus, 0, abort.signal, { page: 2 }).body!, 6);
+    abort.abort();
+    assertEquals(replayed, sent);
+    assertEquals(sent.split("\n\n").length, 6);
+  });
+});
+
+Deno.test("sse: clients resuming together read each large event from the journal once", async () => {
+  await withBus(async (bus) => {
+    for (let i = 0; i < 100; i++) bus.publish({ type: "n.e", data: { i, pad: "p".repeat(20_000) } });
+    const read: number[] = [];
+    const sinceRaw = bus.sinceRaw.bind(bus);
+    bus.sinceRaw = (id, limit) => {
+      const events = sinceRaw(id, limit);
+      read.push(...events.map((event) => event.id));
+      return events;
+    };
+    const abort = new AbortController();
+    const streams = Array.from({ length: 5 }, () => framesOf(sse(bus, 0, abort.signal).body!, 100));
+    const texts = await Promise.all(streams);
+    abort.abort();
+    assertEquals(texts.every((text) => text === texts[0]), true);
+    assertEquals(texts[0].split("\n\n").length, 100);
+    assertEquals(read.sort((a, b) => a - b), Array.from({ length: 100 }, (_, i) => i + 1));
+  });
+});
+
+Deno.test("sse: a replay of large events reads small pages", async () => {
+  await withBus(async (bus) => {
+    for (let i = 0; i < 30; i++) bus.publish({ type: "n.big", data: { i, blob: "b".repeat(60_000) } });
+    const asked: number[] = [];
+    const sinceRaw = bus.sinceRaw.bind(bus);
+    bus.sinceRaw = (id, limit) => {
+      asked.push(limit);
+      return sinceRaw(id, limit);
+    };
+    const abort = new AbortController();
+    const text = await framesOf(sse(bus, 0, abort.signal).body!, 30);
+    abort.abort();
+    assertEquals(text.split("\n\n").length, 30);
+    // The first page is the default 20 events; once their size is known, about 256 KiB a page.
+    assertEquals(asked[0], 20);
+    assertEquals(asked.slice(1).every((limit) => limit <= 5), true, String(asked));
   });
 });

@@ -12,7 +12,7 @@ import { body, json, requestOrigin, RouteTable } from "../../core/http.ts";
 
 /** What the event routes use of the box. */
 export interface EventRoutesBackend {
-  bus: Pick<EventBus, "publish" | "lastId" | "subscribe" | "since">;
+  bus: Pick<EventBus, "publish" | "lastId" | "subscribe" | "sinceRaw">;
   /** Where `agent.*` reports go: they set a session's state before they are announced. */
   agentStates: Pick<AgentStates, "ingest">;
 }

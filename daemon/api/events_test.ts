@@ -1,5 +1,6 @@
 import { Hono } from "hono";
 import type { AgentReport, DockEvent, EventAnnounce } from "../../client/wire.ts";
+import type { RawEvent } from "../../core/events.ts";
 import { errorResponse, mount } from "../../core/http.ts";
 import { assertEquals } from "../../tests/assert.ts";
 import { eventRoutes, type EventRoutesBackend } from "./events.ts";
@@ -33,8 +34,16 @@ class MemoryBus implements Bus {
     return () => this.#listeners.delete(listener);
   }
 
-  since(id: number, limit = 100): DockEvent[] {
-    return this.journal.filter((event) => event.id! > id).slice(0, limit);
+  sinceRaw(id: number, limit: number): RawEvent[] {
+    return this.journal.filter((event) => event.id! > id).slice(0, limit).map((event) => ({
+      id: event.id!,
+      type: event.type,
+      time: event.time,
+      origin: event.origin ?? null,
+      box: event.box ?? null,
+      text: JSON.stringify(event.data ?? {}),
+      data: null,
+    }));
   }
 }
 
