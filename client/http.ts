@@ -172,17 +172,66 @@ export async function* readNdjson<T>(body: ReadableStream<Uint8Array>): AsyncGen
 /** Reads a body as text lines (without their line ends). */
 export async function* readLines(body: ReadableStream<Uint8Array>): AsyncGenerator<string> {
   const decoder = new TextDecoder();
-  let buffered = "";
-  for await (const chunk of body) {
-    buffered += decoder.decode(chunk, { stream: true });
+  // The pieces of a line not ended yet, joined once it ends: appending each chunk to one string and
+  // searching it whole again copied a 64 KB line four times over as its chunks came.
+  let pending: string[] = [];
+  for await (const chunk of chunksOf(body)) {
+    const text = decoder.decode(chunk, { stream: true });
+    let start = 0;
     let end: number;
-    while ((end = buffered.indexOf("\n")) >= 0) {
-      yield buffered.slice(0, end).replace(/\r$/, "");
-      buffered = buffered.slice(end + 1);
+    while ((end = text.indexOf("\n", start)) >= 0) {
+      let line = text.slice(start, end);
+      if (pending.length) {
+        pending.push(line);
+        line = pending.join("");
+        pending = [];
+      }
+      yield line.endsWith("\r") ? line.slice(0, -1) : line;
+      start = end + 1;
     }
+    if (start < text.length) pending.push(text.slice(start));
   }
-  buffered += decoder.decode();
-  if (buffered) yield buffered;
+  const rest = pending.join("") + decoder.decode();
+  if (rest) yield rest;
+}
+
+/** Bytes read at a time from a body that lets its reader bring the buffer. */
+const READ_BUFFER = 64 * 1024;
+
+/**
+ * The chunks of a body, each valid until the next is asked for: read into one buffer, used again and
+ * again, where the stream lets its reader bring one (fetch's bodies do). Read the plain way, each chunk
+ * comes in a 64 KiB buffer of its own, garbage once decoded: an agent merging a box's 64 KB events
+ * made 64 MiB of it between collections, and the allocator kept its peak (agent RSS 78 → 150 MiB).
+ */
+async function* chunksOf(body: ReadableStream<Uint8Array>): AsyncGenerator<Uint8Array> {
+  let reader: ReadableStreamBYOBReader;
+  try {
+    reader = body.getReader({ mode: "byob" });
+  } catch {
+    yield* body; // not a byte stream
+    return;
+  }
+  let buffer = new ArrayBuffer(READ_BUFFER);
+  let finished = false;
+  try {
+    while (true) {
+      const { value, done } = await reader.read(new Uint8Array(buffer));
+      if (done || !value) {
+        finished = true;
+        return;
+      }
+      yield value;
+      buffer = value.buffer; // handed back, whole, by the read
+    }
+  } catch (error) {
+    finished = true;
+    throw error;
+  } finally {
+    // Left early (the caller stopped reading): cancel the body, as leaving a for-await over it does.
+    if (!finished) await reader.cancel().catch(() => {});
+    reader.releaseLock();
+  }
 }
 
 /** One server-sent event as read off the wire. */
@@ -206,7 +255,8 @@ export async function* readSse(body: ReadableStream<Uint8Array>): AsyncGenerator
     if (line.startsWith(":")) continue;
     const colon = line.indexOf(":");
     const field = colon < 0 ? line : line.slice(0, colon);
-    const value = colon < 0 ? "" : line.slice(colon + 1).replace(/^ /, "");
+    // A slice, not a replace: the value of a large event's data line is not copied again.
+    const value = colon < 0 ? "" : line.slice(line[colon + 1] === " " ? colon + 2 : colon + 1);
     if (field === "data") {
       message.data = hasData ? `${message.data}\n${value}` : value;
       hasData = true;

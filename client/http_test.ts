@@ -1,6 +1,6 @@
 import { assert, assertEquals, assertRejects } from "../tests/assert.ts";
 import { DockError, TransportError } from "./errors.ts";
-import { failedBeforeSending, Transport } from "./http.ts";
+import { failedBeforeSending, readLines, Transport } from "./http.ts";
 
 /** A server whose first `cuts` streams break after two events, as a server cutting off a slow client does. */
 function sseServer(cuts: number) {
@@ -166,4 +166,47 @@ Deno.test("an error answer is a DockError, not a transport failure", async () =>
     transport.close();
     await server.shutdown();
   }
+});
+
+/** A byte stream (as fetch's bodies are) of `chunks`; `cancelled` once its reader gives up early. */
+function byteStream(chunks: Uint8Array[]) {
+  const state = { cancelled: false };
+  const stream = new ReadableStream({
+    type: "bytes",
+    pull(controller) {
+      const chunk = chunks.shift();
+      if (!chunk) {
+        controller.close();
+        return controller.byobRequest?.respond(0); // a read waiting for the end gets it
+      }
+      const request = controller.byobRequest!;
+      const view = request.view!;
+      const n = Math.min(view.byteLength, chunk.byteLength);
+      new Uint8Array(view.buffer, view.byteOffset, n).set(chunk.subarray(0, n));
+      if (n < chunk.byteLength) chunks.unshift(chunk.subarray(n));
+      request.respond(n);
+    },
+    cancel() {
+      state.cancelled = true;
+    },
+  });
+  return { stream, state };
+}
+
+Deno.test("readLines reads a byte stream into one buffer: lines across chunks, characters split between them", async () => {
+  const bytes = new TextEncoder().encode(`first\nsé${"x".repeat(100_000)}cond\r\nthird ✓`);
+  // Chunks cut at odd places, one inside the two bytes of "é".
+  const cuts = [3, 9, 70_000, 70_001];
+  const chunks = [0, ...cuts].map((start, i) => bytes.slice(start, cuts[i] ?? bytes.length));
+  const lines: string[] = [];
+  for await (const line of readLines(byteStream(chunks).stream)) lines.push(line);
+  assertEquals(lines, ["first", `sé${"x".repeat(100_000)}cond`, "third ✓"]);
+
+  // A reader that stops early cancels the body, as leaving a for-await over it does.
+  const early = byteStream([new TextEncoder().encode("a\nb\nc\n")]);
+  for await (const line of readLines(early.stream)) {
+    assertEquals(line, "a");
+    break;
+  }
+  assert(early.state.cancelled);
 });
