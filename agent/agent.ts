@@ -8,6 +8,7 @@
 import { EventBus, journalBoundsFromEnv } from "../core/events.ts";
 import type { ClientPaths } from "../core/paths.ts";
 import { Store } from "../core/store.ts";
+import { positiveFromEnv } from "../core/knobs.ts";
 import { Boxes } from "./boxes.ts";
 import { EventMerge } from "./merge.ts";
 import { Forwards } from "./forwards.ts";
@@ -50,7 +51,9 @@ export class Agent {
     this.bus = new EventBus(this.store, journalBoundsFromEnv());
     this.boxes = new Boxes(this.store, this.bus, options);
     this.merge = new EventMerge(this.store, this.bus, this.boxes);
-    this.forwards = new Forwards(this.boxes, this.bus);
+    this.forwards = new Forwards(this.boxes, this.bus, {
+      maxConnections: positiveFromEnv("DOCK_FORWARD_MAX_CONNECTIONS"),
+    });
     this.proxy = new Proxy(this.boxes, this.forwards);
     this.plugins = new Plugins({
       home: paths.home,

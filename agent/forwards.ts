@@ -33,10 +33,13 @@ export class Forwards {
   #boxes: Boxes;
   #bus: EventBus;
   #live = new Map<string, Live>();
+  #maxConnections: number;
 
-  constructor(boxes: Boxes, bus: EventBus) {
+  /** `maxConnections`: connections one forward carries at once (more are closed at once). @default {256} */
+  constructor(boxes: Boxes, bus: EventBus, options: { maxConnections?: number } = {}) {
     this.#boxes = boxes;
     this.#bus = bus;
+    this.#maxConnections = options.maxConnections ?? 256;
   }
 
   /** Every forward. */
@@ -98,14 +101,35 @@ export class Forwards {
     return openBoxWebSocket(boxTarget(this.#boxes, box), `/v1/tunnel?port=${port}`);
   }
 
+  /**
+   * Accepts until the listener closes. Any local process may connect, so connections are capped (each
+   * costs a tunnel to the box), and an accept that fails for want of file descriptors is said once and
+   * retried after a pause instead of ending the forward.
+   */
   async #accept(forward: Forward, listener: Deno.Listener): Promise<void> {
-    try {
-      for await (const conn of listener) {
-        forward.connections++;
-        this.#carry(forward, conn).finally(() => forward.connections--);
+    let failing = false;
+    while (this.#live.get(forward.id)?.listener === listener) {
+      let conn: Deno.Conn;
+      try {
+        conn = await listener.accept();
+      } catch (error) {
+        if (error instanceof Deno.errors.BadResource || this.#live.get(forward.id)?.listener !== listener) {
+          return;
+        }
+        if (!failing) {
+          console.error(`forward ${forward.local}: cannot accept (${(error as Error).message}); retrying`);
+        }
+        failing = true;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        continue;
       }
-    } catch {
-      // the listener was closed
+      failing = false;
+      if (forward.connections >= this.#maxConnections) {
+        conn.close(); // over the cap: refused at once, the forward's own connections go on
+        continue;
+      }
+      forward.connections++;
+      this.#carry(forward, conn).finally(() => forward.connections--);
     }
   }
 

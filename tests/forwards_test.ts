@@ -116,3 +116,49 @@ function listeners(port: number, pid: number): number {
   }
   return count;
 }
+
+Deno.test("a forward carries at most its cap of connections; past it a connection is closed at once, the others go on", async () => {
+  const dirs = await makeDirs();
+  await using _box = await startBox({ dirs });
+  await using agent = await startAgent(dirs, { env: { DOCK_FORWARD_MAX_CONNECTIONS: "3" } });
+  const client = new AgentClient({ url: agent.url, token: agent.token });
+  const echo = echoServer();
+  const conns: Deno.Conn[] = [];
+  try {
+    await client.addLocal("devbox");
+    const local = freePort();
+    const created = await fetch(`${agent.url}/v1/forwards`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${agent.token}`, "content-type": "application/json" },
+      body: JSON.stringify({ box: "devbox", local, remote: echo.port }),
+    });
+    assertEquals(created.status, 201);
+    await created.body?.cancel();
+    const roundTrip = async (conn: Deno.Conn, text: string) => {
+      await conn.write(new TextEncoder().encode(text));
+      const buffer = new Uint8Array(64);
+      const n = await conn.read(buffer);
+      return n === null ? null : new TextDecoder().decode(buffer.subarray(0, n));
+    };
+    for (let i = 0; i < 3; i++) {
+      const conn = await Deno.connect({ hostname: "127.0.0.1", port: local });
+      conns.push(conn);
+      assertEquals(await roundTrip(conn, `hello ${i}`), `hello ${i}`);
+    }
+    const extra = await Deno.connect({ hostname: "127.0.0.1", port: local });
+    conns.push(extra);
+    // Were it carried, the echo would answer; it is closed instead.
+    await extra.write(new TextEncoder().encode("over")).catch(() => {});
+    const buffer = new Uint8Array(16);
+    assertEquals(await extra.read(buffer).catch(() => null), null, "the fourth is closed at once");
+    assertEquals(await roundTrip(conns[0], "still"), "still", "the first three go on");
+  } finally {
+    for (const conn of conns) {
+      try {
+        conn.close();
+      } catch { /* closed */ }
+    }
+    echo.close();
+    client.close();
+  }
+});
