@@ -35,7 +35,7 @@ export async function startBox(): Promise<{ finished: Promise<void> }> {
   const stopping = new AbortController();
   // The laptop listener comes up before the socket: once the socket answers, `dockd pair` finds it.
   const tls = await listenForLaptops(box, stopping.signal);
-  const server = await serveSocket(box, { signal: stopping.signal });
+  const server = await serveSocket(box, { signal: stopping.signal, limits: listenLimitsFromEnv() });
   await box.replaySpool();
   console.error(`dockd: box '${box.settings.name}' serving on ${paths.socket}`);
   const stop = () => stopping.abort();

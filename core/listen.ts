@@ -64,10 +64,17 @@ export interface ListenLimits {
   idleMs?: number;
 }
 
-/** Where a {@linkcode serveGuarded} listener listens. */
+/** Where a {@linkcode serveGuarded} listener listens: a TCP port (with TLS or not), or a unix socket. */
 export type ListenTarget =
   | { hostname: string; port: number }
-  | { hostname: string; port: number; cert: string; key: string };
+  | { hostname: string; port: number; cert: string; key: string }
+  | { path: string };
+
+/**
+ * The peer every connection to a unix socket is taken to be: they all come from this machine's users the
+ * socket's mode lets in, so the per-peer cap is the total cap there.
+ */
+const LOCAL_PEER: Deno.NetAddr = { transport: "tcp", hostname: "unix-socket", port: 0 };
 
 /** What a handler learns of the connection a request came on. */
 export interface ConnectionInfo {
@@ -93,6 +100,7 @@ export interface ListenStats {
 
 /** A running guarded listener. */
 export interface GuardedServer {
+  /** The TCP address it listens on (for a unix socket: a stand-in with port 0; the socket is its path). */
   addr: Deno.NetAddr;
   stats(): ListenStats;
   /** Stops accepting and closes every connection. */
@@ -145,14 +153,17 @@ export function serveGuarded(
     // A TLS connection costs three descriptors (outer, pipe, loopback TLS), a plain one one.
     maxConnections: options.maxConnections ??
       Math.min(1024, Math.floor(openFileLimit() / ("cert" in target ? 12 : 4))),
-    maxPerPeer: options.maxPerPeer ?? 256,
+    maxPerPeer: "path" in target ? Infinity : options.maxPerPeer ?? 256,
     handshakeMs: options.handshakeMs ?? 10_000,
     headerMs: options.headerMs ?? 15_000,
     idleMs: options.idleMs ?? 120_000,
   };
   const log = options.log ?? ((line: string) => console.error(line));
-  const listener = Deno.listen({ hostname: target.hostname, port: target.port });
-  const addr = listener.addr as Deno.NetAddr;
+  const listener = "path" in target
+    ? Deno.listen({ transport: "unix", path: target.path })
+    : Deno.listen({ hostname: target.hostname, port: target.port });
+  const addr = "path" in target ? LOCAL_PEER : listener.addr as Deno.NetAddr;
+  const where = "path" in target ? target.path : `${addr.hostname}:${addr.port}`;
   const tls = "cert" in target
     ? Deno.listenTls({ hostname: "127.0.0.1", port: 0, cert: target.cert, key: target.key })
     : null;
@@ -331,7 +342,7 @@ export function serveGuarded(
         // wait in the kernel's backlog while open ones finish and give theirs back.
         stats.acceptErrors++;
         if (backoff === 0) {
-          log(`listener ${addr.hostname}:${addr.port}: cannot accept: ${(error as Error).message}`);
+          log(`listener ${where}: cannot accept: ${(error as Error).message}`);
         }
         backoff = Math.min(Math.max(backoff * 2, 10), 1000);
         await new Promise((resolve) => setTimeout(resolve, backoff));
@@ -339,7 +350,8 @@ export function serveGuarded(
       }
       backoff = 0;
       stats.accepted++;
-      const fromPeer = perPeer.get((conn.remoteAddr as Deno.NetAddr).hostname) ?? 0;
+      const remote = "path" in target ? LOCAL_PEER : conn.remoteAddr as Deno.NetAddr;
+      const fromPeer = perPeer.get(remote.hostname) ?? 0;
       if (stats.open >= limits.maxConnections || fromPeer >= limits.maxPerPeer) {
         stats.refused++;
         try {
@@ -347,7 +359,6 @@ export function serveGuarded(
         } catch { /* gone */ }
         continue;
       }
-      const remote = conn.remoteAddr as Deno.NetAddr;
       if (tls) pipe(conn, remote);
       else serveHttpOn(conn, take(remote, [conn]));
     }

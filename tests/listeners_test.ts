@@ -2,7 +2,8 @@
  * A stranger who can reach a box's laptop port cannot stop dockd or hold its descriptors (issue 11):
  * run under `ulimit -n 256`, 300 connections that never start TLS are refused past the cap or closed at
  * the handshake deadline, the daemon keeps answering on its socket, and a laptop still pairs afterwards.
- * The laptop agent's proxy port (no token needed there) holds the same way.
+ * The laptop agent's proxy port (no token needed there) holds the same way, and so does the daemon's own
+ * unix socket.
  */
 
 /** Opens `count` connections to `port` and sends nothing. */
@@ -76,4 +77,21 @@ Deno.test("the agent under ulimit -n 256 survives 300 idle connections to its pr
   } finally {
     await stopWithin(agent);
   }
+});
+
+Deno.test("dockd under ulimit -n 128 survives 300 connections to its own socket (Deno.serve would have died at EMFILE)", async () => {
+  await using box = await startBox({ openFiles: 128, env: { DOCK_LISTEN_HEADER_MS: "500" } });
+  const name = (await box.client.info()).name;
+  const conns: Deno.Conn[] = [];
+  for (let i = 0; i < 300; i++) {
+    try {
+      conns.push(await Deno.connect({ transport: "unix", path: box.dirs.socket }));
+    } catch {
+      break; // the kernel's backlog is full: the daemon has refused enough of them
+    }
+  }
+  assert(conns.length > 100, `only ${conns.length} connections opened`);
+  // Each is closed by the daemon: refused at the cap, or at the header deadline.
+  assertEquals(await allClosedByServer(conns), conns.length);
+  assertEquals((await box.client.info()).name, name, "the daemon still answers");
 });

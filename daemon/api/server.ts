@@ -71,23 +71,22 @@ export function boxRoutes(box: Box, options: BoxAppOptions = {}): RouteTable[] {
 /** Serves the app on the daemon's socket; resolves once it listens. */
 export async function serveSocket(
   box: Box,
-  options: { signal?: AbortSignal } = {},
-): Promise<Deno.HttpServer> {
+  options: { signal?: AbortSignal; limits?: ListenLimits } = {},
+): Promise<GuardedServer> {
   const path = box.paths.socket;
   await Deno.remove(path).catch(() => {});
   const app = boxApp(box);
   // What a plugin asks through `ctx.api` goes to this app, as a request on the daemon's own socket would
   // (gates and all); the plugin host checks its scopes first.
   box.plugins.connectApi(async (request) => await app.fetch(request));
-  const { promise, resolve } = Promise.withResolvers<void>();
-  const server = Deno.serve({
-    path,
+  // The guarded loop here too: `Deno.serve` ends the whole process when an accept meets EMFILE (measured
+  // on a unix socket at `ulimit -n 64`), and a daemon near its limit must refuse, not die.
+  const server = serveGuarded({ path }, (request) => app.fetch(request), {
     signal: options.signal,
-    onListen: () => resolve(),
     onError: (error) => errorResponse(error),
-  }, app.fetch);
-  await promise;
-  // Deno creates the socket 0755; only the box's user may talk to the daemon.
+    ...options.limits,
+  });
+  // Created with the process's umask; only the box's user may talk to the daemon.
   await Deno.chmod(path, 0o600);
   return server;
 }
