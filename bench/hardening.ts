@@ -205,12 +205,50 @@ export async function benchIdleConnections(): Promise<Row[]> {
   }
 }
 
+/**
+ * The fuzz walks of the test suite (box routes, laptop routes and the relay), run as they are with
+ * `DOCK_FUZZ_REPORT` set: requests sent and answers of 5xx (goal 0). A walk that stopped at a 5xx
+ * reports up to it.
+ */
+export async function benchFuzz(): Promise<Row[]> {
+  const report = await Deno.makeTempFile({ prefix: "dock-fuzz-" });
+  try {
+    const root = new URL("..", import.meta.url).pathname;
+    const started = performance.now();
+    const run = await new Deno.Command(Deno.execPath(), {
+      args: ["test", "-A", "--filter", "fuzz", "tests/errors_test.ts", "tests/laptop_fuzz_test.ts"],
+      cwd: root,
+      env: { DOCK_FUZZ_REPORT: report },
+      stdout: "null",
+      stderr: "null",
+    }).output();
+    const wall = performance.now() - started;
+    const lines = (await Deno.readTextFile(report)).split("\n").filter(Boolean).map((line) =>
+      JSON.parse(line) as { name: string; requests: number; errors5xx: number }
+    );
+    // The last line of each walk is its total.
+    const totals = new Map(lines.map((line) => [line.name, line]));
+    const requests = [...totals.values()].reduce((sum, t) => sum + t.requests, 0);
+    const errors = [...totals.values()].reduce((sum, t) => sum + t.errors5xx, 0);
+    return [{
+      label: "hardening: fuzz of every route (box, laptop, relayed)",
+      summary: summarize([wall]),
+      note:
+        `${requests} requests, ${errors} answered 5xx (goal 0)${run.success ? "" : "; the tests failed"}: ` +
+        [...totals.values()].map((t) => `${t.name} ${t.requests}`).join(", "),
+    }];
+  } finally {
+    await Deno.remove(report).catch(() => {});
+  }
+}
+
 if (import.meta.main) {
   const only = Deno.args.filter((arg) => !arg.startsWith("--"));
   const rows = [
     ...(only.length === 0 || only.includes("journals") ? await benchJournals() : []),
     ...(only.length === 0 || only.includes("idle") ? await benchIdleConnections() : []),
     ...(only.length === 0 || only.includes("soak") ? await benchQueueSoak({ quick: QUICK }) : []),
+    ...(only.length === 0 || only.includes("fuzz") ? await benchFuzz() : []),
   ];
   for (const row of rows) {
     const ratio = row.baseline ? ` (${(row.summary.p50 / row.baseline.p50).toFixed(2)}×)` : "";

@@ -39,7 +39,8 @@
  *    per second through `POST /v1/queue` to one session and to 20, against plain `POST
  *    sessions/{name}/send` calls straight to the box in the same run.
  *
- * **Hardening** (bench/hardening.ts, also run alone): dockd's and the agent's memory and databases after
+ * **Hardening** (bench/hardening.ts, also run alone; its fuzz row runs the suite's fuzz walks and counts
+ * requests and 5xx answers): dockd's and the agent's memory and databases after
  * 5,000 × 64 KB events and 10 clients resuming from 0; a paired laptop's requests to the TLS port while
  * 10,000 idle connections are held against it; 1,000 queued prompts through 50 kill -9s of the agent
  * and dockd, counting prompts lost and duplicated (bench/queue_soak.ts, also run alone).
@@ -71,7 +72,7 @@ import { benchAgent } from "./agent.ts";
 import { benchHooks } from "./hooks.ts";
 import { benchPlugins } from "./plugins.ts";
 import { benchQueue } from "./queue.ts";
-import { benchIdleConnections, benchJournals } from "./hardening.ts";
+import { benchFuzz, benchIdleConnections, benchJournals } from "./hardening.ts";
 import { benchQueueSoak } from "./queue_soak.ts";
 import { benchCli } from "./cli.ts";
 import { ms, ratio, type Row, summarize, table, time } from "./stats.ts";
@@ -513,7 +514,7 @@ const SECTIONS: Record<string, string[]> = {
   hooks: [],
   plugins: [],
   queue: [],
-  hardening: ["journals", "idle", "soak"],
+  hardening: ["journals", "idle", "soak", "fuzz"],
   cli: [],
 };
 
@@ -584,6 +585,7 @@ async function main(): Promise<void> {
   if (chosen.has("hardening")) {
     rows.push(...await benchJournals(), ...await benchIdleConnections());
     rows.push(...await benchQueueSoak({ quick: QUICK }));
+    rows.push(...await benchFuzz());
   }
   if (chosen.has("cli")) rows.push(...await benchCli({ quick: QUICK }));
 

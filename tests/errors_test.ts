@@ -5,7 +5,7 @@
  */
 import { join } from "node:path";
 import { assert, assertEquals, assertStringIncludes } from "./assert.ts";
-import { boxBodyRoutes, fuzzBody, random } from "./fuzz.ts";
+import { boxBodyRoutes, fuzzBody, random, reportFuzz } from "./fuzz.ts";
 import { makeRepo, startBox, type TestBox } from "./harness.ts";
 
 interface Answer {
@@ -113,11 +113,16 @@ Deno.test("fuzzed request bodies never get a 5xx", async () => {
   const routes = boxBodyRoutes({ repo, safePath });
   const next = random(20261122);
   let requests = 0;
+  let errors5xx = 0;
   for (const route of routes) {
     for (let round = 0; round < 30; round++) {
       const body = fuzzBody(next, route.valid, { noStrings: route.noStrings, round });
       const answer = await raw(box, route.method, route.path, body);
       requests++;
+      if (answer.status >= 500) {
+        errors5xx++;
+        await reportFuzz("box routes", requests, errors5xx);
+      }
       assert(
         answer.status < 500,
         `${route.method} ${route.path} ${body.slice(0, 300)} → ${answer.status} ${
@@ -130,6 +135,7 @@ Deno.test("fuzzed request bodies never get a 5xx", async () => {
     }
   }
   assertEquals(requests, routes.length * 30);
+  await reportFuzz("box routes", requests, errors5xx);
   // The daemon is still healthy afterwards.
   assertEquals((await box.client.info()).os, Deno.build.os);
   closeRaw(box);

@@ -197,3 +197,13 @@ export function isErrorBody(body: unknown): boolean {
   const error = (body as { error?: { code?: unknown; message?: unknown } } | null)?.error;
   return typeof error?.code === "string" && typeof error?.message === "string";
 }
+
+/**
+ * Appends a fuzz run's count to the file `DOCK_FUZZ_REPORT` names, when it names one (the bench's fuzz
+ * section runs these tests and prints the counts): `requests` sent, `errors5xx` answered 5xx or worse.
+ */
+export async function reportFuzz(name: string, requests: number, errors5xx: number): Promise<void> {
+  const file = Deno.env.get("DOCK_FUZZ_REPORT");
+  if (!file) return;
+  await Deno.writeTextFile(file, JSON.stringify({ name, requests, errors5xx }) + "\n", { append: true });
+}

@@ -11,7 +11,7 @@ import { Agent } from "../agent/agent.ts";
 import { agentApp } from "../agent/api/server.ts";
 import { AgentClient } from "../client/agent.ts";
 import { clientPaths } from "../core/paths.ts";
-import { boxBodyRoutes, fuzzBody, fuzzSegment, fuzzValue, isErrorBody, random } from "./fuzz.ts";
+import { boxBodyRoutes, fuzzBody, fuzzSegment, fuzzValue, isErrorBody, random, reportFuzz } from "./fuzz.ts";
 import { type BoxDirs, freePort, makeDirs, makeRepo, startAgent, startBox, type TestBox } from "./harness.ts";
 
 /** How one route of the agent's API is called validly; the walk mutates each part. */
@@ -360,6 +360,11 @@ Deno.test("fuzzed requests to every laptop route, and to box routes through the 
     }
     await alive("the hostile relay paths");
 
+    await reportFuzz(
+      "laptop routes and the relay",
+      requests,
+      failures.filter((f) => / → 5\d\d/.test(f)).length,
+    );
     assertEquals(failures, [], `${failures.length} of ${requests} fuzzed requests failed`);
     assertEquals(requests, (ownRoutes.length + relayed) * ROUNDS + 100);
   } finally {
