@@ -19,6 +19,10 @@ import type {
   EventAnnounce,
   ExecRequest,
   ExecResult,
+  FlowConfig,
+  FlowRun,
+  FlowsState,
+  FlowTestRequest,
   FsListing,
   GuardFile,
   HookConfig,
@@ -324,6 +328,26 @@ export class BoxClient {
   /** `PUT hooks` (passes the box's `before:config.change` gates first). */
   putHooks(hooks: HookConfig[]): Promise<HooksState> {
     return this.transport.json("/v1/hooks", { method: "PUT", body: { hooks } });
+  }
+
+  /** `GET flows`: every flow on the box with its scope, source and whether it is overridden. */
+  flows(): Promise<FlowsState> {
+    return this.transport.json("/v1/flows");
+  }
+
+  /** `PUT flows`: replaces the box's `flows.json` (passes its `before:config.change` gates first). */
+  putFlows(flows: FlowConfig[]): Promise<FlowsState> {
+    return this.transport.json("/v1/flows", { method: "PUT", body: { flows } });
+  }
+
+  /** `GET flows/runs`: recent runs, newest first (default 50, at most 200). */
+  flowRuns(options: { flow?: string; limit?: number } = {}): Promise<FlowRun[]> {
+    return this.transport.json("/v1/flows/runs", { query: { flow: options.flow, limit: options.limit } });
+  }
+
+  /** `POST flows/{id}/test`: runs the flow for real as if triggered in `scope`; answers the finished run. */
+  testFlow(id: string, request: FlowTestRequest = {}): Promise<FlowRun> {
+    return this.transport.json(`/v1/flows/${enc(id)}/test`, { method: "POST", body: request });
   }
 
   /** `GET sessions`. */

@@ -19,6 +19,9 @@ import type {
   EnvFile,
   EventAnnounce,
   ExecRequest,
+  FlowConfig,
+  FlowsFile,
+  FlowTestRequest,
   ForwardCreate,
   GuardPut,
   HookConfig,
@@ -251,6 +254,21 @@ export const HOOKS_PUT = z.strictObject({
   $schema: z.string().optional(),
   hooks: z.custom<HookConfig[]>(),
 }) satisfies z.ZodType<HooksFile>;
+
+/**
+ * Body of `PUT flows`. Each flow is held to the flows file rules (`core/config.ts`), whose errors name
+ * the flow's field (`flows[0].steps[1].command`).
+ */
+export const FLOWS_PUT = z.strictObject({
+  $schema: z.string().optional(),
+  flows: z.custom<FlowConfig[]>(),
+}) satisfies z.ZodType<FlowsFile>;
+
+/** Body of `POST flows/{id}/test`. */
+export const FLOW_TEST = z.strictObject({
+  scope: z.string().regex(/^(box|repo:[^\s]+)$/, "must be box or repo:<location>").optional(),
+  data: z.record(z.string(), z.unknown()).optional(),
+}) satisfies z.ZodType<FlowTestRequest>;
 
 /** Body of `POST secrets/test`. */
 const STRINGS = z.array(z.string().max(256)).max(64).optional();

@@ -246,6 +246,71 @@ export interface FlowConfig {
   max_runs_per_hour?: number;
 }
 
+/** The box's flows file (`~/.dock/flows.json`), also the body of `PUT flows`. */
+export interface FlowsFile {
+  flows: FlowConfig[];
+}
+
+/** Where a flow is written: the box's flows file, or a layer of a location's config. */
+export type FlowSource = "box" | "repo" | "kit" | "local";
+
+/** One flow as `GET flows` lists it. */
+export interface FlowInfo extends FlowConfig {
+  /** `box` (any project, from `flows.json`) or `repo:<location>`. */
+  scope: string;
+  source: FlowSource;
+  /** Replaced by id in a later layer: it never runs. */
+  overridden: boolean;
+}
+
+/** `GET flows`: every flow on the box, and why the flows file does not load (the last good flows stay). */
+export interface FlowsState {
+  /** The box's flows file. */
+  path: string;
+  flows: FlowInfo[];
+  error?: string;
+}
+
+/** A flow run's state; `skipped` runs never started (already running there, or over the hourly budget). */
+export type FlowRunStatus = "running" | "succeeded" | "failed" | "skipped" | "interrupted";
+
+/** One step of a flow run. */
+export interface FlowStepRun {
+  /** Its id, or its number (1, 2, …) when unnamed. */
+  id: string;
+  kind: string;
+  status: "succeeded" | "failed" | "skipped";
+  exit_code?: number;
+  /** The last 4,000 characters of its output. */
+  output?: string;
+  error?: string;
+}
+
+/** One run of a flow (`GET flows/runs`, `POST flows/{id}/test`). */
+export interface FlowRun {
+  id: number;
+  flow: string;
+  scope: string;
+  /** What started it: an event type, or `test`. */
+  trigger: string;
+  status: FlowRunStatus;
+  /** Why it was skipped or failed. */
+  reason?: string;
+  location?: string;
+  worktree?: string;
+  start: string;
+  end?: string;
+  steps: FlowStepRun[];
+}
+
+/** Body of `POST flows/{id}/test`. */
+export interface FlowTestRequest {
+  /** `box`, or `repo:<location>`. */
+  scope?: string;
+  /** The triggering event's data; `path` picks the worktree. */
+  data?: Record<string, unknown>;
+}
+
 /** `.dock/config.json`, a kit's config, or the box's own layer (spec 2.5). */
 export interface DockConfig {
   setup?: string;

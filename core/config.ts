@@ -291,7 +291,7 @@ const triggerSchema = z.strictObject({
   dependentRequired: { each_worktree: ["schedule"] },
 });
 
-const STEP_KINDS = ["run", "prompt", "wait", "start_agent", "notify", "webhook"] as const;
+const STEP_KINDS = ["run", "prompt", "wait", "start_agent", "notify", "webhook", "module"] as const;
 type StepKind = typeof STEP_KINDS[number];
 const AGENT_STATES = ["idle", "running", "waiting", "finished"] as const;
 
@@ -304,6 +304,7 @@ const STEP_FIELDS: Record<StepKind, { uses: string[]; requires: string[] }> = {
   start_agent: { uses: ["agent", "text", "new_worktree", "name"], requires: ["agent"] },
   notify: { uses: ["title", "text"], requires: ["title"] },
   webhook: { uses: ["url", "text"], requires: ["url"] },
+  module: { uses: ["module"], requires: ["module"] },
 };
 const STEP_COMMON = ["id", "kind", "when", "timeout"];
 
@@ -342,8 +343,11 @@ const stepSchema = z.strictObject({
     .meta({ pattern: "^[Hh][Tt][Tt][Pp][Ss]?://" })
     .describe("webhook: the URL (required).")
     .optional(),
+  module: modulePath()
+    .describe("module: a TypeScript module whose default export's step(vars, ctx) runs in the sandbox.")
+    .optional(),
   timeout: duration({ max: "2h" })
-    .describe("Default run 10m, wait 30m, webhook 15s; at most 2h.").optional(),
+    .describe("Default run 10m, wait 30m, webhook 15s, module 1m; at most 2h.").optional(),
 }).superRefine((step, ctx) => {
   if (!(STEP_KINDS as readonly unknown[]).includes(step.kind)) return;
   const rules = STEP_FIELDS[step.kind];
@@ -494,6 +498,19 @@ export const HOOKS_FILE: z.ZodType<HooksFile, unknown> = z.strictObject({
   $schema: z.string().optional(),
   hooks: z.array(HOOK_SCHEMA).describe("Hooks and before: gates."),
 }).transform(({ hooks }) => ({ hooks }));
+
+/** The box's flows file (`~/.dock/flows.json`): `{ "flows": [Flow] }`. */
+export interface FlowsFile {
+  flows: FlowConfig[];
+}
+
+/** The schema of a flows file (and of a `PUT flows` body); `$schema` is accepted and dropped. */
+export const FLOWS_FILE: z.ZodType<FlowsFile, unknown> = z.strictObject({
+  $schema: z.string().optional(),
+  flows: z.array(flowSchema).superRefine(uniqueBy("id"), WHEN_ARRAY).describe(
+    "Flows for any project on the box.",
+  ),
+}).transform(({ flows }) => ({ flows }));
 
 /** Validates an already-parsed kit manifest; throws ConfigError. */
 export function validateKit(value: unknown, file: string): Kit {

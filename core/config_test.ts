@@ -463,11 +463,11 @@ Deno.test("trigger.where: location, agent, branch with a trailing * only", () =>
   );
 });
 
-Deno.test("steps: at least one; kind one of six; when one of three", () => {
+Deno.test("steps: at least one; kind one of seven; when one of three", () => {
   assertFirst(withFlow({ steps: [] }), `${FILE}: flows[0].steps: must have at least one step, got []`);
   assertFirst(
     withStep({ kind: "shell", command: "x" }),
-    `${FILE}: flows[0].steps[0].kind: must be one of run, prompt, wait, start_agent, notify, webhook, got "shell"`,
+    `${FILE}: flows[0].steps[0].kind: must be one of run, prompt, wait, start_agent, notify, webhook, module, got "shell"`,
   );
   assertFirst(withStep({ command: "x" }), `${FILE}: flows[0].steps[0].kind: required`);
   assertFirst(
@@ -483,6 +483,11 @@ Deno.test("steps: each kind's required field", () => {
     [{ kind: "start_agent" }, `flows[0].steps[0].agent: is required for a start_agent step`],
     [{ kind: "notify", text: "body" }, `flows[0].steps[0].title: is required for a notify step`],
     [{ kind: "webhook" }, `flows[0].steps[0].url: is required for a webhook step`],
+    [{ kind: "module" }, `flows[0].steps[0].module: is required for a module step`],
+    [
+      { kind: "module", module: "../x.ts" },
+      `flows[0].steps[0].module: must be a relative path to a .ts or .js file inside its folder, without .., got "../x.ts"`,
+    ],
   ];
   for (const [step, message] of cases) assertFirst(withStep(step), `${FILE}: ${message}`);
   validateConfig(withStep({ kind: "wait" }), FILE);

@@ -31,6 +31,8 @@ export interface BoxPaths {
   guardFile: string;
   /** `<DOCK_HOME>/hooks.json`, the box's hooks (the laptop agent's too, on a machine that is both). */
   hooksFile: string;
+  /** `<DOCK_HOME>/flows.json`, the box's own flows (any project, or one `where.location`). */
+  flowsFile: string;
   /** Default parent folder of worktrees: `<DOCK_HOME>/worktrees`. */
   worktrees: string;
 }
@@ -54,6 +56,7 @@ export function boxPaths(env: { get(key: string): string | undefined } = Deno.en
     envFile: join(home, "env.json"),
     guardFile: join(home, "guard.json"),
     hooksFile: join(home, "hooks.json"),
+    flowsFile: join(home, "flows.json"),
     worktrees: join(home, "worktrees"),
   };
 }

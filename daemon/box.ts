@@ -32,6 +32,7 @@ import { Tmux } from "./tmux.ts";
 import { replaySpool, spoolDir } from "./spool.ts";
 import { dirname, join } from "node:path";
 import { Hooks } from "./hooks.ts";
+import { Flows } from "./flows.ts";
 import { Plugins } from "../plugins/plugins.ts";
 import { pluginKnobs } from "../plugins/knobs.ts";
 
@@ -69,6 +70,7 @@ export class Box {
   readonly tasks: Tasks;
   readonly pairing: PairingStore;
   readonly hooks: Hooks;
+  readonly flows: Flows;
   readonly plugins: Plugins;
   /** The laptop listener once it listens; null while it does not (off, failed, or not yet started). */
   tls: TlsListener | null = null;
@@ -170,6 +172,18 @@ export class Box {
       },
       concurrency: positiveFromEnv("DOCK_HOOK_CONCURRENCY"),
     });
+    this.flows = new Flows({
+      store: this.store,
+      bus: this.bus,
+      file: paths.flowsFile,
+      boxName: this.settings.name,
+      home: paths.userHome,
+      locations: this.locations,
+      worktrees: this.worktrees,
+      exec: this.exec,
+      sessions: this.sessions,
+      module: (options) => this.plugins.runStep(options),
+    });
     // Removing a worktree ends its sessions too (after its services, before archive).
     this.worktrees.removalSteps.push((worktree) => this.sessions.removeAll(worktree));
     this.pauses = new Pauses(this.bus, this.worktrees);
@@ -211,6 +225,7 @@ export class Box {
     this.guard.start();
     await this.plugins.start();
     this.hooks.start();
+    this.flows.start();
   }
 
   /**
@@ -274,6 +289,7 @@ export class Box {
     this.services.close();
     this.guard.stop();
     this.hooks.close();
+    this.flows.close();
     this.plugins.close();
     clearInterval(this.#spoolTimer);
     this.exits.close();

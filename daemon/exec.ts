@@ -53,10 +53,11 @@ export class Exec {
   /** Runs to completion and returns the exit code and the newest output. */
   async run(
     job: ExecJob,
-    options: { onOutput?: (chunk: Uint8Array) => void; signal?: AbortSignal } = {},
+    options: { onOutput?: (chunk: Uint8Array) => void; signal?: AbortSignal; env?: Record<string, string> } =
+      {},
   ): Promise<ExecResult> {
     const worktree = this.#worktrees.target(job.location);
-    const { env } = await this.#worktrees.environment(worktree);
+    const env = { ...(await this.#worktrees.environment(worktree)).env, ...options.env };
     const result = await shell(job.command, {
       cwd: worktree.path,
       env,

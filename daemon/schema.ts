@@ -1,6 +1,6 @@
 /**
  * The box's tables in `dockd.db` (the event journal's are the bus's own, in `core/events.ts`): locations,
- * worktrees, port blocks, services, sessions and send idempotency keys. Written once, here.
+ * worktrees, port blocks, services, sessions, send idempotency keys and flow runs. Written once, here.
  *
  * @module
  */
@@ -79,4 +79,20 @@ CREATE TABLE IF NOT EXISTS send_keys (
   created TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS send_keys_created ON send_keys(created);
+-- Flow runs (flows.ts): the last 200 are kept. A run still 'running' when the daemon starts was cut off
+-- by its stop and becomes 'interrupted' (never run again).
+CREATE TABLE IF NOT EXISTS flow_runs (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  flow TEXT NOT NULL,
+  scope TEXT NOT NULL,
+  trigger TEXT NOT NULL,
+  status TEXT NOT NULL,
+  reason TEXT,
+  location TEXT,
+  worktree TEXT,
+  start TEXT NOT NULL,
+  end TEXT,
+  steps TEXT NOT NULL DEFAULT '[]'
+);
+CREATE INDEX IF NOT EXISTS flow_runs_flow ON flow_runs(flow, start);
 `;

@@ -806,6 +806,40 @@ export class Plugins {
     }
   }
 
+  /**
+   * Runs a flow's `module` step: the module's default export `step(vars, ctx)` in the sandbox, with read
+   * of the module's folder and of `cwd`; what it returns is the step's output. Its `ctx.emit` events
+   * carry `origin` = `label` (`flow:<id>`). Throws on failure; a timeout is a `CallError` "timeout".
+   */
+  async runStep(options: {
+    module: string;
+    base: string;
+    root: string;
+    cwd?: string;
+    label: string;
+    input: Record<string, string>;
+    timeoutMs: number;
+  }): Promise<unknown> {
+    const path = await Deno.realPath(join(options.base, options.module)).catch(() => null);
+    const realRoot = await Deno.realPath(options.root).catch(() => options.root);
+    if (!path || !inside(path, realRoot)) {
+      throw new Error(`module ${options.module}: ${path ? "leads outside " + realRoot : "does not exist"}`);
+    }
+    const cwd = options.cwd ? await Deno.realPath(options.cwd).catch(() => options.cwd!) : undefined;
+    const read = [dirname(path), ...(cwd ? [cwd] : [])];
+    const spec: WorkerSpec = {
+      key: `step:${path}:${read.join(":")}`,
+      module: path,
+      grant: { read, write: [], net: [], env: [] },
+      label: options.label,
+    };
+    try {
+      return (await this.#host.call(spec, "step", options.input, options.timeoutMs)).value;
+    } finally {
+      this.#host.stop(spec.key); // not kept warm: the module's file may change before the next run
+    }
+  }
+
   // -------------------------------------------------------------------------------------------------
   // fetch, files, themes
 

@@ -48,10 +48,10 @@ export interface WorkerSpec {
  * batch of events at once (one message for many: a busy bus costs a frame per batch, not per event),
  * answered with {@linkcode EventsOutput}.
  */
-export type CallKind = "event" | "events" | "gate" | "fetch";
+export type CallKind = "event" | "events" | "gate" | "fetch" | "step";
 
-/** The handler a call kind runs. */
-export function handlerOf(kind: CallKind): "event" | "gate" | "fetch" {
+/** The handler a call kind runs (`step`: a flow's `module` step, given the run's variables). */
+export function handlerOf(kind: CallKind): "event" | "gate" | "fetch" | "step" {
   return kind === "events" ? "event" : kind;
 }
 

@@ -3,7 +3,7 @@
 /**
  * The bootstrap of every plugin worker: it imports the author's module under the worker's own narrowed
  * permissions, gives its handlers a `ctx` that talks to dock only through messages, and routes the
- * host's calls to `fetch`, `event` and `gate`. It runs inside the sandbox, so nothing here is trusted by
+ * host's calls to `fetch`, `event`, `gate` and `step`. It runs inside the sandbox, so nothing here is trusted by
  * the host: the host and the parent check every answer and every request it sends.
  *
  * @module
@@ -22,6 +22,7 @@ interface Handlers {
   fetch?: (request: Request, ctx: unknown) => Response | Promise<Response>;
   event?: (event: unknown, ctx: unknown) => unknown;
   gate?: (request: unknown, ctx: unknown) => unknown;
+  step?: (vars: unknown, ctx: unknown) => unknown;
 }
 
 const post = (message: FromWorker) => self.postMessage(message);
@@ -136,6 +137,10 @@ async function call(kind: CallKind, input: unknown): Promise<unknown> {
       ...(typeof answer.reason === "string" ? { reason: answer.reason.slice(0, 1000) } : {}),
     };
   }
+  if (kind === "step") {
+    // What crosses back is JSON: a value that is not (a function, a cycle) fails the step here.
+    return value === undefined ? null : JSON.parse(JSON.stringify(value));
+  }
   return null;
 }
 
@@ -149,7 +154,9 @@ self.onmessage = async (e: MessageEvent<ToWorker>) => {
       try {
         const module = await import(message.module);
         handlers = (module.default ?? {}) as Handlers;
-        const kinds = (["fetch", "event", "gate"] as const).filter((k) => typeof handlers[k] === "function");
+        const kinds = (["fetch", "event", "gate", "step"] as const).filter((k) =>
+          typeof handlers[k] === "function"
+        );
         post({ t: "ready", handlers: kinds });
       } catch (error) {
         post({ t: "load_error", error: safeJson(error) });

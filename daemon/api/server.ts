@@ -14,6 +14,7 @@ import { ensureCertificates, localAddresses } from "../tls.ts";
 import { eventRoutes } from "./events.ts";
 import { execRoutes } from "./exec.ts";
 import { hooksRoutes } from "./hooks.ts";
+import { flowRoutes } from "./flows.ts";
 import { errorResponse, mount, type RouteTable } from "../../core/http.ts";
 import { type GuardedServer, type ListenLimits, serveGuarded } from "../../core/listen.ts";
 import { laptopGate, LaptopStreams } from "./laptop_gate.ts";
@@ -57,6 +58,7 @@ export function boxRoutes(box: Box, options: BoxAppOptions = {}): RouteTable[] {
     worktreeRoutes(box),
     execRoutes(box),
     hooksRoutes(box),
+    flowRoutes(box),
     eventRoutes(box),
     systemRoutes(box),
     serviceRoutes(box),

@@ -11,6 +11,9 @@ import { boxRoutes } from "./server.ts";
 const ACTING: Record<string, string[]> = {
   "POST /exec": ["exec"],
   "PUT /hooks": ["config.change"],
+  "PUT /flows": ["config.change"],
+  // A test run is the flow's own: what its run steps ask of the API passes that request's gates.
+  "POST /flows/:id/test": [],
   "PUT /env": ["config.change"],
   "PUT /guard": ["config.change"],
   "PUT /locations/:name/scripts": ["config.change"],
