@@ -456,6 +456,7 @@ export class Flows {
       const steps: FlowStepRun[] = [];
       const done: { name: string; exit_code?: number; output?: string }[] = [];
       let failed = false;
+      let unhandled = false;
       let reason: string | undefined;
       for (const [index, raw] of flow.steps.entries()) {
         const step = raw as unknown as FlowStep;
@@ -493,14 +494,16 @@ export class Flows {
         });
         if (!outcome.ok) {
           failed = true;
+          unhandled = true;
           reason = `step ${name} (${step.kind}) failed${outcome.error ? `: ${outcome.error}` : ""}`;
-        } else if (failed && step.when === "failure") {
-          failed = false; // handled (spec 3.4 rule 4)
+        } else if (unhandled && step.when === "failure") {
+          // Handled (spec 3.4 rule 4): the run succeeds, but steps for success still do not run after it.
+          unhandled = false;
           reason = undefined;
         }
         this.#o.store.run("UPDATE flow_runs SET steps = ? WHERE id = ?", JSON.stringify(steps), run.id);
       }
-      const status: FlowRunStatus = failed ? "failed" : "succeeded";
+      const status: FlowRunStatus = unhandled ? "failed" : "succeeded";
       this.#o.store.run(
         "UPDATE flow_runs SET status = ?, reason = ?, end = ?, steps = ? WHERE id = ? AND status = 'running'",
         status,

@@ -1,0 +1,328 @@
+/**
+ * Whole-system tests of flows: a real dockd with real git running the box's `flows.json` and a
+ * location's config flows on its events, through real shells, a real local webhook server and the
+ * plugin host's sandbox.
+ */
+import { join } from "node:path";
+import { assert, assertEquals, assertRejects, assertStringIncludes } from "./assert.ts";
+import { DockError } from "../client/errors.ts";
+import type { BoxClient } from "../client/box.ts";
+import type { FlowConfig, FlowRun } from "../client/wire.ts";
+import { eventually, makeRepo, startBox, type TestBox, waitForEvent } from "./harness.ts";
+
+const ROOT = new URL("..", import.meta.url).pathname;
+
+async function writeFlows(box: TestBox, flows: FlowConfig[]): Promise<void> {
+  await Deno.mkdir(box.dirs.dockHome, { recursive: true });
+  await Deno.writeTextFile(join(box.dirs.dockHome, "flows.json"), JSON.stringify({ flows }));
+}
+
+/** A flow that marks the end of what came before: events are matched in order, one at a time. */
+const SENTINEL: FlowConfig = {
+  id: "sentinel",
+  name: "Sentinel",
+  enabled: true,
+  trigger: { event: "test.sentinel" },
+  steps: [{ kind: "run", command: "true" }],
+};
+
+/** Announces the sentinel's event and waits for its run to finish: every earlier event was matched. */
+async function barrier(client: BoxClient): Promise<void> {
+  const sent = await client.emit({ type: "test.sentinel" });
+  await waitForEvent(
+    client,
+    (e) => e.type === "flow.finished" && e.data?.flow === "sentinel",
+    { after: sent.id },
+  );
+}
+
+async function runsOf(client: BoxClient, flow: string): Promise<FlowRun[]> {
+  return await client.flowRuns({ flow });
+}
+
+async function withApp(box: TestBox, files: Record<string, string> = {}): Promise<string> {
+  const repo = await makeRepo(join(box.dirs.home, "work"), "app", files);
+  await box.client.addLocation({ name: "app", path: repo });
+  return repo;
+}
+
+Deno.test("flows: an event runs a step in the worktree; on failure a notify carries {{prev.output}}", async () => {
+  await using box = await startBox();
+  await withApp(box);
+  const worktree = await box.client.createWorktree("app", { name: "feat" });
+  await writeFlows(box, [{
+    id: "tests",
+    name: "Tests",
+    enabled: true,
+    trigger: { event: "ci.*", where: { location: "app", branch: "fe*" } },
+    steps: [
+      { id: "tests", kind: "run", command: 'pwd; echo {{event.body}}; echo "$DOCK_LOCATION"; exit 3' },
+      { kind: "notify", when: "failure", title: "{{worktree.name}} failed", text: "{{prev.output}}" },
+      { kind: "notify", title: "never: the flow failed before it" },
+    ],
+  }]);
+  const hostile = "$(touch " + join(box.dirs.root, "pwned") + ") `id`";
+  const sent = await box.client.emit({
+    type: "ci.finished",
+    data: { location: "app", worktree: "feat", body: hostile },
+  });
+  const notify = await waitForEvent(box.client, (e) => e.type === "notify", { after: sent.id });
+  assertEquals(notify.origin, "flow:tests");
+  assertEquals(notify.data?.title, "feat failed");
+  const text = notify.data?.text as string;
+  assertStringIncludes(text, await Deno.realPath(worktree.path));
+  assertStringIncludes(text, hostile); // printed as text, never run
+  assertStringIncludes(text, "app");
+  await Deno.stat(join(box.dirs.root, "pwned")).then(
+    () => assert(false, "a variable's value ran as shell text"),
+    () => {},
+  );
+  const finished = await waitForEvent(
+    box.client,
+    (e) => e.type === "flow.finished" && e.data?.flow === "tests",
+    { after: sent.id },
+  );
+  assertEquals(finished.origin, "flow:tests");
+  const [run] = await runsOf(box.client, "tests");
+  assertEquals(run.status, "succeeded"); // the failure step handled it (spec 3.4 rule 4)
+  assertEquals(run.trigger, "ci.finished");
+  assertEquals(run.location, "app");
+  assertEquals(run.worktree, "feat");
+  assertEquals(run.steps.map((s) => [s.id, s.status, s.exit_code]), [
+    ["tests", "failed", 3],
+    ["2", "succeeded", undefined],
+    ["3", "skipped", undefined],
+  ]);
+  assert(run.end);
+
+  // A branch outside `where` starts nothing.
+  await box.client.createWorktree("app", { name: "other" });
+  await writeFlows(box, [
+    {
+      id: "tests",
+      name: "Tests",
+      enabled: true,
+      trigger: { event: "ci.*", where: { branch: "fe*" } },
+      steps: [{ kind: "run", command: "true" }],
+    },
+    SENTINEL,
+  ]);
+  await box.client.emit({ type: "ci.finished", data: { location: "app", worktree: "other" } });
+  await barrier(box.client);
+  assertEquals((await runsOf(box.client, "tests")).length, 1);
+});
+
+Deno.test("flows: GET lists scope, source and overridden; a box-layer replacement switches a flow off; PUT", async () => {
+  await using box = await startBox();
+  const repoFlow: FlowConfig = {
+    id: "lint",
+    name: "Lint",
+    enabled: true,
+    trigger: { event: "ci.lint" },
+    steps: [{ kind: "notify", title: "lint ran" }],
+  };
+  await withApp(box, { ".dock/config.json": JSON.stringify({ flows: [repoFlow] }) });
+  await box.client.putFlows([
+    SENTINEL,
+    { ...repoFlow, id: "off", enabled: false, trigger: { event: "ci.lint" } },
+  ]);
+  let listing = await box.client.flows();
+  assertEquals(
+    listing.flows.map((f) => [f.id, f.scope, f.source, f.overridden]),
+    [["sentinel", "box", "box", false], ["off", "box", "box", false], ["lint", "repo:app", "repo", false]],
+  );
+  // Before the switch-off the repository's flow runs.
+  await box.client.emit({ type: "ci.lint", data: { location: "app" } });
+  await barrier(box.client);
+  assertEquals((await runsOf(box.client, "lint")).length, 1);
+  assertEquals((await runsOf(box.client, "off")).length, 0);
+
+  await box.client.putConfig("app", { flows: [{ ...repoFlow, enabled: false }] });
+  listing = await box.client.flows();
+  assertEquals(
+    listing.flows.filter((f) => f.id === "lint").map((f) => [f.source, f.overridden, f.enabled]),
+    [["repo", true, true], ["local", false, false]],
+  );
+  await eventually(async () => {
+    // The config is re-read within a second: until then the old flow may still run.
+    const before = (await runsOf(box.client, "lint")).length;
+    await box.client.emit({ type: "ci.lint", data: { location: "app" } });
+    await barrier(box.client);
+    return (await runsOf(box.client, "lint")).length === before;
+  });
+
+  // PUT: bad bodies name the field; a before:config.change gate refuses.
+  const bad = await assertRejects(
+    () => box.client.putFlows([{ ...SENTINEL, steps: [{ kind: "run" }] }]),
+    DockError,
+  ) as DockError;
+  assertEquals(bad.status, 400);
+  assertStringIncludes(bad.message, "flows[0].steps[0].command");
+  const changed = await box.client.putFlows([SENTINEL]);
+  assertEquals(changed.flows.filter((f) => f.source === "box").map((f) => f.id), ["sentinel"]);
+  await waitForEvent(box.client, (e) => e.type === "config.changed" && e.data?.file === "flows.json");
+  await box.client.putHooks([{ on: "before:config.change", run: "echo no flows today >&2; exit 1" }]);
+  const refused = await assertRejects(() => box.client.putFlows([]), DockError) as DockError;
+  assertEquals([refused.status, refused.code, refused.message], [403, "gate_refused", "no flows today"]);
+});
+
+Deno.test("flows: budget, one run per worktree, and a flow's own events never start it", async () => {
+  await using box = await startBox();
+  await withApp(box);
+  const gate = join(box.dirs.root, "go");
+  const started = join(box.dirs.root, "started");
+  await writeFlows(box, [
+    SENTINEL,
+    {
+      id: "budget",
+      name: "Budget",
+      enabled: true,
+      trigger: { event: "ci.budget" },
+      steps: [{ kind: "run", command: "true" }],
+      max_runs_per_hour: 2,
+    },
+    {
+      id: "slow",
+      name: "Slow",
+      enabled: true,
+      trigger: { event: "ci.slow" },
+      steps: [{ kind: "run", command: `touch ${started}; while [ ! -e ${gate} ]; do sleep 0.05; done` }],
+    },
+    {
+      id: "loop",
+      name: "Loop",
+      enabled: true,
+      trigger: { event: "notify" },
+      steps: [{ kind: "notify", title: "again" }],
+    },
+  ]);
+  // Budget: test runs count; the third in the hour is refused and recorded.
+  const first = await box.client.testFlow("budget", { scope: "repo:app" });
+  const second = await box.client.testFlow("budget", { scope: "repo:app" });
+  assertEquals([first.status, second.status], ["succeeded", "succeeded"]);
+  await box.client.emit({ type: "ci.budget", data: { location: "app" } });
+  await barrier(box.client);
+  const budget = await runsOf(box.client, "budget");
+  assertEquals(budget.map((r) => r.status), ["skipped", "succeeded", "succeeded"]);
+  assertStringIncludes(budget[0].reason!, "budget of 2 runs per hour");
+  assertEquals(budget[0].trigger, "ci.budget");
+
+  // A run in progress in a worktree: the next for the same worktree is skipped.
+  await box.client.emit({ type: "ci.slow", data: { location: "app" } });
+  await eventually(() => Deno.stat(started).then(() => true));
+  await box.client.emit({ type: "ci.slow", data: { location: "app" } });
+  await eventually(async () => (await runsOf(box.client, "slow")).length === 2);
+  await Deno.writeTextFile(gate, "");
+  await eventually(async () => (await runsOf(box.client, "slow")).every((r) => r.status !== "running"));
+  const slow = await runsOf(box.client, "slow");
+  assertEquals(slow.map((r) => r.status), ["skipped", "succeeded"]);
+  assertEquals(slow[0].reason, "already running there");
+
+  // Its own notify carries origin flow:loop and does not start it again; flow.* never start flows.
+  const ping = await box.client.emit({ type: "notify", data: { title: "from a test" } });
+  await waitForEvent(
+    box.client,
+    (e) => e.type === "notify" && e.origin === "flow:loop",
+    { after: ping.id },
+  );
+  await barrier(box.client);
+  const loops = await runsOf(box.client, "loop");
+  assertEquals(loops.map((r) => [r.trigger, r.status]), [["notify", "succeeded"]]);
+});
+
+Deno.test("flows: a webhook fails at 300 and passes at 200; a module step returns its output", async () => {
+  const bodies: unknown[] = [];
+  await using server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, async (request) => {
+    bodies.push(await request.json());
+    return new Response("answer", { status: new URL(request.url).pathname === "/ok" ? 200 : 300 });
+  });
+  await using box = await startBox();
+  await withApp(box);
+  await Deno.mkdir(join(box.dirs.dockHome, "steps"), { recursive: true });
+  await Deno.writeTextFile(
+    join(box.dirs.dockHome, "steps", "sum.ts"),
+    `export default { step(vars) { return { n: Number(vars["event.n"]) + 1, where: vars.location }; } };`,
+  );
+  const url = `http://127.0.0.1:${server.addr.port}`;
+  await writeFlows(box, [
+    { id: "ok", name: "OK", trigger: { event: "ci.ok" }, steps: [{ kind: "webhook", url: `${url}/ok` }] },
+    { id: "bad", name: "Bad", trigger: { event: "ci.bad" }, steps: [{ kind: "webhook", url: `${url}/bad` }] },
+    {
+      id: "mod",
+      name: "Module",
+      trigger: { event: "ci.mod" },
+      steps: [{ kind: "module", module: "steps/sum.ts" }, { kind: "notify", title: "{{prev.output}}" }],
+    },
+  ]);
+  const ok = await box.client.testFlow("ok", { scope: "repo:app", data: { pr: "12" } });
+  assertEquals([ok.status, ok.steps[0].exit_code, ok.steps[0].output], ["succeeded", 200, "answer"]);
+  const bad = await box.client.testFlow("bad", { scope: "repo:app" });
+  assertEquals([bad.status, bad.steps[0].exit_code], ["failed", 300]);
+  const sent = bodies[0] as Record<string, string>;
+  assertEquals([sent["event.type"], sent["event.pr"], sent.location], ["ci.ok", "12", "app"]);
+
+  const mod = await box.client.testFlow("mod", { scope: "repo:app", data: { n: 41 } });
+  assertEquals(mod.status, "succeeded", JSON.stringify(mod));
+  assertEquals(JSON.parse(mod.steps[0].output!), { n: 42, where: "app" });
+  assertEquals(mod.steps[1].output, "");
+});
+
+Deno.test("flows: a run step's request to the box API passes its before:exec gate", async () => {
+  await using box = await startBox();
+  await withApp(box);
+  await box.client.putHooks([{ on: "before:exec", run: "echo exec is off >&2; exit 1" }]);
+  const dockd = `${Deno.execPath()} run -A --cached-only ${join(ROOT, "cli/dockd.ts")}`;
+  await writeFlows(box, [{
+    id: "gated",
+    name: "Gated",
+    trigger: { event: "ci.gated" },
+    steps: [{ kind: "run", command: `${dockd} exec app -- echo ran` }],
+  }]);
+  const run = await box.client.testFlow("gated", { scope: "repo:app" });
+  assertEquals(run.status, "failed");
+  assertStringIncludes(run.steps[0].output!, "exec is off");
+  const refused = await waitForEvent(box.client, (e) => e.type === "gate.refused");
+  assertEquals(refused.origin, "flow:gated");
+});
+
+Deno.test("flows: a run cut off by kill -9 is interrupted at the next start and never run again", async () => {
+  const first = await startBox();
+  const dirs = first.dirs;
+  await withApp(first);
+  const started = join(dirs.root, "started");
+  await writeFlows(first, [SENTINEL, {
+    id: "long",
+    name: "Long",
+    enabled: true,
+    trigger: { event: "ci.long" },
+    steps: [{ kind: "run", command: `echo $$ > ${started}; sleep 600; : ${dirs.root}` }],
+  }]);
+  await first.client.emit({ type: "ci.long", data: { location: "app" } });
+  await eventually(() => Deno.readTextFile(started).then((text) => text.trim() !== ""));
+  await first.stop({ kill: true });
+  await using box = await startBox({ dirs });
+  await barrier(box.client);
+  const runs = await runsOf(box.client, "long");
+  assertEquals(runs.map((r) => r.status), ["interrupted"]);
+  assert(runs[0].end);
+  assertEquals((await box.client.flowRuns()).map((r) => r.flow), ["sentinel", "long"]);
+});
+
+Deno.test("flows: runs list newest first with a limit; the test endpoint's 404 and 400", async () => {
+  await using box = await startBox();
+  await writeFlows(box, [SENTINEL]);
+  for (let i = 0; i < 3; i++) await box.client.testFlow("sentinel");
+  const runs = await box.client.flowRuns({ limit: 2 });
+  assertEquals(runs.length, 2);
+  assert(runs[0].id > runs[1].id);
+  assertEquals(runs[0].trigger, "test");
+  const missing = await assertRejects(() => box.client.testFlow("nope"), DockError) as DockError;
+  assertEquals(missing.status, 404);
+  const limit = await assertRejects(() => box.client.flowRuns({ limit: 201 }), DockError) as DockError;
+  assertEquals(limit.status, 400);
+  const scope = await assertRejects(
+    () => box.client.testFlow("sentinel", { scope: "nowhere" }),
+    DockError,
+  ) as DockError;
+  assertEquals(scope.status, 400);
+});
