@@ -172,6 +172,20 @@ export function boxBodyRoutes(options: { repo: string; safePath: string }): Body
       noStrings: ["hooks"],
     },
     {
+      method: "PUT",
+      path: "/v1/flows",
+      valid: {
+        flows: [{
+          id: "fz",
+          name: "fz",
+          trigger: { event: "fuzz.flow" },
+          steps: [{ kind: "notify", title: "x" }],
+        }],
+      },
+      noStrings: ["flows"],
+    },
+    { method: "POST", path: "/v1/flows/none/test", valid: { scope: "repo:app", data: { path: "x" } } },
+    {
       method: "POST",
       path: "/v1/skills/install",
       valid: { skills: ["dock"], agent: "claude", target: "user" },

@@ -116,6 +116,17 @@ const BOX: Case[] = [
   },
   { method: "POST", path: "/v1/secrets/test", body: { rf: "env://HOME" }, field: "rf", meant: "ref" },
   { method: "PUT", path: "/v1/hooks", body: { hoks: [] }, field: "hoks", meant: "hooks" },
+  { method: "PUT", path: "/v1/flows", body: { flws: [] }, field: "flws", meant: "flows" },
+  {
+    method: "PUT",
+    path: "/v1/flows",
+    body: {
+      flows: [{ id: "f", name: "F", trigger: { event: "x.y" }, steps: [{ kind: "notify", titel: "t" }] }],
+    },
+    field: "flows[0].steps[0].titel",
+    meant: "title",
+  },
+  { method: "POST", path: "/v1/flows/f/test", body: { scpe: "box" }, field: "scpe", meant: "scope" },
   {
     method: "PUT",
     path: "/v1/hooks",
