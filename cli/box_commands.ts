@@ -6,6 +6,7 @@
  */
 import type { Command } from "@commander-js/extra-typings";
 import { execCommand } from "./exec.ts";
+import { flowCommands } from "./flow.ts";
 import { hooksCommands } from "./hooks.ts";
 import { pluginCommands } from "./plugin.ts";
 import { locationCommands } from "./location.ts";
@@ -15,7 +16,7 @@ import { skillsCommands } from "./skills.ts";
 import type { Scope } from "./target.ts";
 import { worktreeCommands } from "./worktree.ts";
 
-/** Adds locations, worktrees, services, sessions and tasks, exec, skills and hooks. */
+/** Adds locations, worktrees, services, sessions and tasks, exec, skills, hooks, flows and plugins. */
 export function boxCommands(program: Command, scope: Scope): void {
   locationCommands(program, scope);
   worktreeCommands(program, scope);
@@ -24,5 +25,6 @@ export function boxCommands(program: Command, scope: Scope): void {
   execCommand(program, scope);
   skillsCommands(program, scope);
   hooksCommands(program, scope);
+  flowCommands(program, scope);
   pluginCommands(program, scope);
 }

@@ -326,3 +326,35 @@ Deno.test("flows: runs list newest first with a limit; the test endpoint's 404 a
   ) as DockError;
   assertEquals(scope.status, 400);
 });
+
+Deno.test("flows: dockd flow test, list, runs and show", async () => {
+  await using box = await startBox();
+  await withApp(box);
+  await writeFlows(box, [{
+    id: "hello",
+    name: "Hello",
+    trigger: { event: "ci.hello" },
+    steps: [{ kind: "run", command: "echo hello {{event.who}} in {{worktree.name}}" }],
+  }]);
+  const tested = await box.cli(["flow", "test", "app", "hello", "who=you", "--json"]);
+  assertEquals(tested.code, 0, tested.stderr);
+  const run = JSON.parse(tested.stdout) as FlowRun;
+  assertEquals(run.steps[0].output?.trim(), "hello you in app");
+  const list = await box.cli(["flow", "list", "app", "--json"]);
+  assertEquals(JSON.parse(list.stdout).flows.map((f: FlowConfig) => f.id), ["hello"]);
+  const runs = await box.cli(["flow", "runs", "--flow", "hello", "--json"]);
+  assertEquals(JSON.parse(runs.stdout).map((r: FlowRun) => r.id), [run.id]);
+  const show = await box.cli(["flow", "show", String(run.id)]);
+  assertEquals(show.code, 0, show.stderr);
+  assertStringIncludes(show.stdout, `run ${run.id} of hello (box): succeeded`);
+  assertStringIncludes(show.stdout, "hello you in app");
+  await writeFlows(box, [{
+    id: "no",
+    name: "No",
+    trigger: { event: "ci.no" },
+    steps: [{ kind: "run", command: "exit 4" }],
+  }]);
+  const failed = await box.cli(["flow", "test", "app", "no"]);
+  assertEquals(failed.code, 1);
+  assertStringIncludes(failed.stderr, "failed: step 1 (run) failed: exited with 4");
+});

@@ -1,0 +1,126 @@
+/**
+ * `flow`: the box's flows and their runs (spec 2.5, 4.2). `dockd flow list [LOC]`, `runs [--flow ID]`,
+ * `show RUN` and `test LOC[/WT] ID [key=value…]` on this box; `dock flow …` the same with the box first
+ * (`list BOX[/LOC]`, `runs BOX`, `show BOX RUN`, `test BOX/LOC[/WT] ID`). Flows are edited in
+ * `~/.dock/flows.json` or a repository's `.dock/config.json` (they take effect within a second).
+ *
+ * @module
+ */
+import type { Command } from "@commander-js/extra-typings";
+import { DockError } from "../client/errors.ts";
+import type { FlowRun } from "../client/wire.ts";
+import { excerpt, keyValues, printJson, table } from "./output.ts";
+import type { Scope } from "./target.ts";
+
+/** Adds `flow` to `dockd` (this box) or `dock` (a box named first). */
+export function flowCommands(program: Command, scope: Scope): void {
+  const box = scope.kind === "box";
+  const flow = program.command("flow").description("the box's flows and their runs");
+
+  flow.command("list").description("every flow with its scope, source and whether it is overridden")
+    .argument(box ? "[location]" : "<box[/location]>").option("--json", "print JSON")
+    .action((spec, o) =>
+      scope.run(async () => {
+        const [target] = await scope.each(spec, "LOCATION");
+        const state = await target.client.flows();
+        const location = target.rest[0];
+        const flows = location
+          ? state.flows.filter((f) => f.scope === "box" || f.scope === `repo:${location}`)
+          : state.flows;
+        if (o.json) return printJson({ ...state, flows });
+        if (state.error) console.log(`${state.path}: ${state.error} (the last good flows stay in force)`);
+        if (flows.length === 0) return console.log(`no flows (add them to ${state.path})`);
+        table(
+          ["ID", "SCOPE", "SOURCE", "ENABLED", "TRIGGER", "STEPS", "NAME"],
+          flows.map((f) => [
+            f.id,
+            f.scope,
+            f.overridden ? `${f.source} (overridden)` : f.source,
+            f.enabled === true,
+            JSON.stringify(f.trigger),
+            f.steps.length,
+            f.name,
+          ]),
+        );
+      })
+    );
+
+  const runs = flow.command("runs").description("recent runs, newest first")
+    .option("--flow <id>", "one flow's").option("--limit <n>", "how many (at most 200)", "50")
+    .option("--json", "print JSON");
+  if (!box) runs.argument("<box>");
+  runs.action((...args: unknown[]) =>
+    scope.run(async () => {
+      const spec = box ? "" : args[0] as string;
+      const o = (box ? args[0] : args[1]) as { flow?: string; limit: string; json?: boolean };
+      const { client } = await scope.resolve(spec, "");
+      const list = await client.flowRuns({ flow: o.flow, limit: Number(o.limit) });
+      if (o.json) return printJson(list);
+      if (list.length === 0) return console.log("no runs");
+      table(
+        ["RUN", "FLOW", "STATUS", "TRIGGER", "WHERE", "START", "REASON"],
+        list.map((r) => [r.id, r.flow, r.status, r.trigger, where(r), r.start, r.reason]),
+      );
+    })
+  );
+
+  const show = flow.command("show").description("one run with its steps");
+  if (!box) show.argument("<box>");
+  show.argument("<run>").option("--json", "print JSON");
+  show.action((...args: unknown[]) =>
+    scope.run(async () => {
+      const [spec, id, o] = (box ? ["", ...args] : args) as [string, string, { json?: boolean }];
+      const { client } = await scope.resolve(spec, "");
+      const run = (await client.flowRuns({ limit: 200 })).find((r) => String(r.id) === id);
+      if (!run) throw new DockError("not_found", `no run ${id} among the box's last 200`, { status: 404 });
+      if (o.json) return printJson(run);
+      printRun(run);
+    })
+  );
+
+  flow.command("test").description("run a flow for real as if its trigger occurred there")
+    .argument(scope.arg("location[/worktree]")).argument("<id>").argument(
+      "[data...]",
+      "event data as key=value",
+    )
+    .option("--json", "print JSON")
+    .action((spec, id, data, o) =>
+      scope.run(async () => {
+        const { client, rest: [location, worktree] } = await scope.resolve(spec, "LOCATION[/WORKTREE]");
+        const run = await client.testFlow(id, {
+          scope: `repo:${location}`,
+          data: { location, ...(worktree ? { worktree } : {}), ...keyValues(data) },
+        });
+        if (o.json) printJson(run);
+        else printRun(run);
+        if (run.status !== "succeeded") {
+          throw new DockError(
+            "flow_failed",
+            `run ${run.id} ${run.status}${run.reason ? `: ${run.reason}` : ""}`,
+            { status: 409 },
+          );
+        }
+      })
+    );
+}
+
+function where(run: FlowRun): string | undefined {
+  return run.location ? `${run.location}${run.worktree ? `/${run.worktree}` : ""}` : undefined;
+}
+
+function printRun(run: FlowRun): void {
+  console.log(
+    `run ${run.id} of ${run.flow} (${run.scope}): ${run.status}${run.reason ? ` (${run.reason})` : ""}`,
+  );
+  console.log(`trigger: ${run.trigger}${where(run) ? ` in ${where(run)}` : ""}`);
+  console.log(`start: ${run.start}${run.end ? `, end: ${run.end}` : ""}`);
+  for (const step of run.steps) {
+    const code = step.exit_code === undefined ? "" : ` exit ${step.exit_code}`;
+    console.log(
+      `  ${step.id} ${step.kind}: ${step.status}${code}${step.error ? ` (${excerpt(step.error, 80)})` : ""}`,
+    );
+    if (step.output) {
+      for (const line of step.output.trimEnd().split("\n").slice(-10)) console.log(`    ${line}`);
+    }
+  }
+}
