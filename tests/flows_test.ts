@@ -358,3 +358,61 @@ Deno.test("flows: dockd flow test, list, runs and show", async () => {
   assertEquals(failed.code, 1);
   assertStringIncludes(failed.stderr, "failed: step 1 (run) failed: exited with 4");
 });
+
+Deno.test("flows: agent.finished → a failing run → prompt the agent with its output → wait → notify", async () => {
+  const fake = new URL("./fixtures/fake_agent.ts", import.meta.url).pathname;
+  const agent = {
+    id: "fake",
+    name: "Fake agent",
+    command: `'${Deno.execPath()}' run -A --cached-only '${fake}'`,
+    prompt_flag: "",
+  };
+  const log = await Deno.makeTempFile({ prefix: "dock-fake-agent-" });
+  await using box = await startBox({ env: { FAKE_AGENT_LOG: log, FAKE_AGENT_WORK_MS: "200" } });
+  try {
+    await withApp(box, {
+      ".dock/config.json": JSON.stringify({
+        agents: [agent],
+        flows: [{
+          id: "fix",
+          name: "Fix the tests",
+          enabled: true,
+          // One run an hour: the prompted agent's own agent.finished (origin claude) would start it again.
+          max_runs_per_hour: 1,
+          trigger: { event: "agent.finished", where: { agent: "fake" } },
+          steps: [
+            { id: "tests", kind: "run", command: "echo tests broke in {{worktree.name}}; exit 1" },
+            { kind: "prompt", when: "failure", text: "fix: {{steps.tests.output}}" },
+            { kind: "wait", when: "failure", timeout: "30s" },
+            { kind: "notify", when: "always", title: "{{agent.state}}", text: "{{prev.output}}" },
+          ],
+        }],
+      }),
+    });
+    await box.client.createSession({ location: "app", agent: "fake", name: "agent-1" });
+    await box.client.wait("agent-1", { states: ["idle"], timeout: "20s" });
+    await box.client.send("agent-1", "write the code");
+    const notify = await waitForEvent(
+      box.client,
+      (e) => e.type === "notify" && e.origin === "flow:fix",
+      { after: 0, timeoutMs: 30_000 },
+    );
+    assertEquals([notify.data?.title, notify.data?.text], ["finished", "finished"]);
+    const run = await eventually(async () => {
+      const runs = await runsOf(box.client, "fix");
+      return runs.find((r) => r.status !== "running" && r.status !== "skipped");
+    });
+    assertEquals(run.status, "succeeded");
+    assertEquals(run.steps.map((s) => [s.kind, s.status]), [
+      ["run", "failed"],
+      ["prompt", "succeeded"],
+      ["wait", "succeeded"],
+      ["notify", "succeeded"],
+    ]);
+    const prompts = (await Deno.readTextFile(log)).split("\n").filter(Boolean).map((l) => JSON.parse(l));
+    assertEquals(prompts.length, 2, "the person's prompt and the flow's");
+    assertEquals(prompts[1].length, `fix: ${run.steps[0].output}`.length);
+  } finally {
+    await Deno.remove(log);
+  }
+});
