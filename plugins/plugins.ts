@@ -182,6 +182,7 @@ export class Plugins {
   #unsubscribe?: () => void;
   #scanning: Promise<void> | null = null;
   #emitBuckets = new Map<string, { tokens: number; at: number; refusing: boolean }>();
+  #incoming: DockEvent[] = [];
   #closed = false;
 
   constructor(options: PluginsOptions) {
@@ -681,8 +682,22 @@ export class Plugins {
   // -------------------------------------------------------------------------------------------------
   // Events and gates
 
+  /**
+   * Called by the bus as it publishes: only keeps the event. Matching and queueing for every plugin
+   * happen in a microtask after the publish, so the bus's other subscribers (SSE clients) never wait
+   * for them.
+   */
   #onEvent(event: DockEvent): void {
     if (event.type.startsWith("hook.")) return;
+    this.#incoming.push(event);
+    if (this.#incoming.length === 1) queueMicrotask(() => this.#dispatchIncoming());
+  }
+
+  #dispatchIncoming(): void {
+    for (const event of this.#incoming.splice(0)) this.#dispatch(event);
+  }
+
+  #dispatch(event: DockEvent): void {
     for (const plugin of this.#plugins.values()) {
       const hooks = plugin.manifest?.hooks;
       if (!hooks || event.origin === `plugin:${plugin.id}` || !this.#runnable(plugin)) continue;
