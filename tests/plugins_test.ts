@@ -274,6 +274,29 @@ Deno.test("plugins: a bad manifest is listed with its error and never runs; one 
   assertStringIncludes(refusedLink.error ?? "", "keys is a symlink out of its folder");
   assertEquals(refusedLink.state, "off");
 
+  // dockd's own command lists them, each with its state and error.
+  const listed = await box.cli(["plugin", "list"]);
+  assertEquals(listed.code, 0, listed.stderr);
+  assertStringIncludes(listed.stdout, "greedy");
+  assertStringIncludes(listed.stdout, "never granted");
+
+  // Five failures in a row make a plugin failed (announced), until it is enabled again.
+  await writePlugin(box, "flaky", { hooks: [{ on: "test.flaky", module: "main.ts" }] }, {
+    "main.ts": `export default { event() { throw new Error("flaky on purpose"); } };`,
+  });
+  await enable(box, "flaky");
+  for (let i = 1; i <= 5; i++) {
+    await announce(box, "test.flaky");
+    await eventually(async () => (await box.client.plugin("flaky", 0)).counters.failures === i);
+  }
+  const failed = await after(box, 0, (e) => e.type === "plugin.failed" && e.data?.id === "flaky");
+  assertStringIncludes(String(failed.data?.error), "flaky on purpose");
+  const flaky = await box.client.plugin("flaky", 0);
+  assertEquals(flaky.state, "failed");
+  await announce(box, "test.flaky");
+  assertEquals((await box.client.plugin("flaky", 0)).counters.calls, 5, "a failed plugin gets nothing");
+  assertEquals((await enable(box, "flaky")).state, "idle", "enabling again clears it");
+
   await enable(box, "broken");
   await announce(box, "test.load");
   const broken = await eventually(async () => {
