@@ -39,6 +39,7 @@ import type { Store } from "../core/store.ts";
 import { FLOWS_FILE, type FlowsFile } from "../core/config.ts";
 import { readUserFileSync, validateUserFile, writeUserFile } from "../core/user_files.ts";
 import { shell } from "../core/runner.ts";
+import { SerialQueue } from "../core/serial_queue.ts";
 import {
   flowStarts,
   type FlowStep,
@@ -139,8 +140,13 @@ export class Flows {
   #fileError: string | undefined;
   #signature = "";
   #configFlows = new Map<string, { candidates: Candidate[]; infos: FlowInfo[]; at: number }>();
-  #events: DockEvent[] = [];
-  #pumping = false;
+  // Matching events to flows happens here, off the bus's publishing path.
+  #events = new SerialQueue<DockEvent>({
+    handle: (event) => this.#dispatch(event),
+    backlog: BACKLOG,
+    name: "flows",
+    describe: (event) => event.type,
+  });
   #running = new Set<string>();
   #runs = new Set<Promise<unknown>>();
   #closing = new AbortController();
@@ -290,24 +296,6 @@ export class Flows {
   #onEvent(event: DockEvent): void {
     if (event.type.startsWith("flow.") || event.type.startsWith("before:")) return;
     this.#events.push(event);
-    if (this.#events.length > BACKLOG) this.#events.shift();
-    if (!this.#pumping) this.#pump();
-  }
-
-  async #pump(): Promise<void> {
-    this.#pumping = true;
-    try {
-      while (this.#events.length) {
-        const event = this.#events.shift()!;
-        try {
-          await this.#dispatch(event);
-        } catch (error) {
-          console.error(`flows: cannot dispatch ${event.type}:`, error);
-        }
-      }
-    } finally {
-      this.#pumping = false;
-    }
   }
 
   async #dispatch(event: DockEvent): Promise<void> {

@@ -36,6 +36,7 @@ import {
   isGate,
 } from "../core/hooks.ts";
 import { dirname, join } from "node:path";
+import { SerialQueue } from "../core/serial_queue.ts";
 import type { Locations } from "./locations.ts";
 import type { Worktrees } from "./worktrees.ts";
 
@@ -78,9 +79,13 @@ const STDIN_ONLY = new Set(["text", "prompt"]);
 /** Runs the box's hooks on its events and its gates before its actions. */
 export class Hooks extends HooksHost {
   #o: HooksOptions;
-  #events: DockEvent[] = [];
-  #pumping = false;
-  #droppedEvents = 0;
+  // Matching, reading config and queueing runs happen here, off the bus's publishing path.
+  #events = new SerialQueue<DockEvent>({
+    handle: (event) => this.#dispatch(event),
+    backlog: HOOK_BACKLOG,
+    name: "hooks",
+    describe: (event) => event.type,
+  });
   #configHooks = new Map<string, { hooks: HookConfig[]; at: number }>();
 
   constructor(options: HooksOptions) {
@@ -102,7 +107,7 @@ export class Hooks extends HooksHost {
   /** The box's hooks file and its runs; events not yet dispatched count as queued. */
   override state(): HooksFileState {
     const state = super.state();
-    return { ...state, runs: { ...state.runs!, queued: state.runs!.queued + this.#events.length } };
+    return { ...state, runs: { ...state.runs!, queued: state.runs!.queued + this.#events.waiting } };
   }
 
   /**
@@ -199,30 +204,6 @@ export class Hooks extends HooksHost {
   protected onEvent(event: DockEvent): void {
     if (event.type.startsWith("hook.")) return;
     this.#events.push(event);
-    if (this.#events.length > HOOK_BACKLOG) {
-      // Only when dispatch itself cannot keep up (a config read stuck on a slow disk): bounded memory.
-      this.#events.shift();
-      if (this.#droppedEvents++ === 0) {
-        console.error(`hooks: more than ${HOOK_BACKLOG} events waiting; dropping`);
-      }
-    }
-    if (!this.#pumping) this.#pump();
-  }
-
-  async #pump(): Promise<void> {
-    this.#pumping = true;
-    try {
-      while (this.#events.length) {
-        const event = this.#events.shift()!;
-        try {
-          await this.#dispatch(event);
-        } catch (error) {
-          console.error(`hooks: cannot dispatch ${event.type}:`, error);
-        }
-      }
-    } finally {
-      this.#pumping = false;
-    }
   }
 
   async #dispatch(event: DockEvent): Promise<void> {
