@@ -16,7 +16,14 @@
  */
 import type { DockEvent } from "../client/wire.ts";
 import type { EventBus } from "../core/events.ts";
-import { eventVariables, type ExtraHook, type HookExecutor, hooksFor, HooksHost } from "../core/hooks.ts";
+import {
+  eventVariables,
+  type ExtraHook,
+  extraShellHooksFor,
+  type HookExecutor,
+  hooksFor,
+  HooksHost,
+} from "../core/hooks.ts";
 import { dirname } from "node:path";
 
 /** What the laptop's hooks need from the agent. */
@@ -70,9 +77,7 @@ export class LaptopHooks extends HooksHost {
     if (event.type === "box.removed") this.#shared.delete(String(event.data?.box));
     if (event.type.startsWith("hook.")) return;
     const hooks = hooksFor(this.file.current(), event); // gates never match an event
-    const pluginHooks = (this.#o.extra?.() ?? []).filter((extra) =>
-      !extra.run && extra.ownOrigin !== event.origin && hooksFor([extra.hook], event).length > 0
-    );
+    const pluginHooks = extraShellHooksFor(this.#o.extra?.() ?? [], event);
     if (hooks.length === 0 && pluginHooks.length === 0) return;
     if (event.box && (this.#shared.get(event.box) ?? this.#o.guessShared(event.box))) return;
     const env = { ...Deno.env.toObject(), ...eventVariables(event) };

@@ -490,6 +490,16 @@ export interface ExtraHook {
   run?: (input: string) => Promise<HookResult>;
 }
 
+/**
+ * The extra hooks that run for `event` through the host's own runner: shell hooks (a module's are
+ * delivered by the plugin host), matching, and not for events their own plugin caused.
+ */
+export function extraShellHooksFor(extra: readonly ExtraHook[], event: DockEvent): ExtraHook[] {
+  return extra.filter((hook) =>
+    !hook.run && hook.ownOrigin !== event.origin && hooksFor([hook.hook], event).length > 0
+  );
+}
+
 /** Runs a hook through `/bin/sh -c RUN`, `input` on its stdin, killed with its group at its timeout. */
 export const shellExecutor: HookExecutor = {
   async run(hook, input, context) {

@@ -268,7 +268,8 @@ export function which(name: string, path: string = Deno.env.get("PATH") ?? ""): 
   return null;
 }
 
-function isExecutable(path: string): boolean {
+/** Whether `path` is a file with an execute bit (what `which` and the tools cache look for). */
+export function isExecutable(path: string): boolean {
   try {
     const info = Deno.statSync(path);
     return info.isFile && ((info.mode ?? 0o111) & 0o111) !== 0;

@@ -40,6 +40,7 @@ import { FLOWS_FILE, type FlowsFile } from "../core/config.ts";
 import { readUserFileSync, validateUserFile, writeUserFile } from "../core/user_files.ts";
 import { shell } from "../core/runner.ts";
 import { SerialQueue } from "../core/serial_queue.ts";
+import type { StepRun } from "../plugins/plugins.ts";
 import {
   flowStarts,
   type FlowStep,
@@ -66,15 +67,7 @@ const BACKLOG = 10_000;
 const CONFIG_TTL_MS = 1000;
 
 /** What a `module` step needs of the plugin host (`Plugins.runStep`). */
-export type ModuleRunner = (options: {
-  module: string;
-  base: string;
-  root: string;
-  cwd?: string;
-  label: string;
-  input: Record<string, string>;
-  timeoutMs: number;
-}) => Promise<unknown>;
+export type ModuleRunner = (options: StepRun) => Promise<unknown>;
 
 /** What the flows engine needs from the rest of the daemon. */
 export interface FlowsOptions {
@@ -86,7 +79,7 @@ export interface FlowsOptions {
   /** Where a box flow without a place runs. */
   home: string;
   locations: Pick<Locations, "list" | "get" | "config">;
-  worktrees: Pick<Worktrees, "list" | "get" | "target">;
+  worktrees: Pick<Worktrees, "list" | "get" | "target" | "containing">;
   exec: Pick<Exec, "run">;
   sessions: Pick<Sessions, "get" | "send" | "wait">;
   module?: ModuleRunner;
@@ -340,7 +333,7 @@ export class Flows {
     }
     agent ??= text("agent");
     if (!location && text("path")) {
-      const worktree = this.#worktreeAt(text("path")!);
+      const worktree = this.#o.worktrees.containing(text("path")!);
       if (worktree) return { location: worktree.location, worktree, agent, session };
     }
     if (!location) return { agent, session };
@@ -356,16 +349,6 @@ export class Flows {
         : this.#o.worktrees.target(location);
     } catch { /* removed: the run happens in the repository's root */ }
     return { location, worktree, agent, session };
-  }
-
-  #worktreeAt(path: string): Worktree | undefined {
-    let best: Worktree | undefined;
-    for (const worktree of this.#o.worktrees.list()) {
-      if (path === worktree.path || path.startsWith(worktree.path + "/")) {
-        if (!best || worktree.path.length > best.path.length) best = worktree;
-      }
-    }
-    return best;
   }
 
   /**

@@ -22,6 +22,7 @@ import type { EventBus } from "../core/events.ts";
 import {
   eventVariables,
   type ExtraHook,
+  extraShellHooksFor,
   fieldVariable,
   firstLine,
   type GateAction,
@@ -208,9 +209,7 @@ export class Hooks extends HooksHost {
 
   async #dispatch(event: DockEvent): Promise<void> {
     const boxHooks = hooksFor(this.file.current(), event);
-    const pluginHooks = (this.#o.extra?.() ?? []).filter((extra) =>
-      !extra.run && extra.ownOrigin !== event.origin && hooksFor([extra.hook], event).length > 0
-    );
+    const pluginHooks = extraShellHooksFor(this.#o.extra?.() ?? [], event);
     const place = this.#eventPlace(event);
     const configHooks = place.location ? hooksFor(await this.#locationHooks(place.location), event) : [];
     if (boxHooks.length === 0 && configHooks.length === 0 && pluginHooks.length === 0) return;
@@ -265,7 +264,7 @@ export class Hooks extends HooksHost {
       if (place) ({ location, worktree: worktreeName } = place);
     }
     if (!location && text("path")) {
-      const worktree = this.#worktreeAt(text("path")!);
+      const worktree = this.#o.worktrees.containing(text("path")!);
       if (worktree) return this.#place(worktree.location, worktree);
     }
     if (!location) return {};
@@ -302,16 +301,6 @@ export class Hooks extends HooksHost {
     } catch {
       return {}; // an unknown location has no config hooks
     }
-  }
-
-  #worktreeAt(path: string): Worktree | undefined {
-    let best: Worktree | undefined;
-    for (const worktree of this.#o.worktrees.list()) {
-      if (path === worktree.path || path.startsWith(worktree.path + "/")) {
-        if (!best || worktree.path.length > best.path.length) best = worktree;
-      }
-    }
-    return best;
   }
 
   /** The worktree's environment where there is one (unresolvable secrets left out), else the daemon's. */

@@ -12,6 +12,7 @@
  *
  * @module
  */
+import { isExecutable } from "../core/runner.ts";
 
 /** How recent a folder's change may be for its listing to be read again instead of kept. */
 export const RACY_MS = 2_000;
@@ -80,12 +81,3 @@ export class PathTools {
 
 /** The daemon's cache: one process, one PATH. */
 export const pathTools: PathTools = new PathTools();
-
-function isExecutable(path: string): boolean {
-  try {
-    const info = Deno.statSync(path);
-    return info.isFile && ((info.mode ?? 0o111) & 0o111) !== 0;
-  } catch {
-    return false;
-  }
-}

@@ -81,6 +81,17 @@ export class Worktrees {
     this.#o = options;
   }
 
+  /** The worktree holding `path` (the deepest one, since worktrees may live inside a checkout), if any. */
+  containing(path: string): Worktree | undefined {
+    let best: Worktree | undefined;
+    for (const worktree of this.list()) {
+      if (path === worktree.path || path.startsWith(worktree.path + "/")) {
+        if (!best || worktree.path.length > best.path.length) best = worktree;
+      }
+    }
+    return best;
+  }
+
   /** Worktrees of one location, or of all, main checkouts first. */
   list(location?: string): Worktree[] {
     const rows = location === undefined
