@@ -10,6 +10,7 @@ import type { Command } from "@commander-js/extra-typings";
 import { join } from "node:path";
 import { DockError } from "../client/errors.ts";
 import type { PluginInfo, PluginPermissions } from "../client/wire.ts";
+import { describePermissions } from "../client/plugin.ts";
 import { printJson, table } from "./output.ts";
 import type { Scope } from "./target.ts";
 
@@ -64,8 +65,8 @@ export function pluginCommands(program: Command, scope: Scope): void {
       if (info.description) console.log(info.description);
       console.log(`folder: ${info.path}`);
       if (info.error) console.log(`error: ${info.error}`);
-      if (info.permissions) console.log(`asks for: ${describe(info.permissions)}`);
-      if (info.granted) console.log(`granted: ${describe(info.granted)}`);
+      if (info.permissions) console.log(`asks for: ${describePermissions(info.permissions)}`);
+      if (info.granted) console.log(`granted: ${describePermissions(info.granted)}`);
       const c = info.counters;
       console.log(
         `calls ${c.calls}, failures ${c.failures}, timeouts ${c.timeouts}, restarts ${c.restarts}, ` +
@@ -98,7 +99,7 @@ export function pluginCommands(program: Command, scope: Scope): void {
       if (!info.permissions) {
         throw new DockError("invalid_plugin", info.error ?? `plugin '${id}' does not load`);
       }
-      console.log(`${id} asks for: ${describe(info.permissions)}`);
+      console.log(`${id} asks for: ${describePermissions(info.permissions)}`);
       if (!o.yes) {
         if (!Deno.stdin.isTerminal()) {
           throw new DockError("usage", "pass --yes to grant these permissions", { status: 400 });
@@ -133,14 +134,4 @@ export function pluginCommands(program: Command, scope: Scope): void {
         );
       })
     );
-}
-
-function describe(permissions: PluginPermissions): string {
-  const parts: string[] = [];
-  if (permissions.read?.length) parts.push(`read ${permissions.read.join(", ")} (its data folder)`);
-  if (permissions.write?.length) parts.push(`write ${permissions.write.join(", ")} (its data folder)`);
-  if (permissions.net?.length) parts.push(`network ${permissions.net.join(", ")}`);
-  if (permissions.env?.length) parts.push(`environment ${permissions.env.join(", ")}`);
-  if (permissions.scopes?.length) parts.push(`API ${permissions.scopes.join(", ")}`);
-  return parts.length ? parts.join("; ") : "nothing beyond reading its own folder";
 }

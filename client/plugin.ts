@@ -18,7 +18,7 @@
  *
  * @module
  */
-import type { DockEvent } from "./wire.ts";
+import type { DockEvent, PluginPermissions } from "./wire.ts";
 
 /** What a `before:` gate is asked: the action, what it acts on, and who asks. */
 export interface GateRequest {
@@ -73,4 +73,15 @@ export interface DockPlugin {
 /** Returns `plugin` as it is: a typed way to write a module's default export. */
 export function definePlugin<T extends DockPlugin>(plugin: T): T {
   return plugin;
+}
+
+/** What a grant gives, in words: shown when a plugin is enabled, and in the refusal when it asks for more. */
+export function describePermissions(permissions: PluginPermissions): string {
+  const parts: string[] = [];
+  if (permissions.read?.length) parts.push(`read ${permissions.read.join(", ")} (its data folder)`);
+  if (permissions.write?.length) parts.push(`write ${permissions.write.join(", ")} (its data folder)`);
+  if (permissions.net?.length) parts.push(`network ${permissions.net.join(", ")}`);
+  if (permissions.env?.length) parts.push(`environment ${permissions.env.join(", ")}`);
+  if (permissions.scopes?.length) parts.push(`API ${permissions.scopes.join(", ")}`);
+  return parts.length ? parts.join("; ") : "nothing beyond reading its own folder";
 }

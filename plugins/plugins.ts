@@ -19,6 +19,7 @@
 import { basename, dirname, extname, join, relative } from "node:path";
 import type { DockEvent, HookConfig, PluginInfo, PluginPermissions, PluginState } from "../client/wire.ts";
 import { DockError } from "../client/errors.ts";
+import { describePermissions } from "../client/plugin.ts";
 import type { EventBus } from "../core/events.ts";
 import { readTextOrNull, writeAtomic } from "../core/files.ts";
 import { readLimited } from "../core/http.ts";
@@ -780,18 +781,7 @@ export class Plugins {
   ): Promise<HookResult> {
     const started = performance.now();
     if (!base || !root) throw new Error(`module hook ${hook.module}: no folder to find it in`);
-    const path = await Deno.realPath(join(base, hook.module!)).catch(() => null);
-    const realRoot = await Deno.realPath(root).catch(() => root);
-    if (!path || !inside(path, realRoot)) {
-      throw new Error(`module hook ${hook.module}: ${path ? "leads outside " + realRoot : "does not exist"}`);
-    }
-    const read = [dirname(path), ...(cwd ? [await Deno.realPath(cwd).catch(() => cwd)] : [])];
-    const spec: WorkerSpec = {
-      key: `hook:${path}:${read.join(":")}`,
-      module: path,
-      grant: { read, write: [], net: [], env: [] },
-      label: `hook:${relative(realRoot, path)}`,
-    };
+    const spec = await fileModuleSpec({ module: hook.module!, base, root, cwd }, "hook");
     const gate = isGate(hook);
     try {
       const { value } = await this.#host.call(
@@ -826,28 +816,8 @@ export class Plugins {
    * of the module's folder and of `cwd`; what it returns is the step's output. Its `ctx.emit` events
    * carry `origin` = `label` (`flow:<id>`). Throws on failure; a timeout is a `CallError` "timeout".
    */
-  async runStep(options: {
-    module: string;
-    base: string;
-    root: string;
-    cwd?: string;
-    label: string;
-    input: Record<string, string>;
-    timeoutMs: number;
-  }): Promise<unknown> {
-    const path = await Deno.realPath(join(options.base, options.module)).catch(() => null);
-    const realRoot = await Deno.realPath(options.root).catch(() => options.root);
-    if (!path || !inside(path, realRoot)) {
-      throw new Error(`module ${options.module}: ${path ? "leads outside " + realRoot : "does not exist"}`);
-    }
-    const cwd = options.cwd ? await Deno.realPath(options.cwd).catch(() => options.cwd!) : undefined;
-    const read = [dirname(path), ...(cwd ? [cwd] : [])];
-    const spec: WorkerSpec = {
-      key: `step:${path}:${read.join(":")}`,
-      module: path,
-      grant: { read, write: [], net: [], env: [] },
-      label: options.label,
-    };
+  async runStep(options: StepRun): Promise<unknown> {
+    const spec = { ...await fileModuleSpec(options, "step"), label: options.label };
     try {
       return (await this.#host.call(spec, "step", options.input, options.timeoutMs)).value;
     } finally {
@@ -1119,6 +1089,44 @@ const CONTENT_TYPES: Record<string, string> = {
   ".woff2": "font/woff2",
 };
 
+/** A flow's `module` step, as `Plugins.runStep` runs it. */
+export interface StepRun {
+  /** The module, relative to `base`. */
+  module: string;
+  base: string;
+  /** The folder it must stay inside (symlinks included). */
+  root: string;
+  /** Where it runs: readable too. */
+  cwd?: string;
+  /** Its events' origin (`flow:<id>`). */
+  label: string;
+  input: Record<string, string>;
+  timeoutMs: number;
+}
+
+/**
+ * The worker of a module named by a file outside any plugin (a hook file, a flow step): found relative to
+ * `base`, never outside `root`, granted read of its own folder and of `cwd`, nothing else.
+ */
+async function fileModuleSpec(
+  where: { module: string; base: string; root: string; cwd?: string },
+  kind: "hook" | "step",
+): Promise<WorkerSpec> {
+  const path = await Deno.realPath(join(where.base, where.module)).catch(() => null);
+  const realRoot = await Deno.realPath(where.root).catch(() => where.root);
+  if (!path || !inside(path, realRoot)) {
+    throw new Error(`module ${where.module}: ${path ? "leads outside " + realRoot : "does not exist"}`);
+  }
+  const cwd = where.cwd ? await Deno.realPath(where.cwd).catch(() => where.cwd!) : undefined;
+  const read = [dirname(path), ...(cwd ? [cwd] : [])];
+  return {
+    key: `${kind}:${path}:${read.join(":")}`,
+    module: path,
+    grant: { read, write: [], net: [], env: [] },
+    label: `${kind}:${relative(realRoot, path)}`,
+  };
+}
+
 function workerKey(plugin: Plugin, module: string): string {
   return `plugin:${plugin.id}:${module}`;
 }
@@ -1133,17 +1141,6 @@ function modulesOf(manifest: PluginManifest | undefined): Set<string> {
 
 function inside(path: string, root: string): boolean {
   return path === root || path.startsWith(root.endsWith("/") ? root : `${root}/`);
-}
-
-/** What a grant gives, in words (shown when enabling). */
-export function describePermissions(permissions: Required<PluginPermissions>): string {
-  const parts: string[] = [];
-  if (permissions.read.length) parts.push(`read ${permissions.read.join(", ")} (data folder)`);
-  if (permissions.write.length) parts.push(`write ${permissions.write.join(", ")} (data folder)`);
-  if (permissions.net.length) parts.push(`net ${permissions.net.join(", ")}`);
-  if (permissions.env.length) parts.push(`env ${permissions.env.join(", ")}`);
-  if (permissions.scopes.length) parts.push(`scopes ${permissions.scopes.join(", ")}`);
-  return parts.length ? parts.join("; ") : "nothing beyond reading its own folder";
 }
 
 /** A body read whole, refused past {@linkcode MAX_FETCH_BODY}. */
