@@ -358,6 +358,28 @@ Deno.test("plugins: a module gate refuses exec with its reason; a removed plugin
   assertEquals(refused.code, "gate_refused");
   assertEquals(refused.status, 403);
   assertEquals((await box.client.exec({ location: "app", command: "echo fine" })).exit_code, 0);
+  // A manifest's shell hooks run too (spec 2.9: "its hooks run on the box too"), as the box's own do.
+  const out = join(box.dirs.root, "shell-hook-ran");
+  await writePlugin(box, "shellish", {
+    hooks: [
+      { on: "test.shell", run: `echo "$DOCK_EVENT_TYPE $DOCK_EVENT_ORIGIN" > ${out}` },
+      {
+        on: "before:exec",
+        run: `case "$DOCK_COMMAND" in *shellish*) echo 'shellish says no' >&2; exit 1;; esac`,
+      },
+    ],
+  });
+  await enable(box, "shellish");
+  await announce(box, "test.shell");
+  await eventually(async () => (await Deno.readTextFile(out).catch(() => "")).trim() === "test.shell test");
+  await assertRejects(
+    () => box.client.exec({ location: "app", command: "echo shellish" }),
+    DockError,
+    "shellish says no",
+  );
+  await box.client.disablePlugin("shellish");
+  assertEquals((await box.client.exec({ location: "app", command: "echo shellish" })).exit_code, 0);
+
   await Deno.remove(dir, { recursive: true });
   await eventually(async () => !(await box.client.plugins()).some((p) => p.id === "guard"));
   assertEquals((await box.client.exec({ location: "app", command: "rm -f README.md" })).exit_code, 0);
