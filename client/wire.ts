@@ -261,6 +261,8 @@ export interface FlowInfo extends FlowConfig {
   source: FlowSource;
   /** Replaced by id in a later layer: it never runs. */
   overridden: boolean;
+  /** Why an enabled flow in force cannot run on this box (a schedule it cannot keep, no forge tool). */
+  inactive_reason?: string;
 }
 
 /** `GET flows`: every flow on the box, and why the flows file does not load (the last good flows stay). */

@@ -97,6 +97,32 @@ interface Candidate {
   moduleRoot?: string;
 }
 
+/**
+ * A flow in force on the box, as {@linkcode Flows.effective} lists it for trigger sources other than the
+ * bus (schedules, the forge): enabled and not replaced by id in a later layer. `scope` is `box` (a box
+ * flow for any project, or one whose `where.location` is a pattern) or `repo:<location>`.
+ */
+export type EffectiveFlow = Readonly<Candidate>;
+
+/** What a trigger source other than the bus hands {@linkcode Flows.startTriggered}. */
+export interface TriggeredStart {
+  /** One of {@linkcode Flows.effective}'s flows. */
+  flow: EffectiveFlow;
+  /**
+   * The event that starts the run (`schedule.fired`, `forge.review_comment`): announced on the bus with
+   * origin `flow:<id>` and the place's `location`/`worktree` added, then the run's `{{event.*}}`.
+   */
+  event: { type: string; data?: Record<string, unknown> };
+  /** Where it runs: a location's main checkout, or the worktree named; neither is the box user's home. */
+  place: { location?: string; worktree?: string };
+}
+
+/**
+ * Why an effective flow cannot run on this box, from a trigger source (a schedule croner refuses, a forge
+ * flow without the forge tool), or undefined. `GET flows` shows the first reason as `inactive_reason`.
+ */
+export type InactiveReason = (flow: FlowConfig, scope: string) => string | undefined;
+
 /** Where a run happens. */
 interface RunPlace {
   location?: string;
@@ -145,6 +171,7 @@ export class Flows {
   #closing = new AbortController();
   #unsubscribe?: () => void;
   #timer?: ReturnType<typeof setInterval>;
+  #inactive: InactiveReason[] = [];
 
   constructor(options: FlowsOptions) {
     this.#o = options;
@@ -270,9 +297,59 @@ export class Flows {
       this.#configFlows.delete(location.name); // a listing reads the configs as they are now
       flows.push(...(await this.#locationFlows(location.name)).infos);
     }
+    for (const info of flows) {
+      if (info.enabled !== true || info.overridden) continue;
+      const reason = this.#inactive.map((why) => why(info, info.scope)).find((r) => r !== undefined);
+      if (reason !== undefined) info.inactive_reason = reason;
+    }
     const state: FlowsState = { path: this.#o.file, flows };
     if (this.#fileError) state.error = this.#fileError;
     return state;
+  }
+
+  /** Adds a trigger source's explanation of why a flow cannot run, shown by `GET flows`. */
+  explainInactive(reason: InactiveReason): void {
+    this.#inactive.push(reason);
+  }
+
+  /**
+   * Every flow in force on the box for trigger sources other than the bus: the box's file and each
+   * location's effective config (the candidates the event path uses), enabled ones only. Configs are
+   * read again when older than a second, as for events.
+   */
+  async effective(): Promise<EffectiveFlow[]> {
+    this.#refresh();
+    const all: Candidate[] = [...this.#fileCandidates()];
+    for (const location of this.#o.locations.list()) {
+      all.push(...(await this.#locationFlows(location.name)).candidates);
+    }
+    return all.filter((candidate) => candidate.flow.enabled === true);
+  }
+
+  /**
+   * Starts a run of `flow` for a trigger source other than the bus: announces its event (origin
+   * `flow:<id>`), then runs it under the usual rules (one at a time per place, the hourly budget).
+   * Resolves with the finished, or skipped, run; `settled()` waits for it too. An unknown location or
+   * worktree is a 404 and nothing is announced.
+   */
+  startTriggered(start: TriggeredStart): Promise<FlowRun> {
+    const { flow, event, place } = start;
+    const located = place.location
+      ? {
+        location: place.location,
+        worktree: this.#o.worktrees.target(
+          place.worktree ? `${place.location}/${place.worktree}` : place.location,
+        ),
+      }
+      : {};
+    const published: DockEvent = this.#o.bus.publish({
+      type: event.type,
+      origin: `flow:${flow.flow.id}`,
+      data: { ...event.data, ...placeData(located) },
+    });
+    const run = this.#start(flow, published, located, published.type);
+    this.#track(run);
+    return run;
   }
 
   /** `PUT flows`: replaces the box's flows file (a body already checked by the route); announces nothing. */
