@@ -33,6 +33,8 @@ import { replaySpool, spoolDir } from "./spool.ts";
 import { dirname, join } from "node:path";
 import { Hooks } from "./hooks.ts";
 import { Flows } from "./flows.ts";
+import { Schedules } from "./flow_schedule.ts";
+import { systemClock } from "../core/clock.ts";
 import { Plugins } from "../plugins/plugins.ts";
 import { pluginKnobs } from "../plugins/knobs.ts";
 
@@ -71,6 +73,7 @@ export class Box {
   readonly pairing: PairingStore;
   readonly hooks: Hooks;
   readonly flows: Flows;
+  readonly schedules: Schedules;
   readonly plugins: Plugins;
   /** The laptop listener once it listens; null while it does not (off, failed, or not yet started). */
   tls: TlsListener | null = null;
@@ -184,6 +187,15 @@ export class Box {
       sessions: this.sessions,
       module: (options) => this.plugins.runStep(options),
     });
+    this.schedules = new Schedules({
+      flows: this.flows,
+      store: this.store,
+      locations: this.locations,
+      worktrees: this.worktrees,
+      // DOCK_CLOCK_OFFSET_MS (tests and bench only): the schedules' clock runs this far ahead, so a
+      // minute boundary comes within seconds instead of a real minute's wait.
+      clock: systemClock(positiveFromEnv("DOCK_CLOCK_OFFSET_MS") ?? 0),
+    });
     // Removing a worktree ends its sessions too (after its services, before archive).
     this.worktrees.removalSteps.push((worktree) => this.sessions.removeAll(worktree));
     this.pauses = new Pauses(this.bus, this.worktrees);
@@ -226,6 +238,7 @@ export class Box {
     await this.plugins.start();
     this.hooks.start();
     this.flows.start();
+    this.schedules.start();
   }
 
   /**
@@ -289,6 +302,7 @@ export class Box {
     this.services.close();
     this.guard.stop();
     this.hooks.close();
+    this.schedules.close();
     this.flows.close();
     this.plugins.close();
     clearInterval(this.#spoolTimer);

@@ -334,20 +334,25 @@ export class Flows {
    */
   startTriggered(start: TriggeredStart): Promise<FlowRun> {
     const { flow, event, place } = start;
-    const located = place.location
-      ? {
-        location: place.location,
-        worktree: this.#o.worktrees.target(
-          place.worktree ? `${place.location}/${place.worktree}` : place.location,
-        ),
-      }
-      : {};
-    const published: DockEvent = this.#o.bus.publish({
-      type: event.type,
-      origin: `flow:${flow.flow.id}`,
-      data: { ...event.data, ...placeData(located) },
-    });
-    const run = this.#start(flow, published, located, published.type);
+    let run: Promise<FlowRun>;
+    try {
+      const located = place.location
+        ? {
+          location: place.location,
+          worktree: this.#o.worktrees.target(
+            place.worktree ? `${place.location}/${place.worktree}` : place.location,
+          ),
+        }
+        : {};
+      const published: DockEvent = this.#o.bus.publish({
+        type: event.type,
+        origin: `flow:${flow.flow.id}`,
+        data: { ...event.data, ...placeData(located) },
+      });
+      run = this.#start(flow, published, located, published.type);
+    } catch (error) {
+      return Promise.reject(error);
+    }
     this.#track(run);
     return run;
   }
