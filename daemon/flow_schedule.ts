@@ -178,6 +178,8 @@ export class Schedules {
     const locations = this.#o.locations.list().map((l) => l.name);
     const worktrees = this.#o.worktrees.list();
     const time = new Date(minute).toISOString();
+    // Only a minute within the start grace could ever be claimed again; older records guard nothing.
+    this.#o.store.run("DELETE FROM flow_schedule_fired WHERE minute < ?", minute - 3_600_000);
     for (const flow of flows) {
       const schedule = flow.flow.trigger.schedule;
       if (typeof schedule !== "string") continue;

@@ -31,6 +31,16 @@ function scheduled(id: string, trigger: Record<string, unknown>): FlowConfig {
   };
 }
 
+/** Every minute: in each worktree of `app` on a `feature/` branch, and once at home. */
+const everyMinute = [
+  scheduled("each", {
+    schedule: "* * * * *",
+    each_worktree: true,
+    where: { location: "app", branch: "feature/*" },
+  }),
+  scheduled("home", { schedule: "* * * * *" }),
+];
+
 Deno.test("schedules: each matching worktree and home fire at the minute; a restart never fires it twice", async () => {
   const first = await startBox();
   const dirs = first.dirs;
@@ -39,12 +49,7 @@ Deno.test("schedules: each matching worktree and home fire at the minute; a rest
   const feat = await first.client.createWorktree("app", { name: "feat", branch: "feature/a" });
   await first.client.createWorktree("app", { name: "other", branch: "other" });
   await writeFlows(first, [
-    scheduled("each", {
-      schedule: "* * * * *",
-      each_worktree: true,
-      where: { location: "app", branch: "feature/*" },
-    }),
-    scheduled("home", { schedule: "* * * * *" }),
+    ...everyMinute,
     scheduled("nowhere", { schedule: "@hourly", where: { location: "app", branch: "nope/*" } }),
   ]);
   const listed = Object.fromEntries((await first.client.flows()).flows.map((f) => [f.id, f.inactive_reason]));
@@ -83,12 +88,7 @@ Deno.test("schedules: each matching worktree and home fire at the minute; a rest
   // Restarted at once, most likely still within the start grace of the same minute: what fired there
   // is kept, so no flow fires that minute again. A flow added meanwhile marks the restart's first minute.
   await writeFlows(second, [
-    scheduled("each", {
-      schedule: "* * * * *",
-      each_worktree: true,
-      where: { location: "app", branch: "feature/*" },
-    }),
-    scheduled("home", { schedule: "* * * * *" }),
+    ...everyMinute,
     scheduled("marker", { schedule: "* * * * *" }),
   ]);
   await using third = await startBox({ dirs, env });
