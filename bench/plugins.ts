@@ -28,6 +28,7 @@ import { shellExecutor } from "../core/hooks.ts";
 import { Store } from "../core/store.ts";
 import { Plugins } from "../plugins/plugins.ts";
 import { pluginRoutes } from "../plugins/routes.ts";
+import { busLag } from "./bus_lag.ts";
 import { type Row, summarize, table } from "./stats.ts";
 
 /** Options of {@linkcode benchPlugins}. */
@@ -298,23 +299,8 @@ async function eventStorm(seconds: number, rate: number, pluginCount: number): P
     }
     const r = await rig(files);
     try {
-      const lags: number[] = [];
-      const stop = r.bus.subscribe((event) => {
-        if (event.type === "storm.tick") lags.push(performance.now() - (event.data!.at as number));
-      });
+      const { lags, achieved } = await busLag(r.bus, { seconds, rate, type: "storm.tick" });
       const total = seconds * rate;
-      const started = performance.now();
-      for (let i = 0; i < total; i++) {
-        r.bus.publish({ type: "storm.tick", origin: "bench", data: { at: performance.now(), i } });
-        // Paced in bursts of 10 per 10 ms.
-        if (i % 10 === 9) {
-          const due = started + ((i + 1) / rate) * 1000;
-          const wait = due - performance.now();
-          if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
-        }
-      }
-      const achieved = total / ((performance.now() - started) / 1000);
-      stop();
       // Let the plugins finish what was queued, then count.
       const deadline = performance.now() + 60_000;
       const done = () => r.plugins.list().every((p) => p.counters.calls + p.counters.dropped >= total);
@@ -327,7 +313,7 @@ async function eventStorm(seconds: number, rate: number, pluginCount: number): P
       const hostPid = r.plugins.hostStats().pid;
       const hostRss = hostPid ? rssOf(hostPid) : 0;
       return {
-        lags: summarize(lags),
+        lags,
         achieved,
         delivered,
         lost,
