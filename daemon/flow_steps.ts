@@ -41,6 +41,9 @@ export interface FlowStep {
   url?: string;
   module?: string;
   timeout?: string;
+  agent?: string;
+  new_worktree?: boolean;
+  name?: string;
 }
 
 /** Where an event or a run happened. */

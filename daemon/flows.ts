@@ -57,7 +57,7 @@ import type { Exec } from "./exec.ts";
 import type { Locations } from "./locations.ts";
 import type { Sessions } from "./sessions.ts";
 import type { Worktrees } from "./worktrees.ts";
-import type { AgentState } from "../client/wire.ts";
+import type { AgentState, Session } from "../client/wire.ts";
 
 /** Runs kept per box. */
 export const RUNS_KEPT = 200;
@@ -79,9 +79,9 @@ export interface FlowsOptions {
   /** Where a box flow without a place runs. */
   home: string;
   locations: Pick<Locations, "list" | "get" | "config">;
-  worktrees: Pick<Worktrees, "list" | "get" | "target" | "containing">;
+  worktrees: Pick<Worktrees, "list" | "get" | "target" | "containing" | "create">;
   exec: Pick<Exec, "run">;
-  sessions: Pick<Sessions, "get" | "send" | "wait">;
+  sessions: Pick<Sessions, "get" | "send" | "wait" | "create">;
   module?: ModuleRunner;
   /** How often the flows file is checked for edits. @default {1000} */
   watchMs?: number;
@@ -143,6 +143,12 @@ interface RunRow {
   start: string;
   end: string | null;
   steps: string;
+}
+
+/** What one run carries from step to step besides variables. */
+interface RunState {
+  /** The session a `start_agent` step started: later `prompt` and `wait` steps address it (spec 3.4 rule 5). */
+  session?: string;
 }
 
 interface StepOutcome {
@@ -511,6 +517,7 @@ export class Flows {
       let failed = false;
       let unhandled = false;
       let reason: string | undefined;
+      const state: RunState = {};
       for (const [index, raw] of flow.steps.entries()) {
         const step = raw as unknown as FlowStep;
         const name = stepName(step, index);
@@ -524,13 +531,13 @@ export class Flows {
           box: this.#o.boxName,
           location: place.location,
           worktree: place.worktree,
-          agentState: this.#agentState(step.session ?? place.session),
+          agentState: this.#agentState(step.session ?? state.session ?? place.session),
           steps: done,
           now: new Date(),
         });
         let outcome: StepOutcome;
         try {
-          outcome = await this.#step(step, name, vars, { candidate, place, run: run.id });
+          outcome = await this.#step(step, name, vars, { candidate, place, run: run.id, state });
         } catch (error) {
           outcome = { ok: false, error: error instanceof Error ? error.message : String(error) };
         }
@@ -592,7 +599,7 @@ export class Flows {
     step: FlowStep,
     name: string,
     vars: Record<string, string>,
-    context: { candidate: Candidate; place: RunPlace; run: number },
+    context: { candidate: Candidate; place: RunPlace; run: number; state: RunState },
   ): Promise<StepOutcome> {
     const { candidate, place } = context;
     const origin = `flow:${candidate.flow.id}`;
@@ -641,19 +648,24 @@ export class Flows {
         };
       }
       case "prompt": {
-        const session = this.#session(step, place);
+        const session = this.#session(step, place, context.state);
         await this.#o.sessions.send(session, substitute(step.text!, vars), true, origin, {
           key: `flow-${context.run}-${name}`,
         });
         return { ok: true, output: "" };
       }
       case "wait": {
-        const session = this.#session(step, place);
+        const session = this.#session(step, place, context.state);
         const states = (step.for ?? ["finished", "waiting"]) as AgentState[];
         const result = await this.#o.sessions.wait(session, { states, timeoutMs, signal });
         if (result.exited) return { ok: false, output: result.state, error: "the agent's program exited" };
         if (result.timed_out) return { ok: false, output: result.state, error: "timed out" };
         return { ok: true, output: result.state };
+      }
+      case "start_agent": {
+        const session = await this.#startAgent(step, vars, { place, run: context.run, origin });
+        context.state.session = session.name;
+        return { ok: true, output: session.name };
       }
       case "notify": {
         const title = substitute(step.title!, vars);
@@ -714,9 +726,44 @@ export class Flows {
     }
   }
 
-  /** A prompt or wait step's session: its own, else the session of the agent event that started the run. */
-  #session(step: FlowStep, place: RunPlace): string {
-    const session = step.session ?? place.session;
+  /**
+   * A `start_agent` step: the preset in the run's worktree or, with `new_worktree`, in a new worktree
+   * (`name`, else `<flow>-<run>`) branching from the run's branch, made as `POST worktrees` makes one
+   * (ports, environment, setup). The flow's own step: no gate applies (spec 6); its events carry the
+   * flow's origin.
+   */
+  async #startAgent(
+    step: FlowStep,
+    vars: Record<string, string>,
+    context: { place: RunPlace; run: number; origin: string },
+  ): Promise<Session> {
+    const { place, origin } = context;
+    if (!place.location) throw new Error("a start_agent step needs a location: the flow ran outside one");
+    let target = place.worktree ? `${place.location}/${place.worktree.name}` : place.location;
+    if (step.new_worktree) {
+      const name = step.name === undefined
+        ? `${origin.slice("flow:".length)}-${context.run}`
+        : substitute(step.name, vars);
+      const worktree = await this.#o.worktrees.create(
+        place.location,
+        { name, ...(place.worktree?.branch ? { base: place.worktree.branch } : {}) },
+        origin,
+      );
+      target = `${worktree.location}/${worktree.name}`;
+    }
+    const prompt = step.text === undefined ? undefined : substitute(step.text, vars);
+    return await this.#o.sessions.create(
+      { location: target, agent: substitute(step.agent!, vars), ...(prompt ? { prompt } : {}) },
+      origin,
+    );
+  }
+
+  /**
+   * A prompt or wait step's session: its own, else the one a `start_agent` step of the run started, else
+   * the session of the agent event that started the run.
+   */
+  #session(step: FlowStep, place: RunPlace, state: RunState): string {
+    const session = step.session ?? state.session ?? place.session;
     if (!session) {
       throw new Error(`a ${step.kind} step needs a session: name one, or start it from an agent event`);
     }

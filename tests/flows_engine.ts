@@ -85,6 +85,7 @@ export async function engine(
         return found;
       },
       containing: () => undefined,
+      create: () => Promise.reject(new Error("no worktrees made here")),
     },
     exec: { run: () => Promise.reject(new Error("no exec here")) },
     sessions: {

@@ -8,7 +8,7 @@ import { assert, assertEquals, assertRejects, assertStringIncludes } from "./ass
 import { DockError } from "../client/errors.ts";
 import type { BoxClient } from "../client/box.ts";
 import type { FlowConfig, FlowRun } from "../client/wire.ts";
-import { eventually, makeRepo, startBox, type TestBox, waitForEvent } from "./harness.ts";
+import { eventually, git, makeRepo, startBox, type TestBox, waitForEvent } from "./harness.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 
@@ -412,6 +412,96 @@ Deno.test("flows: agent.finished → a failing run → prompt the agent with its
     const prompts = (await Deno.readTextFile(log)).split("\n").filter(Boolean).map((l) => JSON.parse(l));
     assertEquals(prompts.length, 2, "the person's prompt and the flow's");
     assertEquals(prompts[1].length, `fix: ${run.steps[0].output}`.length);
+  } finally {
+    await Deno.remove(log);
+  }
+});
+
+Deno.test("flows: start_agent in a new worktree from the run's branch, then prompt and wait address it; no gate applies", async () => {
+  const fake = new URL("./fixtures/fake_agent.ts", import.meta.url).pathname;
+  const log = await Deno.makeTempFile({ prefix: "dock-fake-agent-" });
+  await using box = await startBox({ env: { FAKE_AGENT_LOG: log, FAKE_AGENT_WORK_MS: "50" } });
+  try {
+    await withApp(box, {
+      ".dock/config.json": JSON.stringify({
+        agents: [{
+          id: "fake",
+          name: "Fake",
+          command: `'${Deno.execPath()}' run -A --cached-only '${fake}'`,
+        }],
+        flows: [{
+          id: "spawn",
+          name: "Spawn a fixer",
+          enabled: true,
+          trigger: { event: "ci.review" },
+          steps: [
+            {
+              id: "agent",
+              kind: "start_agent",
+              agent: "fake",
+              new_worktree: true,
+              name: "fix-{{event.n}}",
+              text: "first",
+            },
+            { kind: "wait", for: ["finished"], timeout: "30s" },
+            { kind: "prompt", text: "second" },
+            { kind: "wait", timeout: "30s" },
+            { kind: "notify", title: "{{steps.agent.output}}" },
+          ],
+        }],
+      }),
+    });
+    const feat = await box.client.createWorktree("app", { name: "feat" });
+    await Deno.writeTextFile(join(feat.path, "feat.txt"), "on feat\n");
+    await git(feat.path, "add", "feat.txt");
+    await git(feat.path, "commit", "-q", "-m", "feat");
+    // The flow's own steps pass no gate: these refuse every worktree and session the API is asked for.
+    await box.client.putHooks([
+      { on: "before:worktree.create", run: "echo no >&2; exit 1" },
+      { on: "before:session.create", run: "echo no >&2; exit 1" },
+    ]);
+    const sent = await box.client.emit({
+      type: "ci.review",
+      data: { location: "app", worktree: "feat", n: 7 },
+    });
+    const finished = await waitForEvent(
+      box.client,
+      (e) => e.type === "flow.finished" && e.data?.flow === "spawn",
+      { after: sent.id, timeoutMs: 60_000 },
+    );
+    const [run] = await runsOf(box.client, "spawn");
+    assertEquals(finished.data?.status, "succeeded", JSON.stringify(run));
+    assertEquals(run.worktree, "feat"); // the run itself stays where its event happened
+    const session = run.steps[0].output!;
+    assertEquals(run.steps.map((s) => [s.kind, s.status]), [
+      ["start_agent", "succeeded"],
+      ["wait", "succeeded"],
+      ["prompt", "succeeded"],
+      ["wait", "succeeded"],
+      ["notify", "succeeded"],
+    ]);
+    const started = (await box.client.sessions()).find((s) => s.name === session);
+    assertEquals([started?.location, started?.worktree, started?.agent], ["app", "fix-7", "fake"]);
+    const made = await box.client.worktree("app", "fix-7");
+    assertEquals([made.branch, made.base], ["fix-7", "feat"]);
+    assertEquals(await Deno.readTextFile(join(made.path, "feat.txt")), "on feat\n");
+    const caused = await Array.fromAsync(
+      (async function* () {
+        for await (const event of box.client.events({ after: sent.id, signal: AbortSignal.timeout(5000) })) {
+          if (event.type === "worktree.created" || event.type === "session.created") yield event;
+          if ((event.id ?? 0) >= finished.id!) return;
+        }
+      })(),
+    );
+    assertEquals(caused.map((e) => [e.type, e.origin]), [
+      ["worktree.created", "flow:spawn"],
+      ["session.created", "flow:spawn"],
+    ]);
+    const prompts = await eventually(async () => {
+      const lines = (await Deno.readTextFile(log)).split("\n").filter(Boolean);
+      return lines.length === 2 && lines.map((l) => JSON.parse(l) as { length: number });
+    });
+    assertEquals(prompts.map((p) => p.length), ["first".length, "second".length]);
   } finally {
     await Deno.remove(log);
   }
