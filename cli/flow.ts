@@ -1,14 +1,22 @@
 /**
  * `flow`: the box's flows and their runs (spec 2.5, 4.2). `dockd flow list [LOC]`, `runs [--flow ID]`,
- * `show RUN` and `test LOC[/WT] ID [key=value…]` on this box; `dock flow …` the same with the box first
- * (`list BOX[/LOC]`, `runs BOX`, `show BOX RUN`, `test BOX/LOC[/WT] ID`). Flows are edited in
- * `~/.dock/flows.json` or a repository's `.dock/config.json` (they take effect within a second).
+ * `show RUN`, `test LOC[/WT] ID [key=value…]` and `enable|disable ID [LOC]` on this box; `dock flow …` the
+ * same with the box first (`list BOX[/LOC]`, `runs BOX`, `show BOX RUN`, `test BOX/LOC[/WT] ID`,
+ * `enable|disable BOX[/LOC] ID`). Flows are edited in `~/.dock/flows.json` or a repository's
+ * `.dock/config.json` (they take effect within a second).
+ *
+ * `enable`/`disable` write the box's side only, never a repository's file: a box flow's `enabled` in
+ * `flows.json` (`PUT flows`), or for a repository's or kit's flow a replacement by id in the location's box
+ * layer (`PUT locations/{name}/config`, spec 2.6). Both pass the `before:config.change` gates and announce
+ * `config.changed`. Enabling again drops a replacement that only switched the flow off, so the
+ * repository's own version is back in force rather than a copy frozen on the box.
  *
  * @module
  */
 import type { Command } from "@commander-js/extra-typings";
 import { DockError } from "../client/errors.ts";
-import type { FlowRun } from "../client/wire.ts";
+import type { BoxClient } from "../client/box.ts";
+import type { DockConfig, FlowConfig, FlowInfo, FlowRun } from "../client/wire.ts";
 import { excerpt, keyValues, printJson, table } from "./output.ts";
 import type { Scope } from "./target.ts";
 
@@ -102,6 +110,90 @@ export function flowCommands(program: Command, scope: Scope): void {
         }
       })
     );
+
+  for (const enabled of [true, false]) {
+    const verb = flow.command(enabled ? "enable" : "disable").description(
+      enabled
+        ? "switch a flow on on this box (writes the box's side, never the repository's file)"
+        : "switch a flow off on this box (writes the box's side, never the repository's file)",
+    );
+    if (box) verb.argument("<id>").argument("[location]", "only the flow of this location");
+    else verb.argument("<box[/location]>").argument("<id>");
+    verb.action((...args: unknown[]) =>
+      scope.run(async () => {
+        const [spec, id] = (box ? [args[1], args[0]] : [args[0], args[1]]) as [string | undefined, string];
+        const [target] = await scope.each(spec, "LOCATION");
+        for (const line of await switchFlow(target.client, id, { enabled, location: target.rest[0] })) {
+          console.log(line);
+        }
+      })
+    );
+  }
+}
+
+/**
+ * Switches flow `id` on or off on the box, in every scope it is in force in (or only `repo:<location>`);
+ * answers one line per change. 404 when no flow in force has that id.
+ */
+export async function switchFlow(
+  client: Pick<BoxClient, "flows" | "putFlows" | "config" | "putConfig">,
+  id: string,
+  options: { enabled: boolean; location?: string },
+): Promise<string[]> {
+  const { enabled, location } = options;
+  const state = await client.flows();
+  const inForce = state.flows.filter((f) =>
+    f.id === id && !f.overridden && (location === undefined || f.scope === `repo:${location}`)
+  );
+  if (inForce.length === 0) {
+    throw new DockError(
+      "not_found",
+      `no flow '${id}' in force on the box${location ? ` for location '${location}'` : ""}`,
+      { status: 404 },
+    );
+  }
+  const word = enabled ? "enabled" : "disabled";
+  const lines: string[] = [];
+  const pending = inForce.filter((f) => (f.enabled === true) !== enabled);
+  for (const f of inForce) if (!pending.includes(f)) lines.push(`${id} (${f.scope}) is already ${word}`);
+  if (pending.some((f) => f.source === "box")) {
+    const file = state.flows.filter((f) => f.source === "box").map(flowOf);
+    await client.putFlows(file.map((f) => f.id === id ? { ...f, enabled } : f));
+    lines.push(`${id} (box): ${word} in ${state.path}`);
+  }
+  for (const f of pending.filter((f) => f.source !== "box")) {
+    const name = f.scope.slice("repo:".length);
+    const config = await client.config(name);
+    const local: DockConfig = { ...config.local };
+    const flows = [...(local.flows ?? [])];
+    const lower = config.kit?.flows?.find((g) => g.id === id) ?? config.repo?.flows?.find((g) => g.id === id);
+    const at = flows.findIndex((g) => g.id === id);
+    if (at === -1) flows.push({ ...lower!, enabled });
+    else if (enabled && lower?.enabled === true && sameFlow({ ...flows[at], enabled: true }, lower)) {
+      flows.splice(at, 1);
+    } else flows[at] = { ...flows[at], enabled };
+    if (flows.length) local.flows = flows;
+    else delete local.flows;
+    await client.putConfig(name, Object.keys(local).length ? local : null);
+    lines.push(`${id} (${f.scope}): ${word} in the location's box layer`);
+  }
+  return lines;
+}
+
+/** A listed flow as a file holds it, without what the listing adds. */
+function flowOf(info: FlowInfo): FlowConfig {
+  const { scope: _scope, source: _source, overridden: _overridden, inactive_reason: _reason, ...flow } = info;
+  return flow;
+}
+
+function sameFlow(a: FlowConfig, b: FlowConfig): boolean {
+  const canonical = (value: unknown): unknown =>
+    Array.isArray(value) ? value.map(canonical) : value && typeof value === "object"
+      ? Object.fromEntries(
+        Object.entries(value).sort(([x], [y]) => x < y ? -1 : 1).map(([k, v]) => [k, canonical(v)]),
+      )
+      : value;
+  return JSON.stringify(canonical(a)) === JSON.stringify(canonical(b));
 }
 
 function where(run: FlowRun): string | undefined {

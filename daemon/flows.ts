@@ -165,6 +165,8 @@ export class Flows {
   #fileError: string | undefined;
   #signature = "";
   #configFlows = new Map<string, { candidates: Candidate[]; infos: FlowInfo[]; at: number }>();
+  // A read that began before a config.changed must not cache what it read.
+  #configGeneration = 0;
   // Matching events to flows happens here, off the bus's publishing path.
   #events = new SerialQueue<DockEvent>({
     handle: (event) => this.#dispatch(event),
@@ -260,6 +262,7 @@ export class Flows {
   async #locationFlows(location: string): Promise<{ candidates: Candidate[]; infos: FlowInfo[] }> {
     const cached = this.#configFlows.get(location);
     if (cached && performance.now() - cached.at < CONFIG_TTL_MS) return cached;
+    const generation = this.#configGeneration;
     const config = await this.#o.locations.config(location).catch(() => null);
     const scope = `repo:${location}`;
     const layers: [FlowSource, FlowConfig[]][] = [
@@ -286,7 +289,7 @@ export class Flows {
       moduleRoot: root,
     }));
     const entry = { candidates, infos, at: performance.now() };
-    this.#configFlows.set(location, entry);
+    if (generation === this.#configGeneration) this.#configFlows.set(location, entry);
     return entry;
   }
 
@@ -375,6 +378,11 @@ export class Flows {
   // Starting runs
 
   #onEvent(event: DockEvent): void {
+    if (event.type === "config.changed") {
+      // An edit through the API takes effect for the very next event, not a second later.
+      this.#configFlows.clear();
+      this.#configGeneration++;
+    }
     if (event.type.startsWith("flow.") || event.type.startsWith("before:")) return;
     this.#events.push(event);
   }

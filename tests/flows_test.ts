@@ -506,3 +506,58 @@ Deno.test("flows: start_agent in a new worktree from the run's branch, then prom
     await Deno.remove(log);
   }
 });
+
+Deno.test("flows: dockd flow disable switches a repository's flow off in the box layer; enable brings it back", async () => {
+  await using box = await startBox();
+  const lint: FlowConfig = {
+    id: "lint",
+    name: "Lint",
+    enabled: true,
+    trigger: { event: "ci.lint" },
+    steps: [{ kind: "run", command: "true" }],
+  };
+  const repo = await withApp(box, { ".dock/config.json": JSON.stringify({ flows: [lint] }) });
+  await writeFlows(box, [SENTINEL, { ...lint, id: "mine" }]);
+  const lintRuns = async () => {
+    await box.client.emit({ type: "ci.lint", data: { location: "app" } });
+    await barrier(box.client);
+    return (await runsOf(box.client, "lint")).length;
+  };
+  assertEquals(await lintRuns(), 1);
+
+  const off = await box.cli(["flow", "disable", "lint"]);
+  assertEquals(off.code, 0, off.stderr);
+  assertStringIncludes(off.stdout, "lint (repo:app): disabled in the location's box layer");
+  const changed = await waitForEvent(
+    box.client,
+    (e) => e.type === "config.changed" && e.data?.layer === "local",
+  );
+  assertEquals(changed.data?.location, "app");
+  assertEquals((await box.client.config("app")).local?.flows, [{ ...lint, enabled: false }]);
+  assertEquals(JSON.parse(await Deno.readTextFile(join(repo, ".dock/config.json"))).flows, [lint]);
+  assertEquals(await lintRuns(), 1, "a flow switched off in the box layer never runs");
+  assertEquals(
+    (await box.cli(["flow", "disable", "lint", "app"])).stdout.trim(),
+    "lint (repo:app) is already disabled",
+  );
+
+  const on = await box.cli(["flow", "enable", "lint"]);
+  assertEquals(on.code, 0, on.stderr);
+  // The replacement only switched it off: it goes, and the repository's own flow is in force again.
+  assertEquals((await box.client.config("app")).local, null);
+  assertEquals(await lintRuns(), 2);
+
+  // A box flow is switched in flows.json; the before:config.change gates apply to both.
+  const mine = await box.cli(["flow", "disable", "mine"]);
+  assertEquals(mine.code, 0, mine.stderr);
+  const file = JSON.parse(await Deno.readTextFile(join(box.dirs.dockHome, "flows.json")));
+  assertEquals(file.flows.map((f: FlowConfig) => [f.id, f.enabled]), [["sentinel", true], ["mine", false]]);
+  await box.client.putHooks([{ on: "before:config.change", run: "echo not today >&2; exit 1" }]);
+  const refused = await box.cli(["flow", "disable", "lint"]);
+  assertEquals(refused.code, 1);
+  assertStringIncludes(refused.stderr, "not today");
+  assertEquals(await lintRuns(), 3);
+  const missing = await box.cli(["flow", "enable", "nope"]);
+  assertEquals(missing.code, 1);
+  assertStringIncludes(missing.stderr, "no flow 'nope' in force");
+});
