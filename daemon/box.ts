@@ -35,6 +35,7 @@ import { Hooks } from "./hooks.ts";
 import { Flows } from "./flows.ts";
 import { Schedules } from "./flow_schedule.ts";
 import { systemClock } from "../core/clock.ts";
+import { Forge } from "./forge.ts";
 import { Plugins } from "../plugins/plugins.ts";
 import { pluginKnobs } from "../plugins/knobs.ts";
 
@@ -74,6 +75,7 @@ export class Box {
   readonly hooks: Hooks;
   readonly flows: Flows;
   readonly schedules: Schedules;
+  readonly forge: Forge;
   readonly plugins: Plugins;
   /** The laptop listener once it listens; null while it does not (off, failed, or not yet started). */
   tls: TlsListener | null = null;
@@ -196,6 +198,12 @@ export class Box {
       // minute boundary comes within seconds instead of a real minute's wait.
       clock: systemClock(positiveFromEnv("DOCK_CLOCK_OFFSET_MS") ?? 0),
     });
+    this.forge = new Forge({
+      flows: this.flows,
+      worktrees: this.worktrees,
+      store: this.store,
+      pollMs: positiveFromEnv("DOCK_FORGE_POLL_MS"),
+    });
     // Removing a worktree ends its sessions too (after its services, before archive).
     this.worktrees.removalSteps.push((worktree) => this.sessions.removeAll(worktree));
     this.pauses = new Pauses(this.bus, this.worktrees);
@@ -239,6 +247,7 @@ export class Box {
     this.hooks.start();
     this.flows.start();
     this.schedules.start();
+    this.forge.start();
   }
 
   /**
@@ -303,6 +312,7 @@ export class Box {
     this.guard.stop();
     this.hooks.close();
     this.schedules.close();
+    this.forge.close();
     this.flows.close();
     this.plugins.close();
     clearInterval(this.#spoolTimer);

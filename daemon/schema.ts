@@ -95,4 +95,12 @@ CREATE TABLE IF NOT EXISTS flow_runs (
   steps TEXT NOT NULL DEFAULT '[]'
 );
 CREATE INDEX IF NOT EXISTS flow_runs_flow ON flow_runs(flow, start);
+-- What each forge flow has seen on each worktree's pull request (forge.ts): item '' marks that the first
+-- look happened (it records, never replays), so a restart neither replays nor misses.
+CREATE TABLE IF NOT EXISTS forge_seen (
+  watch TEXT NOT NULL,
+  item TEXT NOT NULL,
+  seen TEXT NOT NULL,
+  PRIMARY KEY (watch, item)
+);
 `;
