@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { dirname } from "node:path";
+import { dirname } from "../core/posix_path.ts";
 import { writeAtomic } from "../core/files.ts";
 import { base64url } from "../core/pairing_link.ts";
 

@@ -7,7 +7,7 @@
  *
  * @module
  */
-import type { Command } from "@commander-js/extra-typings";
+import type { Command } from "./commander.ts";
 import { ensureToken } from "../agent/token.ts";
 import { AgentClient } from "../client/agent.ts";
 import { DockError } from "../client/errors.ts";

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { Command } from "@commander-js/extra-typings";
+import type { Command } from "./commander.ts";
 import { execCommand } from "./exec.ts";
 import { flowCommands } from "./flow.ts";
 import { hooksCommands } from "./hooks.ts";

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { Command } from "@commander-js/extra-typings";
+import { Command } from "./commander.ts";
 import { boxCommands } from "./box_commands.ts";
 import { VERSION } from "../client/version.ts";
 import { eventCommands } from "./events.ts";

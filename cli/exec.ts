@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { Command } from "@commander-js/extra-typings";
+import type { Command } from "./commander.ts";
 import type { Scope } from "./target.ts";
 
 /** Adds `exec`. */

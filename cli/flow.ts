@@ -13,7 +13,7 @@
  *
  * @module
  */
-import type { Command } from "@commander-js/extra-typings";
+import type { Command } from "./commander.ts";
 import { DockError } from "../client/errors.ts";
 import type { BoxClient } from "../client/box.ts";
 import type { DockConfig, FlowConfig, FlowInfo, FlowRun } from "../client/wire.ts";

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import type { Command } from "@commander-js/extra-typings";
+import type { Command } from "./commander.ts";
 import type { HooksState } from "../client/wire.ts";
 import { printJson, table } from "./output.ts";
 import type { Scope } from "./target.ts";

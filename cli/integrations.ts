@@ -6,9 +6,8 @@
  *
  * @module
  */
-import type { Command } from "@commander-js/extra-typings";
-import { fileURLToPath } from "node:url";
-import { isAbsolute, join } from "node:path";
+import type { Command } from "./commander.ts";
+import { fromFileUrl, isAbsolute, join } from "../core/posix_path.ts";
 import { DockError } from "../client/errors.ts";
 import type { FileChange, IntegrationResult } from "../daemon/integrations.ts";
 import { INTEGRATION_TOOLS, type IntegrationTool } from "../client/wire.ts";
@@ -64,7 +63,7 @@ export function integrationCommands(program: Command, options: IntegrationComman
 export function defaultHookCommand(program: "dock" | "dockd"): string {
   const installed = findOnPath(program, Deno.env.get("PATH") ?? "");
   if (installed) return `${shellQuote(installed)} hook`;
-  const script = fileURLToPath(new URL("./dock.ts", import.meta.url));
+  const script = fromFileUrl(new URL("./dock.ts", import.meta.url));
   return `${shellQuote(Deno.execPath())} run -A --cached-only ${shellQuote(script)} hook`;
 }
 

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { Command } from "@commander-js/extra-typings";
+import type { Command } from "./commander.ts";
 import { DockError } from "../client/errors.ts";
 import type { Location } from "../client/wire.ts";
 import { printJson, table } from "./output.ts";

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import type { Command } from "@commander-js/extra-typings";
+import type { Command } from "./commander.ts";
 import { agentClient } from "./agent.ts";
 import { localBox } from "./client.ts";
 import { guarded, printJson, table } from "./output.ts";

@@ -6,8 +6,8 @@
  *
  * @module
  */
-import type { Command } from "@commander-js/extra-typings";
-import { join } from "node:path";
+import type { Command } from "./commander.ts";
+import { join } from "../core/posix_path.ts";
 import { DockError } from "../client/errors.ts";
 import type { PluginInfo, PluginPermissions } from "../client/wire.ts";
 import { describePermissions } from "../client/plugin.ts";

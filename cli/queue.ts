@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { Command } from "@commander-js/extra-typings";
+import type { Command } from "./commander.ts";
 import type { QueueItem } from "../client/wire.ts";
 import { agentClient } from "./agent.ts";
 import { excerpt, guarded, printJson, table } from "./output.ts";

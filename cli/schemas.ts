@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { Command } from "@commander-js/extra-typings";
+import type { Command } from "./commander.ts";
 import { load } from "./lazy.ts";
 import { guarded } from "./output.ts";
 

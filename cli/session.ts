@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { type Command, InvalidArgumentError } from "@commander-js/extra-typings";
+import { type Command, InvalidArgumentError } from "./commander.ts";
 import type { BoxClient } from "../client/box.ts";
 import { DockError } from "../client/errors.ts";
 import type { WaitResult } from "../client/wire.ts";

@@ -10,8 +10,8 @@
  *
  * @module
  */
-import { Command, Option } from "@commander-js/extra-typings";
-import { resolve } from "node:path";
+import { Command, Option } from "./commander.ts";
+import { resolve } from "../core/posix_path.ts";
 import type { BoxClient } from "../client/box.ts";
 import { DockError } from "../client/errors.ts";
 import type { SkillCopy, SkillsResult } from "../client/wire.ts";

@@ -46,9 +46,13 @@ const SERVER_ONLY = [
 ];
 
 for (const main of ["dock_main.ts", "dockd_main.ts"]) {
-  Deno.test(`start-up: cli/${main} loads no server, hono, zod, node:sqlite or node-pty`, async () => {
+  Deno.test(`start-up: cli/${main} loads no server, no node: built-in and no npm package`, async () => {
     const modules = await loaded(`./${main}`);
     assertEquals(modules.filter((module) => SERVER_ONLY.some((pattern) => pattern.test(module))), []);
+    // The first `node:` import loads Deno's Node compatibility layer (~45 ms; see core/posix_path.ts), and
+    // an npm package is read through it: commander is the vendored copy (cli/vendor/commander.ts).
+    assertEquals(modules.filter((module) => /^(node|npm):/.test(module)), []);
+    assertEquals(modules.includes("cli/vendor/commander/lib/command.js"), true);
     // Guards against a reader that finds nothing: the typed client is what the commands use.
     assertEquals(modules.includes("client/box.ts") && modules.includes("cli/target.ts"), true);
   });

@@ -3,7 +3,7 @@
  *
  * @module
  */
-import type { Command } from "@commander-js/extra-typings";
+import type { Command } from "./commander.ts";
 import { localBox } from "./client.ts";
 import { guarded, keyValues, printJson, table } from "./output.ts";
 

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import type { Command, OptionValues } from "@commander-js/extra-typings";
+import type { Command, OptionValues } from "./commander.ts";
 import type { AgentClient } from "../client/agent.ts";
 import type { BoxClient } from "../client/box.ts";
 import { DockError } from "../client/errors.ts";

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { Command } from "@commander-js/extra-typings";
+import type { Command } from "./commander.ts";
 import type { BoxClient } from "../client/box.ts";
 import { printJson, table } from "./output.ts";
 import { gather, named, type Scope } from "./target.ts";

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { join } from "node:path";
+import { join } from "./posix_path.ts";
 
 /** The resolved directories and files of a box daemon. */
 export interface BoxPaths {
