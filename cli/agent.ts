@@ -32,7 +32,12 @@ export function agentPort(): number {
 export async function agentClient(): Promise<AgentClient> {
   const paths = clientPaths();
   const token = await ensureToken(paths.token);
-  const client = new AgentClient({ url: `http://127.0.0.1:${agentPort()}`, token, origin: "cli" });
+  const client = new AgentClient({
+    url: `http://127.0.0.1:${agentPort()}`,
+    token,
+    origin: "cli",
+    oneShotReads: true,
+  });
   if (await answers(client)) return client;
   // Not running: start it detached, logging to <state>/client/agent.log, and wait for it.
   const entry = new URL("./dock.ts", import.meta.url).pathname;

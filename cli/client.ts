@@ -12,5 +12,5 @@ import { boxPaths } from "../core/paths.ts";
  */
 export function localBox(): BoxClient {
   const origin = Deno.env.get("DOCK_ORIGIN")?.startsWith("flow:") ? Deno.env.get("DOCK_ORIGIN")! : "cli";
-  return new BoxClient({ socket: boxPaths().socket, origin });
+  return new BoxClient({ socket: boxPaths().socket, origin, oneShotReads: true });
 }

@@ -65,17 +65,26 @@ export class AgentClient {
   readonly transport: Transport;
   #token: string;
   #origin?: string;
+  #oneShotReads?: boolean;
 
-  constructor(options: { url: string; token: string; origin?: string }) {
+  /** `oneShotReads`: see `Endpoint` in `http.ts` (for a CLI command). */
+  constructor(options: { url: string; token: string; origin?: string; oneShotReads?: boolean }) {
     this.url = options.url.replace(/\/+$/, "");
     this.#token = options.token;
     this.#origin = options.origin;
-    this.transport = new Transport({ url: this.url, token: options.token, origin: options.origin });
+    this.#oneShotReads = options.oneShotReads;
+    this.transport = new Transport({ ...options, url: this.url });
   }
 
   /** A client of one box, through the agent's relay. */
   box(name: string): BoxClient {
-    return new BoxClient({ url: this.url, token: this.#token, origin: this.#origin, box: name });
+    return new BoxClient({
+      url: this.url,
+      token: this.#token,
+      origin: this.#origin,
+      box: name,
+      oneShotReads: this.#oneShotReads,
+    });
   }
 
   /** `GET /v1/status`. */

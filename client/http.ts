@@ -5,11 +5,21 @@
  * @module
  */
 import { causeChain, DockError, type ErrorBody, TransportError } from "./errors.ts";
+import { getOnce, type PlainTarget } from "./http1.ts";
+
+/**
+ * How a client reads. `oneShotReads`: a short-lived process (a CLI command) sends its JSON reads
+ * (`json()` GETs) over a connection of their own without `fetch`, whose first use costs more than the
+ * whole rest of a command (see `http1.ts`); only over the socket or plain http.
+ */
+interface Reads {
+  oneShotReads?: boolean;
+}
 
 /** Where a client connects. */
 export type Endpoint =
-  | { socket: string; origin?: string }
-  | { url: string; token?: string; caCerts?: string[]; origin?: string; box?: string };
+  | { socket: string; origin?: string } & Reads
+  | { url: string; token?: string; caCerts?: string[]; origin?: string; box?: string } & Reads;
 
 /** Options of a single request. */
 export interface RequestOptions {
@@ -29,9 +39,12 @@ export class Transport {
   #token?: string;
   #origin?: string;
   #box?: string;
+  /** Where `json()` GETs go without `fetch` (`oneShotReads`). */
+  #plain?: PlainTarget;
 
   constructor(endpoint: Endpoint) {
     this.#origin = endpoint.origin;
+    if (endpoint.oneShotReads) this.#plain = plainTarget(endpoint);
     if ("socket" in endpoint) {
       // The host names nothing (the transport is the socket), but it must resolve instantly: a made-up
       // name costs a DNS lookup per new connection (seen: 5 s stalls, 1 request in 40).
@@ -53,18 +66,8 @@ export class Transport {
 
   /** Sends a request and returns the raw response; throws a DockError for an error answer. */
   async fetch(path: string, options: RequestOptions = {}): Promise<Response> {
-    // Through the laptop agent, a box's `/v1/x` is the agent's `/v1/boxes/<box>/api/x`.
-    const routed = this.#box && path.startsWith("/v1/")
-      ? `/v1/boxes/${encodeURIComponent(this.#box)}/api/${path.slice(4)}`
-      : path;
-    const url = new URL(this.#base + routed);
-    for (const [key, value] of Object.entries(options.query ?? {})) {
-      if (value !== undefined) url.searchParams.set(key, String(value));
-    }
-    const headers: Record<string, string> = { ...options.headers };
-    if (this.#token) headers.authorization = `Bearer ${this.#token}`;
-    // The tool a request comes from becomes the origin of the events it causes (spec 2.1).
-    if (this.#origin) headers["x-dock-origin"] = this.#origin;
+    const url = this.#url(path, options.query);
+    const headers = this.#headers(options.headers);
     let body: BodyInit | undefined;
     if (options.body !== undefined) {
       headers["content-type"] = "application/json";
@@ -82,15 +85,46 @@ export class Transport {
         cause,
       });
     }
-    if (!response.ok) throw await errorFrom(response);
+    if (!response.ok) throw errorFrom(response.status, await response.text());
     return response;
   }
 
   /** Sends a request and parses its JSON answer. */
   async json<T>(path: string, options: RequestOptions = {}): Promise<T> {
+    if (this.#plain && options.body === undefined && (options.method ?? "GET") === "GET") {
+      const url = this.#url(path, options.query);
+      const answer = await getOnce(this.#plain, url.pathname + url.search, {
+        host: url.host,
+        headers: this.#headers(options.headers),
+        signal: options.signal,
+      });
+      const text = new TextDecoder().decode(answer.body);
+      if (answer.status < 200 || answer.status > 299) throw errorFrom(answer.status, text);
+      return (text ? JSON.parse(text) : undefined) as T;
+    }
     const response = await this.fetch(path, options);
     const text = await response.text();
     return (text ? JSON.parse(text) : undefined) as T;
+  }
+
+  #url(path: string, query: RequestOptions["query"]): URL {
+    // Through the laptop agent, a box's `/v1/x` is the agent's `/v1/boxes/<box>/api/x`.
+    const routed = this.#box && path.startsWith("/v1/")
+      ? `/v1/boxes/${encodeURIComponent(this.#box)}/api/${path.slice(4)}`
+      : path;
+    const url = new URL(this.#base + routed);
+    for (const [key, value] of Object.entries(query ?? {})) {
+      if (value !== undefined) url.searchParams.set(key, String(value));
+    }
+    return url;
+  }
+
+  #headers(extra: Record<string, string> | undefined): Record<string, string> {
+    const headers: Record<string, string> = { ...extra };
+    if (this.#token) headers.authorization = `Bearer ${this.#token}`;
+    // The tool a request comes from becomes the origin of the events it causes (spec 2.1).
+    if (this.#origin) headers["x-dock-origin"] = this.#origin;
+    return headers;
   }
 
   /**
@@ -146,20 +180,25 @@ export function failedBeforeSending(cause: unknown): boolean {
   return CONNECT_PHASE.test(causeChain(cause));
 }
 
-async function errorFrom(response: Response): Promise<DockError> {
-  const text = await response.text();
+/** Where `json()` GETs of `endpoint` go without `fetch`: its socket, or the host of a plain-http URL. */
+function plainTarget(endpoint: Endpoint): PlainTarget | undefined {
+  if ("socket" in endpoint) return { socket: endpoint.socket };
+  const url = new URL(endpoint.url);
+  if (url.protocol !== "http:" || endpoint.caCerts) return undefined;
+  return { hostname: url.hostname.replace(/^\[|\]$/g, ""), port: Number(url.port || 80) };
+}
+
+function errorFrom(status: number, text: string): DockError {
   try {
     const body = JSON.parse(text) as ErrorBody;
     if (body?.error?.code) {
       const { code, message, ...detail } = body.error;
-      return new DockError(code, message, { status: response.status as 400, detail });
+      return new DockError(code, message, { status: status as 400, detail });
     }
   } catch {
     // not JSON: fall through to a generic error carrying the text
   }
-  return new DockError("http_error", `HTTP ${response.status}: ${text.slice(0, 200)}`, {
-    status: response.status as 400,
-  });
+  return new DockError("http_error", `HTTP ${status}: ${text.slice(0, 200)}`, { status: status as 400 });
 }
 
 /** Reads a body of NDJSON lines as parsed values. */
