@@ -8,6 +8,7 @@ import type { Command } from "./commander.ts";
 import { execCommand } from "./exec.ts";
 import { flowCommands } from "./flow.ts";
 import { hooksCommands } from "./hooks.ts";
+import { phoneCommands } from "./phone.ts";
 import { pluginCommands } from "./plugin.ts";
 import { locationCommands } from "./location.ts";
 import { serviceCommands } from "./service.ts";
@@ -16,7 +17,7 @@ import { skillsCommands } from "./skills.ts";
 import type { Scope } from "./target.ts";
 import { worktreeCommands } from "./worktree.ts";
 
-/** Adds locations, worktrees, services, sessions and tasks, exec, skills, hooks, flows and plugins. */
+/** Adds locations, worktrees, services, sessions and tasks, exec, skills, hooks, flows, plugins and the phone companion. */
 export function boxCommands(program: Command, scope: Scope): void {
   locationCommands(program, scope);
   worktreeCommands(program, scope);
@@ -27,4 +28,5 @@ export function boxCommands(program: Command, scope: Scope): void {
   hooksCommands(program, scope);
   flowCommands(program, scope);
   pluginCommands(program, scope);
+  phoneCommands(program, scope);
 }

@@ -11,9 +11,10 @@
 import { BoxClient } from "../client/box.ts";
 import { DockError } from "../client/errors.ts";
 import { Box } from "../daemon/box.ts";
-import { serveSocket, serveTls } from "../daemon/api/server.ts";
+import { servePhone, serveSocket, serveTls } from "../daemon/api/server.ts";
+import { phonePages } from "../daemon/phone_pages.ts";
 import { localAddresses } from "../daemon/tls.ts";
-import { type GuardedServer, listenLimitsFromEnv } from "../core/listen.ts";
+import { type GuardedServer, listenLimitsFromEnv, parseListenAddress } from "../core/listen.ts";
 import { boxPaths } from "../core/paths.ts";
 
 /** Runs the box daemon on this machine until SIGINT or SIGTERM. */
@@ -33,8 +34,23 @@ export async function startBox(): Promise<{ finished: Promise<void> }> {
   const box = new Box(paths);
   await box.start({ watchMs: Number(Deno.env.get("DOCK_WATCH_MS") ?? 1000) });
   const stopping = new AbortController();
+  const extra = (Deno.env.get("DOCK_TLS_HOSTS") ?? "").split(",").map((h) => h.trim()).filter(Boolean);
+  const addresses = [...localAddresses(), ...extra];
   // The laptop listener comes up before the socket: once the socket answers, `dockd pair` finds it.
-  const tls = await listenForLaptops(box, stopping.signal);
+  const tls = await listenForLaptops(box, addresses, stopping.signal);
+  // The phone companion, when it was left on; `PUT phone` starts and stops it later.
+  const limits = listenLimitsFromEnv();
+  let pages: ReturnType<typeof phonePages> | undefined;
+  box.phone.attach((where, signal) =>
+    servePhone(box, {
+      ...where,
+      signal: AbortSignal.any([signal, stopping.signal]),
+      addresses,
+      limits,
+      pages: (request) => (pages ??= phonePages({ box: box.settings.name }))(request),
+    })
+  );
+  await box.phone.start();
   const server = await serveSocket(box, { signal: stopping.signal, limits: listenLimitsFromEnv() });
   await box.replaySpool();
   console.error(`dockd: box '${box.settings.name}' serving on ${paths.socket}`);
@@ -52,37 +68,28 @@ export async function startBox(): Promise<{ finished: Promise<void> }> {
 export function listenAddress(
   value = Deno.env.get("DOCK_LISTEN") ?? "",
 ): { hostname: string; port: number } | null {
-  const text = value.trim() || "0.0.0.0:1379";
-  if (text === "off") return null;
-  const match = /^(?:\[([0-9A-Fa-f:.]+)\]|([^:\s]+)):(\d{1,5})$/.exec(text) ?? /^()()(\d{1,5})$/.exec(text);
-  const port = Number(match?.[3]);
-  if (!match || port > 65535) {
-    throw new DockError(
-      "usage",
-      `DOCK_LISTEN must be HOST:PORT (such as 0.0.0.0:1379 or [::]:1379) or off, got ${
-        JSON.stringify(value)
-      }`,
-    );
-  }
-  return { hostname: match[1] || match[2] || "0.0.0.0", port };
+  return parseListenAddress(value, { what: "DOCK_LISTEN", fallback: "0.0.0.0:1379" });
 }
 
 /**
  * Starts the TLS listener for laptops. A failure (port taken, no openssl) leaves the box serving its
  * socket: its own user and local tools keep working, and `dockd pair` reports why laptops cannot.
  */
-async function listenForLaptops(box: Box, signal: AbortSignal): Promise<GuardedServer | null> {
+async function listenForLaptops(
+  box: Box,
+  addresses: string[],
+  signal: AbortSignal,
+): Promise<GuardedServer | null> {
   const where = listenAddress();
   if (!where) {
     box.tlsDown = "DOCK_LISTEN=off";
     return null;
   }
-  const extra = (Deno.env.get("DOCK_TLS_HOSTS") ?? "").split(",").map((h) => h.trim()).filter(Boolean);
   try {
     const server = await serveTls(box, {
       ...where,
       signal,
-      addresses: [...localAddresses(), ...extra],
+      addresses,
       limits: listenLimitsFromEnv(),
     });
     console.error(`dockd: listening for laptops on ${where.hostname}:${box.tls?.port} (TLS)`);

@@ -38,6 +38,10 @@ import type {
   PairCodeRequest,
   PairRedeem,
   PairRedeemed,
+  PhoneDevice,
+  PhonePairCode,
+  PhoneSettings,
+  PhoneState,
   PluginInfo,
   PluginPermissions,
   Port,
@@ -463,6 +467,26 @@ export class BoxClient {
   /** `DELETE laptops/{id}` (the box's own socket only): unpairs a laptop and closes what it has open. */
   revokeLaptop(id: string): Promise<Laptop> {
     return this.transport.json(`/v1/laptops/${enc(id)}`, { method: "DELETE" });
+  }
+
+  /** `GET phone`: whether the phone companion is on, where it listens, and the paired phones. */
+  phone(): Promise<PhoneState> {
+    return this.transport.json("/v1/phone");
+  }
+
+  /** `PUT phone`: switches the phone companion on (listening at `listen`) or off. */
+  setPhone(body: PhoneSettings): Promise<PhoneState> {
+    return this.transport.json("/v1/phone", { method: "PUT", body });
+  }
+
+  /** `POST phone/code`: a one-time link that pairs a phone, for ten minutes. */
+  phonePairCode(body: PairCodeRequest = {}): Promise<PhonePairCode> {
+    return this.transport.json("/v1/phone/code", { body });
+  }
+
+  /** `DELETE phone/devices/{id}`: unpairs a phone and closes what it has open. */
+  revokePhone(id: string): Promise<PhoneDevice> {
+    return this.transport.json(`/v1/phone/devices/${enc(id)}`, { method: "DELETE" });
   }
 
   /** `POST pair` (the box's TLS listener, no credential): trades a one-time code for this laptop's credential. */

@@ -35,6 +35,8 @@ import type {
   PairCodeRequest,
   PairRedeem,
   PairRequest,
+  PhoneRedeem,
+  PhoneSettings,
   PluginEnableRequest,
   ProxyRoute,
   QueueCreate,
@@ -316,6 +318,18 @@ export const PAIR_REDEEM = z.strictObject({
   code: z.string().max(200),
   name: z.string().max(200),
 }) satisfies z.ZodType<PairRedeem>;
+
+/** Body of `PUT phone`. */
+export const PHONE_SETTINGS = z.strictObject({
+  enabled: z.boolean(),
+  listen: z.string().min(1).max(300).optional(),
+}) satisfies z.ZodType<PhoneSettings>;
+
+/** Body of `POST phone/pair` on the phone listener (unauthenticated: every field is bounded). */
+export const PHONE_REDEEM = z.strictObject({
+  code: z.string().max(200),
+  name: z.string().max(200).optional(),
+}) satisfies z.ZodType<PhoneRedeem>;
 
 /** Body of `POST /v1/boxes/pair` on the laptop. */
 export const PAIR_REQUEST = z.strictObject({

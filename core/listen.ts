@@ -14,6 +14,7 @@
  *
  * @module
  */
+import { DockError } from "../client/errors.ts";
 import { positiveFromEnv } from "./knobs.ts";
 
 /**
@@ -44,6 +45,30 @@ export function listenLimitsFromEnv(env: { get(key: string): string | undefined 
     headerMs: positiveFromEnv("DOCK_LISTEN_HEADER_MS", env),
     idleMs: positiveFromEnv("DOCK_LISTEN_IDLE_MS", env),
   };
+}
+
+/**
+ * Reads `HOST:PORT` (`[::]:1379` for IPv6; a bare `PORT` binds every IPv4 address), or null for `off`.
+ * `what` names the setting in the error (`DOCK_LISTEN`, `listen`); blank text means `fallback`.
+ */
+export function parseListenAddress(
+  value: string,
+  options: { what: string; fallback: string; field?: string },
+): { hostname: string; port: number } | null {
+  const text = value.trim() || options.fallback;
+  if (text === "off") return null;
+  const match = /^(?:\[([0-9A-Fa-f:.]+)\]|([^:\s]+)):(\d{1,5})$/.exec(text) ?? /^()()(\d{1,5})$/.exec(text);
+  const port = Number(match?.[3]);
+  if (!match || port > 65535) {
+    throw new DockError(
+      options.field ? "invalid_request" : "usage",
+      `${options.what} must be HOST:PORT (such as 0.0.0.0:${options.fallback.split(":").at(-1)} or [::]:${
+        options.fallback.split(":").at(-1)
+      }) or off, got ${JSON.stringify(value)}`,
+      options.field ? { status: 400, detail: { field: options.field } } : {},
+    );
+  }
+  return { hostname: match[1] || match[2] || "0.0.0.0", port };
 }
 
 /** Limits of a {@linkcode serveGuarded} listener. */

@@ -17,6 +17,7 @@ import { positiveFromEnv } from "../core/knobs.ts";
 import { Store } from "../core/store.ts";
 import { BOX_SCHEMA } from "./schema.ts";
 import { PairingStore } from "./pairing.ts";
+import { PhoneCompanion } from "./phone.ts";
 import { Worktrees } from "./worktrees.ts";
 import { Services } from "./services.ts";
 import { detectCgroups } from "./cgroups.ts";
@@ -72,6 +73,8 @@ export class Box {
   readonly sessions: Sessions;
   readonly tasks: Tasks;
   readonly pairing: PairingStore;
+  /** The phone companion: its setting, paired phones and listener. */
+  readonly phone: PhoneCompanion;
   readonly hooks: Hooks;
   readonly flows: Flows;
   readonly schedules: Schedules;
@@ -92,6 +95,7 @@ export class Box {
     this.store = new Store(paths.db, { schema: BOX_SCHEMA });
     this.bus = new EventBus(this.store, journalBoundsFromEnv());
     this.pairing = new PairingStore(this.store);
+    this.phone = new PhoneCompanion({ store: this.store, bus: this.bus });
     // Candidates are checked with a bind probe instead of reading /proc/net/tcp*: the kernel walks its
     // whole TCP table for that read (≈4 ms each, measured), the probe costs microseconds per port.
     this.ports = new PortAllocator(this.store, {
@@ -307,6 +311,7 @@ export class Box {
 
   /** Stops watchers and children and closes the store. */
   async close(): Promise<void> {
+    await this.phone.close();
     this.worktrees.stop();
     this.services.close();
     this.guard.stop();

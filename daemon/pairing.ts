@@ -27,7 +27,22 @@ import type { Laptop } from "../client/wire.ts";
 export interface PairingStoreOptions {
   /** Clock, for tests. @default {() => new Date()} */
   now?: () => Date;
+  /**
+   * What pairs: laptops (`dockd pair`) or phones (`dockd phone pair`). Each kind has its own codes and
+   * credentials, so a phone's code never pairs a laptop and a phone's credential never opens the
+   * laptop listener. @default {"laptop"}
+   */
+  kind?: PairingKind;
 }
+
+/** What a {@linkcode PairingStore} pairs. */
+export type PairingKind = "laptop" | "phone";
+
+/** Each kind's tables, and the command that makes a new link (named in a refusal). */
+const KINDS = {
+  laptop: { codes: "pairing_codes", devices: "laptops", command: "dockd pair" },
+  phone: { codes: "phone_codes", devices: "phones", command: "dockd phone pair" },
+} as const;
 
 /** How long a one-time code stays valid. */
 export const CODE_TTL_MS = 10 * 60 * 1000;
@@ -42,13 +57,14 @@ const CODE_BYTES = 20; // 160 bits: 32 base32 characters, no padding
 const CREDENTIAL_BYTES = 32; // 256 bits
 const LAST_SEEN_EVERY_MS = 60_000;
 
-const SCHEMA = `
-CREATE TABLE IF NOT EXISTS pairing_codes (
+function schema(tables: { codes: string; devices: string }): string {
+  return `
+CREATE TABLE IF NOT EXISTS ${tables.codes} (
   hash TEXT PRIMARY KEY,
   expires INTEGER NOT NULL,
   used INTEGER
 );
-CREATE TABLE IF NOT EXISTS laptops (
+CREATE TABLE IF NOT EXISTS ${tables.devices} (
   id TEXT PRIMARY KEY,
   name TEXT NOT NULL,
   secret_hash TEXT NOT NULL,
@@ -56,6 +72,7 @@ CREATE TABLE IF NOT EXISTS laptops (
   last_seen TEXT NOT NULL
 );
 `;
+}
 
 interface LaptopRow {
   id: string;
@@ -65,17 +82,19 @@ interface LaptopRow {
   last_seen: string;
 }
 
-/** One-time codes, paired laptops and their credentials, kept in the box database. */
+/** One-time codes, paired laptops (or phones) and their credentials, kept in the box database. */
 export class PairingStore {
   #store: Store;
   #now: () => Date;
+  #kind: (typeof KINDS)[PairingKind];
   #failures = new Map<string, { times: number[]; lockedUntil: number }>();
   #revokeListeners = new Set<(laptop: Laptop) => void>();
 
   constructor(store: Store, options: PairingStoreOptions = {}) {
     this.#store = store;
     this.#now = options.now ?? (() => new Date());
-    store.db.exec(SCHEMA);
+    this.#kind = KINDS[options.kind ?? "laptop"];
+    store.db.exec(schema(this.#kind));
   }
 
   /** Makes a one-time code valid for ten minutes; only its hash is stored. */
@@ -85,8 +104,12 @@ export class PairingStore {
     const expires = now + CODE_TTL_MS;
     this.#store.transaction(() => {
       // Spent and expired codes are refused the same way as unknown ones, so they need not be kept.
-      this.#store.run("DELETE FROM pairing_codes WHERE expires <= ? OR used IS NOT NULL", now);
-      this.#store.run("INSERT INTO pairing_codes (hash, expires) VALUES (?, ?)", sha256Hex(code), expires);
+      this.#store.run(`DELETE FROM ${this.#kind.codes} WHERE expires <= ? OR used IS NOT NULL`, now);
+      this.#store.run(
+        `INSERT INTO ${this.#kind.codes} (hash, expires) VALUES (?, ?)`,
+        sha256Hex(code),
+        expires,
+      );
     });
     return { code, expires: new Date(expires) };
   }
@@ -103,7 +126,7 @@ export class PairingStore {
     const paired = this.#store.transaction(() => {
       // One statement both checks and spends the code, so two redeems of it cannot both win.
       const spent = this.#store.run(
-        "UPDATE pairing_codes SET used = ? WHERE hash = ? AND used IS NULL AND expires > ?",
+        `UPDATE ${this.#kind.codes} SET used = ? WHERE hash = ? AND used IS NULL AND expires > ?`,
         now,
         hash,
         now,
@@ -113,7 +136,7 @@ export class PairingStore {
       const credential = `${id}.${base64url(crypto.getRandomValues(new Uint8Array(CREDENTIAL_BYTES)))}`;
       const created = new Date(now).toISOString();
       this.#store.run(
-        "INSERT INTO laptops (id, name, secret_hash, created, last_seen) VALUES (?, ?, ?, ?, ?)",
+        `INSERT INTO ${this.#kind.devices} (id, name, secret_hash, created, last_seen) VALUES (?, ?, ?, ?, ?)`,
         id,
         name,
         sha256Hex(credential),
@@ -126,7 +149,7 @@ export class PairingStore {
       this.#recordFailure(options.address, now);
       throw new DockError(
         "pairing_refused",
-        "Cannot pair: the code is not valid (it may be mistyped, already used or expired); run `dockd pair` for a new link",
+        `Cannot pair: the code is not valid (it may be mistyped, already used or expired); run \`${this.#kind.command}\` for a new link`,
         { status: 403 },
       );
     }
@@ -140,7 +163,7 @@ export class PairingStore {
     // constant time, so response timing says nothing about how much of a guess was right.
     const match = /^([0-9a-f]{12})\.[A-Za-z0-9_-]{43}$/.exec(credential);
     if (!match) return null;
-    const row = this.#store.get<LaptopRow>("SELECT * FROM laptops WHERE id = ?", match[1]);
+    const row = this.#store.get<LaptopRow>(`SELECT * FROM ${this.#kind.devices} WHERE id = ?`, match[1]);
     if (!row) return null;
     const stored = hexBytes(row.secret_hash);
     const offered = createHash("sha256").update(credential).digest();
@@ -149,21 +172,23 @@ export class PairingStore {
     // A write per request would cost the relay its latency budget; a minute's precision is plenty.
     if (now.getTime() - Date.parse(row.last_seen) >= LAST_SEEN_EVERY_MS) {
       row.last_seen = now.toISOString();
-      this.#store.run("UPDATE laptops SET last_seen = ? WHERE id = ?", row.last_seen, row.id);
+      this.#store.run(`UPDATE ${this.#kind.devices} SET last_seen = ? WHERE id = ?`, row.last_seen, row.id);
     }
     return toLaptop(row);
   }
 
-  /** Every paired laptop, oldest first. */
-  laptops(): Laptop[] {
-    return this.#store.all<LaptopRow>("SELECT * FROM laptops ORDER BY created, id").map(toLaptop);
+  /** Every paired laptop (or phone), oldest first. */
+  list(): Laptop[] {
+    return this.#store.all<LaptopRow>(`SELECT * FROM ${this.#kind.devices} ORDER BY created, id`).map(
+      toLaptop,
+    );
   }
 
   /** Removes a laptop and its credential; true when it existed. Listeners hear about it after. */
   revoke(id: string): boolean {
-    const row = this.#store.get<LaptopRow>("SELECT * FROM laptops WHERE id = ?", id);
+    const row = this.#store.get<LaptopRow>(`SELECT * FROM ${this.#kind.devices} WHERE id = ?`, id);
     if (!row) return false;
-    this.#store.run("DELETE FROM laptops WHERE id = ?", id);
+    this.#store.run(`DELETE FROM ${this.#kind.devices} WHERE id = ?`, id);
     const laptop = toLaptop(row);
     const errors: unknown[] = [];
     for (const listener of [...this.#revokeListeners]) {
@@ -187,7 +212,7 @@ export class PairingStore {
   #newId(): string {
     for (;;) {
       const id = hex(crypto.getRandomValues(new Uint8Array(6)));
-      if (!this.#store.get("SELECT 1 FROM laptops WHERE id = ?", id)) return id;
+      if (!this.#store.get(`SELECT 1 FROM ${this.#kind.devices} WHERE id = ?`, id)) return id;
     }
   }
 

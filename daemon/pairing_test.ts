@@ -53,7 +53,7 @@ Deno.test("pairing: a code is redeemed once for a laptop and a credential", () =
 
     const { id, credential } = pairing.redeem(code.toUpperCase(), LAPTOP); // case does not matter
     assertMatch(credential, new RegExp(`^${id}\\.[A-Za-z0-9_-]{43}$`));
-    assertEquals(pairing.laptops(), [{
+    assertEquals(pairing.list(), [{
       id,
       name: "work laptop",
       created: "2026-03-01T12:00:00.000Z",
@@ -77,7 +77,7 @@ Deno.test("pairing: used, expired and unknown codes are refused alike", () =>
     assertStringIncludes(used, "dockd pair");
 
     pairing.redeem(almost, LAPTOP);
-    assertEquals(pairing.laptops().length, 2);
+    assertEquals(pairing.list().length, 2);
   }));
 
 Deno.test("pairing: the database holds only hashes of codes and credentials", () =>
@@ -109,7 +109,7 @@ Deno.test("pairing: concurrent redeems of one code cannot both win", async () =>
     const { code } = a.createCode();
     a.redeem(code, LAPTOP);
     refused(() => b.redeem(code, LAPTOP), "pairing_refused", 403);
-    assertEquals(b.laptops().length, 1);
+    assertEquals(b.list().length, 1);
   } finally {
     first.close();
     second.close();
@@ -125,7 +125,7 @@ Deno.test("pairing: a laptop needs a usable name", () =>
     refused(() => pairing.redeem(code, { ...LAPTOP, name: "a\nb" }), "invalid_request", 400);
     // A bad name is the caller's mistake, not a guess: the code is still good.
     assertEquals(pairing.redeem(code, { ...LAPTOP, name: "  mac  " }).id.length, 12);
-    assertEquals(pairing.laptops()[0].name, "mac");
+    assertEquals(pairing.list()[0].name, "mac");
   }));
 
 Deno.test("pairing: five failures lock an address out for ten minutes, even with a valid code", () =>
@@ -148,7 +148,7 @@ Deno.test("pairing: five failures lock an address out for ten minutes, even with
     refused(() => pairing.redeem(pairing.createCode().code, LAPTOP), "rate_limited", 429);
     time.advance(1);
     pairing.redeem(pairing.createCode().code, LAPTOP);
-    assertEquals(pairing.laptops().length, 2);
+    assertEquals(pairing.list().length, 2);
   }));
 
 Deno.test("pairing: failures spread over more than ten minutes do not lock out; success resets", () =>
@@ -176,7 +176,7 @@ Deno.test("pairing: authenticate finds the laptop and refreshes last_seen at mos
     assertEquals(pairing.authenticate(credential)?.last_seen, "2026-03-01T12:00:00.000Z");
     time.advance(30_000);
     assertEquals(pairing.authenticate(credential)?.last_seen, "2026-03-01T12:01:00.000Z");
-    assertEquals(pairing.laptops().find((laptop) => laptop.id === id)?.last_seen, "2026-03-01T12:01:00.000Z");
+    assertEquals(pairing.list().find((laptop) => laptop.id === id)?.last_seen, "2026-03-01T12:01:00.000Z");
 
     const secret = credential.split(".")[1];
     const flipped = secret[0] === "A" ? `B${secret.slice(1)}` : `A${secret.slice(1)}`;
@@ -208,7 +208,7 @@ Deno.test("pairing: revoke removes a laptop, its credential stops working, liste
     assertEquals(pairing.authenticate(credential), null);
     assertEquals(heard.map((laptop) => [laptop.id, laptop.name]), [[id, "work laptop"]]);
     assertEquals(alsoHeard, [id]);
-    assertEquals(pairing.laptops().map((laptop) => laptop.id), [kept.id]);
+    assertEquals(pairing.list().map((laptop) => laptop.id), [kept.id]);
     assertEquals(pairing.revoke(id), false, "revoking twice is a no-op");
     assertEquals(heard.length, 1);
 
@@ -288,3 +288,23 @@ Deno.test("pairing: link refuses what it cannot write", () => {
   assertThrows(() => link("box", 1, code, "xyz"), DockError, "64 hex digits");
   assertThrows(() => link("box", 1, "short", FP), DockError, "not a pairing code");
 });
+
+Deno.test("pairing: phones have codes and credentials of their own, which expire after ten minutes too", () =>
+  withPairing((laptops, time, store) => {
+    const phones = new PairingStore(store, { now: time.now, kind: "phone" });
+    const laptopCode = laptops.createCode().code;
+    assertStringIncludes(
+      refused(() => phones.redeem(laptopCode, LAPTOP), "pairing_refused", 403),
+      "dockd phone pair",
+    );
+    const phoneCode = phones.createCode().code;
+    refused(() => laptops.redeem(phoneCode, LAPTOP), "pairing_refused", 403);
+    const phone = phones.redeem(phoneCode, { name: "pixel", address: "10.0.0.8" });
+    assertEquals(laptops.authenticate(phone.credential), null, "a phone's credential is no laptop's");
+    assertEquals(phones.authenticate(phone.credential)?.name, "pixel");
+    assertEquals(laptops.list(), []);
+    const late = phones.createCode().code;
+    time.advance(10 * MINUTE);
+    refused(() => phones.redeem(late, { name: "late", address: "10.0.0.9" }), "pairing_refused", 403);
+    assertEquals(phones.list().map((p) => p.name), ["pixel"]);
+  }));

@@ -85,6 +85,25 @@ export async function ensureCertificates(
   };
 }
 
+/**
+ * The host a pairing link (a laptop's or a phone's) names when none is given: the listener's own address when it is
+ * bound to one, otherwise the box's first non-loopback address (IPv4 first: more laptops route it).
+ */
+export function defaultLinkHost(listener: { hostname: string; addresses: string[] }): string {
+  if (!WILDCARD.has(listener.hostname)) return listener.hostname;
+  const ip = (a: string) => /^[0-9.]+$/.test(a) || a.includes(":");
+  const outward = listener.addresses.filter((a) => !a.startsWith("127.") && a !== "::1" && a !== "localhost");
+  return outward.find((a) => ip(a) && !a.includes(":")) ?? outward.find(ip) ?? outward[0] ?? "127.0.0.1";
+}
+
+const WILDCARD = new Set(["0.0.0.0", "::", "[::]"]);
+
+/** True when `host` is one the listener's certificate covers. */
+export function coveredHost(listener: { addresses: string[] }, host: string): boolean {
+  const bare = host.replace(/^\[(.*)\]$/, "$1").toLowerCase().replace(/\.$/, "");
+  return listener.addresses.some((address) => address.toLowerCase() === bare);
+}
+
 /** The addresses a laptop may use to reach this box: loopback, the host name and every interface address. */
 export function localAddresses(): string[] {
   const addresses = ["localhost", "127.0.0.1", "::1"];

@@ -23,6 +23,7 @@ import type { Box } from "../box.ts";
 import { errorResponse } from "../../core/http.ts";
 import { isWebSocketUpgrade } from "../../core/websocket.ts";
 import type { TlsEnv } from "./pair.ts";
+import type { Laptop } from "../../client/wire.ts";
 
 /** One request's tie to its laptop: aborted on revocation, released when the answer is done. */
 export interface Tie {
@@ -30,9 +31,15 @@ export interface Tie {
   release(): void;
 }
 
-/** The requests each laptop has open, so a revocation can end them. */
+/** The requests each laptop (or phone) has open, so a revocation can end them. */
 export class LaptopStreams {
   #open = new Map<string, Set<AbortController>>();
+  #device: string;
+
+  /** `device` names who is revoked in the reason streams end with. @default {"laptop"} */
+  constructor(options: { device?: "laptop" | "phone" } = {}) {
+    this.#device = options.device ?? "laptop";
+  }
 
   /** Ties a new request to `laptop`. */
   open(laptop: string): Tie {
@@ -54,7 +61,7 @@ export class LaptopStreams {
   revoke(laptop: string): number {
     const ties = this.#open.get(laptop) ?? new Set();
     this.#open.delete(laptop);
-    const reason = new DockError("revoked", "this laptop's pairing with the box was revoked", {
+    const reason = new DockError("revoked", `this ${this.#device}'s pairing with the box was revoked`, {
       status: 401,
     });
     for (const controller of ties) controller.abort(reason);
@@ -76,37 +83,80 @@ export function laptopGate(
   app: Hono,
   streams: LaptopStreams,
 ): (request: Request, info: { remoteAddr: Deno.NetAddr }) => Promise<Response> {
+  return credentialGate({
+    app,
+    streams,
+    redeem: "/v1/pair",
+    role: "laptop",
+    credential: (request) => /^Bearer (\S+)$/.exec(request.headers.get("authorization") ?? "")?.[1] ?? null,
+    authenticate: (credential) => box.pairing.authenticate(credential),
+    unauthorized:
+      "missing or unknown credential: pair this laptop first (`dockd pair` on the box, `dock pair LINK` on the laptop)",
+  });
+}
+
+/** Options of {@linkcode credentialGate}. */
+export interface CredentialGateOptions {
+  /** The box API as this listener serves it. */
+  app: Hono;
+  /** The open requests of each caller, ended when the caller is revoked. */
+  streams: LaptopStreams;
+  /** The one path (a `POST`) that needs no credential: redeeming a pairing code. */
+  redeem: string;
+  /** Who calls: the authenticated record goes in the app's env under this name. */
+  role: "laptop" | "phone";
+  /** The credential a request carries, or null. */
+  credential(request: Request): string | null;
+  /** The paired caller a credential belongs to, or null. */
+  authenticate(credential: string): Laptop | null;
+  /** What a request without a valid credential is told (a 401). */
+  unauthorized: string;
+}
+
+/**
+ * The gate of a listener for paired callers (laptops, phones): the redeem route as it is; anything else
+ * only with a credential the pairing store knows, tied to its caller so revocation ends it.
+ */
+export function credentialGate(
+  options: CredentialGateOptions,
+): (request: Request, info: { remoteAddr: Deno.NetAddr }) => Promise<Response> {
   return async function gate(request, info) {
     const env: TlsEnv = { remoteAddr: info.remoteAddr };
-    const url = new URL(request.url);
-    if (request.method === "POST" && url.pathname === "/v1/pair") return await app.fetch(request, env);
-    const bearer = /^Bearer (\S+)$/.exec(request.headers.get("authorization") ?? "")?.[1];
-    const laptop = bearer ? box.pairing.authenticate(bearer) : null;
-    if (!laptop) {
-      return errorResponse(
-        new DockError(
-          "unauthorized",
-          "missing or unknown credential: pair this laptop first (`dockd pair` on the box, `dock pair LINK` on the laptop)",
-          { status: 401 },
-        ),
-      );
+    if (request.method === "POST" && new URL(request.url).pathname === options.redeem) {
+      return await options.app.fetch(request, env);
     }
-    env.laptop = laptop;
-    const tie = streams.open(laptop.id);
-    try {
-      if (isWebSocketUpgrade(request) && WEBSOCKET_ROUTES.some((route) => route.test(url.pathname))) {
-        const response = await app.fetch(request, { ...env, tie } satisfies TlsEnv);
-        // Upgraded: the route holds the tie until its socket is done. Refused: nothing is open.
-        if (response.status !== 101) tie.release();
-        return response;
-      }
-      const signal = AbortSignal.any([request.signal, tie.signal]);
-      return cutOnAbort(await app.fetch(new Request(request, { signal }), env), tie);
-    } catch (error) {
-      tie.release();
-      return errorResponse(error);
+    const credential = options.credential(request);
+    const caller = credential ? options.authenticate(credential) : null;
+    if (!caller) {
+      return errorResponse(new DockError("unauthorized", options.unauthorized, { status: 401 }));
     }
+    env[options.role] = caller;
+    return await fetchTied(options.app, request, env, options.streams.open(caller.id));
   };
+}
+
+/**
+ * Hands an authenticated request to `app`, tied to its caller: revoking the caller aborts the tie, which
+ * ends the request (its signal), cuts its streamed answer, and closes its WebSocket. Every listener with
+ * revocable callers (laptops, phones) answers through this.
+ */
+export async function fetchTied(app: Hono, request: Request, env: TlsEnv, tie: Tie): Promise<Response> {
+  try {
+    if (
+      isWebSocketUpgrade(request) &&
+      WEBSOCKET_ROUTES.some((route) => route.test(new URL(request.url).pathname))
+    ) {
+      const response = await app.fetch(request, { ...env, tie } satisfies TlsEnv);
+      // Upgraded: the route holds the tie until its socket is done. Refused: nothing is open.
+      if (response.status !== 101) tie.release();
+      return response;
+    }
+    const signal = AbortSignal.any([request.signal, tie.signal]);
+    return cutOnAbort(await app.fetch(new Request(request, { signal }), env), tie);
+  } catch (error) {
+    tie.release();
+    return errorResponse(error);
+  }
 }
 
 /**

@@ -14,13 +14,14 @@
  */
 import type { Context } from "hono";
 import { DockError, notFound } from "../../client/errors.ts";
-import type { Laptop, PairCode, PairRedeemed } from "../../client/wire.ts";
+import type { Laptop, PairCode, PairRedeemed, PhoneDevice } from "../../client/wire.ts";
 import { PAIR_CODE_REQUEST, PAIR_REDEEM } from "../../client/schemas.ts";
 import type { TlsListener } from "../box.ts";
 import type { EventBus } from "../../core/events.ts";
 import type { PairingStore } from "../pairing.ts";
 import type { BoxSettings } from "../settings.ts";
 import { link } from "../../core/pairing_link.ts";
+import { coveredHost, defaultLinkHost } from "../tls.ts";
 import { body, json, param, requestOrigin, RouteTable } from "../../core/http.ts";
 
 /** What the TLS listener hands its app as `c.env`. */
@@ -29,6 +30,8 @@ export interface TlsEnv {
   remoteAddr: Deno.NetAddr;
   /** The laptop the gate authenticated (absent only on `POST pair`, which needs no credential). */
   laptop?: Laptop;
+  /** On the phone listener: the phone the gate authenticated (absent only on `POST phone/pair`). */
+  phone?: PhoneDevice;
   /**
    * On a WebSocket upgrade: the request's tie to its laptop, aborted when the laptop is revoked. The
    * route that upgrades closes its socket on the abort and releases the tie once the socket is done.
@@ -42,7 +45,7 @@ const MAX_REDEEM_BODY = 4096;
 /** What the socket-only pairing routes use of the box. */
 export interface PairingRoutesBackend {
   bus: Pick<EventBus, "publish">;
-  pairing: Pick<PairingStore, "createCode" | "laptops" | "revoke">;
+  pairing: Pick<PairingStore, "createCode" | "list" | "revoke">;
   /** The laptop listener once it listens, else null (read at each request). */
   readonly tls: TlsListener | null;
   /** Why the laptop listener is not running. */
@@ -52,7 +55,7 @@ export interface PairingRoutesBackend {
 /** What a laptop's own pairing routes use of the box. */
 export interface RedeemRoutesBackend {
   bus: Pick<EventBus, "publish">;
-  pairing: Pick<PairingStore, "redeem" | "laptops" | "revoke">;
+  pairing: Pick<PairingStore, "redeem" | "list" | "revoke">;
   settings: Pick<BoxSettings, "name">;
 }
 
@@ -71,16 +74,7 @@ export function pairingRoutes(box: PairingRoutesBackend): RouteTable {
           { status: 409 },
         );
       }
-      const host = request?.host ?? defaultLinkHost(listener);
-      if (!coveredHost(listener, host)) {
-        throw new DockError(
-          "host_not_in_certificate",
-          `Cannot make a pairing link for '${host}': the box's certificate covers only ${
-            listener.addresses.join(", ")
-          }; name one of those with --host, or add it to DOCK_TLS_HOSTS and restart dockd`,
-          { status: 400, detail: { field: "host" } },
-        );
-      }
+      const host = linkHost(listener, request?.host, "a pairing link");
       const { code, expires } = box.pairing.createCode();
       return json(
         {
@@ -89,10 +83,10 @@ export function pairingRoutes(box: PairingRoutesBackend): RouteTable {
         } satisfies PairCode,
       );
     })
-    .add("GET", "/laptops", () => json(box.pairing.laptops()))
+    .add("GET", "/laptops", () => json(box.pairing.list()))
     .add("DELETE", "/laptops/:id", (c) => {
       const id = param(c, "id");
-      const laptop = box.pairing.laptops().find((l) => l.id === id);
+      const laptop = box.pairing.list().find((l) => l.id === id);
       if (!laptop) throw notFound("laptop", id);
       return revoke(box, laptop, requestOrigin(c));
     });
@@ -106,7 +100,7 @@ export function redeemRoutes(box: RedeemRoutesBackend): RouteTable {
   return new RouteTable("redeem").add("POST", "/pair", async (c) => {
     const { code, name } = await body(c, PAIR_REDEEM, { limit: MAX_REDEEM_BODY });
     const paired = box.pairing.redeem(code, { name, address: remoteAddress(c) });
-    const laptop = box.pairing.laptops().find((l) => l.id === paired.id);
+    const laptop = box.pairing.list().find((l) => l.id === paired.id);
     box.bus.publish({
       type: "laptop.paired",
       origin: "dock",
@@ -155,26 +149,33 @@ export function socketOnly(table: RouteTable): RouteTable {
 }
 
 /**
- * The host a pairing link names when `dockd pair` is given none: the listener's own address when it is
- * bound to one, otherwise the box's first non-loopback address (IPv4 first: more laptops route it).
+ * The host a link names: the one asked for, or the listener's default; a 400 when the box's certificate
+ * does not cover it (the phone or laptop would refuse the connection).
  */
-export function defaultLinkHost(listener: TlsListener): string {
-  if (!WILDCARD.has(listener.hostname)) return listener.hostname;
-  const ip = (a: string) => /^[0-9.]+$/.test(a) || a.includes(":");
-  const outward = listener.addresses.filter((a) => !a.startsWith("127.") && a !== "::1" && a !== "localhost");
-  return outward.find((a) => ip(a) && !a.includes(":")) ?? outward.find(ip) ?? outward[0] ?? "127.0.0.1";
+export function linkHost(
+  listener: { hostname: string; addresses: string[] },
+  requested: string | undefined,
+  what: string,
+): string {
+  const host = requested ?? defaultLinkHost(listener);
+  if (!coveredHost(listener, host)) {
+    throw new DockError(
+      "host_not_in_certificate",
+      `Cannot make ${what} for '${host}': the box's certificate covers only ${
+        listener.addresses.join(", ")
+      }; name one of those with --host, or add it to DOCK_TLS_HOSTS and restart dockd`,
+      { status: 400, detail: { field: "host" } },
+    );
+  }
+  return host;
 }
 
-const WILDCARD = new Set(["0.0.0.0", "::", "[::]"]);
-
-function coveredHost(listener: TlsListener, host: string): boolean {
-  const bare = host.replace(/^\[(.*)\]$/, "$1").toLowerCase().replace(/\.$/, "");
-  return listener.addresses.some((address) => address.toLowerCase() === bare);
-}
-
-function remoteAddress(c: Context): string {
+/** The caller's address (the TLS listeners set it), which the pairing rate limit counts failures by. */
+export function remoteAddress(c: Context): string {
   const env = c.env as TlsEnv | undefined;
   // Without an address every caller would share one failure counter; the TLS listener always sets it.
-  if (!env?.remoteAddr) throw new Error("POST /v1/pair needs the caller's address in c.env.remoteAddr");
+  if (!env?.remoteAddr) {
+    throw new Error(`${c.req.method} ${c.req.path} needs the caller's address in c.env.remoteAddr`);
+  }
   return env.remoteAddr.hostname;
 }

@@ -7,7 +7,8 @@ import { parseLink } from "../../core/pairing_link.ts";
 import { Store } from "../../core/store.ts";
 import { errorResponse, mount, RouteTable } from "../../core/http.ts";
 import { laptopGate, LaptopStreams } from "./laptop_gate.ts";
-import { defaultLinkHost, pairingRoutes, redeemRoutes, socketOnly } from "./pair.ts";
+import { pairingRoutes, redeemRoutes, socketOnly } from "./pair.ts";
+import { defaultLinkHost } from "../tls.ts";
 import { tunnelRoutes } from "./tunnel.ts";
 import { openWebSocket } from "../../core/websocket.ts";
 import { eventually } from "../../tests/harness.ts";
@@ -126,7 +127,7 @@ Deno.test("the laptop gate: 401 without a credential, redeem without one, socket
   const paired = await call(fetcher, "POST", "/v1/pair", { body: { code, name: "laptop" } });
   assertEquals(paired.status, 201);
   assertEquals(paired.body.box, "devbox");
-  assertEquals(fake.box.pairing.laptops().map((l) => l.name), ["laptop"]);
+  assertEquals(fake.box.pairing.list().map((l) => l.name), ["laptop"]);
   const again = await call(fetcher, "POST", "/v1/pair", { body: { code, name: "laptop" } });
   assertEquals([again.status, again.body.error.code], [403, "pairing_refused"]);
   const credential = paired.body.credential;
@@ -207,14 +208,14 @@ Deno.test("the laptop gate: DELETE pair unpairs the calling laptop, never anothe
   fake.box.bus.subscribe((event) => event.type === "laptop.revoked" && revoked.push(event.data));
   const gone = await call(fetcher, "DELETE", "/v1/pair", { credential: one.credential });
   assertEquals([gone.status, gone.body.id, gone.body.name], [200, one.id, "one"]);
-  assertEquals(fake.box.pairing.laptops().map((l) => l.name), ["two"]);
+  assertEquals(fake.box.pairing.list().map((l) => l.name), ["two"]);
   assertEquals(revoked, [{ id: one.id, name: "one" }]);
   await assertRejects(() => reader.read()); // its open streams end
   assertEquals((await call(fetcher, "DELETE", "/v1/pair", { credential: one.credential })).status, 401);
   assertEquals((await call(fetcher, "GET", "/v1/endless", { credential: one.credential })).status, 401);
   // The other laptop's credential unpairs only itself.
   assertEquals((await call(fetcher, "DELETE", "/v1/pair", { credential: two.credential })).body.id, two.id);
-  assertEquals(fake.box.pairing.laptops(), []);
+  assertEquals(fake.box.pairing.list(), []);
 });
 
 Deno.test("the laptop gate: a WebSocket goes to its route holding the tie; revoking closes it with 1008", async () => {

@@ -9,16 +9,23 @@
 import { Hono } from "hono";
 import { join } from "node:path";
 import { DockError } from "../../client/errors.ts";
-import type { Box } from "../box.ts";
+import type { Box, TlsListener } from "../box.ts";
+import type { PhoneListener } from "../phone.ts";
 import { ensureCertificates, localAddresses } from "../tls.ts";
 import { eventRoutes } from "./events.ts";
 import { execRoutes } from "./exec.ts";
 import { hooksRoutes } from "./hooks.ts";
 import { flowRoutes } from "./flows.ts";
 import { errorResponse, mount, type RouteTable } from "../../core/http.ts";
-import { type GuardedServer, type ListenLimits, serveGuarded } from "../../core/listen.ts";
+import {
+  type GuardedHandler,
+  type GuardedServer,
+  type ListenLimits,
+  serveGuarded,
+} from "../../core/listen.ts";
 import { laptopGate, LaptopStreams } from "./laptop_gate.ts";
 import { pairingRoutes, redeemRoutes, socketOnly } from "./pair.ts";
+import { phoneGate, type PhonePages, phoneRedeemRoutes, phoneRoutes, phoneScoped } from "./phone.ts";
 import { locationRoutes } from "./locations.ts";
 import { serviceRoutes } from "./services.ts";
 import { tunnelRoutes } from "./tunnel.ts";
@@ -30,8 +37,11 @@ import { pluginRoutes } from "../../plugins/routes.ts";
 
 /** Options of {@linkcode boxApp}. */
 export interface BoxAppOptions {
-  /** Which listener the app serves. @default {"socket"} */
-  listener?: "socket" | "tls";
+  /**
+   * Which listener the app serves: the daemon's socket, the laptops' TLS listener, or the phones' (whose
+   * routes are held to the phone scope). @default {"socket"}
+   */
+  listener?: "socket" | "tls" | "phone";
 }
 
 /** Builds the box API app for one listener. */
@@ -53,7 +63,7 @@ export function boxApp(box: Box, options: BoxAppOptions = {}): Hono {
 /** Every route table of the box API on one listener. */
 export function boxRoutes(box: Box, options: BoxAppOptions = {}): RouteTable[] {
   const listener = options.listener ?? "socket";
-  return [
+  const tables = [
     locationRoutes(box),
     worktreeRoutes(box),
     execRoutes(box),
@@ -66,8 +76,11 @@ export function boxRoutes(box: Box, options: BoxAppOptions = {}): RouteTable[] {
     skillRoutes(box),
     pluginRoutes(box.plugins, { gated: true }),
     tunnelRoutes(),
+    phoneRoutes(box),
     ...(listener === "socket" ? [pairingRoutes(box)] : [socketOnly(pairingRoutes(box)), redeemRoutes(box)]),
   ];
+  // The phone listener answers every route the laptops' does, and refuses what a phone may not do.
+  return listener === "phone" ? phoneScoped([...tables, phoneRedeemRoutes(box)]) : tables;
 }
 
 /** Serves the app on the daemon's socket; resolves once it listens. */
@@ -115,13 +128,41 @@ export interface ServeTlsOptions {
  * Revoking a laptop closes its open streams on this listener.
  */
 export async function serveTls(box: Box, options: ServeTlsOptions): Promise<GuardedServer> {
-  const wildcard = ["0.0.0.0", "::", "[::]"].includes(options.hostname);
-  const addresses = [
-    ...new Set([...(options.addresses ?? localAddresses()), ...(wildcard ? [] : [options.hostname])]),
-  ];
-  const certificates = await ensureCertificates(join(box.paths.box, "tls"), { addresses });
   const streams = new LaptopStreams();
   const app = boxApp(box, { listener: "tls" });
+  const { server, listener } = await serveWithBoxCertificate(box, {
+    ...options,
+    addresses: options.addresses ?? localAddresses(),
+  }, laptopGate(box, app, streams));
+  const unsubscribe = box.pairing.onRevoke((laptop) => streams.revoke(laptop.id));
+  box.tls = listener;
+  box.tlsDown = null;
+  server.finished.then(() => {
+    unsubscribe();
+    box.tls = null;
+    box.tlsDown = "stopped";
+  });
+  return server;
+}
+
+/**
+ * Serves `handler` on TCP+TLS with the box's certificate, issued (when needed) for `addresses` and the
+ * bound address; resolves once it listens. The laptop and phone listeners both start here.
+ */
+async function serveWithBoxCertificate(
+  box: Box,
+  options: {
+    hostname: string;
+    port: number;
+    addresses: string[];
+    signal?: AbortSignal;
+    limits?: ListenLimits;
+  },
+  handler: GuardedHandler,
+): Promise<{ server: GuardedServer; listener: TlsListener }> {
+  const wildcard = ["0.0.0.0", "::", "[::]"].includes(options.hostname);
+  const addresses = [...new Set([...options.addresses, ...(wildcard ? [] : [options.hostname])])];
+  const certificates = await ensureCertificates(join(box.paths.box, "tls"), { addresses });
   // A port any stranger on the network can reach: handshake, header and idle deadlines, connection caps,
   // and an accept loop that outlives running out of file descriptors (core/listen.ts).
   const server = serveGuarded(
@@ -133,22 +174,48 @@ export async function serveTls(box: Box, options: ServeTlsOptions): Promise<Guar
       cert: certificates.certPem + certificates.caPem,
       key: certificates.keyPem,
     },
-    laptopGate(box, app, streams),
+    handler,
     { signal: options.signal, onError: (error) => errorResponse(error), ...options.limits },
   );
-  const addr = server.addr;
-  const unsubscribe = box.pairing.onRevoke((laptop) => streams.revoke(laptop.id));
-  box.tls = {
-    hostname: options.hostname,
-    port: addr.port,
-    addresses,
-    fingerprint: certificates.fingerprint,
+  return {
+    server,
+    listener: {
+      hostname: options.hostname,
+      port: server.addr.port,
+      addresses,
+      fingerprint: certificates.fingerprint,
+    },
   };
-  box.tlsDown = null;
-  server.finished.then(() => {
-    unsubscribe();
-    box.tls = null;
-    box.tlsDown = "stopped";
-  });
-  return server;
+}
+
+/** Options of {@linkcode servePhone}. */
+export interface ServePhoneOptions {
+  /** The address to bind (`0.0.0.0`, `::`, or one address). */
+  hostname: string;
+  /** The port; 0 lets the system choose (tests). */
+  port: number;
+  /** Stops the listener. */
+  signal: AbortSignal;
+  /** The hosts phones may dial, which the certificate must list (the laptop listener's list). */
+  addresses: string[];
+  /** What the listener serves outside `/v1/`: the app, the pairing page, the manifest. */
+  pages: PhonePages;
+  /** Deadlines and caps of the listener. @default {core/listen.ts's defaults} */
+  limits?: ListenLimits;
+}
+
+/**
+ * Serves the phone companion on TCP+TLS with the box's certificate (the same CA as the laptop
+ * listener); resolves once it listens. Revoking a phone closes its open streams on this listener.
+ */
+export async function servePhone(
+  box: Box,
+  options: ServePhoneOptions,
+): Promise<{ server: GuardedServer; listener: PhoneListener }> {
+  const streams = new LaptopStreams({ device: "phone" });
+  const app = boxApp(box, { listener: "phone" });
+  const started = await serveWithBoxCertificate(box, options, phoneGate(box, app, streams, options.pages));
+  const unsubscribe = box.phone.devices.onRevoke((phone) => streams.revoke(phone.id));
+  started.server.finished.then(unsubscribe);
+  return started;
 }

@@ -1,0 +1,267 @@
+/**
+ * What the phone listener serves outside `/v1/`: the pairing page (`/pair`, which redeems the one-time
+ * code from its link's fragment and lets the box set the phone's cookie), the PWA manifest and icons,
+ * and the app. The files hold no data and need no credential. Every answer carries a strict
+ * Content-Security-Policy (scripts and styles from this origin only, never inline; nothing remote), so
+ * the pages run no script but their own.
+ *
+ * @module
+ */
+import { deflateSync } from "node:zlib";
+import { DockError } from "../client/errors.ts";
+import { errorResponse } from "../core/http.ts";
+
+/** One static file. */
+export interface PhoneFile {
+  type: string;
+  body: string | Uint8Array<ArrayBuffer>;
+  /** Files whose content changes with the program (HTML) are never cached. @default {false} */
+  cache?: boolean;
+}
+
+/** The headers every page of the phone listener carries. */
+export const PHONE_PAGE_HEADERS: Readonly<Record<string, string>> = {
+  "content-security-policy":
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+    "connect-src 'self'; manifest-src 'self'; worker-src 'self'; object-src 'none'; base-uri 'none'; " +
+    "form-action 'self'; frame-ancestors 'none'",
+  "x-content-type-options": "nosniff",
+  "referrer-policy": "no-referrer",
+  "x-frame-options": "DENY",
+};
+
+/** Options of {@linkcode phonePages}. */
+export interface PhonePagesOptions {
+  /** The box's name, shown by the pages. */
+  box: string;
+  /**
+   * Serves the app's own files (its `index.html` at `/`), or null where this file set has no such path.
+   * @default {a placeholder page at `/`}
+   */
+  app?: (request: Request) => Response | Promise<Response> | null | Promise<Response | null>;
+}
+
+/** Builds the phone listener's page handler. */
+export function phonePages(options: PhonePagesOptions): (request: Request) => Promise<Response> {
+  const files = phoneFiles(options.box);
+  return async function pages(request) {
+    const url = new URL(request.url);
+    if (request.method !== "GET" && request.method !== "HEAD") {
+      return withHeaders(
+        errorResponse(
+          new DockError("method_not_allowed", `${request.method} is not allowed here; use GET`, {
+            status: 405,
+          }),
+        ),
+      );
+    }
+    const file = files.get(url.pathname);
+    if (file) return withHeaders(fileResponse(file, request.method === "HEAD"));
+    const app = options.app ? await options.app(request) : null;
+    if (app) return withHeaders(app);
+    const placeholder = url.pathname === "/" || url.pathname === "/index.html"
+      ? files.get("/placeholder")
+      : null;
+    if (placeholder) return withHeaders(fileResponse(placeholder, request.method === "HEAD"));
+    return withHeaders(
+      errorResponse(new DockError("not_found", `no such page: ${url.pathname}`, { status: 404 })),
+    );
+  };
+}
+
+function fileResponse(file: PhoneFile, head: boolean): Response {
+  return new Response(head ? null : file.body, {
+    headers: {
+      "content-type": file.type,
+      "cache-control": file.cache ? "public, max-age=86400" : "no-store",
+    },
+  });
+}
+
+function withHeaders(response: Response): Response {
+  for (const [name, value] of Object.entries(PHONE_PAGE_HEADERS)) {
+    if (!response.headers.has(name)) response.headers.set(name, value);
+  }
+  return response;
+}
+
+/** The pages' own files, by path. */
+function phoneFiles(box: string): Map<string, PhoneFile> {
+  const html = "text/html; charset=utf-8";
+  const title = `dock · ${escapeHtml(box)}`;
+  const head = `<!doctype html><html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="theme-color" content="#0f172a"><title>${title}</title>
+<link rel="manifest" href="/manifest.webmanifest"><link rel="icon" href="/icon.svg" type="image/svg+xml">
+<link rel="apple-touch-icon" href="/icon-192.png"><link rel="stylesheet" href="/phone.css"></head>`;
+  return new Map<string, PhoneFile>([
+    ["/pair", {
+      type: html,
+      body: `${head}<body><main><h1>${title}</h1>
+<p id="status">Pairing this phone…</p></main><script src="/pair.js"></script></body></html>`,
+    }],
+    ["/placeholder", {
+      type: html,
+      body: `${head}<body><main><h1>${title}</h1>
+<p>This phone is paired when the box says so below. The full view is not built into this program yet.</p>
+<p id="status">…</p></main><script src="/placeholder.js"></script></body></html>`,
+    }],
+    ["/pair.js", { type: "text/javascript; charset=utf-8", body: PAIR_JS }],
+    ["/placeholder.js", { type: "text/javascript; charset=utf-8", body: PLACEHOLDER_JS }],
+    ["/phone.css", { type: "text/css; charset=utf-8", body: CSS, cache: true }],
+    ["/manifest.webmanifest", {
+      type: "application/manifest+json",
+      body: JSON.stringify({
+        name: `dock · ${box}`,
+        short_name: box.slice(0, 12) || "dock",
+        description: "The agents on this box: who needs you, and a terminal to answer.",
+        start_url: "/",
+        scope: "/",
+        display: "standalone",
+        background_color: "#0f172a",
+        theme_color: "#0f172a",
+        icons: [
+          { src: "/icon.svg", sizes: "any", type: "image/svg+xml", purpose: "any" },
+          { src: "/icon-192.png", sizes: "192x192", type: "image/png", purpose: "any maskable" },
+          { src: "/icon-512.png", sizes: "512x512", type: "image/png", purpose: "any maskable" },
+        ],
+      }),
+    }],
+    ["/icon.svg", { type: "image/svg+xml", body: ICON_SVG, cache: true }],
+    ["/icon-192.png", { type: "image/png", body: iconPng(192), cache: true }],
+    ["/icon-512.png", { type: "image/png", body: iconPng(512), cache: true }],
+  ]);
+}
+
+function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+}
+
+// The code rides in the link's fragment (never sent in a request line, a Referer or a log); the page
+// posts it once, drops it from the address bar and history, and the box answers with the cookie.
+const PAIR_JS = `"use strict";
+const status = document.getElementById("status");
+const code = decodeURIComponent(location.hash.slice(1));
+history.replaceState(null, "", "/pair");
+function say(text) { status.textContent = text; }
+function deviceName() {
+  const ua = navigator.userAgent;
+  const kind = /iPhone/.test(ua) ? "iPhone" : /iPad/.test(ua) ? "iPad" : /Android/.test(ua) ? "Android phone" : "phone";
+  return kind;
+}
+if (!code) {
+  say("This page needs the link that \`dockd phone pair\` printed on the box (it holds a one-time code).");
+} else {
+  fetch("/v1/phone/pair", {
+    method: "POST",
+    headers: { "content-type": "application/json", "x-dock-phone": "1" },
+    body: JSON.stringify({ code, name: deviceName() }),
+  }).then(async (response) => {
+    if (response.ok) {
+      say("Paired. Opening the box…");
+      location.replace("/");
+      return;
+    }
+    const answer = await response.json().catch(() => null);
+    say("Not paired: " + (answer && answer.error ? answer.error.message : "the box answered " + response.status));
+  }, (error) => say("Not paired: " + error.message));
+}
+`;
+
+const PLACEHOLDER_JS = `"use strict";
+const status = document.getElementById("status");
+fetch("/v1/sessions").then(async (response) => {
+  if (response.status === 401) {
+    status.textContent = "Not paired: run \`dockd phone pair\` on the box and open its link here.";
+    return;
+  }
+  const sessions = await response.json();
+  status.textContent = response.ok
+    ? "Paired. Sessions on this box: " + (sessions.map((s) => s.name + " (" + (s.agent_state || "idle") + ")").join(", ") || "none")
+    : "The box answered " + response.status;
+}, (error) => { status.textContent = error.message; });
+`;
+
+const CSS = `:root { color-scheme: dark light; font-family: system-ui, sans-serif; }
+body { margin: 0; background: #0f172a; color: #e2e8f0; }
+main { max-width: 40rem; margin: 0 auto; padding: 1rem; }
+h1 { font-size: 1.25rem; }
+`;
+
+// A terminal prompt `>_` on a dark square: the same shape as the PNGs below draw.
+const ICON_SVG = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 100 100">
+<rect width="100" height="100" rx="18" fill="#0f172a"/>
+<path d="M25 30 L45 50 L25 70" fill="none" stroke="#4ade80" stroke-width="10" stroke-linecap="round" stroke-linejoin="round"/>
+<rect x="52" y="64" width="23" height="8" rx="2" fill="#4ade80"/>
+</svg>
+`;
+
+/** The icon as a PNG of `size` pixels square (browsers want PNGs of 192 and 512 to install a PWA). */
+export function iconPng(size: number): Uint8Array<ArrayBuffer> {
+  const background = [0x0f, 0x17, 0x2a];
+  const ink = [0x4a, 0xde, 0x80];
+  const rows = new Uint8Array(size * (size * 3 + 1));
+  const segments: [number, number, number, number][] = [[25, 30, 45, 50], [45, 50, 25, 70]];
+  for (let y = 0; y < size; y++) {
+    const row = y * (size * 3 + 1);
+    rows[row] = 0; // filter: none
+    for (let x = 0; x < size; x++) {
+      const u = ((x + 0.5) / size) * 100;
+      const v = ((y + 0.5) / size) * 100;
+      const stroke = segments.some(([x1, y1, x2, y2]) => distanceToSegment(u, v, x1, y1, x2, y2) <= 5);
+      const bar = u >= 52 && u <= 75 && v >= 64 && v <= 72;
+      const color = stroke || bar ? ink : background;
+      rows.set(color, row + 1 + x * 3);
+    }
+  }
+  const header = new Uint8Array(13);
+  const view = new DataView(header.buffer);
+  view.setUint32(0, size);
+  view.setUint32(4, size);
+  header.set([8, 2, 0, 0, 0], 8); // 8-bit RGB, no interlace
+  return concat([
+    new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    chunk("IHDR", header),
+    chunk("IDAT", new Uint8Array(deflateSync(rows))),
+    chunk("IEND", new Uint8Array(0)),
+  ]);
+}
+
+function distanceToSegment(px: number, py: number, x1: number, y1: number, x2: number, y2: number): number {
+  const dx = x2 - x1;
+  const dy = y2 - y1;
+  const t = Math.max(0, Math.min(1, ((px - x1) * dx + (py - y1) * dy) / (dx * dx + dy * dy)));
+  return Math.hypot(px - (x1 + t * dx), py - (y1 + t * dy));
+}
+
+function chunk(type: string, data: Uint8Array): Uint8Array {
+  const out = new Uint8Array(12 + data.length);
+  const view = new DataView(out.buffer);
+  view.setUint32(0, data.length);
+  out.set(new TextEncoder().encode(type), 4);
+  out.set(data, 8);
+  view.setUint32(8 + data.length, crc32(out.subarray(4, 8 + data.length)));
+  return out;
+}
+
+const CRC_TABLE = Uint32Array.from({ length: 256 }, (_, n) => {
+  let c = n;
+  for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+  return c >>> 0;
+});
+
+function crc32(bytes: Uint8Array): number {
+  let c = 0xffffffff;
+  for (const byte of bytes) c = CRC_TABLE[(c ^ byte) & 0xff] ^ (c >>> 8);
+  return (c ^ 0xffffffff) >>> 0;
+}
+
+function concat(parts: Uint8Array[]): Uint8Array<ArrayBuffer> {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let offset = 0;
+  for (const part of parts) {
+    out.set(part, offset);
+    offset += part.length;
+  }
+  return out;
+}
