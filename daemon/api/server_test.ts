@@ -43,6 +43,10 @@ const ACTING: Record<string, string[]> = {
   "DELETE /laptops/:id": [],
   "POST /pair": [],
   "DELETE /pair": [],
+  // The phone companion: its listener opens nothing a laptop could not already reach (README).
+  "PUT /phone": [],
+  "POST /phone/code": [],
+  "DELETE /phone/devices/:id": [],
   // Turning a plugin on grants it permissions: whoever may change config may refuse that.
   "POST /plugins/:id/enable": ["config.change"],
   "POST /plugins/:id/disable": ["config.change"],
