@@ -7,9 +7,10 @@
  *
  * @module
  */
-import type { Command } from "@commander-js/extra-typings";
+import type { Command } from "./commander.ts";
 import type { Command as UntypedCommand } from "commander";
 import type { PhoneState } from "../client/wire.ts";
+import { load } from "./lazy.ts";
 import { printJson, table } from "./output.ts";
 import type { Scope, Target } from "./target.ts";
 
@@ -61,9 +62,8 @@ export function phoneCommands(program: Command, scope: Scope): void {
         const made = await (await target(box)).client.phonePairCode({ host });
         if (o.json) return printJson(made);
         const until = new Date(made.expires).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
-        // Loaded here only: no other command pays for the encoder.
-        const { renderUnicodeCompact } = await import("uqr");
-        console.log(renderUnicodeCompact(made.link, { border: 2 }));
+        const { qrCode } = await load<typeof import("./qr.ts")>("./qr.ts");
+        console.log(qrCode(made.link));
         console.log(
           `\nScan it, or open this link on the phone (it works once, until ${until}):\n\n  ${made.link}\n`,
         );
