@@ -50,6 +50,9 @@ export function flowCommands(program: Command, scope: Scope): void {
             f.name,
           ]),
         );
+        for (const f of flows) {
+          if (f.inactive_reason) console.log(`${f.id} (${f.scope}) cannot run: ${f.inactive_reason}`);
+        }
       })
     );
 

@@ -5,7 +5,7 @@
  * `daemon/flow_schedule_test.ts`; this one shows them holding in the daemon.
  */
 import { join } from "node:path";
-import { assertEquals } from "./assert.ts";
+import { assertEquals, assertStringIncludes } from "./assert.ts";
 import type { DockEvent, FlowConfig } from "../client/wire.ts";
 import { makeRepo, startBox, type TestBox, waitForEvent } from "./harness.ts";
 
@@ -58,6 +58,12 @@ Deno.test("schedules: each matching worktree and home fire at the minute; a rest
     home: undefined,
     nowhere: "no checkout on the box matches its where (location, branch)",
   });
+  const listing = await first.cli(["flow", "list"]);
+  assertEquals(listing.code, 0, listing.stderr);
+  assertStringIncludes(
+    listing.stdout,
+    "nowhere (repo:app) cannot run: no checkout on the box matches its where (location, branch)",
+  );
   const last = (await first.client.emit({ type: "test.mark" })).id;
   await first.stop();
 
