@@ -54,15 +54,21 @@ export class SerialQueue<T> {
 
   async #drain(): Promise<void> {
     this.#running = true;
+    let item = this.#items.shift()!;
+    // Taken now, handled once the publisher's delivery is over: a handler that publishes before its
+    // first await would otherwise reach the bus's later listeners ahead of the event being delivered
+    // (an SSE stream then drops that event as older than what it already sent).
+    await Promise.resolve();
     try {
-      while (this.#items.length) {
-        const item = this.#items.shift()!;
+      for (;;) {
         try {
           await this.#o.handle(item);
         } catch (error) {
           const what = this.#o.describe?.(item) ?? "an item";
           console.error(`${this.#o.name}: cannot handle ${what}:`, error);
         }
+        if (!this.#items.length) break;
+        item = this.#items.shift()!;
       }
     } finally {
       this.#running = false;

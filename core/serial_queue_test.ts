@@ -39,3 +39,19 @@ Deno.test("a serial queue hands items over one at a time, in order, past a throw
   }
   assertEquals(handled, [1, 4, 5, 6, 2, 7]);
 });
+
+Deno.test("a serial queue never runs its handler inside push (the publisher's delivery)", async () => {
+  const log: string[] = [];
+  const queue = new SerialQueue<number>({
+    name: "test",
+    backlog: 10,
+    handle: (item) => {
+      log.push(`handle ${item}`);
+      return Promise.resolve();
+    },
+  });
+  queue.push(1);
+  log.push("pushed");
+  await new Promise((resolve) => setTimeout(resolve, 0));
+  assertEquals(log, ["pushed", "handle 1"]);
+});

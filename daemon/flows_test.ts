@@ -86,3 +86,18 @@ Deno.test("explainInactive: GET flows shows the first reason for enabled flows i
     ["replaced", "local", "no replaced in repo:app"],
   ]);
 });
+
+Deno.test("a flow's own events reach the bus's later listeners after the event that started it", async () => {
+  await using e = await engine({ box: [flow("hit", { trigger: { event: "bench.hit" } })] });
+  e.flows.start();
+  const order: string[] = [];
+  const finished = new Promise<void>((resolve) => {
+    e.bus.subscribe((event) => {
+      order.push(event.type);
+      if (event.type === "flow.finished") resolve();
+    });
+  });
+  e.bus.publish({ type: "bench.hit", origin: "test" });
+  await finished;
+  assertEquals(order, ["bench.hit", "flow.started", "notify", "flow.finished"]);
+});
