@@ -35,14 +35,19 @@ import { linkHost, remoteAddress } from "./pair.ts";
 
 /**
  * What a phone may do, as `METHOD /path` exactly as the box's route tables declare them: read sessions
- * and events, attach, send prompts (keys go over the attach socket) and answer "needs you". Not exec,
- * config, hooks, flows, env, plugins, worktrees, services or pairing. The one place this is decided;
+ * and events, attach, send prompts (keys go over the attach socket) and answer "needs you", plus the
+ * read-only status the board shows beside them (locations, worktrees' git status, services' states and
+ * ports). Not exec, config, hooks, flows, env, plugins, services' logs or control, worktree changes or
+ * pairing. The one place this is decided;
  * a listed route that no table declares throws when the phone listener is built, so a renamed route
  * cannot silently fall out of (or stay in) the scope.
  */
 export const PHONE_SCOPE: readonly string[] = [
   "GET /info",
   "GET /locations",
+  "GET /worktrees",
+  "GET /services",
+  "GET /locations/:name/worktrees/:wt/services",
   "GET /sessions",
   "GET /sessions/:name",
   "GET /sessions/:name/screen",
