@@ -20,7 +20,8 @@ import { Box } from "../daemon/box.ts";
 import { boxRoutes } from "../daemon/api/server.ts";
 import { PHONE_SCOPE } from "../daemon/api/phone.ts";
 import { boxPaths } from "../core/paths.ts";
-import { makeDirs, makeRepo, startBox, type TestBox, waitForEvent } from "./harness.ts";
+import { makeDirs, makeRepo, runCli, startAgent, startBox, type TestBox, waitForEvent } from "./harness.ts";
+import { AgentClient } from "../client/agent.ts";
 import { DatabaseSync } from "node:sqlite";
 
 const COOKIE = "__Host-dock-phone";
@@ -326,4 +327,39 @@ Deno.test("phone pairing refuses repeated bad codes from one address, then even 
   assertEquals([locked.status, (await locked.json()).error.code], [429, "rate_limited"]);
   // Laptop pairing codes and phone codes are apart: the laptop's table knows nothing of phones.
   assertEquals(await box.client.laptops(), []);
+});
+
+Deno.test("dock phone BOX …: the laptop switches a box's phone companion and pairs a phone through the relay", async () => {
+  const dirs = await makeDirs();
+  await using box = await startBox({ dirs });
+  await using agent = await startAgent(dirs);
+  const client = new AgentClient({ url: agent.url, token: agent.token });
+  try {
+    assertEquals((await client.addLocal("devbox")).online, true);
+  } finally {
+    client.close();
+  }
+  const env = {
+    PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
+    HOME: dirs.home,
+    DOCK_HOME: dirs.dockHome,
+    DOCK_STATE_DIR: dirs.state,
+    DOCK_AGENT_PORT: String(agent.port),
+    NO_COLOR: "1",
+  };
+  const dock = async <T>(...args: string[]): Promise<T> => {
+    const out = await runCli("dock", ["phone", ...args, "--json"], { env, cwd: dirs.home });
+    assertEquals(out.code, 0, out.stderr);
+    return JSON.parse(out.stdout) as T;
+  };
+  const on = await dock<PhoneState>("on", "devbox", "--listen", "127.0.0.1:0");
+  assert(on.enabled && on.url);
+  const made = await dock<PhonePairCode>("pair", "devbox", "--host", "127.0.0.1");
+  const code = made.link.split("#")[1];
+  const paired = await redeem(box, Number(new URL(on.url).port), code);
+  assertEquals(paired.status, 201);
+  const { id } = await paired.json();
+  assertEquals((await dock<PhoneState>("status", "devbox")).devices.map((d) => d.id), [id]);
+  assertEquals((await dock<{ id: string }>("revoke", "devbox", id)).id, id);
+  assertEquals((await dock<PhoneState>("off", "devbox")).url, null);
 });
