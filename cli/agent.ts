@@ -60,6 +60,21 @@ export async function agentClient(): Promise<AgentClient> {
   throw new DockError("agent_unreachable", `the agent did not start; see ${paths.log}`, { status: 503 });
 }
 
+/** The app's address: the token goes in the fragment, never sent to a server nor written to its logs. */
+export function appUrl(url: string, token: string): string {
+  return `${url}/app/#token=${encodeURIComponent(token)}`;
+}
+
+/** Opens `url` in the desktop's browser, if it has one (a box over SSH has none: the printed URL stays). */
+function openBrowser(url: string): void {
+  const opener = Deno.build.os === "darwin" ? "open" : Deno.build.os === "windows" ? "explorer" : "xdg-open";
+  try {
+    launch(opener, [url]);
+  } catch {
+    // No opener on this machine: the address printed above is the way in.
+  }
+}
+
 async function answers(client: AgentClient): Promise<boolean> {
   try {
     await client.transport.json("/v1/status", { signal: AbortSignal.timeout(1000) });
@@ -106,7 +121,7 @@ export function agentCommands(program: Command): void {
             if (!known) await client.addLocal("local");
             client.close();
             console.log(
-              `dock is up.\n  url:   ${url}\n  token: ${token}\n\nTry:\n` +
+              `dock is up.\n  url:   ${url}\n  token: ${token}\n  app:   ${appUrl(url, token)}\n\nTry:\n` +
                 `  dock status\n  dock location add local/app ~/work/app\n  dock events`,
             );
           },
@@ -115,6 +130,18 @@ export function agentCommands(program: Command): void {
         Deno.exit(0);
       }, "dock")
     );
+
+  program.command("open").description(
+    "open the app in the browser (the token rides in the address's fragment, which no server sees)",
+  ).option("--print", "only print the address").action((o) =>
+    guarded(async () => {
+      const client = await agentClient();
+      const url = appUrl(client.url, await ensureToken(clientPaths().token));
+      client.close();
+      console.log(url);
+      if (!o.print) openBrowser(url);
+    }, "dock")
+  );
 
   program.command("ui-token").description("print the agent's URL and token as JSON").action(() =>
     guarded(async () => {

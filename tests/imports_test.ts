@@ -27,8 +27,10 @@ const ALLOWED: Record<string, string[]> = {
   client: [],
   core: ["client"],
   plugins: ["core", "client"],
-  daemon: ["core", "plugins", "client", "skills"],
-  agent: ["core", "plugins", "client"],
+  daemon: ["core", "plugins", "client", "skills", "app"],
+  agent: ["core", "plugins", "client", "app"],
+  // The front end: wire types and its npm libraries only (agent and daemon serve its generated bundle).
+  app: ["client"],
   cli: ["client", "core", "daemon", "agent", "plugins", "skills", "mod.ts"],
   skills: ["client"],
 };
@@ -40,7 +42,9 @@ function area(path: string): string {
 function isProduction(path: string): boolean {
   // Example plugins are plugin authors' code, written against the public face (`mod.ts`), not dock's own.
   if (path.startsWith("plugins/examples/")) return false;
-  return path.endsWith(".ts") && !path.endsWith("_test.ts") && area(path) in ALLOWED;
+  // The app's build script runs at build time, beside the sources it bundles.
+  if (path === "app/build.ts") return false;
+  return /\.tsx?$/.test(path) && !/_test\.tsx?$/.test(path) && area(path) in ALLOWED;
 }
 
 async function* walk(dir: string): AsyncGenerator<string> {
@@ -48,7 +52,7 @@ async function* walk(dir: string): AsyncGenerator<string> {
     if (entry.name.startsWith(".") || entry.name === "node_modules" || entry.name === "dist") continue;
     const path = join(dir, entry.name);
     if (entry.isDirectory) yield* walk(path);
-    else if (entry.isFile && entry.name.endsWith(".ts")) yield path;
+    else if (entry.isFile && /\.tsx?$/.test(entry.name)) yield path;
   }
 }
 
@@ -84,6 +88,15 @@ Deno.test("imports: daemon/ and agent/ never import each other; core/, client/ a
         [area(edge.from), ...ALLOWED[area(edge.from)]].join(", ")
       })`
     );
+  assertEquals(offending, []);
+});
+
+Deno.test("imports: the app's front end takes only types from client/ (its bundle carries no dock code)", async () => {
+  const { edges } = await importGraph();
+  const offending = edges.filter((edge) =>
+    area(edge.from) === "app" && area(edge.to) === "client" && !edge.typeOnly
+  )
+    .map((edge) => `${edge.from}:${edge.line} imports ${edge.to} (use import type)`);
   assertEquals(offending, []);
 });
 
@@ -127,6 +140,8 @@ Deno.test("imports: only cli/ prints or exits", async () => {
     if (area(file) === "cli" || file === "skills/embed.ts") continue; // embed.ts is a build script
     // The plugin-host process's entry: a program of its own (it exits when its parent goes away).
     if (file === "plugins/host_main.ts") continue;
+    // The app's bundle runs in a browser; its libraries' console calls are the page's, not a process's.
+    if (file === "app/assets.generated.ts") continue;
     text.split("\n").forEach((line, index) => {
       const code = line.replace(/^\s*(\*|\/\/).*$/, ""); // doc comments show examples
       if (/\bDeno\.exit\(|\bconsole\.log\(|\bDeno\.stdout\b/.test(code)) {

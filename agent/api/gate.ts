@@ -23,6 +23,11 @@ export interface GateOptions {
    * `?token=` (a browser cannot give a WebSocket headers). @default {[]}
    */
   websockets?: RegExp[];
+  /**
+   * Requests that need no token: the app's static files, which hold no data (the Host check still
+   * applies). @default {() => false}
+   */
+  open?: (method: string, path: string) => boolean;
 }
 
 const SECURITY_HEADERS: Record<string, string> = {
@@ -73,7 +78,10 @@ export function gate(options: GateOptions): MiddlewareHandler {
         new DockError("forbidden_host", "this API answers only to 127.0.0.1 and localhost", { status: 403 }),
       );
     }
-    if (origin !== undefined && !allowedOrigin(origin)) {
+    // The page the agent serves itself (`/app/`) is same-origin, not CORS: its POSTs and WebSockets carry
+    // its own origin, which names the Host the check above has just accepted.
+    const sameOrigin = origin !== undefined && origin === `http://${c.req.header("host")}`;
+    if (origin !== undefined && !sameOrigin && !allowedOrigin(origin)) {
       return withHeaders(
         errorResponse(new DockError("forbidden_origin", `origin ${origin} is not allowed`, { status: 403 })),
         {},
@@ -87,6 +95,10 @@ export function gate(options: GateOptions): MiddlewareHandler {
         "access-control-allow-headers": "authorization, content-type, last-event-id, x-dock-origin",
         "access-control-max-age": "600",
       });
+    }
+    if (options.open?.(c.req.method, c.req.path)) {
+      await next();
+      return;
     }
     const bearer = /^Bearer (.+)$/.exec(c.req.header("authorization") ?? "")?.[1];
     // `?token=` only for a real upgrade to a WebSocket route: an `Upgrade` header alone once opened every

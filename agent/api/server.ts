@@ -20,6 +20,8 @@ import { queueRoutes } from "./queue.ts";
 import { settingsRoutes } from "./settings.ts";
 import { pluginRoutes } from "../../plugins/routes.ts";
 import type { PluginInfo } from "../../client/wire.ts";
+import { isAppPath, serveApp } from "../../core/static.ts";
+import { APP_ASSETS } from "../../app/assets.generated.ts";
 
 /** Builds the agent's API app for a listener on `port`. */
 export function agentApp(agent: Agent, options: { port: number }): Hono {
@@ -30,7 +32,23 @@ export function agentApp(agent: Agent, options: { port: number }): Hono {
       new DockError("not_found", `no such endpoint: ${c.req.method} ${c.req.path}`, { status: 404 }),
     )
   );
-  app.use("*", gate({ port: options.port, token: () => agent.token, websockets: [ATTACH_PATH] }));
+  app.use(
+    "*",
+    gate({
+      port: options.port,
+      token: () => agent.token,
+      websockets: [ATTACH_PATH],
+      open: (method, path) => (method === "GET" || method === "HEAD") && isAppPath(path),
+    }),
+  );
+  // The view (issue 14): static files only; everything it shows comes from /v1 with the token.
+  app.on(
+    ["GET", "HEAD"],
+    ["/app", "/app/*"],
+    (c) =>
+      serveApp(APP_ASSETS, c.req.method, c.req.path, { config: { mode: "agent" } }) ??
+        errorResponse(new DockError("not_found", `no such file: ${c.req.path}`, { status: 404 })),
+  );
   const status = () => ({
     boxes: agent.boxes.status(),
     forwards: agent.forwards.list(),

@@ -1,0 +1,254 @@
+/**
+ * How the page reaches dock, with one of two transports chosen at start-up from `/app/config.json`:
+ * `agent` (the laptop agent: its own `/v1/…`, every box's API relayed through
+ * `/v1/boxes/{box}/api/{path}`, attach through the agent's WebSocket) or `box` (a box's phone listener:
+ * that box's own `/v1/…`, one box, attach through the box's WebSocket). The token travels only in the
+ * `Authorization` header, and as `?token=` on a WebSocket (a browser cannot give one headers).
+ *
+ * @module
+ */
+import type { BoxStatus } from "../../client/agent.ts";
+import type { DockEvent, QueueItem, Session } from "../../client/wire.ts";
+
+/** What `/app/config.json` says. */
+export type AppConfig = { mode: "agent" } | { mode: "box"; box: string };
+
+/** A failed call, with the API's error code and status. */
+export class ApiError extends Error {
+  readonly code: string;
+  readonly status: number;
+  constructor(code: string, message: string, status: number) {
+    super(message);
+    this.name = "ApiError";
+    this.code = code;
+    this.status = status;
+  }
+}
+
+const TOKEN_KEY = "dock.token";
+
+/**
+ * Moves the token from the address's fragment (`#token=…`, never sent to a server) into sessionStorage
+ * and drops it from the address bar and the history; then the token of this tab, if any.
+ */
+export function takeToken(): string | null {
+  const fragment = new URLSearchParams(location.hash.slice(1));
+  const given = fragment.get("token");
+  if (given) {
+    sessionStorage.setItem(TOKEN_KEY, given);
+    fragment.delete("token");
+    const rest = fragment.toString();
+    history.replaceState(null, "", location.pathname + location.search + (rest ? `#${rest}` : ""));
+  }
+  return sessionStorage.getItem(TOKEN_KEY);
+}
+
+/** Reads `/app/config.json` (no token: it holds only the transport). */
+export async function loadConfig(): Promise<AppConfig> {
+  const response = await fetch("config.json", { cache: "no-store" });
+  if (!response.ok) throw new ApiError("no_config", "the app's config.json did not load", response.status);
+  return await response.json() as AppConfig;
+}
+
+const enc = encodeURIComponent;
+
+/** Options of {@linkcode Api.sendOnce}. */
+export interface SendOptions {
+  enter?: boolean;
+  /** Tries after an answer that leaves unknown whether the prompt was typed. @default {4} */
+  retries?: number;
+}
+
+/** The API of the agent or of one box, by the page's transport. */
+export class Api {
+  readonly config: AppConfig;
+  #token: string;
+
+  constructor(config: AppConfig, token: string) {
+    this.config = config;
+    this.#token = token;
+  }
+
+  /** True when the page sees every box through the laptop agent. */
+  get agent(): boolean {
+    return this.config.mode === "agent";
+  }
+
+  /** The agent's own path (`/v1/{path}`); in box mode the box's, which answers only what it has. */
+  own(path: string): string {
+    return `/v1/${path}`;
+  }
+
+  /** A box API path (`/v1/{path}` on the box), through the agent's relay in agent mode. */
+  box(box: string, path: string): string {
+    return this.config.mode === "agent" ? `/v1/boxes/${enc(box)}/api/${path}` : `/v1/${path}`;
+  }
+
+  /** A JSON call; an error answer is thrown as {@linkcode ApiError}. */
+  async json<T>(
+    path: string,
+    init: { method?: string; body?: unknown; signal?: AbortSignal } = {},
+  ): Promise<T> {
+    const headers: Record<string, string> = { authorization: `Bearer ${this.#token}` };
+    if (init.body !== undefined) headers["content-type"] = "application/json";
+    let response: Response;
+    try {
+      response = await fetch(path, {
+        method: init.method ?? "GET",
+        headers,
+        body: init.body === undefined ? undefined : JSON.stringify(init.body),
+        signal: init.signal,
+      });
+    } catch (error) {
+      throw new ApiError("unreachable", `cannot reach dock: ${(error as Error).message}`, 0);
+    }
+    const text = await response.text();
+    const value = text ? JSON.parse(text) : null;
+    if (!response.ok) {
+      const error = value?.error ?? {};
+      throw new ApiError(error.code ?? "error", error.message ?? response.statusText, response.status);
+    }
+    return value as T;
+  }
+
+  /** The plain text of a GET (a service's log). */
+  async text(path: string): Promise<string> {
+    const response = await fetch(path, { headers: { authorization: `Bearer ${this.#token}` } });
+    if (!response.ok) throw new ApiError("error", response.statusText, response.status);
+    return await response.text();
+  }
+
+  /** The boxes: the agent's list, or in box mode the one box, online since the page reached it. */
+  async boxes(): Promise<BoxStatus[]> {
+    if (this.config.mode === "agent") return await this.json<BoxStatus[]>(this.own("boxes"));
+    return [{
+      name: this.config.box,
+      kind: "tls",
+      address: location.host,
+      online: true,
+      since: null,
+      error: null,
+      latency_ms: null,
+      build: null,
+    }];
+  }
+
+  /**
+   * Types a prompt so that it is typed at most once: the box records the key first and answers a repeat
+   * with the first outcome, so an answer that leaves it unknown (a 502, a cut connection) is asked again
+   * with the same key.
+   */
+  async sendOnce(box: string, session: string, text: string, options: SendOptions = {}): Promise<Session> {
+    const key = `once-${crypto.randomUUID()}`;
+    const path = this.box(box, `sessions/${enc(session)}/send`);
+    let delay = 300;
+    for (let attempt = 0;; attempt++) {
+      try {
+        return await this.json<Session>(path, {
+          method: "POST",
+          body: { text, enter: options.enter ?? true, key },
+        });
+      } catch (error) {
+        const unknown = error instanceof ApiError && (error.status === 502 || error.code === "unreachable");
+        if (!unknown || attempt >= (options.retries ?? 4)) throw error;
+        await new Promise((resolve) => setTimeout(resolve, delay));
+        delay = Math.min(delay * 2, 3000);
+      }
+    }
+  }
+
+  /** Puts a prompt in the laptop's offline queue (agent mode only). */
+  async queue(box: string, session: string, text: string): Promise<QueueItem> {
+    return await this.json<QueueItem>(this.own("queue"), { method: "POST", body: { box, session, text } });
+  }
+
+  /** The WebSocket address of a session's terminal (without a size, the box keeps the window's). */
+  attachUrl(box: string, session: string, size?: { cols: number; rows: number }): string {
+    const scheme = location.protocol === "https:" ? "wss:" : "ws:";
+    const path = this.config.mode === "agent"
+      ? `/v1/boxes/${enc(box)}/sessions/${enc(session)}/attach`
+      : `/v1/sessions/${enc(session)}/attach`;
+    const query = new URLSearchParams(size ? { cols: `${size.cols}`, rows: `${size.rows}` } : {});
+    query.set("token", this.#token);
+    return `${scheme}//${location.host}${path}?${query}`;
+  }
+
+  /**
+   * Presses keys in a session as its terminal would (Esc, Enter, a digit): `send` pastes text as one
+   * bracketed block, which a permission prompt reads as a paste, not as a key.
+   */
+  keys(box: string, session: string, keys: string): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const socket = new WebSocket(this.attachUrl(box, session));
+      socket.binaryType = "arraybuffer";
+      socket.onopen = () => {
+        socket.send(new TextEncoder().encode(keys));
+        socket.close();
+        resolve();
+      };
+      socket.onerror = () => reject(new ApiError("unreachable", "cannot reach the session's terminal", 0));
+    });
+  }
+
+  /**
+   * Follows `GET /v1/events` until `signal` aborts, reconnecting with `Last-Event-ID` after a drop.
+   * fetch() rather than EventSource: EventSource cannot send the `Authorization` header, and the token
+   * must not ride in a URL outside WebSockets. `onOpen` runs on each (re)connection, so the caller reloads
+   * what it may have missed.
+   */
+  async follow(
+    onEvent: (event: DockEvent) => void,
+    options: { signal: AbortSignal; onOpen?: () => void; onClose?: () => void },
+  ): Promise<void> {
+    let last: string | undefined;
+    let delay = 250;
+    while (!options.signal.aborted) {
+      try {
+        const headers: Record<string, string> = { authorization: `Bearer ${this.#token}` };
+        if (last) headers["last-event-id"] = last;
+        const response = await fetch(this.own("events"), { headers, signal: options.signal });
+        if (!response.ok || !response.body) {
+          throw new ApiError("events", response.statusText, response.status);
+        }
+        delay = 250;
+        options.onOpen?.();
+        for await (const frame of frames(response.body)) {
+          if (frame.id) last = frame.id;
+          if (frame.data) onEvent(JSON.parse(frame.data) as DockEvent);
+        }
+      } catch (error) {
+        if (options.signal.aborted) return;
+        if (error instanceof ApiError && error.status === 401) throw error;
+      }
+      options.onClose?.();
+      await new Promise((resolve) => setTimeout(resolve, delay));
+      delay = Math.min(delay * 2, 5000);
+    }
+  }
+}
+
+/** The frames of a server-sent-events body: `id` and the joined `data` lines. */
+export async function* frames(
+  body: ReadableStream<Uint8Array>,
+): AsyncGenerator<{ id?: string; data?: string }> {
+  const reader = body.getReader();
+  const decoder = new TextDecoder();
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buffer += decoder.decode(value, { stream: true });
+    let end: number;
+    while ((end = buffer.indexOf("\n\n")) >= 0) {
+      const block = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      let id: string | undefined;
+      const data: string[] = [];
+      for (const line of block.split("\n")) {
+        if (line.startsWith("id:")) id = line.slice(3).trim();
+        else if (line.startsWith("data:")) data.push(line.slice(5).replace(/^ /, ""));
+      }
+      yield { id, data: data.length ? data.join("\n") : undefined };
+    }
+  }
+}

@@ -1,0 +1,148 @@
+/**
+ * The board: every box (online or not, latency), its locations and worktrees (branch, ahead/behind,
+ * dirty, ports with their private URLs, services with restart/stop/log), and every session with its
+ * agent and state, newest change first.
+ *
+ * @module
+ */
+import { useState } from "preact/hooks";
+import type { WorktreeService } from "../../client/wire.ts";
+import type { Api } from "./api.ts";
+import { boxes, type BoxView, proxyPort, sessions } from "./store.ts";
+import { openTerminal } from "./views.ts";
+
+/** A session's agent state as a badge. */
+export function Badge(props: { state: string; exited?: boolean }) {
+  const state = props.exited ? "exited" : props.state;
+  return <span class={`badge badge-${state}`} data-state={state}>{state}</span>;
+}
+
+/** The board of every box. */
+export function Board(props: { api: Api }) {
+  const list = Object.values(boxes.value);
+  return (
+    <div class="board">
+      <section class="card sessions-card">
+        <h2>Sessions</h2>
+        {sessions.value.length === 0 && <p class="muted">No sessions yet.</p>}
+        <ul class="sessions">
+          {sessions.value.map(({ box, session }) => (
+            <li class="session" key={`${box}/${session.name}`} data-session={`${box}/${session.name}`}>
+              <Badge state={session.agent_state} exited={session.exited} />
+              <button
+                type="button"
+                class="link-button"
+                onClick={() =>
+                  openTerminal(box, session.name)}
+              >
+                {box}/{session.name}
+              </button>
+              <span class="muted">{session.agent ?? session.command}</span>
+              <span class="muted where">{session.location}/{session.worktree}</span>
+            </li>
+          ))}
+        </ul>
+      </section>
+      {list.map((view) => <BoxCard api={props.api} view={view} key={view.status.name} />)}
+    </div>
+  );
+}
+
+function BoxCard(props: { api: Api; view: BoxView }) {
+  const { status } = props.view;
+  return (
+    <section class="card box" data-box={status.name}>
+      <h2>
+        <span class={`dot ${status.online ? "online" : "offline"}`} />
+        {status.name}
+        <span class="muted">
+          {status.online ? (status.latency_ms !== null ? ` ${status.latency_ms} ms` : " online") : " offline"}
+        </span>
+      </h2>
+      {!status.online && status.error && <p class="error">{status.error}</p>}
+      {props.view.error && <p class="error">{props.view.error}</p>}
+      {props.view.locations.map((location) => (
+        <div class="location" key={location.name}>
+          <h3>{location.name}</h3>
+          <ul class="worktrees">
+            {location.worktrees.map((worktree) => {
+              const git = props.view.git.find((g) =>
+                g.location === location.name && g.name === worktree.name
+              );
+              const ports = props.view.ports.find((p) =>
+                p.location === location.name && p.worktree === worktree.name
+              )?.ports ?? [];
+              const services = props.view.services[`${location.name}/${worktree.name}`] ?? [];
+              return (
+                <li class="worktree" key={worktree.name}>
+                  <div class="row">
+                    <strong>{worktree.name}</strong>
+                    <span class="branch">{git?.branch ?? worktree.branch ?? "detached"}</span>
+                    {git && (git.ahead > 0 || git.behind > 0) && (
+                      <span class="muted">↑{git.ahead} ↓{git.behind}</span>
+                    )}
+                    {git?.dirty && <span class="tag dirty">dirty</span>}
+                    {worktree.paused && <span class="tag">paused</span>}
+                  </div>
+                  {ports.length > 0 && (
+                    <div class="row ports">
+                      {proxyPort.value !== null && (
+                        <a
+                          href={privateUrl(worktree.name, location.name, status.name, proxyPort.value)}
+                          target="_blank"
+                          rel="noopener noreferrer"
+                        >
+                          open
+                        </a>
+                      )}
+                      {ports.map((port) => <span class="tag" key={port.port}>:{port.port}</span>)}
+                    </div>
+                  )}
+                  {services.map((service) => (
+                    <ServiceRow
+                      api={props.api}
+                      box={status.name}
+                      service={service}
+                      key={service.name}
+                    />
+                  ))}
+                </li>
+              );
+            })}
+          </ul>
+        </div>
+      ))}
+    </section>
+  );
+}
+
+/** A worktree's private URL through the agent's proxy (spec 2.10): its lowest listening port. */
+function privateUrl(worktree: string, location: string, box: string, port: number): string {
+  return `http://${worktree}.${location}.${box}.localhost:${port}/`;
+}
+
+function ServiceRow(props: { api: Api; box: string; service: WorktreeService }) {
+  const { service } = props;
+  const [log, setLog] = useState<string | null>(null);
+  const base = `locations/${encodeURIComponent(service.location)}/worktrees/${
+    encodeURIComponent(service.worktree)
+  }/services/${encodeURIComponent(service.name)}`;
+  const act = (verb: string) =>
+    props.api.json(props.api.box(props.box, `${base}/${verb}`), { method: "POST" });
+  return (
+    <div class="service">
+      <span class={`tag service-${service.state}`}>{service.name}: {service.state}</span>
+      <button type="button" class="small" onClick={() => act("restart")}>restart</button>
+      <button type="button" class="small" onClick={() => act("stop")}>stop</button>
+      <button
+        type="button"
+        class="small"
+        onClick={async () =>
+          setLog(log === null ? await props.api.text(props.api.box(props.box, `${base}/log`)) : null)}
+      >
+        log
+      </button>
+      {log !== null && <pre class="log">{log.split("\n").slice(-200).join("\n")}</pre>}
+    </div>
+  );
+}

@@ -1,0 +1,119 @@
+/**
+ * The dock app's entry: reads the transport from `/app/config.json`, takes the token from the address's
+ * fragment, follows the event stream, and shows the views.
+ *
+ * @module
+ */
+import { render } from "preact";
+import { effect } from "@preact/signals";
+import { Api, type AppConfig, loadConfig, takeToken } from "./api.ts";
+import { Board } from "./board.tsx";
+import { NeedsYou } from "./needs.tsx";
+import { live, needsYou, Sync } from "./store.ts";
+import { TerminalPane } from "./terminal.tsx";
+import { closeTerminal, show, terminals, view, VIEWS } from "./views.ts";
+import { Palette, palette } from "./palette.tsx";
+import { AutomationView, EventsView, PluginsView, QueueView, SettingsView, TaskView } from "./more.tsx";
+import { startNotifications } from "./notify.ts";
+
+function App(props: { api: Api; config: AppConfig }) {
+  const waiting = needsYou.value.length;
+  return (
+    <div class={`shell mode-${props.config.mode}`}>
+      <header class="top">
+        <span class="brand">dock</span>
+        <span class={`live ${live.value ? "on" : "off"}`} title={live.value ? "live" : "reconnecting"} />
+        <nav class="nav">
+          {VIEWS.filter((v) => props.api.agent || !AGENT_ONLY.has(v.id)).map((v) => (
+            <button
+              type="button"
+              key={v.id}
+              class={view.value === v.id ? "active" : ""}
+              data-view={v.id}
+              onClick={() => show(v.id)}
+            >
+              {v.label}
+              {v.id === "needs" && waiting > 0 && <span class="count" data-count={waiting}>{waiting}</span>}
+              {v.id === "terminals" && terminals.value.length > 0 && (
+                <span class="count">{terminals.value.length}</span>
+              )}
+            </button>
+          ))}
+        </nav>
+        <button
+          type="button"
+          class="palette-button"
+          title="Command palette (Ctrl+K)"
+          onClick={() => palette.value = true}
+        >
+          Ctrl+K
+        </button>
+      </header>
+      <main class={`view view-${view.value}`}>
+        {view.value === "board" && <Board api={props.api} />}
+        {view.value === "needs" && <NeedsYou api={props.api} />}
+        {view.value === "terminals" && (
+          <div class="terminals">
+            {terminals.value.length === 0 && <p class="muted">Open a session from the board.</p>}
+            {terminals.value.map((t) => (
+              <TerminalPane
+                api={props.api}
+                box={t.box}
+                session={t.session}
+                key={`${t.box}/${t.session}`}
+                onClose={() => closeTerminal(t.box, t.session)}
+              />
+            ))}
+          </div>
+        )}
+        {view.value === "task" && <TaskView api={props.api} />}
+        {view.value === "queue" && <QueueView api={props.api} />}
+        {view.value === "events" && <EventsView />}
+        {view.value === "automation" && <AutomationView api={props.api} />}
+        {view.value === "plugins" && <PluginsView api={props.api} />}
+        {view.value === "settings" && <SettingsView api={props.api} />}
+      </main>
+      <Palette />
+    </div>
+  );
+}
+
+/** Views that only the laptop agent answers. */
+const AGENT_ONLY = new Set(["queue", "plugins", "task"]);
+
+function NoToken() {
+  return (
+    <div class="empty-page">
+      <h1>dock</h1>
+      <p>
+        This page needs the agent's token. Open it with{" "}
+        <code>dock open</code>, which puts the token in the address's fragment (it never reaches a server, and
+        the page drops it from the address).
+      </p>
+    </div>
+  );
+}
+
+async function main(): Promise<void> {
+  const root = document.getElementById("app")!;
+  const token = takeToken();
+  if (!token) return render(<NoToken />, root);
+  const config = await loadConfig();
+  const api = new Api(config, token);
+  const sync = new Sync(api);
+  effect(() => {
+    const count = needsYou.value.length;
+    document.title = count > 0 ? `(${count}) dock` : "dock";
+  });
+  startNotifications(api);
+  render(<App api={api} config={config} />, root);
+  addEventListener("keydown", (event) => {
+    if ((event.ctrlKey || event.metaKey) && event.key.toLowerCase() === "k") {
+      event.preventDefault();
+      palette.value = !palette.value;
+    }
+  });
+  await sync.start(new AbortController().signal);
+}
+
+main();

@@ -1,0 +1,95 @@
+/**
+ * The command palette (Ctrl+K): jump to any view, session or worktree by typing part of its name; the
+ * views' shortcut letters are listed beside them.
+ *
+ * @module
+ */
+import { signal } from "@preact/signals";
+import { useState } from "preact/hooks";
+import { boxes, sessions } from "./store.ts";
+import { openTerminal, show, VIEWS } from "./views.ts";
+
+/** True while the palette is open. */
+export const palette = signal(false);
+
+interface Entry {
+  label: string;
+  hint: string;
+  run: () => void;
+}
+
+function entries(): Entry[] {
+  const list: Entry[] = VIEWS.map((v) => ({
+    label: v.label,
+    hint: `view · ${v.key}`,
+    run: () => show(v.id),
+  }));
+  for (const { box, session } of sessions.value) {
+    list.push({
+      label: `${box}/${session.name}`,
+      hint: `session · ${session.agent_state}`,
+      run: () => openTerminal(box, session.name),
+    });
+  }
+  for (const view of Object.values(boxes.value)) {
+    for (const location of view.locations) {
+      for (const worktree of location.worktrees) {
+        list.push({
+          label: `${view.status.name}/${location.name}/${worktree.name}`,
+          hint: "worktree",
+          run: () => show("board"),
+        });
+      }
+    }
+  }
+  return list;
+}
+
+/** The palette dialog. */
+export function Palette() {
+  const [query, setQuery] = useState("");
+  const [index, setIndex] = useState(0);
+  if (!palette.value) return null;
+  const words = query.toLowerCase().split(/\s+/).filter(Boolean);
+  const matches = entries().filter((e) => words.every((w) => e.label.toLowerCase().includes(w))).slice(0, 50);
+  const pick = (entry: Entry | undefined) => {
+    if (!entry) return;
+    palette.value = false;
+    setQuery("");
+    setIndex(0);
+    entry.run();
+  };
+  return (
+    <div class="overlay" onClick={() => palette.value = false}>
+      <div class="palette" role="dialog" aria-label="Command palette" onClick={(e) => e.stopPropagation()}>
+        <input
+          autofocus
+          placeholder="Jump to a view, session or worktree…"
+          value={query}
+          onInput={(e) => {
+            setQuery((e.target as HTMLInputElement).value);
+            setIndex(0);
+          }}
+          onKeyDown={(e) => {
+            if (e.key === "Escape") palette.value = false;
+            if (e.key === "ArrowDown") setIndex(Math.min(index + 1, matches.length - 1));
+            if (e.key === "ArrowUp") setIndex(Math.max(index - 1, 0));
+            if (e.key === "Enter") pick(matches[index]);
+          }}
+        />
+        <ul>
+          {matches.map((entry, i) => (
+            <li
+              key={entry.label + entry.hint}
+              class={i === index ? "selected" : ""}
+              onClick={() => pick(entry)}
+            >
+              <span>{entry.label}</span>
+              <span class="muted">{entry.hint}</span>
+            </li>
+          ))}
+        </ul>
+      </div>
+    </div>
+  );
+}

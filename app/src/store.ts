@@ -1,0 +1,276 @@
+/**
+ * What the page knows, as signals, kept current from the event stream: an event names what changed
+ * (a box, a session, a worktree), and only that part is asked for again. No polling loop.
+ *
+ * @module
+ */
+import { computed, signal } from "@preact/signals";
+import type { AgentStatus, BoxStatus } from "../../client/agent.ts";
+import type {
+  AgentState,
+  DockEvent,
+  Location,
+  QueueItem,
+  Session,
+  WorktreePorts,
+  WorktreeService,
+  WorktreeStatus,
+} from "../../client/wire.ts";
+import type { Api } from "./api.ts";
+
+/** One box as the board shows it. */
+export interface BoxView {
+  status: BoxStatus;
+  locations: Location[];
+  sessions: Session[];
+  git: WorktreeStatus[];
+  ports: WorktreePorts[];
+  /** Services by `location/worktree`. */
+  services: Record<string, WorktreeService[]>;
+  error?: string;
+}
+
+/** A session with the box it runs on, and when the page last saw it change. */
+export interface SessionRef {
+  box: string;
+  session: Session;
+  changed: number;
+}
+
+/** Every box by name. */
+export const boxes = signal<Record<string, BoxView>>({});
+/** When each `box/session` last changed, as the page saw it (newest first on the board). */
+export const changedAt = signal<Record<string, number>>({});
+/** `box/session` keys of finished sessions the person has looked at. */
+export const seen = signal<Set<string>>(new Set(loadSeen()));
+/** The newest events, newest last (at most {@linkcode EVENT_LIMIT}). */
+export const events = signal<DockEvent[]>([]);
+/** The offline queue. */
+export const queue = signal<QueueItem[]>([]);
+/** The agent's private-URL proxy port, when it runs (agent mode). */
+export const proxyPort = signal<number | null>(null);
+/** True while the event stream is open. */
+export const live = signal(false);
+
+const EVENT_LIMIT = 500;
+
+/** Called with each event as it arrives (notifications). */
+export const onEvent = new Set<(event: DockEvent) => void>();
+
+/** `box/session`. */
+export function sessionKey(box: string, name: string): string {
+  return `${box}/${name}`;
+}
+
+/** Every session, newest change first. */
+export const sessions = computed<SessionRef[]>(() => {
+  const at = changedAt.value;
+  const all: SessionRef[] = [];
+  for (const view of Object.values(boxes.value)) {
+    for (const session of view.sessions) {
+      const key = sessionKey(view.status.name, session.name);
+      const changed = at[key] ?? Date.parse(session.state_time ?? session.created);
+      all.push({ box: view.status.name, session, changed });
+    }
+  }
+  return all.sort((a, b) => b.changed - a.changed);
+});
+
+/** Sessions that need the person: waiting ones, and finished ones not yet looked at. */
+export const needsYou = computed<SessionRef[]>(() =>
+  sessions.value.filter(({ box, session }) =>
+    !session.exited && (session.agent_state === "waiting" ||
+      (session.agent_state === "finished" && !seen.value.has(sessionKey(box, session.name))))
+  )
+);
+
+/** Marks a session looked at (kept for this tab across reloads). */
+export function markSeen(box: string, name: string): void {
+  const next = new Set(seen.value);
+  next.add(sessionKey(box, name));
+  seen.value = next;
+  sessionStorage.setItem("dock.seen", JSON.stringify([...next]));
+}
+
+function loadSeen(): string[] {
+  try {
+    return JSON.parse(sessionStorage.getItem("dock.seen") ?? "[]");
+  } catch {
+    return [];
+  }
+}
+
+const STATE_OF: Record<string, AgentState> = {
+  "agent.started": "running",
+  "agent.ready": "idle",
+  "agent.waiting": "waiting",
+  "agent.finished": "finished",
+};
+
+/** Keeps the store current: loads everything, then follows the event stream. */
+export class Sync {
+  #api: Api;
+  /** Reloads under way or asked for, by what they reload: a burst of events costs one reload each. */
+  #pending = new Map<string, { running: boolean; again: boolean }>();
+
+  constructor(api: Api) {
+    this.#api = api;
+  }
+
+  /** Follows events until `signal` aborts. */
+  async start(signal: AbortSignal): Promise<void> {
+    await this.#api.follow((event) => this.apply(event), {
+      signal,
+      onOpen: () => {
+        live.value = true;
+        this.reloadAll();
+      },
+      onClose: () => live.value = false,
+    });
+  }
+
+  /** Reloads the boxes and everything on each. */
+  reloadAll(): void {
+    this.#once("boxes", async () => {
+      const list = await this.#api.boxes();
+      if (this.#api.agent) {
+        const status = await this.#api.json<AgentStatus>(this.#api.own("status"));
+        proxyPort.value = status.proxy.enabled ? status.proxy.port ?? null : null;
+      }
+      const next: Record<string, BoxView> = {};
+      for (const status of list) {
+        next[status.name] = { ...emptyView(status), ...boxes.value[status.name], status };
+      }
+      boxes.value = next;
+      for (const status of list) if (status.online) this.reloadBox(status.name);
+      if (this.#api.agent) this.reloadQueue();
+    });
+  }
+
+  /** Reloads one box's locations, sessions, git status and ports. */
+  reloadBox(box: string): void {
+    this.reloadSessions(box);
+    this.#once(`locations:${box}`, async () => {
+      const [locations, git, ports] = await Promise.all([
+        this.#api.json<Location[]>(this.#api.box(box, "locations")),
+        this.#api.json<WorktreeStatus[]>(this.#api.box(box, "worktrees")),
+        this.#api.json<WorktreePorts[]>(this.#api.box(box, "services")),
+      ]);
+      this.#patch(box, { locations, git, ports, error: undefined });
+      for (const location of locations) {
+        for (const worktree of location.worktrees) this.reloadServices(box, location.name, worktree.name);
+      }
+    });
+  }
+
+  /** Reloads one box's sessions. */
+  reloadSessions(box: string): void {
+    this.#once(`sessions:${box}`, async () => {
+      const list = await this.#api.json<Session[]>(this.#api.box(box, "sessions"));
+      this.#patch(box, { sessions: list });
+    });
+  }
+
+  /** Reloads one worktree's services. */
+  reloadServices(box: string, location: string, worktree: string): void {
+    const path = `locations/${encodeURIComponent(location)}/worktrees/${
+      encodeURIComponent(worktree)
+    }/services`;
+    this.#once(`services:${box}/${location}/${worktree}`, async () => {
+      const list = await this.#api.json<WorktreeService[]>(this.#api.box(box, path));
+      const view = boxes.value[box];
+      if (view) this.#patch(box, { services: { ...view.services, [`${location}/${worktree}`]: list } });
+    });
+  }
+
+  /** Reloads the offline queue. */
+  reloadQueue(): void {
+    this.#once("queue", async () => {
+      queue.value = await this.#api.json<QueueItem[]>(this.#api.own("queue"));
+    });
+  }
+
+  /** Applies one event: what it says at once, then a reload of the part it names. */
+  apply(event: DockEvent): void {
+    const list = events.value.length >= EVENT_LIMIT ? events.value.slice(1) : events.value.slice();
+    list.push(event);
+    events.value = list;
+    for (const listener of onEvent) listener(event);
+    const box = event.box ?? (this.#api.agent ? undefined : (this.#api.config as { box: string }).box);
+    const type = event.type;
+    const data = event.data ?? {};
+    if (type.startsWith("box.")) return this.reloadAll();
+    if (type.startsWith("queue.")) return this.reloadQueue();
+    if (!box) return;
+    if (type in STATE_OF && typeof data.session === "string") {
+      this.#setState(box, data.session, STATE_OF[type]);
+      return this.reloadSessions(box);
+    }
+    if (type.startsWith("session.") || type.startsWith("agent.") || type === "task.created") {
+      if (typeof data.name === "string" || typeof data.session === "string") {
+        const name = (data.session ?? data.name) as string;
+        changedAt.value = { ...changedAt.value, [sessionKey(box, name)]: Date.now() };
+      }
+      this.reloadSessions(box);
+      if (type === "task.created") this.reloadBox(box);
+      return;
+    }
+    if (type.startsWith("service.")) {
+      const location = data.location, worktree = data.worktree;
+      if (typeof location === "string" && typeof worktree === "string") {
+        this.reloadServices(box, location, worktree);
+      }
+      return;
+    }
+    if (type.startsWith("location.") || type.startsWith("worktree.")) this.reloadBox(box);
+  }
+
+  #setState(box: string, name: string, state: AgentState): void {
+    const view = boxes.value[box];
+    if (!view) return;
+    const key = sessionKey(box, name);
+    changedAt.value = { ...changedAt.value, [key]: Date.now() };
+    if (state === "finished" && seen.value.has(key)) {
+      const next = new Set(seen.value);
+      next.delete(key);
+      seen.value = next;
+    }
+    this.#patch(box, {
+      sessions: view.sessions.map((s) => s.name === name ? { ...s, agent_state: state } : s),
+    });
+  }
+
+  #patch(box: string, part: Partial<BoxView>): void {
+    const view = boxes.value[box];
+    if (!view) return;
+    boxes.value = { ...boxes.value, [box]: { ...view, ...part } };
+  }
+
+  /** Runs `load` now, or once more after the run under way when asked again meanwhile. */
+  #once(key: string, load: () => Promise<void>): void {
+    const pending = this.#pending.get(key);
+    if (pending?.running) {
+      pending.again = true;
+      return;
+    }
+    const entry = { running: true, again: false };
+    this.#pending.set(key, entry);
+    const run = async () => {
+      do {
+        entry.again = false;
+        try {
+          await load();
+        } catch (error) {
+          const box = key.includes(":") ? key.slice(key.indexOf(":") + 1).split("/")[0] : undefined;
+          if (box) this.#patch(box, { error: (error as Error).message });
+        }
+      } while (entry.again);
+      entry.running = false;
+    };
+    run();
+  }
+}
+
+function emptyView(status: BoxStatus): BoxView {
+  return { status, locations: [], sessions: [], git: [], ports: [], services: {} };
+}

@@ -1,0 +1,76 @@
+/**
+ * Serves the app's embedded files under `/app/` (issue 14): the laptop agent serves them on its loopback
+ * API and a box on its phone listener, each handing in the same generated assets map and its own
+ * start-up config. The files hold no data, so they need no token; every answer carries a strict
+ * Content-Security-Policy so the page can run no script but its own bundle and reach no other origin.
+ *
+ * @module
+ */
+
+/** One embedded file: its media type and its text. */
+export interface Asset {
+  type: string;
+  body: string;
+}
+
+/** Options of {@linkcode serveApp}. */
+export interface ServeAppOptions {
+  /** Answered as `/app/config.json`: how the page reaches its API (its transport and scope). */
+  config: Record<string, unknown>;
+}
+
+/** Where the app is served. */
+export const APP_PREFIX = "/app/";
+
+/**
+ * No inline script and no remote origin. Styles may be inline because xterm.js's renderer writes its
+ * own `<style>` elements for the terminal's colours and cell sizes; a style cannot run code.
+ */
+export const APP_CSP = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self' 'unsafe-inline'",
+  "img-src 'self' data:",
+  "font-src 'self'",
+  "connect-src 'self'",
+  "manifest-src 'self'",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+].join("; ");
+
+/** True for the paths {@linkcode serveApp} answers: `/app` and anything below `/app/`. */
+export function isAppPath(path: string): boolean {
+  return path === "/app" || path.startsWith(APP_PREFIX);
+}
+
+/**
+ * The answer for a GET or HEAD of `path` under `/app/`, or null when `path` is not an app file (the
+ * caller answers 404 in its own error form). `/app` redirects to `/app/`, `/app/` is `index.html`.
+ */
+export function serveApp(
+  assets: Readonly<Record<string, Asset>>,
+  method: string,
+  path: string,
+  options: ServeAppOptions,
+): Response | null {
+  if (!isAppPath(path) || (method !== "GET" && method !== "HEAD")) return null;
+  if (path === "/app") return new Response(null, { status: 308, headers: { location: APP_PREFIX } });
+  const name = path.slice(APP_PREFIX.length) || "index.html";
+  const asset: Asset | undefined = name === "config.json"
+    ? { type: "application/json", body: JSON.stringify(options.config) }
+    : Object.hasOwn(assets, name)
+    ? assets[name]
+    : undefined;
+  if (!asset) return null;
+  const headers = {
+    "content-type": asset.type,
+    "content-security-policy": APP_CSP,
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "no-referrer",
+    "x-frame-options": "DENY",
+    // The bundle changes with the program; a stale cached copy would talk to a newer API.
+    "cache-control": "no-cache",
+  };
+  return new Response(method === "HEAD" ? null : asset.body, { headers });
+}

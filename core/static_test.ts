@@ -1,0 +1,30 @@
+import { assert, assertEquals } from "../tests/assert.ts";
+import { APP_CSP, serveApp } from "./static.ts";
+
+const ASSETS = {
+  "index.html": { type: "text/html; charset=utf-8", body: "<p>hi</p>" },
+  "app.js": { type: "text/javascript; charset=utf-8", body: "1" },
+};
+
+Deno.test("serveApp: index, files and config with a strict policy and nosniff", async () => {
+  const index = serveApp(ASSETS, "GET", "/app/", { config: { mode: "agent" } })!;
+  assertEquals(await index.text(), "<p>hi</p>");
+  assertEquals(index.headers.get("content-security-policy"), APP_CSP);
+  assertEquals(index.headers.get("x-content-type-options"), "nosniff");
+  assert(APP_CSP.includes("script-src 'self'") && !/script-src[^;]*unsafe/.test(APP_CSP));
+  const config = serveApp(ASSETS, "GET", "/app/config.json", { config: { mode: "box", box: "b1" } })!;
+  assertEquals(await config.json(), { mode: "box", box: "b1" });
+  assertEquals(
+    serveApp(ASSETS, "GET", "/app/app.js", { config: {} })!.headers.get("content-type"),
+    ASSETS["app.js"].type,
+  );
+  assertEquals(serveApp(ASSETS, "GET", "/app", { config: {} })!.status, 308);
+});
+
+Deno.test("serveApp: unknown files, other methods and other paths are not its to answer", () => {
+  assertEquals(serveApp(ASSETS, "GET", "/app/nope.js", { config: {} }), null);
+  assertEquals(serveApp(ASSETS, "GET", "/app/constructor", { config: {} }), null);
+  assertEquals(serveApp(ASSETS, "POST", "/app/", { config: {} }), null);
+  assertEquals(serveApp(ASSETS, "GET", "/v1/status", { config: {} }), null);
+  assertEquals(serveApp(ASSETS, "GET", "/application", { config: {} }), null);
+});
