@@ -57,6 +57,14 @@ const ROUTES: [string, string][] = [
   ["GET", "/v1/no/such/route"],
 ];
 
+/** The app's static files (issue 14): open without a token, behind the Host and Origin checks. */
+const APP_ROUTES: [string, string][] = [
+  ["GET", "/app"],
+  ["GET", "/app/*"],
+  ["HEAD", "/app"],
+  ["HEAD", "/app/*"],
+];
+
 /** A concrete path for a route pattern. */
 function concrete(pattern: string): string {
   return pattern.replace(":box", "local").replace(/:[a-z]+/g, "x").replace("*", "locations");
@@ -71,7 +79,7 @@ Deno.test("the auth matrix below covers every route the agent's API registers", 
   };
   const agent = new Agent(clientPaths({ get: (key) => env[key] }));
   try {
-    const listed = new Set(ROUTES.map(([method, path]) => `${method} ${path}`));
+    const listed = new Set([...ROUTES, ...APP_ROUTES].map(([method, path]) => `${method} ${path}`));
     const registered = agentApp(agent, { port: 1378 }).routes
       // ALL routes are the 405 answers of known paths (and the gate), except the relay's.
       .filter((route) => route.method !== "ALL" || route.path.endsWith("/api/*"))
@@ -192,6 +200,22 @@ Deno.test("the gate refuses every route without the token, with a wrong one, a f
   );
   const stop = await call(agent.url, "POST", "/v1/stop", good);
   assertEquals(stop.status, 403, "no app can stop the agent");
+  // The app's files need no token (they hold no data) and carry a strict policy; the Host and Origin
+  // checks still apply, nothing but GET and HEAD is open, and the page's own origin is not CORS.
+  for (const path of ["/app/", "/app/app.js", "/app/config.json"]) {
+    const file = await call(agent.url, "GET", path, {});
+    assertEquals(file.status, 200, path);
+    assertStringIncludes(file.headers.get("content-security-policy") ?? "", "script-src 'self'");
+    assertEquals(file.headers.get("x-content-type-options"), "nosniff");
+    assertEquals(await rawStatus(agent.port, "GET", path, { host: "evil.example" }), 403, `${path} Host`);
+    assertEquals((await call(agent.url, "GET", path, { origin: "https://evil.example" })).status, 403, path);
+  }
+  assertEquals((await call(agent.url, "GET", "/app/nope.js", {})).status, 404);
+  assertEquals((await call(agent.url, "POST", "/app/", {})).status, 401);
+  assertEquals((await call(agent.url, "GET", "/application", {})).status, 401);
+  const own = `http://127.0.0.1:${agent.port}`;
+  assertEquals((await call(agent.url, "GET", "/v1/status", { ...good, origin: own })).status, 200);
+  assertEquals((await call(agent.url, "GET", "/v1/status", { origin: own })).status, 401);
   const mode = (await Deno.stat(join(dirs.state, "client", "ui-token"))).mode! & 0o777;
   assertEquals(mode, 0o600);
   void box;

@@ -25,6 +25,7 @@ export function TerminalPane(
   const host = useRef<HTMLDivElement>(null);
   const [link, setLink] = useState<Link>("connecting");
   const [attempt, setAttempt] = useState(0);
+  const [size, setSize] = useState("");
 
   useEffect(() => {
     const term = new Terminal({
@@ -39,6 +40,7 @@ export function TerminalPane(
     term.loadAddon(new WebLinksAddon());
     term.open(host.current!);
     fit.fit();
+    setSize(`${term.cols}x${term.rows}`);
     const encoder = new TextEncoder();
     let socket: WebSocket | null = null;
     let stopped = false;
@@ -73,6 +75,7 @@ export function TerminalPane(
       if (socket?.readyState === WebSocket.OPEN) socket.send(encoder.encode(data));
     });
     const resized = term.onResize(({ cols, rows }) => {
+      setSize(`${cols}x${rows}`);
       if (socket?.readyState === WebSocket.OPEN) socket.send(JSON.stringify({ type: "resize", cols, rows }));
     });
     const observer = new ResizeObserver(() => fit.fit());
@@ -90,7 +93,7 @@ export function TerminalPane(
   }, [props.box, props.session]);
 
   return (
-    <section class="pane" data-session={`${props.box}/${props.session}`}>
+    <section class="pane" data-session={`${props.box}/${props.session}`} data-size={size}>
       <header class="pane-head">
         <span class="pane-title">{props.box}/{props.session}</span>
         <span class={`link link-${link}`} data-link={link} data-attached={attempt}>{link}</span>
