@@ -108,6 +108,11 @@ function laptopRoutes(options: { link: string; forwardPort: number }): LaptopRou
       ];
     }),
     { method: "GET", path: "/v1/plugins/:id/*", params: { id: "fz" }, rest: "ui/index.html" },
+    // The app's static files (issue 14), which need no token.
+    { method: "GET", path: "/app" },
+    { method: "GET", path: "/app/*", rest: "app.js" },
+    { method: "HEAD", path: "/app" },
+    { method: "HEAD", path: "/app/*", rest: "index.html" },
   ];
 }
 

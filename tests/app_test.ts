@@ -1,0 +1,282 @@
+/**
+ * The app (issue 14), whole: Debian's Chromium driven by Playwright against a real `dock agent` and
+ * `dockd`, with a fake agent in a real worktree. The page is opened from `dock open --print`'s address;
+ * everything it shows comes from the event stream. No step waits a fixed time: each waits for what the
+ * page shows. Screenshots of the board, a terminal and Needs you are written to `docs/`.
+ *
+ * Needs /usr/bin/chromium (`.ci/run` installs it); without it the test is skipped, saying so.
+ */
+import { join } from "node:path";
+import { type Browser, chromium, type Page } from "playwright-core";
+import { assert, assertEquals } from "./assert.ts";
+import { AgentClient } from "../client/agent.ts";
+import { eventually, laptopEnv, makeDirs, makeRepo, runCli, startAgent, startBox } from "./harness.ts";
+
+const CHROMIUM = "/usr/bin/chromium";
+const HAVE_CHROMIUM = await Deno.stat(CHROMIUM).then(() => true, () => false);
+if (!HAVE_CHROMIUM) {
+  console.warn(`tests/app_test.ts: skipped: ${CHROMIUM} is missing (apt-get install chromium; .ci/run does)`);
+}
+
+const DENO = Deno.execPath();
+const FAKE = new URL("./fixtures/fake_agent.ts", import.meta.url).pathname;
+const DOCS = new URL("../docs/", import.meta.url).pathname;
+const AGENT = {
+  id: "fake",
+  name: "Fake agent",
+  command: `'${DENO}' run -A --cached-only '${FAKE}'`,
+  prompt_flag: "",
+};
+
+/**
+ * Chromium as it runs on these machines: headless, no sandbox (root), no background traffic (a closed
+ * network refuses it). Playwright gives each launch a fresh profile of its own (`--user-data-dir` in a
+ * new temporary folder, removed on close).
+ */
+export async function launchChromium(): Promise<Browser> {
+  return await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
+  });
+}
+
+// What runs in the page: this file is type-checked without the DOM's types. Passed as functions (which
+// Playwright calls through the debugger, not eval: the page's CSP forbids eval, and rightly).
+// deno-lint-ignore no-explicit-any
+declare const document: any;
+// deno-lint-ignore no-explicit-any
+declare const globalThis: any;
+declare class MutationObserver {
+  constructor(callback: () => void);
+  observe(target: unknown, options: Record<string, boolean>): void;
+}
+
+/** The states a session's badge has shown, in order (recorded in the page as they are drawn). */
+async function recordBadges(page: Page, session: string): Promise<void> {
+  await page.evaluate((key) => {
+    const seen: string[] = [];
+    (globalThis.badges ??= {})[key] = seen;
+    const note = () => {
+      const state = document.querySelector(`.sessions [data-session="${key}"] .badge`)?.getAttribute(
+        "data-state",
+      );
+      if (state && seen[seen.length - 1] !== state) seen.push(state);
+    };
+    new MutationObserver(note).observe(document.body, { subtree: true, childList: true, attributes: true });
+    note();
+  }, session);
+}
+
+/** Waits until the recorded badge states of `session` contain `states` in that order. */
+async function badgesWent(page: Page, session: string, states: string[]): Promise<void> {
+  await page.waitForFunction(
+    ({ key, want }) => {
+      let i = 0;
+      for (const state of globalThis.badges[key] ?? []) if (state === want[i]) i++;
+      return i === want.length;
+    },
+    { key: session, want: states },
+    { timeout: 30_000 },
+  );
+}
+
+/** Waits until `selector`'s attribute `name` is no longer `was`. */
+async function attributeChanged(
+  page: Page,
+  selector: string,
+  name: string,
+  was: string | null,
+): Promise<void> {
+  await page.waitForFunction(
+    (a) => document.querySelector(a.selector)?.getAttribute(a.name) !== a.was,
+    { selector, name, was },
+  );
+}
+
+/** Types into a terminal pane and waits for a row of its screen to read `line`. */
+async function typeAndSee(page: Page, session: string, command: string, line: string): Promise<void> {
+  const pane = page.locator(`.pane[data-session="${session}"]`);
+  await pane.locator(".term").click();
+  await page.keyboard.type(command);
+  await page.keyboard.press("Enter");
+  await pane.locator(".xterm-rows > div", { hasText: new RegExp(`^${line}\\s*$`) }).first().waitFor();
+}
+
+Deno.test({
+  name: "app: board, badges, needs you, terminal (resize, reconnect), queued prompt, task template, plugin",
+  ignore: !HAVE_CHROMIUM,
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn() {
+    const dirs = await makeDirs();
+    const env = {
+      FAKE_AGENT_WORK_MS: "1500",
+      FAKE_AGENT_LOG: join(dirs.root, "prompts.log"),
+      DOCK_PLUGIN_SCAN_MS: "100",
+    };
+    let box = await startBox({ dirs, env });
+    let agent = await startAgent(dirs, { env });
+    const browser = await launchChromium();
+    try {
+      const client = new AgentClient({ url: agent.url, token: agent.token, origin: "test" });
+      await client.addLocal("devbox");
+      client.close();
+      const repo = await makeRepo(join(dirs.home, "work"), "app", {
+        ".dock/config.json": JSON.stringify({ agents: [AGENT] }),
+      });
+      await box.client.addLocation({ name: "app", path: repo });
+      await Deno.mkdir(join(dirs.dockHome, "templates"), { recursive: true });
+      await Deno.writeTextFile(
+        join(dirs.dockHome, "templates", "fix.json"),
+        JSON.stringify({
+          name: "Fix an issue",
+          box: "devbox",
+          location: "app",
+          agent: "fake",
+          branch: "fix/{{name}}",
+          prompt: "Fix issue {{issue}}",
+          variables: [{ id: "issue", label: "Issue number" }],
+        }),
+      );
+      const pluginDir = join(dirs.dockHome, "plugins", "notify");
+      await Deno.mkdir(pluginDir, { recursive: true });
+      const example = new URL("../plugins/examples/notify/", import.meta.url).pathname;
+      await Deno.copyFile(join(example, "main.ts"), join(pluginDir, "main.ts"));
+      await Deno.writeTextFile(
+        join(pluginDir, "dock-plugin.json"),
+        JSON.stringify({
+          id: "notify",
+          name: "Notify",
+          version: "1.0.0",
+          main: "main.ts",
+          hooks: [{ on: "agent.waiting", module: "main.ts", timeout: "15s" }],
+          permissions: { env: ["NOTIFY_WEBHOOK_URL"], scopes: ["events:emit"] },
+        }),
+      );
+
+      // The address `dock open` gives; the token is in the fragment only.
+      const open = await runCli("dock", ["open", "--print"], { env: laptopEnv(dirs, agent), cwd: dirs.home });
+      assertEquals(open.code, 0, open.stderr);
+      const url = open.stdout.trim();
+      assert(url.startsWith(`${agent.url}/app/#token=`), url);
+
+      const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+      const errors: string[] = [];
+      page.on("pageerror", (error) => errors.push(error.message));
+      page.on("console", (message) => {
+        if (message.type() === "error" && /Content Security Policy/.test(message.text())) {
+          errors.push(message.text());
+        }
+      });
+      await page.goto(url);
+      // The token left the address bar (and the history) at once.
+      await page.waitForFunction(() => !globalThis.location.hash.includes("token"));
+      await page.locator('.box[data-box="devbox"] .dot.online').waitFor();
+
+      // A fake agent: its hooks move the badge running → waiting → finished.
+      await box.client.createSession({ location: "app", agent: "fake", name: "agent-1" });
+      await page.locator('.sessions [data-session="devbox/agent-1"]').waitFor();
+      await recordBadges(page, "devbox/agent-1");
+      await box.client.send("agent-1", "ASK-PERMISSION please");
+      await badgesWent(page, "devbox/agent-1", ["running", "waiting"]);
+      // Needs you lists it with its screen, the count is in the tab title, and a reply answers it.
+      await page.waitForFunction(() => document.title.startsWith("(1)"));
+      await page.locator('[data-view="needs"]').click();
+      const need = page.locator('.need[data-session="devbox/agent-1"]');
+      await need.locator(".screen").waitFor();
+      await page.screenshot({ path: join(DOCS, "app-needs-you.png") });
+      await need.locator(".prompt-text").fill("y");
+      await need.locator('button[type="submit"]').click();
+      await page.locator('[data-view="board"]').click();
+      await badgesWent(page, "devbox/agent-1", ["running", "waiting", "finished"]);
+      await page.screenshot({ path: join(DOCS, "app-board.png") });
+
+      // A terminal: attach, type, see the output; resize follows the pane.
+      await box.client.createSession({ location: "app", command: "sh", name: "shell" });
+      await page.locator('.sessions [data-session="devbox/shell"] .link-button').click();
+      await page.locator('.pane[data-session="devbox/shell"] [data-link="open"]').waitFor();
+      await typeAndSee(page, "devbox/shell", "echo hi", "hi");
+      const before = await page.locator('.pane[data-session="devbox/shell"]').getAttribute("data-size");
+      await page.setViewportSize({ width: 900, height: 600 });
+      await attributeChanged(page, '.pane[data-session="devbox/shell"]', "data-size", before);
+      const size = (await page.locator('.pane[data-session="devbox/shell"]').getAttribute("data-size"))!;
+      const [cols, rows] = size.split("x");
+      await typeAndSee(page, "devbox/shell", "stty size", `${rows} ${cols}`);
+      await page.screenshot({ path: join(DOCS, "app-terminal.png") });
+
+      // The agent restarts: the terminal and the event stream come back by themselves.
+      const attached = await page.locator('.pane[data-session="devbox/shell"] .link').getAttribute(
+        "data-attached",
+      );
+      await agent.stop();
+      await page.locator('.pane[data-session="devbox/shell"] [data-link="closed"]').waitFor();
+      agent = await startAgent(dirs, { env, port: agent.port });
+      await attributeChanged(page, '.pane[data-session="devbox/shell"] .link', "data-attached", attached);
+      await page.locator('.pane[data-session="devbox/shell"] [data-link="open"]').waitFor();
+      await typeAndSee(page, "devbox/shell", "echo again-$((40+2))", "again-42");
+      await page.locator(".live.on").waitFor();
+
+      // The box goes down: a prompt is queued, then delivered once when it is back.
+      await page.locator('[data-view="board"]').click();
+      await page.locator('.sessions [data-session="devbox/agent-1"] .link-button').click();
+      await box.stop();
+      await page.locator('[data-view="board"]').click();
+      await page.locator('.box[data-box="devbox"] .dot.offline').waitFor();
+      await page.locator('[data-view="terminals"]').click();
+      const prompt = page.locator('.pane[data-session="devbox/agent-1"] .prompt');
+      await prompt.locator(".prompt-text").fill("while you were away");
+      await prompt.locator('button[type="submit"]').click();
+      await prompt.locator(".outcome-queued").waitFor();
+      box = await startBox({ dirs, env });
+      const prompts = async () =>
+        (await Deno.readTextFile(env.FAKE_AGENT_LOG).catch(() => "")).split("\n").filter(Boolean)
+          .map((line) => JSON.parse(line) as { length: number });
+      await eventually(
+        async () => (await prompts()).some((p) => p.length === "while you were away".length),
+        30_000,
+      );
+      await page.locator('[data-view="queue"]').click();
+      // Nothing left to send: the item was delivered (or has left the list).
+      await page.locator(".queue").waitFor();
+      await page.locator('.queue-item:not([data-state="delivered"])').first().waitFor({ state: "detached" });
+      assertEquals((await prompts()).filter((p) => p.length === "while you were away".length).length, 1);
+
+      // New task from the template: variables filled in, the branch named from them.
+      await page.locator('[data-view="task"]').click();
+      await page.locator('[data-template="fix"]').click();
+      await page.locator('input[name="var-issue"]').fill("42");
+      await page.locator('select[name="location"]').selectOption("app");
+      await page.locator('input[name="name"]').fill("issue-42");
+      await page.locator('button[type="submit"]', { hasText: "Create task" }).click();
+      await page.locator('.pane[data-session^="devbox/"]', { hasText: "issue-42" }).first().waitFor();
+      const worktree = await eventually(async () =>
+        (await box.client.locations())[0].worktrees.find((w) => w.name === "issue-42")
+      );
+      assertEquals(worktree.branch, "fix/issue-42");
+
+      // A plugin: its permissions are shown before it is enabled.
+      await page.locator('[data-view="plugins"]').click();
+      const plugin = page.locator('.plugin[data-plugin="notify"]').first();
+      await plugin.locator("button", { hasText: "enable" }).click();
+      await plugin.locator(".confirm", { hasText: "NOTIFY_WEBHOOK_URL" }).waitFor();
+      await plugin.locator("button", { hasText: "Grant and enable" }).click();
+      await page.locator('.plugin[data-plugin="notify"] button', { hasText: "disable" }).first().waitFor();
+
+      assertEquals(errors, []);
+    } finally {
+      await browser.close();
+      await agent.stop();
+      await box[Symbol.asyncDispose]();
+    }
+  },
+});
