@@ -56,7 +56,9 @@ function BoxCard(props: { api: Api; view: BoxView }) {
         <span class={`dot ${status.online ? "online" : "offline"}`} />
         {status.name}
         <span class="muted">
-          {status.online ? (status.latency_ms !== null ? ` ${status.latency_ms} ms` : " online") : " offline"}
+          {status.online
+            ? (status.latency_ms !== null ? ` ${Math.round(status.latency_ms)} ms` : " online")
+            : " offline"}
         </span>
       </h2>
       {!status.online && status.error && <p class="error">{status.error}</p>}
