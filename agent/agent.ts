@@ -14,6 +14,7 @@ import { EventMerge } from "./merge.ts";
 import { Forwards } from "./forwards.ts";
 import { LaptopHooks } from "./hooks.ts";
 import { Proxy } from "./proxy.ts";
+import { DesktopNotifier } from "./desktop_notify.ts";
 import { Queue } from "./queue.ts";
 import { ensureToken } from "./token.ts";
 import { Plugins } from "../plugins/plugins.ts";
@@ -39,6 +40,7 @@ export class Agent {
   readonly hooks: LaptopHooks;
   readonly queue: Queue;
   readonly plugins: Plugins;
+  readonly notifier: DesktopNotifier;
   /** The proxy's listener: its port, or why it is not listening. */
   proxyState: { enabled: boolean; port?: number; error?: string } = { enabled: false };
   token = "";
@@ -77,6 +79,7 @@ export class Agent {
         return box?.kind === "socket" && box.address === paths.localSocket;
       },
     });
+    this.notifier = new DesktopNotifier({ bus: this.bus });
     this.queue = new Queue({
       store: this.store,
       bus: this.bus,
@@ -94,10 +97,13 @@ export class Agent {
     await this.plugins.start();
     this.hooks.start();
     this.queue.start();
+    // `DOCK_DESKTOP_NOTIFY=0` keeps the OS quiet (tests, a laptop that wants only the app's notices).
+    if (Deno.env.get("DOCK_DESKTOP_NOTIFY") !== "0") this.notifier.start();
   }
 
   /** Stops following boxes and closes the store. */
   close(): void {
+    this.notifier.close();
     this.queue.close();
     this.hooks.close();
     this.plugins.close();

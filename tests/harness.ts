@@ -30,6 +30,8 @@ function processEnv(dirs: BoxDirs): Record<string, string> {
     DOCK_HOME: dirs.dockHome,
     DOCK_STATE_DIR: dirs.state,
     NO_COLOR: "1",
+    // No desktop notices from test agents on a developer's laptop.
+    DOCK_DESKTOP_NOTIFY: "0",
   };
 }
 

@@ -61,7 +61,14 @@ export function agentApp(agent: Agent, options: { port: number }): Hono {
       await agent.boxes.refresh();
       return json(status());
     })
-    .add("GET", "/events", (c) => sse(agent.bus, resumeFrom(c), c.req.raw.signal))
+    .add("GET", "/events", (c) => {
+      const signal = c.req.raw.signal;
+      // An app view follows events: the agent leaves notifying to it until the last one closes.
+      if (requestOrigin(c) === "app" && !signal.aborted) {
+        signal.addEventListener("abort", agent.notifier.viewOpened(), { once: true });
+      }
+      return sse(agent.bus, resumeFrom(c), signal);
+    })
     .add("POST", "/events", async (c) => {
       const announce = await body(c, EVENT_ANNOUNCE);
       return json(agent.bus.publish({ ...announce, origin: announce.origin ?? requestOrigin(c) }), 201);

@@ -69,6 +69,14 @@ export class Api {
     this.#token = token;
   }
 
+  /**
+   * The token, and `x-dock-origin: app`: events the page causes say so, and the agent counts the page's
+   * event streams as open views (it leaves notifying to them).
+   */
+  #headers(): Record<string, string> {
+    return { authorization: `Bearer ${this.#token}`, "x-dock-origin": "app" };
+  }
+
   /** True when the page sees every box through the laptop agent. */
   get agent(): boolean {
     return this.config.mode === "agent";
@@ -89,7 +97,7 @@ export class Api {
     path: string,
     init: { method?: string; body?: unknown; signal?: AbortSignal } = {},
   ): Promise<T> {
-    const headers: Record<string, string> = { authorization: `Bearer ${this.#token}` };
+    const headers = this.#headers();
     if (init.body !== undefined) headers["content-type"] = "application/json";
     let response: Response;
     try {
@@ -113,7 +121,7 @@ export class Api {
 
   /** The plain text of a GET (a service's log). */
   async text(path: string): Promise<string> {
-    const response = await fetch(path, { headers: { authorization: `Bearer ${this.#token}` } });
+    const response = await fetch(path, { headers: this.#headers() });
     if (!response.ok) throw new ApiError("error", response.statusText, response.status);
     return await response.text();
   }
@@ -204,7 +212,7 @@ export class Api {
     let delay = 250;
     while (!options.signal.aborted) {
       try {
-        const headers: Record<string, string> = { authorization: `Bearer ${this.#token}` };
+        const headers = this.#headers();
         if (last) headers["last-event-id"] = last;
         const response = await fetch(this.own("events"), { headers, signal: options.signal });
         if (!response.ok || !response.body) {
