@@ -56,11 +56,14 @@
  * **Flows** (bench/flows.ts, also run alone): event → `flow.started` with 100 enabled flows; 1,000
  * events/s with 100 flows not matching (bus lag against no flows); a schedule's delay after its minute.
  *
+ * **The app** (bench/app.ts, also run alone): load of `/app/` to the board painted with 20 sessions on 2
+ * boxes, JS + CSS shipped (gzip), hook → badge changed, keystroke → echo in the page against a PTY.
+ *
  * **The CLI** (bench/cli.ts): `dock --version`, `dockd --help`, `dock status`, `dockd worktree list`
  * and `dock hook` wall time against an empty `deno run --cached-only` (goals 1.5× and 1.3×).
  *
  * `deno task bench NAME…` runs only the sections named (`create`, `api` or `locations` or `info`,
- * `exec`, `services`, `sessions`, `agent`, `hooks`, `plugins`, `flows`, `queue`, `hardening`, `cli`): `deno task bench cli info`.
+ * `exec`, `services`, `sessions`, `agent`, `hooks`, `plugins`, `flows`, `app`, `queue`, `hardening`, `cli`): `deno task bench cli info`.
  * `--quick` divides every N by about five for a smoke run. All temporary folders are removed and the
  * daemons stopped at the end, also on failure.
  *
@@ -75,6 +78,7 @@ import { benchAgent } from "./agent.ts";
 import { benchHooks } from "./hooks.ts";
 import { benchPlugins } from "./plugins.ts";
 import { benchFlows } from "./flows.ts";
+import { benchApp } from "./app.ts";
 import { benchQueue } from "./queue.ts";
 import { benchFuzz, benchIdleConnections, benchJournals } from "./hardening.ts";
 import { benchQueueSoak } from "./queue_soak.ts";
@@ -518,6 +522,7 @@ const SECTIONS: Record<string, string[]> = {
   hooks: [],
   plugins: [],
   flows: [],
+  app: [],
   queue: [],
   hardening: ["journals", "idle", "soak", "fuzz"],
   cli: [],
@@ -587,6 +592,7 @@ async function main(): Promise<void> {
   if (chosen.has("hooks")) rows.push(...await benchHooks({ quick: QUICK }));
   if (chosen.has("plugins")) rows.push(...await benchPlugins({ quick: QUICK }));
   if (chosen.has("flows")) rows.push(...await benchFlows({ quick: QUICK }));
+  if (chosen.has("app")) rows.push(...await benchApp({ quick: QUICK }));
   if (chosen.has("queue")) rows.push(...await benchQueue({ quick: QUICK }));
   if (chosen.has("hardening")) {
     rows.push(...await benchJournals(), ...await benchIdleConnections());

@@ -1,0 +1,260 @@
+/**
+ * The app (issue 14) in Debian's Chromium through Playwright, against a real agent and two boxes (one on
+ * its socket, one paired over TLS):
+ *
+ * 1. **Load**: a fresh tab at `/app/#token=…` until the board lists 20 sessions (10 per box), timed in the
+ *    page from its navigation start to the frame after the 20th row appears. Goal ≤ 300 ms.
+ * 2. **Shipped size**: `app.js` + `app.css` gzip-compressed (what a browser receives; Deno.serve compresses
+ *    them). Goal ≤ 400 KB.
+ * 3. **Hook → badge**: an agent report posted to the box as `dock hook` posts it, until the session's badge
+ *    changes in the page (both clocks are the machine's wall clock). Goal: p50 ≤ 30 ms.
+ * 4. **Keystroke → echo**: a key pressed in a terminal attached to `cat`, until the attach socket brings its
+ *    echo into the page, and until xterm.js has drawn it; beside it a direct `tmux attach` in a PTY (the
+ *    floor: what the box's attach runs itself). Goal: p50 ≤ 5 ms over the relay.
+ *
+ * Part of `deno task bench` (`deno task bench app`); alone: `deno run -A bench/app.ts [--quick]`.
+ * Needs /usr/bin/chromium.
+ *
+ * @module
+ */
+import { join } from "node:path";
+import { type IPty, spawn } from "@lydell/node-pty";
+import type { Page } from "playwright-core";
+import { AgentClient } from "../client/agent.ts";
+import { APP_ASSETS } from "../app/assets.generated.ts";
+import { makeDirs, makeRepo, startAgent, startBox } from "../tests/harness.ts";
+import { launchChromium } from "../tests/app_test.ts";
+import { type Row, summarize, table } from "./stats.ts";
+
+// deno-lint-ignore no-explicit-any
+declare const document: any;
+// deno-lint-ignore no-explicit-any
+declare const globalThis: any;
+declare class MutationObserver {
+  constructor(callback: () => void);
+  observe(target: unknown, options: Record<string, boolean>): void;
+}
+
+const SESSIONS_PER_BOX = 10;
+
+/** The wall clock in milliseconds with the fraction the page's clock has too. */
+function wallNow(): number {
+  return performance.timeOrigin + performance.now();
+}
+
+/** gzip size of a text, in bytes. */
+async function gzipSize(text: string): Promise<number> {
+  const stream = new Blob([text]).stream().pipeThrough(new CompressionStream("gzip"));
+  return (await new Response(stream).arrayBuffer()).byteLength;
+}
+
+/** Options of {@linkcode benchApp}. */
+export interface AppBenchOptions {
+  quick?: boolean;
+}
+
+/** The app's figures as rows of `deno task bench`. */
+export async function benchApp(options: AppBenchOptions = {}): Promise<Row[]> {
+  const loads = options.quick ? 3 : 10;
+  const samples = options.quick ? 10 : 40;
+  const dirs = await makeDirs();
+  await using box = await startBox({ dirs });
+  await using remote = await startBox({ env: { DOCK_LISTEN: "127.0.0.1:0" } });
+  await using agent = await startAgent(dirs);
+  const client = new AgentClient({ url: agent.url, token: agent.token, origin: "bench" });
+  const browser = await launchChromium();
+  const rows: Row[] = [];
+  try {
+    await client.addLocal("local");
+    const paired = await remote.cli(["pair", "--host", "127.0.0.1"]);
+    const link = /dock:\/\/[^\s']+/.exec(paired.stdout)?.[0];
+    if (!link) throw new Error(`dockd pair printed no link: ${paired.stdout} ${paired.stderr}`);
+    await client.pairBox(link, "remote");
+    for (const b of [box, remote]) {
+      const repo = await makeRepo(join(b.dirs.home, "work"), "app");
+      await b.client.addLocation({ name: "app", path: repo });
+      for (let i = 0; i < SESSIONS_PER_BOX; i++) {
+        await b.client.createSession({ location: "app", command: i === 0 ? "cat" : "sh", name: `s${i}` });
+      }
+    }
+    const url = `${agent.url}/app/#token=${encodeURIComponent(agent.token)}`;
+    const total = 2 * SESSIONS_PER_BOX;
+
+    // 1. Load to the board painted.
+    const loadTimes: number[] = [];
+    for (let i = 0; i < loads + 1; i++) {
+      const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+      await page.addInitScript((count: number) => {
+        new MutationObserver(() => {
+          if (globalThis.painted || document.querySelectorAll(".sessions li").length < count) return;
+          globalThis.painted = -1;
+          globalThis.requestAnimationFrame(() => globalThis.painted = performance.now());
+        }).observe(document, { subtree: true, childList: true });
+      }, total);
+      await page.goto(url);
+      await page.waitForFunction(() => globalThis.painted > 0, undefined, { timeout: 30_000 });
+      const painted = await page.evaluate(() => globalThis.painted as number);
+      if (i > 0) loadTimes.push(painted); // the first load warms the agent and the boxes' caches
+      await page.close();
+    }
+    const load = summarize(loadTimes);
+    rows.push({
+      label: `App: load /app/ to the board painted, ${total} sessions on 2 boxes (goal ≤ 300 ms)`,
+      summary: load,
+    });
+
+    // 2. What the browser downloads.
+    const js = await gzipSize(APP_ASSETS["app.js"].body);
+    const css = await gzipSize(APP_ASSETS["app.css"].body);
+    const kb = (js + css) / 1024;
+    rows.push({
+      label: "App: JS + CSS shipped, gzip (goal ≤ 400 KB)",
+      summary: summarize([kb]),
+      unit: "KB",
+      note: `JS ${(js / 1024).toFixed(0)} KB, CSS ${(css / 1024).toFixed(0)} KB; raw ${
+        ((APP_ASSETS["app.js"].body.length + APP_ASSETS["app.css"].body.length) / 1024).toFixed(0)
+      } KB`,
+    });
+
+    // 3. Hook → badge.
+    const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    await page.addInitScript(() => {
+      globalThis.lastMessage = 0;
+      const Native = globalThis.WebSocket;
+      globalThis.WebSocket = class extends Native {
+        constructor(...args: unknown[]) {
+          super(...args);
+          this.addEventListener("message", () => globalThis.lastMessage = performance.now());
+        }
+      };
+    });
+    await page.goto(url);
+    await page.locator('.sessions [data-session="remote/s1"]').waitFor();
+    await page.evaluate(() => {
+      globalThis.badgeChanges = [];
+      new MutationObserver(() => {
+        const state = document.querySelector('.sessions [data-session="remote/s1"] .badge')?.dataset.state;
+        if (state && state !== globalThis.lastBadge) {
+          globalThis.lastBadge = state;
+          globalThis.badgeChanges.push(performance.timeOrigin + performance.now());
+        }
+      }).observe(document.body, { subtree: true, childList: true, attributes: true });
+    });
+    const hookTimes: number[] = [];
+    const path = join(remote.dirs.home, "work", "app");
+    for (let i = 0; i < samples + 3; i++) {
+      const before = await page.evaluate(() => globalThis.badgeChanges.length as number);
+      const started = wallNow();
+      await remote.client.emit({
+        type: i % 2 === 0 ? "agent.waiting" : "agent.started",
+        origin: "claude",
+        session: "s1",
+        data: { path, agent: "claude", session_id: null },
+        time: new Date().toISOString(),
+      });
+      await page.waitForFunction((n: number) => globalThis.badgeChanges.length > n, before);
+      const changed = await page.evaluate(() => globalThis.badgeChanges.at(-1) as number);
+      if (i >= 3) hookTimes.push(changed - started);
+    }
+    const hook = summarize(hookTimes);
+    rows.push({
+      label:
+        "App: agent report posted to the paired box (as dock hook does) → badge changed (goal p50 ≤ 30 ms)",
+      summary: hook,
+    });
+
+    // 4. Keystroke → echo, against tmux attach in a PTY.
+    await page.locator('.sessions [data-session="local/s0"] .link-button').click();
+    const pane = page.locator('.pane[data-session="local/s0"]');
+    await pane.locator('[data-link="open"]').waitFor();
+    await pane.locator(".term").click();
+    await page.evaluate(() => {
+      globalThis.drawn = 0;
+      new MutationObserver(() => globalThis.drawn = performance.now())
+        .observe(document.querySelector('.pane[data-session="local/s0"] .xterm-rows'), {
+          subtree: true,
+          childList: true,
+          characterData: true,
+        });
+      document.addEventListener("keydown", () => globalThis.pressed = performance.now(), { capture: true });
+    });
+    const arrived: number[] = [];
+    const drawn: number[] = [];
+    for (let i = 0; i < samples + 5; i++) {
+      const key = String.fromCharCode(97 + (i % 26));
+      const before = await page.evaluate(() =>
+        [globalThis.lastMessage, globalThis.drawn] as [number, number]
+      );
+      await page.keyboard.press(key);
+      await page.waitForFunction(
+        ([message, draw]: [number, number]) => globalThis.lastMessage > message && globalThis.drawn > draw,
+        before,
+      );
+      const [pressed, message, draw] = await page.evaluate(() =>
+        [globalThis.pressed, globalThis.lastMessage, globalThis.drawn] as [number, number, number]
+      );
+      if (i >= 5) {
+        arrived.push(message - pressed);
+        drawn.push(draw - pressed);
+      }
+    }
+    await box.client.createSession({ location: "app", command: "cat", name: "pty" });
+    const floor = await ptyEcho(box.env, samples);
+    const echo = summarize(arrived);
+    rows.push({
+      label: "App: keystroke in the page → tmux attach in a PTY echo (floor)",
+      summary: floor,
+      isBaseline: true,
+    });
+    rows.push({
+      label: "App: keystroke in the page → its echo on the attach socket (agent + box socket)",
+      summary: echo,
+      baseline: floor,
+      note: `p50 ${(echo.p50 - floor.p50).toFixed(2)} ms over the PTY floor`,
+    });
+    rows.push({ label: "App: keystroke in the page → echo drawn by xterm.js", summary: summarize(drawn) });
+    await page.close();
+  } finally {
+    await browser.close();
+    client.close();
+  }
+  return rows;
+}
+
+/** One byte into `cat` through `tmux attach` in a PTY until its echo comes back, `samples` times. */
+async function ptyEcho(env: Record<string, string>, samples: number): Promise<ReturnType<typeof summarize>> {
+  const socket = join(env.DOCK_STATE_DIR, "box", "tmux.sock");
+  const pty: IPty = spawn("tmux", ["-u", "-S", socket, "attach-session", "-t", "=pty"], {
+    cols: 120,
+    rows: 40,
+    env: { ...env, TERM: "xterm-256color" },
+  });
+  let output = "";
+  let waiter: (() => void) | null = null;
+  pty.onData((data) => {
+    output += data;
+    waiter?.();
+  });
+  const times: number[] = [];
+  try {
+    await new Promise((resolve) => setTimeout(resolve, 300)); // the attach's first redraw
+    for (let i = 0; i < samples + 5; i++) {
+      const key = String.fromCharCode(65 + (i % 26));
+      output = "";
+      const started = performance.now();
+      const seen = new Promise<void>((resolve) => {
+        waiter = () => output.includes(key) && resolve();
+      });
+      pty.write(key);
+      await seen;
+      if (i >= 5) times.push(performance.now() - started);
+    }
+  } finally {
+    pty.kill();
+  }
+  return summarize(times);
+}
+
+if (import.meta.main) {
+  console.log(table(await benchApp({ quick: Deno.args.includes("--quick") })));
+}
