@@ -19,7 +19,6 @@
  */
 import { join } from "node:path";
 import { type IPty, spawn } from "@lydell/node-pty";
-import type { Page } from "playwright-core";
 import { AgentClient } from "../client/agent.ts";
 import { APP_ASSETS } from "../app/assets.generated.ts";
 import { makeDirs, makeRepo, startAgent, startBox } from "../tests/harness.ts";
