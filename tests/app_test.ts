@@ -2,7 +2,8 @@
  * The app (issue 14), whole: Debian's Chromium driven by Playwright against a real `dock agent` and
  * `dockd`, with a fake agent in a real worktree. The page is opened from `dock open --print`'s address;
  * everything it shows comes from the event stream. No step waits a fixed time: each waits for what the
- * page shows. Screenshots of the board, a terminal and Needs you are written to `docs/`.
+ * page shows. Screenshots of the board, a terminal and Needs you are taken (into `docs/` with
+ * `DOCK_SCREENSHOTS=1`).
  *
  * Needs /usr/bin/chromium (`.ci/run` installs it); without it the test is skipped, saying so.
  */
@@ -20,7 +21,10 @@ if (!HAVE_CHROMIUM) {
 
 const DENO = Deno.execPath();
 const FAKE = new URL("./fixtures/fake_agent.ts", import.meta.url).pathname;
-const DOCS = new URL("../docs/", import.meta.url).pathname;
+/** Where the screenshots go: `docs/` with `DOCK_SCREENSHOTS=1` (to refresh the README's), else a temporary folder. */
+const SHOTS = Deno.env.get("DOCK_SCREENSHOTS") === "1"
+  ? new URL("../docs/", import.meta.url).pathname
+  : await Deno.makeTempDir({ prefix: "dock-app-shots-" });
 const AGENT = {
   id: "fake",
   name: "Fake agent",
@@ -194,12 +198,12 @@ Deno.test({
       await page.locator('[data-view="needs"]').click();
       const need = page.locator('.need[data-session="devbox/agent-1"]');
       await need.locator(".screen").waitFor();
-      await page.screenshot({ path: join(DOCS, "app-needs-you.png") });
+      await page.screenshot({ path: join(SHOTS, "app-needs-you.png") });
       await need.locator(".prompt-text").fill("y");
       await need.locator('button[type="submit"]').click();
       await page.locator('[data-view="board"]').click();
       await badgesWent(page, "devbox/agent-1", ["running", "waiting", "finished"]);
-      await page.screenshot({ path: join(DOCS, "app-board.png") });
+      await page.screenshot({ path: join(SHOTS, "app-board.png") });
 
       // A terminal: attach, type, see the output; resize follows the pane.
       await box.client.createSession({ location: "app", command: "sh", name: "shell" });
@@ -212,7 +216,7 @@ Deno.test({
       const size = (await page.locator('.pane[data-session="devbox/shell"]').getAttribute("data-size"))!;
       const [cols, rows] = size.split("x");
       await typeAndSee(page, "devbox/shell", "stty size", `${rows} ${cols}`);
-      await page.screenshot({ path: join(DOCS, "app-terminal.png") });
+      await page.screenshot({ path: join(SHOTS, "app-terminal.png") });
 
       // The agent restarts: the terminal and the event stream come back by themselves.
       const attached = await page.locator('.pane[data-session="devbox/shell"] .link').getAttribute(
@@ -277,6 +281,9 @@ Deno.test({
       await browser.close();
       await agent.stop();
       await box[Symbol.asyncDispose]();
+      if (Deno.env.get("DOCK_SCREENSHOTS") !== "1") {
+        await Deno.remove(SHOTS, { recursive: true }).catch(() => {});
+      }
     }
   },
 });
