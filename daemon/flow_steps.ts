@@ -136,8 +136,10 @@ export function substitute(text: string, vars: Record<string, string>): string {
 
 /**
  * A `run` command with each `{{name}}` replaced by a reference to an environment variable that holds
- * the value (`"$DOCK_FLOW_VAR_1"`, quoted so it stays one word): a value (a review comment) can never
- * become shell text. Returns the command and the variables to add to its environment.
+ * the value: a value (a review comment) can never become shell text. The reference fits the quoting it
+ * stands in, so it stays one word with nothing expanded in it: `"$V"` outside quotes, `$V` inside double
+ * quotes, and inside single quotes (where nothing expands) the quote is closed around a `"$V"`. Returns
+ * the command and the variables to add to its environment.
  */
 export function shellCommand(
   command: string,
@@ -145,15 +147,41 @@ export function shellCommand(
 ): { command: string; env: Record<string, string> } {
   const env: Record<string, string> = {};
   const names = new Map<string, string>();
-  const out = command.replace(VARIABLE, (_, name: string) => {
+  const keyOf = (name: string) => {
     let key = names.get(name);
     if (!key) {
       key = `DOCK_FLOW_VAR_${names.size + 1}`;
       names.set(name, key);
       env[key] = variable(vars, name);
     }
-    return `"\$${key}"`;
-  });
+    return key;
+  };
+  let out = "";
+  let quote: "" | "'" | '"' = "";
+  for (let i = 0; i < command.length;) {
+    const char = command[i];
+    if (char === "{" && command[i + 1] === "{") {
+      const match = new RegExp(VARIABLE.source, "y");
+      match.lastIndex = i;
+      const found = match.exec(command);
+      if (found) {
+        const key = keyOf(found[1]);
+        const reference = `\${${key}}`;
+        out += quote === '"' ? reference : quote === "'" ? `'"${reference}"'` : `"${reference}"`;
+        i += found[0].length;
+        continue;
+      }
+    }
+    if (char === "\\" && quote !== "'") {
+      out += command.slice(i, i + 2); // an escaped character changes no quoting
+      i += 2;
+      continue;
+    }
+    if (quote === "" && (char === "'" || char === '"')) quote = char;
+    else if (char === quote) quote = "";
+    out += char;
+    i++;
+  }
   return { command: out, env };
 }
 

@@ -35,8 +35,32 @@ Deno.test("flow steps: substitution; an unknown variable is empty", () => {
 Deno.test("flow steps: a run command references variables, never holds their text", () => {
   const vars = { "event.body": "$(rm -rf ~); `x`", "location": "app" };
   const { command, env } = shellCommand("echo {{event.body}} {{location}} {{event.body}} {{none}}", vars);
-  assertEquals(command, 'echo "$DOCK_FLOW_VAR_1" "$DOCK_FLOW_VAR_2" "$DOCK_FLOW_VAR_1" "$DOCK_FLOW_VAR_3"');
+  assertEquals(
+    command,
+    'echo "${DOCK_FLOW_VAR_1}" "${DOCK_FLOW_VAR_2}" "${DOCK_FLOW_VAR_1}" "${DOCK_FLOW_VAR_3}"',
+  );
   assertEquals(env, { DOCK_FLOW_VAR_1: "$(rm -rf ~); `x`", DOCK_FLOW_VAR_2: "app", DOCK_FLOW_VAR_3: "" });
+});
+
+Deno.test("flow steps: a variable inside quotes stays one word and expands nothing, as sh runs it", async () => {
+  const value = "a  b * $(echo no) `x` \\ ' \" $HOME";
+  const vars = { "event.body": value, "location": "app" };
+  const cases: [string, string[]][] = [
+    ["printf '%s\\n' {{event.body}}", [value]],
+    ["printf '%s\\n' \"said: {{event.body}} in {{location}}\"", [`said: ${value} in app`]],
+    ["printf '%s\\n' 'said: {{event.body}}!'", [`said: ${value}!`]],
+    ['printf \'%s\\n\' "\\"{{location}}\\"" x{{location}}y', ['"app"', "xappy"]],
+  ];
+  for (const [template, lines] of cases) {
+    const { command, env } = shellCommand(template, vars);
+    const output = await new Deno.Command("/bin/sh", { args: ["-c", command], env, stdout: "piped" })
+      .output();
+    assertEquals(
+      new TextDecoder().decode(output.stdout),
+      lines.map((line) => `${line}\n`).join(""),
+      template,
+    );
+  }
 });
 
 Deno.test("flow steps: when selects steps by whether the flow has failed", () => {
