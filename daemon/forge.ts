@@ -12,7 +12,9 @@
  *   worktree: its own run, one after another in the order they happened, with a `forge.<on>` event
  *   (`pr`, `url`, `title`, `author`, `body`, `file`, `line`, `check`, `state`). The first look only
  *   records what exists (enabling a flow replays nothing). What was seen is kept in the store, so a
- *   restart neither replays nor loses what came while the daemon was down.
+ *   restart neither replays nor loses what came while the daemon was down; it is forgotten once the flow
+ *   is out of force or no longer covers the worktree, so switching a flow off and on again replays
+ *   nothing either.
  * - **Without gh** nothing is asked and these flows never start; `GET flows` says why
  *   (`inactive_reason`), as it does when gh answers that nobody is signed in.
  *
@@ -165,6 +167,14 @@ function forgeOf(flow: EffectiveFlow): { on: ForgeOn; pollMs: number } | undefin
   return { on: forge.on, pollMs: forge.poll ? parseDuration(forge.poll, "poll") : DEFAULT_POLL_MS };
 }
 
+/**
+ * What `forge_seen` keeps a flow's items in one worktree under. No NUL inside: SQLite's driver hands a
+ * text value back cut at its first NUL, so a stored key could not be matched to a live one.
+ */
+function watchKey(flow: EffectiveFlow, worktree: Worktree): string {
+  return `${flow.scope} ${flow.flow.id} ${worktree.location}/${worktree.name}`;
+}
+
 /** What the forge watcher needs from the rest of the daemon. */
 export interface ForgeOptions {
   flows: Pick<Flows, "effective" | "startTriggered" | "explainInactive">;
@@ -245,9 +255,10 @@ export class Forge {
     if (!gh) return;
     const now = this.#now();
     const due: { flow: EffectiveFlow; on: ForgeOn }[] = [];
-    for (const flow of await this.#o.flows.effective()) {
-      const forge = forgeOf(flow);
-      if (!forge) continue;
+    const forgeFlows = (await this.#o.flows.effective()).filter((flow) => forgeOf(flow));
+    this.#forget(forgeFlows);
+    for (const flow of forgeFlows) {
+      const forge = forgeOf(flow)!;
       const key = `${flow.scope}\0${flow.flow.id}`;
       const last = this.#lastPoll.get(key);
       if (last !== undefined && now - last < (this.#o.pollMs ?? forge.pollMs)) continue;
@@ -341,9 +352,23 @@ export class Forge {
     }
   }
 
+  /**
+   * Forgets what was seen for a flow no longer in force (disabled, removed, replaced) or a worktree it no
+   * longer covers (removed, or now on the default branch): enabling the flow again, or a new worktree of
+   * the same name, starts with a first look that records, never a replay of what came meanwhile.
+   */
+  #forget(flows: EffectiveFlow[]): void {
+    const live = new Set<string>();
+    for (const flow of flows) for (const worktree of this.#covered(flow)) live.add(watchKey(flow, worktree));
+    const store = this.#o.store;
+    for (const { watch } of store.all<{ watch: string }>("SELECT DISTINCT watch FROM forge_seen")) {
+      if (!live.has(watch)) store.run("DELETE FROM forge_seen WHERE watch = ?", watch);
+    }
+  }
+
   /** Records a flow's new items in a worktree; after the first look, each starts its own run, in order. */
   #record(flow: EffectiveFlow, on: ForgeOn, worktree: Worktree, items: ForgeItem[]): void {
-    const watch = `${flow.scope}\0${flow.flow.id}\0${worktree.location}/${worktree.name}`;
+    const watch = watchKey(flow, worktree);
     const store = this.#o.store;
     const fresh = store.transaction(() => {
       const looked =

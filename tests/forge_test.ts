@@ -159,6 +159,31 @@ Deno.test("forge: the first look replays nothing; a new line comment is one run 
   assertEquals(runs.map((r) => [r.trigger, r.status, r.location, r.worktree]), [
     ["forge.review_comment", "succeeded", "app", "feat"],
   ]);
+
+  // Switched off, the flow forgets what it saw; switched on again, it replays nothing that came meanwhile.
+  // A second forge flow keeps the polls coming while the first is off.
+  const merged = forgeFlow("merged", "pr_merged");
+  await writeFlows(box, [{ ...forgeFlow("review", "review_comment"), enabled: false }, merged]);
+  // Once the box lists it off, every poll after the one under way forgets what the flow saw.
+  await eventually(async () =>
+    (await box.client.flows()).flows.find((f) => f.id === "review")?.enabled === false
+  );
+  const off = Math.max(...(await calls(box)).map((c) => c.poll)) + 1;
+  await pollReached(box, off + 1);
+  await servePr(box, "feat", recorded("pr_view.json"), [
+    ...recorded("pr_comments.json"),
+    NEW_LINE_COMMENT,
+    { ...NEW_LINE_COMMENT, id: 1845500003, body: "while it was off", created_at: "2026-11-21T09:00:00Z" },
+  ]);
+  await pollReached(box, off + 2);
+  await writeFlows(box, [forgeFlow("review", "review_comment"), merged]);
+  const on = await eventually(async () => {
+    const all = await calls(box);
+    return all.find((c) => c.poll > off && c.args.startsWith("api"))?.poll;
+  }, 20_000);
+  await pollReached(box, on + 2);
+  assertEquals((await runsOf(box, "review")).length, 1);
+  assertEquals(await runsOf(box, "merged"), []);
 });
 
 Deno.test("forge: one poll makes at most 20 gh calls, shared between flows, and reaches every worktree", async () => {
