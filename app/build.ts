@@ -36,18 +36,39 @@ export async function sourceHash(): Promise<string> {
   return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
 }
 
-/** Bundles the entry into one minified browser script. */
-async function bundle(): Promise<string> {
-  const out = await Deno.makeTempFile({ suffix: ".js" });
+/**
+ * Bundles the entry into minified browser modules: `app.js`, and the chunks it imports when needed
+ * (xterm.js, most of the weight, loads with the first terminal, so the board paints without it).
+ */
+async function bundle(): Promise<Record<string, string>> {
+  const out = await Deno.makeTempDir({ prefix: "dock-app-" });
   try {
     const result = await new Deno.Command(Deno.execPath(), {
-      args: ["bundle", "--quiet", "--platform", "browser", "--minify", "-o", out, join(SRC, "main.tsx")],
+      args: [
+        "bundle",
+        "--quiet",
+        "--platform",
+        "browser",
+        "--minify",
+        "--code-splitting",
+        "--outdir",
+        out,
+        join(SRC, "main.tsx"),
+      ],
       cwd: ROOT,
     }).output();
     if (!result.success) throw new Error(`deno bundle failed: ${new TextDecoder().decode(result.stderr)}`);
-    return await Deno.readTextFile(out);
+    const files: Record<string, string> = {};
+    for await (const entry of Deno.readDir(out)) {
+      if (!entry.isFile || !entry.name.endsWith(".js")) continue;
+      files[entry.name === "main.js" ? "app.js" : entry.name] = await Deno.readTextFile(
+        join(out, entry.name),
+      );
+    }
+    if (!files["app.js"]) throw new Error("deno bundle wrote no main.js");
+    return files;
   } finally {
-    await Deno.remove(out).catch(() => {});
+    await Deno.remove(out, { recursive: true }).catch(() => {});
   }
 }
 
@@ -79,12 +100,17 @@ export function renderModule(assets: Record<string, { type: string; body: string
 
 async function main(): Promise<void> {
   const xterm = await Deno.readTextFile(join(ROOT, "node_modules/@xterm/xterm/css/xterm.css"));
-  const assets = {
+  const scripts = await bundle();
+  const assets: Record<string, { type: string; body: string }> = {
     "index.html": {
       type: "text/html; charset=utf-8",
       body: await Deno.readTextFile(join(SRC, "index.html")),
     },
-    "app.js": { type: "text/javascript; charset=utf-8", body: await bundle() },
+    ...Object.fromEntries(
+      Object.keys(scripts).sort().map((
+        name,
+      ) => [name, { type: "text/javascript; charset=utf-8", body: scripts[name] }]),
+    ),
     "app.css": {
       type: "text/css; charset=utf-8",
       body: `${xterm}\n${await Deno.readTextFile(join(SRC, "style.css"))}`,

@@ -2,13 +2,16 @@ import { assert, assertEquals } from "../tests/assert.ts";
 import { APP_CSP, serveApp } from "./static.ts";
 
 const ASSETS = {
-  "index.html": { type: "text/html; charset=utf-8", body: "<p>hi</p>" },
+  "index.html": { type: "text/html; charset=utf-8", body: "<head><!--dock-config--></head><p>hi</p>" },
   "app.js": { type: "text/javascript; charset=utf-8", body: "1" },
 };
 
 Deno.test("serveApp: index, files and config with a strict policy and nosniff", async () => {
   const index = serveApp(ASSETS, "GET", "/app/", { config: { mode: "agent" } })!;
-  assertEquals(await index.text(), "<p>hi</p>");
+  assertEquals(
+    await index.text(),
+    '<head><meta name="dock-config" content="{&quot;mode&quot;:&quot;agent&quot;}" /></head><p>hi</p>',
+  );
   assertEquals(index.headers.get("content-security-policy"), APP_CSP);
   assertEquals(index.headers.get("x-content-type-options"), "nosniff");
   assert(APP_CSP.includes("script-src 'self'") && !/script-src[^;]*unsafe/.test(APP_CSP));

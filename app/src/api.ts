@@ -43,6 +43,16 @@ export function takeToken(): string | null {
   return sessionStorage.getItem(TOKEN_KEY);
 }
 
+/** The config the server wrote into the page (`<meta name="dock-config">`), saving a request. */
+export function readConfig(): AppConfig | null {
+  const meta = document.querySelector('meta[name="dock-config"]')?.getAttribute("content");
+  try {
+    return meta ? JSON.parse(meta) as AppConfig : null;
+  } catch {
+    return null;
+  }
+}
+
 /** Reads `/app/config.json` (no token: it holds only the transport). */
 export async function loadConfig(): Promise<AppConfig> {
   const response = await fetch("config.json", { cache: "no-store" });

@@ -5,16 +5,19 @@
  * @module
  */
 import { render } from "preact";
+import { lazy, Suspense } from "preact/compat";
 import { effect } from "@preact/signals";
-import { Api, type AppConfig, loadConfig, takeToken } from "./api.ts";
+import { Api, type AppConfig, loadConfig, readConfig, takeToken } from "./api.ts";
 import { Board } from "./board.tsx";
 import { NeedsYou } from "./needs.tsx";
 import { live, needsYou, Sync } from "./store.ts";
-import { TerminalPane } from "./terminal.tsx";
 import { closeTerminal, show, terminals, view, VIEWS } from "./views.ts";
 import { Palette, palette } from "./palette.tsx";
 import { AutomationView, EventsView, PluginsView, QueueView, SettingsView, TaskView } from "./more.tsx";
 import { startNotifications } from "./notify.ts";
+
+// xterm.js is most of the bundle: loaded when the first terminal opens, so the board paints without it.
+const TerminalPane = lazy(() => import("./terminal.tsx").then((m) => m.TerminalPane));
 
 function App(props: { api: Api; config: AppConfig }) {
   const waiting = needsYou.value.length;
@@ -53,18 +56,20 @@ function App(props: { api: Api; config: AppConfig }) {
         {view.value === "board" && <Board api={props.api} />}
         {view.value === "needs" && <NeedsYou api={props.api} />}
         {view.value === "terminals" && (
-          <div class="terminals">
-            {terminals.value.length === 0 && <p class="muted">Open a session from the board.</p>}
-            {terminals.value.map((t) => (
-              <TerminalPane
-                api={props.api}
-                box={t.box}
-                session={t.session}
-                key={`${t.box}/${t.session}`}
-                onClose={() => closeTerminal(t.box, t.session)}
-              />
-            ))}
-          </div>
+          <Suspense fallback={<p class="muted">Loading the terminal…</p>}>
+            <div class="terminals">
+              {terminals.value.length === 0 && <p class="muted">Open a session from the board.</p>}
+              {terminals.value.map((t) => (
+                <TerminalPane
+                  api={props.api}
+                  box={t.box}
+                  session={t.session}
+                  key={`${t.box}/${t.session}`}
+                  onClose={() => closeTerminal(t.box, t.session)}
+                />
+              ))}
+            </div>
+          </Suspense>
         )}
         {view.value === "task" && <TaskView api={props.api} />}
         {view.value === "queue" && <QueueView api={props.api} />}
@@ -98,7 +103,7 @@ async function main(): Promise<void> {
   const root = document.getElementById("app")!;
   const token = takeToken();
   if (!token) return render(<NoToken />, root);
-  const config = await loadConfig();
+  const config = readConfig() ?? await loadConfig();
   const api = new Api(config, token);
   const sync = new Sync(api);
   effect(() => {
@@ -113,6 +118,10 @@ async function main(): Promise<void> {
       palette.value = !palette.value;
     }
   });
+  // The terminal's code, fetched while nothing else is going on, so the first terminal opens at once.
+  const warm = () => import("./terminal.tsx");
+  if ("requestIdleCallback" in globalThis) requestIdleCallback(warm, { timeout: 3000 });
+  else setTimeout(warm, 1000);
   await sync.start(new AbortController().signal);
 }
 

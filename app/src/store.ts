@@ -117,8 +117,13 @@ export class Sync {
     this.#api = api;
   }
 
-  /** Follows events until `signal` aborts. */
+  /**
+   * Loads everything and follows events until `signal` aborts. The first load does not wait for the
+   * stream to open (the board paints sooner); each opening loads again, so what happened before the
+   * stream was open, or while it was down, is not missed (a load under way is followed by one more).
+   */
   async start(signal: AbortSignal): Promise<void> {
+    this.reloadAll();
     await this.#api.follow((event) => this.apply(event), {
       signal,
       onOpen: () => {
@@ -132,11 +137,11 @@ export class Sync {
   /** Reloads the boxes and everything on each. */
   reloadAll(): void {
     this.#once("boxes", async () => {
-      const list = await this.#api.boxes();
-      if (this.#api.agent) {
-        const status = await this.#api.json<AgentStatus>(this.#api.own("status"));
-        proxyPort.value = status.proxy.enabled ? status.proxy.port ?? null : null;
-      }
+      const [list, status] = await Promise.all([
+        this.#api.boxes(),
+        this.#api.agent ? this.#api.json<AgentStatus>(this.#api.own("status")) : null,
+      ]);
+      if (status) proxyPort.value = status.proxy.enabled ? status.proxy.port ?? null : null;
       const next: Record<string, BoxView> = {};
       for (const status of list) {
         next[status.name] = { ...emptyView(status), ...boxes.value[status.name], status };
