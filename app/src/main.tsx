@@ -116,6 +116,14 @@ async function main(): Promise<void> {
     if ((event.ctrlKey || event.metaKey) && event.key.toLowerCase() === "k") {
       event.preventDefault();
       palette.value = !palette.value;
+      return;
+    }
+    // Alt+letter shows a view (the letters are listed in the palette).
+    const target = event.altKey && !event.ctrlKey && !event.metaKey &&
+      VIEWS.find((v) => event.code === `Key${v.key.toUpperCase()}`);
+    if (target) {
+      event.preventDefault();
+      show(target.id);
     }
   });
   // The terminal's code, fetched while nothing else is going on, so the first terminal opens at once.

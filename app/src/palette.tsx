@@ -21,7 +21,7 @@ interface Entry {
 function entries(): Entry[] {
   const list: Entry[] = VIEWS.map((v) => ({
     label: v.label,
-    hint: `view · ${v.key}`,
+    hint: `view · Alt+${v.key.toUpperCase()}`,
     run: () => show(v.id),
   }));
   for (const { box, session } of sessions.value) {
