@@ -5,6 +5,7 @@
 import { DockError } from "../client/errors.ts";
 import { assertEquals, assertRejects } from "../tests/assert.ts";
 import { engine, flow } from "../tests/flows_engine.ts";
+import { RUNS_KEPT } from "./flows.ts";
 
 Deno.test("effective: the box's and each location's flows in force, enabled ones only", async () => {
   await using e = await engine({
@@ -100,4 +101,28 @@ Deno.test("a flow's own events reach the bus's later listeners after the event t
   e.bus.publish({ type: "bench.hit", origin: "test" });
   await finished;
   assertEquals(order, ["bench.hit", "flow.started", "notify", "flow.finished"]);
+});
+
+Deno.test("runs: the last RUNS_KEPT are kept, the older ones go", async () => {
+  await using e = await engine({ repo: [flow("lint", { max_runs_per_hour: 1000 })] });
+  const [lint] = await e.flows.effective();
+  const ids: number[] = [];
+  for (let i = 0; i < RUNS_KEPT + 5; i++) {
+    const run = await e.flows.startTriggered({
+      flow: lint,
+      event: { type: "schedule.fired", data: { schedule: "@hourly", time: "2026-01-01T10:00:00.000Z" } },
+      place: { location: "app", worktree: "feat" },
+    });
+    assertEquals(run.status, "succeeded");
+    ids.push(run.id);
+  }
+  const kept = e.flows.runs({ limit: 1000 }).map((run) => run.id);
+  assertEquals(kept, ids.slice(5).reverse());
+  assertEquals(ids.slice(0, 5).map((id) => e.flows.run(id)), [
+    undefined,
+    undefined,
+    undefined,
+    undefined,
+    undefined,
+  ]);
 });
