@@ -77,7 +77,7 @@ export async function benchApp(options: AppBenchOptions = {}): Promise<Row[]> {
       }
     }
     const url = `${agent.url}/app/#token=${encodeURIComponent(agent.token)}`;
-    const total = 2 * SESSIONS_PER_BOX;
+    const count = 2 * SESSIONS_PER_BOX;
 
     // 1. Load to the board painted.
     const loadTimes: number[] = [];
@@ -89,7 +89,7 @@ export async function benchApp(options: AppBenchOptions = {}): Promise<Row[]> {
           globalThis.painted = -1;
           globalThis.requestAnimationFrame(() => globalThis.painted = performance.now());
         }).observe(document, { subtree: true, childList: true });
-      }, total);
+      }, count);
       await page.goto(url);
       await page.waitForFunction(() => globalThis.painted > 0, undefined, { timeout: 30_000 });
       const painted = await page.evaluate(() => globalThis.painted as number);
@@ -98,20 +98,26 @@ export async function benchApp(options: AppBenchOptions = {}): Promise<Row[]> {
     }
     const load = summarize(loadTimes);
     rows.push({
-      label: `App: load /app/ to the board painted, ${total} sessions on 2 boxes (goal ≤ 300 ms)`,
+      label: `App: load /app/ to the board painted, ${count} sessions on 2 boxes (goal ≤ 300 ms)`,
       summary: load,
     });
 
-    // 2. What the browser downloads.
-    const js = await gzipSize(APP_ASSETS["app.js"].body);
-    const css = await gzipSize(APP_ASSETS["app.css"].body);
-    const kb = (js + css) / 1024;
+    // 2. What the browser downloads: every script and the stylesheet (the terminal's chunk comes later).
+    const names = Object.keys(APP_ASSETS).filter((name) => /\.(js|css)$/.test(name));
+    let total = 0;
+    let first = 0;
+    for (const name of names) {
+      const size = await gzipSize(APP_ASSETS[name].body);
+      total += size;
+      if (!name.startsWith("terminal")) first += size;
+    }
+    const raw = names.reduce((sum, name) => sum + APP_ASSETS[name].body.length, 0);
     rows.push({
       label: "App: JS + CSS shipped, gzip (goal ≤ 400 KB)",
-      summary: summarize([kb]),
+      summary: summarize([total / 1024]),
       unit: "KB",
-      note: `JS ${(js / 1024).toFixed(0)} KB, CSS ${(css / 1024).toFixed(0)} KB; raw ${
-        ((APP_ASSETS["app.js"].body.length + APP_ASSETS["app.css"].body.length) / 1024).toFixed(0)
+      note: `${(first / 1024).toFixed(0)} KB before the first terminal opens; raw ${
+        (raw / 1024).toFixed(0)
       } KB`,
     });
 

@@ -119,16 +119,21 @@ export class Sync {
 
   /**
    * Loads everything and follows events until `signal` aborts. The first load does not wait for the
-   * stream to open (the board paints sooner); each opening loads again, so what happened before the
-   * stream was open, or while it was down, is not missed (a load under way is followed by one more).
+   * stream to open (the board paints sooner). When the stream first opens, the sessions (what changes
+   * by the second) are asked again, so a change made while both were on their way is not missed; a
+   * reopened stream loads everything again, as anything may have changed while it was down. (Loading it
+   * all twice at start-up queued the board's requests behind the browser's six connections per host.)
    */
   async start(signal: AbortSignal): Promise<void> {
     this.reloadAll();
+    let opened = false;
     await this.#api.follow((event) => this.apply(event), {
       signal,
       onOpen: () => {
         live.value = true;
-        this.reloadAll();
+        if (opened) return this.reloadAll();
+        opened = true;
+        for (const name of Object.keys(boxes.value)) this.reloadSessions(name);
       },
       onClose: () => live.value = false,
     });
