@@ -18,6 +18,7 @@ import type { Api } from "./api.ts";
 import { boxes, events, queue } from "./store.ts";
 import { notifySettings, saveNotifySettings } from "./notify.ts";
 import { openTerminal } from "./views.ts";
+import { fill } from "./template.ts";
 
 /** A task template (spec 2.8) as `GET /v1/templates` lists it. */
 interface TaskTemplate {
@@ -52,11 +53,6 @@ function useJson<T>(
     }, (e: Error) => setError(e.message));
   }, [path, round, ...deps]);
   return [value, error, () => setRound((n) => n + 1)];
-}
-
-/** `{{var}}` replaced by its value (unknown ones left as they are). */
-export function fill(text: string, values: Record<string, string>): string {
-  return text.replace(/\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}/g, (all, id) => values[id] ?? all);
 }
 
 /** The New task dialog: a template's variables filled in, then box, location, agent and branch. */
