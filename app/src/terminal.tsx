@@ -39,6 +39,15 @@ export function TerminalPane(
     term.loadAddon(fit);
     term.loadAddon(new WebLinksAddon());
     term.open(host.current!);
+    // Ctrl+C belongs to the program in the terminal; Ctrl+Shift+C copies the selection (Ctrl+V and
+    // Ctrl+Shift+V paste through the browser's own paste event).
+    term.attachCustomKeyEventHandler((event) => {
+      if (event.type === "keydown" && event.ctrlKey && event.shiftKey && event.code === "KeyC") {
+        if (term.hasSelection()) navigator.clipboard?.writeText(term.getSelection()).catch(() => {});
+        return false;
+      }
+      return true;
+    });
     fit.fit();
     setSize(`${term.cols}x${term.rows}`);
     const encoder = new TextEncoder();
