@@ -22,7 +22,7 @@ import { type IPty, spawn } from "@lydell/node-pty";
 import { AgentClient } from "../client/agent.ts";
 import { APP_ASSETS } from "../app/assets.generated.ts";
 import { makeDirs, makeRepo, startAgent, startBox } from "../tests/harness.ts";
-import { launchChromium } from "../tests/app_test.ts";
+import { launchChromium } from "../tests/browser.ts";
 import { type Row, summarize, table } from "./stats.ts";
 
 // deno-lint-ignore no-explicit-any

@@ -7,10 +7,10 @@
  * @module
  */
 
-/** One embedded file: its media type and its text. */
+/** One embedded file: its media type and its text (or bytes: the phone's icons). */
 export interface Asset {
   type: string;
-  body: string;
+  body: string | Uint8Array<ArrayBuffer>;
 }
 
 /** Options of {@linkcode serveApp}. */
@@ -62,12 +62,17 @@ export function serveApp(
     : Object.hasOwn(assets, name)
     ? assets[name]
     : undefined;
-  if (asset && name === "index.html") {
+  if (asset && name === "index.html" && typeof asset.body === "string") {
     // The config in the page itself: one request less before the page can ask for anything.
     const meta = `<meta name="dock-config" content="${escapeAttribute(JSON.stringify(options.config))}" />`;
     asset = { type: asset.type, body: asset.body.replace("<!--dock-config-->", meta) };
   }
   if (!asset) return null;
+  return assetResponse(asset, method);
+}
+
+/** One file's answer to a GET or HEAD, with the app's security headers (its CSP above all). */
+export function assetResponse(asset: Asset, method: string): Response {
   const headers = {
     "content-type": asset.type,
     "content-security-policy": APP_CSP,

@@ -1,121 +1,68 @@
 /**
- * What the phone listener serves outside `/v1/`: the pairing page (`/pair`, which redeems the one-time
- * code from its link's fragment and lets the box set the phone's cookie), the PWA manifest and icons,
- * and the app. The files hold no data and need no credential. Every answer carries a strict
- * Content-Security-Policy (scripts and styles from this origin only, never inline; nothing remote), so
- * the pages run no script but their own.
+ * What the phone listener serves outside `/v1/`: the app (`/app/`, the same embedded files the laptop
+ * agent serves, started in box mode: this box's own API, the phone layout), the pairing page (`/pair`,
+ * which redeems the one-time code from its link's fragment and lets the box set the phone's cookie), and
+ * the PWA manifest and icons. `/` goes to the app. The files hold no data and need no credential; every
+ * answer carries the app's strict Content-Security-Policy (`core/static.ts`).
  *
  * @module
  */
 import { deflateSync } from "node:zlib";
 import { DockError } from "../client/errors.ts";
 import { errorResponse } from "../core/http.ts";
-
-/** One static file. */
-export interface PhoneFile {
-  type: string;
-  body: string | Uint8Array<ArrayBuffer>;
-  /** Files whose content changes with the program (HTML) are never cached. @default {false} */
-  cache?: boolean;
-}
-
-/** The headers every page of the phone listener carries. */
-export const PHONE_PAGE_HEADERS: Readonly<Record<string, string>> = {
-  "content-security-policy":
-    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
-    "connect-src 'self'; manifest-src 'self'; worker-src 'self'; object-src 'none'; base-uri 'none'; " +
-    "form-action 'self'; frame-ancestors 'none'",
-  "x-content-type-options": "nosniff",
-  "referrer-policy": "no-referrer",
-  "x-frame-options": "DENY",
-};
+import { APP_PREFIX, type Asset, assetResponse, serveApp } from "../core/static.ts";
+import { APP_ASSETS } from "../app/assets.generated.ts";
 
 /** Options of {@linkcode phonePages}. */
 export interface PhonePagesOptions {
-  /** The box's name, shown by the pages. */
+  /** The box's name, shown by the pages and the installed app. */
   box: string;
-  /**
-   * Serves the app's own files (its `index.html` at `/`), or null where this file set has no such path.
-   * @default {a placeholder page at `/`}
-   */
-  app?: (request: Request) => Response | Promise<Response> | null | Promise<Response | null>;
 }
 
 /** Builds the phone listener's page handler. */
-export function phonePages(options: PhonePagesOptions): (request: Request) => Promise<Response> {
+export function phonePages(options: PhonePagesOptions): (request: Request) => Response {
   const files = phoneFiles(options.box);
-  return async function pages(request) {
-    const url = new URL(request.url);
+  const config = { mode: "box", box: options.box };
+  return function pages(request) {
+    const path = new URL(request.url).pathname;
     if (request.method !== "GET" && request.method !== "HEAD") {
-      return withHeaders(
-        errorResponse(
-          new DockError("method_not_allowed", `${request.method} is not allowed here; use GET`, {
-            status: 405,
-          }),
-        ),
+      return errorResponse(
+        new DockError("method_not_allowed", `${request.method} is not allowed here; use GET`, {
+          status: 405,
+        }),
       );
     }
-    const file = files.get(url.pathname);
-    if (file) return withHeaders(fileResponse(file, request.method === "HEAD"));
-    const app = options.app ? await options.app(request) : null;
-    if (app) return withHeaders(app);
-    const placeholder = url.pathname === "/" || url.pathname === "/index.html"
-      ? files.get("/placeholder")
-      : null;
-    if (placeholder) return withHeaders(fileResponse(placeholder, request.method === "HEAD"));
-    return withHeaders(
-      errorResponse(new DockError("not_found", `no such page: ${url.pathname}`, { status: 404 })),
-    );
+    if (path === "/") return new Response(null, { status: 308, headers: { location: APP_PREFIX } });
+    const file = files.get(path);
+    if (file) return assetResponse(file, request.method);
+    return serveApp(APP_ASSETS, request.method, path, { config }) ??
+      errorResponse(new DockError("not_found", `no such page: ${path}`, { status: 404 }));
   };
 }
 
-function fileResponse(file: PhoneFile, head: boolean): Response {
-  return new Response(head ? null : file.body, {
-    headers: {
-      "content-type": file.type,
-      "cache-control": file.cache ? "public, max-age=86400" : "no-store",
-    },
-  });
-}
-
-function withHeaders(response: Response): Response {
-  for (const [name, value] of Object.entries(PHONE_PAGE_HEADERS)) {
-    if (!response.headers.has(name)) response.headers.set(name, value);
-  }
-  return response;
-}
-
 /** The pages' own files, by path. */
-function phoneFiles(box: string): Map<string, PhoneFile> {
-  const html = "text/html; charset=utf-8";
+function phoneFiles(box: string): Map<string, Asset> {
   const title = `dock · ${escapeHtml(box)}`;
-  const head = `<!doctype html><html lang="en"><head><meta charset="utf-8">
+  return new Map<string, Asset>([
+    ["/pair", {
+      type: "text/html; charset=utf-8",
+      body: `<!doctype html><html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="theme-color" content="#0f172a"><title>${title}</title>
 <link rel="manifest" href="/manifest.webmanifest"><link rel="icon" href="/icon.svg" type="image/svg+xml">
-<link rel="apple-touch-icon" href="/icon-192.png"><link rel="stylesheet" href="/phone.css"></head>`;
-  return new Map<string, PhoneFile>([
-    ["/pair", {
-      type: html,
-      body: `${head}<body><main><h1>${title}</h1>
-<p id="status">Pairing this phone…</p></main><script src="/pair.js"></script></body></html>`,
-    }],
-    ["/placeholder", {
-      type: html,
-      body: `${head}<body><main><h1>${title}</h1>
-<p>This phone is paired when the box says so below. The full view is not built into this program yet.</p>
-<p id="status">…</p></main><script src="/placeholder.js"></script></body></html>`,
+<link rel="stylesheet" href="/pair.css"></head>
+<body><main><h1>${title}</h1><p id="status">Pairing this phone…</p></main>
+<script src="/pair.js"></script></body></html>`,
     }],
     ["/pair.js", { type: "text/javascript; charset=utf-8", body: PAIR_JS }],
-    ["/placeholder.js", { type: "text/javascript; charset=utf-8", body: PLACEHOLDER_JS }],
-    ["/phone.css", { type: "text/css; charset=utf-8", body: CSS, cache: true }],
+    ["/pair.css", { type: "text/css; charset=utf-8", body: CSS }],
     ["/manifest.webmanifest", {
       type: "application/manifest+json",
       body: JSON.stringify({
         name: `dock · ${box}`,
         short_name: box.slice(0, 12) || "dock",
         description: "The agents on this box: who needs you, and a terminal to answer.",
-        start_url: "/",
+        start_url: APP_PREFIX,
         scope: "/",
         display: "standalone",
         background_color: "#0f172a",
@@ -127,9 +74,9 @@ function phoneFiles(box: string): Map<string, PhoneFile> {
         ],
       }),
     }],
-    ["/icon.svg", { type: "image/svg+xml", body: ICON_SVG, cache: true }],
-    ["/icon-192.png", { type: "image/png", body: iconPng(192), cache: true }],
-    ["/icon-512.png", { type: "image/png", body: iconPng(512), cache: true }],
+    ["/icon.svg", { type: "image/svg+xml", body: ICON_SVG }],
+    ["/icon-192.png", { type: "image/png", body: iconPng(192) }],
+    ["/icon-512.png", { type: "image/png", body: iconPng(512) }],
   ]);
 }
 
@@ -159,27 +106,13 @@ if (!code) {
   }).then(async (response) => {
     if (response.ok) {
       say("Paired. Opening the box…");
-      location.replace("/");
+      location.replace("/app/");
       return;
     }
     const answer = await response.json().catch(() => null);
     say("Not paired: " + (answer && answer.error ? answer.error.message : "the box answered " + response.status));
   }, (error) => say("Not paired: " + error.message));
 }
-`;
-
-const PLACEHOLDER_JS = `"use strict";
-const status = document.getElementById("status");
-fetch("/v1/sessions").then(async (response) => {
-  if (response.status === 401) {
-    status.textContent = "Not paired: run \`dockd phone pair\` on the box and open its link here.";
-    return;
-  }
-  const sessions = await response.json();
-  status.textContent = response.ok
-    ? "Paired. Sessions on this box: " + (sessions.map((s) => s.name + " (" + (s.agent_state || "idle") + ")").join(", ") || "none")
-    : "The box answered " + response.status;
-}, (error) => { status.textContent = error.message; });
 `;
 
 const CSS = `:root { color-scheme: dark light; font-family: system-ui, sans-serif; }

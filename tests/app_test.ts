@@ -8,51 +8,21 @@
  * Needs /usr/bin/chromium (`.ci/run` installs it); without it the test is skipped, saying so.
  */
 import { join } from "node:path";
-import { type Browser, chromium, type Page } from "playwright-core";
+import type { Page } from "playwright-core";
+import { CHROMIUM_MISSING, dropShots, launchChromium, shotsDir } from "./browser.ts";
 import { assert, assertEquals } from "./assert.ts";
 import { AgentClient } from "../client/agent.ts";
 import { eventually, laptopEnv, makeDirs, makeRepo, runCli, startAgent, startBox } from "./harness.ts";
 
-const CHROMIUM = "/usr/bin/chromium";
-const HAVE_CHROMIUM = await Deno.stat(CHROMIUM).then(() => true, () => false);
-if (!HAVE_CHROMIUM) {
-  console.warn(`tests/app_test.ts: skipped: ${CHROMIUM} is missing (apt-get install chromium; .ci/run does)`);
-}
-
 const DENO = Deno.execPath();
+const SHOTS = await shotsDir();
 const FAKE = new URL("./fixtures/fake_agent.ts", import.meta.url).pathname;
-/** Where the screenshots go: `docs/` with `DOCK_SCREENSHOTS=1` (to refresh the README's), else a temporary folder. */
-const SHOTS = Deno.env.get("DOCK_SCREENSHOTS") === "1"
-  ? new URL("../docs/", import.meta.url).pathname
-  : await Deno.makeTempDir({ prefix: "dock-app-shots-" });
 const AGENT = {
   id: "fake",
   name: "Fake agent",
   command: `'${DENO}' run -A --cached-only '${FAKE}'`,
   prompt_flag: "",
 };
-
-/**
- * Chromium as it runs on these machines: headless, no sandbox (root), no background traffic (a closed
- * network refuses it). Playwright gives each launch a fresh profile of its own (`--user-data-dir` in a
- * new temporary folder, removed on close).
- */
-export async function launchChromium(): Promise<Browser> {
-  return await chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-    ],
-  });
-}
 
 // What runs in the page: this file is type-checked without the DOM's types. Passed as functions (which
 // Playwright calls through the debugger, not eval: the page's CSP forbids eval, and rightly).
@@ -118,7 +88,7 @@ async function typeAndSee(page: Page, session: string, command: string, line: st
 
 Deno.test({
   name: "app: board, badges, needs you, terminal (resize, reconnect), queued prompt, task template, plugin",
-  ignore: !HAVE_CHROMIUM,
+  ignore: CHROMIUM_MISSING,
   sanitizeOps: false,
   sanitizeResources: false,
   async fn() {
@@ -281,9 +251,7 @@ Deno.test({
       await browser.close();
       await agent.stop();
       await box[Symbol.asyncDispose]();
-      if (Deno.env.get("DOCK_SCREENSHOTS") !== "1") {
-        await Deno.remove(SHOTS, { recursive: true }).catch(() => {});
-      }
+      await dropShots(SHOTS);
     }
   },
 });

@@ -2,8 +2,11 @@
  * How the page reaches dock, with one of two transports chosen at start-up from `/app/config.json`:
  * `agent` (the laptop agent: its own `/v1/…`, every box's API relayed through
  * `/v1/boxes/{box}/api/{path}`, attach through the agent's WebSocket) or `box` (a box's phone listener:
- * that box's own `/v1/…`, one box, attach through the box's WebSocket). The token travels only in the
- * `Authorization` header, and as `?token=` on a WebSocket (a browser cannot give one headers).
+ * that box's own `/v1/…`, one box, attach through the box's WebSocket). The agent's token travels only in
+ * the `Authorization` header, and as `?token=` on a WebSocket (a browser cannot give one headers). On a
+ * phone listener the credential is an HttpOnly cookie the box set at pairing (`daemon/api/phone.ts`):
+ * the page never holds it, the browser sends it, and every request carries `x-dock-phone: 1` (the box's
+ * CSRF check).
  *
  * @module
  */
@@ -72,9 +75,10 @@ export interface SendOptions {
 /** The API of the agent or of one box, by the page's transport. */
 export class Api {
   readonly config: AppConfig;
-  #token: string;
+  #token: string | null;
 
-  constructor(config: AppConfig, token: string) {
+  /** `token` is the agent's; null in box mode, where the phone's cookie is the credential. */
+  constructor(config: AppConfig, token: string | null) {
     this.config = config;
     this.#token = token;
   }
@@ -84,6 +88,7 @@ export class Api {
    * event streams as open views (it leaves notifying to them).
    */
   #headers(): Record<string, string> {
+    if (this.#token === null) return { "x-dock-phone": "1", "x-dock-origin": "phone" };
     return { authorization: `Bearer ${this.#token}`, "x-dock-origin": "app" };
   }
 
@@ -187,7 +192,7 @@ export class Api {
       ? `/v1/boxes/${enc(box)}/sessions/${enc(session)}/attach`
       : `/v1/sessions/${enc(session)}/attach`;
     const query = new URLSearchParams(size ? { cols: `${size.cols}`, rows: `${size.rows}` } : {});
-    query.set("token", this.#token);
+    if (this.#token !== null) query.set("token", this.#token);
     return `${scheme}//${location.host}${path}?${query}`;
   }
 

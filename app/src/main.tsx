@@ -7,7 +7,7 @@
 import { render } from "preact";
 import { lazy, Suspense } from "preact/compat";
 import { effect } from "@preact/signals";
-import { Api, type AppConfig, loadConfig, readConfig, takeToken } from "./api.ts";
+import { Api, ApiError, type AppConfig, loadConfig, readConfig, takeToken } from "./api.ts";
 import { Board } from "./board.tsx";
 import { NeedsYou } from "./needs.tsx";
 import { live, needsYou, Sync } from "./store.ts";
@@ -83,8 +83,11 @@ function App(props: { api: Api; config: AppConfig }) {
   );
 }
 
-/** Views that only the laptop agent answers. */
-const AGENT_ONLY = new Set(["queue", "plugins", "task"]);
+/**
+ * Views that only the laptop agent answers, and those a phone may not read (a box's hooks and flows, the
+ * laptop's themes and settings: its scope refuses them, `daemon/api/phone.ts`).
+ */
+const AGENT_ONLY = new Set(["queue", "plugins", "task", "automation", "settings"]);
 
 function NoToken() {
   return (
@@ -99,12 +102,42 @@ function NoToken() {
   );
 }
 
+/** A phone's page whose cookie is missing or revoked. */
+function NotPaired() {
+  return (
+    <div class="empty-page">
+      <h1>dock</h1>
+      <p>
+        This phone is not paired with the box. Run <code>dockd phone pair</code>{" "}
+        there and open the link it prints (or scan its code) here.
+      </p>
+    </div>
+  );
+}
+
 async function main(): Promise<void> {
   const root = document.getElementById("app")!;
-  const token = takeToken();
-  if (!token) return render(<NoToken />, root);
   const config = readConfig() ?? await loadConfig();
+  // On a box's phone listener the credential is the phone's cookie: no token to take.
+  const token = config.mode === "box" ? null : takeToken();
+  if (config.mode === "agent" && !token) return render(<NoToken />, root);
   const api = new Api(config, token);
+  if (config.mode === "box") {
+    // Installable from the phone listener only (the laptop's page is a tab): its manifest and icon.
+    for (
+      const [rel, href] of [["manifest", "/manifest.webmanifest"], ["apple-touch-icon", "/icon-192.png"]]
+    ) {
+      const link = document.createElement("link");
+      link.rel = rel;
+      link.href = href;
+      document.head.append(link);
+    }
+    try {
+      await api.json(api.box(config.box, "sessions"));
+    } catch (error) {
+      if (error instanceof ApiError && error.status === 401) return render(<NotPaired />, root);
+    }
+  }
   const sync = new Sync(api);
   effect(() => {
     const count = needsYou.value.length;
