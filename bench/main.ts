@@ -59,11 +59,15 @@
  * **The app** (bench/app.ts, also run alone): load of `/app/` to the board painted with 20 sessions on 2
  * boxes, JS + CSS shipped (gzip), hook → badge changed, keystroke → echo in the page against a PTY.
  *
+ * **The truth score** (bench/state_truth.ts, also run alone): the truth suite's scenarios
+ * (tests/state_truth.ts), right agent states over all checked (goal ≥ 99 %), per scenario, every miss
+ * named.
+ *
  * **The CLI** (bench/cli.ts): `dock --version`, `dockd --help`, `dock status`, `dockd worktree list`
  * and `dock hook` wall time against an empty `deno run --cached-only` (goals 1.5× and 1.3×).
  *
  * `deno task bench NAME…` runs only the sections named (`create`, `api` or `locations` or `info`,
- * `exec`, `services`, `sessions`, `agent`, `hooks`, `plugins`, `flows`, `app`, `queue`, `hardening`, `cli`): `deno task bench cli info`.
+ * `exec`, `services`, `sessions`, `agent`, `hooks`, `plugins`, `flows`, `app`, `truth`, `queue`, `hardening`, `cli`): `deno task bench cli info`.
  * `--quick` divides every N by about five for a smoke run. All temporary folders are removed and the
  * daemons stopped at the end, also on failure.
  *
@@ -79,6 +83,7 @@ import { benchHooks } from "./hooks.ts";
 import { benchPlugins } from "./plugins.ts";
 import { benchFlows } from "./flows.ts";
 import { benchApp } from "./app.ts";
+import { benchTruth } from "./state_truth.ts";
 import { benchQueue } from "./queue.ts";
 import { benchFuzz, benchIdleConnections, benchJournals } from "./hardening.ts";
 import { benchQueueSoak } from "./queue_soak.ts";
@@ -523,6 +528,7 @@ const SECTIONS: Record<string, string[]> = {
   plugins: [],
   flows: [],
   app: [],
+  truth: ["state"],
   queue: [],
   hardening: ["journals", "idle", "soak", "fuzz"],
   cli: [],
@@ -593,6 +599,7 @@ async function main(): Promise<void> {
   if (chosen.has("plugins")) rows.push(...await benchPlugins({ quick: QUICK }));
   if (chosen.has("flows")) rows.push(...await benchFlows({ quick: QUICK }));
   if (chosen.has("app")) rows.push(...await benchApp({ quick: QUICK }));
+  if (chosen.has("truth")) rows.push(...await benchTruth());
   if (chosen.has("queue")) rows.push(...await benchQueue({ quick: QUICK }));
   if (chosen.has("hardening")) {
     rows.push(...await benchJournals(), ...await benchIdleConnections());

@@ -53,7 +53,7 @@ export interface Row {
   isBaseline?: boolean;
   note?: string;
   /** Unit of the figures: milliseconds unless told; any other unit is printed after each figure. */
-  unit?: "ms" | "MiB" | "KB" | "items/s";
+  unit?: "ms" | "MiB" | "KB" | "items/s" | "%";
 }
 
 /** Runs `fn` once and returns how long it took, in milliseconds. */
