@@ -58,6 +58,11 @@ export interface AttachOptions {
   signal?: AbortSignal;
   /** Called once the socket and the tmux client are both done. */
   onEnd?: () => void;
+  /**
+   * Told each time the person submits something typed (Enter after other keys): their input starts a
+   * turn a tool may not report. Never given the keys.
+   */
+  onSubmit?: () => void;
 }
 
 /** Reads and validates the `cols`/`rows` query parameters of an attach URL (defaults 80×24). */
@@ -73,6 +78,7 @@ export function attachSession(request: Request, options: AttachOptions): Respons
   checkSize("cols", options.cols);
   checkSize("rows", options.rows);
   const { socket, response } = acceptWebSocket(request, "attach");
+  if (options.onSubmit) watchSubmits(socket, options.onSubmit);
   const command = attachCommand(options);
   const terminal = ptyEnd("the tmux client", {
     launch: () => {
@@ -97,6 +103,22 @@ export function attachSession(request: Request, options: AttachOptions): Respons
     signal: options.signal,
   }).then(options.onEnd);
   return response;
+}
+
+/** Calls `onSubmit` for each Enter typed after other keys: an Enter on an empty line submits nothing. */
+function watchSubmits(socket: WebSocket, onSubmit: () => void): void {
+  let typed = false;
+  socket.addEventListener("message", (event) => {
+    if (!(event.data instanceof ArrayBuffer)) return; // text frames are control messages
+    for (const byte of new Uint8Array(event.data)) {
+      if (byte === 0x0d || byte === 0x0a) {
+        if (typed) onSubmit();
+        typed = false;
+      } else if (byte >= 0x20 && byte !== 0x7f) {
+        typed = true;
+      }
+    }
+  });
 }
 
 function sizeParam(url: URL, field: "cols" | "rows", fallback: number): number {

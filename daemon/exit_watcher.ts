@@ -1,5 +1,6 @@
 /**
- * The exit watcher: marks a session `exited` (with its exit code) when its program ends. tmux keeps a
+ * The exit watcher: marks a session `exited` (with its exit code) when its program ends, and ends its
+ * agent's turn (`running` or `waiting` becomes `finished`). tmux keeps a
  * dead pane and its status (`remain-on-exit`), so the watcher asks tmux for its panes every `pollMs`
  * and announces `session.exited` for each session whose pane is dead or gone. A tmux server that stays
  * unreachable for a few seconds counts as gone, and its sessions with it.
@@ -111,7 +112,17 @@ export class ExitWatcher {
         }
         this.#deadSince.delete(row.name);
         const code = pane?.deadStatus ?? null;
-        this.#o.store.run("UPDATE sessions SET exited = 1, exit_code = ? WHERE name = ?", code, row.name);
+        // A program that ended ended its turn too: no tool reports that (Claude fires no Stop when it
+        // dies mid-turn), and a session left `running` would hold `wait` and the queue until a timeout.
+        this.#o.store.run(
+          `UPDATE sessions SET exited = 1, exit_code = ?,
+             state_time = CASE WHEN agent_state IN ('running', 'waiting') THEN ? ELSE state_time END,
+             agent_state = CASE WHEN agent_state IN ('running', 'waiting') THEN 'finished' ELSE agent_state END
+           WHERE name = ?`,
+          code,
+          new Date().toISOString(),
+          row.name,
+        );
         this.#o.bus.publish({
           type: "session.exited",
           origin: "dockd",

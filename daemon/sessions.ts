@@ -370,6 +370,15 @@ export class Sessions {
   }
 
   /**
+   * A person submitted input typed into the attached terminal: an agent at rest starts a turn, as with
+   * `send` (Codex and Cursor report no start of one; a Claude hook confirms it).
+   */
+  typed(name: string): void {
+    const row = this.#row(name);
+    if (row?.agent && !row.exited && row.agent_state !== "running") this.#o.states.set(name, "running");
+  }
+
+  /**
    * Waits until the agent is in one of `states` (reported after `after` when given), or its program
    * exits, or `timeoutMs` passes.
    */

@@ -14,6 +14,7 @@
 import { join } from "node:path";
 import type { AgentState, Session } from "../client/wire.ts";
 import { eventually, makeDirs, makeRepo, startBox, type TestBox } from "./harness.ts";
+import { connectUnixWebSocket } from "./ws_unix.ts";
 
 const DENO = Deno.execPath();
 const FAKE = new URL("./fixtures/fake_agent.ts", import.meta.url).pathname;
@@ -38,10 +39,6 @@ export const KNOWN_MISSES: Record<string, string> = {
   "interrupt with Ctrl-C: after Ctrl-C": "Claude fires no Stop on Ctrl-C; dock does not check the pane yet",
   "permission answered no: after n":
     "a denial ends Claude's turn without Stop; the sent answer set running and nothing ends it",
-  "program exits mid-turn: after exit": "an exit does not end the turn: agent_state stays running",
-  "Codex-like: typed into the terminal": "Codex reports only finished: input typed through tmux is not seen",
-  "Cursor-like: typed into the terminal":
-    "Cursor reports only finished: input typed through tmux is not seen",
 };
 
 /** One state checked. */
@@ -125,6 +122,17 @@ export class Truth {
     })
       .output();
     if (!output.success) throw new Error(`tmux send-keys: ${new TextDecoder().decode(output.stderr)}`);
+  }
+
+  /** A person typing into the terminal attached through dock (`dock attach`, the app). */
+  async typeAttached(name: string, text: string): Promise<void> {
+    const ws = await connectUnixWebSocket(this.box.dirs.socket, `/v1/sessions/${name}/attach`);
+    try {
+      await ws.sendBinary(new TextEncoder().encode(`${text}\r`));
+      await this.shows(name, "thinking on prompt");
+    } finally {
+      await ws.close();
+    }
   }
 
   async screen(name: string): Promise<string> {
@@ -443,11 +451,17 @@ export const SCENARIOS: Scenario[] = [
     async run(t) {
       await t.create("typed");
       await t.expect("started", "typed", "idle");
-      const before = now();
-      await t.keys("typed", "typed by hand SLOW:1200", "Enter");
-      await t.expect("typed into the terminal", "typed", "running", { after: before });
+      let before = now();
+      await t.typeAttached("typed", "typed by hand SLOW:1200");
+      await t.expect("typed through attach", "typed", "running", { after: before });
       await t.shows("typed", "Done with prompt 1");
-      await t.expect("ended", "typed", "finished");
+      await t.expect("attach turn ended", "typed", "finished");
+      // Straight into tmux, dock not involved: the tool's own hook reports the turn.
+      before = now();
+      await t.keys("typed", "typed into tmux SLOW:1200", "Enter");
+      await t.expect("typed into tmux", "typed", "running", { after: before });
+      await t.shows("typed", "Done with prompt 2");
+      await t.expect("tmux turn ended", "typed", "finished");
     },
   },
   ...(["Codex-like", "Cursor-like"] as const).map((label): Scenario => ({
@@ -458,7 +472,7 @@ export const SCENARIOS: Scenario[] = [
       await t.expect("started", name, "idle", {});
       // The first prompt typed by a person: these tools report no start of a turn.
       const before = s.created;
-      await t.keys(name, "by hand SLOW:1200", "Enter");
+      await t.typeAttached(name, "by hand SLOW:1200");
       await t.expect("typed into the terminal", name, "running", { after: before });
       await t.shows(name, "Done with prompt 1");
       await t.expect("typed turn ended", name, "finished", { after: before });

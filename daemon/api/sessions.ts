@@ -24,7 +24,10 @@ const STATES: AgentState[] = ["idle", "running", "waiting", "finished"];
 export interface SessionRoutesBackend {
   bus: Pick<EventBus, "publish">;
   worktrees: Pick<Worktrees, "target">;
-  sessions: Pick<Sessions, "list" | "get" | "program" | "create" | "remove" | "screen" | "send" | "wait">;
+  sessions: Pick<
+    Sessions,
+    "list" | "get" | "program" | "create" | "remove" | "screen" | "send" | "wait" | "typed"
+  >;
   sendLedger: Pick<SendLedger, "known">;
   tasks: Pick<Tasks, "check" | "create">;
   tmux: Pick<Tmux, "socket">;
@@ -167,6 +170,7 @@ export function sessionRoutes(box: SessionRoutesBackend): RouteTable {
         rows,
         signal: tie?.signal,
         onEnd: tie?.release,
+        onSubmit: () => box.sessions.typed(session.name),
       });
     })
     .route({
