@@ -67,7 +67,8 @@
  * and `dock hook` wall time against an empty `deno run --cached-only` (goals 1.5× and 1.3×).
  *
  * `deno task bench NAME…` runs only the sections named (`create`, `api` or `locations` or `info`,
- * `exec`, `services`, `sessions`, `agent`, `hooks`, `plugins`, `flows`, `app`, `truth`, `queue`, `hardening`, `cli`): `deno task bench cli info`.
+ * `exec`, `services`, `sessions`, `agent`, `hooks`, `plugins`, `flows`, `app`, `truth`, `queue`, `hardening`, `cli`,
+ * `ssh`): `deno task bench cli info`.
  * `--quick` divides every N by about five for a smoke run. All temporary folders are removed and the
  * daemons stopped at the end, also on failure.
  *
@@ -88,6 +89,7 @@ import { benchQueue } from "./queue.ts";
 import { benchFuzz, benchIdleConnections, benchJournals } from "./hardening.ts";
 import { benchQueueSoak } from "./queue_soak.ts";
 import { benchCli } from "./cli.ts";
+import { benchAddSsh } from "./add_ssh.ts";
 import { ms, ratio, type Row, summarize, table, time } from "./stats.ts";
 
 const QUICK = Deno.args.includes("--quick");
@@ -532,6 +534,7 @@ const SECTIONS: Record<string, string[]> = {
   queue: [],
   hardening: ["journals", "idle", "soak", "fuzz"],
   cli: [],
+  ssh: ["add-ssh", "package"],
 };
 
 /** The sections the command line asks for; an unknown name is an error that lists the known ones. */
@@ -607,6 +610,7 @@ async function main(): Promise<void> {
     rows.push(...await benchFuzz());
   }
   if (chosen.has("cli")) rows.push(...await benchCli({ quick: QUICK }));
+  if (chosen.has("ssh")) rows.push(...await benchAddSsh({ quick: QUICK }));
 
   const gitVersion = await versionOf("git", ["--version"]);
   const load = (await Deno.readTextFile("/proc/loadavg").catch(() => "? ? ?")).split(" ").slice(0, 3);

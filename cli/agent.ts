@@ -9,12 +9,15 @@
  */
 import type { Command } from "./commander.ts";
 import { ensureToken } from "../agent/token.ts";
-import { AgentClient } from "../client/agent.ts";
+import { AgentClient, type BoxProgress } from "../client/agent.ts";
+import { BUILD, compareVersions } from "../client/version.ts";
 import { DockError } from "../client/errors.ts";
 import { clientPaths } from "../core/paths.ts";
 import { launch } from "../core/runner.ts";
+import { selfCommand } from "../core/self_command.ts";
 import { load } from "./lazy.ts";
-import { eventLine, guarded, keyValues, printJson, table } from "./output.ts";
+import { eventLine, guarded, keyValues, printJson, progressBar, table } from "./output.ts";
+import { resolvePath } from "./location.ts";
 
 /** The agent's port: `$DOCK_AGENT_PORT`, default 1378 (spec 5). */
 export function agentPort(): number {
@@ -28,34 +31,32 @@ export function agentPort(): number {
   return port;
 }
 
-/** A client of the running agent, starting it in the background first when it does not answer. */
+/**
+ * A client of the agent. Nothing is asked first: a request that finds nothing listening starts the
+ * agent in the background, waits for it, and is sent again (`whenUnreachable`).
+ */
 export async function agentClient(): Promise<AgentClient> {
   const paths = clientPaths();
   const token = await ensureToken(paths.token);
-  const client = new AgentClient({
-    url: `http://127.0.0.1:${agentPort()}`,
+  const url = `http://127.0.0.1:${agentPort()}`;
+  return new AgentClient({
+    url,
     token,
     origin: "cli",
     oneShotReads: true,
+    whenUnreachable: () => startAgent(url, token),
   });
-  if (await answers(client)) return client;
-  // Not running: start it detached, logging to <state>/client/agent.log, and wait for it.
-  const entry = new URL("./dock.ts", import.meta.url).pathname;
-  launch("/bin/sh", [
-    "-c",
-    'exec "$@" >>"$0" 2>&1',
-    paths.log,
-    Deno.execPath(),
-    "run",
-    "-A",
-    "--cached-only",
-    entry,
-    "agent",
-  ]);
+}
+
+/** Starts `dock agent` detached, logging to <state>/client/agent.log, and waits until it answers. */
+async function startAgent(url: string, token: string): Promise<void> {
+  const paths = clientPaths();
+  const probe = new AgentClient({ url, token, origin: "cli", oneShotReads: true });
+  launch("/bin/sh", ["-c", 'exec "$@" >>"$0" 2>&1', paths.log, ...selfCommand("dock", "agent")]);
   const deadline = Date.now() + 15_000;
   while (Date.now() < deadline) {
     await new Promise((r) => setTimeout(r, 100));
-    if (await answers(client)) return client;
+    if (await answers(probe)) return;
   }
   throw new DockError("agent_unreachable", `the agent did not start; see ${paths.log}`, { status: 503 });
 }
@@ -136,6 +137,7 @@ export function agentCommands(program: Command): void {
   ).option("--print", "only print the address").action((o) =>
     guarded(async () => {
       const client = await agentClient();
+      await client.status(); // the page needs the agent: this starts it when it is not running
       const url = appUrl(client.url, await ensureToken(clientPaths().token));
       client.close();
       console.log(url);
@@ -150,13 +152,57 @@ export function agentCommands(program: Command): void {
     }, "dock")
   );
 
-  program.command("add").description("add a box").command("local")
+  const add = program.command("add").description("add a box");
+  add.command("ssh").description(
+    "install dock on a machine you reach over SSH (your config, agent and known_hosts) and pair it; " +
+      "again, it upgrades in place",
+  ).argument("<destination>", "[user@]host[:port], or a Host of your SSH config")
+    .option("--name <name>", "the box's name here (default: its own name)")
+    .option("--identity <file>", "the private key to use (ssh -i)")
+    .option("--json", "print each step as a line of JSON").action((destination, o) =>
+      guarded(async () => {
+        const client = await agentClient();
+        const identity = o.identity === undefined ? undefined : resolvePath(o.identity);
+        const last = await follow(client.addSsh({ host: destination, name: o.name, identity }), o.json);
+        if (!o.json && last.box) {
+          console.log(
+            `added box ${last.box.name} (${last.box.address}): ${last.box.online ? "online" : "offline"}`,
+          );
+        }
+      }, "dock")
+    );
+  add.command("local")
     .description("pair the box daemon that shares this machine's state directory")
     .option("--name <name>", "the box's name", "local").option("--json", "print JSON").action((o) =>
       guarded(async () => {
         const added = await (await agentClient()).addLocal(o.name);
         if (o.json) return printJson(added);
         console.log(`added box ${added.name}: ${added.online ? "online" : `offline (${added.error})`}`);
+      }, "dock")
+    );
+
+  program.command("upgrade").description(
+    "send this laptop's dock to a box running an older build (or to every such box) and restart it there; " +
+      "sessions and services go on",
+  ).argument("[box]", "the box (default: every box behind this laptop, with --all)")
+    .option("--all", "every online box running an older build")
+    .option("--json", "print each step as a line of JSON").action((name, o) =>
+      guarded(async () => {
+        if (Boolean(name) === Boolean(o.all)) throw new DockError("usage", "name a box, or say --all");
+        const client = await agentClient();
+        const boxes = name ? [name] : (await client.refresh()).boxes
+          .filter((b) => b.online && b.build && behind(b.build))
+          .map((b) => b.name);
+        if (!boxes.length && !o.json) return console.log(`every box runs ${BUILD} or newer`);
+        let failed = 0;
+        for (const box of boxes) {
+          const last = await follow(client.upgradeBox(box), o.json, { throws: false });
+          if (last.error) {
+            failed++;
+            if (!o.json) console.error(`dock: ${box}: ${last.error}`);
+          } else if (!o.json && last.box) console.log(`${box}: ${last.box.build}`);
+        }
+        if (failed) throw new DockError("upgrade", `${failed} of ${boxes.length} boxes were not upgraded`);
       }, "dock")
     );
 
@@ -180,12 +226,13 @@ export function agentCommands(program: Command): void {
         const status = await (await agentClient()).status();
         if (o.json) return printJson(status);
         table(
-          ["BOX", "KIND", "STATE", "LATENCY", "ADDRESS"],
+          ["BOX", "KIND", "STATE", "LATENCY", "BUILD", "ADDRESS"],
           status.boxes.map((b) => [
             b.name,
             b.kind,
             b.online ? "online" : `offline${b.error ? `: ${b.error.slice(0, 60)}` : ""}`,
             b.latency_ms === null ? "-" : `${b.latency_ms} ms`,
+            b.build ? `${b.build}${behind(b.build) ? " (behind: dock upgrade)" : ""}` : "-",
             b.address,
           ]),
         );
@@ -212,4 +259,32 @@ export function agentCommands(program: Command): void {
         await (await agentClient()).emit({ type, origin: o.origin, data: keyValues(words) });
       }, "dock")
     );
+}
+
+/** True when a box's build is older than this laptop's: another version, or the same one from elsewhere. */
+function behind(build: string): boolean {
+  const order = compareVersions(build, BUILD);
+  return order < 0 || (order === 0 && build !== BUILD && !BUILD.endsWith("+dev"));
+}
+
+/**
+ * Prints a streamed box operation (`add ssh`, `upgrade`) as it goes: a progress bar for the upload,
+ * each step's lines, or every line as JSON. Answers the last line; throws its error unless told not to.
+ */
+async function follow(
+  progress: AsyncGenerator<BoxProgress>,
+  json: boolean | undefined,
+  options: { throws?: boolean } = {},
+): Promise<BoxProgress> {
+  let last: BoxProgress | undefined;
+  const bar = progressBar();
+  for await (const line of progress) {
+    last = line;
+    if (json) console.log(JSON.stringify(line));
+    else if (line.sent !== undefined && line.total) bar.draw(line.step!, line.sent, line.total);
+    else if (line.line) bar.print(`${line.step}: ${line.line}`);
+  }
+  if (!last?.done) throw new DockError("stopped", "the agent stopped answering before the end");
+  if (last.error && options.throws !== false) throw new DockError("failed", last.error);
+  return last;
 }

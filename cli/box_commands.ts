@@ -5,28 +5,53 @@
  * @module
  */
 import type { Command } from "./commander.ts";
-import { execCommand } from "./exec.ts";
-import { flowCommands } from "./flow.ts";
-import { hooksCommands } from "./hooks.ts";
-import { phoneCommands } from "./phone.ts";
-import { pluginCommands } from "./plugin.ts";
-import { locationCommands } from "./location.ts";
-import { serviceCommands } from "./service.ts";
-import { sessionCommands } from "./session.ts";
-import { skillsCommands } from "./skills.ts";
+import type { Families, Register } from "./families.ts";
+import { load } from "./lazy.ts";
 import type { Scope } from "./target.ts";
-import { worktreeCommands } from "./worktree.ts";
 
-/** Adds locations, worktrees, services, sessions and tasks, exec, skills, hooks, flows, plugins and the phone companion. */
-export function boxCommands(program: Command, scope: Scope): void {
-  locationCommands(program, scope);
-  worktreeCommands(program, scope);
-  serviceCommands(program, scope);
-  sessionCommands(program, scope);
-  execCommand(program, scope);
-  skillsCommands(program, scope);
-  hooksCommands(program, scope);
-  flowCommands(program, scope);
-  pluginCommands(program, scope);
-  phoneCommands(program, scope);
+/** A family written against a scope, registered once its module and the scope are ready. */
+function scoped<M>(
+  module: () => Promise<M>,
+  pick: (module: M) => (program: Command, scope: Scope) => void,
+  scope: () => Promise<Scope>,
+): () => Promise<Register> {
+  return async () => {
+    const [loaded, resolved] = await Promise.all([module(), scope()]);
+    return (program) => pick(loaded)(program, resolved);
+  };
+}
+
+/**
+ * Locations, worktrees, services, sessions and tasks, exec, skills, hooks, flows, plugins and the phone
+ * companion, each loaded only when a command line names it; `scope` is made then too.
+ */
+export function boxFamilies(scope: () => Promise<Scope>): Families {
+  return {
+    location: scoped(
+      () => load<typeof import("./location.ts")>("./location.ts"),
+      (m) => m.locationCommands,
+      scope,
+    ),
+    worktree: scoped(
+      () => load<typeof import("./worktree.ts")>("./worktree.ts"),
+      (m) => m.worktreeCommands,
+      scope,
+    ),
+    service: scoped(
+      () => load<typeof import("./service.ts")>("./service.ts"),
+      (m) => m.serviceCommands,
+      scope,
+    ),
+    session: scoped(
+      () => load<typeof import("./session.ts")>("./session.ts"),
+      (m) => m.sessionCommands,
+      scope,
+    ),
+    exec: scoped(() => load<typeof import("./exec.ts")>("./exec.ts"), (m) => m.execCommand, scope),
+    skills: scoped(() => load<typeof import("./skills.ts")>("./skills.ts"), (m) => m.skillsCommands, scope),
+    hooks: scoped(() => load<typeof import("./hooks.ts")>("./hooks.ts"), (m) => m.hooksCommands, scope),
+    flow: scoped(() => load<typeof import("./flow.ts")>("./flow.ts"), (m) => m.flowCommands, scope),
+    plugin: scoped(() => load<typeof import("./plugin.ts")>("./plugin.ts"), (m) => m.pluginCommands, scope),
+    phone: scoped(() => load<typeof import("./phone.ts")>("./phone.ts"), (m) => m.phoneCommands, scope),
+  };
 }

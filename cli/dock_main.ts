@@ -1,30 +1,47 @@
 /**
  * The `dock` command line (everything but the `hook` fast path): the laptop agent and the commands
  * that talk to it. `dock up` runs the box daemon and the agent together on this machine. The box
- * commands are `dockd`'s, with a `BOX/` prefix, through the agent's relay (spec 4.4).
+ * commands are `dockd`'s, with a `BOX/` prefix, through the agent's relay (spec 4.4). Only the family
+ * a command line names is loaded (`families.ts`).
  *
  * @module
  */
 import { Command } from "./commander.ts";
-import { boxCommands } from "./box_commands.ts";
-import { VERSION } from "../client/version.ts";
-import { defaultHookCommand, integrationCommands } from "./integrations.ts";
-import { agentClient, agentCommands } from "./agent.ts";
-import { laptopScope } from "./target.ts";
-import { pairCommands } from "./pair.ts";
-import { queueCommands } from "./queue.ts";
+import { boxFamilies } from "./box_commands.ts";
+import { DOCK_COMMANDS } from "./commands.generated.ts";
+import { BUILD } from "../client/version.ts";
+import { type Families, hookStub, registerFor } from "./families.ts";
+import { load } from "./lazy.ts";
+
+/** `dock`'s families in the order its help lists them. */
+export function dockFamilies(): Families {
+  const agent = () => load<typeof import("./agent.ts")>("./agent.ts");
+  const scope = async () => {
+    const [{ agentClient }, { laptopScope }] = await Promise.all([
+      agent(),
+      load<typeof import("./target.ts")>("./target.ts"),
+    ]);
+    return laptopScope(agentClient);
+  };
+  return {
+    agent: async () => (await agent()).agentCommands,
+    pair: async () => (await load<typeof import("./pair.ts")>("./pair.ts")).pairCommands,
+    ...boxFamilies(scope),
+    queue: async () => (await load<typeof import("./queue.ts")>("./queue.ts")).queueCommands,
+    integrations: async () => {
+      const { defaultHookCommand, integrationCommands } = await load<typeof import("./integrations.ts")>(
+        "./integrations.ts",
+      );
+      return (program) => integrationCommands(program, { hookCommand: () => defaultHookCommand("dock") });
+    },
+    hook: () => Promise.resolve(hookStub),
+  };
+}
 
 /** Parses `args` and runs the command. */
 export async function main(args: string[]): Promise<void> {
   const program = new Command("dock").description("drive coding agents on remote boxes from this laptop")
-    .version(VERSION);
-  agentCommands(program);
-  pairCommands(program);
-  const scope = laptopScope(agentClient);
-  boxCommands(program, scope);
-  queueCommands(program);
-  integrationCommands(program, { hookCommand: () => defaultHookCommand("dock") });
-  program.command("hook").description("report an agent tool's hook (run by the tool itself)")
-    .argument("<tool>").argument("<event>");
+    .version(BUILD);
+  await registerFor(program, args, dockFamilies(), DOCK_COMMANDS);
   await program.parseAsync(["deno", "dock", ...args]);
 }

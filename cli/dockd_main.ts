@@ -1,25 +1,20 @@
 /**
  * The `dockd` command line (everything but the `hook` fast path): the box daemon (`dockd serve`) and
- * the commands that talk to it over its socket through the typed client. Only `serve` loads the daemon
- * (through `lazy.ts`), so the others start fast.
+ * the commands that talk to it over its socket through the typed client. Only the family a command
+ * line names is loaded (`families.ts`), and only `serve` loads the daemon, so the others start fast.
  *
  * @module
  */
 import { Command } from "./commander.ts";
-import { boxCommands } from "./box_commands.ts";
-import { VERSION } from "../client/version.ts";
-import { eventCommands } from "./events.ts";
+import { boxFamilies } from "./box_commands.ts";
+import { DOCKD_COMMANDS } from "./commands.generated.ts";
+import { BUILD } from "../client/version.ts";
+import { type Families, hookStub, registerFor } from "./families.ts";
 import { load } from "./lazy.ts";
 import { guarded } from "./output.ts";
-import { defaultHookCommand, integrationCommands } from "./integrations.ts";
-import { systemCommands } from "./system.ts";
-import { schemasCommand } from "./schemas.ts";
-import { boxScope } from "./target.ts";
-import { boxPairCommands } from "./pair.ts";
 
-/** Parses `args` and runs the command. */
-export async function main(args: string[]): Promise<void> {
-  const program = new Command("dockd").description("dock's box daemon and its command line").version(VERSION);
+/** `dockd serve` and `dockd install`: running the daemon itself. */
+function daemonCommands(program: Command): void {
   program.command("serve").description("run the box daemon in the foreground").action(() =>
     guarded(async () => {
       const { serveBox } = await load<typeof import("./serve.ts")>("./serve.ts");
@@ -39,14 +34,31 @@ export async function main(args: string[]): Promise<void> {
       for (const note of result.notes) console.log(note);
     })
   );
-  const scope = boxScope();
-  boxCommands(program, scope);
-  eventCommands(program);
-  systemCommands(program);
-  boxPairCommands(program);
-  schemasCommand(program);
-  integrationCommands(program, { hookCommand: () => defaultHookCommand("dockd") });
-  program.command("hook").description("report an agent tool's hook (run by the tool itself)")
-    .argument("<tool>").argument("<event>");
+}
+
+/** `dockd`'s families in the order its help lists them. */
+export function dockdFamilies(): Families {
+  const scope = async () => (await load<typeof import("./target.ts")>("./target.ts")).boxScope();
+  return {
+    daemon: () => Promise.resolve(daemonCommands),
+    ...boxFamilies(scope),
+    events: async () => (await load<typeof import("./events.ts")>("./events.ts")).eventCommands,
+    system: async () => (await load<typeof import("./system.ts")>("./system.ts")).systemCommands,
+    pair: async () => (await load<typeof import("./pair.ts")>("./pair.ts")).boxPairCommands,
+    schemas: async () => (await load<typeof import("./schemas.ts")>("./schemas.ts")).schemasCommand,
+    integrations: async () => {
+      const { defaultHookCommand, integrationCommands } = await load<typeof import("./integrations.ts")>(
+        "./integrations.ts",
+      );
+      return (program) => integrationCommands(program, { hookCommand: () => defaultHookCommand("dockd") });
+    },
+    hook: () => Promise.resolve(hookStub),
+  };
+}
+
+/** Parses `args` and runs the command. */
+export async function main(args: string[]): Promise<void> {
+  const program = new Command("dockd").description("dock's box daemon and its command line").version(BUILD);
+  await registerFor(program, args, dockdFamilies(), DOCKD_COMMANDS);
   await program.parseAsync(["deno", "dockd", ...args]);
 }

@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { VERSION } from "../client/version.ts";
+import { BUILD } from "../client/version.ts";
 
 /** Runs `hook …` on the fast path, anything else through `main` of the module `mainModule`. */
 export async function enter(mainModule: string): Promise<void> {
@@ -18,7 +18,10 @@ export async function enter(mainModule: string): Promise<void> {
     Deno.exit(0); // a tool may leave stdin open: never wait for it
   }
   // What commander's `.version()` prints, for the same flags.
-  if (Deno.args[0] === "--version" || Deno.args[0] === "-V") return console.log(VERSION);
+  if (Deno.args[0] === "--version" || Deno.args[0] === "-V") return console.log(BUILD);
   const { main } = await import(here(mainModule));
   await main(Deno.args);
+  // The command is done (servers return only when stopped): exit now rather than wait for the runtime
+  // to wind down (~4 ms of a ~60 ms floor, measured here). `Deno.exitCode` set by a command stands.
+  Deno.exit();
 }

@@ -7,11 +7,12 @@
  * @module
  */
 import type { Command } from "./commander.ts";
-import { fromFileUrl, isAbsolute, join } from "../core/posix_path.ts";
+import { isAbsolute, join } from "../core/posix_path.ts";
 import { DockError } from "../client/errors.ts";
 import type { FileChange, IntegrationResult } from "../daemon/integrations.ts";
 import { INTEGRATION_TOOLS, type IntegrationTool } from "../client/wire.ts";
 import { shellQuote } from "../core/runner.ts";
+import { selfCommand } from "../core/self_command.ts";
 import { load } from "./lazy.ts";
 import { guarded, printJson } from "./output.ts";
 
@@ -57,14 +58,15 @@ export function integrationCommands(program: Command, options: IntegrationComman
 }
 
 /**
- * The hook command for installs: `<dock or dockd on PATH> hook`, else this checkout's `cli/dock.ts`
- * run by this Deno (`--cached-only`: a hook must never wait on a registry).
+ * The hook command for installs: `<dock or dockd on PATH> hook`, else how this dock runs itself
+ * (a package's launcher, or this checkout's `cli/dock.ts` run by this Deno `--cached-only`: a hook must
+ * never wait on a registry).
  */
 export function defaultHookCommand(program: "dock" | "dockd"): string {
   const installed = findOnPath(program, Deno.env.get("PATH") ?? "");
   if (installed) return `${shellQuote(installed)} hook`;
-  const script = fromFileUrl(new URL("./dock.ts", import.meta.url));
-  return `${shellQuote(Deno.execPath())} run -A --cached-only ${shellQuote(script)} hook`;
+  const self = selfCommand(Deno.env.get("DOCK_BIN") ? program : "dock", "hook");
+  return self.map(shellQuote).join(" ");
 }
 
 function findOnPath(command: string, path: string): string | null {

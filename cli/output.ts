@@ -76,3 +76,37 @@ export function eventLine(event: DockEvent): string {
   return [event.time, event.box ?? "-", event.type, event.origin ? `[${event.origin}]` : "", ...data]
     .filter((part) => part !== "").join(" ");
 }
+
+/** A progress bar on stderr: redrawn in place on a terminal; elsewhere a line per quarter. */
+export function progressBar(): {
+  draw(label: string, done: number, total: number): void;
+  print(line: string): void;
+} {
+  const terminal = Deno.stderr.isTerminal();
+  const encoder = new TextEncoder();
+  let open = false;
+  let quarter = -1;
+  const write = (text: string) => Deno.stderr.writeSync(encoder.encode(text));
+  return {
+    draw(label, done, total) {
+      const share = total > 0 ? Math.min(1, done / total) : 1;
+      const mb = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MB`;
+      const text = `${label}: ${mb(done)} of ${mb(total)} (${Math.round(share * 100)}%)`;
+      if (terminal) {
+        const width = 30;
+        const filled = Math.round(share * width);
+        write(`\r[${"#".repeat(filled)}${".".repeat(width - filled)}] ${text}\x1b[K`);
+        open = share < 1;
+        if (!open) write("\n");
+      } else if (Math.floor(share * 4) > quarter) {
+        quarter = Math.floor(share * 4);
+        write(`${text}\n`);
+      }
+    },
+    print(line) {
+      if (open) write("\n");
+      open = false;
+      write(`${line}\n`);
+    },
+  };
+}

@@ -16,10 +16,13 @@ import { phonePages } from "../daemon/phone_pages.ts";
 import { localAddresses } from "../daemon/tls.ts";
 import { type GuardedServer, listenLimitsFromEnv, parseListenAddress } from "../core/listen.ts";
 import { boxPaths } from "../core/paths.ts";
+import { takeOver } from "../daemon/upgrade.ts";
 
 /** Runs the box daemon on this machine until SIGINT or SIGTERM. */
 export async function serveBox(): Promise<void> {
-  await (await startBox()).finished;
+  // After an upgrade this daemon takes over from the one before (daemon/upgrade.ts).
+  const started = await takeOver(boxPaths(), startBox);
+  await started.finished;
   // Services are detached children that outlive the daemon: exit without waiting for them.
   Deno.exit(0);
 }
@@ -28,7 +31,7 @@ export async function serveBox(): Promise<void> {
  * Starts the box daemon in this process; resolves once its socket listens. `finished` resolves when a
  * SIGINT or SIGTERM has stopped it.
  */
-export async function startBox(): Promise<{ finished: Promise<void> }> {
+export async function startBox(): Promise<{ finished: Promise<void>; bus: Box["bus"] }> {
   const paths = boxPaths();
   await refuseSecondDaemon(paths.socket);
   const box = new Box(paths);
@@ -57,11 +60,12 @@ export async function startBox(): Promise<{ finished: Promise<void> }> {
   const stop = () => stopping.abort();
   Deno.addSignalListener("SIGINT", stop);
   Deno.addSignalListener("SIGTERM", stop);
+  box.upgrades.attach(stop);
   const finished = Promise.all([server.finished, tls?.finished]).then(async () => {
     await box.close();
     console.error("dockd: stopped");
   });
-  return { finished };
+  return { finished, bus: box.bus };
 }
 
 /** Where `DOCK_LISTEN` asks the laptop listener to bind; null for `off`. */

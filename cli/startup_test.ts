@@ -45,16 +45,29 @@ const SERVER_ONLY = [
   /^node:sqlite$/,
 ];
 
+/** The modules `file` (in this folder) imports by a computed specifier: `load<…>("./x.ts")`. */
+async function lazyImports(file: string): Promise<string[]> {
+  const text = await Deno.readTextFile(new URL(file, import.meta.url));
+  return [...text.matchAll(/load<[^>]*>\(\s*"\.\/([^"]+)"/g)].map((match) => match[1]);
+}
+
 for (const main of ["dock_main.ts", "dockd_main.ts"]) {
-  Deno.test(`start-up: cli/${main} loads no server, no node: built-in and no npm package`, async () => {
+  Deno.test(`start-up: cli/${main} and each command family load no server, no node: built-in and no npm package`, async () => {
+    const families = [...await lazyImports(main), ...await lazyImports("box_commands.ts")]
+      .filter((file) => file !== "serve.ts");
+    // Guards against a reader that finds nothing: the box families and the laptop's are read.
+    assertEquals(families.includes("worktree.ts") && families.includes("target.ts"), true);
+    for (const root of [main, ...families]) {
+      const modules = await loaded(`./${root}`);
+      assertEquals(modules.filter((module) => SERVER_ONLY.some((pattern) => pattern.test(module))), [], root);
+      // The first `node:` import loads Deno's Node compatibility layer (~45 ms; see core/posix_path.ts), and
+      // an npm package is read through it: commander is the vendored copy (cli/vendor/commander.ts).
+      assertEquals(modules.filter((module) => /^(node|npm):/.test(module)), [], root);
+    }
+    // What a bare `--help` loads: commander and the index, no family and no client.
     const modules = await loaded(`./${main}`);
-    assertEquals(modules.filter((module) => SERVER_ONLY.some((pattern) => pattern.test(module))), []);
-    // The first `node:` import loads Deno's Node compatibility layer (~45 ms; see core/posix_path.ts), and
-    // an npm package is read through it: commander is the vendored copy (cli/vendor/commander.ts).
-    assertEquals(modules.filter((module) => /^(node|npm):/.test(module)), []);
     assertEquals(modules.includes("cli/vendor/commander/lib/command.js"), true);
-    // Guards against a reader that finds nothing: the typed client is what the commands use.
-    assertEquals(modules.includes("client/box.ts") && modules.includes("cli/target.ts"), true);
+    assertEquals(modules.filter((module) => /^client\/(box|agent)\.ts$|^cli\/target\.ts$/.test(module)), []);
   });
 }
 

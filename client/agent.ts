@@ -5,7 +5,7 @@
  * @module
  */
 import { BoxClient } from "./box.ts";
-import { Transport } from "./http.ts";
+import { readNdjson, Transport } from "./http.ts";
 import type {
   BoxAddLocal,
   DockEvent,
@@ -51,6 +51,37 @@ export interface ForgottenBox {
   revoke_error?: string;
 }
 
+/** Body of `POST /v1/boxes/add-ssh`. */
+export interface AddSshRequest {
+  /** `[user@]host[:port]`, as `ssh` would take it (a `Host` of the SSH config included). */
+  host: string;
+  /** The box's name on this laptop. @default {the box's own name} */
+  name?: string;
+  /** A private key file for `ssh -i`. @default {what the SSH config and agent offer} */
+  identity?: string;
+}
+
+/**
+ * One NDJSON line of `POST /v1/boxes/add-ssh` and `POST /v1/boxes/{box}/upgrade` (spec 4.1's
+ * `{ line?, done?, error? }`, with the step it belongs to, the upload's bytes for a progress bar, and the
+ * box on the last line).
+ */
+export interface BoxProgress {
+  step?: string;
+  line?: string;
+  /** Bytes of the package sent so far, during `upload`. */
+  sent?: number;
+  total?: number;
+  done?: boolean;
+  /** Which step failed, why, and what to do. */
+  error?: string;
+  /** The box, on the last line of a success. */
+  box?: BoxStatus;
+}
+
+/** A line of `POST /v1/boxes/add-ssh`. */
+export type AddSshProgress = BoxProgress;
+
 /** `GET /v1/status`. */
 export interface AgentStatus {
   boxes: BoxStatus[];
@@ -66,14 +97,25 @@ export class AgentClient {
   #token: string;
   #origin?: string;
   #oneShotReads?: boolean;
+  #whenUnreachable?: () => Promise<void>;
 
-  /** `oneShotReads`: see `Endpoint` in `http.ts` (for a CLI command). */
-  constructor(options: { url: string; token: string; origin?: string; oneShotReads?: boolean }) {
+  /** `oneShotReads`, `whenUnreachable`: see `Endpoint` in `http.ts` (for a CLI command). */
+  constructor(options: {
+    url: string;
+    token: string;
+    origin?: string;
+    oneShotReads?: boolean;
+    whenUnreachable?: () => Promise<void>;
+  }) {
     this.url = options.url.replace(/\/+$/, "");
     this.#token = options.token;
     this.#origin = options.origin;
     this.#oneShotReads = options.oneShotReads;
-    this.transport = new Transport({ ...options, url: this.url });
+    // Shared by the box clients made here, so that the agent is started once.
+    let started: Promise<void> | undefined;
+    const start = options.whenUnreachable;
+    this.#whenUnreachable = start && (() => started ??= start());
+    this.transport = new Transport({ ...options, url: this.url, whenUnreachable: this.#whenUnreachable });
   }
 
   /** A client of one box, through the agent's relay. */
@@ -84,6 +126,7 @@ export class AgentClient {
       origin: this.#origin,
       box: name,
       oneShotReads: this.#oneShotReads,
+      whenUnreachable: this.#whenUnreachable,
     });
   }
 
@@ -101,6 +144,27 @@ export class AgentClient {
   addLocal(name?: string): Promise<BoxStatus> {
     const body: BoxAddLocal = { name };
     return this.transport.json("/v1/boxes/add-local", { body });
+  }
+
+  /**
+   * `POST /v1/boxes/add-ssh`: installs dock on a machine over SSH and pairs it, streaming each step; the
+   * last line has `done` (with `box`, or `error`).
+   */
+  async *addSsh(request: AddSshRequest, signal?: AbortSignal): AsyncGenerator<AddSshProgress> {
+    const response = await this.transport.fetch("/v1/boxes/add-ssh", { body: request, signal });
+    yield* readNdjson<AddSshProgress>(response.body!);
+  }
+
+  /**
+   * `POST /v1/boxes/{box}/upgrade`: sends this laptop's package to the box when it runs an older build,
+   * and follows the hand-over, streaming each step; the last line has `done` (with `box`, or `error`).
+   */
+  async *upgradeBox(name: string, signal?: AbortSignal): AsyncGenerator<BoxProgress> {
+    const response = await this.transport.fetch(`/v1/boxes/${encodeURIComponent(name)}/upgrade`, {
+      method: "POST",
+      signal,
+    });
+    yield* readNdjson<BoxProgress>(response.body!);
   }
 
   /** `POST /v1/boxes/pair`: pairs the box a `dockd pair` link names, as `name` (default: its own name). */

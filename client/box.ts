@@ -58,6 +58,7 @@ import type {
   SyncResult,
   TaskRequest,
   TaskResult,
+  UpgradeStarted,
   WaitResult,
   Worktree,
   WorktreeCreate,
@@ -79,6 +80,14 @@ export class BoxClient {
   /** Closes the underlying connection pool. */
   close(): void {
     this.transport.close();
+  }
+
+  /**
+   * `POST upgrade`: sends a package (`deno task package`) for the box to check, install and hand over
+   * to; the daemon answers before it restarts (`GET info`'s `build` says when the new one serves).
+   */
+  upgrade(data: ReadableStream<Uint8Array> | Uint8Array<ArrayBuffer>): Promise<UpgradeStarted> {
+    return this.transport.json("/v1/upgrade", { method: "POST", upload: { data, type: "application/gzip" } });
   }
 
   /** `GET info`. */

@@ -7,7 +7,22 @@
  */
 
 /** HTTP statuses dock answers errors with. */
-export type ErrorStatus = 400 | 401 | 403 | 404 | 405 | 408 | 409 | 413 | 422 | 429 | 500 | 502 | 503 | 504;
+export type ErrorStatus =
+  | 400
+  | 401
+  | 403
+  | 404
+  | 405
+  | 408
+  | 409
+  | 413
+  | 415
+  | 422
+  | 429
+  | 500
+  | 502
+  | 503
+  | 504;
 
 /** Options for {@linkcode DockError}. */
 export interface DockErrorOptions {

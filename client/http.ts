@@ -14,6 +14,12 @@ import { getOnce, type PlainTarget } from "./http1.ts";
  */
 interface Reads {
   oneShotReads?: boolean;
+  /**
+   * Called once when a request provably never reached the server (nothing listens yet), before that
+   * request is sent again: a CLI starts the laptop agent here instead of asking first whether it runs.
+   * Its failure is every later request's failure.
+   */
+  whenUnreachable?: () => Promise<void>;
 }
 
 /** Where a client connects. */
@@ -25,6 +31,8 @@ export type Endpoint =
 export interface RequestOptions {
   method?: string;
   body?: unknown;
+  /** A body that is not JSON (a package), sent as it is with its content type; `body` must be absent. */
+  upload?: { data: ReadableStream<Uint8Array> | Uint8Array<ArrayBuffer>; type: string };
   query?: Record<string, string | number | boolean | undefined>;
   headers?: Record<string, string>;
   signal?: AbortSignal;
@@ -33,17 +41,23 @@ export interface RequestOptions {
 /** A minimal HTTP connection to one endpoint; owns its Deno HTTP client. */
 export class Transport {
   #base: string;
-  #client?: Deno.HttpClient;
-  /** Over the socket, for GET and HEAD only: idle connections kept (a resent read is harmless). */
-  #reads?: Deno.HttpClient;
+  /**
+   * The Deno HTTP clients, made on first use: the first costs ~2–3 ms, and a CLI command whose reads
+   * all go `oneShotReads` never needs one.
+   */
+  #clients?: { client?: Deno.HttpClient; reads?: Deno.HttpClient };
+  #makeClients: () => { client?: Deno.HttpClient; reads?: Deno.HttpClient };
   #token?: string;
   #origin?: string;
   #box?: string;
   /** Where `json()` GETs go without `fetch` (`oneShotReads`). */
   #plain?: PlainTarget;
+  #whenUnreachable?: () => Promise<void>;
+  #reached?: Promise<void>;
 
   constructor(endpoint: Endpoint) {
     this.#origin = endpoint.origin;
+    this.#whenUnreachable = endpoint.whenUnreachable;
     if (endpoint.oneShotReads) this.#plain = plainTarget(endpoint);
     if ("socket" in endpoint) {
       // The host names nothing (the transport is the socket), but it must resolve instantly: a made-up
@@ -54,27 +68,49 @@ export class Transport {
       // may run twice, and a new connection per request is most of a small GET's cost (measured:
       // `GET locations` 0.76 ms against 0.33 ms on a kept connection), so they keep theirs.
       const proxy = { transport: "unix", path: endpoint.socket } as const;
-      this.#client = Deno.createHttpClient({ proxy, poolMaxIdlePerHost: 0 });
-      this.#reads = Deno.createHttpClient({ proxy });
+      this.#makeClients = () => ({
+        client: Deno.createHttpClient({ proxy, poolMaxIdlePerHost: 0 }),
+        reads: Deno.createHttpClient({ proxy }),
+      });
     } else {
       this.#base = endpoint.url.replace(/\/+$/, "");
       this.#token = endpoint.token;
       this.#box = endpoint.box;
-      if (endpoint.caCerts) this.#client = Deno.createHttpClient({ caCerts: endpoint.caCerts });
+      const caCerts = endpoint.caCerts;
+      this.#makeClients = () => caCerts ? { client: Deno.createHttpClient({ caCerts }) } : {};
     }
   }
 
   /** Sends a request and returns the raw response; throws a DockError for an error answer. */
-  async fetch(path: string, options: RequestOptions = {}): Promise<Response> {
+  fetch(path: string, options: RequestOptions = {}): Promise<Response> {
+    return this.#reaching(() => this.#fetch(path, options));
+  }
+
+  /** Runs `send`, and once more after `whenUnreachable` when it never reached the server. */
+  async #reaching<T>(send: () => Promise<T>): Promise<T> {
+    try {
+      return await send();
+    } catch (error) {
+      if (!this.#whenUnreachable || !(error instanceof TransportError) || !error.neverSent) throw error;
+      await (this.#reached ??= this.#whenUnreachable());
+      return await send();
+    }
+  }
+
+  async #fetch(path: string, options: RequestOptions): Promise<Response> {
     const url = this.#url(path, options.query);
     const headers = this.#headers(options.headers);
     let body: BodyInit | undefined;
     if (options.body !== undefined) {
       headers["content-type"] = "application/json";
       body = JSON.stringify(options.body);
+    } else if (options.upload) {
+      headers["content-type"] = options.upload.type;
+      body = options.upload.data;
     }
     const method = options.method ?? (body === undefined ? "GET" : "POST");
-    const client = (method === "GET" || method === "HEAD") && this.#reads ? this.#reads : this.#client;
+    const clients = this.#clients ??= this.#makeClients();
+    const client = (method === "GET" || method === "HEAD") && clients.reads ? clients.reads : clients.client;
     let response: Response;
     try {
       response = await fetch(url, { method, headers, body, signal: options.signal, client } as RequestInit);
@@ -91,13 +127,16 @@ export class Transport {
 
   /** Sends a request and parses its JSON answer. */
   async json<T>(path: string, options: RequestOptions = {}): Promise<T> {
-    if (this.#plain && options.body === undefined && (options.method ?? "GET") === "GET") {
+    const plain = this.#plain;
+    if (plain && options.body === undefined && (options.method ?? "GET") === "GET") {
       const url = this.#url(path, options.query);
-      const answer = await getOnce(this.#plain, url.pathname + url.search, {
-        host: url.host,
-        headers: this.#headers(options.headers),
-        signal: options.signal,
-      });
+      const answer = await this.#reaching(() =>
+        getOnce(plain, url.pathname + url.search, {
+          host: url.host,
+          headers: this.#headers(options.headers),
+          signal: options.signal,
+        })
+      );
       const text = new TextDecoder().decode(answer.body);
       if (answer.status < 200 || answer.status > 299) throw errorFrom(answer.status, text);
       return (text ? JSON.parse(text) : undefined) as T;
@@ -159,8 +198,8 @@ export class Transport {
 
   /** Releases the underlying HTTP clients. */
   close(): void {
-    this.#client?.close();
-    this.#reads?.close();
+    this.#clients?.client?.close();
+    this.#clients?.reads?.close();
   }
 }
 

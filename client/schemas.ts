@@ -11,6 +11,7 @@
  * @module
  */
 import { z } from "zod";
+import type { AddSshRequest } from "./agent.ts";
 import type {
   AgentReport,
   AgentReportType,
@@ -332,6 +333,12 @@ export const PHONE_REDEEM = z.strictObject({
 }) satisfies z.ZodType<PhoneRedeem>;
 
 /** Body of `POST /v1/boxes/pair` on the laptop. */
+export const ADD_SSH_REQUEST = z.strictObject({
+  host: z.string().min(1).max(300),
+  name: z.string().max(63).optional(),
+  identity: z.string().min(1).max(4096).optional(),
+}) satisfies z.ZodType<AddSshRequest>;
+
 export const PAIR_REQUEST = z.strictObject({
   link: z.string().max(2000),
   name: z.string().max(63).optional(),

@@ -7,3 +7,25 @@
 
 /** The version of this build of dock. */
 export const VERSION = "0.1.0";
+
+/** The commit it was built from: `deno task package` stamps it; a source checkout says `dev`. */
+export const COMMIT = "dev";
+
+/** The version and commit, as `--version` prints them and `GET info` reports `build`: `0.1.0+3f2a…`. */
+export const BUILD = `${VERSION}+${COMMIT}`;
+
+/**
+ * Dotted versions compared numerically part by part (`0.10.0` > `0.9.1`; a missing part is 0, so
+ * `1.2` = `1.2.0`); what follows `+` or `-` (a build or pre-release) is not compared. Negative, zero or
+ * positive, as `Array.prototype.sort` wants.
+ */
+export function compareVersions(a: string, b: string): number {
+  const parts = (v: string) => v.split(/[+-]/)[0].split(".").map((p) => Number(p) || 0);
+  const x = parts(a);
+  const y = parts(b);
+  for (let i = 0; i < Math.max(x.length, y.length); i++) {
+    const d = (x[i] ?? 0) - (y[i] ?? 0);
+    if (d !== 0) return d < 0 ? -1 : 1;
+  }
+  return 0;
+}

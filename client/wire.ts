@@ -365,6 +365,19 @@ export interface StreamLine {
   exit_code?: number;
 }
 
+/** The answer of `POST upgrade` (202): the builds before and after, and who starts the new daemon. */
+export interface UpgradeStarted {
+  from: string;
+  to: string;
+  /** `self`: the old daemon starts the new one; `manager`: systemd or launchd does, once it exits. */
+  mode: "self" | "manager";
+  /**
+   * The id of the `box.upgrading` event this upgrade announced: its outcome, `box.upgraded` or
+   * `box.upgrade.failed`, follows it in the box's journal (`GET events` with `Last-Event-ID`).
+   */
+  after: number;
+}
+
 /** `GET info`. */
 export interface BoxInfo {
   name: string;

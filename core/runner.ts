@@ -18,8 +18,8 @@ export interface RunOptions {
   env?: Record<string, string>;
   /** Start from an empty environment instead of the daemon's. @default {false} */
   clearEnv?: boolean;
-  /** Bytes or text written to the child's stdin, which is then closed. */
-  stdin?: string | Uint8Array;
+  /** Bytes, text or a stream written to the child's stdin, which is then closed. */
+  stdin?: string | Uint8Array | ReadableStream<Uint8Array>;
   /** Kill the process group after this many milliseconds. */
   timeoutMs?: number;
   /** Kill the process group when aborted. */
@@ -119,7 +119,9 @@ export async function run(cmd: string, args: string[], options: RunOptions = {})
   }, options.timeoutMs);
   options.signal?.addEventListener("abort", kill, { once: true });
 
-  if (options.stdin !== undefined) {
+  if (options.stdin instanceof ReadableStream) {
+    options.stdin.pipeTo(child.stdin).catch(() => {/* the child may not read all of its stdin */});
+  } else if (options.stdin !== undefined) {
     const writer = child.stdin.getWriter();
     const bytes = typeof options.stdin === "string" ? new TextEncoder().encode(options.stdin) : options.stdin;
     writer.write(bytes).then(() => writer.close()).catch(() => {/* the child may not read its stdin */});

@@ -9,6 +9,7 @@
  */
 import { join } from "node:path";
 import { run, shellQuote, which } from "../core/runner.ts";
+import { selfCommand } from "./self_command.ts";
 
 /** What an install did. */
 export interface InstallResult {
@@ -36,25 +37,13 @@ export interface ServiceSpec {
   systemd?: string[];
 }
 
-/** The command line that runs `script` (a path under `cli/`) with this Deno, offline. */
-export function denoCommand(script: string, ...args: string[]): string[] {
-  return [
-    Deno.execPath(),
-    "run",
-    "-A",
-    "--cached-only",
-    new URL(`../cli/${script}`, import.meta.url).pathname,
-    ...args,
-  ];
-}
-
 /** The laptop agent (`dock agent install`). */
 export function agentService(log: string): ServiceSpec {
   return {
     unit: "dock-agent",
     label: "dev.dock.agent",
     description: "dock laptop agent",
-    command: denoCommand("dock.ts", "agent"),
+    command: selfCommand("dock", "agent"),
     variables: ["DOCK_HOME", "DOCK_STATE_DIR", "DOCK_AGENT_PORT", "DOCK_PROXY_PORT"],
     log,
   };
@@ -66,7 +55,7 @@ export function daemonService(log: string): ServiceSpec {
     unit: "dockd",
     label: "dev.dock.dockd",
     description: "dock box daemon",
-    command: denoCommand("dockd.ts", "serve"),
+    command: selfCommand("dockd", "serve"),
     variables: ["DOCK_HOME", "DOCK_STATE_DIR", "DOCK_LISTEN", "DOCK_TLS_HOSTS", "DOCK_PORT_RANGE"],
     log,
     // The unit's cgroup becomes the daemon's to divide: each service gets a cgroup of its own below it

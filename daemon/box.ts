@@ -39,6 +39,7 @@ import { systemClock } from "../core/clock.ts";
 import { Forge } from "./forge.ts";
 import { Plugins } from "../plugins/plugins.ts";
 import { pluginKnobs } from "../plugins/knobs.ts";
+import { Upgrades } from "./upgrade.ts";
 
 /** The box's TCP+TLS listener for laptops, once it listens (see `serveTls`). */
 export interface TlsListener {
@@ -75,6 +76,8 @@ export class Box {
   readonly pairing: PairingStore;
   /** The phone companion: its setting, paired phones and listener. */
   readonly phone: PhoneCompanion;
+  /** `POST upgrade`: a new package taken, and the hand-over to its daemon. */
+  readonly upgrades: Upgrades;
   readonly hooks: Hooks;
   readonly flows: Flows;
   readonly schedules: Schedules;
@@ -96,6 +99,7 @@ export class Box {
     this.bus = new EventBus(this.store, journalBoundsFromEnv());
     this.pairing = new PairingStore(this.store);
     this.phone = new PhoneCompanion({ store: this.store, bus: this.bus });
+    this.upgrades = new Upgrades({ paths, bus: this.bus });
     // Candidates are checked with a bind probe instead of reading /proc/net/tcp*: the kernel walks its
     // whole TCP table for that read (≈4 ms each, measured), the probe costs microseconds per port.
     this.ports = new PortAllocator(this.store, {

@@ -45,6 +45,8 @@ export interface StartBoxOptions {
   portRange?: [number, number];
   /** Run the daemon with this hard and soft limit on open files (`ulimit -n`). */
   openFiles?: number;
+  /** Run `<launcher> serve` (a package's `bin/dockd`) instead of this checkout's `cli/dockd.ts`. */
+  launcher?: string;
 }
 
 /** The temporary directories of a test box. */
@@ -106,10 +108,12 @@ export async function startBox(options: StartBoxOptions = {}): Promise<TestBox> 
     ...GIT_ENV,
     ...options.env,
   };
-  const args = ["run", "-A", "--cached-only", join(ROOT, "cli/dockd.ts"), "serve"];
-  const process = new Deno.Command(options.openFiles ? "/bin/sh" : Deno.execPath(), {
+  const [program, ...args] = options.launcher
+    ? [options.launcher, "serve"]
+    : [Deno.execPath(), "run", "-A", "--cached-only", join(ROOT, "cli/dockd.ts"), "serve"];
+  const process = new Deno.Command(options.openFiles ? "/bin/sh" : program, {
     args: options.openFiles
-      ? ["-c", `ulimit -n ${options.openFiles} && exec "$0" "$@"`, Deno.execPath(), ...args]
+      ? ["-c", `ulimit -n ${options.openFiles} && exec "$0" "$@"`, program, ...args]
       : args,
     env,
     clearEnv: true,
@@ -370,6 +374,25 @@ const heldPorts: Deno.FsFile[] = [];
  * PORT_LOCKS} for the life of this process. Binding port 0 and closing it again, as this did before,
  * raced: the kernel hands the same ephemeral port to the next `port: 0` caller.
  */
+/**
+ * The pids of live processes (zombies left out) whose command line starts with `prefix` and holds
+ * `marker`: what a test counts to see a service run once, not twice, and not at all once stopped.
+ */
+export function processesWith(prefix: string, marker: string): number[] {
+  const pids: number[] = [];
+  for (const entry of Deno.readDirSync("/proc")) {
+    if (!/^\d+$/.test(entry.name)) continue;
+    try {
+      const cmdline = Deno.readTextFileSync(`/proc/${entry.name}/cmdline`).replaceAll("\0", " ");
+      const state = Deno.readTextFileSync(`/proc/${entry.name}/stat`).split(") ")[1]?.[0];
+      if (cmdline.startsWith(prefix) && cmdline.includes(marker) && state !== "Z") {
+        pids.push(Number(entry.name));
+      }
+    } catch { /* gone meanwhile */ }
+  }
+  return pids;
+}
+
 export function freePort(): number {
   Deno.mkdirSync(PORT_LOCKS, { recursive: true });
   for (let attempt = 0; attempt < 500; attempt++) {

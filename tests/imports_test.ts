@@ -27,12 +27,14 @@ const ALLOWED: Record<string, string[]> = {
   client: [],
   core: ["client"],
   plugins: ["core", "client"],
-  daemon: ["core", "plugins", "client", "skills", "app"],
-  agent: ["core", "plugins", "client", "app"],
+  daemon: ["core", "plugins", "client", "skills", "app", "package"],
+  agent: ["core", "plugins", "client", "app", "package"],
   // The front end: wire types and its npm libraries only (agent and daemon serve its generated bundle).
   app: ["client"],
-  cli: ["client", "core", "daemon", "agent", "plugins", "skills", "mod.ts"],
+  cli: ["client", "core", "daemon", "agent", "plugins", "skills", "mod.ts", "package"],
   skills: ["client"],
+  // Builds the packages for boxes (build time, and `add ssh` / `upgrade` on the laptop).
+  package: ["core", "client"],
 };
 
 function area(path: string): string {

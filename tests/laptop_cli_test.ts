@@ -7,7 +7,17 @@ import { assertEquals, assertStringIncludes } from "./assert.ts";
 import { AgentClient } from "../client/agent.ts";
 import { readLines } from "../client/http.ts";
 import type { Location, Session } from "../client/wire.ts";
-import { eventually, makeDirs, makeRepo, runCli, startAgent, startBox, type TestAgent } from "./harness.ts";
+import {
+  eventually,
+  freePort,
+  laptopEnv,
+  makeDirs,
+  makeRepo,
+  runCli,
+  startAgent,
+  startBox,
+  type TestAgent,
+} from "./harness.ts";
 
 /** Runs `dock ARGS` with the agent's environment and returns its exit code and output. */
 function dock(agent: TestAgent, home: string, env: Record<string, string>, args: string[]) {
@@ -134,3 +144,37 @@ async function firstLines(env: Record<string, string>, agent: TestAgent, args: s
   }
   return lines;
 }
+
+/** The pids of `dock agent` processes started with the state folder `state`. */
+function agentsOf(state: string): number[] {
+  const pids: number[] = [];
+  for (const entry of Deno.readDirSync("/proc")) {
+    if (!/^\d+$/.test(entry.name)) continue;
+    try {
+      const environ = Deno.readTextFileSync(`/proc/${entry.name}/environ`).split("\0");
+      const cmdline = Deno.readTextFileSync(`/proc/${entry.name}/cmdline`).split("\0");
+      if (environ.includes(`DOCK_STATE_DIR=${state}`) && cmdline.includes("agent")) {
+        pids.push(Number(entry.name));
+      }
+    } catch { /* gone meanwhile, or not ours to read */ }
+  }
+  return pids;
+}
+
+Deno.test("a dock command that finds no agent starts one in the background, once, and is answered", async () => {
+  const dirs = await makeDirs();
+  const env = laptopEnv(dirs, { port: freePort() }, { DOCK_PROXY_PORT: String(freePort()) });
+  try {
+    const first = await runCli("dock", ["status", "--json"], { env, cwd: dirs.home });
+    assertEquals(first.code, 0, first.stderr);
+    assertEquals(JSON.parse(first.stdout).boxes, []);
+    const started = agentsOf(dirs.state);
+    assertEquals(started.length, 1);
+    const second = await runCli("dock", ["queue", "list", "--json"], { env, cwd: dirs.home });
+    assertEquals(second.code, 0, second.stderr);
+    assertEquals(agentsOf(dirs.state), started);
+  } finally {
+    for (const pid of agentsOf(dirs.state)) Deno.kill(pid, "SIGTERM");
+    await eventually(() => Promise.resolve(agentsOf(dirs.state).length === 0));
+  }
+});

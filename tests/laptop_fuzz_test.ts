@@ -49,8 +49,23 @@ function laptopRoutes(options: { link: string; forwardPort: number }): LaptopRou
     { method: "GET", path: "/v1/boxes" },
     { method: "POST", path: "/v1/boxes/add-local", body: { name: "local" } },
     { method: "POST", path: "/v1/boxes/pair", body: { link: options.link, name: "remote" } },
+    {
+      method: "POST",
+      path: "/v1/boxes/add-ssh",
+      body: { host: "fuzz.invalid", name: "ssh" },
+      stream: true,
+      // A destination that parses would be dialled with this machine's own SSH keys: only a name that
+      // never resolves (.invalid) goes out; what does not parse is refused before ssh runs.
+      safe: (body) => {
+        if (typeof body.host === "string" && /^[A-Za-z0-9@._:[\]-]+$/.test(body.host)) {
+          body.host = "fuzz.invalid";
+        }
+      },
+    },
     // A box that is not there: a valid name, but the walk never forgets the boxes it walks through.
     { method: "DELETE", path: "/v1/boxes/:box", params: { box: "ghost" } },
+    // Upgrading a real box builds and sends a package (tests/upgrade_test.ts does): only a box not there.
+    { method: "POST", path: "/v1/boxes/:box/upgrade", params: { box: "ghost" }, stream: true },
     {
       method: "POST",
       path: "/v1/forwards",

@@ -8,7 +8,7 @@
  */
 import { dirname, join } from "node:path";
 import { assert, assertEquals } from "./assert.ts";
-import { eventually, makeRepo, startBox, type TestBox } from "./harness.ts";
+import { eventually, makeRepo, processesWith, startBox, type TestBox } from "./harness.ts";
 import { boxCgroupFolder, detectCgroups, serviceCgroupName } from "../daemon/cgroups.ts";
 
 // The same detection a daemon started from this process makes (it inherits this process's cgroup).
@@ -17,20 +17,7 @@ const machine = await detectCgroups({ stateDir: probeDir });
 await Deno.remove(probeDir, { recursive: true });
 const unusable = machine.usable ? "" : ` (ignored: cgroups unavailable because ${machine.reason})`;
 
-function sleepers(marker: string): number[] {
-  const pids: number[] = [];
-  for (const entry of Deno.readDirSync("/proc")) {
-    if (!/^\d+$/.test(entry.name)) continue;
-    try {
-      const cmdline = Deno.readTextFileSync(`/proc/${entry.name}/cmdline`).replaceAll("\0", " ");
-      const state = Deno.readTextFileSync(`/proc/${entry.name}/stat`).split(") ")[1]?.[0];
-      if (cmdline.startsWith("sleep ") && cmdline.includes(marker) && state !== "Z") {
-        pids.push(Number(entry.name));
-      }
-    } catch { /* gone meanwhile */ }
-  }
-  return pids;
-}
+const sleepers = (marker: string) => processesWith("sleep ", marker);
 
 /** A box with worktree app/w whose config has one service, `name`, running `run`. */
 async function boxWithService(name: string, run: string, env: Record<string, string> = {}): Promise<TestBox> {

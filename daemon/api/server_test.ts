@@ -38,6 +38,7 @@ const ACTING: Record<string, string[]> = {
   "DELETE /sessions/:name": [],
   "POST /events": [],
   "POST /secrets/test": [],
+  "POST /upgrade": [],
   "POST /stop": [],
   "POST /pair/code": [],
   "DELETE /laptops/:id": [],

@@ -21,8 +21,9 @@ import { readGuardFile, validateGuard, writeGuardFile } from "../guard.ts";
 import { hooksCheck } from "../../core/hooks.ts";
 import { cgroupCheck } from "../cgroups.ts";
 import type { Services } from "../services.ts";
+import type { Upgrades } from "../upgrade.ts";
 import { DockError } from "../../client/errors.ts";
-import { VERSION } from "../../client/version.ts";
+import { BUILD } from "../../client/version.ts";
 import { body, json, requestOrigin, RouteTable, textQuery } from "../../core/http.ts";
 
 /** What the system routes use of the box. */
@@ -36,11 +37,25 @@ export interface SystemRoutesBackend {
   worktrees: Pick<Worktrees, "list">;
   sessions: Pick<Sessions, "list" | "presets">;
   secrets: Pick<SecretResolver, "resolve">;
+  upgrades: Pick<Upgrades, "start">;
 }
 
 /** The system routes. */
 export function systemRoutes(box: SystemRoutesBackend): RouteTable {
   return new RouteTable("system")
+    .add("POST", "/upgrade", async (c) => {
+      // The body is the package itself (a .tar.gz), not JSON.
+      const type = c.req.header("content-type") ?? "";
+      if (!/^application\/(gzip|x-gzip|octet-stream)\b/.test(type)) {
+        throw new DockError("unsupported_type", "the body must be a package (.tar.gz), as application/gzip", {
+          status: 415,
+        });
+      }
+      if (!c.req.raw.body) {
+        throw new DockError("invalid_request", "the body must be a package", { status: 400 });
+      }
+      return json(await box.upgrades.start(c.req.raw.body, requestOrigin(c)), 202);
+    })
     .add(
       "GET",
       "/info",
@@ -49,7 +64,7 @@ export function systemRoutes(box: SystemRoutesBackend): RouteTable {
         // check asks every few seconds).
         const which = pathTools.lookup();
         const agents = availableAgents({}, (command) => which(command) !== null);
-        return json(await system.boxInfo({ name: box.settings.name, build: VERSION, agents, which }));
+        return json(await system.boxInfo({ name: box.settings.name, build: BUILD, agents, which }));
       },
     )
     .add("GET", "/stats", async () => {

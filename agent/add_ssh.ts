@@ -1,0 +1,452 @@
+/**
+ * `dock add ssh [user@]host[:port]` (`POST /v1/boxes/add-ssh`): one command to make a machine a box.
+ * Through the user's own `ssh` (their config, agent and known_hosts; never a password prompt: the
+ * agent has no terminal), step by step, each step named in its progress and in its failure:
+ *
+ * 1. `connect`: the machine's OS and architecture, git and tmux, the dock release installed there and
+ *    whether its daemon answers (one SSH round trip). An unknown host key stops here with its
+ *    fingerprint and how to accept it.
+ * 2. `package`: the package for that target (`package/build.ts`), kept under the agent's state.
+ * 3. `upload` and `install`: only when the box does not run that very release already; unpacked
+ *    beside the others under `~/.dock/versions/`, `~/.dock/current` switched to it, and `~/.dock/bin/`
+ *    linking `dock` and `dockd` through it (what hook commands and service units name).
+ * 4. `service`: `dockd` as a systemd user service with linger, a launchd agent on macOS, or under
+ *    `nohup` with a warning; restarted when it ran an older release; waited for until it answers.
+ * 5. `pair`: `dockd pair` run over SSH, its link redeemed here: the link is never copied by hand. A box
+ *    this laptop has paired already and reaches is left as it is.
+ *
+ * Running it again upgrades in place and re-pairs nothing that works.
+ *
+ * @module
+ */
+import { DockError } from "../client/errors.ts";
+import type { AddSshProgress, AddSshRequest, BoxStatus } from "../client/agent.ts";
+import { exists } from "../core/files.ts";
+import type { ClientPaths } from "../core/paths.ts";
+import { run, type RunResult, shellQuote } from "../core/runner.ts";
+import { packageName, type PackageRelease, type Target, targetName } from "../package/build.ts";
+import { megabytes, packageFor, targetOfMachine, upload } from "./packages.ts";
+import { fingerprintOf, parseLink } from "../core/pairing_link.ts";
+import type { Boxes } from "./boxes.ts";
+import { forgetBox, pairBox } from "./pairing.ts";
+
+/** What adding a box over SSH uses of the agent. */
+export interface AddSshBackend {
+  paths: Pick<ClientPaths, "client">;
+  boxes: Boxes;
+}
+
+/** `[user@]host[:port]`, as the request names the machine. */
+export interface SshDestination {
+  user?: string;
+  host: string;
+  port?: number;
+}
+
+/**
+ * Reads `[user@]host[:port]` (an IPv6 address in brackets). What reaches `ssh` as its destination
+ * can never be read as an option: no leading `-`, no spaces, no control characters.
+ */
+export function parseDestination(text: string): SshDestination {
+  const match =
+    /^(?:([A-Za-z0-9._][A-Za-z0-9._-]{0,63})@)?(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._][A-Za-z0-9._-]{0,252})(?::(\d{1,5}))?$/
+      .exec(text);
+  const port = match?.[3] === undefined ? undefined : Number(match[3]);
+  if (!match || (port !== undefined && (port < 1 || port > 65535))) {
+    throw new DockError("invalid_request", `host: expected [user@]host[:port], got ${JSON.stringify(text)}`, {
+      status: 400,
+      detail: { field: "host" },
+    });
+  }
+  return { user: match[1], host: match[2].replace(/^\[(.*)\]$/, "$1"), port };
+}
+
+/** Refuses a request that names no machine or a missing key file (400, before anything streams). */
+export async function checkAddSsh(request: AddSshRequest): Promise<SshDestination> {
+  const destination = parseDestination(request.host);
+  if (request.identity !== undefined && !(await exists(request.identity))) {
+    throw new DockError("invalid_request", `identity: no such file: ${request.identity}`, {
+      status: 400,
+      detail: { field: "identity" },
+    });
+  }
+  return destination;
+}
+
+/**
+ * Adds the machine `request.host` names as a box (checked first by {@linkcode checkAddSsh}), yielding
+ * progress; the last line has `done`, with `box` or with `error` naming the step that failed.
+ */
+export async function* addSsh(agent: AddSshBackend, request: AddSshRequest): AsyncGenerator<AddSshProgress> {
+  const destination = parseDestination(request.host);
+  const ssh = new Ssh(destination, request.identity);
+  let step = "connect";
+  try {
+    yield line(step, `ssh ${ssh.display}`);
+    const resolved = await ssh.resolve();
+    const probe = await ssh.probe();
+    const target = targetOf(probe);
+    yield line(step, `${probe.os} ${probe.arch} (${targetName(target)}), home ${probe.home}`);
+    const missing = ["git", "tmux"].filter((tool) => !probe.tools.includes(tool));
+    if (missing.length) {
+      throw new StepError(
+        `the box lacks ${missing.join(" and ")}; install ${missing.length > 1 ? "them" : "it"} there: ${
+          installCommand(probe.packageManager, missing)
+        }`,
+      );
+    }
+
+    step = "package";
+    const built = await packageFor(agent.paths, target);
+    yield line(step, `${packageName(built.release)} (${megabytes(built.bytes)}, ${built.release.commit})`);
+
+    const current = probe.release?.id === built.release.id;
+    if (current) {
+      yield line("upload", `the box has ${built.release.id} already`);
+    } else {
+      step = "upload";
+      // The upload and the unpacking are one stream: tar reads as ssh delivers.
+      const installed = yield* upload(
+        built,
+        (stdin) => ssh.run(INSTALL_SCRIPT, [folderOf(built.release)], { stdin, timeoutMs: 30 * 60_000 }),
+      );
+      step = "install";
+      must(installed, "install");
+      yield line(step, `~/.dock/versions/${folderOf(built.release)}, ~/.dock/bin/dockd`);
+    }
+
+    step = "service";
+    const restart = probe.running && !current;
+    const started = must(
+      await ssh.run(SERVICE_SCRIPT, [restart ? "restart" : probe.running ? "ensure" : "start"], {
+        timeoutMs: 120_000,
+      }),
+      step,
+    );
+    for (const text of started.stdout.trim().split("\n").filter(Boolean)) yield line(step, text);
+
+    step = "pair";
+    const paired = must(await ssh.run(PAIR_SCRIPT, [resolved.hostname], { timeoutMs: 60_000 }), step);
+    const { link } = JSON.parse(paired.stdout) as { link: string };
+    const known = await knownBox(agent.boxes, parseLink(link).fp);
+    if (known && agent.boxes.online(known)) {
+      // The code just made is left to expire (ten minutes, single use): nothing is paired again.
+      await agent.boxes.check(known);
+      yield line(step, `paired already as '${known}'`);
+      yield { step, done: true, box: agent.boxes.status().find((box) => box.name === known)! };
+      return;
+    }
+    // Paired once but unreachable there (it moved, or its address changed): pair it again.
+    if (known) await forgetBox(agent.boxes, known, { origin: "cli" });
+    const status: BoxStatus = await pairBox(agent.boxes, { link, name: request.name ?? known }, {
+      origin: "cli",
+    });
+    yield line(step, `paired as '${status.name}' (${status.address})`);
+    yield { step, done: true, box: status };
+  } catch (error) {
+    const message = error instanceof StepError || error instanceof DockError
+      ? error.message
+      : `${(error as Error).message}`;
+    yield { step, error: `${step}: ${message}`, done: true };
+  } finally {
+    await ssh.close();
+  }
+}
+
+/** A step's failure, said as the person should read it. */
+class StepError extends Error {}
+
+function line(step: string, text: string): AddSshProgress {
+  return { step, line: text };
+}
+
+/** The name of the box this laptop pinned the CA with fingerprint `fp` for, if any. */
+async function knownBox(boxes: Boxes, fp: string): Promise<string | undefined> {
+  for (const box of boxes.list()) {
+    const pinned = boxes.tlsCredentials(box.name)?.caCerts[0];
+    if (pinned && await fingerprintOf(pinned) === fp) return box.name;
+  }
+  return undefined;
+}
+
+/** Where a release is unpacked on a box, under `~/.dock/versions/`. */
+function folderOf(release: PackageRelease): string {
+  return `${release.version}-${release.id}`;
+}
+
+/** The exact command that installs `tools` with the box's package manager. */
+export function installCommand(manager: string | undefined, tools: string[]): string {
+  const list = tools.join(" ");
+  switch (manager) {
+    case "apt-get":
+      return `sudo apt-get install -y ${list}`;
+    case "dnf":
+    case "yum":
+      return `sudo ${manager} install -y ${list}`;
+    case "apk":
+      return `sudo apk add ${list}`;
+    case "pacman":
+      return `sudo pacman -S --noconfirm ${list}`;
+    case "brew":
+      return `brew install ${list}`;
+    default:
+      return `your package manager's install of ${list}`;
+  }
+}
+
+/** What the `connect` step learns of the box. */
+interface Probe {
+  os: string;
+  arch: string;
+  home: string;
+  tools: string[];
+  packageManager?: string;
+  release?: PackageRelease;
+  running: boolean;
+}
+
+/** The target of a box's `uname -s` and `uname -m`. */
+function targetOf(probe: Probe): Target {
+  const target = targetOfMachine(probe.os, probe.arch);
+  if (!target) {
+    throw new StepError(
+      `dock has no package for ${probe.os} ${probe.arch} (only linux and macOS, x64 and arm64)`,
+    );
+  }
+  return target;
+}
+
+/** `ssh` to one destination, with the person's own configuration. */
+class Ssh {
+  readonly display: string;
+  #base: string[];
+  #destination: string;
+
+  /** Where the shared connection's socket lives (see {@linkcode Ssh.close}). */
+  #control: string;
+
+  constructor(destination: SshDestination, identity?: string) {
+    const config = Deno.env.get("DOCK_SSH_CONFIG");
+    this.#control = Deno.makeTempDirSync({ prefix: "dock-ssh-" });
+    this.#base = [
+      // The agent has no terminal: never a password or host-key prompt; a dead network fails in 15 s.
+      "-o",
+      "BatchMode=yes",
+      "-o",
+      "ConnectTimeout=15",
+      "-o",
+      "ServerAliveInterval=15",
+      ...(config ? ["-F", config] : []),
+      ...(identity ? ["-i", identity, "-o", "IdentitiesOnly=yes"] : []),
+      ...(destination.port ? ["-p", String(destination.port)] : []),
+      ...(destination.user ? ["-l", destination.user] : []),
+      // One connection for every step (each new one is a key exchange and an authentication). The
+      // socket's folder is this process's own; %C keeps the path short enough for a unix socket.
+      "-o",
+      "ControlMaster=auto",
+      "-o",
+      `ControlPath=${this.#control}/%C`,
+      "-o",
+      "ControlPersist=60",
+    ];
+    this.#destination = destination.host;
+    this.display = `${destination.user ? `${destination.user}@` : ""}${destination.host}${
+      destination.port ? ` -p ${destination.port}` : ""
+    }`;
+  }
+
+  /** Ends the shared connection and removes its folder. */
+  async close(): Promise<void> {
+    await run("ssh", [...this.#base, "-O", "exit", "--", this.#destination], { timeoutMs: 10_000 }).catch(
+      () => {},
+    );
+    await Deno.remove(this.#control, { recursive: true }).catch(() => {});
+  }
+
+  /** The host name, port and user the person's SSH configuration resolves the destination to. */
+  async resolve(): Promise<{ hostname: string; port: number; user: string }> {
+    const result = await run("ssh", ["-G", ...this.#base, "--", this.#destination], { timeoutMs: 15_000 });
+    if (result.code !== 0) throw new StepError(`ssh -G: ${lastLine(result)}`);
+    const values = new Map(
+      result.stdout.split("\n").map((
+        row,
+      ) => [row.slice(0, row.indexOf(" ")), row.slice(row.indexOf(" ") + 1)]),
+    );
+    return { hostname: values.get("hostname")!, port: Number(values.get("port")), user: values.get("user")! };
+  }
+
+  /** The `connect` step's one round trip. */
+  async probe(): Promise<Probe> {
+    const result = await this.run(PROBE_SCRIPT, [], { timeoutMs: 60_000 });
+    if (result.code === 255) throw new StepError(await this.#explain(result));
+    must(result, "connect");
+    const probe: Probe = { os: "", arch: "", home: "", tools: [], running: false };
+    for (const row of result.stdout.split("\n")) {
+      const [key, ...rest] = row.split(" ");
+      const value = rest.join(" ");
+      if (key === "os") probe.os = value;
+      else if (key === "arch") probe.arch = value;
+      else if (key === "home") probe.home = value;
+      else if (key === "tool") probe.tools.push(value);
+      else if (key === "pm") probe.packageManager = value;
+      else if (key === "running") probe.running = value === "yes";
+      else if (key === "release") {
+        try {
+          probe.release = JSON.parse(value);
+        } catch { /* a damaged install: installed again */ }
+      }
+    }
+    return probe;
+  }
+
+  /** Runs `script` with `args` on the box (`sh -c`, the arguments quoted for the remote shell). */
+  run(
+    script: string,
+    args: string[],
+    options: { stdin?: ReadableStream<Uint8Array>; timeoutMs: number },
+  ): Promise<RunResult> {
+    const remote = ["sh", "-c", script, "dock", ...args].map(shellQuote).join(" ");
+    return run("ssh", [...this.#base, "--", this.#destination, remote], {
+      stdin: options.stdin,
+      timeoutMs: options.timeoutMs,
+    });
+  }
+
+  /** Why ssh could not get in, and what to do about it. */
+  async #explain(result: RunResult): Promise<string> {
+    const said = result.stderr;
+    if (/Host key verification failed|REMOTE HOST IDENTIFICATION HAS CHANGED/.test(said)) {
+      const resolved = await this.resolve().catch(() => undefined);
+      const fingerprint = resolved ? await hostFingerprint(resolved.hostname, resolved.port) : undefined;
+      const changed = /REMOTE HOST IDENTIFICATION HAS CHANGED/.test(said);
+      return [
+        changed
+          ? "the box's host key changed since you last connected"
+          : "the box's host key is not known here",
+        fingerprint ? `; it presents ${fingerprint}` : "",
+        changed
+          ? ". If you expected the change, remove the old key (ssh-keygen -R HOST) and connect once with ssh"
+          : `. Check the fingerprint with the box's owner, then accept it by connecting once: ssh ${this.display}`,
+      ].join("");
+    }
+    if (/Permission denied/.test(said)) {
+      return `the box refused the key (${
+        lastLine(result)
+      }); name one with --identity FILE or load it with ssh-add`;
+    }
+    if (/Could not resolve hostname/.test(said)) {
+      return `${lastLine(result)}; check the name or your SSH config`;
+    }
+    return `${lastLine(result)}; is sshd running there, and is the port right?`;
+  }
+}
+
+/** The host key fingerprints `host:port` presents (`ssh-keyscan` + `ssh-keygen -l`), or undefined. */
+async function hostFingerprint(host: string, port: number): Promise<string | undefined> {
+  const scan = await run("ssh-keyscan", ["-p", String(port), "--", host], { timeoutMs: 15_000 });
+  if (scan.code !== 0 || !scan.stdout.trim()) return undefined;
+  const listed = await run("ssh-keygen", ["-l", "-f", "-"], { stdin: scan.stdout, timeoutMs: 15_000 });
+  const prints = listed.stdout.trim().split("\n").filter(Boolean).map((row) => {
+    const [, fingerprint, , type] = row.split(" ");
+    return `${fingerprint} ${type ?? ""}`.trim();
+  });
+  return prints.length ? prints.join(", ") : undefined;
+}
+
+function lastLine(result: RunResult): string {
+  return (result.stderr.trim() || result.stdout.trim()).split("\n").at(-1) ?? `exit ${result.code}`;
+}
+
+function must(result: RunResult, step: string): RunResult {
+  if (result.code !== 0) throw new StepError(`${lastLine(result)} (exit ${result.code} in ${step})`);
+  return result;
+}
+
+// The scripts run on the box by `sh -c`; values reach them only as positional arguments.
+
+const PROBE_SCRIPT = `
+echo "os $(uname -s)"
+echo "arch $(uname -m)"
+echo "home $HOME"
+for tool in git tmux; do command -v "$tool" >/dev/null 2>&1 && echo "tool $tool"; done
+for pm in apt-get dnf yum apk pacman brew; do command -v "$pm" >/dev/null 2>&1 && { echo "pm $pm"; break; }; done
+[ -r "$HOME/.dock/current/release.json" ] && echo "release $(head -c 4096 "$HOME/.dock/current/release.json")"
+if [ -x "$HOME/.dock/bin/dockd" ] && "$HOME/.dock/bin/dockd" info --json >/dev/null 2>&1; then echo "running yes"; fi
+exit 0
+`;
+
+/** Unpacks the package on stdin as ~/.dock/versions/$1 and points ~/.dock/current and ~/.dock/bin at it. */
+const INSTALL_SCRIPT = `
+set -e
+dock="$HOME/.dock"
+dest="$dock/versions/$1"
+incoming="$dest.incoming.$$"
+mkdir -p "$dock/versions" "$dock/bin"
+rm -rf "$incoming"
+mkdir "$incoming"
+tar -xzf - -C "$incoming" --strip-components=1
+rm -rf "$dest"
+mv "$incoming" "$dest"
+ln -sfn "versions/$1" "$dock/current"
+ln -sfn ../current/bin/dockd "$dock/bin/dockd"
+ln -sfn ../current/bin/dock "$dock/bin/dock"
+# Keep the release before this one (what a rollback needs); drop older ones.
+keep=$(ls -t "$dock/versions" | grep -v incoming | head -n 2)
+for old in $(ls "$dock/versions"); do
+  case " $(echo $keep) " in *" $old "*) ;; *) rm -rf "$dock/versions/$old" ;; esac
+done
+`;
+
+/**
+ * Makes dockd run from ~/.dock/bin: a systemd user service with linger, a launchd agent, or nohup.
+ * $1 is "restart" when an older release runs, else "ensure". Prints what it did, one line each.
+ */
+const SERVICE_SCRIPT = `
+dockd="$HOME/.dock/bin/dockd"
+log="$HOME/.dock/dockd.log"
+answers() { "$dockd" info --json >/dev/null 2>&1; }
+if [ "$1" = ensure ] && answers; then echo "dockd runs already"; exit 0; fi
+touch "$log"
+from=$(($(wc -c <"$log") + 1))
+if command -v systemctl >/dev/null 2>&1 && systemctl --user show-environment >/dev/null 2>&1; then
+  "$dockd" install >/dev/null || exit 1
+  [ "$1" = restart ] && systemctl --user restart dockd
+  if loginctl enable-linger "$(id -un)" 2>/dev/null; then echo "systemd user service dockd, lingering";
+  else echo "systemd user service dockd; warning: linger could not be enabled (sudo loginctl enable-linger $(id -un)), so it stops when you log out"; fi
+  manager=systemd
+elif [ "$(uname -s)" = Darwin ]; then
+  [ "$1" = restart ] && launchctl unload "$HOME/Library/LaunchAgents/dev.dock.dockd.plist" 2>/dev/null
+  "$dockd" install >/dev/null || exit 1
+  echo "launchd agent dev.dock.dockd"
+  manager=launchd
+else
+  if [ "$1" = restart ]; then
+    pattern='/[.]dock/versions/[^ ]*/src/cli/dockd[.]ts serve'
+    pkill -TERM -u "$(id -u)" -f "$pattern"
+    i=0
+    while pgrep -u "$(id -u)" -f "$pattern" >/dev/null 2>&1 && [ "$i" -lt 100 ]; do i=$((i + 1)); sleep 0.1; done
+  fi
+  if command -v setsid >/dev/null 2>&1; then
+    setsid nohup "$dockd" serve >>"$log" 2>&1 </dev/null &
+  else
+    nohup "$dockd" serve >>"$log" 2>&1 </dev/null &
+  fi
+  echo "warning: no systemd user session here: dockd runs under nohup and will not start again after a reboot"
+  manager=nohup
+fi
+# Under nohup the daemon's own "serving on" line in its log says it is up (no command started per look);
+# under a service manager the log is elsewhere, so ask it.
+ready() {
+  if [ "$manager" = nohup ]; then tail -c "+$from" "$log" | grep -q "serving on"; else answers; fi
+}
+i=0
+until ready; do
+  i=$((i + 1))
+  if [ "$i" -gt 400 ]; then echo "dockd did not answer; the end of $log:" >&2; tail -n 20 "$log" >&2; exit 1; fi
+  sleep 0.05
+done
+echo "dockd answers"
+`;
+
+/** `dockd pair` for the laptop to dial $1. */
+const PAIR_SCRIPT = `exec "$HOME/.dock/bin/dockd" pair --json --host "$1"`;

@@ -1,0 +1,115 @@
+/**
+ * The packages this laptop sends to boxes (`dock add ssh`, `dock upgrade`): one per target, built from
+ * the sources this agent runs (`package/build.ts`) and kept under `<client>/packages/` until those
+ * sources change, so that a second box of the same kind costs no build.
+ *
+ * @module
+ */
+import { exists } from "../core/files.ts";
+import type { ClientPaths } from "../core/paths.ts";
+import { join } from "../core/posix_path.ts";
+import {
+  buildPackage,
+  packageName,
+  type PackageRelease,
+  parseTarget,
+  sourceFingerprint,
+  type Target,
+  targetName,
+} from "../package/build.ts";
+
+/** A package ready to send. */
+export interface KeptPackage {
+  file: string;
+  bytes: number;
+  release: PackageRelease;
+}
+
+/**
+ * The target of a machine by its OS and architecture as `uname -s`/`uname -m` or `Deno.build` say them
+ * (`Linux`/`linux`, `x86_64`/`amd64`, `aarch64`/`arm64`), or null when dock has no package for it.
+ */
+export function targetOfMachine(os: string, arch: string): Target | null {
+  const system = /^linux$/i.test(os) ? "linux" : /^darwin$/i.test(os) ? "darwin" : undefined;
+  const cpu = ["x86_64", "amd64"].includes(arch)
+    ? "x64"
+    : ["aarch64", "arm64"].includes(arch)
+    ? "arm64"
+    : undefined;
+  return system && cpu ? parseTarget(`${system}-${cpu}`) : null;
+}
+
+/** What a box reports as its `build` when it runs `release`: `version+commit`, as `client/version.ts`. */
+export function buildOf(release: Pick<PackageRelease, "version" | "commit">): string {
+  return `${release.version}+${release.commit}`;
+}
+
+/**
+ * The package of this dock for `target`, under `<client>/packages/`: built again when the sources it
+ * would hold changed since (`sourceFingerprint`).
+ */
+export async function packageFor(paths: Pick<ClientPaths, "client">, target: Target): Promise<KeptPackage> {
+  const folder = join(paths.client, "packages");
+  const sources = await sourceFingerprint();
+  const keptFile = join(folder, `dock-${targetName(target)}.kept.json`);
+  try {
+    const kept = JSON.parse(await Deno.readTextFile(keptFile)) as {
+      sources: string;
+      release: PackageRelease;
+    };
+    const file = join(folder, `${packageName(kept.release)}.tar.gz`);
+    if (kept.sources === sources && await exists(file)) {
+      return { file, bytes: (await Deno.stat(file)).size, release: kept.release };
+    }
+  } catch { /* none kept yet */ }
+  await Deno.mkdir(folder, { recursive: true, mode: 0o700 });
+  const built = await buildPackage({ target, out: folder });
+  await Deno.writeTextFile(keptFile, JSON.stringify({ sources, release: built.release }) + "\n");
+  return built;
+}
+
+/** One line of a streamed box operation (`add-ssh`, `upgrade`): the `upload` step's bytes. */
+export interface UploadProgress {
+  step: string;
+  line: string;
+  sent: number;
+  total: number;
+}
+
+/**
+ * Sends `kept` through `send` (which reads the stream it is given to its end), yielding how many bytes
+ * went, at most every quarter second, until `send` settles; returns what `send` returned.
+ */
+export async function* upload<T>(
+  kept: KeptPackage,
+  send: (data: ReadableStream<Uint8Array>) => Promise<T>,
+): AsyncGenerator<UploadProgress, T> {
+  const total = kept.bytes;
+  let sent = 0;
+  const counted = (await Deno.open(kept.file)).readable.pipeThrough(
+    new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, controller) {
+        sent += chunk.byteLength;
+        controller.enqueue(chunk);
+      },
+    }),
+  );
+  const sending = send(counted);
+  let finished = false;
+  sending.finally(() => finished = true).catch(() => {});
+  let shown = -1;
+  while (!finished) {
+    // A bar's pace (not a wait for anything): what was sent, at most every quarter second.
+    await Promise.race([sending.catch(() => {}), new Promise((resolve) => setTimeout(resolve, 250))]);
+    if (sent > shown) {
+      shown = sent;
+      yield { step: "upload", line: `${megabytes(sent)} of ${megabytes(total)}`, sent, total };
+    }
+  }
+  return await sending;
+}
+
+/** Bytes as the progress lines say them. */
+export function megabytes(bytes: number): string {
+  return `${(bytes / 1024 / 1024).toFixed(1)} MB`;
+}

@@ -1,0 +1,149 @@
+/**
+ * The `ssh` section of `deno task bench` (`deno task bench ssh`): `dock add ssh` to a box behind a real
+ * OpenSSH server on loopback (tests/ssh_box.ts), against doing the same by hand, and the size of the
+ * package per target.
+ *
+ * - Fresh: the box has nothing of dock (its `~/.dock` and state removed, its daemon stopped, the laptop
+ *   forgets it); the laptop's package is built already. Total time, and the share from the end of
+ *   `package` to the end of `install` (upload and unpacking are one stream). Baseline: a plain `scp` of
+ *   the same package to the box plus a `dockd pair` run over `ssh`. Goal ≤ 1.3×.
+ * - Again: the box runs that release and is paired. Goal ≤ 3 s.
+ * - Package size per target (`deno task package --all` in the same run; a target whose runtime the
+ *   registry does not have is listed as such).
+ *
+ * @module
+ */
+import { join } from "node:path";
+import { AgentClient } from "../client/agent.ts";
+import { killProcessesUnder, makeDirs, startAgent } from "../tests/harness.ts";
+import { startSshBox } from "../tests/ssh_box.ts";
+import { buildPackage, targetName, TARGETS } from "../package/build.ts";
+import { type Row, summarize } from "./stats.ts";
+
+const FRESH_RUNS = 3;
+const AGAIN_RUNS = 5;
+
+/** Runs `command args` to completion, failing loudly; resolves with its wall time in milliseconds. */
+async function timed(command: string, args: string[]): Promise<number> {
+  const started = performance.now();
+  const output = await new Deno.Command(command, { args, stdout: "piped", stderr: "piped" }).output();
+  if (!output.success) {
+    throw new Error(`${command} ${args.join(" ")}: ${new TextDecoder().decode(output.stderr)}`);
+  }
+  return performance.now() - started;
+}
+
+/** The `ssh` section's rows. */
+export async function benchAddSsh(options: { quick?: boolean } = {}): Promise<Row[]> {
+  const fresh = options.quick ? 1 : FRESH_RUNS;
+  const again = options.quick ? 2 : AGAIN_RUNS;
+  await using box = await startSshBox();
+  await box.trust();
+  const dirs = await makeDirs();
+  await using agent = await startAgent(dirs, { env: { DOCK_SSH_CONFIG: box.clientConfig } });
+  const client = new AgentClient({ url: agent.url, token: agent.token });
+  const ssh = ["-F", box.clientConfig, "-o", "BatchMode=yes"];
+  try {
+    /** One `dock add ssh`: its wall time and when each step's last line came. */
+    const add = async () => {
+      const started = performance.now();
+      const ends = new Map<string, number>();
+      let last;
+      for await (const progress of client.addSsh({ host: "testbox", name: "bench" })) {
+        if (progress.step) ends.set(progress.step, performance.now() - started);
+        last = progress;
+      }
+      if (!last?.done || last.error) throw new Error(`dock add ssh failed: ${last?.error}`);
+      return { total: performance.now() - started, ends };
+    };
+    // The laptop's package, built once (what the first add does anyway), and a box to pair for `dockd pair`.
+    await add();
+    const packages = join(dirs.state, "client", "packages");
+    const archive = [...Deno.readDirSync(packages)].find((entry) => entry.name.endsWith(".tar.gz"))!.name;
+
+    const plain: number[] = [];
+    const totals: number[] = [];
+    const uploads: number[] = [];
+    const steps = new Map<string, number[]>();
+    for (let i = 0; i < fresh; i++) {
+      plain.push(
+        await timed("scp", [
+          "-q",
+          ...ssh,
+          join(packages, archive),
+          "testbox:/tmp/dock-bench-package.tar.gz",
+        ]) +
+          await timed("ssh", [...ssh, "testbox", "~/.dock/bin/dockd pair --json --host 127.0.0.1"]),
+      );
+      // A box with nothing of dock: daemon and tmux stopped, its files gone, the laptop's pairing forgotten.
+      killProcessesUnder(box.home);
+      await Deno.remove(join(box.home, ".dock"), { recursive: true });
+      await Deno.remove(join(box.home, ".local"), { recursive: true });
+      await client.removeBox("bench");
+      const run = await add();
+      totals.push(run.total);
+      uploads.push((run.ends.get("install") ?? 0) - (run.ends.get("package") ?? 0));
+      let previous = 0;
+      for (const [step, end] of run.ends) {
+        steps.set(step, [...steps.get(step) ?? [], end - previous]);
+        previous = end;
+      }
+    }
+    const agains: number[] = [];
+    for (let i = 0; i < again; i++) agains.push((await add()).total);
+
+    const plainSummary = summarize(plain);
+    const share = summarize(uploads).p50 / summarize(totals).p50;
+    const rows: Row[] = [
+      {
+        label: "add ssh: plain `scp` of the package + `dockd pair` over `ssh`",
+        summary: plainSummary,
+        isBaseline: true,
+      },
+      {
+        label: "add ssh: `dock add ssh` to a fresh box (package built already on the laptop)",
+        summary: summarize(totals),
+        baseline: plainSummary,
+        note: `goal ≤ 1.30×; upload + unpack ${Math.round(share * 100)}% of it; steps (p50): ${
+          [...steps].map(([step, times]) => `${step} ${Math.round(summarize(times).p50)}`).join(", ")
+        } ms`,
+      },
+      {
+        label: "add ssh: again, the box running that release and paired",
+        summary: summarize(agains),
+        note: `goal ≤ 3000 ms: ${summarize(agains).p50 <= 3000 ? "met" : "**not met**"}`,
+      },
+    ];
+    rows.push(...await packageSizes());
+    return rows;
+  } finally {
+    client.close();
+  }
+}
+
+/** The size of each target's package, built in this run (into a temporary folder). */
+async function packageSizes(): Promise<Row[]> {
+  const out = await Deno.makeTempDir({ prefix: "dock-bench-packages-" });
+  const rows: Row[] = [];
+  try {
+    for (const target of TARGETS) {
+      try {
+        const built = await buildPackage({ target, out });
+        rows.push({
+          label: `package: ${targetName(target)} (deno ${built.manifest.deno})`,
+          summary: summarize([built.bytes / 1024 / 1024]),
+          unit: "MiB",
+        });
+      } catch (error) {
+        rows.push({
+          label: `package: ${targetName(target)}: not built (${(error as Error).message.slice(0, 80)})`,
+          summary: summarize([]),
+          unit: "MiB",
+        });
+      }
+    }
+  } finally {
+    await Deno.remove(out, { recursive: true });
+  }
+  return rows;
+}

@@ -1,0 +1,377 @@
+/**
+ * `POST upgrade`: the box daemon replaced by the package in the body (`package/build.ts`), without
+ * losing what runs. The package is checked (its target is this machine's, every file is the one its
+ * manifest names, nothing more, no links; its version is not older than this one), unpacked beside the
+ * others under `~/.dock/versions/`, and `~/.dock/current` switched to it. Then the hand-over:
+ *
+ * - Under a service manager (systemd's `INVOCATION_ID`, launchd's `XPC_SERVICE_NAME`), this daemon exits
+ *   and the manager starts the unit again, which runs `~/.dock/bin/dockd`, now the new one.
+ * - Otherwise this daemon starts the new one itself, detached; the new one loads its modules, says it is
+ *   ready, and waits for this one to exit before it binds the socket: the API is down only between the
+ *   two, never while the new one loads.
+ *
+ * What runs outlives both: sessions are tmux's, services are process groups of their own, the journal
+ * and the queue are in files. `upgrade.json` in the daemon's state tells the new daemon it is one: it
+ * announces `box.upgraded` once it serves, or, when it cannot start, switches `current` back, leaves
+ * `upgrade-failed.json` for the old one (which announces `box.upgrade.failed`), starts it again and
+ * exits. The laptop sees the result in `GET info`'s `build`.
+ *
+ * @module
+ */
+import { DockError } from "../client/errors.ts";
+import { BUILD, compareVersions } from "../client/version.ts";
+import type { UpgradeStarted } from "../client/wire.ts";
+import type { EventBus } from "../core/events.ts";
+import { exists } from "../core/files.ts";
+import type { BoxPaths } from "../core/paths.ts";
+import { join } from "../core/posix_path.ts";
+import { launch, run } from "../core/runner.ts";
+import {
+  hashTree,
+  hostTarget,
+  type PackageManifest,
+  type PackageRelease,
+  targetName,
+} from "../package/build.ts";
+
+/** The largest package `POST upgrade` takes (today's are ~45 MB). */
+export const MAX_PACKAGE_BYTES = 256 * 1024 * 1024;
+
+/** What `upgrade.json` says while a new daemon takes over. */
+export interface UpgradeRecord {
+  from: { build: string; folder: string };
+  to: { build: string; folder: string };
+  /** The daemon that hands over; the new one binds once it has exited. */
+  pid: number;
+  /** Who starts the new daemon: this one (`self`) or the service manager (`manager`). */
+  mode: "self" | "manager";
+}
+
+/** Where the upgrade's files are, for one box. */
+function files(paths: Pick<BoxPaths, "home" | "box">) {
+  return {
+    versions: join(paths.home, "versions"),
+    current: join(paths.home, "current"),
+    launcher: join(paths.home, "bin", "dockd"),
+    record: join(paths.box, "upgrade.json"),
+    failed: join(paths.box, "upgrade-failed.json"),
+    ready: (pid: number) => join(paths.box, `upgrade-ready.${pid}`),
+    log: join(paths.home, "dockd.log"),
+  };
+}
+
+/** The versions folder this daemon runs from, or null when it does not run from an installed package. */
+export async function runningFolder(paths: Pick<BoxPaths, "home">): Promise<string | null> {
+  const source = new URL("..", import.meta.url).pathname.replace(/\/$/, ""); // …/versions/X/src
+  const versions = await Deno.realPath(join(paths.home, "versions")).catch(() => null);
+  if (!versions) return null;
+  const real = await Deno.realPath(source).catch(() => source);
+  const match = real.startsWith(`${versions}/`)
+    ? /^([^/]+)\/src$/.exec(real.slice(versions.length + 1))
+    : null;
+  return match ? match[1] : null;
+}
+
+/** Options of {@linkcode Upgrades}. */
+export interface UpgradesOptions {
+  paths: Pick<BoxPaths, "home" | "box">;
+  bus: Pick<EventBus, "publish">;
+}
+
+/** The box's upgrades: taking a package, and the hand-over to the daemon it holds. */
+export class Upgrades {
+  #paths: Pick<BoxPaths, "home" | "box">;
+  #bus: Pick<EventBus, "publish">;
+  #stop: (() => void) | null = null;
+  #busy = false;
+
+  constructor(options: UpgradesOptions) {
+    this.#paths = options.paths;
+    this.#bus = options.bus;
+  }
+
+  /** How this daemon stops (the composition root hands it in, once it serves). */
+  attach(stop: () => void): void {
+    this.#stop = stop;
+  }
+
+  /**
+   * Takes the package `body` (a `.tar.gz`), checks and installs it, switches `current` to it and starts
+   * the hand-over (after the answer has gone out). Refuses with 400 a package that is not a good one
+   * for this machine, 409 when this daemon cannot be upgraded so (not installed as a package, another
+   * upgrade under way, an older version, the same release).
+   */
+  async start(body: ReadableStream<Uint8Array>, origin: string): Promise<UpgradeStarted> {
+    if (this.#busy) throw new DockError("upgrading", "an upgrade is under way already", { status: 409 });
+    const from = await runningFolder(this.#paths);
+    if (!from) {
+      throw new DockError(
+        "not_installed",
+        "this dockd does not run from an installed package (~/.dock/versions/…): install it with `dock add ssh`",
+        { status: 409 },
+      );
+    }
+    this.#busy = true;
+    try {
+      const at = files(this.#paths);
+      const staged = await this.#stage(body, at.versions);
+      const release = staged.release;
+      const folder = `${release.version}-${release.id}`;
+      if (folder === from) {
+        await Deno.remove(staged.folder, { recursive: true });
+        throw new DockError("same_release", `the box runs ${folder} already`, { status: 409 });
+      }
+      if (compareVersions(release.version, BUILD.split("+")[0]) < 0) {
+        await Deno.remove(staged.folder, { recursive: true });
+        throw new DockError(
+          "older_version",
+          `the package is ${release.version}, older than the running ${BUILD.split("+")[0]}`,
+          { status: 409 },
+        );
+      }
+      await Deno.remove(join(at.versions, folder), { recursive: true }).catch(() => {});
+      await Deno.rename(staged.folder, join(at.versions, folder));
+      await switchCurrent(at.current, folder);
+      const to = `${release.version}+${release.commit}`;
+      const mode = managed() ? "manager" : "self";
+      const record: UpgradeRecord = {
+        from: { build: BUILD, folder: from },
+        to: { build: to, folder },
+        pid: Deno.pid,
+        mode,
+      };
+      await Deno.writeTextFile(at.record, JSON.stringify(record) + "\n");
+      const announced = this.#bus.publish({ type: "box.upgrading", origin, data: { from: BUILD, to } });
+      // After this answer has gone out.
+      setTimeout(() => this.#handOver(record).catch((error) => this.#failed(record, error)), 50);
+      return { from: BUILD, to, mode, after: announced.id! };
+    } catch (error) {
+      this.#busy = false;
+      throw error;
+    }
+  }
+
+  /** Unpacks `body` into a new folder under `versions` and checks it; returns the folder and release. */
+  async #stage(
+    body: ReadableStream<Uint8Array>,
+    versions: string,
+  ): Promise<{ folder: string; release: PackageRelease }> {
+    await Deno.mkdir(versions, { recursive: true });
+    const folder = await Deno.makeTempDir({ dir: versions, prefix: ".incoming-" });
+    let size = 0;
+    const limited = body.pipeThrough(
+      new TransformStream<Uint8Array, Uint8Array>({
+        transform(chunk, controller) {
+          size += chunk.byteLength;
+          if (size > MAX_PACKAGE_BYTES) {
+            controller.error(
+              new DockError("too_large", `a package is at most ${MAX_PACKAGE_BYTES} bytes`, { status: 413 }),
+            );
+          } else controller.enqueue(chunk);
+        },
+      }),
+    );
+    try {
+      const unpacked = await run(
+        "tar",
+        ["-xzf", "-", "-C", folder, "--strip-components=1", "--no-same-owner", "--no-same-permissions"],
+        { stdin: limited, timeoutMs: 10 * 60_000 },
+      );
+      if (size > MAX_PACKAGE_BYTES) {
+        throw new DockError("too_large", `a package is at most ${MAX_PACKAGE_BYTES} bytes`, { status: 413 });
+      }
+      if (unpacked.code !== 0) {
+        throw badPackage(`it does not unpack: ${unpacked.stderr.trim().split("\n")[0]}`);
+      }
+      const release = await checkPackage(folder);
+      return { folder, release };
+    } catch (error) {
+      await Deno.remove(folder, { recursive: true }).catch(() => {});
+      throw error;
+    }
+  }
+
+  async #handOver(record: UpgradeRecord): Promise<void> {
+    const at = files(this.#paths);
+    if (record.mode === "manager") {
+      // The manager starts `~/.dock/bin/dockd` again when this exits: that is the new daemon now.
+      this.#stop?.();
+      return;
+    }
+    const log = await Deno.open(at.log, { create: true, append: true });
+    log.close();
+    const child = launch("/bin/sh", ["-c", 'exec "$@" >>"$0" 2>&1', at.log, at.launcher, "serve"]);
+    // The new daemon loads everything first, then says so; only then does this one stop.
+    const deadline = Date.now() + 60_000;
+    while (Date.now() < deadline) {
+      if (await exists(at.ready(child.pid))) {
+        await Deno.remove(at.ready(child.pid)).catch(() => {});
+        this.#stop?.();
+        return;
+      }
+      if (!alive(child.pid)) throw new Error(`the new daemon exited before it was ready (see ${at.log})`);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    try {
+      Deno.kill(child.pid, "SIGKILL");
+    } catch { /* gone */ }
+    throw new Error(`the new daemon was not ready in 60 s (see ${at.log})`);
+  }
+
+  /** The hand-over failed before this daemon stopped: `current` goes back, and this one serves on. */
+  async #failed(record: UpgradeRecord, error: unknown): Promise<void> {
+    const at = files(this.#paths);
+    await switchCurrent(at.current, record.from.folder).catch(() => {});
+    await Deno.remove(at.record).catch(() => {});
+    this.#busy = false;
+    this.#bus.publish({
+      type: "box.upgrade.failed",
+      origin: "dockd",
+      data: { from: record.from.build, to: record.to.build, error: (error as Error).message },
+    });
+  }
+}
+
+/**
+ * What a starting daemon does about an upgrade: when `upgrade.json` names one, it says it is ready and
+ * waits for the old daemon to exit (self mode), then starts with `serve`; if that fails, it rolls back.
+ * Announces `box.upgraded` (or the old daemon's `box.upgrade.failed`) once serving.
+ */
+export async function takeOver<T extends { bus: Pick<EventBus, "publish"> }>(
+  paths: Pick<BoxPaths, "home" | "box">,
+  serve: () => Promise<T>,
+): Promise<T> {
+  const at = files(paths);
+  const record = await readJson<UpgradeRecord>(at.record);
+  const failed = await readJson<{ from: string; to: string; error: string }>(at.failed);
+  const mine = record !== null && record.to.folder === await runningFolder(paths);
+  if (mine && record.mode === "self" && record.pid !== Deno.pid) {
+    await Deno.writeTextFile(at.ready(Deno.pid), "");
+    const deadline = Date.now() + 60_000;
+    while (alive(record.pid) && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+  }
+  let started: T;
+  try {
+    started = await serve();
+  } catch (error) {
+    if (mine) await rollBack(paths, record, error);
+    throw error;
+  }
+  if (mine) {
+    await Deno.remove(at.record).catch(() => {});
+    started.bus.publish({
+      type: "box.upgraded",
+      origin: "dockd",
+      data: { from: record.from.build, to: record.to.build },
+    });
+  } else if (record) {
+    // Left by an upgrade this daemon is not the target of (a rollback restarted the old one).
+    await Deno.remove(at.record).catch(() => {});
+  }
+  if (failed) {
+    await Deno.remove(at.failed).catch(() => {});
+    started.bus.publish({ type: "box.upgrade.failed", origin: "dockd", data: failed });
+  }
+  return started;
+}
+
+/** The new daemon could not start: the old release comes back, told why. */
+async function rollBack(paths: Pick<BoxPaths, "home" | "box">, record: UpgradeRecord, error: unknown) {
+  const at = files(paths);
+  await switchCurrent(at.current, record.from.folder);
+  await Deno.remove(at.record).catch(() => {});
+  await Deno.writeTextFile(
+    at.failed,
+    JSON.stringify({ from: record.from.build, to: record.to.build, error: (error as Error).message }) + "\n",
+  );
+  console.error(
+    `dockd: ${record.to.build} could not start (${(error as Error).message}); back to ${record.from.build}`,
+  );
+  if (record.mode === "self") {
+    launch("/bin/sh", ["-c", 'exec "$@" >>"$0" 2>&1', at.log, at.launcher, "serve"]);
+  }
+}
+
+/**
+ * Checks an unpacked package: `manifest.json` and `release.json` agree, the target is this machine's,
+ * and the files are exactly the manifest's (same bytes, nothing more, regular files only).
+ */
+export async function checkPackage(folder: string): Promise<PackageRelease> {
+  const manifest = await readJson<PackageManifest>(join(folder, "manifest.json"));
+  const release = await readJson<PackageRelease>(join(folder, "release.json"));
+  if (!manifest || !release || manifest.name !== "dock" || typeof manifest.files !== "object") {
+    throw badPackage("no dock manifest.json and release.json at its root");
+  }
+  for (const key of ["id", "version", "commit", "target", "deno"] as const) {
+    if (typeof release[key] !== "string" || release[key] !== manifest[key]) {
+      throw badPackage(`release.json and manifest.json disagree on ${key}`);
+    }
+  }
+  if (!/^\d+(\.\d+)*$/.test(release.version) || !/^[0-9a-f]{16}$/.test(release.id)) {
+    throw badPackage("its version or id is malformed");
+  }
+  const host = hostTarget();
+  if (!host || release.target !== targetName(host)) {
+    throw badPackage(`it is for ${release.target}; this box is ${Deno.build.os}/${Deno.build.arch}`);
+  }
+  await refuseLinks(folder);
+  const { ["manifest.json"]: _, ["release.json"]: __, ...found } = await hashTree(folder);
+  const expected = manifest.files;
+  for (const [file, hash] of Object.entries(expected)) {
+    if (found[file] !== hash) {
+      throw badPackage(`${file} ${found[file] ? "is not the file" : "is missing"} its manifest names`);
+    }
+  }
+  const extra = Object.keys(found).filter((file) => !(file in expected));
+  if (extra.length) {
+    throw badPackage(`it holds files its manifest does not name: ${extra.slice(0, 3).join(", ")}`);
+  }
+  return release;
+}
+
+/** Refuses anything but folders and regular files under `folder` (a link could point anywhere). */
+async function refuseLinks(folder: string): Promise<void> {
+  for await (const entry of Deno.readDir(folder)) {
+    const path = join(folder, entry.name);
+    if (entry.isSymlink || (!entry.isFile && !entry.isDirectory)) {
+      throw badPackage(`it holds something other than files and folders: ${entry.name}`);
+    }
+    if (entry.isDirectory) await refuseLinks(path);
+  }
+}
+
+function badPackage(why: string): DockError {
+  return new DockError("bad_package", `not a package this box can run: ${why}`, { status: 400 });
+}
+
+/** Points `current` at `versions/<folder>`, atomically (a new link renamed over the old one). */
+async function switchCurrent(current: string, folder: string): Promise<void> {
+  const next = `${current}.next`;
+  await Deno.remove(next).catch(() => {});
+  await Deno.symlink(`versions/${folder}`, next);
+  await Deno.rename(next, current);
+}
+
+/** True when a service manager runs this daemon and will start it again when it exits. */
+function managed(): boolean {
+  return Boolean(Deno.env.get("INVOCATION_ID") || Deno.env.get("XPC_SERVICE_NAME")?.startsWith("dev.dock."));
+}
+
+function alive(pid: number): boolean {
+  try {
+    Deno.kill(pid, "SIGCONT");
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function readJson<T>(path: string): Promise<T | null> {
+  try {
+    return JSON.parse(await Deno.readTextFile(path)) as T;
+  } catch {
+    return null;
+  }
+}

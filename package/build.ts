@@ -1,0 +1,506 @@
+/**
+ * `deno task package`: what a box (or a laptop) runs when nothing of dock's build tools is there, one
+ * file per target: `dist/dock-<version>-<os>-<arch>.tar.gz` holding
+ *
+ * - `bin/deno`: the Deno runtime for that target (this one, for this machine's target; else the
+ *   `@deno/<target>` npm package, checked against the registry's integrity);
+ * - `src/`: dock's runtime sources (no tests, no app sources: the app is embedded), with a `deno.json`
+ *   of only the packages they import and `node_modules/` holding exactly those, for that target (the
+ *   native PTY addon included), each checked against `deno.lock`'s integrity;
+ * - `bin/dock`, `bin/dockd`: launchers that run with `--cached-only`, so nothing is fetched at run time;
+ * - `manifest.json`: name, version, commit, target, the runtime's version, and the SHA-256 of every
+ *   file (what an upgrade checks before it switches).
+ *
+ * Why sources and not `deno bundle` output (what the issue asked first): dock starts itself by path
+ * (Web Workers for plugins, the plugin host process, the agent started in the background, the hook
+ * command written into agent tools' settings, the service units), and loads a command's family by a
+ * computed specifier (`cli/lazy.ts`); a bundle has none of those files. `deno compile` would embed
+ * them, but downloads `denort`, which no registry here ships.
+ *
+ * @module
+ */
+import { VERSION } from "../client/version.ts";
+import { run } from "../core/runner.ts";
+import { dirname, join } from "../core/posix_path.ts";
+
+/** A platform a package is built for. */
+export interface Target {
+  os: "linux" | "darwin";
+  arch: "x64" | "arm64";
+}
+
+/** Every target a package is built for: linux (glibc) and macOS, x64 and arm64. */
+export const TARGETS: readonly Target[] = [
+  { os: "linux", arch: "x64" },
+  { os: "linux", arch: "arm64" },
+  { os: "darwin", arch: "x64" },
+  { os: "darwin", arch: "arm64" },
+];
+
+/** `linux-x64`, as file names and `manifest.json` write a target. */
+export function targetName(target: Target): string {
+  return `${target.os}-${target.arch}`;
+}
+
+/** Reads `linux-x64` and the like; throws naming the known ones. */
+export function parseTarget(name: string): Target {
+  const target = TARGETS.find((candidate) => targetName(candidate) === name);
+  if (!target) throw new Error(`unknown target '${name}'; known: ${TARGETS.map(targetName).join(", ")}`);
+  return target;
+}
+
+/** This machine's target, when it is one dock packages for. */
+export function hostTarget(): Target | undefined {
+  const arch = Deno.build.arch === "x86_64" ? "x64" : Deno.build.arch === "aarch64" ? "arm64" : undefined;
+  return TARGETS.find((target) => target.os === Deno.build.os && target.arch === arch);
+}
+
+/** What `release.json` at a package's root says: which build, for which target. */
+export interface PackageRelease {
+  name: "dock";
+  /** What tells two builds apart: the first 16 hex digits of the SHA-256 over every file's. */
+  id: string;
+  version: string;
+  /** The git commit the sources came from (`-dirty` when the work tree had changes), or `unknown`. */
+  commit: string;
+  target: string;
+  /** The Deno runtime's version in `bin/deno`. */
+  deno: string;
+}
+
+/** What `manifest.json` at a package's root says: the release and every file's SHA-256. */
+export interface PackageManifest extends PackageRelease {
+  /** Every file's SHA-256 (hex), by its path inside the package (`manifest.json` itself not listed). */
+  files: Record<string, string>;
+}
+
+/** The folder (and archive) name of a release's package: `dock-0.1.0-linux-x64`. */
+export function packageName(release: Pick<PackageRelease, "version" | "target">): string {
+  return `dock-${release.version}-${release.target}`;
+}
+
+/** The folders and files of the project a running dock reads (tests, benches and app sources stay out). */
+const RUNTIME_SOURCES = [
+  "cli",
+  "client",
+  "core",
+  "daemon",
+  "agent",
+  "plugins",
+  "skills",
+  "package",
+  "mod.ts",
+];
+/** Generated or build-only files among them. */
+const BUILD_ONLY = [/_test\.ts$/, /^cli\/vendor\/commander\.ts$/, /^cli\/write_command_index\.ts$/];
+/** Outside those folders, what the runtime reads. */
+const RUNTIME_EXTRAS = ["app/assets.generated.ts"];
+/**
+ * The npm packages the runtime imports (keys of deno.json's `imports`); the app's libraries are
+ * embedded by `deno task app`, commander is vendored, the rest are for tests and type checks.
+ */
+const RUNTIME_IMPORTS = ["hono", "hono/", "zod", "jsonc-parser", "croner", "@lydell/node-pty", "uqr"];
+
+const ROOT = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
+
+/** Options of {@linkcode buildPackage}. */
+export interface BuildOptions {
+  target: Target;
+  /** The folder the `.tar.gz` goes in. @default {"<project>/dist"} */
+  out?: string;
+  /** The npm registry for what this machine does not hold already. @default {"https://registry.npmjs.org/"} */
+  registry?: string;
+  /** Told each step, for a progress line. */
+  progress?: (line: string) => void;
+  /** The commit to name (tests make two releases of one tree). @default {the sources' git commit} */
+  commit?: string;
+  /** The version to name (tests make an older release). @default {client/version.ts's VERSION} */
+  version?: string;
+}
+
+/** What {@linkcode buildPackage} made. */
+export interface BuiltPackage {
+  file: string;
+  bytes: number;
+  manifest: PackageManifest;
+  release: PackageRelease;
+}
+
+/** Builds the package for `options.target`. */
+export async function buildPackage(options: BuildOptions): Promise<BuiltPackage> {
+  const progress = options.progress ?? (() => {});
+  const registry = (options.registry ?? Deno.env.get("NPM_CONFIG_REGISTRY") ?? "https://registry.npmjs.org/")
+    .replace(/\/?$/, "/");
+  const target = targetName(options.target);
+  const version = options.version ?? VERSION;
+  if (!/^\d+(\.\d+){0,3}$/.test(version)) throw new Error(`not a version: ${version}`);
+  const name = packageName({ version, target });
+  const staging = await Deno.makeTempDir({ prefix: "dock-package-" });
+  try {
+    const root = join(staging, name);
+    progress(`sources`);
+    const commit = options.commit ?? await sourceCommit();
+    await copySources(join(root, "src"), { commit, version });
+    progress(`npm packages for ${target}`);
+    const lock = JSON.parse(await Deno.readTextFile(join(ROOT, "deno.lock"))) as DenoLock;
+    const config = JSON.parse(await Deno.readTextFile(join(ROOT, "deno.json"))) as {
+      imports: Record<string, string>;
+    };
+    await writeRuntimeConfig(join(root, "src"), config.imports, lock);
+    for (const pkg of npmClosure(config.imports, lock, options.target)) {
+      await placeNpmPackage(pkg, join(root, "src", "node_modules", pkg.name), registry);
+    }
+    progress(`deno runtime for ${target}`);
+    const deno = await placeRuntime(options.target, join(root, "bin", "deno"), registry, progress);
+    for (const program of ["dock", "dockd"] as const) {
+      await Deno.writeTextFile(join(root, "bin", program), launcher(program), { mode: 0o755 });
+    }
+    progress(`manifest`);
+    const files = await hashTree(root);
+    const id = (await sha256(new TextEncoder().encode(JSON.stringify(files)))).slice(0, 16);
+    const release: PackageRelease = { name: "dock", id, version, commit, target, deno };
+    // Small, so a box's installed release is read in one line over SSH.
+    await Deno.writeTextFile(join(root, "release.json"), JSON.stringify(release) + "\n");
+    const manifest: PackageManifest = { ...release, files };
+    await Deno.writeTextFile(join(root, "manifest.json"), JSON.stringify(manifest, null, 2) + "\n");
+    const out = options.out ?? join(ROOT, "dist");
+    await Deno.mkdir(out, { recursive: true });
+    const file = join(out, `${name}.tar.gz`);
+    progress(`archive`);
+    await must(run("tar", ["-czf", file, "-C", staging, name], { timeoutMs: 300_000 }), "tar");
+    return { file, bytes: (await Deno.stat(file)).size, manifest, release };
+  } finally {
+    await Deno.remove(staging, { recursive: true });
+  }
+}
+
+/** The launcher `bin/<program>`: dock from this package, with this package's Deno, offline. */
+export function launcher(program: "dock" | "dockd"): string {
+  return `#!/bin/sh
+# ${program}: dock's launcher (written by package/build.ts). Runs dock from this package with its own
+# Deno and dependencies, --cached-only: nothing is fetched at run time.
+self=$0
+# A bin folder on PATH may hold a link to this file: find the package through it (no readlink -f on
+# older macOS).
+while [ -L "$self" ]; do
+  link=$(readlink "$self")
+  case $link in /*) self=$link ;; *) self=$(dirname "$self")/$link ;; esac
+done
+root=$(cd "$(dirname "$self")/.." && pwd -P)
+# Transpiled modules are cached inside the package: one cache per version, dropped with it.
+export DENO_DIR="\${DOCK_DENO_DIR:-$root/cache}"
+export DENO_NO_UPDATE_CHECK=1
+# How dock starts itself again (hooks, service units): through the path it was started by.
+export DOCK_BIN="$(cd "$(dirname "$0")" && pwd)"
+exec "$root/bin/deno" run -A --cached-only "$root/src/cli/${program}.ts" "$@"
+`;
+}
+
+/** The commit of the project's sources, `-dirty` when they have changes, `unknown` outside git. */
+async function sourceCommit(): Promise<string> {
+  const head = await run("git", ["-C", ROOT, "rev-parse", "--short=12", "HEAD"], { group: false });
+  if (head.code !== 0) return "unknown";
+  const status = await run("git", ["-C", ROOT, "status", "--porcelain", "--", ...RUNTIME_SOURCES], {
+    group: false,
+  });
+  return head.stdout.trim() + (status.stdout.trim() ? "-dirty" : "");
+}
+
+/** The runtime sources as they are in the work tree (new files included, deleted ones left out). */
+async function runtimeSources(): Promise<string[]> {
+  const listed = await must(
+    run(
+      "git",
+      [
+        "-C",
+        ROOT,
+        "ls-files",
+        "-z",
+        "--cached",
+        "--others",
+        "--exclude-standard",
+        "--",
+        ...RUNTIME_SOURCES,
+        ...RUNTIME_EXTRAS,
+      ],
+      { group: false },
+    ),
+    "git ls-files",
+  );
+  const files: string[] = [];
+  for (const file of new Set(listed.stdout.split("\0"))) {
+    if (!file || BUILD_ONLY.some((re) => re.test(file))) continue;
+    if (await exists(join(ROOT, file))) files.push(file); // else deleted in the work tree, not yet in git
+  }
+  return files.sort();
+}
+
+/**
+ * What a package built now would hold of this project, as one SHA-256 (hex): every runtime source's path
+ * and bytes, and deno.json and deno.lock. Equal fingerprints, equal packages (for one target): a kept
+ * package need not be built again, dirty work tree or not.
+ */
+export async function sourceFingerprint(): Promise<string> {
+  const parts: Uint8Array[] = [];
+  const encoder = new TextEncoder();
+  for (const file of [...await runtimeSources(), "deno.json", "deno.lock"]) {
+    parts.push(encoder.encode(`${file}\0`), await Deno.readFile(join(ROOT, file)), encoder.encode("\0"));
+  }
+  const all = new Uint8Array(parts.reduce((total, part) => total + part.byteLength, 0));
+  let offset = 0;
+  for (const part of parts) {
+    all.set(part, offset);
+    offset += part.byteLength;
+  }
+  return await sha256(all);
+}
+
+/** Copies the runtime sources (as they are in the work tree, new files included) to `into`, stamping the build. */
+async function copySources(into: string, stamp: { commit: string; version: string }): Promise<void> {
+  for (const file of await runtimeSources()) {
+    await Deno.mkdir(dirname(join(into, file)), { recursive: true });
+    await Deno.copyFile(join(ROOT, file), join(into, file));
+  }
+  // The build's version and commit, for `dockd --version` and `GET info` (see client/version.ts).
+  const file = join(into, "client", "version.ts");
+  let text = await Deno.readTextFile(file);
+  for (const [name, value] of [["COMMIT", stamp.commit], ["VERSION", stamp.version]]) {
+    const stamped = text.replace(
+      new RegExp(`export const ${name} = "[^"]*";`),
+      `export const ${name} = ${JSON.stringify(value)};`,
+    );
+    if (stamped === text && !text.includes(`export const ${name} = ${JSON.stringify(value)};`)) {
+      throw new Error(`client/version.ts has no ${name} constant to stamp`);
+    }
+    text = stamped;
+  }
+  await Deno.writeTextFile(file, text);
+}
+
+interface DenoLock {
+  npm: Record<
+    string,
+    {
+      integrity: string;
+      dependencies?: string[];
+      optionalDependencies?: string[];
+      os?: string[];
+      cpu?: string[];
+    }
+  >;
+}
+
+/** One npm package as it goes into `node_modules/`. */
+interface NpmPackage {
+  name: string;
+  version: string;
+  integrity: string;
+}
+
+/** The package's own `deno.json` (the runtime's imports only, node_modules as placed) and `package.json`. */
+async function writeRuntimeConfig(
+  src: string,
+  imports: Record<string, string>,
+  lock: DenoLock,
+): Promise<void> {
+  const runtime = Object.fromEntries(RUNTIME_IMPORTS.map((key) => {
+    if (!imports[key]) throw new Error(`deno.json imports no '${key}', which the runtime needs`);
+    return [key, imports[key]];
+  }));
+  await Deno.writeTextFile(
+    join(src, "deno.json"),
+    JSON.stringify(
+      {
+        // node_modules is placed by the build, for the target; Deno must read it as it is and never
+        // write a lockfile into an installed package.
+        nodeModulesDir: "manual",
+        lock: false,
+        unstable: ["worker-options", "no-legacy-abort"],
+        imports: runtime,
+      },
+      null,
+      2,
+    ) + "\n",
+  );
+  const dependencies = Object.fromEntries(
+    RUNTIME_IMPORTS.filter((key) => !key.endsWith("/")).map((key) => {
+      const { name, version } = npmSpecifier(runtime[key]);
+      if (!lock.npm[`${name}@${version}`]) throw new Error(`deno.lock has no ${name}@${version}`);
+      return [name, version];
+    }),
+  );
+  await Deno.writeTextFile(
+    join(src, "package.json"),
+    JSON.stringify({ private: true, dependencies }, null, 2) + "\n",
+  );
+}
+
+/** `npm:hono@4.13.19` (or `npm:/hono@4.13.19/`) as name and version. */
+function npmSpecifier(specifier: string): { name: string; version: string } {
+  const match = /^npm:\/?((?:@[^/]+\/)?[^@/]+)@([^/]+)\/?$/.exec(specifier);
+  if (!match) throw new Error(`not an exact npm specifier: ${specifier}`);
+  return { name: match[1], version: match[2] };
+}
+
+/** The runtime's npm packages and what they depend on, for `target` (optional ones of other platforms left out). */
+export function npmClosure(imports: Record<string, string>, lock: DenoLock, target: Target): NpmPackage[] {
+  const found = new Map<string, NpmPackage>();
+  const visit = (key: string) => {
+    if (found.has(key)) return;
+    const entry = lock.npm[key];
+    if (!entry) throw new Error(`deno.lock has no ${key}`);
+    if (entry.os && !entry.os.includes(target.os)) return;
+    if (entry.cpu && !entry.cpu.includes(target.arch)) return;
+    const at = key.lastIndexOf("@");
+    found.set(key, { name: key.slice(0, at), version: key.slice(at + 1), integrity: entry.integrity });
+    for (const dependency of [...entry.dependencies ?? [], ...entry.optionalDependencies ?? []]) {
+      // The lock names a dependency by name when one version of it is locked, else by name@version.
+      visit(
+        lock.npm[dependency]
+          ? dependency
+          : Object.keys(lock.npm).find((k) => k.startsWith(`${dependency}@`))!,
+      );
+    }
+  };
+  for (const key of RUNTIME_IMPORTS) {
+    if (key.endsWith("/")) continue;
+    const { name, version } = npmSpecifier(imports[key]);
+    visit(`${name}@${version}`);
+  }
+  return [...found.values()];
+}
+
+/**
+ * Puts `pkg` at `into`: from this project's node_modules when Deno installed it here (Deno checked it
+ * against the lock then), else its tarball from `registry`, checked against the lock's integrity.
+ */
+async function placeNpmPackage(pkg: NpmPackage, into: string, registry: string): Promise<void> {
+  const installed = join(
+    ROOT,
+    "node_modules",
+    ".deno",
+    `${pkg.name.replace("/", "+")}@${pkg.version}`,
+    "node_modules",
+    pkg.name,
+  );
+  if (await exists(join(installed, "package.json"))) {
+    await Deno.mkdir(dirname(into), { recursive: true });
+    await must(run("cp", ["-R", installed, into], { group: false }), `copy ${pkg.name}`);
+    return;
+  }
+  const base = pkg.name.split("/").pop();
+  await placeTarball(`${registry}${pkg.name}/-/${base}-${pkg.version}.tgz`, pkg.integrity, into);
+}
+
+/** Downloads an npm tarball, checks it against `integrity` (`sha512-<base64>`), and unpacks its `package/` at `into`. */
+async function placeTarball(url: string, integrity: string, into: string): Promise<void> {
+  const response = await fetch(url);
+  if (!response.ok) throw new Error(`${url}: ${response.status} ${response.statusText}`);
+  const bytes = new Uint8Array(await response.arrayBuffer());
+  const [algorithm, expected] = integrity.split(/-(.*)/s);
+  if (algorithm !== "sha512") throw new Error(`${url}: integrity '${algorithm}' is not sha512`);
+  const actual = btoa(String.fromCharCode(...new Uint8Array(await crypto.subtle.digest("SHA-512", bytes))));
+  if (actual !== expected) throw new Error(`${url}: integrity mismatch (the registry served other bytes)`);
+  await Deno.mkdir(into, { recursive: true });
+  await must(
+    run("tar", ["-xzf", "-", "-C", into, "--strip-components=1", "--no-same-owner"], {
+      stdin: bytes,
+      group: false,
+    }),
+    `unpack ${url}`,
+  );
+}
+
+/**
+ * Puts the Deno runtime for `target` at `into` and returns its version: this very runtime when it is
+ * that target's, else `@deno/<target>` from the registry at this runtime's version, or (a registry may
+ * lag for some targets) the newest release of the same minor below it.
+ */
+async function placeRuntime(
+  target: Target,
+  into: string,
+  registry: string,
+  progress: (line: string) => void,
+): Promise<string> {
+  await Deno.mkdir(dirname(into), { recursive: true });
+  const host = hostTarget();
+  if (host && targetName(host) === targetName(target)) {
+    await Deno.copyFile(Deno.execPath(), into);
+    await Deno.chmod(into, 0o755);
+    return Deno.version.deno;
+  }
+  const name = `@deno/${targetName(target)}${target.os === "linux" ? "-glibc" : ""}`;
+  const response = await fetch(`${registry}${name.replace("/", "%2f")}`);
+  if (!response.ok) throw new Error(`${registry}${name}: ${response.status} ${response.statusText}`);
+  const packument = await response.json() as {
+    versions: Record<string, { dist: { tarball: string; integrity: string } }>;
+  };
+  const version = pickRuntimeVersion(Object.keys(packument.versions), Deno.version.deno);
+  if (!version) {
+    throw new Error(`${name}: the registry has no ${Deno.version.deno} nor an earlier release of its minor`);
+  }
+  if (version !== Deno.version.deno) {
+    progress(`${name}: the registry has no ${Deno.version.deno}; using ${version}`);
+  }
+  const unpacked = `${into}.npm`;
+  await placeTarball(
+    packument.versions[version].dist.tarball,
+    packument.versions[version].dist.integrity,
+    unpacked,
+  );
+  await Deno.rename(join(unpacked, "deno"), into);
+  await Deno.chmod(into, 0o755);
+  await Deno.remove(unpacked, { recursive: true });
+  return version;
+}
+
+/** `wanted` when listed, else the newest listed release of its major.minor below it. */
+export function pickRuntimeVersion(listed: string[], wanted: string): string | undefined {
+  if (listed.includes(wanted)) return wanted;
+  const [major, minor, patch] = wanted.split(".").map(Number);
+  return listed
+    .filter((version) => /^\d+\.\d+\.\d+$/.test(version))
+    .map((version) => version.split(".").map(Number))
+    .filter(([a, b, c]) => a === major && b === minor && c < patch)
+    .sort((x, y) => y[2] - x[2])
+    .map((parts) => parts.join("."))[0];
+}
+
+/** The SHA-256 (hex) of every file under `root`, by its path from there. */
+export async function hashTree(root: string): Promise<Record<string, string>> {
+  const hashes: Record<string, string> = {};
+  const walk = async (folder: string, prefix: string) => {
+    for await (const entry of Deno.readDir(folder)) {
+      const path = join(folder, entry.name);
+      if (entry.isDirectory) await walk(path, `${prefix}${entry.name}/`);
+      else if (entry.isFile) hashes[`${prefix}${entry.name}`] = await sha256(await Deno.readFile(path));
+    }
+  };
+  await walk(root, "");
+  return Object.fromEntries(Object.entries(hashes).sort(([a], [b]) => a < b ? -1 : 1));
+}
+
+async function sha256(bytes: Uint8Array<ArrayBuffer>): Promise<string> {
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
+  return [...digest].map((byte) => byte.toString(16).padStart(2, "0")).join("");
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await Deno.stat(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function must(
+  pending: Promise<{ code: number; output: string }>,
+  what: string,
+): Promise<{ code: number; output: string; stdout: string }> {
+  const result = await pending as { code: number; output: string; stdout: string };
+  if (result.code !== 0) {
+    throw new Error(`${what} failed (exit ${result.code}): ${result.output.slice(-2000)}`);
+  }
+  return result;
+}

@@ -1,0 +1,114 @@
+/**
+ * Whole-system test of `dock add ssh` (agent/add_ssh.ts) against a real OpenSSH server on loopback
+ * (tests/ssh_box.ts): an unknown host key stops with its fingerprint; once trusted, the package is
+ * uploaded, installed under the box's `~/.dock`, its daemon started and paired through SSH; running it
+ * again changes nothing that works.
+ */
+import { join } from "node:path";
+import { assert, assertEquals, assertStringIncludes } from "./assert.ts";
+import type { AddSshProgress } from "../client/agent.ts";
+import { AgentClient } from "../client/agent.ts";
+import { BoxClient } from "../client/box.ts";
+import { makeDirs, runCli, startAgent } from "./harness.ts";
+import { startSshBox } from "./ssh_box.ts";
+
+Deno.test("dock add ssh installs dock on a machine over SSH and pairs it; again, it changes nothing", async () => {
+  await using box = await startSshBox();
+  const dirs = await makeDirs();
+  await using _laptop = { [Symbol.asyncDispose]: () => Deno.remove(dirs.root, { recursive: true }) };
+  await using agent = await startAgent(dirs, { env: { DOCK_SSH_CONFIG: box.clientConfig } });
+  const client = new AgentClient({ url: agent.url, token: agent.token });
+  const add = async (host: string, name?: string) => {
+    const lines: AddSshProgress[] = [];
+    for await (const progress of client.addSsh({ host, name })) lines.push(progress);
+    return lines;
+  };
+  try {
+    // The host key is not known here: nothing else happens, and the fingerprint is shown.
+    const refused = await add("testbox");
+    const last = refused.at(-1)!;
+    assertEquals(last.done, true);
+    assertStringIncludes(
+      last.error ?? "",
+      "connect: the box's host key is not known here; it presents SHA256:",
+    );
+    assertStringIncludes(last.error ?? "", "ssh testbox");
+    assertEquals((await client.status()).boxes, []);
+
+    await box.trust();
+    const added = await add("testbox", "devbox");
+    const done = added.at(-1)!;
+    assertEquals(done.error, undefined, JSON.stringify(added));
+    assertEquals([done.done, done.box?.name, done.box?.online], [true, "devbox", true]);
+    const steps = [...new Set(added.map((line) => line.step))];
+    assertEquals(steps, ["connect", "package", "upload", "install", "service", "pair"]);
+    const upload = added.filter((line) => line.step === "upload");
+    assertEquals(upload.at(-1)!.sent, upload.at(-1)!.total);
+    // Installed where the issue says, and reachable through the agent.
+    const release = JSON.parse(await Deno.readTextFile(join(box.home, ".dock", "current", "release.json")));
+    assertEquals((await Deno.lstat(join(box.home, ".dock", "bin", "dockd"))).isSymlink, true);
+    const info = await client.box("devbox").info();
+    assertEquals(info.build, `${release.version}+${release.commit}`);
+
+    // Again: the same release runs and the pairing works, so nothing is uploaded, restarted or re-paired.
+    const again = await add("testbox");
+    const lines = again.map((line) => `${line.step}: ${line.line ?? line.error ?? ""}`);
+    assertEquals(again.at(-1)!.error, undefined, lines.join("\n"));
+    assertEquals(again.at(-1)!.box?.name, "devbox");
+    assert(lines.includes(`upload: the box has ${release.id} already`), lines.join("\n"));
+    assert(lines.includes("service: dockd runs already"), lines.join("\n"));
+    assert(lines.includes("pair: paired already as 'devbox'"), lines.join("\n"));
+    const onBox = new BoxClient({ socket: join(box.home, ".local", "state", "dock", "box", "dockd.sock") });
+    try {
+      assertEquals((await onBox.laptops()).length, 1);
+    } finally {
+      onBox.close();
+    }
+    assertEquals((await client.status()).boxes.map((b) => b.name), ["devbox"]);
+
+    // The command line shows the same steps and the box it added.
+    const cli = await runCli("dock", ["add", "ssh", "testbox"], {
+      env: {
+        PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
+        HOME: dirs.home,
+        DOCK_HOME: dirs.dockHome,
+        DOCK_STATE_DIR: dirs.state,
+        DOCK_AGENT_PORT: String(agent.port),
+        NO_COLOR: "1",
+      },
+      cwd: dirs.home,
+    });
+    assertEquals(cli.code, 0, cli.stderr);
+    assertStringIncludes(cli.stderr, "pair: paired already as 'devbox'");
+    assertStringIncludes(cli.stdout, "added box devbox (");
+  } finally {
+    client.close();
+  }
+});
+
+Deno.test("dock add ssh refuses a destination that could reach ssh as an option, and a missing key", async () => {
+  const dirs = await makeDirs();
+  await using _laptop = { [Symbol.asyncDispose]: () => Deno.remove(dirs.root, { recursive: true }) };
+  await using agent = await startAgent(dirs);
+  const client = new AgentClient({ url: agent.url, token: agent.token });
+  try {
+    for (const host of ["-oProxyCommand=touch /tmp/x", "a b", "user@", "h:99999", "h\u0000x"]) {
+      const response = await fetch(`${agent.url}/v1/boxes/add-ssh`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${agent.token}`, "content-type": "application/json" },
+        body: JSON.stringify({ host }),
+      });
+      assertEquals(response.status, 400, host);
+      assertEquals((await response.json()).error.code, "invalid_request");
+    }
+    const response = await fetch(`${agent.url}/v1/boxes/add-ssh`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${agent.token}`, "content-type": "application/json" },
+      body: JSON.stringify({ host: "testbox", identity: join(dirs.root, "nope") }),
+    });
+    assertEquals(response.status, 400);
+    assertStringIncludes((await response.json()).error.message, "identity: no such file");
+  } finally {
+    client.close();
+  }
+});

@@ -1,0 +1,95 @@
+/**
+ * Whole-system test of a package for boxes (`deno task package`, package/build.ts): built for this
+ * machine, unpacked into an empty folder, and run from there with no way to the network: the daemon
+ * serves, reports its build, runs a session and attaches to it (the native PTY addon from the
+ * package's own node_modules), and `dock` answers from the same package.
+ */
+import { join } from "node:path";
+import { assert, assertEquals, assertStringIncludes } from "./assert.ts";
+import { VERSION } from "../client/version.ts";
+import { run } from "../core/runner.ts";
+import { buildPackage, hashTree, hostTarget, targetName } from "../package/build.ts";
+import { makeDirs, makeRepo, startBox } from "./harness.ts";
+import { connectUnixWebSocket } from "./ws_unix.ts";
+
+/** Every request to the network goes to a closed port: a package that fetched anything would fail. */
+const OFFLINE = {
+  HTTP_PROXY: "http://127.0.0.1:9",
+  HTTPS_PROXY: "http://127.0.0.1:9",
+  NPM_CONFIG_REGISTRY: "http://127.0.0.1:9/",
+};
+
+Deno.test("a package for this machine runs dockd and dock from itself, offline, with the build it names", async () => {
+  const target = hostTarget();
+  assert(target, `${Deno.build.os}/${Deno.build.arch} is a target dock packages for`);
+  const out = await Deno.makeTempDir({ prefix: "dock-package-test-" });
+  const dirs = await makeDirs();
+  try {
+    const built = await buildPackage({ target, out });
+    assertEquals(built.file, join(out, `dock-${VERSION}-${targetName(target)}.tar.gz`));
+    assertEquals([built.manifest.name, built.manifest.version, built.manifest.target], [
+      "dock",
+      VERSION,
+      targetName(target),
+    ]);
+    assertEquals(built.manifest.deno, Deno.version.deno);
+    assert(/^[0-9a-f]{12}(-dirty)?$/.test(built.manifest.commit), built.manifest.commit);
+
+    const unpacked = join(dirs.root, "package");
+    await Deno.mkdir(unpacked);
+    assertEquals((await run("tar", ["-xzf", built.file, "-C", unpacked])).code, 0);
+    const root = join(unpacked, `dock-${VERSION}-${targetName(target)}`);
+    // What is inside is what the manifest says, file for file.
+    const { ["manifest.json"]: _, ["release.json"]: release, ...files } = await hashTree(root);
+    assertEquals(files, built.manifest.files);
+    assert(release, "release.json is there");
+    assertEquals(JSON.parse(await Deno.readTextFile(join(root, "release.json"))), built.release);
+    assert(Object.keys(files).some((file) => file.startsWith("src/node_modules/@lydell/node-pty-")));
+    assert(
+      !Object.keys(files).some((file) =>
+        file.endsWith("_test.ts") || file.startsWith("src/node_modules/playwright")
+      ),
+    );
+
+    await using box = await startBox({ dirs, launcher: join(root, "bin", "dockd"), env: OFFLINE });
+    const info = await box.client.info();
+    assertEquals(info.build, `${VERSION}+${built.manifest.commit}`);
+
+    const repo = await makeRepo(join(dirs.home, "work"), "app");
+    await box.client.addLocation({ name: "app", path: repo });
+    await box.client.createSession({ location: "app", command: "sh", name: "term" });
+    const ws = await connectUnixWebSocket(dirs.socket, "/v1/sessions/term/attach?cols=90&rows=30");
+    await ws.sendBinary(new TextEncoder().encode("echo packaged-$((6*7))\r"));
+    await ws.readUntil((text) => text.includes("packaged-42"));
+    await ws.close();
+
+    const env = { ...box.env, ...OFFLINE };
+    const version = await new Deno.Command(join(root, "bin", "dock"), {
+      args: ["--version"],
+      env,
+      clearEnv: true,
+    })
+      .output();
+    assertEquals(new TextDecoder().decode(version.stdout).trim(), info.build);
+    const listed = await new Deno.Command(join(root, "bin", "dockd"), {
+      args: ["location", "list"],
+      env,
+      clearEnv: true,
+    }).output();
+    assertEquals(listed.code, 0, new TextDecoder().decode(listed.stderr));
+    assertStringIncludes(new TextDecoder().decode(listed.stdout), repo);
+
+    // The hook command written into an agent tool's settings runs this package's launcher, by the path
+    // it was started from (a link on PATH survives an upgrade; the package folder does not).
+    const installed = await new Deno.Command(join(root, "bin", "dockd"), {
+      args: ["integrations", "install", "claude"],
+      env,
+      clearEnv: true,
+    }).output();
+    assertEquals(installed.code, 0, new TextDecoder().decode(installed.stderr));
+    const settings = await Deno.readTextFile(join(dirs.home, ".claude", "settings.json"));
+    assertStringIncludes(settings, `${join(root, "bin", "dockd")} hook`);
+  } finally {
+    await Deno.remove(out, { recursive: true });
+  }
+});

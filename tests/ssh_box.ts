@@ -1,0 +1,130 @@
+/**
+ * A machine reached over SSH, for `dock add ssh` tests: Debian's OpenSSH server (what `.ci/run`
+ * installs) started on a loopback port with its own host key, configuration and authorized key, its
+ * sessions given a home of their own (`SetEnv HOME=…`: the "box"), and an SSH client configuration
+ * for the laptop naming it as Host `testbox` (passed to dock through `DOCK_SSH_CONFIG`, since `ssh`
+ * reads `~/.ssh` from the user database, not from `$HOME`).
+ *
+ * @module
+ */
+import { join } from "node:path";
+import { freePort, killProcessesUnder } from "./harness.ts";
+
+/** A running SSH server and what a client needs to reach it. */
+export interface SshBox {
+  /** The test folder holding everything below. */
+  root: string;
+  /** The box's home (its `~/.dock` is where dock installs). */
+  home: string;
+  port: number;
+  /** The port the box's daemon listens on for laptops (`DOCK_LISTEN`). */
+  tlsPort: number;
+  /** The client configuration (`ssh -F`): Host `testbox`. */
+  clientConfig: string;
+  /** The known_hosts file the client configuration names (empty until {@linkcode SshBox.trust}). */
+  knownHosts: string;
+  /** Adds the server's host key to the client's known_hosts (as `ssh` would on "yes"). */
+  trust(): Promise<void>;
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+const SSHD = "/usr/sbin/sshd";
+
+/** Starts the server; resolves once it accepts connections. */
+export async function startSshBox(): Promise<SshBox> {
+  const root = await Deno.makeTempDir({ prefix: "dock-ssh-" });
+  const home = join(root, "home");
+  await Deno.mkdir(home);
+  const port = freePort();
+  const tlsPort = freePort();
+  const user = new TextDecoder().decode((await new Deno.Command("id", { args: ["-un"] }).output()).stdout)
+    .trim();
+  const keygen = async (file: string) => {
+    const made = await new Deno.Command("ssh-keygen", { args: ["-q", "-t", "ed25519", "-N", "", "-f", file] })
+      .output();
+    if (!made.success) throw new Error(`ssh-keygen: ${new TextDecoder().decode(made.stderr)}`);
+  };
+  await keygen(join(root, "host_key"));
+  await keygen(join(root, "client_key"));
+  await Deno.copyFile(join(root, "client_key.pub"), join(root, "authorized_keys"));
+  // sshd refuses to start as root without its privilege separation folder (the package makes it at boot).
+  if (Deno.uid() === 0) await Deno.mkdir("/run/sshd", { recursive: true, mode: 0o755 });
+  await Deno.writeTextFile(
+    join(root, "sshd_config"),
+    [
+      `Port ${port}`,
+      "ListenAddress 127.0.0.1",
+      `HostKey ${join(root, "host_key")}`,
+      `PidFile ${join(root, "sshd.pid")}`,
+      `AuthorizedKeysFile ${join(root, "authorized_keys")}`,
+      "PermitRootLogin prohibit-password",
+      "PasswordAuthentication no",
+      "KbdInteractiveAuthentication no",
+      "UsePAM no",
+      "StrictModes no",
+      "Subsystem sftp internal-sftp",
+      `SetEnv HOME=${home} DOCK_LISTEN=127.0.0.1:${tlsPort} DOCK_TLS_HOSTS=127.0.0.1 NO_COLOR=1`,
+    ].join("\n") + "\n",
+  );
+  const knownHosts = join(root, "known_hosts");
+  await Deno.writeTextFile(knownHosts, "");
+  const clientConfig = join(root, "ssh_config");
+  await Deno.writeTextFile(
+    clientConfig,
+    [
+      "Host testbox",
+      "  HostName 127.0.0.1",
+      `  Port ${port}`,
+      `  User ${user}`,
+      `  IdentityFile ${join(root, "client_key")}`,
+      "  IdentitiesOnly yes",
+      `  UserKnownHostsFile ${knownHosts}`,
+    ].join("\n") + "\n",
+  );
+  const server = new Deno.Command(SSHD, {
+    args: ["-D", "-e", "-f", join(root, "sshd_config")],
+    stdout: "null",
+    stderr: "piped",
+  }).spawn();
+  const logs: string[] = [];
+  const drained = (async () => {
+    for await (const chunk of server.stderr.pipeThrough(new TextDecoderStream())) logs.push(chunk);
+  })();
+  const deadline = Date.now() + 10_000;
+  while (true) {
+    try {
+      (await Deno.connect({ hostname: "127.0.0.1", port })).close();
+      break;
+    } catch {
+      if (Date.now() > deadline) {
+        server.kill("SIGKILL");
+        await drained;
+        throw new Error(`sshd did not start:\n${logs.join("")}`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+  return {
+    root,
+    home,
+    port,
+    tlsPort,
+    clientConfig,
+    knownHosts,
+    async trust() {
+      const scan = await new Deno.Command("ssh-keyscan", { args: ["-p", String(port), "127.0.0.1"] })
+        .output();
+      await Deno.writeTextFile(knownHosts, new TextDecoder().decode(scan.stdout));
+    },
+    async [Symbol.asyncDispose]() {
+      try {
+        server.kill("SIGTERM");
+      } catch { /* gone */ }
+      await server.status;
+      await drained;
+      // What dock started on the box (its daemon under nohup, tmux) lives under the box's home.
+      killProcessesUnder(root);
+      await Deno.remove(root, { recursive: true }).catch(() => {});
+    },
+  };
+}
