@@ -136,6 +136,7 @@ function session(name: string, state: AgentState): Session {
     agent: null,
     agent_state: state,
     state_time: new Date().toISOString(),
+    reason: null,
     exited: false,
     exit_code: null,
     location: "app",

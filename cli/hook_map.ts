@@ -22,7 +22,7 @@
  * @module
  */
 // A type import costs nothing at run time: the module stays import-free.
-import type { AgentReport, AgentReportType } from "../client/wire.ts";
+import type { AgentReport, AgentReportType, WaitingReason } from "../client/wire.ts";
 
 /** The `agent.*` event types a hook can produce. */
 export type HookEventType = AgentReportType;
@@ -31,22 +31,36 @@ export type HookEventType = AgentReportType;
 export type HookEvent = Pick<AgentReport, "type" | "data">;
 
 type Payload = Record<string, unknown>;
-type Rule = HookEventType | ((payload: Payload) => HookEventType | null);
+/** An event type, with why it waits for `agent.waiting` (from the payload's type, never its text). */
+type Mapped = HookEventType | { type: "agent.waiting"; reason: WaitingReason };
+type Rule = Mapped | ((payload: Payload) => Mapped | null);
 
 // Longer values are not identifiers; dropping them keeps a misbehaving tool from smuggling text out.
 const MAX_ID = 256;
 const MAX_PATH = 4096;
 
+const PERMISSION = { type: "agent.waiting", reason: "permission" } as const;
+const QUESTION = { type: "agent.waiting", reason: "question" } as const;
+const INPUT = { type: "agent.waiting", reason: "input" } as const;
+
 // Claude's idle_prompt arrives ~60 s after Stop and means "still idle", not "needs you"; auth_success
 // and unknown types say nothing about the turn either.
-const CLAUDE_WAITING = new Set(["permission_prompt", "elicitation_dialog"]);
+const CLAUDE_WAITING: Record<string, Mapped> = {
+  permission_prompt: PERMISSION,
+  elicitation_dialog: QUESTION,
+};
 
-function claudeNotification(payload: Payload): HookEventType | null {
+function claudeNotification(payload: Payload): Mapped | null {
   const kind = payload.notification_type;
-  if (typeof kind === "string") return CLAUDE_WAITING.has(kind) ? "agent.waiting" : null;
+  if (typeof kind === "string") return Object.hasOwn(CLAUDE_WAITING, kind) ? CLAUDE_WAITING[kind] : null;
   // Versions before notification_type only had the message; it is classified, never kept.
   const message = payload.message;
-  return typeof message === "string" && /permission|approv/i.test(message) ? "agent.waiting" : null;
+  return typeof message === "string" && /permission|approv/i.test(message) ? PERMISSION : null;
+}
+
+function geminiNotification(payload: Payload): Mapped {
+  // Gemini's only documented notification type is ToolPermission.
+  return payload.notification_type === "ToolPermission" ? PERMISSION : INPUT;
 }
 
 function codexNotify(payload: Payload): HookEventType | null {
@@ -61,7 +75,7 @@ const RULES: Record<string, Record<string, Rule>> = {
     sessionstart: "agent.ready",
     notification: claudeNotification,
     // Fires just before the permission dialog is shown, so it is the earliest "needs you".
-    permissionrequest: "agent.waiting",
+    permissionrequest: PERMISSION,
     stop: "agent.finished",
     // A turn ended by an API error still ended; without it the session would look busy forever.
     stopfailure: "agent.finished",
@@ -80,14 +94,14 @@ const RULES: Record<string, Record<string, Rule>> = {
   gemini: {
     beforeagent: "agent.started",
     sessionstart: "agent.ready",
-    notification: "agent.waiting",
+    notification: geminiNotification,
     afteragent: "agent.finished",
   },
   opencode: {
     chatmessage: "agent.started",
     sessioncreated: "agent.ready",
-    permissionasked: "agent.waiting",
-    permissionupdated: "agent.waiting",
+    permissionasked: PERMISSION,
+    permissionupdated: PERMISSION,
     sessionidle: "agent.finished",
   },
 };
@@ -105,9 +119,13 @@ export function mapHook(
   if (!Object.hasOwn(RULES, agent) || !Object.hasOwn(RULES[agent], name)) return null;
   const rule = RULES[agent][name];
   const body: Payload = isObject(payload) ? payload : {};
-  const type = typeof rule === "function" ? rule(body) : rule;
-  if (!type) return null;
-  return { type, data: { path: pathOf(body) ?? env.cwd, agent, session_id: sessionOf(body) } };
+  const mapped = typeof rule === "function" ? rule(body) : rule;
+  if (!mapped) return null;
+  const data: HookEvent["data"] = { path: pathOf(body) ?? env.cwd, agent, session_id: sessionOf(body) };
+  // The event's name as the tool gave it, when it is one (a session's history names its cause).
+  if (/^[A-Za-z][A-Za-z0-9._-]{0,63}$/.test(event)) data.hook = event;
+  if (typeof mapped === "string") return { type: mapped, data };
+  return { type: mapped.type, data: { ...data, reason: mapped.reason } };
 }
 
 function normalize(event: string): string {

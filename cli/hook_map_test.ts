@@ -18,17 +18,17 @@ function assertNoText(result: unknown): void {
 }
 
 Deno.test("mapHook maps Claude's four installed hooks", () => {
-  const cases: [string, string, string | null][] = [
-    ["SessionStart", "claude_session_start", "agent.ready"],
-    ["UserPromptSubmit", "claude_user_prompt_submit", "agent.started"],
-    ["Notification", "claude_notification_permission", "agent.waiting"],
-    ["Stop", "claude_stop", "agent.finished"],
+  const cases: [string, string, string | null, Record<string, string>][] = [
+    ["SessionStart", "claude_session_start", "agent.ready", {}],
+    ["UserPromptSubmit", "claude_user_prompt_submit", "agent.started", {}],
+    ["Notification", "claude_notification_permission", "agent.waiting", { reason: "permission" }],
+    ["Stop", "claude_stop", "agent.finished", {}],
   ];
-  for (const [event, name, type] of cases) {
+  for (const [event, name, type, reason] of cases) {
     const result = mapHook("claude", event, fixture(name), ENV);
     assertEquals(result, {
       type: type as "agent.ready",
-      data: { path: WORKTREE, agent: "claude", session_id: CLAUDE_SESSION },
+      data: { path: WORKTREE, agent: "claude", session_id: CLAUDE_SESSION, hook: event, ...reason },
     }, event);
     assertNoText(result);
   }
@@ -39,7 +39,8 @@ Deno.test("mapHook drops Claude's prompt, message and last assistant message", (
     const payload = fixture(name);
     const result = mapHook("claude", String(payload.hook_event_name), payload, ENV);
     assert(result);
-    assertEquals(Object.keys(result.data).sort(), ["agent", "path", "session_id"]);
+    const reason = result.type === "agent.waiting" ? ["reason"] : [];
+    assertEquals(Object.keys(result.data).sort(), ["agent", "hook", "path", ...reason, "session_id"]);
     assertNoText(result);
   }
 });
@@ -58,15 +59,22 @@ Deno.test("mapHook ignores Claude notifications that do not need the human", () 
   assertEquals(mapHook("claude", "Notification", fixture("claude_notification_idle"), ENV), null);
   const base = fixture("claude_notification_idle");
   assertEquals(mapHook("claude", "Notification", { ...base, notification_type: "auth_success" }, ENV), null);
-  assertEquals(
-    mapHook("claude", "Notification", { ...base, notification_type: "elicitation_dialog" }, ENV)?.type,
-    "agent.waiting",
+  const question = mapHook(
+    "claude",
+    "Notification",
+    { ...base, notification_type: "elicitation_dialog" },
+    ENV,
   );
+  assertEquals([question?.type, question?.data.reason], ["agent.waiting", "question"]);
+  const asked = mapHook("claude", "PermissionRequest", base, ENV);
+  assertEquals([asked?.type, asked?.data.reason], ["agent.waiting", "permission"]);
   // Older versions sent no notification_type: the message classifies, and is still not kept.
   const old = { ...base, notification_type: undefined, message: "Claude needs your permission to use Bash" };
   const result = mapHook("claude", "Notification", old, ENV);
-  assertEquals(result?.type, "agent.waiting");
-  assert(!JSON.stringify(result).includes("permission"));
+  assertEquals([result?.type, result?.data.reason], ["agent.waiting", "permission"]);
+  assert(!JSON.stringify(result).includes("needs your"));
+  // An event name that is not an identifier is not kept either.
+  assertEquals(mapHook("claude", "stop ", fixture("claude_stop"), ENV)?.data.hook, undefined);
 });
 
 Deno.test("mapHook ignores Claude events that say nothing about the turn", () => {
@@ -80,7 +88,12 @@ Deno.test("mapHook maps Cursor's stop with the workspace root and conversation i
   const result = mapHook("cursor", "stop", fixture("cursor_stop"), ENV);
   assertEquals(result, {
     type: "agent.finished",
-    data: { path: WORKTREE, agent: "cursor", session_id: "0f9e8d7c-6b5a-4321-8fed-cba987654321" },
+    data: {
+      path: WORKTREE,
+      agent: "cursor",
+      session_id: "0f9e8d7c-6b5a-4321-8fed-cba987654321",
+      hook: "stop",
+    },
   });
   assertNoText(result);
   assert(!JSON.stringify(result).includes("dev@example.com"));
@@ -99,7 +112,12 @@ Deno.test("mapHook maps Codex notify and its Claude-style hooks", () => {
   const result = mapHook("codex", "notify", fixture("codex_notify"), ENV);
   assertEquals(result, {
     type: "agent.finished",
-    data: { path: WORKTREE, agent: "codex", session_id: "019a7c2e-5b1d-7f30-9c8e-2d4f6a8b0c1e" },
+    data: {
+      path: WORKTREE,
+      agent: "codex",
+      session_id: "019a7c2e-5b1d-7f30-9c8e-2d4f6a8b0c1e",
+      hook: "notify",
+    },
   });
   assertNoText(result);
   assertEquals(
@@ -128,12 +146,14 @@ Deno.test("mapHook maps Gemini's agent loop", () => {
   const result = mapHook("gemini", "AfterAgent", payload, ENV);
   assertEquals(result, {
     type: "agent.finished",
-    data: { path: WORKTREE, agent: "gemini", session_id: "g-1" },
+    data: { path: WORKTREE, agent: "gemini", session_id: "g-1", hook: "AfterAgent" },
   });
   assertNoText(result);
   assertEquals(mapHook("gemini", "BeforeAgent", payload, ENV)?.type, "agent.started");
   assertEquals(mapHook("gemini", "SessionStart", payload, ENV)?.type, "agent.ready");
-  assertEquals(mapHook("gemini", "Notification", payload, ENV)?.type, "agent.waiting");
+  assertEquals(mapHook("gemini", "Notification", payload, ENV)?.data.reason, "input");
+  const tool = { ...payload, notification_type: "ToolPermission" };
+  assertEquals(mapHook("gemini", "Notification", tool, ENV)?.data.reason, "permission");
   assertEquals(mapHook("gemini", "BeforeTool", payload, ENV), null);
 });
 
@@ -141,7 +161,7 @@ Deno.test("mapHook maps opencode bus events a plugin forwards", () => {
   const idle = { type: "session.idle", properties: { sessionID: "ses_01JX" } };
   assertEquals(mapHook("opencode", "session.idle", idle, ENV), {
     type: "agent.finished",
-    data: { path: ENV.cwd, agent: "opencode", session_id: "ses_01JX" },
+    data: { path: ENV.cwd, agent: "opencode", session_id: "ses_01JX", hook: "session.idle" },
   });
   const created = {
     type: "session.created",
@@ -160,7 +180,7 @@ Deno.test("mapHook falls back to the caller's directory and tolerates any payloa
   ) {
     assertEquals(mapHook("claude", "Stop", payload, ENV), {
       type: "agent.finished",
-      data: { path: ENV.cwd, agent: "claude", session_id: null },
+      data: { path: ENV.cwd, agent: "claude", session_id: null, hook: "Stop" },
     });
   }
   assertEquals(mapHook("claude", "Stop", { session_id: "x".repeat(1000) }, ENV)?.data.session_id, null);

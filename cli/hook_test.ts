@@ -99,7 +99,7 @@ Deno.test("runHook spools the event when no daemon listens, without the prompt",
     assertEquals({ ...body, time: undefined }, {
       type: "agent.started",
       origin: "claude",
-      data: { path: WORKTREE, agent: "claude", session_id: CLAUDE_SESSION },
+      data: { path: WORKTREE, agent: "claude", session_id: CLAUDE_SESSION, hook: "UserPromptSubmit" },
       session: "main",
       time: undefined,
     });
@@ -124,7 +124,12 @@ Deno.test("runHook posts the event to the daemon's socket", async () => {
     assertEquals(request.body.type, "agent.finished");
     assertEquals(request.body.origin, "claude");
     assertEquals(request.body.session, "main");
-    assertEquals(request.body.data, { path: WORKTREE, agent: "claude", session_id: CLAUDE_SESSION });
+    assertEquals(request.body.data, {
+      path: WORKTREE,
+      agent: "claude",
+      session_id: CLAUDE_SESSION,
+      hook: "Stop",
+    });
     assertNoText(JSON.stringify(request.body));
     assertEquals((await spooled(state)).names, []);
   });
@@ -203,7 +208,12 @@ Deno.test("runHook keeps the identifiers of a payload cut at the size cap", asyn
     payload.prompt = "SECRET-" + "x".repeat(1_200_000);
     await runHook(["claude", "UserPromptSubmit"], { stdin: stdin(JSON.stringify(payload)) });
     const { names, bodies } = await spooled(state);
-    assertEquals(bodies[0].data, { path: WORKTREE, agent: "claude", session_id: CLAUDE_SESSION });
+    assertEquals(bodies[0].data, {
+      path: WORKTREE,
+      agent: "claude",
+      session_id: CLAUDE_SESSION,
+      hook: "UserPromptSubmit",
+    });
     assertNoText(Deno.readTextFileSync(join(spoolDir(state), names[0])));
   });
 });
@@ -216,7 +226,12 @@ Deno.test("runHook reads Codex's notify payload from the last argument", async (
     assertEquals(bodies, [{
       type: "agent.finished",
       origin: "codex",
-      data: { path: WORKTREE, agent: "codex", session_id: "019a7c2e-5b1d-7f30-9c8e-2d4f6a8b0c1e" },
+      data: {
+        path: WORKTREE,
+        agent: "codex",
+        session_id: "019a7c2e-5b1d-7f30-9c8e-2d4f6a8b0c1e",
+        hook: "notify",
+      },
       session: "main",
       time: bodies[0].time,
     }]);

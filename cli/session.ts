@@ -57,12 +57,34 @@ export function sessionCommands(program: Command, scope: Scope): void {
           named(s, s.name),
           `${s.location}/${s.worktree}`,
           s.agent,
-          s.agent_state,
+          s.reason ? `${s.agent_state} (${s.reason})` : s.agent_state,
           s.exited ? `yes (${s.exit_code})` : "no",
         ]),
       );
     },
   );
+
+  session.command("show").description("a session's state, why it waits, and what changed it last")
+    .argument(scope.arg("name")).option("--json", "print JSON").action((spec, o) =>
+      scope.run(async () => {
+        const target = await scope.resolve(spec, "SESSION");
+        const shown = await target.client.session(target.rest[0]);
+        if (o.json) return printJson(shown);
+        console.log(
+          `${named(target, shown.name)}: ${shown.agent ?? "no agent"} in ${shown.location}/${shown.worktree}`,
+        );
+        console.log(
+          `state: ${shown.agent_state}${shown.reason ? ` (${shown.reason})` : ""} since ${
+            shown.state_time ?? "-"
+          }` +
+            (shown.exited ? `; exited (${shown.exit_code})` : ""),
+        );
+        table(
+          ["TIME", "STATE", "REASON", "CAUSE"],
+          (shown.history ?? []).map((c) => [c.time, c.state, c.reason ?? "", c.cause]),
+        );
+      })
+    );
 
   session.command("rm").alias("remove").description("end a session and everything it started").argument(
     scope.arg("name"),

@@ -95,6 +95,8 @@ export const AGENT_REPORT = z.strictObject({
     path: z.string().max(4096),
     agent: z.string().max(64),
     session_id: z.string().max(256).nullable(),
+    hook: z.string().max(64).regex(/^[A-Za-z][A-Za-z0-9._-]*$/, "must be a hook event name").optional(),
+    reason: z.enum(["permission", "question", "input"]).optional(),
   }),
   session: z.string().max(64).optional(),
   // When the hook ran, on its machine's clock: only used to order a late (spooled) report, and never

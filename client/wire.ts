@@ -47,11 +47,31 @@ export interface AgentReport {
     agent: string;
     /** The tool's own session (conversation, thread) id, when it sends one. */
     session_id: string | null;
+    /** The tool's hook event that made this report (`Notification`, `Stop`…): a session's history names it. */
+    hook?: string;
+    /** Why an `agent.waiting` waits, from the payload's type (never its text). */
+    reason?: WaitingReason;
   };
   /** The reporting process's `DOCK_SESSION`: the dock session the agent runs in. Used to match, not kept. */
   session?: string;
   /** When the hook ran (RFC 3339): a spooled report arrives late, and an older report than the last is dropped. */
   time?: string;
+}
+
+/**
+ * Why an agent waits: `permission` (to run a tool), `question` (it asked the person something), `input`
+ * (its turn was interrupted, or it waits for the next prompt without having finished one).
+ */
+export type WaitingReason = "permission" | "question" | "input";
+
+/** One change of a session's agent state, and what caused it. */
+export interface StateChange {
+  state: AgentState;
+  reason: WaitingReason | null;
+  /** `hook:<event>` (the tool's hook), `input` (a prompt sent or typed), `interrupt` (Esc or Ctrl-C and
+   * the pane settling), `exit` (its program ended), `restart` (found ended when the daemon started). */
+  cause: string;
+  time: string;
 }
 
 /** Setup of a worktree: forward-only `pending → running → succeeded | failed`. */
@@ -551,6 +571,10 @@ export interface Session {
   agent_state: AgentState;
   /** When the agent state was last reported. */
   state_time: string | null;
+  /** Why it waits, while `agent_state` is `waiting` (null when the tool did not say). */
+  reason: WaitingReason | null;
+  /** The last changes of its state, oldest first (at most 50; `GET sessions/{name}` only). */
+  history?: StateChange[];
   exited: boolean;
   exit_code: number | null;
   location: string;

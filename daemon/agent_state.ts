@@ -6,7 +6,9 @@
  * with the dock session it was matched to.
  *
  * The state is kept in the `sessions` table, whose rows the sessions module owns; this module writes
- * only `agent_state`, `state_time` and a missing `agent`.
+ * only `agent_state`, `state_time`, `reason` and a missing `agent`. Each change is also kept in
+ * `session_states` with its cause (the last {@linkcode HISTORY_KEPT} per session), so that a wrong state
+ * can be explained: `hook:<event>`, `input`, `interrupt`, `exit`, `restart`.
  *
  * Time comes from the daemon's clock. A report's own `time` orders it against the state held (an
  * overtaken hook, a late spooled report), but never later than the daemon's now; and a state dated
@@ -15,7 +17,14 @@
  *
  * @module
  */
-import type { AgentReport, AgentReportType, AgentState, DockEvent } from "../client/wire.ts";
+import type {
+  AgentReport,
+  AgentReportType,
+  AgentState,
+  DockEvent,
+  StateChange,
+  WaitingReason,
+} from "../client/wire.ts";
 import type { EventBus } from "../core/events.ts";
 import type { Store } from "../core/store.ts";
 
@@ -28,6 +37,21 @@ const STATE_OF: Record<AgentReportType, AgentState> = {
 
 /** Reports remembered to drop a second delivery of the same one. */
 const SEEN_KEPT = 2000;
+
+/** Changes of state kept per session. */
+export const HISTORY_KEPT = 50;
+
+/** What {@linkcode AgentStates.set} is told besides the state. */
+export interface StateSetting {
+  /** What caused it (see the module's doc). */
+  cause: string;
+  /** When it happened (default, and at the latest, the daemon's now). */
+  time?: string;
+  /** Names the agent of a session started as a plain command. */
+  agent?: string;
+  /** Why it waits, for `waiting`. */
+  reason?: WaitingReason;
+}
 
 /** What a report is matched against: a live session's row. */
 interface SessionRow {
@@ -53,6 +77,7 @@ export class AgentStates {
 
   constructor(options: AgentStatesOptions) {
     this.#o = options;
+    options.store.addColumn("sessions", "reason TEXT"); // a box made before reasons were kept
   }
 
   /** Calls `listener` whenever a session's state changes; returns the unsubscribe. */
@@ -76,7 +101,12 @@ export class AgentStates {
     if (session && state) {
       const own = report.time ? Date.parse(report.time) : NaN;
       const time = Number.isNaN(own) ? undefined : new Date(own).toISOString();
-      this.set(session.name, state, time, report.origin);
+      this.set(session.name, state, {
+        time,
+        agent: report.origin,
+        cause: `hook:${data.hook ?? report.type}`,
+        reason: data.reason,
+      });
     }
     // The dock session the report was matched to (an identifier, like the tool's own `session_id`):
     // the app, the queue and hooks (`DOCK_SESSION`) learn whose turn it was without asking again.
@@ -85,26 +115,88 @@ export class AgentStates {
   }
 
   /**
-   * Sets a session's state as of `time` (default, and at the latest, the daemon's now), unless the state
-   * held is newer; `agent` names the agent of a session started as a plain command.
+   * Sets a session's state as of `setting.time` (default, and at the latest, the daemon's now), unless
+   * the state held is newer; a change is kept in the session's history with its cause. True when set.
    */
-  set(name: string, state: AgentState, time?: string, agent?: string): void {
+  set(name: string, state: AgentState, setting: StateSetting): boolean {
     // Times are stored in one form (ISO, UTC), so the database compares them: a report older than the
     // state held changes nothing, in the same statement. A held state dated after now is from before
     // the clock stepped back: any report replaces it.
     const now = new Date(this.#o.now?.() ?? Date.now()).toISOString();
+    const time = setting.time;
     const at = time === undefined || new Date(time).toISOString() > now ? now : new Date(time).toISOString();
-    const { changes } = this.#o.store.run(
-      `UPDATE sessions SET agent_state = ?, state_time = ?, agent = coalesce(agent, ?)
-       WHERE name = ? AND (state_time IS NULL OR state_time <= ? OR state_time > ?)`,
-      state,
-      at,
-      agent ?? null,
+    const reason = state === "waiting" ? setting.reason ?? null : null;
+    const changed = this.#o.store.transaction(() => {
+      const before = this.#o.store.get<{ agent_state: AgentState; reason: string | null }>(
+        "SELECT agent_state, reason FROM sessions WHERE name = ?",
+        name,
+      );
+      const { changes } = this.#o.store.run(
+        `UPDATE sessions SET agent_state = ?, state_time = ?, reason = ?, agent = coalesce(agent, ?)
+         WHERE name = ? AND (state_time IS NULL OR state_time <= ? OR state_time > ?)`,
+        state,
+        at,
+        reason,
+        setting.agent ?? null,
+        name,
+        at,
+        now,
+      );
+      if (changes && (before?.agent_state !== state || before?.reason !== reason)) {
+        this.#record(name, { state, reason, cause: setting.cause, time: at });
+      }
+      return changes > 0;
+    });
+    if (changed) { for (const listener of [...this.#listeners]) listener(); }
+    return changed;
+  }
+
+  /**
+   * Ends the turn of a session whose program ended (`running` or `waiting` becomes `finished`), as
+   * `cause` (`exit`, or `restart` when found ended as the daemon started). No tool reports that.
+   */
+  endTurn(name: string, cause: "exit" | "restart"): void {
+    const row = this.#o.store.get<{ agent_state: AgentState }>(
+      "SELECT agent_state FROM sessions WHERE name = ?",
       name,
-      at,
-      now,
     );
-    if (changes) { for (const listener of [...this.#listeners]) listener(); }
+    if (row && (row.agent_state === "running" || row.agent_state === "waiting")) {
+      this.set(name, "finished", { cause });
+    }
+  }
+
+  /** The session's last changes of state, oldest first. */
+  history(name: string): StateChange[] {
+    return this.#o.store.all<StateChange>(
+      `SELECT state, reason, cause, time FROM
+         (SELECT * FROM session_states WHERE session = ? ORDER BY seq DESC LIMIT ?)
+       ORDER BY seq`,
+      name,
+      HISTORY_KEPT,
+    ).map(({ state, reason, cause, time }) => ({ state, reason, cause, time }));
+  }
+
+  /** Forgets a removed session's history. */
+  forget(name: string): void {
+    this.#o.store.run("DELETE FROM session_states WHERE session = ?", name);
+  }
+
+  #record(name: string, change: StateChange): void {
+    this.#o.store.run(
+      "INSERT INTO session_states (session, state, reason, cause, time) VALUES (?, ?, ?, ?, ?)",
+      name,
+      change.state,
+      change.reason,
+      change.cause,
+      change.time,
+    );
+    this.#o.store.run(
+      `DELETE FROM session_states WHERE session = ? AND seq <=
+         (SELECT seq FROM session_states WHERE session = ? ORDER BY seq DESC LIMIT 1 OFFSET ?)`,
+      name,
+      name,
+      HISTORY_KEPT,
+    );
   }
 
   #match(session: string | undefined, path: string | undefined): SessionRow | null {

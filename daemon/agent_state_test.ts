@@ -114,3 +114,41 @@ Deno.test("agent state: a report dated far ahead, or a clock that stepped back, 
   assertEquals(held.state("app")?.agent_state, "waiting");
   assertEquals(held.changes(), 4);
 });
+
+Deno.test("agent state: each change is kept with its cause and reason, the last 50 per session", async () => {
+  let clock = Date.parse("2024-01-02T00:00:00Z");
+  await using held = await states(() => clock);
+  const waiting = report("agent.waiting", "/srv/app", { session: "app" });
+  held.agentStates.ingest({
+    ...waiting,
+    data: { ...waiting.data, hook: "Notification", reason: "permission" },
+  });
+  clock += 1000;
+  held.agentStates.set("app", "running", { cause: "input" });
+  clock += 1000;
+  // The same state again changes nothing worth keeping.
+  held.agentStates.set("app", "running", { cause: "input" });
+  held.agentStates.endTurn("app", "exit");
+  assertEquals(held.agentStates.history("app"), [
+    { state: "waiting", reason: "permission", cause: "hook:Notification", time: "2024-01-02T00:00:00.000Z" },
+    { state: "running", reason: null, cause: "input", time: "2024-01-02T00:00:01.000Z" },
+    { state: "finished", reason: null, cause: "exit", time: "2024-01-02T00:00:02.000Z" },
+  ]);
+  // A finished turn is not ended again; a session at rest is left alone.
+  held.agentStates.endTurn("app", "restart");
+  assertEquals(held.agentStates.history("app").length, 3);
+  assertEquals(held.agentStates.history("deep"), []);
+
+  for (let i = 0; i < 60; i++) {
+    clock += 1000;
+    held.agentStates.set("app", i % 2 ? "running" : "waiting", { cause: `step-${i}`, reason: "input" });
+  }
+  const kept = held.agentStates.history("app");
+  assertEquals(kept.length, 50);
+  assertEquals([kept[0].cause, kept.at(-1)!.cause], ["step-10", "step-59"]);
+  // Reason is kept only while waiting.
+  assertEquals(kept.at(-1)!.reason, null);
+  assertEquals(kept.at(-2)!.reason, "input");
+  held.agentStates.forget("app");
+  assertEquals(held.agentStates.history("app"), []);
+});

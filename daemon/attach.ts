@@ -24,6 +24,7 @@ import { type Close, ptyEnd, pump, RefusedMessage, webSocketEnd } from "../core/
 import { launchPty, type Pty } from "../core/pty.ts";
 import { acceptWebSocket } from "../core/websocket.ts";
 import { attachCommand } from "./tmux.ts";
+import { readTyped } from "./turn_check.ts";
 
 /** Largest accepted terminal width or height. */
 export const ATTACH_MAX_SIZE = 1000;
@@ -63,6 +64,8 @@ export interface AttachOptions {
    * turn a tool may not report. Never given the keys.
    */
   onSubmit?: () => void;
+  /** Told when the person types Esc or Ctrl-C: a running agent may have stopped without saying so. */
+  onInterrupt?: () => void;
 }
 
 /** Reads and validates the `cols`/`rows` query parameters of an attach URL (defaults 80×24). */
@@ -78,7 +81,7 @@ export function attachSession(request: Request, options: AttachOptions): Respons
   checkSize("cols", options.cols);
   checkSize("rows", options.rows);
   const { socket, response } = acceptWebSocket(request, "attach");
-  if (options.onSubmit) watchSubmits(socket, options.onSubmit);
+  if (options.onSubmit || options.onInterrupt) watchTyping(socket, options);
   const command = attachCommand(options);
   const terminal = ptyEnd("the tmux client", {
     launch: () => {
@@ -105,19 +108,18 @@ export function attachSession(request: Request, options: AttachOptions): Respons
   return response;
 }
 
-/** Calls `onSubmit` for each Enter typed after other keys: an Enter on an empty line submits nothing. */
-function watchSubmits(socket: WebSocket, onSubmit: () => void): void {
+/**
+ * Calls `onSubmit` for each Enter typed after other keys (an Enter on an empty line submits nothing)
+ * and `onInterrupt` for Esc or Ctrl-C (`readTyped`).
+ */
+function watchTyping(socket: WebSocket, on: Pick<AttachOptions, "onSubmit" | "onInterrupt">): void {
   let typed = false;
   socket.addEventListener("message", (event) => {
     if (!(event.data instanceof ArrayBuffer)) return; // text frames are control messages
-    for (const byte of new Uint8Array(event.data)) {
-      if (byte === 0x0d || byte === 0x0a) {
-        if (typed) onSubmit();
-        typed = false;
-      } else if (byte >= 0x20 && byte !== 0x7f) {
-        typed = true;
-      }
-    }
+    const keys = readTyped(new Uint8Array(event.data), typed);
+    typed = keys.typed;
+    for (let i = 0; i < keys.submits; i++) on.onSubmit?.();
+    if (keys.interrupt) on.onInterrupt?.();
   });
 }
 

@@ -133,7 +133,12 @@ export class Box {
     this.worktrees.readySteps.push((worktree) => this.services.autostart(worktree));
     this.tmux = new Tmux({ socket: join(paths.box, "tmux.sock"), configFile: join(paths.box, "tmux.conf") });
     this.agentStates = new AgentStates({ store: this.store, bus: this.bus });
-    this.exits = new ExitWatcher({ store: this.store, bus: this.bus, tmux: this.tmux });
+    this.exits = new ExitWatcher({
+      store: this.store,
+      bus: this.bus,
+      tmux: this.tmux,
+      states: this.agentStates,
+    });
     this.sendLedger = new SendLedger(this.store);
     this.sessions = new Sessions({
       store: this.store,

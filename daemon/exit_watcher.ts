@@ -9,6 +9,7 @@
  */
 import type { EventBus } from "../core/events.ts";
 import type { Store } from "../core/store.ts";
+import type { AgentStates } from "./agent_state.ts";
 import type { Pane, Tmux } from "./tmux.ts";
 
 /** Failed pane lists in a row before the tmux server counts as gone. */
@@ -21,6 +22,8 @@ export interface ExitWatcherOptions {
   store: Store;
   bus: Pick<EventBus, "publish">;
   tmux: Pick<Tmux, "panes" | "nudge">;
+  /** Ends the turn of an agent whose program ended. */
+  states: Pick<AgentStates, "endTurn">;
   /** How often tmux is asked which programs ended. @default {500} */
   pollMs?: number;
 }
@@ -37,6 +40,8 @@ export class ExitWatcher {
    */
   #creating = new Map<string, number | null>();
   #unreachable = 0;
+  /** The first poll judges what ended while the daemon was down (the cause `restart`). */
+  #started = false;
   #listeners = new Set<() => void>();
 
   constructor(options: ExitWatcherOptions) {
@@ -67,6 +72,7 @@ export class ExitWatcher {
   /** Marks what ended while nobody watched, then watches. */
   async start(): Promise<void> {
     await this.#poll();
+    this.#started = true;
     this.#poller = setInterval(() => this.#poll(), this.#o.pollMs ?? 500);
   }
 
@@ -114,15 +120,10 @@ export class ExitWatcher {
         const code = pane?.deadStatus ?? null;
         // A program that ended ended its turn too: no tool reports that (Claude fires no Stop when it
         // dies mid-turn), and a session left `running` would hold `wait` and the queue until a timeout.
-        this.#o.store.run(
-          `UPDATE sessions SET exited = 1, exit_code = ?,
-             state_time = CASE WHEN agent_state IN ('running', 'waiting') THEN ? ELSE state_time END,
-             agent_state = CASE WHEN agent_state IN ('running', 'waiting') THEN 'finished' ELSE agent_state END
-           WHERE name = ?`,
-          code,
-          new Date().toISOString(),
-          row.name,
-        );
+        this.#o.store.transaction(() => {
+          this.#o.store.run("UPDATE sessions SET exited = 1, exit_code = ? WHERE name = ?", code, row.name);
+          this.#o.states.endTurn(row.name, this.#started ? "exit" : "restart");
+        });
         this.#o.bus.publish({
           type: "session.exited",
           origin: "dockd",

@@ -69,6 +69,17 @@ CREATE TABLE IF NOT EXISTS sessions (
   created TEXT NOT NULL,
   from_session TEXT
 );
+-- Each change of a session's agent state with its cause (agent_state.ts): the last 50 per session are
+-- kept, so a wrong state can be explained. Removed with the session.
+CREATE TABLE IF NOT EXISTS session_states (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  session TEXT NOT NULL,
+  state TEXT NOT NULL,
+  reason TEXT,
+  cause TEXT NOT NULL,
+  time TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS session_states_session ON session_states(session, seq);
 -- Idempotency keys of POST sessions/{name}/send: recorded before the text is typed, so a repeat with
 -- the same key replays the outcome instead of typing again (see send_ledger.ts).
 CREATE TABLE IF NOT EXISTS send_keys (

@@ -11,6 +11,7 @@ function session(name: string): Session {
     agent: "claude",
     agent_state: "running",
     state_time: null,
+    reason: null,
     exited: false,
     exit_code: null,
     location: "app",

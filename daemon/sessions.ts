@@ -19,6 +19,7 @@ import type {
   AgentState,
   Session,
   SessionCreate,
+  WaitingReason,
   WaitResult,
   Worktree,
 } from "../client/wire.ts";
@@ -33,6 +34,7 @@ import { SESSION_NAME } from "../client/schemas.ts";
 import type { Store } from "../core/store.ts";
 import type { SendLedger } from "./send_ledger.ts";
 import type { Tmux } from "./tmux.ts";
+import { TurnChecks } from "./turn_check.ts";
 import type { Worktrees } from "./worktrees.ts";
 
 interface SessionRow {
@@ -44,6 +46,7 @@ interface SessionRow {
   agent: string | null;
   agent_state: AgentState;
   state_time: string | null;
+  reason: WaitingReason | null;
   exited: number;
   exit_code: number | null;
   created: string;
@@ -79,7 +82,7 @@ export interface SessionsOptions {
   locations: Pick<Locations, "config">;
   worktrees: Pick<Worktrees, "target" | "environment">;
   /** Where the agent state lives: a sent prompt starts a turn; a change wakes `wait`. */
-  states: Pick<AgentStates, "set" | "onChange">;
+  states: Pick<AgentStates, "set" | "onChange" | "forget" | "history">;
   /** Told which sessions tmux is still making; an exit wakes `wait`. */
   exits: Pick<ExitWatcher, "making" | "made" | "abandoned" | "onChange">;
   /** Keyed sends. */
@@ -93,9 +96,20 @@ export class Sessions {
   #o: SessionsOptions;
   #changed = new Set<() => void>();
   #unsubscribe: (() => void)[];
+  #checks: TurnChecks;
 
   constructor(options: SessionsOptions) {
     this.#o = options;
+    this.#checks = new TurnChecks({
+      tmux: options.tmux,
+      states: options.states,
+      row: (name) => {
+        const row = this.#row(name);
+        return row
+          ? { agent_state: row.agent_state, state_time: row.state_time, exited: row.exited === 1 }
+          : null;
+      },
+    });
     this.#unsubscribe = [
       options.states.onChange(() => this.#notify()),
       options.exits.onChange(() => this.#notify()),
@@ -112,6 +126,11 @@ export class Sessions {
     const row = this.#row(name);
     if (!row) throw notFound("session", name);
     return toSession(row);
+  }
+
+  /** One session with the last changes of its agent state and their causes (`GET sessions/{name}`). */
+  explain(name: string): Session {
+    return { ...this.get(name), history: this.#o.states.history(name) };
   }
 
   /** The presets offered for a location (built-ins installed on the box, plus its config's). */
@@ -245,6 +264,7 @@ export class Sessions {
     }
     await this.#o.tmux.kill(name);
     this.#o.store.run("DELETE FROM sessions WHERE name = ?", name);
+    this.#o.states.forget(name);
     await Deno.remove(join(this.#o.dir, name), { recursive: true }).catch(() => {});
     this.#o.bus.publish({ type: "session.removed", origin, data: { session: name } });
     this.#notify();
@@ -332,7 +352,7 @@ export class Sessions {
     commit();
     const sent = new Date().toISOString();
     await this.#o.tmux.paste(name, text, enter);
-    if (enter && session.agent) this.#o.states.set(name, "running", sent);
+    if (enter && session.agent) this.#inputStartsTurn(name, sent);
     this.#o.bus.publish({ type: "session.sent", origin, data: { session: name } });
     return this.get(name);
   }
@@ -360,7 +380,7 @@ export class Sessions {
       if (paste === "claimed" && !options.resumed) this.#claimed.add(slot);
       const entered = (options.enter || options.resumed) && await this.#o.tmux.pressEnter(name, slot);
       typed = paste !== "found" || entered;
-      if (entered && session.agent) this.#o.states.set(name, "running", sent);
+      if (entered && session.agent) this.#inputStartsTurn(name, sent);
     } catch (error) {
       await this.#o.tmux.dropSlot(slot);
       throw error;
@@ -375,7 +395,26 @@ export class Sessions {
    */
   typed(name: string): void {
     const row = this.#row(name);
-    if (row?.agent && !row.exited && row.agent_state !== "running") this.#o.states.set(name, "running");
+    if (row?.agent && !row.exited && row.agent_state !== "running") this.#inputStartsTurn(name);
+  }
+
+  /**
+   * A person typed Esc or Ctrl-C into the attached terminal: a running agent may have stopped its turn
+   * without saying so (`turn_check.ts`).
+   */
+  interrupted(name: string): void {
+    const row = this.#row(name);
+    if (row?.agent && !row.exited && row.agent_state === "running") this.#checks.after(name);
+  }
+
+  /**
+   * Input submitted to an agent starts a turn. An answer to a permission prompt may instead end it (a
+   * denial, which no tool reports): the pane is checked once it settles.
+   */
+  #inputStartsTurn(name: string, time?: string): void {
+    const before = this.#row(name);
+    this.#o.states.set(name, "running", { time, cause: "input" });
+    if (before?.agent_state === "waiting" && before.reason === "permission") this.#checks.after(name);
   }
 
   /**
@@ -443,6 +482,7 @@ export class Sessions {
 
   /** Wakes every `wait` (sessions run on in tmux). */
   close(): void {
+    this.#checks.close();
     for (const unsubscribe of this.#unsubscribe) unsubscribe();
     for (const wake of this.#changed) wake();
   }
@@ -491,6 +531,7 @@ function toSession(row: SessionRow): Session {
     agent: row.agent,
     agent_state: row.agent_state,
     state_time: row.state_time,
+    reason: row.agent_state === "waiting" ? row.reason ?? null : null,
     exited: row.exited === 1,
     exit_code: row.exit_code,
     location: row.location,

@@ -27,7 +27,10 @@ export interface Pane {
   session: string;
   pid: number;
   dead: boolean;
-  /** Exit status once tmux has it (it can lag a moment behind `dead`). */
+  /**
+   * Exit status once tmux has it (it can lag a moment behind `dead`); 128 + the signal for a program a
+   * signal ended, as a shell says it (tmux 3.3 reports those apart, in `pane_dead_signal`).
+   */
   deadStatus: number | null;
   width: number;
   height: number;
@@ -105,7 +108,7 @@ export class Tmux {
         "list-panes",
         "-a",
         "-F",
-        "#{session_name}\t#{pane_pid}\t#{pane_dead}\t#{pane_dead_status}\t#{pane_width}\t#{pane_height}\t#{pid}",
+        "#{session_name}\t#{pane_pid}\t#{pane_dead}\t#{pane_dead_status}\t#{pane_width}\t#{pane_height}\t#{pid}\t#{pane_dead_signal}",
       ]);
     } catch (error) {
       // No server (nothing started yet, or it was killed) means no panes.
@@ -117,12 +120,12 @@ export class Tmux {
       throw error;
     }
     return out.split("\n").filter(Boolean).map((line) => {
-      const [session, pid, dead, status, width, height, server] = line.split("\t");
+      const [session, pid, dead, status, width, height, server, signal] = line.split("\t");
       return {
         session,
         pid: Number(pid),
         dead: dead === "1",
-        deadStatus: status === "" ? null : Number(status),
+        deadStatus: status !== "" ? Number(status) : /^\d+$/.test(signal ?? "") ? 128 + Number(signal) : null,
         width: Number(width),
         height: Number(height),
         server: Number(server),

@@ -101,6 +101,14 @@ Deno.test("a shell session: screen, send, exit status, names, and ending it ends
   assertEquals(exited.exit_code, 7);
   const waited = await box.client.wait("short", { timeout: "5s" });
   assertEquals([waited.exited, waited.timed_out], [true, false]);
+  // A program a signal ends has its exit told as a shell says it (128 + the signal), not left unknown.
+  await box.client.createSession({ location: "app", command: "kill -9 $$", name: "killed" });
+  const killed = await eventually(async () => {
+    const s = await box.client.session("killed");
+    return s.exited ? s : undefined;
+  });
+  assertEquals(killed.exit_code, 137);
+  await box.client.removeSession("killed");
 
   const marker = `${Date.now() % 1000000}`;
   await box.client.createSession({
@@ -153,7 +161,7 @@ Deno.test("an agent turn: send → running → finished, seen by wait; hooks kee
   assertEquals(agentEvents.map((e) => e.type), ["agent.ready", "agent.started", "agent.finished"]);
   for (const event of agentEvents) {
     assertEquals(event.origin, "claude");
-    assertEquals(Object.keys(event.data ?? {}).sort(), ["agent", "path", "session", "session_id"]);
+    assertEquals(Object.keys(event.data ?? {}).sort(), ["agent", "hook", "path", "session", "session_id"]);
     assertEquals(event.data?.path, repo);
     assertEquals(event.data?.session, "agent-1", "the dock session the report was matched to");
   }
@@ -395,6 +403,14 @@ Deno.test("the CLI: session new, send --wait, wait, screen and list", async () =
   assertStringIncludes(screen.stdout, "Allow Bash");
   const list = await box.cli(["session", "list", "--json"]);
   assertEquals(JSON.parse(list.stdout).map((s: { name: string }) => s.name), ["cli-agent"]);
+  // Why it waits, and what changed its state: the permission prompt's hook, after the sent prompts.
+  const shown = await box.cli(["session", "show", "cli-agent"]);
+  assertEquals(shown.code, 0, shown.stderr);
+  assertStringIncludes(shown.stdout, "state: waiting (permission)");
+  const history = JSON.parse((await box.cli(["session", "show", "cli-agent", "--json"])).stdout).history;
+  assertEquals(history.at(-1).cause, "hook:Notification");
+  assert(history.some((c: { cause: string }) => c.cause === "input"), JSON.stringify(history));
+  assertStringIncludes((await box.cli(["session", "list"])).stdout, "waiting (permission)");
   const badState = await box.cli(["session", "wait", "cli-agent", "--for", "sleeping"]);
   assertEquals(badState.code, 2);
 });

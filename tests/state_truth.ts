@@ -34,12 +34,7 @@ const AGENTS = [
  * Checks dock gets wrong today, by `scenario: step`, with why. Known misses are still run and scored,
  * with a short wait, and are not asserted by the test.
  */
-export const KNOWN_MISSES: Record<string, string> = {
-  "interrupt with Esc: after Esc": "Claude fires no Stop on Esc; dock does not check the pane yet",
-  "interrupt with Ctrl-C: after Ctrl-C": "Claude fires no Stop on Ctrl-C; dock does not check the pane yet",
-  "permission answered no: after n":
-    "a denial ends Claude's turn without Stop; the sent answer set running and nothing ends it",
-};
+export const KNOWN_MISSES: Record<string, string> = {};
 
 /** One state checked. */
 export interface Check {
@@ -124,6 +119,17 @@ export class Truth {
     if (!output.success) throw new Error(`tmux send-keys: ${new TextDecoder().decode(output.stderr)}`);
   }
 
+  /** A person pressing a key (`\x1b` Esc, `\x03` Ctrl-C) in the terminal attached through dock. */
+  async press(name: string, key: string): Promise<void> {
+    const ws = await connectUnixWebSocket(this.box.dirs.socket, `/v1/sessions/${name}/attach`);
+    try {
+      await ws.sendBinary(new TextEncoder().encode(key));
+      await this.shows(name, "Interrupted by user");
+    } finally {
+      await ws.close();
+    }
+  }
+
   /** A person typing into the terminal attached through dock (`dock attach`, the app). */
   async typeAttached(name: string, text: string): Promise<void> {
     const ws = await connectUnixWebSocket(this.box.dirs.socket, `/v1/sessions/${name}/attach`);
@@ -200,6 +206,13 @@ export class Truth {
   }
 
   /** Records a check that is not a state (a wait that returned). */
+  /** Checks why the session waits, and what its history says caused the last change. */
+  async why(step: string, name: string, reason: string, cause: string): Promise<void> {
+    const session = await this.box.client.session(name);
+    this.record(`${step}: reason`, reason, String(session.reason));
+    this.record(`${step}: cause`, cause, String(session.history?.at(-1)?.cause));
+  }
+
   record(step: string, expected: string, actual: string): void {
     const known = KNOWN_MISSES[`${this.scenario}: ${step}`];
     this.checks.push({ scenario: this.scenario, step, expected, actual, ok: expected === actual, known });
@@ -279,9 +292,10 @@ export const SCENARIOS: Scenario[] = [
       await t.send(name, "long work SLOW:600000");
       await t.expect("sent", name, "running");
       await t.shows(name, "thinking on prompt 1");
-      await t.keys(name, key === "Esc" ? "Escape" : "C-c");
-      await t.shows(name, "Interrupted by user");
+      // In dock's terminal (the app, `dock attach`): keys typed there are the ones dock sees.
+      await t.press(name, key === "Esc" ? "\x1b" : "\x03");
       await t.expect(`after ${key}`, name, "waiting");
+      await t.why(`after ${key}`, name, "input", "interrupt");
       // `wait` returns on an interrupted turn: with the state, or at its timeout.
       const waited = await t.box.client.wait(name, { states: ["finished", "waiting"], timeout: "1s" });
       t.record("wait returns", "returned", waited ? "returned" : "hung");
@@ -299,6 +313,7 @@ export const SCENARIOS: Scenario[] = [
       await t.expect("started", "allow", "idle");
       const asked = await t.send("allow", "run it ASK-PERMISSION SLOW:1200");
       await t.expect("asked", "allow", "waiting", { after: asked.state_time! });
+      await t.why("asked", "allow", "permission", "hook:Notification");
       const answered = await t.send("allow", "y");
       await t.expect("after y", "allow", "running", { after: asked.state_time! });
       await t.shows("allow", "Done with prompt 1");
@@ -315,6 +330,7 @@ export const SCENARIOS: Scenario[] = [
       await t.send("deny", "n");
       await t.shows("deny", "What should Claude do instead?");
       await t.expect("after n", "deny", "waiting");
+      await t.why("after n", "deny", "input", "interrupt");
       const next = await t.send("deny", "do it differently SLOW:1200");
       await t.shows("deny", "Done with prompt 2");
       await t.expect("next ended", "deny", "finished", { after: next.state_time! });
@@ -327,6 +343,7 @@ export const SCENARIOS: Scenario[] = [
       await t.expect("started", "question", "idle");
       const asked = await t.send("question", "ASK-QUESTION SLOW:1200");
       await t.expect("asked", "question", "waiting", { after: asked.state_time! });
+      await t.why("asked", "question", "question", "hook:Notification");
       const answered = await t.send("question", "src/app.ts");
       await t.expect("answered", "question", "running", { after: asked.state_time! });
       await t.shows("question", "Done with prompt 1");

@@ -26,7 +26,17 @@ export interface SessionRoutesBackend {
   worktrees: Pick<Worktrees, "target">;
   sessions: Pick<
     Sessions,
-    "list" | "get" | "program" | "create" | "remove" | "screen" | "send" | "wait" | "typed"
+    | "list"
+    | "get"
+    | "program"
+    | "create"
+    | "remove"
+    | "screen"
+    | "send"
+    | "wait"
+    | "typed"
+    | "interrupted"
+    | "explain"
   >;
   sendLedger: Pick<SendLedger, "known">;
   tasks: Pick<Tasks, "check" | "create">;
@@ -83,7 +93,7 @@ export function sessionRoutes(box: SessionRoutesBackend): RouteTable {
         return json(session, 201);
       },
     })
-    .add("GET", "/sessions/:name", (c) => json(box.sessions.get(param(c, "name"))))
+    .add("GET", "/sessions/:name", (c) => json(box.sessions.explain(param(c, "name"))))
     .add(
       "DELETE",
       "/sessions/:name",
@@ -171,6 +181,7 @@ export function sessionRoutes(box: SessionRoutesBackend): RouteTable {
         signal: tie?.signal,
         onEnd: tie?.release,
         onSubmit: () => box.sessions.typed(session.name),
+        onInterrupt: () => box.sessions.interrupted(session.name),
       });
     })
     .route({

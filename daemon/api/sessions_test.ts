@@ -10,6 +10,7 @@ const SESSION: Session = {
   agent: "claude",
   agent_state: "running",
   state_time: null,
+  reason: null,
   exited: false,
   exit_code: null,
   location: "app",
