@@ -55,7 +55,7 @@ Deno.test("installed Claude hooks report to the daemon; a second install changes
   assertEquals([output.code, output.stdout.length, output.stderr.length], [0, 0, 0], "silent, exit 0");
   const event = await waitForEvent(box.client, (e) => e.type === "agent.finished", { after: start });
   assertEquals(event.origin, "claude");
-  assertEquals(event.data, { path: repo, agent: "claude", session_id: "abc-123" });
+  assertEquals(event.data, { path: repo, agent: "claude", session_id: "abc-123", hook: "Stop" });
 
   await Deno.mkdir(join(box.dirs.home, ".cursor"), { recursive: true });
   await Deno.writeTextFile(join(box.dirs.home, ".cursor", "hooks.json"), '{ "hooks": ');
