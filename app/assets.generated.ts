@@ -6,7 +6,7 @@
  */
 
 /** SHA-256 of the sources this was built from (`app/assets_test.ts` compares it). */
-export const APP_SOURCE_HASH = "c87587e658b2008137482855c898ac506da8fb6e8ab7079aa810494f06774312";
+export const APP_SOURCE_HASH = "9498e80a6fc9b3456716087ad49ac17598fa9512f50a302d5c7eea0c2929c14d";
 
 /** The files under `/app/`, by path: media type and text. */
 export const APP_ASSETS: Readonly<Record<string, { type: string; body: string }>> = {

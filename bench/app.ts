@@ -11,8 +11,11 @@
  * 4. **Keystroke → echo**: a key pressed in a terminal attached to `cat`, until the attach socket brings its
  *    echo into the page, and until xterm.js has drawn it; beside it a direct `tmux attach` in a PTY (the
  *    floor: what the box's attach runs itself). Goal: p50 ≤ 5 ms over the relay.
+ * 5. **200 sessions on 5 boxes**: the board of one socket box and four paired over TLS, 40 sessions each;
+ *    an agent report changes one badge, and Chromium's own count of script time (the DevTools protocol's
+ *    `ScriptDuration`) is read before and after: the page's whole work for one change. Goal ≤ 16 ms.
  *
- * Part of `deno task bench` (`deno task bench app`); alone: `deno run -A bench/app.ts [--quick]`.
+ * Part of `deno task bench` (`deno task bench app`); alone: `deno run -A bench/app.ts [--quick] [--scale]`.
  * Needs /usr/bin/chromium.
  *
  * @module
@@ -32,6 +35,7 @@ declare const globalThis: any;
 declare class MutationObserver {
   constructor(callback: () => void);
   observe(target: unknown, options: Record<string, boolean>): void;
+  disconnect(): void;
 }
 
 const SESSIONS_PER_BOX = 10;
@@ -223,7 +227,94 @@ export async function benchApp(options: AppBenchOptions = {}): Promise<Row[]> {
     await browser.close();
     client.close();
   }
+  rows.push(...await benchScale({ boxes: 5, perBox: 40, samples: options.quick ? 10 : 30 }));
   return rows;
+}
+
+/** Section 5: a state change on a board of `boxes` × `perBox` sessions, in script time. */
+async function benchScale(options: { boxes: number; perBox: number; samples: number }): Promise<Row[]> {
+  const dirs = await makeDirs();
+  await using local = await startBox({ dirs });
+  const remotes: Awaited<ReturnType<typeof startBox>>[] = [];
+  await using _remotes = {
+    [Symbol.asyncDispose]: async () => {
+      await Promise.all(remotes.map((r) => r[Symbol.asyncDispose]()));
+    },
+  };
+  for (let i = 1; i < options.boxes; i++) {
+    remotes.push(await startBox({ env: { DOCK_LISTEN: "127.0.0.1:0" } }));
+  }
+  await using agent = await startAgent(dirs);
+  const client = new AgentClient({ url: agent.url, token: agent.token, origin: "bench" });
+  const browser = await launchChromium();
+  try {
+    await client.addLocal("local");
+    for (const [i, remote] of remotes.entries()) {
+      const paired = await remote.cli(["pair", "--host", "127.0.0.1"]);
+      const link = /dock:\/\/[^\s']+/.exec(paired.stdout)?.[0];
+      if (!link) throw new Error(`dockd pair printed no link: ${paired.stdout} ${paired.stderr}`);
+      await client.pairBox(link, `remote${i + 1}`);
+    }
+    for (const b of [local, ...remotes]) {
+      const repo = await makeRepo(join(b.dirs.home, "work"), "app");
+      await b.client.addLocation({ name: "app", path: repo });
+      for (let i = 0; i < options.perBox; i++) {
+        await b.client.createSession({ location: "app", command: "sh", name: `s${i}` });
+      }
+    }
+    const total = options.boxes * options.perBox;
+    const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    await page.goto(`${agent.url}/app/#token=${encodeURIComponent(agent.token)}`);
+    await page.waitForFunction((n: number) => document.querySelectorAll(".sessions li").length >= n, total, {
+      timeout: 60_000,
+    });
+    const target = remotes.at(-1)!;
+    const name = `remote${remotes.length}/s${options.perBox - 1}`;
+    const cdp = await page.context().newCDPSession(page);
+    await cdp.send("Performance.enable");
+    const scriptMs = async () => {
+      const { metrics } = await cdp.send("Performance.getMetrics") as {
+        metrics: { name: string; value: number }[];
+      };
+      return 1000 * (metrics.find((m) => m.name === "ScriptDuration")?.value ?? NaN);
+    };
+    const times: number[] = [];
+    const path = join(target.dirs.home, "work", "app");
+    for (let i = 0; i < options.samples + 3; i++) {
+      const expected = i % 2 === 0 ? "waiting" : "running";
+      // Armed before the report: resolves on the frame after the badge shows the new state.
+      const changed = page.evaluate(([selector, state]: [string, string]) =>
+        new Promise<void>((resolve) => {
+          const done = () => globalThis.requestAnimationFrame(() => resolve());
+          const observer = new MutationObserver(() => {
+            if (document.querySelector(selector)?.dataset.state !== state) return;
+            observer.disconnect();
+            done();
+          });
+          observer.observe(document.body, { subtree: true, childList: true, attributes: true });
+        }), [`.sessions [data-session="${name}"] .badge`, expected] as [string, string]);
+      const before = await scriptMs();
+      await target.client.emit({
+        type: expected === "waiting" ? "agent.waiting" : "agent.started",
+        origin: "claude",
+        session: `s${options.perBox - 1}`,
+        data: { path, agent: "claude", session_id: null },
+        time: new Date().toISOString(),
+      });
+      await changed;
+      if (i >= 3) times.push((await scriptMs()) - before);
+    }
+    await page.close();
+    return [{
+      label:
+        `App: ${total} sessions on ${options.boxes} boxes, one state change → script time in the page (goal ≤ 16 ms)`,
+      summary: summarize(times),
+      note: "Chromium's ScriptDuration over the change, the event stream's parsing and the repaint included",
+    }];
+  } finally {
+    await browser.close();
+    client.close();
+  }
 }
 
 /** One byte into `cat` through `tmux attach` in a PTY until its echo comes back, `samples` times. */
@@ -261,5 +352,10 @@ async function ptyEcho(env: Record<string, string>, samples: number): Promise<Re
 }
 
 if (import.meta.main) {
-  console.log(table(await benchApp({ quick: Deno.args.includes("--quick") })));
+  const quick = Deno.args.includes("--quick");
+  // --scale: only the 200-session figure.
+  const rows = Deno.args.includes("--scale")
+    ? await benchScale({ boxes: 5, perBox: 40, samples: quick ? 10 : 30 })
+    : await benchApp({ quick });
+  console.log(table(rows));
 }

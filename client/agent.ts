@@ -82,6 +82,35 @@ export interface BoxProgress {
 /** A line of `POST /v1/boxes/add-ssh`. */
 export type AddSshProgress = BoxProgress;
 
+/** A variable of a task template, filled in when a task is made from it. */
+export interface TemplateVariable {
+  /** Written `{{id}}` in the template's texts. */
+  id: string;
+  label?: string;
+  default?: string;
+  multiline?: boolean;
+}
+
+/**
+ * A task template (spec 2.8: `~/.dock/templates/*.json`), as `GET /v1/templates` lists it: where a
+ * task goes and what it starts with. One that failed to load carries `error` naming the file and field.
+ */
+export interface TaskTemplate {
+  /** The file's name without `.json` unless the file says otherwise. */
+  id: string;
+  name?: string;
+  description?: string;
+  box?: string;
+  location?: string;
+  agent?: string;
+  command?: string;
+  branch?: string;
+  base?: string;
+  prompt?: string;
+  variables?: TemplateVariable[];
+  error?: string;
+}
+
 /** `GET /v1/status`. */
 export interface AgentStatus {
   boxes: BoxStatus[];

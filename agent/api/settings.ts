@@ -8,6 +8,7 @@
  */
 import { join } from "node:path";
 import { z } from "zod";
+import type { TaskTemplate } from "../../client/agent.ts";
 import { DockError } from "../../client/errors.ts";
 import { APP_DOCUMENT } from "../../client/schemas.ts";
 import { body, json, param, requestOrigin, RouteTable } from "../../core/http.ts";
@@ -43,10 +44,9 @@ const TEMPLATE = z.object({
       multiline: z.boolean().optional(),
     }).strict(),
   ).optional(),
-}).strict();
+}).strict() satisfies z.ZodType<Omit<TaskTemplate, "id" | "error"> & { id?: string }>;
 
-/** A task template (spec 2.8); one that failed to load carries `error` naming the file and field. */
-export type TaskTemplate = z.infer<typeof TEMPLATE> & { id: string; error?: string };
+export type { TaskTemplate };
 
 /** What the settings, templates and themes routes use of the agent. */
 export interface SettingsRoutesBackend {

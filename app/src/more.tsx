@@ -14,27 +14,12 @@ import type {
   QueueItem,
   TaskResult,
 } from "../../client/wire.ts";
+import type { TaskTemplate } from "../../client/agent.ts";
 import type { Api } from "./api.ts";
 import { boxes, events, queue } from "./store.ts";
 import { notifySettings, saveNotifySettings } from "./notify.ts";
 import { openTerminal } from "./views.ts";
 import { fill } from "./template.ts";
-
-/** A task template (spec 2.8) as `GET /v1/templates` lists it. */
-interface TaskTemplate {
-  id: string;
-  name?: string;
-  description?: string;
-  box?: string;
-  location?: string;
-  agent?: string;
-  command?: string;
-  branch?: string;
-  base?: string;
-  prompt?: string;
-  variables?: { id: string; label?: string; default?: string; multiline?: boolean }[];
-  error?: string;
-}
 
 /** Loads `path` once per change of `deps`; `null` until it answers. */
 function useJson<T>(
