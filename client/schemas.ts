@@ -36,6 +36,7 @@ import type {
   PairCodeRequest,
   PairRedeem,
   PairRequest,
+  PanelApiRequest,
   PhoneRedeem,
   PhoneSettings,
   PluginEnableRequest,
@@ -279,6 +280,13 @@ export const FLOW_TEST = z.strictObject({
 const STRINGS = z.array(z.string().max(256)).max(64).optional();
 
 /** `POST plugins/{id}/enable`: the permissions granted, exactly as the plugin asks for them. */
+/** Body of `POST plugins/{id}/ui-api`. */
+export const PANEL_API_REQUEST = z.strictObject({
+  method: z.enum(["GET", "POST", "PUT", "PATCH", "DELETE"]),
+  path: z.string().min(1).max(2048),
+  body: z.unknown().optional(),
+}) satisfies z.ZodType<PanelApiRequest>;
+
 export const PLUGIN_ENABLE = z.strictObject({
   permissions: z.strictObject({
     read: STRINGS,

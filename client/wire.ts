@@ -196,6 +196,22 @@ export interface PluginPermissions {
   scopes?: string[];
 }
 
+/**
+ * Body of `POST plugins/{id}/ui-api`: a call a plugin's `ui` panel asks the app to make for it, as its
+ * `ctx.api` would (`path` relative to `/v1/`; the plugin's scopes decide).
+ */
+export interface PanelApiRequest {
+  method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
+  path: string;
+  body?: unknown;
+}
+
+/** The answer of `POST plugins/{id}/ui-api`: the call's own status and body. */
+export interface PanelApiResult {
+  status: number;
+  body: unknown;
+}
+
 /** Where a plugin stands: not enabled (or not runnable), enabled with no worker, starting, running, failed. */
 export type PluginState = "off" | "idle" | "starting" | "running" | "failed";
 

@@ -34,10 +34,45 @@ export const APP_CSP = [
   "font-src 'self'",
   "connect-src 'self'",
   "manifest-src 'self'",
+  // Plugins' ui panels, each in a sandboxed frame (PANEL_CSP).
+  "frame-src 'self'",
   "base-uri 'none'",
   "form-action 'none'",
   "frame-ancestors 'none'",
 ].join("; ");
+
+/**
+ * A plugin's `ui` panel (`/app/plugins/{where}/{id}/{file}`): served without the token, so it runs as a
+ * sandbox of its own whatever frames it (an opaque origin: no storage, no cookies, nothing of the app's),
+ * reaches no network at all, and may be framed only by the app. It asks the app for data by
+ * `postMessage`; the app calls `POST plugins/{id}/ui-api`, where the plugin's scopes decide.
+ */
+export const PANEL_CSP = [
+  "sandbox allow-scripts",
+  "default-src 'none'",
+  "script-src 'self' 'unsafe-inline'",
+  "style-src 'self' 'unsafe-inline'",
+  "img-src 'self' data:",
+  "font-src 'self'",
+  "connect-src 'none'",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'self'",
+].join("; ");
+
+/** Where the plugins' ui panels are served, below the app. */
+export const PANEL_PREFIX = "/app/plugins/";
+
+/** Headers of a panel's file (see {@linkcode PANEL_CSP}). */
+export function panelHeaders(type: string): Record<string, string> {
+  return {
+    "content-type": type,
+    "content-security-policy": PANEL_CSP,
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "no-referrer",
+    "cache-control": "no-store",
+  };
+}
 
 /** True for the paths {@linkcode serveApp} answers: `/app` and anything below `/app/`. */
 export function isAppPath(path: string): boolean {

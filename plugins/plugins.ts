@@ -17,7 +17,15 @@
  * @module
  */
 import { basename, dirname, extname, join, relative } from "node:path";
-import type { DockEvent, HookConfig, PluginInfo, PluginPermissions, PluginState } from "../client/wire.ts";
+import type {
+  DockEvent,
+  HookConfig,
+  PanelApiRequest,
+  PanelApiResult,
+  PluginInfo,
+  PluginPermissions,
+  PluginState,
+} from "../client/wire.ts";
 import { DockError } from "../client/errors.ts";
 import { describePermissions } from "../client/plugin.ts";
 import type { EventBus } from "../core/events.ts";
@@ -869,6 +877,39 @@ export class Plugins {
     const bytes = typeof answer?.body === "string" ? fromBase64(answer.body) : new Uint8Array();
     const noBody = status === 204 || status === 304 || request.method === "HEAD";
     return new Response(noBody ? null : bytes, { status, headers: responseHeaders });
+  }
+
+  /**
+   * A call a plugin's `ui` panel asks the app to make (`POST plugins/{id}/ui-api`): the panel runs in a
+   * sandboxed frame with no token and no network, so what it may reach is exactly what the plugin's own
+   * `ctx.api` may, by the same scopes, counted the same way when refused (403).
+   */
+  async panelApi(id: string, request: PanelApiRequest): Promise<PanelApiResult> {
+    const plugin = this.#plugin(id);
+    if (!plugin.manifest?.ui?.length) {
+      throw new DockError("no_panel", `plugin '${id}' offers no ui panel`, { status: 404 });
+    }
+    const off = this.#offReason(plugin);
+    if (off !== null) throw new DockError("plugin_off", `plugin '${id}' is off: ${off}`, { status: 409 });
+    const grant = normalizePermissions(this.#enabled.enabled[plugin.id]?.permissions);
+    const refuse = (message: string): never => {
+      plugin.counters.refused++;
+      plugin.log.write("warn", `refused (ui panel): ${message}`);
+      throw new DockError("refused", message.replace(/^ctx\.api: /, ""), { status: 403 });
+    };
+    if (plugin.apiInFlight >= API_IN_FLIGHT) refuse(`more than ${API_IN_FLIGHT} calls at once`);
+    plugin.apiInFlight++;
+    try {
+      return await this.#apiCall(plugin, grant.scopes, [request.method, request.path, request.body], refuse);
+    } finally {
+      plugin.apiInFlight--;
+    }
+  }
+
+  /** True when the plugin is enabled and may run (what serving its panel without a token needs). */
+  isOn(id: string): boolean {
+    const plugin = this.#plugins.get(id);
+    return plugin !== undefined && this.#offReason(plugin) === null;
   }
 
   /** A file of a plugin's folder listed in its `ui` (or `themes`): never outside it. */

@@ -1,13 +1,14 @@
 /**
  * The plugin routes, the same on a box (`/v1/plugins…` of its API) and on the laptop (`/v1/plugins…`,
  * spec 4.1): the list, one plugin with its log, enable (the body confirms the permissions granted) and
- * disable, a plugin's `fetch` function under `fn/`, and the files its manifest offers to the app.
+ * disable, a plugin's `fetch` function under `fn/`, the files its manifest offers to the app, and the
+ * calls its `ui` panel asks the app to make (`ui-api`, with the plugin's scopes).
  *
  * @module
  */
 import type { Context } from "hono";
 import type { PluginInfo } from "../client/wire.ts";
-import { PLUGIN_ENABLE } from "../client/schemas.ts";
+import { PANEL_API_REQUEST, PLUGIN_ENABLE } from "../client/schemas.ts";
 import { body, intQuery, json, type Method, param, requestOrigin, RouteTable } from "../core/http.ts";
 import type { Plugins } from "./plugins.ts";
 
@@ -54,6 +55,12 @@ export function pluginRoutes(plugins: Plugins, options: PluginRoutesOptions = {}
         : [],
       handler: async (c, { id }) => json(await plugins.disable(id, requestOrigin(c))),
     });
+  // A ui panel's call, made as the plugin: no gate of its own, the call it makes passes the API's.
+  table.add(
+    "POST",
+    "/plugins/:id/ui-api",
+    async (c) => json(await plugins.panelApi(param(c, "id"), await body(c, PANEL_API_REQUEST))),
+  );
   for (const method of FN_METHODS) {
     table.add(method, "/plugins/:id/fn", (c) => plugins.fetch(param(c, "id"), "/", c.req.raw));
     table.add(method, "/plugins/:id/fn/*", (c) => plugins.fetch(param(c, "id"), fnPath(c), c.req.raw));

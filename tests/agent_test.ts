@@ -48,6 +48,7 @@ const ROUTES: [string, string][] = [
   ["GET", "/v1/plugins/:id"],
   ["POST", "/v1/plugins/:id/enable"],
   ["POST", "/v1/plugins/:id/disable"],
+  ["POST", "/v1/plugins/:id/ui-api"],
   ...(["GET", "POST", "PUT", "PATCH", "DELETE"] as const).flatMap((method) => [
     [method, "/v1/plugins/:id/fn"] as [string, string],
     [method, "/v1/plugins/:id/fn/*"] as [string, string],
@@ -65,6 +66,8 @@ const APP_ROUTES: [string, string][] = [
   ["GET", "/app/*"],
   ["HEAD", "/app"],
   ["HEAD", "/app/*"],
+  ["GET", "/app/plugins/*"],
+  ["HEAD", "/app/plugins/*"],
 ];
 
 /** A concrete path for a route pattern. */

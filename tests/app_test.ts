@@ -10,7 +10,7 @@
 import { join } from "node:path";
 import type { Page } from "playwright-core";
 import { CHROMIUM_MISSING, dropShots, launchChromium, shotsDir } from "./browser.ts";
-import { assert, assertEquals } from "./assert.ts";
+import { assert, assertEquals, assertStringIncludes } from "./assert.ts";
 import { AgentClient } from "../client/agent.ts";
 import { eventually, laptopEnv, makeDirs, makeRepo, runCli, startAgent, startBox } from "./harness.ts";
 
@@ -78,13 +78,47 @@ async function attributeChanged(
 }
 
 /** Types into a terminal pane and waits for a row of its screen to read `line`. */
-async function typeAndSee(page: Page, session: string, command: string, line: string): Promise<void> {
+async function typeAndSee(
+  page: Page,
+  session: string,
+  command: string,
+  line: string,
+  timeout?: number,
+): Promise<void> {
   const pane = page.locator(`.pane[data-session="${session}"]`);
   await pane.locator(".term").click();
   await page.keyboard.type(command);
   await page.keyboard.press("Enter");
-  await pane.locator(".xterm-rows > div", { hasText: new RegExp(`^${line}\\s*$`) }).first().waitFor();
+  await pane.locator(".xterm-rows > div", { hasText: new RegExp(`^${line}\\s*$`) }).first().waitFor({
+    timeout,
+  });
 }
+
+/**
+ * A plugin's panel as a plugin author writes one: it asks the app for the laptop's status (granted) and
+ * the queue (not granted), and tries what the sandbox must stop: the app's storage and the API itself.
+ */
+const PANEL = `<!doctype html><meta charset="utf-8"><pre id="out">loading</pre><script>
+const out = document.getElementById("out");
+const seen = {};
+try { sessionStorage.getItem("token"); seen.storage = "readable"; } catch { seen.storage = "blocked"; }
+try { document.cookie; seen.cookie = "readable"; } catch { seen.cookie = "blocked"; }
+const waiting = new Map();
+addEventListener("message", (e) => e.data && e.data.dock === "api" && waiting.get(e.data.id)?.(e.data));
+const call = (id, method, path) => new Promise((resolve) => {
+  waiting.set(id, resolve);
+  parent.postMessage({ dock: "api", id, method, path }, "*");
+});
+(async () => {
+  const status = await call(1, "GET", "status");
+  seen.status = status.status;
+  seen.boxes = status.body && Array.isArray(status.body.boxes) ? status.body.boxes.length : -1;
+  seen.queue = (await call(2, "GET", "queue")).status;
+  try { await fetch("/v1/status"); seen.fetch = "reached"; } catch { seen.fetch = "blocked"; }
+  out.textContent = JSON.stringify(seen);
+  out.dataset.done = "1";
+})();
+</script>`;
 
 Deno.test({
   name: "app: board, badges, needs you, terminal (resize, reconnect), queued prompt, task template, plugin",
@@ -134,9 +168,11 @@ Deno.test({
           version: "1.0.0",
           main: "main.ts",
           hooks: [{ on: "agent.waiting", module: "main.ts", timeout: "15s" }],
-          permissions: { env: ["NOTIFY_WEBHOOK_URL"], scopes: ["events:emit"] },
+          ui: ["panel.html"],
+          permissions: { env: ["NOTIFY_WEBHOOK_URL"], scopes: ["events:emit", "boxes:read"] },
         }),
       );
+      await Deno.writeTextFile(join(pluginDir, "panel.html"), PANEL);
 
       // The address `dock open` gives; the token is in the fragment only.
       const open = await runCli("dock", ["open", "--print"], { env: laptopEnv(dirs, agent), cwd: dirs.home });
@@ -183,9 +219,18 @@ Deno.test({
       const before = await page.locator('.pane[data-session="devbox/shell"]').getAttribute("data-size");
       await page.setViewportSize({ width: 900, height: 600 });
       await attributeChanged(page, '.pane[data-session="devbox/shell"]', "data-size", before);
-      const size = (await page.locator('.pane[data-session="devbox/shell"]').getAttribute("data-size"))!;
-      const [cols, rows] = size.split("x");
-      await typeAndSee(page, "devbox/shell", "stty size", `${rows} ${cols}`);
+      // The pane may settle over more than one fit, and tmux applies a resize a moment after the PTY
+      // takes it: ask again until the shell reports the size the pane shows now.
+      for (let attempt = 1;; attempt++) {
+        const size = (await page.locator('.pane[data-session="devbox/shell"]').getAttribute("data-size"))!;
+        const [cols, rows] = size.split("x");
+        try {
+          await typeAndSee(page, "devbox/shell", "stty size", `${rows} ${cols}`, 3000);
+          break;
+        } catch (error) {
+          if (attempt === 5) throw error;
+        }
+      }
       await page.screenshot({ path: join(SHOTS, "app-terminal.png") });
 
       // The agent restarts: the terminal and the event stream come back by themselves.
@@ -246,7 +291,46 @@ Deno.test({
       await plugin.locator("button", { hasText: "Grant and enable" }).click();
       await page.locator('.plugin[data-plugin="notify"] button', { hasText: "disable" }).first().waitFor();
 
-      assertEquals(errors, []);
+      // Its ui panel: the calls its scopes allow answer, the others are refused; it reaches nothing itself.
+      await page.locator('[data-open-panel="panel.html"]').first().click();
+      const panel = page.frameLocator("iframe.panel-frame");
+      await panel.locator('#out[data-done="1"]').waitFor();
+      const seen = JSON.parse(await panel.locator("#out").textContent() ?? "{}");
+      assertEquals(seen, {
+        storage: "blocked",
+        cookie: "blocked",
+        status: 200,
+        boxes: 1,
+        queue: 403,
+        fetch: "blocked",
+      });
+      const src = await page.locator("iframe.panel-frame").getAttribute("src");
+      const served = await fetch(`${agent.url}${src}`);
+      assertStringIncludes(served.headers.get("content-security-policy") ?? "", "sandbox allow-scripts");
+      assertStringIncludes(served.headers.get("content-security-policy") ?? "", "connect-src 'none'");
+      await served.body?.cancel();
+      // A box's plugin's panel comes through the pairing, once enabled there.
+      const boxPanel = `${agent.url}/app/plugins/devbox/notify/panel.html`;
+      assertEquals((await fetch(boxPanel).then(async (r) => (await r.body?.cancel(), r))).status, 404);
+      await box.client.enablePlugin("notify", {
+        env: ["NOTIFY_WEBHOOK_URL"],
+        scopes: ["events:emit", "boxes:read"],
+      });
+      const fromBox = await fetch(boxPanel);
+      assertEquals(fromBox.status, 200);
+      assertStringIncludes(fromBox.headers.get("content-security-policy") ?? "", "sandbox allow-scripts");
+      assertStringIncludes(await fromBox.text(), 'parent.postMessage({ dock: "api"');
+      // Only files its manifest lists, only of an enabled plugin, never the token-protected API.
+      for (const path of [src!.replace("panel.html", "main.ts"), src!.replace("/notify/", "/nope/")]) {
+        const refused = await fetch(`${agent.url}${path}`);
+        assertEquals(refused.status, 404, path);
+        await refused.body?.cancel();
+      }
+
+      // The panel's own fetch, refused by its CSP as it should be, is the only error the page saw.
+      const refusedByPanel = (e: string) => e.includes("Content Security Policy") && e.includes("/v1/status");
+      assert(errors.some(refusedByPanel), errors.join("\n"));
+      assertEquals(errors.filter((e) => !refusedByPanel(e)), []);
     } finally {
       await browser.close();
       await agent.stop();

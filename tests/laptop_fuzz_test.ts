@@ -123,11 +123,19 @@ function laptopRoutes(options: { link: string; forwardPort: number }): LaptopRou
       ];
     }),
     { method: "GET", path: "/v1/plugins/:id/*", params: { id: "fz" }, rest: "ui/index.html" },
+    {
+      method: "POST",
+      path: "/v1/plugins/:id/ui-api",
+      params: { id: "fz" },
+      body: { method: "GET", path: "status" },
+    },
     // The app's static files (issue 14), which need no token.
     { method: "GET", path: "/app" },
     { method: "GET", path: "/app/*", rest: "app.js" },
     { method: "HEAD", path: "/app" },
     { method: "HEAD", path: "/app/*", rest: "index.html" },
+    { method: "GET", path: "/app/plugins/*", rest: "laptop/fz/ui/index.html" },
+    { method: "HEAD", path: "/app/plugins/*", rest: "devbox/fz/panel.html" },
   ];
 }
 

@@ -20,7 +20,8 @@ import { queueRoutes } from "./queue.ts";
 import { settingsRoutes } from "./settings.ts";
 import { pluginRoutes } from "../../plugins/routes.ts";
 import type { PluginInfo } from "../../client/wire.ts";
-import { isAppPath, serveApp } from "../../core/static.ts";
+import { isAppPath, PANEL_PREFIX, serveApp } from "../../core/static.ts";
+import { panelFile } from "./panels.ts";
 import { APP_ASSETS } from "../../app/assets.generated.ts";
 
 /** Builds the agent's API app for a listener on `port`. */
@@ -41,6 +42,8 @@ export function agentApp(agent: Agent, options: { port: number }): Hono {
       open: (method, path) => (method === "GET" || method === "HEAD") && isAppPath(path),
     }),
   );
+  // Plugins' ui panels: static files too, sandboxed (panels.ts); before the app's own files.
+  app.on(["GET", "HEAD"], `${PANEL_PREFIX}*`, (c) => panelFile(agent, c));
   // The view (issue 14): static files only; everything it shows comes from /v1 with the token.
   app.on(
     ["GET", "HEAD"],

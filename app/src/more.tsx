@@ -20,6 +20,7 @@ import { boxes, events, queue } from "./store.ts";
 import { notifySettings, saveNotifySettings } from "./notify.ts";
 import { openTerminal } from "./views.ts";
 import { fill } from "./template.ts";
+import { panelPages, PluginPanel } from "./panel.tsx";
 
 /** Loads `path` once per change of `deps`; `null` until it answers. */
 function useJson<T>(
@@ -323,6 +324,7 @@ export function PluginsView(props: { api: Api }) {
   const [asking, setAsking] = useState<PluginInfo | null>(null);
   const [log, setLog] = useState<{ id: string; lines: string[] } | null>(null);
   const [actError, setActError] = useState<string | null>(null);
+  const [panel, setPanel] = useState<{ key: string; file: string } | null>(null);
   const base = (p: PluginInfo) =>
     p.where === "laptop"
       ? props.api.own(`plugins/${encodeURIComponent(p.id)}`)
@@ -363,7 +365,23 @@ export function PluginsView(props: { api: Api }) {
             >
               log
             </button>
-            {(p.ui ?? []).length > 0 && <span class="muted">panels: {p.ui!.join(", ")}</span>}
+            {p.enabled && !p.error && props.api.agent &&
+              panelPages(p).map((file) => (
+                <button
+                  type="button"
+                  class="small"
+                  key={file}
+                  data-open-panel={file}
+                  onClick={() =>
+                    setPanel(
+                      panel?.key === `${p.where}/${p.id}` && panel.file === file
+                        ? null
+                        : { key: `${p.where}/${p.id}`, file },
+                    )}
+                >
+                  {file}
+                </button>
+              ))}
             {asking === p && (
               <div class="confirm" role="dialog" aria-label={`Enable ${p.id}`}>
                 <p>Enabling {p.id} grants:</p>
@@ -373,6 +391,9 @@ export function PluginsView(props: { api: Api }) {
               </div>
             )}
             {log?.id === p.id && <pre class="log">{log.lines.join("\n")}</pre>}
+            {panel?.key === `${p.where}/${p.id}` && (
+              <PluginPanel api={props.api} plugin={p} file={panel.file} base={base(p)} />
+            )}
           </li>
         ))}
       </ul>

@@ -51,6 +51,8 @@ const ACTING: Record<string, string[]> = {
   // Turning a plugin on grants it permissions: whoever may change config may refuse that.
   "POST /plugins/:id/enable": ["config.change"],
   "POST /plugins/:id/disable": ["config.change"],
+  // A ui panel's call runs as the plugin, through the API: the route it reaches runs its own gates.
+  "POST /plugins/:id/ui-api": [],
   // A plugin's own HTTP function: what it does is the plugin's (its grant and scopes bound it).
   ...Object.fromEntries(
     ["POST", "PUT", "PATCH", "DELETE"].flatMap((method) => [
