@@ -35,15 +35,18 @@ export function agentPort(): number {
  * A client of the agent. Nothing is asked first: a request that finds nothing listening starts the
  * agent in the background, waits for it, and is sent again (`whenUnreachable`).
  */
-export async function agentClient(): Promise<AgentClient> {
+export async function agentClient(
+  options: { origin?: string; oneShotReads?: boolean } = {},
+): Promise<AgentClient> {
   const paths = clientPaths();
   const token = await ensureToken(paths.token);
   const url = `http://127.0.0.1:${agentPort()}`;
   return new AgentClient({
     url,
     token,
-    origin: "cli",
-    oneShotReads: true,
+    origin: options.origin ?? "cli",
+    // A command's few reads need no HTTP client; a long-lived one (`dock mcp`) keeps one.
+    oneShotReads: options.oneShotReads ?? true,
     whenUnreachable: () => startAgent(url, token),
   });
 }

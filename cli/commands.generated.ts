@@ -189,6 +189,14 @@ export const DOCK_COMMANDS: readonly CommandEntry[] = [
     "description": "the offline prompt queue",
   },
   {
+    "name": "mcp",
+    "aliases": [],
+    "family": "mcp",
+    "term": "mcp",
+    "description":
+      "serve dock's tools (boxes, sessions, tasks, prompts, wait, screen, exec, flows) to an MCP client on stdin/stdout",
+  },
+  {
     "name": "integrations",
     "aliases": [],
     "family": "integrations",

@@ -28,6 +28,7 @@ export function dockFamilies(): Families {
     pair: async () => (await load<typeof import("./pair.ts")>("./pair.ts")).pairCommands,
     ...boxFamilies(scope),
     queue: async () => (await load<typeof import("./queue.ts")>("./queue.ts")).queueCommands,
+    mcp: async () => (await load<typeof import("./mcp.ts")>("./mcp.ts")).mcpCommands,
     integrations: async () => {
       const { defaultHookCommand, integrationCommands } = await load<typeof import("./integrations.ts")>(
         "./integrations.ts",

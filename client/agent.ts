@@ -159,6 +159,11 @@ export class AgentClient {
     });
   }
 
+  /** `GET /v1/app/{key}`: an app settings document (null when there is none). */
+  appDocument<T = unknown>(key: string): Promise<T | null> {
+    return this.transport.json(`/v1/app/${encodeURIComponent(key)}`);
+  }
+
   /** `GET /v1/status`. */
   status(): Promise<AgentStatus> {
     return this.transport.json("/v1/status");

@@ -13,6 +13,7 @@ export type ErrorStatus =
   | 403
   | 404
   | 405
+  | 406
   | 408
   | 409
   | 413

@@ -49,6 +49,9 @@ const ROUTES: [string, string][] = [
   ["POST", "/v1/plugins/:id/enable"],
   ["POST", "/v1/plugins/:id/disable"],
   ["POST", "/v1/plugins/:id/ui-api"],
+  ["GET", "/v1/mcp"],
+  ["POST", "/v1/mcp"],
+  ["DELETE", "/v1/mcp"],
   ...(["GET", "POST", "PUT", "PATCH", "DELETE"] as const).flatMap((method) => [
     [method, "/v1/plugins/:id/fn"] as [string, string],
     [method, "/v1/plugins/:id/fn/*"] as [string, string],

@@ -123,6 +123,14 @@ function laptopRoutes(options: { link: string; forwardPort: number }): LaptopRou
       ];
     }),
     { method: "GET", path: "/v1/plugins/:id/*", params: { id: "fz" }, rest: "ui/index.html" },
+    { method: "GET", path: "/v1/mcp", headers: { accept: "application/json, text/event-stream" } },
+    { method: "DELETE", path: "/v1/mcp" },
+    {
+      method: "POST",
+      path: "/v1/mcp",
+      headers: { accept: "application/json, text/event-stream" },
+      body: { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "list_boxes", arguments: {} } },
+    },
     {
       method: "POST",
       path: "/v1/plugins/:id/ui-api",

@@ -22,6 +22,7 @@ import { pluginRoutes } from "../../plugins/routes.ts";
 import type { PluginInfo } from "../../client/wire.ts";
 import { isAppPath, PANEL_PREFIX, serveApp } from "../../core/static.ts";
 import { panelFile } from "./panels.ts";
+import { mcpRoutes } from "./mcp.ts";
 import { APP_ASSETS } from "../../app/assets.generated.ts";
 
 /** Builds the agent's API app for a listener on `port`. */
@@ -113,6 +114,7 @@ export function agentApp(agent: Agent, options: { port: number }): Hono {
     attachRoutes(agent.boxes),
     queueRoutes(agent),
     pluginRoutes(agent.plugins, { list: () => allPlugins(agent) }),
+    mcpRoutes(agent, options),
   ]);
   // What a laptop plugin asks through `ctx.api` goes through this app like any client's request: the
   // same gate, with the agent's own token; the plugin host checks its scopes first.

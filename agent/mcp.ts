@@ -1,0 +1,289 @@
+/**
+ * dock as an MCP server (issue 15): any agent that speaks MCP gets dock's orchestration as tools, served
+ * on stdio (`dock mcp`) and as the agent's Streamable HTTP endpoint (`/v1/mcp`, behind the same token
+ * and Host checks as the rest of the API). Every tool goes through the laptop agent's API with the
+ * origin `mcp`, so what it does passes the same gates and shows in events as caused through MCP.
+ *
+ * The dock-orchestrate skill's rule holds here too: an agent waiting on a permission prompt is the
+ * person's to answer. `send_prompt` refuses such a session unless the person allowed it for that session
+ * in the app settings document `mcp` (`{ "answer_permissions": ["box/session", …] }`, `PUT /v1/app/mcp`).
+ *
+ * @module
+ */
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
+import process from "node:process";
+import { z } from "zod";
+import type { AgentClient } from "../client/agent.ts";
+import { DockError, type ErrorStatus } from "../client/errors.ts";
+import { VERSION } from "../client/version.ts";
+import type { AgentState, Session } from "../client/wire.ts";
+
+const STATES = ["idle", "running", "waiting", "finished"] as const;
+
+/** The session a tool is about: which box, and its name there. */
+const SESSION = {
+  box: z.string().min(1).max(64).describe("The box's name, as `list_boxes` gives it"),
+  session: z.string().min(1).max(64).describe("The session's name on that box"),
+};
+
+const DURATION = z.string().regex(/^\d+(ms|s|m|h)?$/, "a duration such as 30s, 10m or 1h");
+
+/** What an MCP tool answers: its result as JSON text (and as structured content for clients that read it). */
+function answer(value: unknown) {
+  return { content: [{ type: "text" as const, text: JSON.stringify(value, null, 2) }] };
+}
+
+/** A session as the tools show it: where it runs, its agent and state, and why it waits. */
+function brief(box: string, s: Session) {
+  return {
+    box,
+    session: s.name,
+    location: s.location,
+    worktree: s.worktree,
+    agent: s.agent,
+    agent_state: s.agent_state,
+    reason: s.reason ?? null,
+    state_time: s.state_time,
+    exited: s.exited,
+  };
+}
+
+/** What a tool answers. */
+type ToolAnswer = { content: { type: "text"; text: string }[] };
+
+/** Builds the MCP server over `client` (an agent client whose origin is `mcp`). */
+export function dockMcpServer(client: AgentClient): McpServer {
+  const mcp = new McpServer({ name: "dock", version: VERSION });
+  // The SDK types a tool's arguments through its own zod compatibility layer, which does not infer
+  // through this project's zod 4; the shapes are typed here instead (the SDK still validates with them).
+  const server = {
+    registerTool<S extends z.ZodRawShape = Record<never, never>>(
+      name: string,
+      config: { description: string; inputSchema?: S },
+      run: (args: z.infer<z.ZodObject<S>>) => Promise<ToolAnswer>,
+    ): void {
+      mcp.registerTool(name, config as never, run as never);
+    },
+  };
+
+  server.registerTool("list_boxes", {
+    description: "The boxes this laptop drives: online or not, latency, build.",
+  }, async () => answer((await client.status()).boxes));
+
+  server.registerTool("list_locations", {
+    description: "A box's locations (git repositories dock manages) and their worktrees.",
+    inputSchema: { box: SESSION.box },
+  }, async ({ box }) => answer(await client.box(box).locations()));
+
+  server.registerTool("list_worktrees", {
+    description:
+      "A box's worktrees with branch, ahead/behind and uncommitted changes; one location's or all.",
+    inputSchema: { box: SESSION.box, location: z.string().max(64).optional() },
+  }, async ({ box, location }) => answer(await client.box(box).worktreeStatus(location)));
+
+  server.registerTool("list_sessions", {
+    description:
+      "Sessions on one box or every online box, with the agent's state (idle, running, waiting, finished) " +
+      "and, when waiting, why (permission, question, input).",
+    inputSchema: { box: SESSION.box.optional() },
+  }, async ({ box }) => {
+    const boxes = box ? [box] : (await client.status()).boxes.filter((b) => b.online).map((b) => b.name);
+    const all = await Promise.all(
+      boxes.map(async (name) => (await client.box(name).sessions()).map((s) => brief(name, s))),
+    );
+    return answer(all.flat());
+  });
+
+  server.registerTool("create_task", {
+    description: "A new worktree (branch) in a location with an agent started in it, optionally prompted.",
+    inputSchema: {
+      box: SESSION.box,
+      location: z.string().min(1).max(64),
+      name: z.string().min(1).max(64).describe("The worktree's name"),
+      agent: z.string().max(64).optional().describe("An agent preset id (claude, codex, …)"),
+      branch: z.string().max(200).optional(),
+      base: z.string().max(200).optional(),
+      prompt: z.string().max(100_000).optional(),
+    },
+  }, async ({ box, ...task }) => {
+    const created = await client.box(box).createTask(task);
+    return answer({ worktree: created.worktree, session: brief(box, created.session) });
+  });
+
+  server.registerTool("create_session", {
+    description: "A session in a location or worktree: an agent (optionally prompted) or a command.",
+    inputSchema: {
+      box: SESSION.box,
+      location: z.string().min(1).max(200).describe("`location` or `location/worktree`"),
+      agent: z.string().max(64).optional(),
+      command: z.string().max(10_000).optional(),
+      name: z.string().max(64).optional(),
+      prompt: z.string().max(100_000).optional(),
+    },
+  }, async ({ box, ...request }) => answer(brief(box, await client.box(box).createSession(request))));
+
+  server.registerTool("send_prompt", {
+    description:
+      "Types a prompt into a session's agent, once even if the answer is lost. With wait, returns when the " +
+      "turn it starts ends (finished or waiting). When the box cannot be reached, it is queued and sent when " +
+      "the box is back. Refused for an agent waiting on a permission prompt: that is the person's to answer.",
+    inputSchema: {
+      ...SESSION,
+      text: z.string().min(1).max(100_000),
+      wait: z.boolean().optional(),
+      timeout: DURATION.optional().describe("How long wait waits (default 30m)"),
+    },
+  }, async ({ box, session, text, wait, timeout }) => {
+    const target = client.box(box);
+    let now: Session | undefined;
+    try {
+      now = await target.session(session);
+    } catch (error) {
+      if (!(error instanceof DockError) || error.status !== 503) throw error;
+    }
+    if (
+      now?.agent_state === "waiting" && now.reason === "permission" && !await allowed(client, box, session)
+    ) {
+      throw new DockError(
+        "permission_prompt",
+        `${box}/${session} waits on a permission prompt: only the person answers those. They can allow it ` +
+          `for this session in the app settings document 'mcp' (answer_permissions: ["${box}/${session}"])`,
+        { status: 409 },
+      );
+    }
+    const before = new Date().toISOString();
+    let sent: Session;
+    try {
+      sent = await target.sendOnce(session, text);
+    } catch (error) {
+      // Only a request that never reached the box (503) is queued: after a 502 it may have been typed.
+      if (!(error instanceof DockError) || error.status !== 503) throw error;
+      const item = await client.enqueue({ box, session, text });
+      return answer({ queued: item.id, state: item.state, why: error.message });
+    }
+    if (!wait) return answer(brief(box, sent));
+    const after = sent.state_time && sent.state_time >= before ? sent.state_time : before;
+    return answer(await target.wait(session, { after, timeout: timeout ?? "30m" }));
+  });
+
+  server.registerTool("wait", {
+    description: "Waits until the session's agent is in one of the states (default finished or waiting), " +
+      "its program exits, or the timeout passes; never longer.",
+    inputSchema: {
+      ...SESSION,
+      states: z.array(z.enum(STATES)).min(1).optional(),
+      timeout: DURATION.optional().describe("Default 10m"),
+    },
+  }, async ({ box, session, states, timeout }) =>
+    answer(
+      await client.box(box).wait(session, {
+        states: (states ?? ["finished", "waiting"]) as AgentState[],
+        timeout: timeout ?? "10m",
+      }),
+    ));
+
+  server.registerTool("read_screen", {
+    description: "The last lines of a session's terminal (what the agent shows now).",
+    inputSchema: { ...SESSION, lines: z.number().int().min(1).max(2000).optional().describe("Default 60") },
+  }, async ({ box, session, lines }) => {
+    const want = lines ?? 60;
+    const { screen } = await client.box(box).screen(session, Math.max(0, want - 24));
+    return {
+      content: [{ type: "text" as const, text: screen.trimEnd().split("\n").slice(-want).join("\n") }],
+    };
+  });
+
+  server.registerTool("exec", {
+    description: "Runs a shell command in a worktree on a box (the box's before:exec gates apply).",
+    inputSchema: {
+      box: SESSION.box,
+      location: z.string().min(1).max(200).describe("`location` or `location/worktree`"),
+      command: z.string().min(1).max(10_000),
+      timeout: DURATION.optional(),
+    },
+  }, async ({ box, ...request }) => answer(await client.box(box).exec(request)));
+
+  server.registerTool("list_flow_runs", {
+    description: "A box's recent flow runs with each step's outcome; one flow's or all.",
+    inputSchema: {
+      box: SESSION.box,
+      flow: z.string().max(128).optional(),
+      limit: z.number().int().min(1).max(200).optional(),
+    },
+  }, async ({ box, flow, limit }) => answer(await client.box(box).flowRuns({ flow, limit })));
+
+  server.registerTool("emit_event", {
+    description: "Announces an event on the laptop (hooks and flows may react to it).",
+    inputSchema: {
+      type: z.string().regex(/^[a-z0-9_-]+(\.[a-z0-9_-]+)*$/).max(128),
+      data: z.record(z.string(), z.unknown()).optional(),
+    },
+  }, async ({ type, data }) => answer(await client.emit({ type, data })));
+
+  return mcp;
+}
+
+/** True when the person allowed MCP to answer this session's permission prompts. */
+async function allowed(client: AgentClient, box: string, session: string): Promise<boolean> {
+  const settings = await client.appDocument<{ answer_permissions?: unknown }>("mcp").catch(() => null);
+  const list = settings?.answer_permissions;
+  return Array.isArray(list) && list.includes(`${box}/${session}`);
+}
+
+/**
+ * Serves the tools on stdin/stdout until the MCP client closes them (`dock mcp`). Nothing else may
+ * write to stdout meanwhile: it carries the protocol.
+ */
+export async function serveMcpStdio(client: AgentClient): Promise<void> {
+  const server = dockMcpServer(client);
+  const closed = new Promise<void>((resolve) => {
+    server.server.onclose = resolve;
+    // The SDK's stdio transport does not end with its input: the client closing stdin ends the server.
+    process.stdin.once("end", resolve);
+  });
+  await server.connect(new StdioServerTransport());
+  await closed;
+  await server.close();
+}
+
+/**
+ * Answers one request of the agent's Streamable HTTP endpoint (`/v1/mcp`), statelessly: a server and
+ * a transport per request, each answer whole as JSON, so nothing outlives the request. `message` is the
+ * body, read and checked by the API's own body rules.
+ */
+export async function answerMcpHttp(
+  client: AgentClient,
+  request: Request,
+  message?: unknown,
+): Promise<Response> {
+  const server = dockMcpServer(client);
+  const transport = new WebStandardStreamableHTTPServerTransport({
+    sessionIdGenerator: undefined,
+    enableJsonResponse: true,
+  });
+  try {
+    await server.connect(transport);
+    const response = await transport.handleRequest(request, { parsedBody: message });
+    // Whole before it is returned (enableJsonResponse): safe to close what answered it.
+    const body = await response.arrayBuffer();
+    if (response.status >= 400) {
+      // A refusal at the HTTP level (what the client accepts, a malformed message) in the API's own
+      // error form, with the SDK's words.
+      let said = response.statusText;
+      try {
+        said = JSON.parse(new TextDecoder().decode(body)).error?.message ?? said;
+      } catch { /* not JSON: the status says it */ }
+      throw new DockError("mcp_refused", said || `refused (${response.status})`, {
+        status: response.status as ErrorStatus,
+      });
+    }
+    return new Response(body.byteLength ? body : null, {
+      status: response.status,
+      headers: response.headers,
+    });
+  } finally {
+    await server.close();
+  }
+}

@@ -1,0 +1,169 @@
+/**
+ * Whole-system test of dock's MCP server (agent/mcp.ts): the SDK's own client drives `dock mcp` over
+ * stdio against a real agent and box with a fake agent in a real worktree: a task is made, prompted,
+ * waited on and its screen read; a bad call is an MCP tool error with a clear message; a session waiting
+ * on a permission prompt is refused until the person allows it. The same tools answer on `/v1/mcp`
+ * (Streamable HTTP) with the token, and not without it.
+ */
+import { join } from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { assert, assertEquals, assertStringIncludes } from "./assert.ts";
+import { AgentClient } from "../client/agent.ts";
+import { laptopEnv, makeDirs, makeRepo, startAgent, startBox, waitForEvent } from "./harness.ts";
+
+const DENO = Deno.execPath();
+const FAKE = new URL("./fixtures/fake_agent.ts", import.meta.url).pathname;
+const DOCK = new URL("../cli/dock.ts", import.meta.url).pathname;
+const AGENT = {
+  id: "fake",
+  name: "Fake agent",
+  command: `'${DENO}' run -A --cached-only '${FAKE}'`,
+  prompt_flag: "",
+};
+
+type ToolResult = { content: { type: string; text: string }[]; isError?: boolean };
+
+/** Calls a tool; answers its text and whether it was an error. */
+async function call(client: Client, name: string, args: Record<string, unknown> = {}) {
+  const result = await client.callTool({ name, arguments: args }) as ToolResult;
+  const text = result.content.map((c) => c.text).join("\n");
+  return { text, error: result.isError === true, json: () => JSON.parse(text) };
+}
+
+Deno.test("dock mcp: tools make a task, prompt it, wait, read its screen; errors are clear; permission prompts are the person's", async () => {
+  const dirs = await makeDirs();
+  await using box = await startBox({ dirs, env: { FAKE_AGENT_WORK_MS: "300" } });
+  await using agent = await startAgent(dirs);
+  const laptop = new AgentClient({ url: agent.url, token: agent.token, origin: "test" });
+  const repo = await makeRepo(join(dirs.home, "work"), "app", {
+    ".dock/config.json": JSON.stringify({ agents: [AGENT] }),
+  });
+  await box.client.addLocation({ name: "app", path: repo });
+  await laptop.addLocal("devbox");
+  const mcp = new Client({ name: "dock-test", version: "1.0.0" });
+  const env = laptopEnv(dirs, agent);
+  await mcp.connect(
+    new StdioClientTransport({
+      command: DENO,
+      args: ["run", "-A", "--cached-only", DOCK, "mcp"],
+      env,
+      cwd: dirs.home,
+      stderr: "pipe",
+    }),
+  );
+  try {
+    type Tool = { name: string; inputSchema: { required?: string[] } };
+    const listed = (await mcp.listTools()).tools as Tool[];
+    const tools = listed.map((t) => t.name).sort();
+    for (
+      const name of [
+        "create_session",
+        "create_task",
+        "emit_event",
+        "exec",
+        "list_boxes",
+        "list_flow_runs",
+        "list_locations",
+        "list_sessions",
+        "list_worktrees",
+        "read_screen",
+        "send_prompt",
+        "wait",
+      ]
+    ) assert(tools.includes(name), `${name} in ${tools}`);
+    const schema = listed.find((t) => t.name === "send_prompt")!.inputSchema;
+    assertEquals(schema.required?.sort(), ["box", "session", "text"]);
+
+    assertEquals((await call(mcp, "list_boxes")).json().map((b: { name: string }) => b.name), ["devbox"]);
+    const start = (await box.client.emit({ type: "test.mark" })).id!;
+    const task =
+      (await call(mcp, "create_task", { box: "devbox", location: "app", name: "mcp-task", agent: "fake" }))
+        .json();
+    const session = task.session.session as string;
+    assertEquals(task.worktree.name, "mcp-task");
+    await box.client.wait(session, { states: ["idle"], timeout: "30s" });
+
+    const turn = await call(mcp, "send_prompt", {
+      box: "devbox",
+      session,
+      text: "hello from mcp",
+      wait: true,
+    });
+    assertEquals(turn.error, false, turn.text);
+    assertEquals(turn.json().state, "finished");
+    assertStringIncludes(
+      (await call(mcp, "read_screen", { box: "devbox", session, lines: 20 })).text,
+      "Done with prompt 1",
+    );
+    const sessions = (await call(mcp, "list_sessions", { box: "devbox" })).json();
+    assertEquals(sessions.map((s: { session: string; agent_state: string }) => [s.session, s.agent_state]), [
+      [session, "finished"],
+    ]);
+    const ran = (await call(mcp, "exec", {
+      box: "devbox",
+      location: "app/mcp-task",
+      command: "git branch --show-current",
+    }))
+      .json();
+    assertEquals([ran.exit_code, ran.output.trim()], [0, "mcp-task"]);
+    // What it caused says so.
+    const sent = await waitForEvent(box.client, (e) => e.type === "session.sent", { after: start });
+    assertEquals(sent.origin, "mcp");
+
+    // A bad call: an MCP tool error that says what is wrong, and the server goes on.
+    const missing = await call(mcp, "list_locations", { box: "nowhere" });
+    assertEquals(missing.error, true);
+    assertStringIncludes(missing.text, "nowhere");
+    const invalid = await call(mcp, "wait", { box: "devbox", session, timeout: "soon" });
+    assertEquals(invalid.error, true);
+    assertStringIncludes(invalid.text, "timeout");
+
+    // A permission prompt is the person's: refused, until they allow it for this session.
+    const asked = await call(mcp, "send_prompt", {
+      box: "devbox",
+      session,
+      text: "ASK-PERMISSION",
+      wait: true,
+    });
+    assertEquals(asked.json().state, "waiting");
+    assertEquals((await call(mcp, "list_sessions", {})).json()[0].reason, "permission");
+    const refused = await call(mcp, "send_prompt", { box: "devbox", session, text: "y" });
+    assertEquals(refused.error, true);
+    assertStringIncludes(refused.text, "only the person answers those");
+    const response = await fetch(`${agent.url}/v1/app/mcp`, {
+      method: "PUT",
+      headers: { authorization: `Bearer ${agent.token}`, "content-type": "application/json" },
+      body: JSON.stringify({ answer_permissions: [`devbox/${session}`] }),
+    });
+    assertEquals(response.status, 200);
+    await response.body?.cancel();
+    const answered = await call(mcp, "send_prompt", { box: "devbox", session, text: "y", wait: true });
+    assertEquals(answered.error, false, answered.text);
+    assertEquals(answered.json().state, "finished");
+
+    // The agent's own endpoint: the same tools over Streamable HTTP, with the token only.
+    const overHttp = new Client({ name: "dock-test-http", version: "1.0.0" });
+    await overHttp.connect(
+      new StreamableHTTPClientTransport(new URL(`${agent.url}/v1/mcp`), {
+        requestInit: { headers: { authorization: `Bearer ${agent.token}` } },
+      }),
+    );
+    try {
+      assertEquals((await call(overHttp, "list_boxes")).json()[0].name, "devbox");
+    } finally {
+      await overHttp.close();
+    }
+    const anonymous = await fetch(`${agent.url}/v1/mcp`, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
+    });
+    assertEquals(anonymous.status, 401);
+    await anonymous.body?.cancel();
+  } finally {
+    await mcp.close();
+    laptop.close();
+  }
+});
