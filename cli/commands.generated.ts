@@ -194,7 +194,7 @@ export const DOCK_COMMANDS: readonly CommandEntry[] = [
     "family": "mcp",
     "term": "mcp",
     "description":
-      "serve dock's tools (boxes, sessions, tasks, prompts, wait, screen, exec, flows) to an MCP client on stdin/stdout",
+      "serve dock's tools (sessions, tasks, prompts, wait, screen, exec, flows) to an MCP client on stdin/stdout, for every box",
   },
   {
     "name": "integrations",
@@ -424,6 +424,14 @@ export const DOCKD_COMMANDS: readonly CommandEntry[] = [
     "family": "schemas",
     "term": "schemas [options]",
     "description": "print the JSON Schemas of .dock/config.json, kit.json and dock-plugin.json",
+  },
+  {
+    "name": "mcp",
+    "aliases": [],
+    "family": "mcp",
+    "term": "mcp",
+    "description":
+      "serve dock's tools (sessions, tasks, prompts, wait, screen, exec, flows) to an MCP client on stdin/stdout, for this box",
   },
   {
     "name": "integrations",

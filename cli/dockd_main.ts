@@ -46,6 +46,7 @@ export function dockdFamilies(): Families {
     system: async () => (await load<typeof import("./system.ts")>("./system.ts")).systemCommands,
     pair: async () => (await load<typeof import("./pair.ts")>("./pair.ts")).boxPairCommands,
     schemas: async () => (await load<typeof import("./schemas.ts")>("./schemas.ts")).schemasCommand,
+    mcp: async () => (await load<typeof import("./mcp.ts")>("./mcp.ts")).boxMcpCommands,
     integrations: async () => {
       const { defaultHookCommand, integrationCommands } = await load<typeof import("./integrations.ts")>(
         "./integrations.ts",

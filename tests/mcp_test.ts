@@ -167,3 +167,33 @@ Deno.test("dock mcp: tools make a task, prompt it, wait, read its screen; errors
     laptop.close();
   }
 });
+
+Deno.test("dockd mcp: an agent on a box reaches that box alone; permission prompts stay the person's", async () => {
+  const dirs = await makeDirs();
+  await using box = await startBox({ dirs });
+  const repo = await makeRepo(join(dirs.home, "work"), "app");
+  await box.client.addLocation({ name: "app", path: repo });
+  const name = (await box.client.info()).name;
+  const mcp = new Client({ name: "dock-test-box", version: "1.0.0" });
+  await mcp.connect(
+    new StdioClientTransport({
+      command: DENO,
+      args: ["run", "-A", "--cached-only", new URL("../cli/dockd.ts", import.meta.url).pathname, "mcp"],
+      env: box.env,
+      cwd: dirs.home,
+      stderr: "pipe",
+    }),
+  );
+  try {
+    assertEquals((await call(mcp, "list_boxes")).json(), [{ name, online: true }]);
+    const made =
+      (await call(mcp, "create_session", { box: name, location: "app", command: "sh", name: "s1" }))
+        .json();
+    assertEquals([made.session, made.exited], ["s1", false]);
+    const elsewhere = await call(mcp, "list_sessions", { box: "another" });
+    assertEquals(elsewhere.error, true);
+    assertStringIncludes(elsewhere.text, `this box is '${name}'`);
+  } finally {
+    await mcp.close();
+  }
+});

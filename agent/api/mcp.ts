@@ -1,5 +1,5 @@
 /**
- * `/v1/mcp`: the agent's MCP endpoint (Streamable HTTP, stateless; `agent/mcp.ts`), behind the same
+ * `/v1/mcp`: the agent's MCP endpoint (Streamable HTTP, stateless; `core/mcp.ts`), behind the same
  * token and Host checks as every route. Its tools call this agent's own API with the origin `mcp`.
  *
  * @module
@@ -8,7 +8,7 @@ import { z } from "zod";
 import { AgentClient } from "../../client/agent.ts";
 import { DockError } from "../../client/errors.ts";
 import { body, RouteTable } from "../../core/http.ts";
-import { answerMcpHttp } from "../mcp.ts";
+import { answerMcpHttp, laptopDock } from "../../core/mcp.ts";
 
 /**
  * One JSON-RPC 2.0 message (a request, a notification, or a response to the server's request), with
@@ -41,7 +41,7 @@ export function mcpRoutes(agent: McpRoutesBackend, options: { port: number }): R
   const answer = async (request: Request, message?: unknown) => {
     const own = client();
     try {
-      return await answerMcpHttp(own, request, message);
+      return await answerMcpHttp(laptopDock(own), request, message);
     } finally {
       own.close();
     }

@@ -1,12 +1,13 @@
 /**
  * dock as an MCP server (issue 15): any agent that speaks MCP gets dock's orchestration as tools, served
- * on stdio (`dock mcp`) and as the agent's Streamable HTTP endpoint (`/v1/mcp`, behind the same token
- * and Host checks as the rest of the API). Every tool goes through the laptop agent's API with the
- * origin `mcp`, so what it does passes the same gates and shows in events as caused through MCP.
+ * on stdio (`dock mcp` on the laptop, every box; `dockd mcp` on a box, that box alone) and as the laptop
+ * agent's Streamable HTTP endpoint (`/v1/mcp`, behind the same token and Host checks as the rest of the
+ * API). Every tool goes through dock's API with the origin `mcp` ({@linkcode McpDock}), so what it does
+ * passes the same gates and shows in events as caused through MCP.
  *
  * The dock-orchestrate skill's rule holds here too: an agent waiting on a permission prompt is the
  * person's to answer. `send_prompt` refuses such a session unless the person allowed it for that session
- * in the app settings document `mcp` (`{ "answer_permissions": ["box/session", …] }`, `PUT /v1/app/mcp`).
+ * (on the laptop, the app settings document `mcp`: `{ "answer_permissions": ["box/session", …] }`).
  *
  * @module
  */
@@ -15,10 +16,63 @@ import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import process from "node:process";
 import { z } from "zod";
-import type { AgentClient } from "../client/agent.ts";
+import type { AgentClient, BoxStatus } from "../client/agent.ts";
+import type { BoxClient } from "../client/box.ts";
 import { DockError, type ErrorStatus } from "../client/errors.ts";
 import { VERSION } from "../client/version.ts";
-import type { AgentState, Session } from "../client/wire.ts";
+import type {
+  AgentState,
+  DockEvent,
+  EventAnnounce,
+  QueueCreate,
+  QueueItem,
+  Session,
+} from "../client/wire.ts";
+
+/** What the tools reach dock through: the laptop agent (every box) or one box's daemon. */
+export interface McpDock {
+  /** The boxes, as `list_boxes` shows them. */
+  boxes(): Promise<Pick<BoxStatus, "name" | "online">[]>;
+  box(name: string): BoxClient;
+  emit(announce: EventAnnounce): Promise<DockEvent>;
+  /** Puts a prompt in the offline queue (the laptop's; a box has none). */
+  enqueue?(item: QueueCreate): Promise<QueueItem>;
+  /** True when the person allowed MCP to answer this session's permission prompts. */
+  answersPermissions(box: string, session: string): Promise<boolean>;
+}
+
+/** Dock through the laptop agent: every box, the offline queue, the person's settings. */
+export function laptopDock(client: AgentClient): McpDock {
+  return {
+    boxes: async () => (await client.status()).boxes,
+    box: (name) => client.box(name),
+    emit: (announce) => client.emit(announce),
+    enqueue: (item) => client.enqueue(item),
+    async answersPermissions(box, session) {
+      const settings = await client.appDocument<{ answer_permissions?: unknown }>("mcp").catch(() => null);
+      const list = settings?.answer_permissions;
+      return Array.isArray(list) && list.includes(`${box}/${session}`);
+    },
+  };
+}
+
+/**
+ * Dock through one box's daemon (`dockd mcp`, for agents on the box): that box alone, named `name`. It
+ * keeps no person's settings, so a permission prompt is always the person's.
+ */
+export function boxDock(client: BoxClient, name: string): McpDock {
+  return {
+    boxes: () => Promise.resolve([{ name, online: true }]),
+    box: (box) => {
+      if (box !== name) {
+        throw new DockError("not_found", `this box is '${name}', not '${box}'`, { status: 404 });
+      }
+      return client;
+    },
+    emit: (announce) => client.emit(announce),
+    answersPermissions: () => Promise.resolve(false),
+  };
+}
 
 const STATES = ["idle", "running", "waiting", "finished"] as const;
 
@@ -53,8 +107,8 @@ function brief(box: string, s: Session) {
 /** What a tool answers. */
 type ToolAnswer = { content: { type: "text"; text: string }[] };
 
-/** Builds the MCP server over `client` (an agent client whose origin is `mcp`). */
-export function dockMcpServer(client: AgentClient): McpServer {
+/** Builds the MCP server over `dock` (its clients' origin `mcp`). */
+export function dockMcpServer(dock: McpDock): McpServer {
   const mcp = new McpServer({ name: "dock", version: VERSION });
   // The SDK types a tool's arguments through its own zod compatibility layer, which does not infer
   // through this project's zod 4; the shapes are typed here instead (the SDK still validates with them).
@@ -70,18 +124,18 @@ export function dockMcpServer(client: AgentClient): McpServer {
 
   server.registerTool("list_boxes", {
     description: "The boxes this laptop drives: online or not, latency, build.",
-  }, async () => answer((await client.status()).boxes));
+  }, async () => answer(await dock.boxes()));
 
   server.registerTool("list_locations", {
     description: "A box's locations (git repositories dock manages) and their worktrees.",
     inputSchema: { box: SESSION.box },
-  }, async ({ box }) => answer(await client.box(box).locations()));
+  }, async ({ box }) => answer(await dock.box(box).locations()));
 
   server.registerTool("list_worktrees", {
     description:
       "A box's worktrees with branch, ahead/behind and uncommitted changes; one location's or all.",
     inputSchema: { box: SESSION.box, location: z.string().max(64).optional() },
-  }, async ({ box, location }) => answer(await client.box(box).worktreeStatus(location)));
+  }, async ({ box, location }) => answer(await dock.box(box).worktreeStatus(location)));
 
   server.registerTool("list_sessions", {
     description:
@@ -89,9 +143,9 @@ export function dockMcpServer(client: AgentClient): McpServer {
       "and, when waiting, why (permission, question, input).",
     inputSchema: { box: SESSION.box.optional() },
   }, async ({ box }) => {
-    const boxes = box ? [box] : (await client.status()).boxes.filter((b) => b.online).map((b) => b.name);
+    const boxes = box ? [box] : (await dock.boxes()).filter((b) => b.online).map((b) => b.name);
     const all = await Promise.all(
-      boxes.map(async (name) => (await client.box(name).sessions()).map((s) => brief(name, s))),
+      boxes.map(async (name) => (await dock.box(name).sessions()).map((s) => brief(name, s))),
     );
     return answer(all.flat());
   });
@@ -108,7 +162,7 @@ export function dockMcpServer(client: AgentClient): McpServer {
       prompt: z.string().max(100_000).optional(),
     },
   }, async ({ box, ...task }) => {
-    const created = await client.box(box).createTask(task);
+    const created = await dock.box(box).createTask(task);
     return answer({ worktree: created.worktree, session: brief(box, created.session) });
   });
 
@@ -122,7 +176,7 @@ export function dockMcpServer(client: AgentClient): McpServer {
       name: z.string().max(64).optional(),
       prompt: z.string().max(100_000).optional(),
     },
-  }, async ({ box, ...request }) => answer(brief(box, await client.box(box).createSession(request))));
+  }, async ({ box, ...request }) => answer(brief(box, await dock.box(box).createSession(request))));
 
   server.registerTool("send_prompt", {
     description:
@@ -136,7 +190,7 @@ export function dockMcpServer(client: AgentClient): McpServer {
       timeout: DURATION.optional().describe("How long wait waits (default 30m)"),
     },
   }, async ({ box, session, text, wait, timeout }) => {
-    const target = client.box(box);
+    const target = dock.box(box);
     let now: Session | undefined;
     try {
       now = await target.session(session);
@@ -144,7 +198,8 @@ export function dockMcpServer(client: AgentClient): McpServer {
       if (!(error instanceof DockError) || error.status !== 503) throw error;
     }
     if (
-      now?.agent_state === "waiting" && now.reason === "permission" && !await allowed(client, box, session)
+      now?.agent_state === "waiting" && now.reason === "permission" &&
+      !await dock.answersPermissions(box, session)
     ) {
       throw new DockError(
         "permission_prompt",
@@ -159,8 +214,8 @@ export function dockMcpServer(client: AgentClient): McpServer {
       sent = await target.sendOnce(session, text);
     } catch (error) {
       // Only a request that never reached the box (503) is queued: after a 502 it may have been typed.
-      if (!(error instanceof DockError) || error.status !== 503) throw error;
-      const item = await client.enqueue({ box, session, text });
+      if (!(error instanceof DockError) || error.status !== 503 || !dock.enqueue) throw error;
+      const item = await dock.enqueue({ box, session, text });
       return answer({ queued: item.id, state: item.state, why: error.message });
     }
     if (!wait) return answer(brief(box, sent));
@@ -178,7 +233,7 @@ export function dockMcpServer(client: AgentClient): McpServer {
     },
   }, async ({ box, session, states, timeout }) =>
     answer(
-      await client.box(box).wait(session, {
+      await dock.box(box).wait(session, {
         states: (states ?? ["finished", "waiting"]) as AgentState[],
         timeout: timeout ?? "10m",
       }),
@@ -189,7 +244,7 @@ export function dockMcpServer(client: AgentClient): McpServer {
     inputSchema: { ...SESSION, lines: z.number().int().min(1).max(2000).optional().describe("Default 60") },
   }, async ({ box, session, lines }) => {
     const want = lines ?? 60;
-    const { screen } = await client.box(box).screen(session, Math.max(0, want - 24));
+    const { screen } = await dock.box(box).screen(session, Math.max(0, want - 24));
     return {
       content: [{ type: "text" as const, text: screen.trimEnd().split("\n").slice(-want).join("\n") }],
     };
@@ -203,7 +258,7 @@ export function dockMcpServer(client: AgentClient): McpServer {
       command: z.string().min(1).max(10_000),
       timeout: DURATION.optional(),
     },
-  }, async ({ box, ...request }) => answer(await client.box(box).exec(request)));
+  }, async ({ box, ...request }) => answer(await dock.box(box).exec(request)));
 
   server.registerTool("list_flow_runs", {
     description: "A box's recent flow runs with each step's outcome; one flow's or all.",
@@ -212,7 +267,7 @@ export function dockMcpServer(client: AgentClient): McpServer {
       flow: z.string().max(128).optional(),
       limit: z.number().int().min(1).max(200).optional(),
     },
-  }, async ({ box, flow, limit }) => answer(await client.box(box).flowRuns({ flow, limit })));
+  }, async ({ box, flow, limit }) => answer(await dock.box(box).flowRuns({ flow, limit })));
 
   server.registerTool("emit_event", {
     description: "Announces an event on the laptop (hooks and flows may react to it).",
@@ -220,24 +275,17 @@ export function dockMcpServer(client: AgentClient): McpServer {
       type: z.string().regex(/^[a-z0-9_-]+(\.[a-z0-9_-]+)*$/).max(128),
       data: z.record(z.string(), z.unknown()).optional(),
     },
-  }, async ({ type, data }) => answer(await client.emit({ type, data })));
+  }, async ({ type, data }) => answer(await dock.emit({ type, data })));
 
   return mcp;
-}
-
-/** True when the person allowed MCP to answer this session's permission prompts. */
-async function allowed(client: AgentClient, box: string, session: string): Promise<boolean> {
-  const settings = await client.appDocument<{ answer_permissions?: unknown }>("mcp").catch(() => null);
-  const list = settings?.answer_permissions;
-  return Array.isArray(list) && list.includes(`${box}/${session}`);
 }
 
 /**
  * Serves the tools on stdin/stdout until the MCP client closes them (`dock mcp`). Nothing else may
  * write to stdout meanwhile: it carries the protocol.
  */
-export async function serveMcpStdio(client: AgentClient): Promise<void> {
-  const server = dockMcpServer(client);
+export async function serveMcpStdio(dock: McpDock): Promise<void> {
+  const server = dockMcpServer(dock);
   const closed = new Promise<void>((resolve) => {
     server.server.onclose = resolve;
     // The SDK's stdio transport does not end with its input: the client closing stdin ends the server.
@@ -254,11 +302,11 @@ export async function serveMcpStdio(client: AgentClient): Promise<void> {
  * body, read and checked by the API's own body rules.
  */
 export async function answerMcpHttp(
-  client: AgentClient,
+  dock: McpDock,
   request: Request,
   message?: unknown,
 ): Promise<Response> {
-  const server = dockMcpServer(client);
+  const server = dockMcpServer(dock);
   const transport = new WebStandardStreamableHTTPServerTransport({
     sessionIdGenerator: undefined,
     enableJsonResponse: true,
