@@ -3,10 +3,12 @@
  * `dock integrations install` on a laptop and `dockd integrations install` on a box. Pure file
  * operations: nothing here starts a process or touches the network.
  *
- * - Claude Code: the four skills in its user skills folder and four hooks in its `settings.json`.
- * - Cursor: one `stop` hook appended to `~/.cursor/hooks.json`.
+ * - Claude Code: the four skills in its user skills folder, four hooks in its `settings.json`, and dock's
+ *   MCP server (`dock mcp`, or `dockd mcp` on a box) as a user-scope server in `~/.claude.json`.
+ * - Cursor: one `stop` hook appended to `~/.cursor/hooks.json`, the MCP server in `~/.cursor/mcp.json`.
  * - Codex: the skills in `~/.agents/skills/`, an older copy in `$CODEX_HOME/skills/` removed, and the
- *   `notify` line returned for the person to add (dock never edits Codex's TOML).
+ *   `notify` line and the `[mcp_servers.dock]` table returned for the person to add (dock never edits
+ *   Codex's TOML).
  *
  * Settings files belong to the person and are edited in place (`tool_settings.ts`); skills are written
  * by `skills.ts`. Running an install twice changes nothing the second time.
@@ -25,7 +27,7 @@ import {
 import { SKILLS } from "../skills/mod.ts";
 import { exists, readTextOrNull } from "../core/files.ts";
 import { installSkills, isDockSkill } from "./skills.ts";
-import { claudeDir, codexHomeDir, cursorDir, type HomeOptions } from "./tool_homes.ts";
+import { claudeDir, claudeStateFile, codexHomeDir, cursorDir, type HomeOptions } from "./tool_homes.ts";
 import { arrayField, edit, objectField, parseObject, readJsonObject, saveJson } from "./tool_settings.ts";
 
 // Wire types (the CLI prints them); re-exported for the CLI, which loads this module only when it runs.
@@ -96,6 +98,49 @@ export async function installAll(options: IntegrationOptions): Promise<Integrati
   return results;
 }
 
+/**
+ * The command line of dock's MCP server beside the hook command (`… dock hook` → `… dock mcp`), as
+ * argv; null when the hook command does not end in `hook` (a custom one: nothing to derive from).
+ */
+export function mcpArgv(hookCommand: string): string[] | null {
+  const argv = shellSplit(hookCommand);
+  return argv.at(-1) === "hook" ? [...argv.slice(0, -1), "mcp"] : null;
+}
+
+/** The `[mcp_servers.dock]` table for Codex's `config.toml`. */
+export function codexMcpTable(argv: string[]): string {
+  const [command, ...args] = argv;
+  return `[mcp_servers.dock]\ncommand = ${JSON.stringify(command)}\nargs = [${
+    args.map((word) => JSON.stringify(word)).join(", ")
+  }]`;
+}
+
+/**
+ * The edit that adds (or brings up to date) `mcpServers.dock` in a tool's JSON file, worked out before
+ * anything is written; `typed` says the transport the way Claude's file does. Every other server and
+ * setting stays as it is.
+ */
+async function planMcpServer(file: string, argv: string[], options: { typed: boolean }) {
+  const current = await readJsonObject(file);
+  const servers = objectField(parseObject(current.text), "mcpServers", file, "mcpServers");
+  const [command, ...args] = argv;
+  const wanted: Record<string, unknown> = options.typed
+    ? { type: "stdio", command, args }
+    : { command, args };
+  const existing = servers?.dock;
+  let text = current.text;
+  if (!isRecord(existing)) {
+    text = edit(text, ["mcpServers", "dock"], wanted);
+  } else {
+    for (const [key, value] of Object.entries(wanted)) {
+      if (JSON.stringify(existing[key]) !== JSON.stringify(value)) {
+        text = edit(text, ["mcpServers", "dock", key], value);
+      }
+    }
+  }
+  return { save: () => saveJson(file, current, text) };
+}
+
 /** The `notify = [...]` line for Codex's `config.toml` that runs `<hookCommand> codex notify`. */
 export function codexNotifyLine(hookCommand: string): string {
   const argv = [...shellSplit(hookCommand), "codex", "notify"];
@@ -106,8 +151,10 @@ export function codexNotifyLine(hookCommand: string): string {
 async function installClaude(options: IntegrationOptions): Promise<IntegrationResult> {
   const dir = claudeDir(options);
   const settings = join(dir, "settings.json");
-  // Work out the settings edit first, so a refused file leaves no half install behind.
+  // Work out the edits first, so a refused file leaves no half install behind.
   const current = await readJsonObject(settings);
+  const mcp = mcpArgv(options.hookCommand);
+  const server = mcp && await planMcpServer(claudeStateFile(options), mcp, { typed: true });
   let text = current.text;
   for (const event of CLAUDE_EVENTS) {
     const command = `${options.hookCommand} claude ${event}`;
@@ -129,8 +176,9 @@ async function installClaude(options: IntegrationOptions): Promise<IntegrationRe
   const files = skillFiles(skills);
   const notes = skippedNotes(skills);
   files.push(await saveJson(settings, current, text));
+  if (server) files.push(await server.save());
   if (files.some((file) => file.action !== "unchanged")) {
-    notes.push("restart Claude Code to load the hooks and skills");
+    notes.push("restart Claude Code to load the hooks, skills and dock's MCP server");
   }
   return { tool: "claude", files, notes };
 }
@@ -153,9 +201,14 @@ async function installCursor(options: IntegrationOptions): Promise<IntegrationRe
     // Appended after the person's own stop hooks (spec 1, rule 2): theirs keep running first.
     text = edit(text, ["hooks", "stop", -1], { command, timeout: HOOK_TIMEOUT });
   }
-  const change = await saveJson(file, current, text);
-  const notes = change.action === "unchanged" ? [] : ["restart Cursor's agent to load the hook"];
-  return { tool: "cursor", files: [change], notes };
+  const mcp = mcpArgv(options.hookCommand);
+  const server = mcp && await planMcpServer(join(cursorDir(options), "mcp.json"), mcp, { typed: false });
+  const files = [await saveJson(file, current, text)];
+  if (server) files.push(await server.save());
+  const notes = files.every((f) => f.action === "unchanged")
+    ? []
+    : ["restart Cursor's agent to load the hook and dock's MCP server"];
+  return { tool: "cursor", files, notes };
 }
 
 async function installCodex(options: IntegrationOptions): Promise<IntegrationResult> {
@@ -189,6 +242,11 @@ async function installCodex(options: IntegrationOptions): Promise<IntegrationRes
     );
   } else {
     notes.push(`add this line to ${configPath}, at the top level (above the first [table]):`);
+  }
+  const mcp = mcpArgv(options.hookCommand);
+  const table = mcp && codexMcpTable(mcp);
+  if (table && !config.includes("[mcp_servers.dock]")) {
+    notes.push(`and, for dock's MCP server, this table at the end of ${configPath}:\n${table}`);
   }
   return { tool: "codex", files, notes, notify };
 }

@@ -44,7 +44,18 @@ test("claude: a fresh install writes the skills and four hooks; a second run cha
   const options = { home, env: {}, hookCommand: HOOK };
   const first = await installIntegration("claude", options);
   assertEquals(first.tool, "claude");
-  assertEquals(first.files.map((f) => f.action), ["created", "created", "created", "created", "created"]);
+  assertEquals(first.files.map((f) => f.action), [
+    "created",
+    "created",
+    "created",
+    "created",
+    "created",
+    "created",
+  ]);
+  // dock's MCP server beside the hooks, a user-scope server in Claude's own state file.
+  assertEquals(await readJson(join(home, ".claude.json")), {
+    mcpServers: { dock: { type: "stdio", command: "/opt/dock/bin/dock", args: ["mcp"] } },
+  });
   for (const skill of SKILLS) {
     assertEquals(await Deno.readTextFile(join(home, ".claude/skills", skill.id, "SKILL.md")), skill.text);
   }
@@ -82,9 +93,26 @@ test("claude: existing keys, other hooks and formatting are kept; the old file i
     4,
   ) + "\n";
   await Deno.writeTextFile(settings, original);
+  // Claude's state file holds much else, the person's other MCP servers among it.
+  const state = join(home, ".claude.json");
+  await Deno.writeTextFile(
+    state,
+    JSON.stringify({
+      numStartups: 3,
+      mcpServers: { github: { type: "http", url: "https://x.example/mcp" } },
+    }),
+  );
 
   const result = await installIntegration("claude", { home, env: {}, hookCommand: HOOK });
-  assertEquals(result.files.at(-1), { path: settings, action: "updated" });
+  assertEquals(result.files.at(-2), { path: settings, action: "updated" });
+  assertEquals(result.files.at(-1), { path: state, action: "updated" });
+  assertEquals(await readJson(state), {
+    numStartups: 3,
+    mcpServers: {
+      github: { type: "http", url: "https://x.example/mcp" },
+      dock: { type: "stdio", command: "/opt/dock/bin/dock", args: ["mcp"] },
+    },
+  });
   assertEquals(await Deno.readTextFile(`${settings}.dock-backup`), original);
   const text = await Deno.readTextFile(settings);
   assertStringIncludes(text, '\n    "model": "opus"'); // four-space indentation survived
@@ -159,14 +187,18 @@ test("cursor: a fresh install creates hooks.json with one stop hook", async () =
   const home = await tempHome();
   const result = await installIntegration("cursor", { home, env: {}, hookCommand: HOOK });
   const file = join(home, ".cursor/hooks.json");
-  assertEquals(result.files, [{ path: file, action: "created" }]);
+  const mcp = join(home, ".cursor/mcp.json");
+  assertEquals(result.files, [{ path: file, action: "created" }, { path: mcp, action: "created" }]);
   assertEquals(await readJson(file), {
     version: 1,
     hooks: { stop: [{ command: `${HOOK} cursor stop`, timeout: 10 }] },
   });
+  assertEquals(await readJson(mcp), {
+    mcpServers: { dock: { command: "/opt/dock/bin/dock", args: ["mcp"] } },
+  });
   const before = await snapshot(home);
   const again = await installIntegration("cursor", { home, env: {}, hookCommand: HOOK });
-  assertEquals(again.files, [{ path: file, action: "unchanged" }]);
+  assertEquals(again.files, [{ path: file, action: "unchanged" }, { path: mcp, action: "unchanged" }]);
   assertEquals(await snapshot(home), before);
 });
 
@@ -188,7 +220,7 @@ test("cursor: our hook goes after the existing stop hooks; other keys stay", asy
 `;
   await Deno.writeTextFile(file, original);
   const result = await installIntegration("cursor", { home, env: {}, hookCommand: HOOK });
-  assertEquals(result.files, [{ path: file, action: "updated" }]);
+  assertEquals(result.files[0], { path: file, action: "updated" });
   assertEquals(await Deno.readTextFile(`${file}.dock-backup`), original);
   assertEquals(await readJson(file), {
     version: 1,
@@ -230,6 +262,13 @@ test("codex: skills in ~/.agents/skills, our old copy in CODEX_HOME removed, a f
   assert(result.files.some((f) => f.path === ours && f.action === "removed"));
   assert(result.notes.some((n) => n.includes(foreign)));
   assertEquals(result.notify, 'notify = ["/opt/my tools/dock", "hook", "codex", "notify"]');
+  // dock never edits Codex's TOML: the MCP server's table is handed to the person too.
+  assert(
+    result.notes.some((n) =>
+      n.includes('[mcp_servers.dock]\ncommand = "/opt/my tools/dock"\nargs = ["mcp"]')
+    ),
+    result.notes.join("\n"),
+  );
   assertEquals(await Deno.readTextFile(config), 'model = "o4"\n');
 
   const before = await snapshot(home);

@@ -21,6 +21,15 @@ export function claudeDir(options: HomeOptions): string {
   return dir ? expandHome(dir, options.home) : join(options.home, ".claude");
 }
 
+/**
+ * Claude Code's own state file, where user-scope MCP servers live (`mcpServers`): `~/.claude.json`, or
+ * `.claude.json` inside `$CLAUDE_CONFIG_DIR` when that moves its configuration.
+ */
+export function claudeStateFile(options: HomeOptions): string {
+  const dir = options.env.CLAUDE_CONFIG_DIR;
+  return dir ? join(expandHome(dir, options.home), ".claude.json") : join(options.home, ".claude.json");
+}
+
 /** `$CODEX_HOME`, else `~/.codex`. */
 export function codexHomeDir(options: HomeOptions): string {
   const dir = options.env.CODEX_HOME;

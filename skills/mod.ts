@@ -156,6 +156,9 @@ remove a worktree with \`--force\` unless a person asked: it discards uncommitte
 To prompt, wait for or review other agents, see the \`dock-orchestrate\` skill. To run and show a dev server,
 see \`dock-preview\`.
 
+dock's commands are also MCP tools: \`dockd mcp\` (this box) and \`dock mcp\` (a laptop, every box) serve them to
+any tool that speaks MCP; \`dock integrations install\` registers the server for Claude Code and Cursor.
+
 ## Rules
 
 - Never hard-code ports, paths or the box name; read the \`DOCK_*\` variables.
@@ -276,6 +279,14 @@ Say in the prompt which branch, which files and what "done" means. Do not hand o
 3. Send the findings you agree with to the author session, wait, and run the checks again with \`exec\`.
 4. Report to the human what changed, what the reviewer found and what is still open.
 
+## Through MCP
+
+If your tool lists dock's MCP server (\`dock integrations install\` adds it: \`dockd mcp\` on a box, \`dock mcp\` on
+a laptop), its tools do the same as the commands above: \`list_sessions\` (with each agent's state and, when it
+waits, \`reason\`: \`permission\`, \`question\` or \`input\`), \`create_task\`, \`create_session\`, \`send_prompt\` (with
+\`wait\`), \`wait\`, \`read_screen\`, \`exec\`, \`list_flow_runs\`, \`emit_event\`. \`send_prompt\` refuses a session
+waiting on a permission prompt: the rule above, enforced.
+
 ## Good habits
 
 - One agent per worktree writing files; reviewers read.
@@ -384,6 +395,9 @@ invent public URLs.
   1377 (Vite \`server.hmr.clientPort: 1377\`).
 - Absolute URLs in config (OAuth callbacks, CORS origins) should use the private URL, built from the \`DOCK_*\`
   variables, not \`localhost:3000\`.
+
+Through dock's MCP server (\`dockd mcp\`), \`exec\` runs the same commands in a worktree, and \`read_screen\` shows
+a session's terminal, a dev server's output included.
 
 ## Rules
 
@@ -563,6 +577,9 @@ Every event has \`type\`, \`time\`, \`origin\` (a tool name, \`detected\`, or \`
 | Kits, shares, forwards, units                                                      | Their own families                                              |                                                                          |
 
 Any script can add its own types with \`dockd emit\` (laptop: \`dock emit … --origin=<tool>\`).
+
+What agents do through dock's MCP server (\`dockd mcp\`, \`dock mcp\`) carries \`origin: "mcp"\` in its events, so a
+hook or gate can tell it apart from the CLI's (\`cli\`) and the app's (\`app\`).
 
 ## Rules
 
