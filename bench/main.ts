@@ -61,13 +61,16 @@
  *
  * **The truth score** (bench/state_truth.ts, also run alone): the truth suite's scenarios
  * (tests/state_truth.ts), right agent states over all checked (goal ≥ 99 %), per scenario, every miss
- * named.
+ * named; Esc in dock's terminal → waiting, a killed agent → `wait` returns.
+ *
+ * **MCP** (bench/mcp.ts): a prompt and its turn through `dock mcp`'s `send_prompt` against
+ * `dock session send --wait` (goal ≤ 1.2×).
  *
  * **The CLI** (bench/cli.ts): `dock --version`, `dockd --help`, `dock status`, `dockd worktree list`
  * and `dock hook` wall time against an empty `deno run --cached-only` (goals 1.5× and 1.3×).
  *
  * `deno task bench NAME…` runs only the sections named (`create`, `api` or `locations` or `info`,
- * `exec`, `services`, `sessions`, `agent`, `hooks`, `plugins`, `flows`, `app`, `truth`, `queue`, `hardening`, `cli`,
+ * `exec`, `services`, `sessions`, `agent`, `hooks`, `plugins`, `flows`, `app`, `truth`, `mcp`, `queue`, `hardening`, `cli`,
  * `ssh`): `deno task bench cli info`.
  * `--quick` divides every N by about five for a smoke run. All temporary folders are removed and the
  * daemons stopped at the end, also on failure.
@@ -85,6 +88,7 @@ import { benchPlugins } from "./plugins.ts";
 import { benchFlows } from "./flows.ts";
 import { benchApp } from "./app.ts";
 import { benchTruth } from "./state_truth.ts";
+import { benchMcp } from "./mcp.ts";
 import { benchQueue } from "./queue.ts";
 import { benchFuzz, benchIdleConnections, benchJournals } from "./hardening.ts";
 import { benchQueueSoak } from "./queue_soak.ts";
@@ -531,6 +535,7 @@ const SECTIONS: Record<string, string[]> = {
   flows: [],
   app: [],
   truth: ["state"],
+  mcp: [],
   queue: [],
   hardening: ["journals", "idle", "soak", "fuzz"],
   cli: [],
@@ -603,6 +608,7 @@ async function main(): Promise<void> {
   if (chosen.has("flows")) rows.push(...await benchFlows({ quick: QUICK }));
   if (chosen.has("app")) rows.push(...await benchApp({ quick: QUICK }));
   if (chosen.has("truth")) rows.push(...await benchTruth());
+  if (chosen.has("mcp")) rows.push(...await benchMcp({ quick: QUICK }));
   if (chosen.has("queue")) rows.push(...await benchQueue({ quick: QUICK }));
   if (chosen.has("hardening")) {
     rows.push(...await benchJournals(), ...await benchIdleConnections());
