@@ -27,6 +27,9 @@ import type {
   GuardFile,
   HookConfig,
   HooksState,
+  InstalledKit,
+  Kit,
+  KitsOnBox,
   Laptop,
   Location,
   LocationClone,
@@ -154,6 +157,21 @@ export class BoxClient {
   /** `PUT locations/{name}/scripts`. */
   setScripts(name: string, body: LocationScripts): Promise<LocationConfig> {
     return this.transport.json(`/v1/locations/${enc(name)}/scripts`, { method: "PUT", body });
+  }
+
+  /** `GET kits`: the kits applied on the box, and each location's `origin` slug. */
+  kits(): Promise<KitsOnBox> {
+    return this.transport.json("/v1/kits");
+  }
+
+  /** `PUT locations/{name}/kit`: applies a kit (its `kit.json`, files inline) to a location. */
+  applyKit(location: string, kit: Kit): Promise<InstalledKit> {
+    return this.transport.json(`/v1/locations/${enc(location)}/kit`, { method: "PUT", body: kit });
+  }
+
+  /** `DELETE locations/{name}/kit`: takes a location's kit off, its files with it. */
+  removeKit(location: string): Promise<InstalledKit> {
+    return this.transport.json(`/v1/locations/${enc(location)}/kit`, { method: "DELETE" });
   }
 
   /** `GET locations/{name}/config`. */

@@ -370,6 +370,41 @@ export interface LocationConfig {
   errors?: ConfigProblem[];
 }
 
+/** A kit manifest (`kit.json`, spec 2.7): the body of `PUT locations/{name}/kit`. */
+export interface Kit {
+  id: string;
+  name?: string;
+  description?: string;
+  version?: string;
+  match?: { slug?: string };
+  requires?: { tool: string; hint?: string }[];
+  config?: DockConfig;
+  /** Path inside the kit → file content. */
+  files?: Record<string, string>;
+}
+
+/** A kit applied to a location of a box (`GET kits`, `PUT locations/{name}/kit`). */
+export interface InstalledKit {
+  location: string;
+  id: string;
+  name: string;
+  version: string | null;
+  /** Its files' folder on the box: `DOCK_KIT_DIR` in the location's worktrees. */
+  dir: string;
+  /** Its files, by path inside `dir`. */
+  files: string[];
+  /** When it was applied. */
+  applied: string;
+  /** What it `requires` that the box lacks (a warning, not a refusal). */
+  missing: { tool: string; hint?: string }[];
+}
+
+/** `GET kits`: the kits applied on the box, and each location's `origin` slug (`owner/repo`). */
+export interface KitsOnBox {
+  installed: InstalledKit[];
+  locations: { location: string; slug: string | null; kit: string | null }[];
+}
+
 /** A config error: the file and the field path it concerns. */
 export interface ConfigProblem {
   file: string;

@@ -12,7 +12,7 @@
 import * as z from "zod";
 import { join } from "node:path";
 import { parseDuration } from "../client/duration.ts";
-import type { AgentPreset, DockConfig, FlowConfig, HookConfig, ServiceConfig } from "../client/wire.ts";
+import type { AgentPreset, DockConfig, FlowConfig, HookConfig, Kit, ServiceConfig } from "../client/wire.ts";
 import { parseUserFile, readUserFile, validateUserFile } from "./user_files.ts";
 
 // ---------------------------------------------------------------------------------------------------
@@ -418,18 +418,7 @@ const configFileSchema = z.strictObject({
 // ---------------------------------------------------------------------------------------------------
 // Kit schema (spec 2.7)
 
-/** A kit manifest (`kit.json`, spec 2.7). */
-export interface Kit {
-  id: string;
-  name?: string;
-  description?: string;
-  version?: string;
-  match?: { slug?: string };
-  requires?: { tool: string; hint?: string }[];
-  config?: DockConfig;
-  /** Path inside the kit → file content. */
-  files?: Record<string, string>;
-}
+export type { Kit };
 
 // For editors, kitPathProblem as a pattern: not absolute, no `.` or `..` segment, no empty segment.
 const KIT_PATH_PATTERN =

@@ -16,6 +16,7 @@ import { type BoxSettings, loadSettings } from "./settings.ts";
 import { positiveFromEnv } from "../core/knobs.ts";
 import { Store } from "../core/store.ts";
 import { BOX_SCHEMA } from "./schema.ts";
+import { Kits } from "./kits.ts";
 import { PairingStore } from "./pairing.ts";
 import { PhoneCompanion } from "./phone.ts";
 import { Worktrees } from "./worktrees.ts";
@@ -62,6 +63,7 @@ export class Box {
   readonly ports: PortAllocator;
   readonly secrets: SecretResolver;
   readonly locations: Locations;
+  readonly kits: Kits;
   readonly worktrees: Worktrees;
   readonly exec: Exec;
   readonly services: Services;
@@ -109,6 +111,7 @@ export class Box {
     });
     this.secrets = new SecretResolver();
     this.locations = new Locations(this.store, this.bus);
+    this.kits = new Kits({ store: this.store, bus: this.bus, locations: this.locations, paths });
     this.worktrees = new Worktrees({
       store: this.store,
       bus: this.bus,

@@ -331,6 +331,12 @@ export async function branches(repo: string): Promise<Branch[]> {
 // ---------------------------------------------------------------------------------------------------
 // Repository facts
 
+/** The URL of the repository's `origin` remote, or null when it has none. */
+export async function originUrl(repo: string): Promise<string | null> {
+  const out = await runGit(["remote", "get-url", "origin"], { cwd: repo });
+  return out.code === 0 && out.stdout.trim() ? out.stdout.trim() : null;
+}
+
 /**
  * The branch new worktrees start from: origin's HEAD if known, else the branch of the main checkout,
  * else `init.defaultBranch`, else `main`.

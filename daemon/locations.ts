@@ -14,12 +14,15 @@ import type { EventBus } from "../core/events.ts";
 import * as git from "./git.ts";
 import { checkName } from "../core/names.ts";
 import type { Store } from "../core/store.ts";
+import type { KitRecord } from "./kits.ts";
 
 /** A location as stored. */
 export interface LocationRecord {
   name: string;
   path: string;
   local: DockConfig | null;
+  /** The kit applied to it (`kits.ts`), or null. */
+  kit: KitRecord | null;
   created: string;
 }
 
@@ -27,6 +30,7 @@ interface LocationRow {
   name: string;
   path: string;
   local_config: string | null;
+  kit?: string | null;
   created: string;
 }
 
@@ -87,7 +91,7 @@ export class Locations {
     const created = new Date().toISOString();
     this.#store.run("INSERT INTO locations (name, path, created) VALUES (?, ?, ?)", name, real, created);
     this.#bus.publish({ type: "location.added", origin, data: { location: name, path: real } });
-    return { name, path: real, local: null, created };
+    return { name, path: real, local: null, kit: null, created };
   }
 
   /** Forgets a location (its worktrees' records and ports go with it; files stay). */
@@ -114,7 +118,7 @@ export class Locations {
       if (!(error instanceof ConfigError)) throw error;
       errors.push(...error.problems);
     }
-    const kit: DockConfig | null = null; // kits arrive with their own issue; the slot is kept.
+    const kit: DockConfig | null = location.kit?.config ?? null;
     const effective = mergeConfigs([repo, kit, location.local]);
     const result: LocationConfig = { repo, kit, local: location.local, effective };
     if (errors.length) result.errors = errors;
@@ -192,6 +196,7 @@ function fromRow(row: LocationRow): LocationRecord {
     name: row.name,
     path: row.path,
     local: row.local_config ? JSON.parse(row.local_config) : null,
+    kit: row.kit ? JSON.parse(row.kit) : null,
     created: row.created,
   };
 }

@@ -13,6 +13,7 @@ import { basename, dirname, join, sep } from "node:path";
 import { DockError, notFound } from "../client/errors.ts";
 import type { SetupState, StreamLine, Worktree, WorktreeCreate, WorktreeOrigin } from "../client/wire.ts";
 import { buildEnv, dockVariables, readEnvFile } from "./env.ts";
+import { kitDir } from "./kits.ts";
 import type { EventBus } from "../core/events.ts";
 import * as git from "./git.ts";
 import type { LocationRecord, Locations } from "./locations.ts";
@@ -328,6 +329,7 @@ export class Worktrees {
           path: worktree.path,
           branch: worktree.branch,
           ports: worktree.ports,
+          kitDir: location.kit ? kitDir(this.#o.paths, location.name) : undefined,
         },
         this.#o.settings.compatPrefix,
       ),

@@ -155,6 +155,16 @@ export function boxBodyRoutes(options: { repo: string; safePath: string }): Body
     },
     { method: "PUT", path: "/v1/locations/app/config", valid: { local: { ports: 2, env: { A: "b" } } } },
     {
+      method: "PUT",
+      path: "/v1/locations/app/kit",
+      valid: {
+        id: "fz-kit",
+        version: "1.0.0",
+        config: { env: { K: "v" } },
+        files: { "bin/run.sh": "#!/bin/sh\ntrue\n", "notes/a.md": "x" },
+      },
+    },
+    {
       method: "POST",
       path: "/v1/exec",
       valid: { location: "app", command: "true", timeout: "5s" },

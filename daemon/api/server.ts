@@ -27,6 +27,7 @@ import { laptopGate, LaptopStreams } from "./laptop_gate.ts";
 import { pairingRoutes, redeemRoutes, socketOnly } from "./pair.ts";
 import { phoneGate, type PhonePages, phoneRedeemRoutes, phoneRoutes, phoneScoped } from "./phone.ts";
 import { locationRoutes } from "./locations.ts";
+import { kitRoutes } from "./kits.ts";
 import { serviceRoutes } from "./services.ts";
 import { tunnelRoutes } from "./tunnel.ts";
 import { sessionRoutes } from "./sessions.ts";
@@ -65,6 +66,7 @@ export function boxRoutes(box: Box, options: BoxAppOptions = {}): RouteTable[] {
   const listener = options.listener ?? "socket";
   const tables = [
     locationRoutes(box),
+    kitRoutes(box),
     worktreeRoutes(box),
     execRoutes(box),
     hooksRoutes(box),

@@ -18,6 +18,8 @@ const ACTING: Record<string, string[]> = {
   "PUT /guard": ["config.change"],
   "PUT /locations/:name/scripts": ["config.change"],
   "PUT /locations/:name/config": ["config.change"],
+  "PUT /locations/:name/kit": ["config.change"],
+  "DELETE /locations/:name/kit": ["config.change"],
   "POST /sessions": ["session.create", "session.send"],
   "POST /sessions/:name/send": ["session.send"],
   "POST /tasks": ["worktree.create", "session.create", "session.send"],
