@@ -22,7 +22,7 @@ export interface LocationRecord {
   path: string;
   local: DockConfig | null;
   /** The kit applied to it (`kits.ts`), or null. */
-  kit: KitRecord | null;
+  kit?: KitRecord | null;
   created: string;
 }
 
