@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { KitLibrary } from "./kits.ts";
 import { EventBus, journalBoundsFromEnv } from "../core/events.ts";
 import type { ClientPaths } from "../core/paths.ts";
 import { Store } from "../core/store.ts";
@@ -40,6 +41,7 @@ export class Agent {
   readonly hooks: LaptopHooks;
   readonly queue: Queue;
   readonly plugins: Plugins;
+  readonly kits: KitLibrary;
   readonly notifier: DesktopNotifier;
   /** The proxy's listener: its port, or why it is not listening. */
   proxyState: { enabled: boolean; port?: number; error?: string } = { enabled: false };
@@ -57,6 +59,7 @@ export class Agent {
       maxConnections: positiveFromEnv("DOCK_FORWARD_MAX_CONNECTIONS"),
     });
     this.proxy = new Proxy(this.boxes, this.forwards);
+    this.kits = new KitLibrary({ paths, boxes: this.boxes });
     this.plugins = new Plugins({
       home: paths.home,
       state: paths.client,

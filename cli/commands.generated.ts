@@ -197,6 +197,13 @@ export const DOCK_COMMANDS: readonly CommandEntry[] = [
       "serve dock's tools (sessions, tasks, prompts, wait, screen, exec, flows) to an MCP client on stdin/stdout, for every box",
   },
   {
+    "name": "kit",
+    "aliases": [],
+    "family": "kit",
+    "term": "kit",
+    "description": "kits: config and files applied to locations",
+  },
+  {
     "name": "integrations",
     "aliases": [],
     "family": "integrations",

@@ -29,6 +29,7 @@ export function dockFamilies(): Families {
     ...boxFamilies(scope),
     queue: async () => (await load<typeof import("./queue.ts")>("./queue.ts")).queueCommands,
     mcp: async () => (await load<typeof import("./mcp.ts")>("./mcp.ts")).mcpCommands,
+    kit: async () => (await load<typeof import("./kit.ts")>("./kit.ts")).kitCommands,
     integrations: async () => {
       const { defaultHookCommand, integrationCommands } = await load<typeof import("./integrations.ts")>(
         "./integrations.ts",

@@ -8,10 +8,13 @@ import { BoxClient } from "./box.ts";
 import { readNdjson, Transport } from "./http.ts";
 import type {
   BoxAddLocal,
+  DockConfig,
   DockEvent,
   EventAnnounce,
   HookConfig,
   HooksState,
+  InstalledKit,
+  Kit,
   PairRequest,
   PluginInfo,
   PluginPermissions,
@@ -111,6 +114,76 @@ export interface TaskTemplate {
   error?: string;
 }
 
+/** A kit of the laptop's library, as `GET /v1/kits` lists it (its files by name only). */
+export interface KitSummary {
+  id: string;
+  name: string;
+  version: string | null;
+  description?: string;
+  match?: { slug?: string };
+  files: string[];
+  /** Why its `kit.json` no longer loads. */
+  error?: string;
+}
+
+/** Body of `POST /v1/kits/add`: exactly one source. */
+export interface KitAddRequest {
+  /** A `kit.json` on this laptop. */
+  file?: string;
+  /** A folder holding `kit.json`; its other files become the kit's files. */
+  folder?: string;
+  /** A git repository this laptop can clone, holding `kit.json` at its root. */
+  git?: string;
+}
+
+/** Body of `POST /v1/kits/{id}/apply`, `POST /v1/kits/preview` (with `id`) and `POST /v1/kits/remove`. */
+export interface KitTarget {
+  box: string;
+  location: string;
+}
+
+/** Body of `POST /v1/kits/save`: a location's effective config as a new kit. */
+export interface KitSaveRequest extends KitTarget {
+  id: string;
+  name?: string;
+  version?: string;
+}
+
+/** `POST /v1/kits/preview`: what applying would do, done nowhere. */
+export interface KitPreview {
+  kit: KitSummary;
+  box: string;
+  location: string;
+  /** The kit the location runs now, which applying replaces. */
+  replaces: { id: string; version: string | null } | null;
+  layers: {
+    repo: DockConfig | null;
+    kit_before: DockConfig | null;
+    kit_after: DockConfig | null;
+    local: DockConfig | null;
+  };
+  effective: { before: DockConfig; after: DockConfig };
+  /** Top-level fields of the effective config that change. */
+  changed: string[];
+  files: string[];
+  /** Missing `requires` tools, a kit replaced. */
+  warnings: string[];
+}
+
+/** `GET /v1/kits/installed`: a location running a kit, on which box, and whether the library has newer. */
+export interface KitInstallation extends InstalledKit {
+  box: string;
+  /** The library's version of it (null when the library has none, or no version). */
+  library: string | null;
+  older: boolean;
+}
+
+/** `POST /v1/kits/{id}/update`. */
+export interface KitUpdate {
+  updated: InstalledKit[];
+  failed: { box: string; location: string; error: string }[];
+}
+
 /** `GET /v1/status`. */
 export interface AgentStatus {
   boxes: BoxStatus[];
@@ -199,6 +272,56 @@ export class AgentClient {
       signal,
     });
     yield* readNdjson<BoxProgress>(response.body!);
+  }
+
+  /** `GET /v1/kits`: the kits library. */
+  kits(): Promise<KitSummary[]> {
+    return this.transport.json("/v1/kits");
+  }
+
+  /** `GET /v1/kits/installed`: every location running a kit, older versions flagged. */
+  kitsInstalled(): Promise<KitInstallation[]> {
+    return this.transport.json("/v1/kits/installed");
+  }
+
+  /** `GET /v1/kits/{id}`: one kit whole, with the locations its `match.slug` selects. */
+  kit(id: string): Promise<Kit & { matching: KitTarget[] }> {
+    return this.transport.json(`/v1/kits/${enc(id)}`);
+  }
+
+  /** `POST /v1/kits/add`. */
+  addKit(body: KitAddRequest): Promise<KitSummary> {
+    return this.transport.json("/v1/kits/add", { body });
+  }
+
+  /** `POST /v1/kits/preview`. */
+  previewKit(id: string, target: KitTarget): Promise<KitPreview> {
+    return this.transport.json("/v1/kits/preview", { body: { id, ...target } });
+  }
+
+  /** `POST /v1/kits/{id}/apply`. */
+  applyKit(id: string, target: KitTarget): Promise<InstalledKit> {
+    return this.transport.json(`/v1/kits/${enc(id)}/apply`, { body: target });
+  }
+
+  /** `POST /v1/kits/{id}/update`: applied again wherever an older version runs. */
+  updateKit(id: string): Promise<KitUpdate> {
+    return this.transport.json(`/v1/kits/${enc(id)}/update`, { method: "POST" });
+  }
+
+  /** `POST /v1/kits/remove`: takes a location's kit off. */
+  removeKit(target: KitTarget): Promise<InstalledKit> {
+    return this.transport.json("/v1/kits/remove", { body: target });
+  }
+
+  /** `POST /v1/kits/save`: a location's config as a new kit of the library. */
+  saveKit(body: KitSaveRequest): Promise<KitSummary> {
+    return this.transport.json("/v1/kits/save", { body });
+  }
+
+  /** `DELETE /v1/kits/{id}`: out of the library (locations running it keep it). */
+  deleteKit(id: string): Promise<KitSummary> {
+    return this.transport.json(`/v1/kits/${enc(id)}`, { method: "DELETE" });
   }
 
   /** `POST /v1/boxes/pair`: pairs the box a `dockd pair` link names, as `name` (default: its own name). */

@@ -11,7 +11,7 @@
  * @module
  */
 import { z } from "zod";
-import type { AddSshRequest } from "./agent.ts";
+import type { AddSshRequest, KitAddRequest, KitSaveRequest, KitTarget } from "./agent.ts";
 import type {
   AgentReport,
   AgentReportType,
@@ -280,6 +280,35 @@ export const FLOW_TEST = z.strictObject({
 const STRINGS = z.array(z.string().max(256)).max(64).optional();
 
 /** `POST plugins/{id}/enable`: the permissions granted, exactly as the plugin asks for them. */
+const KIT_ID = z.string().regex(
+  /^[a-z0-9][a-z0-9-]{0,47}$/,
+  "must be a kit id: [a-z0-9][a-z0-9-]*, at most 48",
+);
+const PATH_TEXT = z.string().min(1).max(4096);
+
+/** Body of `POST /v1/kits/add`. */
+export const KIT_ADD = z.strictObject({
+  file: PATH_TEXT.optional(),
+  folder: PATH_TEXT.optional(),
+  git: z.string().min(1).max(2048).optional(),
+}) satisfies z.ZodType<KitAddRequest>;
+
+/** Body of `POST /v1/kits/{id}/apply` and `POST /v1/kits/remove`. */
+export const KIT_TARGET = z.strictObject({
+  box: z.string().min(1).max(64),
+  location: z.string().min(1).max(64),
+}) satisfies z.ZodType<KitTarget>;
+
+/** Body of `POST /v1/kits/preview`. */
+export const KIT_PREVIEW = KIT_TARGET.extend({ id: KIT_ID });
+
+/** Body of `POST /v1/kits/save`. */
+export const KIT_SAVE = KIT_TARGET.extend({
+  id: KIT_ID,
+  name: z.string().max(200).optional(),
+  version: z.string().regex(/^\d+(\.\d+)*$/, "must be dotted numbers such as 1.2.0").max(64).optional(),
+}) satisfies z.ZodType<KitSaveRequest>;
+
 /** Body of `POST plugins/{id}/ui-api`. */
 export const PANEL_API_REQUEST = z.strictObject({
   method: z.enum(["GET", "POST", "PUT", "PATCH", "DELETE"]),

@@ -8,7 +8,9 @@ import { join } from "node:path";
 import { assert, assertEquals, assertRejects, assertStringIncludes } from "./assert.ts";
 import { DockError } from "../client/errors.ts";
 import type { Kit } from "../client/wire.ts";
-import { makeDirs, makeRepo, startBox, waitForEvent } from "./harness.ts";
+import { AgentClient } from "../client/agent.ts";
+import { run } from "../core/runner.ts";
+import { laptopEnv, makeDirs, makeRepo, runCli, startAgent, startBox, waitForEvent } from "./harness.ts";
 
 const KIT: Kit = {
   id: "node-app",
@@ -98,6 +100,99 @@ Deno.test("a kit on a box: its layer in the merge, its files at DOCK_KIT_DIR, re
   assertEquals((await client.config("app")).kit, null);
   assert(!(await exists(dir)));
   assertEquals((await assertRejects(() => client.removeKit("app"), DockError) as DockError).status, 404);
+});
+
+Deno.test("the kits library: add from a folder and from git, preview, apply, installed, update, remove, save, rm, and the CLI", async () => {
+  const dirs = await makeDirs();
+  await using box = await startBox({ dirs });
+  await using agent = await startAgent(dirs);
+  const laptop = new AgentClient({ url: agent.url, token: agent.token, origin: "test" });
+  try {
+    const repo = await makeRepo(join(dirs.home, "work"), "app");
+    await run("git", ["-C", repo, "remote", "add", "origin", "git@github.com:acme/shop.git"]);
+    await box.client.addLocation({ name: "app", path: repo });
+    await laptop.addLocal("devbox");
+
+    // A kit as a folder: kit.json, and its other files become the kit's files.
+    const folder = join(dirs.root, "kit-src");
+    await Deno.mkdir(join(folder, "bin"), { recursive: true });
+    const manifest = {
+      id: "shop-kit",
+      version: "1.9.0",
+      match: { slug: "acme/shop" },
+      requires: [{ tool: "no-such-tool-here" }],
+      config: { env: { KIT: "1" } },
+    };
+    await Deno.writeTextFile(join(folder, "kit.json"), JSON.stringify(manifest));
+    await Deno.writeTextFile(join(folder, "bin", "hello.sh"), "#!/bin/sh\necho hello\n");
+    const added = await laptop.addKit({ folder });
+    assertEquals([added.id, added.version, added.files], ["shop-kit", "1.9.0", ["bin/hello.sh"]]);
+    assertEquals((await laptop.kits()).map((k) => k.id), ["shop-kit"]);
+    assertEquals((await laptop.kit("shop-kit")).matching, [{ box: "devbox", location: "app" }]);
+
+    // Preview: what would change, done nowhere.
+    const preview = await laptop.previewKit("shop-kit", { box: "devbox", location: "app" });
+    assertEquals(preview.changed, ["env"]);
+    assertEquals(preview.effective.after.env, { KIT: "1" });
+    assertEquals(preview.files, ["bin/hello.sh"]);
+    assertStringIncludes(preview.warnings.join("\n"), "no-such-tool-here");
+    assertEquals((await box.client.kits()).installed, []);
+
+    const applied = await laptop.applyKit("shop-kit", { box: "devbox", location: "app" });
+    assertEquals(applied.version, "1.9.0");
+    const hello = await box.client.exec({ location: "app", command: '"$DOCK_KIT_DIR/bin/hello.sh"' });
+    assertEquals(hello.output.trim(), "hello");
+
+    // A newer version in the library: the location is flagged older (1.10.0 > 1.9.0), then updated.
+    await Deno.writeTextFile(join(folder, "kit.json"), JSON.stringify({ ...manifest, version: "1.10.0" }));
+    await laptop.addKit({ folder });
+    const flagged = await laptop.kitsInstalled();
+    assertEquals(flagged.map((k) => [k.box, k.location, k.version, k.library, k.older]), [
+      ["devbox", "app", "1.9.0", "1.10.0", true],
+    ]);
+    const updated = await laptop.updateKit("shop-kit");
+    assertEquals([updated.updated.map((u) => u.version), updated.failed], [["1.10.0"], []]);
+    assertEquals((await laptop.kitsInstalled())[0].older, false);
+
+    // The CLI shows the same.
+    const env = laptopEnv(dirs, agent);
+    const listed = await runCli("dock", ["kit", "installed"], { env, cwd: dirs.home });
+    assertEquals(listed.code, 0, listed.stderr);
+    assertStringIncludes(listed.stdout, "devbox/app");
+    const json = await runCli("dock", ["kit", "list", "--json"], { env, cwd: dirs.home });
+    assertEquals(JSON.parse(json.stdout)[0].version, "1.10.0");
+
+    // From a git repository the laptop can reach.
+    const gitKit = await makeRepo(join(dirs.root, "git-kit"), "lint-kit", {
+      "kit.json": JSON.stringify({ id: "lint-kit", version: "0.1.0", config: { env: { LINT: "on" } } }),
+      "lint.sh": "#!/bin/sh\ntrue\n",
+    });
+    const fromGit = await laptop.addKit({ git: `file://${gitKit}` });
+    assertEquals([fromGit.id, fromGit.files], ["lint-kit", ["README.md", "lint.sh"]]);
+
+    // Save a location's config as a kit; remove; rm.
+    const saved = await laptop.saveKit({ box: "devbox", location: "app", id: "from-app", version: "1.0.0" });
+    assertEquals(saved.id, "from-app");
+    assertEquals((await laptop.kit("from-app")).config?.env, { KIT: "1" });
+    await laptop.removeKit({ box: "devbox", location: "app" });
+    assertEquals((await box.client.kits()).installed, []);
+    await laptop.deleteKit("lint-kit");
+    assertEquals((await laptop.kits()).map((k) => k.id), ["from-app", "shop-kit"]);
+
+    // Bad input: a kit.json with a wrong field names the file and field; an unknown kit is a 404.
+    const broken = join(dirs.root, "broken.json");
+    await Deno.writeTextFile(broken, JSON.stringify({ id: "broken", files: { "../x": "y" } }));
+    const refused = await assertRejects(() => laptop.addKit({ file: broken }), DockError) as DockError;
+    assertEquals(refused.status, 400);
+    assertStringIncludes(refused.message, `${broken}: files`);
+    const unknown = await assertRejects(
+      () => laptop.applyKit("nope", { box: "devbox", location: "app" }),
+      DockError,
+    ) as DockError;
+    assertEquals(unknown.status, 404);
+  } finally {
+    laptop.close();
+  }
 });
 
 async function exists(path: string): Promise<boolean> {

@@ -123,6 +123,32 @@ function laptopRoutes(options: { link: string; forwardPort: number }): LaptopRou
       ];
     }),
     { method: "GET", path: "/v1/plugins/:id/*", params: { id: "fz" }, rest: "ui/index.html" },
+    { method: "GET", path: "/v1/kits" },
+    { method: "GET", path: "/v1/kits/installed" },
+    { method: "GET", path: "/v1/kits/:id", params: { id: "fz-kit" } },
+    { method: "DELETE", path: "/v1/kits/:id", params: { id: "ghost-kit" } },
+    {
+      method: "POST",
+      path: "/v1/kits/add",
+      body: { file: "/nonexistent/fz/kit.json" },
+      // What parses as a path or URL is read or cloned: only places that do not exist.
+      safe: (body) => {
+        for (const key of ["file", "folder"]) {
+          if (typeof body[key] === "string") body[key] = "/nonexistent/fz";
+        }
+        if (typeof body.git === "string") body.git = "file:///nonexistent/fz.git";
+      },
+    },
+    { method: "POST", path: "/v1/kits/preview", body: { id: "fz-kit", box: "local", location: "app" } },
+    { method: "POST", path: "/v1/kits/remove", body: { box: "ghost", location: "app" } },
+    { method: "POST", path: "/v1/kits/save", body: { box: "ghost", location: "app", id: "fz-saved" } },
+    {
+      method: "POST",
+      path: "/v1/kits/:id/apply",
+      params: { id: "fz-kit" },
+      body: { box: "ghost", location: "app" },
+    },
+    { method: "POST", path: "/v1/kits/:id/update", params: { id: "fz-kit" } },
     { method: "GET", path: "/v1/mcp", headers: { accept: "application/json, text/event-stream" } },
     { method: "DELETE", path: "/v1/mcp" },
     {
