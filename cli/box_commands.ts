@@ -53,5 +53,6 @@ export function boxFamilies(scope: () => Promise<Scope>): Families {
     flow: scoped(() => load<typeof import("./flow.ts")>("./flow.ts"), (m) => m.flowCommands, scope),
     plugin: scoped(() => load<typeof import("./plugin.ts")>("./plugin.ts"), (m) => m.pluginCommands, scope),
     phone: scoped(() => load<typeof import("./phone.ts")>("./phone.ts"), (m) => m.phoneCommands, scope),
+    review: scoped(() => load<typeof import("./review.ts")>("./review.ts"), (m) => m.reviewCommands, scope),
   };
 }

@@ -182,6 +182,22 @@ export const DOCK_COMMANDS: readonly CommandEntry[] = [
     "description": "the phone companion: a phone reaches the box directly",
   },
   {
+    "name": "review",
+    "aliases": [],
+    "family": "review",
+    "term": "review [options] [box]",
+    "description":
+      "worktrees with work to review: commits ahead of their base, uncommitted changes, agents finished unseen",
+  },
+  {
+    "name": "preview",
+    "aliases": [],
+    "family": "review",
+    "term": "preview [options] <box/location/worktree> [path]",
+    "description":
+      "open a worktree's dev server in the dock app (announces preview.open) and print its private URL",
+  },
+  {
     "name": "queue",
     "aliases": [],
     "family": "queue",
@@ -340,6 +356,22 @@ export const DOCKD_COMMANDS: readonly CommandEntry[] = [
     "family": "phone",
     "term": "phone",
     "description": "the phone companion: a phone reaches the box directly",
+  },
+  {
+    "name": "review",
+    "aliases": [],
+    "family": "review",
+    "term": "review [options]",
+    "description":
+      "worktrees with work to review: commits ahead of their base, uncommitted changes, agents finished unseen",
+  },
+  {
+    "name": "preview",
+    "aliases": [],
+    "family": "review",
+    "term": "preview [options] [path]",
+    "description":
+      "open a worktree's dev server in the dock app (announces preview.open) and print its private URL",
   },
   {
     "name": "events",

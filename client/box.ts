@@ -48,6 +48,9 @@ import type {
   PluginInfo,
   PluginPermissions,
   Port,
+  PreviewOpen,
+  PreviewRequest,
+  ReviewItem,
   Screen,
   SecretTestResult,
   Session,
@@ -157,6 +160,18 @@ export class BoxClient {
   /** `PUT locations/{name}/scripts`. */
   setScripts(name: string, body: LocationScripts): Promise<LocationConfig> {
     return this.transport.json(`/v1/locations/${enc(name)}/scripts`, { method: "PUT", body });
+  }
+
+  /** `GET review`: worktrees with work to review; `all` includes those whose agents still work. */
+  review(options: { all?: boolean; location?: string } = {}): Promise<ReviewItem[]> {
+    return this.transport.json("/v1/review", {
+      query: { all: options.all ? 1 : undefined, location: options.location },
+    });
+  }
+
+  /** `POST preview`: announces `preview.open` for a worktree's dev server; answers its private URL. */
+  preview(body: PreviewRequest): Promise<PreviewOpen> {
+    return this.transport.json("/v1/preview", { body });
   }
 
   /** `GET kits`: the kits applied on the box, and each location's `origin` slug. */

@@ -40,6 +40,7 @@ import type {
   PhoneRedeem,
   PhoneSettings,
   PluginEnableRequest,
+  PreviewRequest,
   ProxyRoute,
   QueueCreate,
   QueueEdit,
@@ -308,6 +309,14 @@ export const KIT_SAVE = KIT_TARGET.extend({
   name: z.string().max(200).optional(),
   version: z.string().regex(/^\d+(\.\d+)*$/, "must be dotted numbers such as 1.2.0").max(64).optional(),
 }) satisfies z.ZodType<KitSaveRequest>;
+
+/** Body of `POST preview`. */
+export const PREVIEW_REQUEST = z.strictObject({
+  location: z.string().min(1).max(64),
+  worktree: z.string().min(1).max(64),
+  port: z.number().int().min(1).max(65535).optional(),
+  path: z.string().max(2048).regex(/^[^\s#]*$/, "must be a URL path without spaces").optional(),
+}) satisfies z.ZodType<PreviewRequest>;
 
 /** Body of `POST plugins/{id}/ui-api`. */
 export const PANEL_API_REQUEST = z.strictObject({

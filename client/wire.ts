@@ -511,6 +511,47 @@ export interface WorktreeStatus {
   dirty: boolean;
 }
 
+/** Why a worktree has work to review. */
+export type ReviewReason = "commits" | "changes" | "finished";
+
+/** `GET review`: a worktree with work for a person to look at. */
+export interface ReviewItem {
+  location: string;
+  worktree: string;
+  path: string;
+  branch: string | null;
+  base: string;
+  /** Commits on it that its base has not (null when the base is unknown there). */
+  ahead: number | null;
+  dirty: boolean;
+  changes: { staged: number; modified: number; untracked: number; conflicted: number };
+  /** Its agents' sessions; `unseen` when one finished after anyone last attached to it. */
+  sessions: { name: string; agent: string | null; agent_state: AgentState; unseen: boolean }[];
+  reasons: ReviewReason[];
+  /** True while one of its agents is still running (listed with `?all=1` only). */
+  working: boolean;
+}
+
+/** Body of `POST preview`: show a worktree's dev server to the person. */
+export interface PreviewRequest {
+  location: string;
+  worktree: string;
+  /** Default: the worktree's first port (`DOCK_PORT`). */
+  port?: number;
+  /** The page to open, below `/`. */
+  path?: string;
+}
+
+/** The answer of `POST preview` and the data of `preview.open`. */
+export interface PreviewOpen {
+  location: string;
+  worktree: string;
+  port: number;
+  path: string;
+  /** The private URL: `http://<worktree>.<location>.<box>.localhost:1377/<path>`. */
+  url: string;
+}
+
 /** A commit of `GET …/worktrees/{wt}/log`. */
 export interface Commit {
   hash: string;

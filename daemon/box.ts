@@ -17,6 +17,7 @@ import { positiveFromEnv } from "../core/knobs.ts";
 import { Store } from "../core/store.ts";
 import { BOX_SCHEMA } from "./schema.ts";
 import { Kits } from "./kits.ts";
+import { Review } from "./review.ts";
 import { PairingStore } from "./pairing.ts";
 import { PhoneCompanion } from "./phone.ts";
 import { Worktrees } from "./worktrees.ts";
@@ -64,6 +65,7 @@ export class Box {
   readonly secrets: SecretResolver;
   readonly locations: Locations;
   readonly kits: Kits;
+  readonly review: Review;
   readonly worktrees: Worktrees;
   readonly exec: Exec;
   readonly services: Services;
@@ -153,6 +155,13 @@ export class Box {
       exits: this.exits,
       ledger: this.sendLedger,
       dir: join(paths.box, "sessions"),
+    });
+    this.review = new Review({
+      locations: this.locations,
+      worktrees: this.worktrees,
+      sessions: this.sessions,
+      bus: this.bus,
+      box: () => this.settings.name,
     });
     this.tasks = new Tasks({
       bus: this.bus,

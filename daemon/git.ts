@@ -331,6 +331,15 @@ export async function branches(repo: string): Promise<Branch[]> {
 // ---------------------------------------------------------------------------------------------------
 // Repository facts
 
+/**
+ * How many commits of HEAD the checkout at `path` has that `base` has not, or null when `base` is not a
+ * revision there. `base` comes from a worktree's record (or the default branch), after `--end-of-options`.
+ */
+export async function commitsAhead(path: string, base: string): Promise<number | null> {
+  const out = await runGit(["rev-list", "--count", "--end-of-options", `${base}..HEAD`], { cwd: path });
+  return out.code === 0 ? Number(out.stdout.trim()) : null;
+}
+
 /** The URL of the repository's `origin` remote, or null when it has none. */
 export async function originUrl(repo: string): Promise<string | null> {
   const out = await runGit(["remote", "get-url", "origin"], { cwd: repo });

@@ -21,20 +21,7 @@ import { type Kit, validateKit } from "../core/config.ts";
 import { ConfigError } from "../core/user_files.ts";
 import { which } from "../core/runner.ts";
 import * as git from "./git.ts";
-import type { Locations } from "./locations.ts";
-
-/** What a location keeps of its kit (the `kit` column of `locations`). */
-export interface KitRecord {
-  id: string;
-  name: string;
-  version: string | null;
-  description?: string;
-  match?: { slug?: string };
-  requires?: { tool: string; hint?: string }[];
-  config: Kit["config"] | null;
-  files: string[];
-  applied: string;
-}
+import type { KitRecord, Locations } from "./locations.ts";
 
 /** The most a kit may carry: it travels in one request body. */
 export const KIT_LIMITS = { files: 500, fileBytes: 1024 * 1024, totalBytes: 8 * 1024 * 1024 };

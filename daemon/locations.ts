@@ -7,14 +7,26 @@
  */
 import { basename, join, resolve } from "node:path";
 import { DockError, notFound } from "../client/errors.ts";
-import type { Branch, ConfigProblem, DockConfig, LocationConfig } from "../client/wire.ts";
+import type { Branch, ConfigProblem, DockConfig, Kit, LocationConfig } from "../client/wire.ts";
 import { mergeConfigs, readRepoConfig, validateConfig } from "../core/config.ts";
 import { ConfigError } from "../core/user_files.ts";
 import type { EventBus } from "../core/events.ts";
 import * as git from "./git.ts";
 import { checkName } from "../core/names.ts";
 import type { Store } from "../core/store.ts";
-import type { KitRecord } from "./kits.ts";
+
+/** What a location keeps of its kit (the `kit` column of `locations`). */
+export interface KitRecord {
+  id: string;
+  name: string;
+  version: string | null;
+  description?: string;
+  match?: { slug?: string };
+  requires?: { tool: string; hint?: string }[];
+  config: Kit["config"] | null;
+  files: string[];
+  applied: string;
+}
 
 /** A location as stored. */
 export interface LocationRecord {

@@ -100,6 +100,7 @@ export class Sessions {
 
   constructor(options: SessionsOptions) {
     this.#o = options;
+    options.store.addColumn("sessions", "seen TEXT"); // a box made before review
     this.#checks = new TurnChecks({
       tmux: options.tmux,
       states: options.states,
@@ -126,6 +127,17 @@ export class Sessions {
     const row = this.#row(name);
     if (!row) throw notFound("session", name);
     return toSession(row);
+  }
+
+  /** A person attached to the session (a look at what its agent did: `GET review`'s `unseen`). */
+  looked(name: string): void {
+    this.#o.store.run("UPDATE sessions SET seen = ? WHERE name = ?", new Date().toISOString(), name);
+  }
+
+  /** When a person last attached to the session, or null. */
+  seenAt(name: string): string | null {
+    return this.#o.store.get<{ seen: string | null }>("SELECT seen FROM sessions WHERE name = ?", name)
+      ?.seen ?? null;
   }
 
   /** One session with the last changes of its agent state and their causes (`GET sessions/{name}`). */

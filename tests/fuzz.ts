@@ -171,6 +171,11 @@ export function boxBodyRoutes(options: { repo: string; safePath: string }): Body
       noStrings: ["command"],
     },
     { method: "POST", path: "/v1/events", valid: { type: "fuzz.event", data: { a: 1 } } },
+    {
+      method: "POST",
+      path: "/v1/preview",
+      valid: { location: "app", worktree: "w", port: 3000, path: "/x" },
+    },
     { method: "PUT", path: "/v1/env", valid: { env: { A: "b" } } },
     { method: "POST", path: "/v1/secrets/test", valid: { ref: "env://HOME" } },
     { method: "POST", path: "/v1/locations/app/worktrees/w/sync", valid: { mode: "rebase" } },

@@ -28,6 +28,7 @@ import { pairingRoutes, redeemRoutes, socketOnly } from "./pair.ts";
 import { phoneGate, type PhonePages, phoneRedeemRoutes, phoneRoutes, phoneScoped } from "./phone.ts";
 import { locationRoutes } from "./locations.ts";
 import { kitRoutes } from "./kits.ts";
+import { reviewRoutes } from "./review.ts";
 import { serviceRoutes } from "./services.ts";
 import { tunnelRoutes } from "./tunnel.ts";
 import { sessionRoutes } from "./sessions.ts";
@@ -67,6 +68,7 @@ export function boxRoutes(box: Box, options: BoxAppOptions = {}): RouteTable[] {
   const tables = [
     locationRoutes(box),
     kitRoutes(box),
+    reviewRoutes(box),
     worktreeRoutes(box),
     execRoutes(box),
     hooksRoutes(box),

@@ -19,6 +19,8 @@ const ACTING: Record<string, string[]> = {
   "PUT /locations/:name/scripts": ["config.change"],
   "PUT /locations/:name/config": ["config.change"],
   "PUT /locations/:name/kit": ["config.change"],
+  // An announcement for the person's app: it starts nothing.
+  "POST /preview": [],
   "DELETE /locations/:name/kit": ["config.change"],
   "POST /sessions": ["session.create", "session.send"],
   "POST /sessions/:name/send": ["session.send"],

@@ -37,6 +37,7 @@ export interface SessionRoutesBackend {
     | "typed"
     | "interrupted"
     | "explain"
+    | "looked"
   >;
   sendLedger: Pick<SendLedger, "known">;
   tasks: Pick<Tasks, "check" | "create">;
@@ -173,13 +174,18 @@ export function sessionRoutes(box: SessionRoutesBackend): RouteTable {
       const { cols, rows } = attachSize(new URL(c.req.url));
       // A laptop's attach over TLS holds the laptop's tie: its revocation closes the socket.
       const tie = (c.env as TlsEnv | undefined)?.tie;
+      box.sessions.looked(session.name);
       return attachSession(c.req.raw, {
         socket: box.tmux.socket,
         session: session.name,
         cols,
         rows,
         signal: tie?.signal,
-        onEnd: tie?.release,
+        onEnd: () => {
+          // What the agent did while the person watched counts as seen too.
+          box.sessions.looked(session.name);
+          tie?.release();
+        },
         onSubmit: () => box.sessions.typed(session.name),
         onInterrupt: () => box.sessions.interrupted(session.name),
       });
