@@ -327,6 +327,12 @@ Deno.test({
         await refused.body?.cancel();
       }
 
+      // An agent shows its dev server: the page offers the private URL.
+      const shown = await box.client.preview({ location: "app", worktree: "issue-42", path: "/admin" });
+      const banner = page.locator('.preview[data-preview="devbox/app/issue-42"]');
+      await banner.waitFor();
+      assertEquals(await banner.locator("a").getAttribute("href"), shown.url);
+
       // The panel's own fetch, refused by its CSP as it should be, is the only error the page saw.
       const refusedByPanel = (e: string) => e.includes("Content Security Policy") && e.includes("/v1/status");
       assert(errors.some(refusedByPanel), errors.join("\n"));

@@ -10,7 +10,7 @@ import { effect } from "@preact/signals";
 import { Api, ApiError, type AppConfig, loadConfig, readConfig, takeToken } from "./api.ts";
 import { Board } from "./board.tsx";
 import { NeedsYou } from "./needs.tsx";
-import { live, needsYou, Sync } from "./store.ts";
+import { live, needsYou, previews, Sync } from "./store.ts";
 import { closeTerminal, show, terminals, view, VIEWS } from "./views.ts";
 import { Palette, palette } from "./palette.tsx";
 import { AutomationView, EventsView, PluginsView, QueueView, SettingsView, TaskView } from "./more.tsx";
@@ -52,6 +52,28 @@ function App(props: { api: Api; config: AppConfig }) {
           Ctrl+K
         </button>
       </header>
+      {previews.value.length > 0 && (
+        <div class="previews" role="status">
+          {previews.value.map((p) => (
+            <div class="preview" key={p.url} data-preview={`${p.box}/${p.location}/${p.worktree}`}>
+              <span>
+                Preview of {p.box}/{p.location}/{p.worktree} (port {p.port})
+              </span>
+              <a href={p.url} target="_blank" rel="noopener noreferrer">Open</a>
+              <button
+                type="button"
+                class="small"
+                onClick={() =>
+                  previews.value = previews.value.filter((q) =>
+                    q.url !== p.url
+                  )}
+              >
+                Dismiss
+              </button>
+            </div>
+          ))}
+        </div>
+      )}
       <main class={`view view-${view.value}`}>
         {view.value === "board" && <Board api={props.api} />}
         {view.value === "needs" && <NeedsYou api={props.api} />}

@@ -440,7 +440,7 @@ export function SettingsView(props: { api: Api }) {
             Allow notifications
           </button>
         )}
-        {(["waiting", "finished", "flow"] as const).map((k) => (
+        {(["waiting", "finished", "flow", "preview"] as const).map((k) => (
           <label key={k} class="check">
             <input
               type="checkbox"
@@ -448,7 +448,7 @@ export function SettingsView(props: { api: Api }) {
               onChange={(e) =>
                 saveNotifySettings(props.api, { ...settings, [k]: (e.target as HTMLInputElement).checked })}
             />
-            {k === "flow" ? "a flow's notify step" : `an agent ${k}`}
+            {k === "flow" ? "a flow's notify step" : k === "preview" ? "an agent's preview" : `an agent ${k}`}
           </label>
         ))}
       </section>

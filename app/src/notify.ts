@@ -1,6 +1,6 @@
 /**
- * Desktop notifications through the browser's Notification API for `agent.waiting`, `agent.finished` and
- * a flow's `notify`, each switchable in the settings (kept in the app settings document `notifications`).
+ * Desktop notifications through the browser's Notification API for `agent.waiting`, `agent.finished`, a
+ * flow's `notify` and an agent's `preview.open` (a click opens the page), each switchable in the settings (kept in the app settings document `notifications`).
  *
  * @module
  */
@@ -13,16 +13,23 @@ export interface NotifySettings {
   waiting: boolean;
   finished: boolean;
   flow: boolean;
+  preview: boolean;
 }
 
 /** The switches, loaded from `/v1/app/notifications` in agent mode. */
-export const notifySettings = signal<NotifySettings>({ waiting: true, finished: true, flow: true });
+export const notifySettings = signal<NotifySettings>({
+  waiting: true,
+  finished: true,
+  flow: true,
+  preview: true,
+});
 
 /** Which switch an event falls under, if any. */
 export function notifyKind(type: string): keyof NotifySettings | null {
   if (type === "agent.waiting") return "waiting";
   if (type === "agent.finished") return "finished";
   if (type === "notify") return "flow";
+  if (type === "preview.open") return "preview";
   return null;
 }
 
@@ -40,6 +47,15 @@ export function startNotifications(api: Api): void {
     if (document.visibilityState === "visible") return;
     const data = event.data ?? {};
     const who = `${event.box ?? "laptop"}/${String(data.session ?? data.flow ?? "")}`;
+    if (kind === "preview") {
+      const where = `${event.box ?? ""}/${String(data.location)}/${String(data.worktree)}`;
+      const shown = new Notification(`Preview of ${where}`, {
+        body: String(data.url),
+        tag: `preview:${where}`,
+      });
+      shown.onclick = () => globalThis.open(String(data.url), "_blank", "noopener");
+      return;
+    }
     const title = kind === "flow" ? String(data.title ?? who) : `${who}: agent ${kind}`;
     const body = kind === "flow" ? String(data.text ?? "") : "";
     new Notification(title, { body, tag: `${event.type}:${who}` });

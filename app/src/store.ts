@@ -57,6 +57,18 @@ const EVENT_LIMIT = 500;
 /** Called with each event as it arrives (notifications). */
 export const onEvent = new Set<(event: DockEvent) => void>();
 
+/** A worktree's dev server an agent asked to show (`preview.open`), newest last. */
+export interface Preview {
+  box: string;
+  location: string;
+  worktree: string;
+  port: number;
+  url: string;
+}
+
+/** The previews not yet dismissed (at most five). */
+export const previews = signal<Preview[]>([]);
+
 /** `box/session`. */
 export function sessionKey(box: string, name: string): string {
   return `${box}/${name}`;
@@ -209,6 +221,17 @@ export class Sync {
     const box = event.box ?? (this.#api.agent ? undefined : (this.#api.config as { box: string }).box);
     const type = event.type;
     const data = event.data ?? {};
+    if (type === "preview.open" && box && typeof data.url === "string") {
+      const shown: Preview = {
+        box,
+        location: String(data.location),
+        worktree: String(data.worktree),
+        port: Number(data.port),
+        url: data.url,
+      };
+      previews.value = [...previews.value.filter((p) => p.url !== shown.url), shown].slice(-5);
+      return;
+    }
     if (type.startsWith("box.")) return this.reloadAll();
     if (type.startsWith("queue.")) return this.reloadQueue();
     if (!box) return;
