@@ -24,7 +24,12 @@ export async function relay(boxes: Boxes, box: string, path: string, request: Re
   const url = request.url;
   const query = url.indexOf("?");
   const requestHeaders = request.headers;
-  const headers: Record<string, string> = { "x-dock-origin": requestHeaders.get("x-dock-origin") ?? "dock" };
+  // The box learns that the laptop brought it (a socket box cannot tell otherwise): what only the box's
+  // own user may ask (`POST secrets/report`) is refused then.
+  const headers: Record<string, string> = {
+    "x-dock-origin": requestHeaders.get("x-dock-origin") ?? "dock",
+    "x-dock-relay": "1",
+  };
   for (const name of FORWARDED) {
     const value = requestHeaders.get(name);
     if (value !== null) headers[name] = value;

@@ -423,13 +423,6 @@ export const DOCKD_COMMANDS: readonly CommandEntry[] = [
     "description": "the box env file ~/.dock/env.json",
   },
   {
-    "name": "secret",
-    "aliases": [],
-    "family": "system",
-    "term": "secret",
-    "description": "secret references",
-  },
-  {
     "name": "guard",
     "aliases": [],
     "family": "system",
@@ -471,6 +464,13 @@ export const DOCKD_COMMANDS: readonly CommandEntry[] = [
     "term": "mcp",
     "description":
       "serve dock's tools (sessions, tasks, prompts, wait, screen, exec, flows) to an MCP client on stdin/stdout, for this box",
+  },
+  {
+    "name": "secret",
+    "aliases": [],
+    "family": "secret",
+    "term": "secret",
+    "description": "secret references and the secrets of a worktree",
   },
   {
     "name": "integrations",

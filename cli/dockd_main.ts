@@ -47,6 +47,7 @@ export function dockdFamilies(): Families {
     pair: async () => (await load<typeof import("./pair.ts")>("./pair.ts")).boxPairCommands,
     schemas: async () => (await load<typeof import("./schemas.ts")>("./schemas.ts")).schemasCommand,
     mcp: async () => (await load<typeof import("./mcp.ts")>("./mcp.ts")).boxMcpCommands,
+    secret: async () => (await load<typeof import("./secret.ts")>("./secret.ts")).secretCommands,
     integrations: async () => {
       const { defaultHookCommand, integrationCommands } = await load<typeof import("./integrations.ts")>(
         "./integrations.ts",

@@ -87,16 +87,6 @@ export function systemCommands(program: Command): void {
     })
   );
 
-  program.command("secret").description("secret references").command("test")
-    .description("resolve a reference now and report whether it works (never its value)").argument("<ref>")
-    .action((ref) =>
-      guarded(async () => {
-        const result = await localBox().testSecret(ref);
-        console.log(result.ok ? `ok (${result.length} characters)` : `not ok: ${result.error}`);
-        if (!result.ok) Deno.exit(1);
-      })
-    );
-
   const guard = program.command("guard").description("the resource guard (~/.dock/guard.json)");
   guard.command("show").description("print its settings").option("--json", "print JSON").action((o) =>
     guarded(async () => {

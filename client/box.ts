@@ -52,6 +52,7 @@ import type {
   PreviewRequest,
   ReviewItem,
   Screen,
+  SecretReport,
   SecretTestResult,
   Session,
   SessionCreate,
@@ -160,6 +161,14 @@ export class BoxClient {
   /** `PUT locations/{name}/scripts`. */
   setScripts(name: string, body: LocationScripts): Promise<LocationConfig> {
     return this.transport.json(`/v1/locations/${enc(name)}/scripts`, { method: "PUT", body });
+  }
+
+  /**
+   * `POST secrets/report` (the box's own socket only): each secret of a worktree's environment,
+   * resolved or why not; never a value.
+   */
+  secretReport(location: string): Promise<SecretReport> {
+    return this.transport.json("/v1/secrets/report", { body: { location } });
   }
 
   /** `GET review`: worktrees with work to review; `all` includes those whose agents still work. */

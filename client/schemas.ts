@@ -44,6 +44,7 @@ import type {
   ProxyRoute,
   QueueCreate,
   QueueEdit,
+  SecretReportRequest,
   SecretTest,
   SessionCreate,
   SessionSend,
@@ -309,6 +310,11 @@ export const KIT_SAVE = KIT_TARGET.extend({
   name: z.string().max(200).optional(),
   version: z.string().regex(/^\d+(\.\d+)*$/, "must be dotted numbers such as 1.2.0").max(64).optional(),
 }) satisfies z.ZodType<KitSaveRequest>;
+
+/** Body of `POST secrets/report`. */
+export const SECRET_REPORT = z.strictObject({
+  location: z.string().min(1).max(130),
+}) satisfies z.ZodType<SecretReportRequest>;
 
 /** Body of `POST preview`. */
 export const PREVIEW_REQUEST = z.strictObject({

@@ -511,6 +511,18 @@ export interface WorktreeStatus {
   dirty: boolean;
 }
 
+/** Body of `POST secrets/report`: whose environment (`LOCATION` or `LOCATION/WORKTREE`). */
+export interface SecretReportRequest {
+  location: string;
+}
+
+/** The answer of `POST secrets/report`: each secret of the environment, resolved or why not. No values. */
+export interface SecretReport {
+  location: string;
+  worktree: string;
+  secrets: { variable: string; scheme: string; ok: boolean; error?: string; length?: number }[];
+}
+
 /** Why a worktree has work to review. */
 export type ReviewReason = "commits" | "changes" | "finished";
 

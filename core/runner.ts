@@ -198,6 +198,34 @@ function spawnInGroup(
   }).spawn();
 }
 
+/**
+ * Runs a command in the foreground of the caller's terminal (stdin, stdout and stderr shared): what a
+ * CLI command does when it hands the terminal to a program (`dockd secret exec`). Answers its exit code
+ * (128 + the signal for one a signal ended).
+ */
+export async function runForeground(
+  cmd: string,
+  args: string[],
+  options: { cwd?: string; env?: Record<string, string>; clearEnv?: boolean } = {},
+): Promise<number> {
+  const child = new Deno.Command(cmd, {
+    args,
+    cwd: options.cwd,
+    env: options.env,
+    clearEnv: options.clearEnv,
+    stdin: "inherit",
+    stdout: "inherit",
+    stderr: "inherit",
+  }).spawn();
+  const untrack = track(child.pid);
+  try {
+    // Deno already says a signal's end as 128 + the signal.
+    return (await child.status).code;
+  } finally {
+    untrack();
+  }
+}
+
 /** Options for {@linkcode startChild}. */
 export interface StartChildOptions {
   cwd?: string;

@@ -9,7 +9,7 @@
 import { z } from "zod";
 import type { EnvFile } from "../client/wire.ts";
 import { readUserFile, validateUserFile, writeUserFile } from "../core/user_files.ts";
-import { isSecretReference, type SecretResolver } from "./secrets.ts";
+import { isSecretReference, schemeOf, type SecretResolver } from "./secrets.ts";
 
 /** The prefix of the compatibility names when the box config does not set one (Conductor's). */
 export const DEFAULT_COMPAT_PREFIX = "CONDUCTOR";
@@ -83,6 +83,23 @@ export interface BuildEnvOptions {
   /** The effective config's `env` (may use `$NAME` or be secret references). */
   config: Record<string, string>;
   secrets: SecretResolver;
+  /**
+   * Told of each secret resolved or not (the variable, the reference's scheme, and why it failed; never
+   * the value; `cached` when the value came from the cache): what `secret.resolved`/`secret.failed`
+   * announce and `POST secrets/report` lists.
+   */
+  onSecret?: (outcome: SecretOutcome) => void;
+}
+
+/** One secret of an environment: its variable and scheme, resolved or why not. Never its value. */
+export interface SecretOutcome {
+  variable: string;
+  scheme: string;
+  ok: boolean;
+  error?: string;
+  /** The value's length, when resolved. */
+  length?: number;
+  cached?: boolean;
 }
 
 /** Builds a worktree's whole environment; unresolvable secrets are left out and reported. */
@@ -94,7 +111,18 @@ export async function buildEnv(
   const resolve = async (key: string, value: string): Promise<string | undefined> => {
     if (!isSecretReference(value)) return value;
     const result = await options.secrets.resolve(value);
-    if (result.ok) return result.value;
+    const scheme = schemeOf(value);
+    if (result.ok) {
+      options.onSecret?.({
+        variable: key,
+        scheme,
+        ok: true,
+        length: result.value.length,
+        cached: result.cached,
+      });
+      return result.value;
+    }
+    options.onSecret?.({ variable: key, scheme, ok: false, error: result.error });
     problems.push({ key, error: result.error });
     return undefined;
   };

@@ -7,8 +7,13 @@
  */
 import { run, which } from "../core/runner.ts";
 
-/** The outcome of resolving one reference. */
-export type SecretResolution = { ok: true; value: string } | { ok: false; error: string };
+/** The outcome of resolving one reference (`cached`: the value came from the short-lived cache). */
+export type SecretResolution = { ok: true; value: string; cached?: boolean } | { ok: false; error: string };
+
+/** The scheme of a reference (`env`, `op`), for what may be said of it: never the rest. */
+export function schemeOf(ref: string): string {
+  return REFERENCE.exec(ref)?.[1] ?? "unknown";
+}
 
 const REFERENCE = /^([a-z][a-z0-9+.-]*):\/\/(.*)$/;
 
@@ -37,7 +42,9 @@ export class SecretResolver {
   /** Resolves `ref`; `fresh` skips the cache (as `POST secrets/test` asks). */
   async resolve(ref: string, options: { fresh?: boolean } = {}): Promise<SecretResolution> {
     const cached = this.#cache.get(ref);
-    if (!options.fresh && cached && cached.until > Date.now()) return { ok: true, value: cached.value };
+    if (!options.fresh && cached && cached.until > Date.now()) {
+      return { ok: true, value: cached.value, cached: true };
+    }
     const result = await this.#resolveNow(ref);
     if (result.ok) this.#cache.set(ref, { value: result.value, until: Date.now() + this.#ttlMs });
     return result;

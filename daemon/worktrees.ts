@@ -12,7 +12,7 @@
 import { basename, dirname, join, sep } from "node:path";
 import { DockError, notFound } from "../client/errors.ts";
 import type { SetupState, StreamLine, Worktree, WorktreeCreate, WorktreeOrigin } from "../client/wire.ts";
-import { buildEnv, dockVariables, readEnvFile } from "./env.ts";
+import { buildEnv, dockVariables, readEnvFile, type SecretOutcome } from "./env.ts";
 import { kitDir } from "./kits.ts";
 import type { EventBus } from "../core/events.ts";
 import * as git from "./git.ts";
@@ -312,8 +312,15 @@ export class Worktrees {
     }
   }
 
-  /** The worktree's whole environment (spec 2.10); unresolved secrets are reported, never values. */
-  async environment(worktree: Worktree): Promise<WorktreeEnvironment> {
+  /**
+   * The worktree's whole environment (spec 2.10); unresolved secrets are reported, never values. Each
+   * secret resolved anew (not from the cache) or failed is announced (`secret.resolved`,
+   * `secret.failed`: the variable and the reference's scheme, never the value); `onSecret` hears every one.
+   */
+  async environment(
+    worktree: Worktree,
+    options: { onSecret?: (outcome: SecretOutcome) => void } = {},
+  ): Promise<WorktreeEnvironment> {
     const location = this.#o.locations.get(worktree.location);
     const config = (await this.#o.locations.config(worktree.location)).effective;
     const boxEnv = await readEnvFile(this.#o.paths.envFile);
@@ -335,6 +342,21 @@ export class Worktrees {
       ),
       config: config.env ?? {},
       secrets: this.#o.secrets,
+      onSecret: (outcome) => {
+        options.onSecret?.(outcome);
+        if (outcome.cached) return;
+        this.#o.bus.publish({
+          type: outcome.ok ? "secret.resolved" : "secret.failed",
+          origin: "dockd",
+          data: {
+            location: worktree.location,
+            worktree: worktree.name,
+            variable: outcome.variable,
+            scheme: outcome.scheme,
+            ...(outcome.ok ? {} : { error: outcome.error }),
+          },
+        });
+      },
     });
     return { ...built, setsPort: "PORT" in (config.env ?? {}) || "PORT" in boxEnv };
   }

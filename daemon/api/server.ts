@@ -29,6 +29,7 @@ import { phoneGate, type PhonePages, phoneRedeemRoutes, phoneRoutes, phoneScoped
 import { locationRoutes } from "./locations.ts";
 import { kitRoutes } from "./kits.ts";
 import { reviewRoutes } from "./review.ts";
+import { secretRoutes } from "./secrets.ts";
 import { serviceRoutes } from "./services.ts";
 import { tunnelRoutes } from "./tunnel.ts";
 import { sessionRoutes } from "./sessions.ts";
@@ -81,7 +82,9 @@ export function boxRoutes(box: Box, options: BoxAppOptions = {}): RouteTable[] {
     pluginRoutes(box.plugins, { gated: true }),
     tunnelRoutes(),
     phoneRoutes(box),
-    ...(listener === "socket" ? [pairingRoutes(box)] : [socketOnly(pairingRoutes(box)), redeemRoutes(box)]),
+    ...(listener === "socket"
+      ? [pairingRoutes(box), secretRoutes(box)]
+      : [socketOnly(pairingRoutes(box)), socketOnly(secretRoutes(box)), redeemRoutes(box)]),
   ];
   // The phone listener answers every route the laptops' does, and refuses what a phone may not do.
   return listener === "phone" ? phoneScoped([...tables, phoneRedeemRoutes(box)]) : tables;

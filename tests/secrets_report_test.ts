@@ -1,0 +1,89 @@
+/**
+ * Whole-system test of secrets for people at the box (issue 16): `dockd secret exec` runs a command with
+ * a worktree's secrets resolved into its environment only (never its command line); `POST
+ * secrets/report` says which resolve and why not, without a value, on the box's socket only (refused
+ * over TLS and through the laptop's relay); resolving announces `secret.resolved`/`secret.failed` with
+ * the variable and the scheme only.
+ */
+import { join } from "node:path";
+import { assert, assertEquals, assertRejects, assertStringIncludes } from "./assert.ts";
+import { AgentClient } from "../client/agent.ts";
+import { DockError } from "../client/errors.ts";
+import { makeDirs, makeRepo, runCli, startAgent, startBox, waitForEvent } from "./harness.ts";
+
+const VALUE = "s3cret-Value-42";
+
+Deno.test("dockd secret exec and secrets/report: values only in the child's environment; the report on the socket only", async () => {
+  const dirs = await makeDirs();
+  await using box = await startBox({ dirs, env: { DOCK_TEST_TOKEN: VALUE } });
+  await using agent = await startAgent(dirs);
+  const laptop = new AgentClient({ url: agent.url, token: agent.token, origin: "test" });
+  const { client } = box;
+  try {
+    const repo = await makeRepo(join(dirs.home, "work"), "app", {
+      ".dock/config.json": JSON.stringify({ env: { API_TOKEN: "env://DOCK_TEST_TOKEN", PLAIN: "p" } }),
+    });
+    await client.addLocation({ name: "app", path: repo });
+    await client.putEnv({ env: { MISSING: "env://DOCK_NOT_SET_ANYWHERE" } });
+    await laptop.addLocal("devbox");
+    const mark = (await client.emit({ type: "test.mark" })).id!;
+
+    const report = await client.secretReport("app");
+    assertEquals(report.secrets, [
+      {
+        variable: "MISSING",
+        scheme: "env",
+        ok: false,
+        error: "env://DOCK_NOT_SET_ANYWHERE: not set in the daemon's environment",
+      },
+      { variable: "API_TOKEN", scheme: "env", ok: true, length: VALUE.length },
+    ]);
+    assert(!JSON.stringify(report).includes(VALUE), "no value in the report");
+    const resolved = await waitForEvent(client, (e) => e.type === "secret.resolved", { after: mark });
+    assertEquals(resolved.data, {
+      location: "app",
+      worktree: report.worktree,
+      variable: "API_TOKEN",
+      scheme: "env",
+    });
+    const failed = await waitForEvent(client, (e) => e.type === "secret.failed", { after: mark });
+    assertEquals([failed.data?.variable, failed.data?.scheme], ["MISSING", "env"]);
+
+    // Through the laptop's relay: refused, the box's own user only.
+    const relayed = await assertRejects(
+      () => laptop.box("devbox").secretReport("app"),
+      DockError,
+    ) as DockError;
+    assertEquals([relayed.status, relayed.code], [403, "socket_only"]);
+
+    // secret exec: the value in the child's environment, and not on any command line.
+    const exec = await runCli(
+      "dockd",
+      [
+        "secret",
+        "exec",
+        "--location",
+        "app",
+        "--",
+        'test "$API_TOKEN" = "$DOCK_TEST_TOKEN" && echo same; echo "$PLAIN"; echo "$DOCK_LOCATION"; tr "\\0" " " </proc/$$/cmdline',
+      ],
+      { env: { ...box.env, DOCK_TEST_TOKEN: VALUE }, cwd: dirs.home },
+    );
+    assertEquals(exec.code, 0, exec.stderr);
+    const [same, plain, location, cmdline] = exec.stdout.trim().split("\n");
+    assertEquals([same, plain, location], ["same", "p", "app"]);
+    assert(!cmdline.includes(VALUE), cmdline);
+    assertStringIncludes(exec.stderr, "MISSING left out");
+    // Inside a worktree's folder, it knows which; its exit code is the command's.
+    const here = await runCli("dockd", ["secret", "exec", "--", "exit 7"], { env: box.env, cwd: repo });
+    assertEquals(here.code, 7);
+    const nowhere = await runCli("dockd", ["secret", "exec", "--", "true"], { env: box.env, cwd: dirs.home });
+    assertEquals(nowhere.code, 2);
+    assertStringIncludes(nowhere.stderr, "--location");
+    const printed = await runCli("dockd", ["secret", "report", "app"], { env: box.env, cwd: dirs.home });
+    assertStringIncludes(printed.stdout, `yes (${VALUE.length} chars)`);
+    assert(!printed.stdout.includes(VALUE));
+  } finally {
+    laptop.close();
+  }
+});
