@@ -54,5 +54,6 @@ export function boxFamilies(scope: () => Promise<Scope>): Families {
     plugin: scoped(() => load<typeof import("./plugin.ts")>("./plugin.ts"), (m) => m.pluginCommands, scope),
     phone: scoped(() => load<typeof import("./phone.ts")>("./phone.ts"), (m) => m.phoneCommands, scope),
     review: scoped(() => load<typeof import("./review.ts")>("./review.ts"), (m) => m.reviewCommands, scope),
+    share: scoped(() => load<typeof import("./share.ts")>("./share.ts"), (m) => m.shareCommands, scope),
   };
 }

@@ -198,6 +198,13 @@ export const DOCK_COMMANDS: readonly CommandEntry[] = [
       "open a worktree's dev server in the dock app (announces preview.open) and print its private URL",
   },
   {
+    "name": "share",
+    "aliases": [],
+    "family": "share",
+    "term": "share",
+    "description": "public URLs for worktree ports (a tunnel CLI on the box)",
+  },
+  {
     "name": "queue",
     "aliases": [],
     "family": "queue",
@@ -372,6 +379,13 @@ export const DOCKD_COMMANDS: readonly CommandEntry[] = [
     "term": "preview [options] [path]",
     "description":
       "open a worktree's dev server in the dock app (announces preview.open) and print its private URL",
+  },
+  {
+    "name": "share",
+    "aliases": [],
+    "family": "share",
+    "term": "share",
+    "description": "public URLs for worktree ports (a tunnel CLI on the box)",
   },
   {
     "name": "events",

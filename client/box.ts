@@ -56,6 +56,8 @@ import type {
   SecretTestResult,
   Session,
   SessionCreate,
+  Share,
+  ShareRequest,
   SkillCopy,
   SkillsRequest,
   SkillsResult,
@@ -169,6 +171,21 @@ export class BoxClient {
    */
   secretReport(location: string): Promise<SecretReport> {
     return this.transport.json("/v1/secrets/report", { body: { location } });
+  }
+
+  /** `GET shares`: the public shares of this box's worktrees. */
+  shares(): Promise<Share[]> {
+    return this.transport.json("/v1/shares");
+  }
+
+  /** `POST shares`: a public URL for a worktree's port, through the box's tunnel CLI. */
+  share(body: ShareRequest): Promise<Share> {
+    return this.transport.json("/v1/shares", { body });
+  }
+
+  /** `DELETE shares/{id}`: ends a share. */
+  unshare(id: string): Promise<Share> {
+    return this.transport.json(`/v1/shares/${enc(id)}`, { method: "DELETE" });
   }
 
   /** `GET review`: worktrees with work to review; `all` includes those whose agents still work. */

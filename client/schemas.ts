@@ -48,6 +48,7 @@ import type {
   SecretTest,
   SessionCreate,
   SessionSend,
+  ShareRequest,
   SkillsRequest,
   SyncRequest,
   TaskRequest,
@@ -310,6 +311,13 @@ export const KIT_SAVE = KIT_TARGET.extend({
   name: z.string().max(200).optional(),
   version: z.string().regex(/^\d+(\.\d+)*$/, "must be dotted numbers such as 1.2.0").max(64).optional(),
 }) satisfies z.ZodType<KitSaveRequest>;
+
+/** Body of `POST shares`. */
+export const SHARE_REQUEST = z.strictObject({
+  location: z.string().min(1).max(64),
+  worktree: z.string().min(1).max(64),
+  port: z.number().int().min(1).max(65535).optional(),
+}) satisfies z.ZodType<ShareRequest>;
 
 /** Body of `POST secrets/report`. */
 export const SECRET_REPORT = z.strictObject({

@@ -511,6 +511,26 @@ export interface WorktreeStatus {
   dirty: boolean;
 }
 
+/** Body of `POST shares`: a public URL for a worktree's port (default its first). */
+export interface ShareRequest {
+  location: string;
+  worktree: string;
+  port?: number;
+}
+
+/** A public share of a worktree's port (`GET shares`). */
+export interface Share {
+  id: string;
+  location: string;
+  worktree: string;
+  port: number;
+  /** The tunnel CLI it goes through: `cloudflared` or `tailscale`. */
+  tool: string;
+  /** The public URL, once the tunnel printed it. */
+  url: string | null;
+  created: string;
+}
+
 /** Body of `POST secrets/report`: whose environment (`LOCATION` or `LOCATION/WORKTREE`). */
 export interface SecretReportRequest {
   location: string;

@@ -35,7 +35,10 @@ export const HOOK_CONCURRENCY = 8;
 /** Hook runs waiting for a slot before the oldest are dropped (and counted). */
 export const HOOK_BACKLOG = 10_000;
 
-/** Actions a `before:` gate can guard (spec 6, plus worktree create/remove and session create). */
+/**
+ * Actions a `before:` gate can guard (spec 6, plus worktree create/remove, session create, and opening a
+ * public share).
+ */
 export const GATE_ACTIONS = [
   "skills.install",
   "skills.uninstall",
@@ -45,6 +48,7 @@ export const GATE_ACTIONS = [
   "config.change",
   "worktree.create",
   "worktree.remove",
+  "share.open",
 ] as const;
 
 /** One of {@linkcode GATE_ACTIONS}. */

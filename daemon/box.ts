@@ -18,6 +18,7 @@ import { Store } from "../core/store.ts";
 import { BOX_SCHEMA } from "./schema.ts";
 import { Kits } from "./kits.ts";
 import { Review } from "./review.ts";
+import { Shares } from "./shares.ts";
 import { PairingStore } from "./pairing.ts";
 import { PhoneCompanion } from "./phone.ts";
 import { Worktrees } from "./worktrees.ts";
@@ -66,6 +67,7 @@ export class Box {
   readonly locations: Locations;
   readonly kits: Kits;
   readonly review: Review;
+  readonly shares: Shares;
   readonly worktrees: Worktrees;
   readonly exec: Exec;
   readonly services: Services;
@@ -156,6 +158,9 @@ export class Box {
       ledger: this.sendLedger,
       dir: join(paths.box, "sessions"),
     });
+    this.shares = new Shares({ store: this.store, bus: this.bus, worktrees: this.worktrees, paths });
+    // A removed worktree's shares end first: nothing public may outlive what it showed.
+    this.worktrees.removalSteps.push((worktree) => this.shares.closeAll(worktree));
     this.review = new Review({
       locations: this.locations,
       worktrees: this.worktrees,
@@ -264,6 +269,7 @@ export class Box {
     await this.services.adopt({ cgroups: await detectCgroups({ stateDir: this.paths.state, disabled }) });
     await this.sessions.start();
     await this.exits.start();
+    this.shares.start();
     await this.replaySpool();
     // A hook that timed out on a busy daemon spools too: pick such reports up soon after.
     this.#spoolTimer = setInterval(() => this.replaySpool().catch((e) => console.error("spool:", e)), 2000);
@@ -335,6 +341,7 @@ export class Box {
     await this.phone.close();
     this.worktrees.stop();
     this.services.close();
+    this.shares.close();
     this.guard.stop();
     this.hooks.close();
     this.schedules.close();

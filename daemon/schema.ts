@@ -80,6 +80,18 @@ CREATE TABLE IF NOT EXISTS session_states (
   time TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS session_states_session ON session_states(session, seq);
+-- Public shares of a worktree's port (shares.ts): the tunnel's process group, adopted after a restart.
+CREATE TABLE IF NOT EXISTS shares (
+  id TEXT PRIMARY KEY,
+  location TEXT NOT NULL,
+  worktree TEXT NOT NULL,
+  port INTEGER NOT NULL,
+  tool TEXT NOT NULL,
+  url TEXT,
+  pid INTEGER NOT NULL,
+  pid_start INTEGER NOT NULL,
+  created TEXT NOT NULL
+);
 -- Idempotency keys of POST sessions/{name}/send: recorded before the text is typed, so a repeat with
 -- the same key replays the outcome instead of typing again (see send_ledger.ts).
 CREATE TABLE IF NOT EXISTS send_keys (

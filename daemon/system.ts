@@ -27,6 +27,9 @@ export const TOOLS = [
   "gemini",
   "cursor-agent",
   "op",
+  // Tunnel CLIs a share goes through (shares.ts).
+  "cloudflared",
+  "tailscale",
 ] as const;
 
 const GIB = 1024 ** 3;

@@ -30,6 +30,7 @@ import { locationRoutes } from "./locations.ts";
 import { kitRoutes } from "./kits.ts";
 import { reviewRoutes } from "./review.ts";
 import { secretRoutes } from "./secrets.ts";
+import { shareRoutes } from "./shares.ts";
 import { serviceRoutes } from "./services.ts";
 import { tunnelRoutes } from "./tunnel.ts";
 import { sessionRoutes } from "./sessions.ts";
@@ -70,6 +71,7 @@ export function boxRoutes(box: Box, options: BoxAppOptions = {}): RouteTable[] {
     locationRoutes(box),
     kitRoutes(box),
     reviewRoutes(box),
+    shareRoutes(box),
     worktreeRoutes(box),
     execRoutes(box),
     hooksRoutes(box),

@@ -21,6 +21,9 @@ const ACTING: Record<string, string[]> = {
   "PUT /locations/:name/kit": ["config.change"],
   // An announcement for the person's app: it starts nothing.
   "POST /preview": [],
+  // A worktree on the public internet: its own gate. Ending one is never refused.
+  "POST /shares": ["share.open"],
+  "DELETE /shares/:id": [],
   "DELETE /locations/:name/kit": ["config.change"],
   "POST /sessions": ["session.create", "session.send"],
   "POST /sessions/:name/send": ["session.send"],
