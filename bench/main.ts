@@ -63,6 +63,9 @@
  * (tests/state_truth.ts), right agent states over all checked (goal ≥ 99 %), per scenario, every miss
  * named; Esc in dock's terminal → waiting, a killed agent → `wait` returns.
  *
+ * **Kits and review** (bench/kits.ts): a kit of 50 files applied against `cp -r` and a config write
+ * (goal ≤ 2×); `GET review` with 50 worktrees against its git commands run by hand (goal ≤ 1.5×).
+ *
  * **MCP** (bench/mcp.ts): a prompt and its turn through `dock mcp`'s `send_prompt` against
  * `dock session send --wait` (goal ≤ 1.2×).
  *
@@ -70,7 +73,7 @@
  * and `dock hook` wall time against an empty `deno run --cached-only` (goals 1.5× and 1.3×).
  *
  * `deno task bench NAME…` runs only the sections named (`create`, `api` or `locations` or `info`,
- * `exec`, `services`, `sessions`, `agent`, `hooks`, `plugins`, `flows`, `app`, `truth`, `mcp`, `queue`, `hardening`, `cli`,
+ * `exec`, `services`, `sessions`, `agent`, `hooks`, `plugins`, `flows`, `app`, `truth`, `mcp`, `kits` or `review`, `queue`, `hardening`, `cli`,
  * `ssh`): `deno task bench cli info`.
  * `--quick` divides every N by about five for a smoke run. All temporary folders are removed and the
  * daemons stopped at the end, also on failure.
@@ -89,6 +92,7 @@ import { benchFlows } from "./flows.ts";
 import { benchApp } from "./app.ts";
 import { benchTruth } from "./state_truth.ts";
 import { benchMcp } from "./mcp.ts";
+import { benchKits } from "./kits.ts";
 import { benchQueue } from "./queue.ts";
 import { benchFuzz, benchIdleConnections, benchJournals } from "./hardening.ts";
 import { benchQueueSoak } from "./queue_soak.ts";
@@ -536,6 +540,7 @@ const SECTIONS: Record<string, string[]> = {
   app: [],
   truth: ["state"],
   mcp: [],
+  kits: ["review"],
   queue: [],
   hardening: ["journals", "idle", "soak", "fuzz"],
   cli: [],
@@ -609,6 +614,7 @@ async function main(): Promise<void> {
   if (chosen.has("app")) rows.push(...await benchApp({ quick: QUICK }));
   if (chosen.has("truth")) rows.push(...await benchTruth());
   if (chosen.has("mcp")) rows.push(...await benchMcp({ quick: QUICK }));
+  if (chosen.has("kits")) rows.push(...await benchKits({ quick: QUICK }));
   if (chosen.has("queue")) rows.push(...await benchQueue({ quick: QUICK }));
   if (chosen.has("hardening")) {
     rows.push(...await benchJournals(), ...await benchIdleConnections());

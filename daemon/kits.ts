@@ -76,12 +76,11 @@ export class Kits {
   }
 
   /**
-   * Applies `body` (a `kit.json`) to `location`: checked (400 naming `kit.json` and the field), its files
-   * written, its config made the location's kit layer. Announces `kit.applied` and `config.changed`.
+   * Applies `kit` (a `kit.json` that passed {@linkcode checkKit}) to `location`: its files written, its
+   * config made the location's kit layer. Announces `kit.applied` and `config.changed`.
    */
-  async apply(location: string, body: unknown, origin: string): Promise<InstalledKit> {
+  async apply(location: string, kit: Kit, origin: string): Promise<InstalledKit> {
     this.#o.locations.get(location);
-    const kit = checkKit(body);
     const dir = kitDir(this.#o.paths, location);
     await writeFolder(dir, kit.files ?? {});
     const record: KitRecord = {
@@ -190,20 +189,24 @@ async function writeFolder(dir: string, files: Record<string, string>): Promise<
   await Deno.mkdir(parent, { recursive: true, mode: 0o700 });
   const fresh = await Deno.makeTempDir({ dir: parent, prefix: ".kit-" });
   try {
-    for (const [path, text] of Object.entries(files)) {
+    const targets = Object.entries(files).map(([path, text]) => {
       const target = join(fresh, path);
       // The schema kept the path inside; the folder is new and ours, so nothing in it is a link.
       if (!target.startsWith(`${fresh}/`)) {
         throw new DockError("invalid_kit", `kit.json: files.${path}: outside`);
       }
-      await Deno.mkdir(dirname(target), { recursive: true });
-      await Deno.writeTextFile(target, text, {
-        createNew: true,
-        mode: text.startsWith("#!") ? 0o755 : 0o644,
-      });
-      // The umask may have taken bits the kit asked for.
-      await Deno.chmod(target, text.startsWith("#!") ? 0o755 : 0o644);
+      return { target, text };
+    });
+    for (const folder of new Set(targets.map((t) => dirname(t.target)))) {
+      await Deno.mkdir(folder, { recursive: true });
     }
+    // The files at once: the file system's work overlaps.
+    await Promise.all(targets.map(async ({ target, text }) => {
+      const executable = text.startsWith("#!");
+      await Deno.writeTextFile(target, text, { createNew: true, mode: executable ? 0o755 : 0o644 });
+      // The umask may have taken the execute bits the kit asked for.
+      if (executable) await Deno.chmod(target, 0o755);
+    }));
     const old = `${dir}.old-${crypto.randomUUID().slice(0, 8)}`;
     const had = await Deno.rename(dir, old).then(() => true, () => false);
     await Deno.rename(fresh, dir);
