@@ -55,5 +55,6 @@ export function boxFamilies(scope: () => Promise<Scope>): Families {
     phone: scoped(() => load<typeof import("./phone.ts")>("./phone.ts"), (m) => m.phoneCommands, scope),
     review: scoped(() => load<typeof import("./review.ts")>("./review.ts"), (m) => m.reviewCommands, scope),
     share: scoped(() => load<typeof import("./share.ts")>("./share.ts"), (m) => m.shareCommands, scope),
+    unit: scoped(() => load<typeof import("./unit.ts")>("./unit.ts"), (m) => m.unitCommands, scope),
   };
 }

@@ -205,6 +205,13 @@ export const DOCK_COMMANDS: readonly CommandEntry[] = [
     "description": "public URLs for worktree ports (a tunnel CLI on the box)",
   },
   {
+    "name": "unit",
+    "aliases": [],
+    "family": "unit",
+    "term": "unit",
+    "description": "the box's own long-running processes (no worktree's)",
+  },
+  {
     "name": "queue",
     "aliases": [],
     "family": "queue",
@@ -386,6 +393,13 @@ export const DOCKD_COMMANDS: readonly CommandEntry[] = [
     "family": "share",
     "term": "share",
     "description": "public URLs for worktree ports (a tunnel CLI on the box)",
+  },
+  {
+    "name": "unit",
+    "aliases": [],
+    "family": "unit",
+    "term": "unit",
+    "description": "the box's own long-running processes (no worktree's)",
   },
   {
     "name": "events",

@@ -67,6 +67,8 @@ import type {
   SyncResult,
   TaskRequest,
   TaskResult,
+  Unit,
+  UnitCreate,
   UpgradeStarted,
   WaitResult,
   Worktree,
@@ -171,6 +173,47 @@ export class BoxClient {
    */
   secretReport(location: string): Promise<SecretReport> {
     return this.transport.json("/v1/secrets/report", { body: { location } });
+  }
+
+  /** `GET units`: the box's own long-running processes. */
+  units(): Promise<Unit[]> {
+    return this.transport.json("/v1/units");
+  }
+
+  /** `GET units/{name}`. */
+  unit(name: string): Promise<Unit> {
+    return this.transport.json(`/v1/units/${enc(name)}`);
+  }
+
+  /** `POST units`: defines a unit and starts it. */
+  createUnit(body: UnitCreate): Promise<Unit> {
+    return this.transport.json("/v1/units", { body });
+  }
+
+  /** `POST units/{name}/start|stop|restart`. */
+  unitAction(name: string, action: "start" | "stop" | "restart"): Promise<Unit> {
+    return this.transport.json(`/v1/units/${enc(name)}/${action}`, { method: "POST" });
+  }
+
+  /** `DELETE units/{name}`: stops it and forgets it. */
+  removeUnit(name: string): Promise<Unit> {
+    return this.transport.json(`/v1/units/${enc(name)}`, { method: "DELETE" });
+  }
+
+  /** `GET units/{name}/log`: its newest lines, then (with `follow`) what it writes next. */
+  async *unitLog(
+    name: string,
+    options: { tail?: number; follow?: boolean; signal?: AbortSignal } = {},
+  ): AsyncGenerator<StreamLine> {
+    const response = await this.transport.fetch(`/v1/units/${enc(name)}/log`, {
+      query: { tail: options.tail, follow: options.follow ? 1 : undefined },
+      signal: options.signal,
+    });
+    try {
+      yield* readNdjson<StreamLine>(response.body!);
+    } catch (error) {
+      if (!options.signal?.aborted) throw error;
+    }
   }
 
   /** `GET shares`: the public shares of this box's worktrees. */

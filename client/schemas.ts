@@ -52,6 +52,7 @@ import type {
   SkillsRequest,
   SyncRequest,
   TaskRequest,
+  UnitCreate,
   WorktreeCreate,
 } from "./wire.ts";
 import { parseDuration } from "./duration.ts";
@@ -311,6 +312,18 @@ export const KIT_SAVE = KIT_TARGET.extend({
   name: z.string().max(200).optional(),
   version: z.string().regex(/^\d+(\.\d+)*$/, "must be dotted numbers such as 1.2.0").max(64).optional(),
 }) satisfies z.ZodType<KitSaveRequest>;
+
+/** Body of `POST units`. */
+export const UNIT_CREATE = z.strictObject({
+  name: z.string().regex(/^[a-z0-9][a-z0-9-]{0,63}$/, "must be [a-z0-9][a-z0-9-]*, at most 64 characters"),
+  run: z.string().min(1).max(10_000),
+  env: z.record(
+    z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must match [A-Za-z_][A-Za-z0-9_]*"),
+    z.string().max(10_000),
+  )
+    .optional(),
+  autostart: z.boolean().optional(),
+}) satisfies z.ZodType<UnitCreate>;
 
 /** Body of `POST shares`. */
 export const SHARE_REQUEST = z.strictObject({

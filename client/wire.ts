@@ -511,6 +511,33 @@ export interface WorktreeStatus {
   dirty: boolean;
 }
 
+/** Body of `POST units`: a box-level long-running process that belongs to no worktree. */
+export interface UnitCreate {
+  /** `[a-z0-9][a-z0-9-]*`, at most 64. */
+  name: string;
+  /** Run through a login shell in the home folder. */
+  run: string;
+  /** Its environment, beside the daemon's and `env.json`; values may be secret references. */
+  env?: Record<string, string>;
+  /** Started again when the daemon starts (after a reboot). @default {false} */
+  autostart?: boolean;
+}
+
+/** A unit (`GET units`): its definition and how it runs. */
+export interface Unit {
+  name: string;
+  run: string;
+  env: Record<string, string>;
+  autostart: boolean;
+  state: ServiceState;
+  pid: number | null;
+  restarts: number;
+  started: string | null;
+  exit_code: number | null;
+  error: string | null;
+  created: string;
+}
+
 /** Body of `POST shares`: a public URL for a worktree's port (default its first). */
 export interface ShareRequest {
   location: string;

@@ -19,6 +19,7 @@ import { BOX_SCHEMA } from "./schema.ts";
 import { Kits } from "./kits.ts";
 import { Review } from "./review.ts";
 import { Shares } from "./shares.ts";
+import { Units } from "./units.ts";
 import { PairingStore } from "./pairing.ts";
 import { PhoneCompanion } from "./phone.ts";
 import { Worktrees } from "./worktrees.ts";
@@ -68,6 +69,7 @@ export class Box {
   readonly kits: Kits;
   readonly review: Review;
   readonly shares: Shares;
+  readonly units: Units;
   readonly worktrees: Worktrees;
   readonly exec: Exec;
   readonly services: Services;
@@ -157,6 +159,17 @@ export class Box {
       exits: this.exits,
       ledger: this.sendLedger,
       dir: join(paths.box, "sessions"),
+    });
+    this.units = new Units({
+      store: this.store,
+      bus: this.bus,
+      paths,
+      secrets: this.secrets,
+      box: () => this.settings.name,
+      locations: this.locations,
+      worktrees: this.worktrees,
+      backoffMs: positiveFromEnv("DOCK_SERVICE_BACKOFF_MS"),
+      logBytes: positiveFromEnv("DOCK_SERVICE_LOG_BYTES"),
     });
     this.shares = new Shares({ store: this.store, bus: this.bus, worktrees: this.worktrees, paths });
     // A removed worktree's shares end first: nothing public may outlive what it showed.
@@ -266,7 +279,9 @@ export class Box {
     this.worktrees.watch(options.watchMs ?? 1000);
     // DOCK_CGROUPS=off: the fallback on a box that has cgroups (tests of it; a box whose tree misbehaves).
     const disabled = Deno.env.get("DOCK_CGROUPS") === "off" ? "DOCK_CGROUPS=off" : undefined;
-    await this.services.adopt({ cgroups: await detectCgroups({ stateDir: this.paths.state, disabled }) });
+    const cgroups = await detectCgroups({ stateDir: this.paths.state, disabled });
+    await this.services.adopt({ cgroups });
+    await this.units.adopt({ cgroups });
     await this.sessions.start();
     await this.exits.start();
     this.shares.start();
@@ -341,6 +356,7 @@ export class Box {
     await this.phone.close();
     this.worktrees.stop();
     this.services.close();
+    this.units.close();
     this.shares.close();
     this.guard.stop();
     this.hooks.close();

@@ -80,6 +80,28 @@ CREATE TABLE IF NOT EXISTS session_states (
   time TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS session_states_session ON session_states(session, seq);
+-- Units (units.ts): the box's own long-running processes, no worktree's. Their rows have the services
+-- table's columns (one supervisor runs both; location and worktree are empty) and the unit's definition.
+CREATE TABLE IF NOT EXISTS units (
+  location TEXT NOT NULL DEFAULT '',
+  worktree TEXT NOT NULL DEFAULT '',
+  name TEXT NOT NULL,
+  run TEXT NOT NULL DEFAULT '',
+  env TEXT NOT NULL DEFAULT '{}',
+  autostart INTEGER NOT NULL DEFAULT 0,
+  created TEXT,
+  desired TEXT NOT NULL DEFAULT 'stopped',
+  state TEXT NOT NULL DEFAULT 'stopped',
+  pid INTEGER,
+  pid_start INTEGER,
+  restarts INTEGER NOT NULL DEFAULT 0,
+  crashes INTEGER NOT NULL DEFAULT 0,
+  started TEXT,
+  exit_code INTEGER,
+  error TEXT,
+  cgroup TEXT,
+  PRIMARY KEY (location, worktree, name)
+);
 -- Public shares of a worktree's port (shares.ts): the tunnel's process group, adopted after a restart.
 CREATE TABLE IF NOT EXISTS shares (
   id TEXT PRIMARY KEY,

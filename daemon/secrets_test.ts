@@ -13,7 +13,7 @@ Deno.test("env:// resolves from the daemon's environment and is cached until ask
   const resolver = new SecretResolver({ env: (name) => name === "S" ? value : undefined });
   assertEquals(await resolver.resolve("env://S"), { ok: true, value: "one" });
   value = "two";
-  assertEquals(await resolver.resolve("env://S"), { ok: true, value: "one" });
+  assertEquals(await resolver.resolve("env://S"), { ok: true, value: "one", cached: true });
   assertEquals(await resolver.resolve("env://S", { fresh: true }), { ok: true, value: "two" });
 });
 

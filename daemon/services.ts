@@ -59,6 +59,31 @@ interface ServiceRow {
   cgroup: string | null;
 }
 
+/**
+ * What is supervised and where it runs: a worktree's services (the default), or the box's units
+ * (`units.ts`), which share everything else (the wrapper, adoption, backoff, stopping, logs).
+ */
+export interface SupervisedScope {
+  /** The table of its rows (the `services` table's columns, keyed by location, worktree and name). */
+  table: "services" | "units";
+  /** Names its events (`service.started`, `unit.started`, …) and its errors. */
+  noun: "service" | "unit";
+  /** The event data naming one. */
+  describe(location: string, worktree: string, name: string): Record<string, unknown>;
+  /** Where one runs (404 when its place is gone); a paused place starts nothing. */
+  place(location: string, worktree: string): { path: string; paused?: boolean };
+  /** Its environment; `mark` is what its processes carry (`DOCK_SERVICE`). */
+  environment(
+    location: string,
+    worktree: string,
+    name: string,
+    mark: string,
+  ): Promise<Record<string, string>>;
+  /** Its command line (404 for a name there is none of). */
+  command(location: string, worktree: string, name: string): Promise<string>;
+  logFile(location: string, worktree: string, name: string): string;
+}
+
 /** Tunables of {@linkcode Services}; tests shorten them. */
 export interface ServicesOptions {
   store: Store;
@@ -66,6 +91,8 @@ export interface ServicesOptions {
   locations: Locations;
   worktrees: Worktrees;
   paths: BoxPaths;
+  /** What it supervises. @default {the worktrees' services} */
+  scope?: SupervisedScope;
   /** First restart delay; doubles per quick crash. @default {1000} */
   backoffMs?: number;
   /** Longest restart delay. @default {30000} */
@@ -88,6 +115,7 @@ const WRAPPER = '"$1" -l -c "$2" >>"$3" 2>&1 </dev/null; echo $? >"$4"';
 /** Supervises every worktree's services. */
 export class Services {
   #o: Required<ServicesOptions>;
+  #scope: SupervisedScope;
   #owned = new Map<string, Deno.ChildProcess>();
   #restartTimers = new Map<string, ReturnType<typeof setTimeout>>();
   #busy = new Map<string, Promise<unknown>>();
@@ -107,7 +135,36 @@ export class Services {
       // An option given as undefined keeps its default.
       ...Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined)),
     } as Required<ServicesOptions>;
-    this.#o.store.addColumn("services", "cgroup TEXT"); // a box made before services had cgroups
+    this.#scope = options.scope ?? this.#worktreeScope();
+    this.#o.store.addColumn(this.#scope.table, "cgroup TEXT"); // a box made before services had cgroups
+  }
+
+  /** The worktrees' services: in the worktree, its environment, commands from its location's config. */
+  #worktreeScope(): SupervisedScope {
+    return {
+      table: "services",
+      noun: "service",
+      describe: (location, worktree, name) => ({ location, worktree, service: name }),
+      place: (location, worktree) => this.#o.worktrees.get(location, worktree),
+      environment: async (location, worktree, _name, mark) => {
+        const { env, setsPort } = await this.#o.worktrees.environment(
+          this.#o.worktrees.get(location, worktree),
+        );
+        // Inherited by everything the service starts, even what leaves its process group: how stop finds it.
+        env.DOCK_SERVICE = mark;
+        // Services also get PORT = DOCK_PORT, unless the config or the box env file sets PORT.
+        if (!setsPort && env.DOCK_PORT) env.PORT = env.DOCK_PORT;
+        return env;
+      },
+      command: async (location, _worktree, name) => {
+        const services = (await this.#o.locations.effectiveConfig(location)).services ?? [];
+        const service = services.find((s) => s.name === name);
+        if (!service) throw notFound("service", `${name}' in the config of location '${location}`);
+        return service.run;
+      },
+      logFile: (location, worktree, name) =>
+        join(this.#o.paths.logs, location, worktree, "services", `${name}.log`),
+    };
   }
 
   /** How services' processes are tracked: a cgroup each, or (where that is unavailable) why not. */
@@ -140,7 +197,7 @@ export class Services {
   /** Every service process group alive now (for the guard, pause and port attribution). */
   running(): { location: string; worktree: string; name: string; pgid: number }[] {
     return this.#o.store
-      .all<ServiceRow>("SELECT * FROM services WHERE pid IS NOT NULL")
+      .all<ServiceRow>(`SELECT * FROM ${this.#scope.table} WHERE pid IS NOT NULL`)
       .filter((row) => isAlive(row.pid!, row.pid_start ?? undefined))
       .map((row) => ({ location: row.location, worktree: row.worktree, name: row.name, pgid: row.pid! }));
   }
@@ -148,15 +205,15 @@ export class Services {
   /** Starts a service (no-op when it already runs). */
   start(location: string, worktree: string, name: string, origin: string): Promise<WorktreeService> {
     return this.#serially(key(location, worktree, name), async () => {
-      const wt = this.#refuseIfPaused(location, worktree);
-      const run = await this.#command(location, name);
+      const place = this.#refuseIfPaused(location, worktree);
+      const run = await this.#scope.command(location, worktree, name);
       const row = this.#row(location, worktree, name);
       if (row?.pid && isAlive(row.pid, row.pid_start ?? undefined)) {
         return this.#get(location, worktree, name);
       }
       this.#clearTimer(key(location, worktree, name));
       this.#upsert(location, worktree, name, { desired: "running", crashes: 0, restarts: 0, error: null });
-      await this.#launch(wt, name, run, origin);
+      await this.#launch(location, worktree, place.path, name, run, origin);
       return this.#get(location, worktree, name);
     });
   }
@@ -164,10 +221,10 @@ export class Services {
   /** Stops a service and its whole process group. */
   stop(location: string, worktree: string, name: string, origin: string): Promise<WorktreeService> {
     return this.#serially(key(location, worktree, name), async () => {
-      this.#o.worktrees.get(location, worktree);
+      this.#scope.place(location, worktree);
       const row = this.#row(location, worktree, name);
       if (!row) {
-        await this.#command(location, name); // 404 for a name the config does not know
+        await this.#scope.command(location, worktree, name); // 404 for a name there is none of
         return this.#get(location, worktree, name);
       }
       await this.#stopNow(row, origin);
@@ -198,7 +255,7 @@ export class Services {
       await this.#serially(key(row.location, row.worktree, row.name), () => this.#stopNow(row, origin));
     }
     this.#o.store.run(
-      "DELETE FROM services WHERE location = ? AND worktree = ?",
+      `DELETE FROM ${this.#scope.table} WHERE location = ? AND worktree = ?`,
       worktree.location,
       worktree.name,
     );
@@ -223,7 +280,11 @@ export class Services {
    */
   async adopt(options: { cgroups?: CgroupSupport } = {}): Promise<void> {
     if (options.cgroups) this.#cgroups = options.cgroups;
-    for (const row of this.#o.store.all<ServiceRow>("SELECT * FROM services WHERE desired = 'running'")) {
+    for (
+      const row of this.#o.store.all<ServiceRow>(
+        `SELECT * FROM ${this.#scope.table} WHERE desired = 'running'`,
+      )
+    ) {
       const k = key(row.location, row.worktree, row.name);
       if (row.pid && isAlive(row.pid, row.pid_start ?? undefined)) continue; // the poller watches it
       if (row.state === "failed") continue;
@@ -247,9 +308,9 @@ export class Services {
     name: string,
     options: { tail?: number; follow?: boolean; signal?: AbortSignal } = {},
   ): AsyncGenerator<StreamLine> {
-    this.#o.worktrees.get(location, worktree);
-    if (!this.#row(location, worktree, name)) await this.#command(location, name);
-    const file = this.#logFile(location, worktree, name);
+    this.#scope.place(location, worktree);
+    if (!this.#row(location, worktree, name)) await this.#scope.command(location, worktree, name);
+    const file = this.#scope.logFile(location, worktree, name);
     const old = await readTail(`${file}.1`, 256 * 1024);
     const current = await Deno.readFile(file).catch(() => new Uint8Array());
     const text = new TextDecoder().decode(concat(old, current));
@@ -277,23 +338,38 @@ export class Services {
     }
   }
 
-  async #launch(wt: Worktree, name: string, run: string, origin: string): Promise<void> {
-    const log = this.#logFile(wt.location, wt.name, name);
+  async #launch(
+    location: string,
+    worktree: string,
+    path: string,
+    name: string,
+    run: string,
+    origin: string,
+  ): Promise<void> {
+    const log = this.#scope.logFile(location, worktree, name);
     const exitFile = `${log.slice(0, -4)}.exit`;
     await Deno.mkdir(dirname(log), { recursive: true });
     await Deno.remove(exitFile).catch(() => {});
-    const env = await this.#environment(wt, name);
-    const cgroup = await this.#makeCgroup(wt.location, wt.name, name);
-    const child = launch("/bin/sh", ["-c", WRAPPER, "dock-service", loginShell(), run, log, exitFile], {
-      cwd: wt.path,
+    const env = await this.#scope.environment(location, worktree, name, this.#mark(location, worktree, name));
+    const cgroup = await this.#makeCgroup(location, worktree, name);
+    const child = launch("/bin/sh", [
+      "-c",
+      WRAPPER,
+      `dock-${this.#scope.noun}`,
+      loginShell(),
+      run,
+      log,
+      exitFile,
+    ], {
+      cwd: path,
       env,
       clearEnv: true,
       cgroup: cgroup ?? undefined,
     });
-    const k = key(wt.location, wt.name, name);
+    const k = key(location, worktree, name);
     this.#owned.set(k, child);
     const started = new Date().toISOString();
-    this.#upsert(wt.location, wt.name, name, {
+    this.#upsert(location, worktree, name, {
       state: "running",
       pid: child.pid,
       pid_start: readProc(child.pid)?.startTime ?? null,
@@ -302,15 +378,15 @@ export class Services {
       cgroup,
     });
     this.#o.bus.publish({
-      type: "service.started",
+      type: `${this.#scope.noun}.started`,
       origin,
-      data: { location: wt.location, worktree: wt.name, service: name, pid: child.pid },
+      data: { ...this.#scope.describe(location, worktree, name), pid: child.pid },
     });
     child.status.then(() => {
       if (this.#owned.get(k) !== child) return;
       this.#owned.delete(k);
-      this.#serially(k, () => this.#ended(wt.location, wt.name, name, child.pid)).catch((error) =>
-        console.error(`service ${k}:`, error)
+      this.#serially(k, () => this.#ended(location, worktree, name, child.pid)).catch((error) =>
+        console.error(`${this.#scope.noun} ${k}:`, error)
       );
     });
   }
@@ -323,12 +399,16 @@ export class Services {
     // Whatever the service forked and left behind goes with it, so a restart finds its ports free.
     if (row.pid) signalService(row.pid, this.#members(row), "SIGKILL");
     if (row.cgroup) await this.#removeCgroup(row);
-    const log = this.#logFile(location, worktree, name);
+    const log = this.#scope.logFile(location, worktree, name);
     const exitText = await Deno.readTextFile(`${log.slice(0, -4)}.exit`).catch(() => "");
     const exitCode = /^\d+$/.test(exitText.trim()) ? Number(exitText.trim()) : null;
     const ranMs = row.started ? Date.now() - Date.parse(row.started) : 0;
     const crashes = ranMs >= this.#o.stableMs ? 1 : row.crashes + 1;
-    const data = { location, worktree, service: name, exit_code: exitCode, restarts: row.restarts };
+    const data = {
+      ...this.#scope.describe(location, worktree, name),
+      exit_code: exitCode,
+      restarts: row.restarts,
+    };
     if (crashes > this.#o.maxCrashes) {
       const error = `crashed ${crashes} times in a row (last exit code ${
         exitCode ?? "unknown"
@@ -340,12 +420,16 @@ export class Services {
         exit_code: exitCode,
         error,
       });
-      this.#o.bus.publish({ type: "service.failed", origin: "dockd", data: { ...data, error } });
+      this.#o.bus.publish({ type: `${this.#scope.noun}.failed`, origin: "dockd", data: { ...data, error } });
       return;
     }
     const delay = Math.min(this.#o.backoffMs * 2 ** (crashes - 1), this.#o.maxBackoffMs);
     this.#upsert(location, worktree, name, { state: "crashed", pid: null, crashes, exit_code: exitCode });
-    this.#o.bus.publish({ type: "service.crashed", origin: "dockd", data: { ...data, retry_in_ms: delay } });
+    this.#o.bus.publish({
+      type: `${this.#scope.noun}.crashed`,
+      origin: "dockd",
+      data: { ...data, retry_in_ms: delay },
+    });
     this.#scheduleRestart({ ...row, crashes }, delay);
   }
 
@@ -359,11 +443,11 @@ export class Services {
         this.#serially(k, async () => {
           const current = this.#row(row.location, row.worktree, row.name);
           if (!current || current.desired !== "running" || current.state !== "crashed") return;
-          const wt = this.#o.worktrees.get(row.location, row.worktree);
-          if (wt.paused) return; // resume starts nothing; the user restarts it
-          const run = await this.#command(row.location, row.name);
+          const place = this.#scope.place(row.location, row.worktree);
+          if (place.paused) return; // resume starts nothing; the user restarts it
+          const run = await this.#scope.command(row.location, row.worktree, row.name);
           this.#upsert(row.location, row.worktree, row.name, { restarts: current.restarts + 1 });
-          await this.#launch(wt, row.name, run, "dockd");
+          await this.#launch(row.location, row.worktree, place.path, row.name, run, "dockd");
         }).catch((error) => {
           this.#upsert(row.location, row.worktree, row.name, { state: "failed", error: error.message });
         });
@@ -395,21 +479,23 @@ export class Services {
     this.#upsert(row.location, row.worktree, row.name, { state: "stopped", pid: null, pid_start: null });
     if (wasRunning || row.state !== "stopped") {
       this.#o.bus.publish({
-        type: "service.stopped",
+        type: `${this.#scope.noun}.stopped`,
         origin,
-        data: { location: row.location, worktree: row.worktree, service: row.name },
+        data: this.#scope.describe(row.location, row.worktree, row.name),
       });
     }
   }
 
   #poll(): void {
     // Adopted services are not our children: notice their end by looking at /proc.
-    for (const row of this.#o.store.all<ServiceRow>("SELECT * FROM services WHERE state = 'running'")) {
+    for (
+      const row of this.#o.store.all<ServiceRow>(`SELECT * FROM ${this.#scope.table} WHERE state = 'running'`)
+    ) {
       const k = key(row.location, row.worktree, row.name);
       if (this.#owned.has(k) || row.pid === null || this.#busy.has(k)) continue;
       if (!isAlive(row.pid, row.pid_start ?? undefined)) {
         this.#serially(k, () => this.#ended(row.location, row.worktree, row.name, row.pid!)).catch((error) =>
-          console.error(`service ${k}:`, error)
+          console.error(`${this.#scope.noun} ${k}:`, error)
         );
       }
     }
@@ -422,8 +508,10 @@ export class Services {
   }
 
   async #rotateLogs(): Promise<void> {
-    for (const row of this.#o.store.all<ServiceRow>("SELECT * FROM services WHERE pid IS NOT NULL")) {
-      const file = this.#logFile(row.location, row.worktree, row.name);
+    for (
+      const row of this.#o.store.all<ServiceRow>(`SELECT * FROM ${this.#scope.table} WHERE pid IS NOT NULL`)
+    ) {
+      const file = this.#scope.logFile(row.location, row.worktree, row.name);
       const info = await statOrNull(file);
       if (!info || info.size <= this.#o.logBytes) continue;
       // Copy then truncate: the wrapper appends (O_APPEND), so its next write lands at the new end.
@@ -479,30 +567,14 @@ export class Services {
     return `${key(location, worktree, name)}@${this.#o.paths.state}`;
   }
 
-  async #environment(wt: Worktree, name: string): Promise<Record<string, string>> {
-    const { env, setsPort } = await this.#o.worktrees.environment(wt);
-    // Inherited by everything the service starts, even what leaves its process group: how stop finds it.
-    env.DOCK_SERVICE = this.#mark(wt.location, wt.name, name);
-    // Services also get PORT = DOCK_PORT, unless the config or the box env file sets PORT.
-    if (!setsPort && env.DOCK_PORT) env.PORT = env.DOCK_PORT;
-    return env;
-  }
-
-  async #command(location: string, name: string): Promise<string> {
-    const services = (await this.#o.locations.effectiveConfig(location)).services ?? [];
-    const service = services.find((s) => s.name === name);
-    if (!service) throw notFound("service", `${name}' in the config of location '${location}`);
-    return service.run;
-  }
-
-  #refuseIfPaused(location: string, worktree: string): Worktree {
-    const wt = this.#o.worktrees.get(location, worktree);
-    if (wt.paused) {
+  #refuseIfPaused(location: string, worktree: string): { path: string; paused?: boolean } {
+    const place = this.#scope.place(location, worktree);
+    if (place.paused) {
       throw new DockError("paused", `worktree '${location}/${worktree}' is paused; resume it first`, {
         status: 409,
       });
     }
-    return wt;
+    return place;
   }
 
   #get(location: string, worktree: string, name: string): WorktreeService {
@@ -515,7 +587,7 @@ export class Services {
 
   #rows(location: string, worktree: string): ServiceRow[] {
     return this.#o.store.all<ServiceRow>(
-      "SELECT * FROM services WHERE location = ? AND worktree = ? ORDER BY name",
+      `SELECT * FROM ${this.#scope.table} WHERE location = ? AND worktree = ? ORDER BY name`,
       location,
       worktree,
     );
@@ -523,7 +595,7 @@ export class Services {
 
   #row(location: string, worktree: string, name: string): ServiceRow | undefined {
     return this.#o.store.get<ServiceRow>(
-      "SELECT * FROM services WHERE location = ? AND worktree = ? AND name = ?",
+      `SELECT * FROM ${this.#scope.table} WHERE location = ? AND worktree = ? AND name = ?`,
       location,
       worktree,
       name,
@@ -532,7 +604,7 @@ export class Services {
 
   #upsert(location: string, worktree: string, name: string, fields: Partial<ServiceRow>): void {
     this.#o.store.run(
-      "INSERT OR IGNORE INTO services (location, worktree, name) VALUES (?, ?, ?)",
+      `INSERT OR IGNORE INTO ${this.#scope.table} (location, worktree, name) VALUES (?, ?, ?)`,
       location,
       worktree,
       name,
@@ -540,17 +612,13 @@ export class Services {
     const entries = Object.entries(fields);
     if (!entries.length) return;
     this.#o.store.run(
-      `UPDATE services SET ${entries.map(([column]) => `${column} = ?`).join(", ")}
+      `UPDATE ${this.#scope.table} SET ${entries.map(([column]) => `${column} = ?`).join(", ")}
        WHERE location = ? AND worktree = ? AND name = ?`,
       ...entries.map(([, value]) => value as string | number | null),
       location,
       worktree,
       name,
     );
-  }
-
-  #logFile(location: string, worktree: string, name: string): string {
-    return join(this.#o.paths.logs, location, worktree, "services", `${name}.log`);
   }
 
   #clearTimer(k: string): void {

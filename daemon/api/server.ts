@@ -31,6 +31,7 @@ import { kitRoutes } from "./kits.ts";
 import { reviewRoutes } from "./review.ts";
 import { secretRoutes } from "./secrets.ts";
 import { shareRoutes } from "./shares.ts";
+import { unitRoutes } from "./units.ts";
 import { serviceRoutes } from "./services.ts";
 import { tunnelRoutes } from "./tunnel.ts";
 import { sessionRoutes } from "./sessions.ts";
@@ -72,6 +73,7 @@ export function boxRoutes(box: Box, options: BoxAppOptions = {}): RouteTable[] {
     kitRoutes(box),
     reviewRoutes(box),
     shareRoutes(box),
+    unitRoutes(box),
     worktreeRoutes(box),
     execRoutes(box),
     hooksRoutes(box),

@@ -24,6 +24,12 @@ const ACTING: Record<string, string[]> = {
   // A worktree on the public internet: its own gate. Ending one is never refused.
   "POST /shares": ["share.open"],
   "DELETE /shares/:id": [],
+  // A unit runs a command: the exec gates. Starting, stopping or removing one it defined is not gated.
+  "POST /units": ["exec"],
+  "DELETE /units/:name": [],
+  "POST /units/:name/start": [],
+  "POST /units/:name/stop": [],
+  "POST /units/:name/restart": [],
   "DELETE /locations/:name/kit": ["config.change"],
   "POST /sessions": ["session.create", "session.send"],
   "POST /sessions/:name/send": ["session.send"],
