@@ -74,7 +74,7 @@
  *
  * `deno task bench NAME…` runs only the sections named (`create`, `api` or `locations` or `info`,
  * `exec`, `services`, `sessions`, `agent`, `hooks`, `plugins`, `flows`, `app`, `truth`, `mcp`, `kits` or `review`, `queue`, `hardening`, `cli`,
- * `ssh`): `deno task bench cli info`.
+ * `ssh`, `upgrade`): `deno task bench cli info`.
  * `--quick` divides every N by about five for a smoke run. All temporary folders are removed and the
  * daemons stopped at the end, also on failure.
  *
@@ -93,6 +93,7 @@ import { benchApp } from "./app.ts";
 import { benchTruth } from "./state_truth.ts";
 import { benchMcp } from "./mcp.ts";
 import { benchKits } from "./kits.ts";
+import { benchUpgrade } from "./upgrade.ts";
 import { benchQueue } from "./queue.ts";
 import { benchFuzz, benchIdleConnections, benchJournals } from "./hardening.ts";
 import { benchQueueSoak } from "./queue_soak.ts";
@@ -545,6 +546,7 @@ const SECTIONS: Record<string, string[]> = {
   hardening: ["journals", "idle", "soak", "fuzz"],
   cli: [],
   ssh: ["add-ssh", "package"],
+  upgrade: [],
 };
 
 /** The sections the command line asks for; an unknown name is an error that lists the known ones. */
@@ -623,6 +625,7 @@ async function main(): Promise<void> {
   }
   if (chosen.has("cli")) rows.push(...await benchCli({ quick: QUICK }));
   if (chosen.has("ssh")) rows.push(...await benchAddSsh({ quick: QUICK }));
+  if (chosen.has("upgrade")) rows.push(...await benchUpgrade({ quick: QUICK }));
 
   const gitVersion = await versionOf("git", ["--version"]);
   const load = (await Deno.readTextFile("/proc/loadavg").catch(() => "? ? ?")).split(" ").slice(0, 3);

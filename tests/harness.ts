@@ -374,6 +374,25 @@ const heldPorts: Deno.FsFile[] = [];
  * PORT_LOCKS} for the life of this process. Binding port 0 and closing it again, as this did before,
  * raced: the kernel hands the same ephemeral port to the next `port: 0` caller.
  */
+/** Unpacks a package (`package/build.ts`) under `dockHome` as `dock add ssh` does; returns its folder's name. */
+export async function installPackage(
+  dockHome: string,
+  built: { file: string; release: { version: string; id: string } },
+): Promise<string> {
+  const folder = `${built.release.version}-${built.release.id}`;
+  const into = join(dockHome, "versions", folder);
+  await Deno.mkdir(into, { recursive: true });
+  const unpacked = await new Deno.Command("tar", {
+    args: ["-xzf", built.file, "-C", into, "--strip-components=1"],
+  })
+    .output();
+  if (!unpacked.success) throw new Error(`tar: ${new TextDecoder().decode(unpacked.stderr)}`);
+  await Deno.symlink(`versions/${folder}`, join(dockHome, "current"));
+  await Deno.mkdir(join(dockHome, "bin"));
+  await Deno.symlink("../current/bin/dockd", join(dockHome, "bin", "dockd"));
+  return folder;
+}
+
 /**
  * The pids of live processes (zombies left out) whose command line starts with `prefix` and holds
  * `marker`: what a test counts to see a service run once, not twice, and not at all once stopped.

@@ -17,6 +17,7 @@ import {
 import { AgentClient } from "../client/agent.ts";
 import {
   eventually,
+  installPackage,
   laptopEnv,
   makeDirs,
   makeRepo,
@@ -26,18 +27,6 @@ import {
   startBox,
   waitForEvent,
 } from "./harness.ts";
-
-/** Unpacks `built` under `dockHome` as `dock add ssh` does; returns its folder's name. */
-async function install(dockHome: string, built: BuiltPackage): Promise<string> {
-  const folder = `${built.release.version}-${built.release.id}`;
-  const into = join(dockHome, "versions", folder);
-  await Deno.mkdir(into, { recursive: true });
-  assertEquals((await run("tar", ["-xzf", built.file, "-C", into, "--strip-components=1"])).code, 0);
-  await Deno.symlink(`versions/${folder}`, join(dockHome, "current"));
-  await Deno.mkdir(join(dockHome, "bin"));
-  await Deno.symlink("../current/bin/dockd", join(dockHome, "bin", "dockd"));
-  return folder;
-}
 
 /** `built` again, with `src/cli/serve.ts` made to fail at start, under a new commit: a release that cannot run. */
 async function broken(built: BuiltPackage, out: string): Promise<string> {
@@ -70,7 +59,7 @@ Deno.test("POST upgrade hands over to the package's daemon; what runs goes on, o
   try {
     const a = await buildPackage({ target, out: join(out, "a"), commit: "aaaaaaaaaaaa" });
     const b = await buildPackage({ target, out: join(out, "b"), commit: "bbbbbbbbbbbb" });
-    await install(dirs.dockHome, a);
+    await installPackage(dirs.dockHome, a);
     await using box = await startBox({ dirs, launcher: join(dirs.dockHome, "bin", "dockd") });
     const { client } = box;
     assertEquals((await client.info()).build, "0.1.0+aaaaaaaaaaaa");
@@ -144,7 +133,7 @@ Deno.test("dock upgrade sends a box this laptop's package; dock status says whic
   try {
     // The box runs an older release, installed as `dock add ssh` installs one.
     const old = await buildPackage({ target, out, commit: "aaaaaaaaaaaa", version: "0.0.9" });
-    await install(dirs.dockHome, old);
+    await installPackage(dirs.dockHome, old);
     await using box = await startBox({ dirs, launcher: join(dirs.dockHome, "bin", "dockd") });
     await box.client.addLocation({ name: "app", path: await makeRepo(join(dirs.home, "work"), "app") });
     await box.client.createSession({ location: "app", command: "sh", name: "keep" });
