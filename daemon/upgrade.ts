@@ -23,6 +23,7 @@ import { BUILD, compareVersions } from "../client/version.ts";
 import type { UpgradeStarted } from "../client/wire.ts";
 import type { EventBus } from "../core/events.ts";
 import { exists } from "../core/files.ts";
+import { isAlive } from "./procs.ts";
 import type { BoxPaths } from "../core/paths.ts";
 import { join } from "../core/posix_path.ts";
 import { launch, run } from "../core/runner.ts";
@@ -359,7 +360,13 @@ function managed(): boolean {
   return Boolean(Deno.env.get("INVOCATION_ID") || Deno.env.get("XPC_SERVICE_NAME")?.startsWith("dev.dock."));
 }
 
+/**
+ * True while `pid` runs. A process that exited is a zombie until whoever inherited it reaps it (a
+ * daemon started by the one before it is init's child once that one exits, and init may take a second):
+ * where /proc tells, a zombie counts as gone, so the hand-over waits for the exit, not the reaping.
+ */
 function alive(pid: number): boolean {
+  if (Deno.build.os === "linux") return isAlive(pid);
   try {
     Deno.kill(pid, "SIGCONT");
     return true;
