@@ -132,6 +132,7 @@ export async function* addSsh(agent: AddSshBackend, request: AddSshRequest): Asy
     if (known && agent.boxes.online(known)) {
       // The code just made is left to expire (ten minutes, single use): nothing is paired again.
       await agent.boxes.check(known);
+      agent.boxes.setSsh(known, request.host);
       yield line(step, `paired already as '${known}'`);
       yield { step, done: true, box: agent.boxes.status().find((box) => box.name === known)! };
       return;
@@ -142,6 +143,7 @@ export async function* addSsh(agent: AddSshBackend, request: AddSshRequest): Asy
       origin: "cli",
     });
     yield line(step, `paired as '${status.name}' (${status.address})`);
+    agent.boxes.setSsh(status.name, request.host);
     yield { step, done: true, box: status };
   } catch (error) {
     const message = error instanceof StepError || error instanceof DockError

@@ -74,11 +74,12 @@ CREATE TABLE IF NOT EXISTS boxes (
   address TEXT NOT NULL,
   created TEXT NOT NULL,
   ca_pem TEXT,
-  credential TEXT
+  credential TEXT,
+  ssh TEXT
 );
 `;
 /** Columns added after the first release, for databases made before them. */
-const ADDED_COLUMNS = ["ca_pem", "credential"];
+const ADDED_COLUMNS = ["ca_pem", "credential", "ssh"];
 
 interface BoxRow extends BoxRecord {
   ca_pem: string | null;
@@ -145,10 +146,21 @@ export class Boxes {
     for (const column of ADDED_COLUMNS) {
       if (!columns.has(column)) store.db.exec(`ALTER TABLE boxes ADD COLUMN ${column} TEXT`);
     }
-    for (const row of store.all<BoxRow>("SELECT * FROM boxes ORDER BY name")) {
-      const { ca_pem, credential, ...record } = row;
+    for (const row of store.all<BoxRow & { ssh?: string | null }>("SELECT * FROM boxes ORDER BY name")) {
+      const { ca_pem, credential, ssh: _, ...record } = row;
       this.#connect(record, ca_pem && credential ? { caCerts: [ca_pem], credential } : null);
     }
+  }
+
+  /** Records how `dock add ssh` reached a box (`[user@]host[:port]`, or a Host of the SSH config). */
+  setSsh(name: string, destination: string): void {
+    this.#store.run("UPDATE boxes SET ssh = ? WHERE name = ?", destination, name);
+  }
+
+  /** How each box is reached over SSH, when `dock add ssh` added it. */
+  sshDestinations(): Map<string, string> {
+    const rows = this.#store.all<{ name: string; ssh: string | null }>("SELECT name, ssh FROM boxes");
+    return new Map(rows.filter((r) => r.ssh).map((r) => [r.name, r.ssh!]));
   }
 
   /** Every box, by name. */

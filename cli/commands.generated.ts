@@ -234,6 +234,20 @@ export const DOCK_COMMANDS: readonly CommandEntry[] = [
     "description": "kits: config and files applied to locations",
   },
   {
+    "name": "edit",
+    "aliases": [],
+    "family": "edit",
+    "term": "edit [options] <target> [file]",
+    "description": "open a box's location, worktree or file in an editor here (remote SSH)",
+  },
+  {
+    "name": "ssh-config",
+    "aliases": [],
+    "family": "edit",
+    "term": "ssh-config [options]",
+    "description": "write a Host per box to ~/.ssh/config.d/dock and include it from ~/.ssh/config",
+  },
+  {
     "name": "integrations",
     "aliases": [],
     "family": "integrations",

@@ -30,6 +30,7 @@ export function dockFamilies(): Families {
     queue: async () => (await load<typeof import("./queue.ts")>("./queue.ts")).queueCommands,
     mcp: async () => (await load<typeof import("./mcp.ts")>("./mcp.ts")).mcpCommands,
     kit: async () => (await load<typeof import("./kit.ts")>("./kit.ts")).kitCommands,
+    edit: async () => (await load<typeof import("./edit.ts")>("./edit.ts")).editCommands,
     integrations: async () => {
       const { defaultHookCommand, integrationCommands } = await load<typeof import("./integrations.ts")>(
         "./integrations.ts",

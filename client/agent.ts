@@ -184,6 +184,50 @@ export interface KitUpdate {
   failed: { box: string; location: string; error: string }[];
 }
 
+/** A host dock writes into `~/.ssh/config.d/dock` for a box. */
+export interface SshHost {
+  /** `dock-<box>`. */
+  host: string;
+  box: string;
+  hostname: string;
+  user?: string;
+  port?: number;
+}
+
+/** `GET /v1/ssh-config` (and `POST`, with what it `changed`). */
+export interface SshConfigState {
+  file: string;
+  /** Whether `~/.ssh/config` includes it. */
+  included: boolean;
+  hosts: SshHost[];
+  changed?: string[];
+}
+
+/** An editor installed on the laptop (`GET /v1/editors`). */
+export interface EditorInfo {
+  id: string;
+  name: string;
+  command: string;
+}
+
+/** Body of `POST /v1/editors/open`: a folder (location, worktree or absolute path) or a file in it. */
+export interface EditorOpen {
+  editor: string;
+  box: string;
+  location?: string;
+  worktree?: string;
+  path?: string;
+  file?: string;
+  line?: number;
+  col?: number;
+}
+
+/** The answer of `POST /v1/editors/open`: the command run. */
+export interface EditorOpened {
+  editor: string;
+  command: string[];
+}
+
 /** `GET /v1/status`. */
 export interface AgentStatus {
   boxes: BoxStatus[];
@@ -272,6 +316,26 @@ export class AgentClient {
       signal,
     });
     yield* readNdjson<BoxProgress>(response.body!);
+  }
+
+  /** `GET /v1/editors`: the editors installed on this laptop. */
+  editors(): Promise<EditorInfo[]> {
+    return this.transport.json("/v1/editors");
+  }
+
+  /** `POST /v1/editors/open`: opens a box's folder or file in an editor's remote SSH mode. */
+  openEditor(body: EditorOpen): Promise<EditorOpened> {
+    return this.transport.json("/v1/editors/open", { body });
+  }
+
+  /** `GET /v1/ssh-config`: the hosts dock manages for its boxes. */
+  sshConfig(): Promise<SshConfigState> {
+    return this.transport.json("/v1/ssh-config");
+  }
+
+  /** `POST /v1/ssh-config`: writes them to `~/.ssh/config.d/dock` and includes that file. */
+  writeSshConfig(): Promise<SshConfigState> {
+    return this.transport.json("/v1/ssh-config", { method: "POST" });
   }
 
   /** `GET /v1/kits`: the kits library. */

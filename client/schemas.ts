@@ -11,7 +11,7 @@
  * @module
  */
 import { z } from "zod";
-import type { AddSshRequest, KitAddRequest, KitSaveRequest, KitTarget } from "./agent.ts";
+import type { AddSshRequest, EditorOpen, KitAddRequest, KitSaveRequest, KitTarget } from "./agent.ts";
 import type {
   AgentReport,
   AgentReportType,
@@ -289,6 +289,18 @@ const KIT_ID = z.string().regex(
   "must be a kit id: [a-z0-9][a-z0-9-]*, at most 48",
 );
 const PATH_TEXT = z.string().min(1).max(4096);
+
+/** Body of `POST /v1/editors/open`. */
+export const EDITOR_OPEN = z.strictObject({
+  editor: z.string().min(1).max(32),
+  box: z.string().min(1).max(64),
+  location: z.string().min(1).max(64).optional(),
+  worktree: z.string().min(1).max(64).optional(),
+  path: z.string().min(1).max(4096).optional(),
+  file: z.string().min(1).max(4096).regex(/^[^\n\r]*$/, "must be one line").optional(),
+  line: z.number().int().min(1).optional(),
+  col: z.number().int().min(1).optional(),
+}) satisfies z.ZodType<EditorOpen>;
 
 /** Body of `POST /v1/kits/add`. */
 export const KIT_ADD = z.strictObject({

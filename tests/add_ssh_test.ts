@@ -65,6 +65,12 @@ Deno.test("dock add ssh installs dock on a machine over SSH and pairs it; again,
       onBox.close();
     }
     assertEquals((await client.status()).boxes.map((b) => b.name), ["devbox"]);
+    // The SSH destination is kept: the box's Host in dock's SSH config is the one it was added by.
+    assertEquals((await client.sshConfig()).hosts, [{
+      host: "dock-devbox",
+      box: "devbox",
+      hostname: "testbox",
+    }]);
 
     // The command line shows the same steps and the box it added.
     const cli = await runCli("dock", ["add", "ssh", "testbox"], {

@@ -123,6 +123,15 @@ function laptopRoutes(options: { link: string; forwardPort: number }): LaptopRou
       ];
     }),
     { method: "GET", path: "/v1/plugins/:id/*", params: { id: "fz" }, rest: "ui/index.html" },
+    { method: "GET", path: "/v1/editors" },
+    // No editor is installed on a test machine: a valid open is a 422, nothing is launched.
+    {
+      method: "POST",
+      path: "/v1/editors/open",
+      body: { editor: "vscode", box: "local", location: "app", file: "a.ts", line: 3 },
+    },
+    { method: "GET", path: "/v1/ssh-config" },
+    { method: "POST", path: "/v1/ssh-config" },
     { method: "GET", path: "/v1/kits" },
     { method: "GET", path: "/v1/kits/installed" },
     { method: "GET", path: "/v1/kits/:id", params: { id: "fz-kit" } },

@@ -24,6 +24,7 @@ import { isAppPath, PANEL_PREFIX, serveApp } from "../../core/static.ts";
 import { panelFile } from "./panels.ts";
 import { mcpRoutes } from "./mcp.ts";
 import { kitRoutes } from "./kits.ts";
+import { localToolRoutes } from "./local_tools.ts";
 import { APP_ASSETS } from "../../app/assets.generated.ts";
 
 /** Builds the agent's API app for a listener on `port`. */
@@ -117,6 +118,7 @@ export function agentApp(agent: Agent, options: { port: number }): Hono {
     pluginRoutes(agent.plugins, { list: () => allPlugins(agent) }),
     mcpRoutes(agent, options),
     kitRoutes(agent.kits),
+    localToolRoutes({ boxes: agent.boxes, home: Deno.env.get("HOME") ?? "" }),
   ]);
   // What a laptop plugin asks through `ctx.api` goes through this app like any client's request: the
   // same gate, with the agent's own token; the plugin host checks its scopes first.

@@ -1,0 +1,117 @@
+/**
+ * Editors on the laptop (issue 17): which are installed (VS Code, Cursor, Windsurf, Zed, by their
+ * command-line launchers on `PATH`), and opening a folder or a file of a box in one through its remote
+ * SSH mode, by the host dock writes for the box (`ssh_config.ts`; written first, so the name resolves).
+ *
+ * @module
+ */
+import type { EditorInfo, EditorOpen, EditorOpened } from "../client/agent.ts";
+import { DockError } from "../client/errors.ts";
+import { launch, which } from "../core/runner.ts";
+import type { Boxes } from "./boxes.ts";
+import { sshAlias, type SshConfigBackend, writeSshConfig } from "./ssh_config.ts";
+
+/** The editors dock knows, and how each opens a remote folder or a file at a line. */
+const EDITORS: {
+  id: string;
+  name: string;
+  commands: string[];
+  args: (host: string, folder: string, file: string | null) => string[];
+}[] = [
+  ...[
+    { id: "vscode", name: "Visual Studio Code", commands: ["code"] },
+    { id: "cursor", name: "Cursor", commands: ["cursor"] },
+    { id: "windsurf", name: "Windsurf", commands: ["windsurf"] },
+  ].map((editor) => ({
+    ...editor,
+    // The Remote - SSH extension's form; --goto opens the file at the line inside that window.
+    args: (host: string, folder: string, file: string | null) => [
+      "--remote",
+      `ssh-remote+${host}`,
+      folder,
+      ...(file ? ["--goto", file] : []),
+    ],
+  })),
+  {
+    id: "zed",
+    name: "Zed",
+    commands: ["zed"],
+    args: (host, folder, file) => [`ssh://${host}${file ?? folder}`],
+  },
+];
+
+/** What opening an editor uses of the agent. */
+export interface EditorsBackend extends SshConfigBackend {
+  boxes: SshConfigBackend["boxes"] & Pick<Boxes, "client" | "has">;
+  /** The laptop user's home (where `~/.ssh` is). */
+  home: string;
+  /** Where editors are looked for. @default {the agent's PATH} */
+  path?: () => string;
+}
+
+/** The editors installed here. */
+export function editors(agent: Pick<EditorsBackend, "path">): EditorInfo[] {
+  const path = agent.path?.() ?? Deno.env.get("PATH") ?? "";
+  const found: EditorInfo[] = [];
+  for (const editor of EDITORS) {
+    const command = editor.commands.map((c) => which(c, path)).find((c) => c !== null);
+    if (command) found.push({ id: editor.id, name: editor.name, command });
+  }
+  return found;
+}
+
+/** Opens a box's folder (a location, a worktree, or a path) or a file in it, in `editor`. */
+export async function openEditor(agent: EditorsBackend, request: EditorOpen): Promise<EditorOpened> {
+  const editor = EDITORS.find((e) => e.id === request.editor);
+  const installed = editors(agent).find((e) => e.id === request.editor);
+  if (!editor || !installed) {
+    const here = editors(agent).map((e) => e.id);
+    throw new DockError(
+      "no_editor",
+      `editor '${request.editor}' is not installed here (found: ${here.join(", ") || "none"})`,
+      {
+        status: 422,
+      },
+    );
+  }
+  if (!agent.boxes.has(request.box)) {
+    throw new DockError("not_found", `no box named ${request.box}`, { status: 404 });
+  }
+  const folder = await folderOf(agent, request);
+  const file = request.file
+    ? `${joinRemote(folder, request.file)}${
+      request.line ? `:${request.line}${request.col ? `:${request.col}` : ""}` : ""
+    }`
+    : null;
+  const state = await writeSshConfig(agent, agent.home);
+  const host = sshAlias(request.box);
+  if (!state.hosts.some((h) => h.host === host)) {
+    throw new DockError(
+      "no_ssh_host",
+      `box '${request.box}' has no SSH destination dock knows (add it with dock add ssh)`,
+      { status: 422 },
+    );
+  }
+  const args = editor.args(host, folder, file);
+  launch(installed.command, args);
+  return { editor: editor.id, command: [installed.command, ...args] };
+}
+
+/** The folder on the box: a worktree's, a location's, or a path given as it is. */
+async function folderOf(agent: EditorsBackend, request: EditorOpen): Promise<string> {
+  if (request.path) {
+    if (!request.path.startsWith("/")) {
+      throw new DockError("invalid_request", "path: must be absolute on the box", { status: 400 });
+    }
+    return request.path;
+  }
+  if (!request.location) throw new DockError("invalid_request", "name a location or a path", { status: 400 });
+  const client = agent.boxes.client(request.box);
+  if (request.worktree) return (await client.worktree(request.location, request.worktree)).path;
+  return (await client.location(request.location)).path;
+}
+
+function joinRemote(folder: string, file: string): string {
+  if (file.startsWith("/")) return file;
+  return `${folder.replace(/\/$/, "")}/${file.replace(/^\.\//, "")}`;
+}

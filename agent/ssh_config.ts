@@ -1,0 +1,128 @@
+/**
+ * The SSH config dock keeps for its boxes (issue 17): one `Host dock-<box>` per box it can name an SSH
+ * destination for (the one `dock add ssh` used, else the host of a paired box's address), written to
+ * `~/.ssh/config.d/dock` whole, and one `Include config.d/dock` line at the top of `~/.ssh/config` (an
+ * Include inside a Host block would apply to that block only). Writing is idempotent; `~/.ssh/config` is
+ * backed up (`config.dock-backup`) before dock first changes it, and every other line of it is kept.
+ * Editors open boxes through these names (`editors.ts`).
+ *
+ * @module
+ */
+import { join } from "node:path";
+import type { SshConfigState, SshHost } from "../client/agent.ts";
+import { readTextOrNull } from "../core/files.ts";
+import type { Boxes } from "./boxes.ts";
+
+/** The line that brings dock's hosts into the person's config. */
+export const INCLUDE_LINE = "Include config.d/dock";
+
+/** What the SSH config uses of the agent. */
+export interface SshConfigBackend {
+  boxes: Pick<Boxes, "list" | "sshDestinations">;
+}
+
+/** The SSH host name dock gives a box. */
+export function sshAlias(box: string): string {
+  return `dock-${box}`;
+}
+
+/** The hosts dock manages: one per box it can reach over SSH. */
+export function sshHosts(agent: SshConfigBackend): SshHost[] {
+  const destinations = agent.boxes.sshDestinations();
+  const hosts: SshHost[] = [];
+  for (const box of agent.boxes.list()) {
+    const destination = destinations.get(box.name) ?? (box.kind === "tls" ? hostOfUrl(box.address) : null);
+    if (!destination) continue;
+    const match = /^(?:([^@\s]+)@)?(\[[^\]]+\]|[^:\s]+)(?::(\d+))?$/.exec(destination);
+    if (!match) continue;
+    hosts.push({
+      host: sshAlias(box.name),
+      box: box.name,
+      hostname: match[2].replace(/^\[(.*)\]$/, "$1"),
+      ...(match[1] ? { user: match[1] } : {}),
+      ...(match[3] ? { port: Number(match[3]) } : {}),
+    });
+  }
+  return hosts;
+}
+
+/** The text of `~/.ssh/config.d/dock`. */
+export function renderHosts(hosts: SshHost[]): string {
+  const blocks = hosts.map((h) =>
+    [
+      `Host ${h.host}`,
+      `  HostName ${h.hostname}`,
+      ...(h.user ? [`  User ${h.user}`] : []),
+      ...(h.port ? [`  Port ${h.port}`] : []),
+    ].join("\n")
+  );
+  return `# Written by dock (dock ssh-config): one Host per box. Edits here are replaced.\n\n${
+    blocks.join("\n\n")
+  }\n`;
+}
+
+/** Where the files are for `home`. */
+function files(home: string) {
+  const ssh = join(home, ".ssh");
+  return {
+    ssh,
+    dir: join(ssh, "config.d"),
+    hosts: join(ssh, "config.d", "dock"),
+    config: join(ssh, "config"),
+  };
+}
+
+/** What is written now. */
+export async function sshConfigState(agent: SshConfigBackend, home: string): Promise<SshConfigState> {
+  const at = files(home);
+  const config = await readTextOrNull(at.config);
+  return {
+    file: at.hosts,
+    included: config !== null && hasInclude(config),
+    hosts: sshHosts(agent),
+  };
+}
+
+/** Writes dock's hosts and the Include line; answers what changed. */
+export async function writeSshConfig(
+  agent: SshConfigBackend,
+  home: string,
+): Promise<SshConfigState & { changed: string[] }> {
+  const at = files(home);
+  const changed: string[] = [];
+  await Deno.mkdir(at.dir, { recursive: true, mode: 0o700 });
+  await Deno.chmod(at.ssh, 0o700).catch(() => {});
+  const hosts = sshHosts(agent);
+  const text = renderHosts(hosts);
+  if (await readTextOrNull(at.hosts) !== text) {
+    await writeAtomic(at.hosts, text);
+    changed.push(at.hosts);
+  }
+  const config = await readTextOrNull(at.config);
+  if (config === null || !hasInclude(config)) {
+    if (config !== null && await readTextOrNull(`${at.config}.dock-backup`) === null) {
+      await Deno.writeTextFile(`${at.config}.dock-backup`, config, { mode: 0o600 });
+    }
+    await writeAtomic(at.config, `${INCLUDE_LINE}\n${config === null ? "" : `\n${config}`}`);
+    changed.push(at.config);
+  }
+  return { file: at.hosts, included: true, hosts, changed };
+}
+
+function hasInclude(config: string): boolean {
+  return config.split(/\r?\n/).some((line) => line.trim() === INCLUDE_LINE);
+}
+
+async function writeAtomic(path: string, text: string): Promise<void> {
+  const temporary = `${path}.dock-${crypto.randomUUID().slice(0, 8)}`;
+  await Deno.writeTextFile(temporary, text, { mode: 0o600 });
+  await Deno.rename(temporary, path);
+}
+
+function hostOfUrl(address: string): string | null {
+  try {
+    return new URL(address).hostname.replace(/^\[(.*)\]$/, "$1") || null;
+  } catch {
+    return null;
+  }
+}

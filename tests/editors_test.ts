@@ -1,0 +1,68 @@
+/**
+ * Whole-system test of editors and the SSH config (agent/editors.ts, agent/ssh_config.ts): a paired box
+ * gets a `Host dock-<box>` in `~/.ssh/config.d/dock`, included once from `~/.ssh/config` (backed up, every
+ * other line kept, idempotent); `dock edit` opens a worktree's file in a fake VS Code, whose arguments
+ * are recorded.
+ */
+import { join } from "node:path";
+import { assert, assertEquals, assertRejects, assertStringIncludes } from "./assert.ts";
+import { AgentClient } from "../client/agent.ts";
+import { DockError } from "../client/errors.ts";
+import { eventually, laptopEnv, makeDirs, makeRepo, runCli, startAgent, startBox } from "./harness.ts";
+
+Deno.test("ssh-config writes a Host per box once; dock edit opens a box's file through it", async () => {
+  const dirs = await makeDirs();
+  const bin = join(dirs.root, "bin");
+  await Deno.mkdir(bin, { recursive: true });
+  const calls = join(dirs.root, "code.calls");
+  await Deno.writeTextFile(join(bin, "code"), `#!/bin/sh\necho "$@" >>'${calls}'\n`, { mode: 0o755 });
+  const env = { PATH: `${bin}:${Deno.env.get("PATH")}` };
+  await using remote = await startBox({ env: { DOCK_LISTEN: "127.0.0.1:0" } });
+  await using agent = await startAgent(dirs, { env });
+  const laptop = new AgentClient({ url: agent.url, token: agent.token, origin: "test" });
+  try {
+    const paired = await remote.cli(["pair", "--host", "127.0.0.1"]);
+    await laptop.pairBox(/dock:\/\/[^\s']+/.exec(paired.stdout)![0], "remote");
+    const repo = await makeRepo(join(remote.dirs.home, "work"), "app");
+    await remote.client.addLocation({ name: "app", path: repo });
+    const w = await remote.client.createWorktree("app", { name: "w" });
+
+    // The person's own config: kept, backed up, included once.
+    const ssh = join(dirs.home, ".ssh");
+    await Deno.mkdir(ssh, { recursive: true });
+    const own = "Host work\n  HostName work.example.com\n";
+    await Deno.writeTextFile(join(ssh, "config"), own);
+    const written = await laptop.writeSshConfig();
+    assertEquals(written.hosts, [{ host: "dock-remote", box: "remote", hostname: "127.0.0.1" }]);
+    assertEquals(await Deno.readTextFile(join(ssh, "config")), `Include config.d/dock\n\n${own}`);
+    assertEquals(await Deno.readTextFile(join(ssh, "config.dock-backup")), own);
+    assertStringIncludes(
+      await Deno.readTextFile(join(ssh, "config.d", "dock")),
+      "Host dock-remote\n  HostName 127.0.0.1",
+    );
+    assertEquals((await Deno.stat(join(ssh, "config.d", "dock"))).mode! & 0o777, 0o600);
+    const again = await laptop.writeSshConfig();
+    assertEquals(again.changed, []);
+    assertEquals((await laptop.sshConfig()).included, true);
+
+    // The editors here, and a file opened at a line in the worktree, through the host above.
+    assertEquals((await laptop.editors()).map((e) => e.id), ["vscode"]);
+    const edited = await runCli("dock", ["edit", "remote/app/w", "src/main.ts:12:3"], {
+      env: laptopEnv(dirs, agent, env),
+      cwd: dirs.home,
+    });
+    assertEquals(edited.code, 0, edited.stderr);
+    const recorded = await eventually(async () =>
+      (await Deno.readTextFile(calls).catch(() => "")).trim() || undefined
+    );
+    assertEquals(recorded, `--remote ssh-remote+dock-remote ${w.path} --goto ${w.path}/src/main.ts:12:3`);
+    const refused = await assertRejects(
+      () => laptop.openEditor({ editor: "zed", box: "remote", location: "app" }),
+      DockError,
+    ) as DockError;
+    assertEquals([refused.status, refused.code], [422, "no_editor"]);
+    assert(refused.message.includes("vscode"));
+  } finally {
+    laptop.close();
+  }
+});
