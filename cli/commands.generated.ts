@@ -248,6 +248,13 @@ export const DOCK_COMMANDS: readonly CommandEntry[] = [
     "description": "write a Host per box to ~/.ssh/config.d/dock and include it from ~/.ssh/config",
   },
   {
+    "name": "discover",
+    "aliases": [],
+    "family": "discover",
+    "term": "discover [options]",
+    "description": "machines on your networks (tailscale) that could be boxes",
+  },
+  {
     "name": "integrations",
     "aliases": [],
     "family": "integrations",

@@ -31,6 +31,7 @@ export function dockFamilies(): Families {
     mcp: async () => (await load<typeof import("./mcp.ts")>("./mcp.ts")).mcpCommands,
     kit: async () => (await load<typeof import("./kit.ts")>("./kit.ts")).kitCommands,
     edit: async () => (await load<typeof import("./edit.ts")>("./edit.ts")).editCommands,
+    discover: async () => (await load<typeof import("./discover.ts")>("./discover.ts")).discoverCommands,
     integrations: async () => {
       const { defaultHookCommand, integrationCommands } = await load<typeof import("./integrations.ts")>(
         "./integrations.ts",

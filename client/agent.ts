@@ -21,6 +21,7 @@ import type {
   QueueCreate,
   QueueEdit,
   QueueItem,
+  StreamLine,
 } from "./wire.ts";
 
 const enc = encodeURIComponent;
@@ -184,6 +185,47 @@ export interface KitUpdate {
   failed: { box: string; location: string; error: string }[];
 }
 
+/** A network the laptop has joined (`GET /v1/networks`). */
+export interface NetworkInfo {
+  /** `tailscale`. */
+  name: string;
+  joined: boolean;
+  logged_in: boolean;
+  /** The network's own word for its state (tailscale's `BackendState`). */
+  state: string;
+  tailnet?: string;
+  /** This laptop's name on it. */
+  self?: string;
+}
+
+/** `GET /v1/networks`: the networks, or none and how to get one. */
+export interface Networks {
+  networks: NetworkInfo[];
+  hint?: string;
+}
+
+/** A machine of a network (`GET /v1/networks/{name}/peers`). */
+export interface NetworkPeer {
+  name: string;
+  dns: string | null;
+  addresses: string[];
+  os: string | null;
+  online: boolean;
+}
+
+/** `GET /v1/discover?network=`: a machine that could be a box. */
+export interface DiscoveredMachine {
+  name: string;
+  address: string;
+  dns: string | null;
+  /** Something answers on dockd's port (1379). */
+  dockd: boolean;
+  /** Something answers on SSH's port: `dock add ssh` can make it a box. */
+  ssh: boolean;
+  /** The box it is already, by name. */
+  box: string | null;
+}
+
 /** A host dock writes into `~/.ssh/config.d/dock` for a box. */
 export interface SshHost {
   /** `dock-<box>`. */
@@ -316,6 +358,30 @@ export class AgentClient {
       signal,
     });
     yield* readNdjson<BoxProgress>(response.body!);
+  }
+
+  /** `GET /v1/networks`. */
+  networks(): Promise<Networks> {
+    return this.transport.json("/v1/networks");
+  }
+
+  /** `GET /v1/networks/{name}/peers`. */
+  networkPeers(name: string): Promise<NetworkPeer[]> {
+    return this.transport.json(`/v1/networks/${enc(name)}/peers`);
+  }
+
+  /** `POST /v1/networks/{name}/login`: the network's login, streamed (the URL to open is a line). */
+  async *networkLogin(name: string, signal?: AbortSignal): AsyncGenerator<StreamLine> {
+    const response = await this.transport.fetch(`/v1/networks/${enc(name)}/login`, {
+      method: "POST",
+      signal,
+    });
+    yield* readNdjson<StreamLine>(response.body!);
+  }
+
+  /** `GET /v1/discover?network=`: machines that could be boxes. */
+  discover(network = "tailscale"): Promise<DiscoveredMachine[]> {
+    return this.transport.json("/v1/discover", { query: { network } });
   }
 
   /** `GET /v1/editors`: the editors installed on this laptop. */

@@ -123,6 +123,11 @@ function laptopRoutes(options: { link: string; forwardPort: number }): LaptopRou
       ];
     }),
     { method: "GET", path: "/v1/plugins/:id/*", params: { id: "fz" }, rest: "ui/index.html" },
+    { method: "GET", path: "/v1/networks" },
+    { method: "GET", path: "/v1/networks/:name/peers", params: { name: "tailscale" } },
+    // No tailscale on a test machine: a 404, nothing logs in.
+    { method: "POST", path: "/v1/networks/:name/login", params: { name: "tailscale" }, stream: true },
+    { method: "GET", path: "/v1/discover", query: { network: "tailscale" } },
     { method: "GET", path: "/v1/editors" },
     // No editor is installed on a test machine: a valid open is a 422, nothing is launched.
     {

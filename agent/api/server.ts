@@ -118,7 +118,12 @@ export function agentApp(agent: Agent, options: { port: number }): Hono {
     pluginRoutes(agent.plugins, { list: () => allPlugins(agent) }),
     mcpRoutes(agent, options),
     kitRoutes(agent.kits),
-    localToolRoutes({ boxes: agent.boxes, home: Deno.env.get("HOME") ?? "" }),
+    localToolRoutes({
+      boxes: agent.boxes,
+      home: Deno.env.get("HOME") ?? "",
+      // Boxes found on a network listen for laptops on 1379 unless they were told otherwise.
+      ports: { dockd: Number(Deno.env.get("DOCK_BOX_PORT")) || undefined },
+    }),
   ]);
   // What a laptop plugin asks through `ctx.api` goes through this app like any client's request: the
   // same gate, with the agent's own token; the plugin host checks its scopes first.
