@@ -255,6 +255,13 @@ export const DOCK_COMMANDS: readonly CommandEntry[] = [
     "description": "machines on your networks (tailscale) that could be boxes",
   },
   {
+    "name": "setup",
+    "aliases": [],
+    "family": "setup",
+    "term": "setup",
+    "description": "one-time set-up of this laptop",
+  },
+  {
     "name": "integrations",
     "aliases": [],
     "family": "integrations",

@@ -32,6 +32,7 @@ export function dockFamilies(): Families {
     kit: async () => (await load<typeof import("./kit.ts")>("./kit.ts")).kitCommands,
     edit: async () => (await load<typeof import("./edit.ts")>("./edit.ts")).editCommands,
     discover: async () => (await load<typeof import("./discover.ts")>("./discover.ts")).discoverCommands,
+    setup: async () => (await load<typeof import("./setup.ts")>("./setup.ts")).setupCommands,
     integrations: async () => {
       const { defaultHookCommand, integrationCommands } = await load<typeof import("./integrations.ts")>(
         "./integrations.ts",

@@ -360,6 +360,16 @@ export class AgentClient {
     yield* readNdjson<BoxProgress>(response.body!);
   }
 
+  /** `POST /v1/setup/port80[?remove=1]`: streams its steps. */
+  async *setupPort80(options: { remove?: boolean; signal?: AbortSignal } = {}): AsyncGenerator<StreamLine> {
+    const response = await this.transport.fetch("/v1/setup/port80", {
+      method: "POST",
+      query: { remove: options.remove ? 1 : undefined },
+      signal: options.signal,
+    });
+    yield* readNdjson<StreamLine>(response.body!);
+  }
+
   /** `GET /v1/networks`. */
   networks(): Promise<Networks> {
     return this.transport.json("/v1/networks");

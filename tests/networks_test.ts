@@ -34,7 +34,16 @@ Deno.test("networks: tailscale's peers, login, and discovery of machines that co
     FAKE_TAILSCALE_STATUS: STATUS,
     FAKE_TAILSCALE_LOG: log,
     DOCK_BOX_PORT: String(port),
+    DOCK_IPTABLES: join(bin, "iptables"),
   };
+  const iptablesCalls = join(dirs.root, "iptables.calls");
+  await Deno.writeTextFile(
+    join(bin, "iptables"),
+    `#!/bin/sh\necho "$*" >>'${iptablesCalls}'\n[ "$3" != -C ]\n`,
+    {
+      mode: 0o755,
+    },
+  );
   await using agent = await startAgent(dirs, { env });
   const client = new AgentClient({ url: agent.url, token: agent.token });
   try {
@@ -70,6 +79,18 @@ Deno.test("networks: tailscale's peers, login, and discovery of machines that co
     const cli = await runCli("dock", ["discover"], { env: laptopEnv(dirs, agent, env), cwd: dirs.home });
     assertEquals(cli.code, 0, cli.stderr);
     assertStringIncludes(cli.stdout, "devbox");
+    // Port 80 for private URLs: the firewall rule through (a fake) iptables as root, else the command to run.
+    const steps = [];
+    for await (const line of client.setupPort80()) steps.push(line);
+    if (Deno.uid() === 0) {
+      assertEquals(steps.at(-1), { done: true });
+      assertStringIncludes(
+        await Deno.readTextFile(iptablesCalls),
+        "-t nat -A OUTPUT -o lo -p tcp --dport 80 -j REDIRECT",
+      );
+    } else {
+      assertStringIncludes(steps.map((s) => s.line).join("\n"), "sudo iptables -t nat -A OUTPUT");
+    }
     const unknown = await fetch(`${agent.url}/v1/networks/zerotier/peers`, {
       headers: { authorization: `Bearer ${agent.token}` },
     });

@@ -1,18 +1,30 @@
 /**
  * The laptop's own tools for reaching boxes: networks and discovery (`networks.ts`), `GET /v1/editors`, `POST /v1/editors/open` (`editors.ts`),
- * `GET /v1/ssh-config` and `POST /v1/ssh-config` (`ssh_config.ts`).
+ * `GET /v1/ssh-config` and `POST /v1/ssh-config` (`ssh_config.ts`), `POST /v1/setup/port80[?remove=1]`
+ * (`port80.ts`).
  *
  * @module
  */
 import { EDITOR_OPEN } from "../../client/schemas.ts";
-import { body, json, ndjson, param, RouteTable, textQuery } from "../../core/http.ts";
+import { body, flagQuery, json, ndjson, param, RouteTable, textQuery } from "../../core/http.ts";
+import { setupPort80 } from "../port80.ts";
 import { editors, type EditorsBackend, openEditor } from "../editors.ts";
 import { sshConfigState, writeSshConfig } from "../ssh_config.ts";
 import { discover, login, networks, type NetworksBackend, peers } from "../networks.ts";
 
 /** The editor and SSH config routes. */
-export function localToolRoutes(agent: EditorsBackend & NetworksBackend): RouteTable {
+export function localToolRoutes(
+  agent: EditorsBackend & NetworksBackend & { proxyPort: () => number },
+): RouteTable {
   return new RouteTable("local-tools")
+    .add(
+      "POST",
+      "/setup/port80",
+      (c) =>
+        ndjson(
+          setupPort80({ proxyPort: agent.proxyPort(), remove: flagQuery(c, "remove"), path: agent.path?.() }),
+        ),
+    )
     .add("GET", "/networks", async () => json(await networks(agent)))
     .add("GET", "/networks/:name/peers", async (c) => json(await peers(agent, param(c, "name"))))
     .add("POST", "/networks/:name/login", (c) => {

@@ -123,6 +123,7 @@ export function agentApp(agent: Agent, options: { port: number }): Hono {
       home: Deno.env.get("HOME") ?? "",
       // Boxes found on a network listen for laptops on 1379 unless they were told otherwise.
       ports: { dockd: Number(Deno.env.get("DOCK_BOX_PORT")) || undefined },
+      proxyPort: () => agent.proxyState.port ?? 1377,
     }),
   ]);
   // What a laptop plugin asks through `ctx.api` goes through this app like any client's request: the
