@@ -380,9 +380,10 @@ Deno.test("attach: bulk output flows through and the last line arrives", async (
     const start = client.bytes;
     const began = performance.now();
     // The command line shows `$((…))`, so "200000" can only come from seq itself.
-    client.type("seq 1 $((200*1000)); echo bulk-$((6*7))\r");
-    // Only the line after seq is awaited: when tmux falls behind it redraws the screen by difference,
-    // so a number on a row that held a similar one may arrive split by cursor moves (seen under load).
+    client.type("seq 1 $((200*1000)); printf '\\033[2J\\033[H'; echo bulk-$((6*7))\r");
+    // Only the line after seq is awaited, on a cleared screen: when tmux falls behind it redraws by
+    // difference, so text on a row that held similar text may arrive split by cursor moves (seen under
+    // load: "bulk-" then "42" drawn apart); a blank row is drawn whole.
     await client.waitFor("bulk-42", 0, 30_000);
     const seconds = (performance.now() - began) / 1000;
     const received = client.bytes - start;
