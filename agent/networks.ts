@@ -10,6 +10,7 @@ import type { DiscoveredMachine, NetworkInfo, NetworkPeer, Networks } from "../c
 import { DockError } from "../client/errors.ts";
 import type { StreamLine } from "../client/wire.ts";
 import { Channel } from "../core/channel.ts";
+import { parseLink } from "../core/pairing_link.ts";
 import { run, which } from "../core/runner.ts";
 import type { Boxes } from "./boxes.ts";
 
@@ -74,6 +75,31 @@ export async function peers(agent: NetworksBackend, network: string): Promise<Ne
     os: node.OS ?? null,
     online: node.Online === true,
   })).sort((a, b) => a.name.localeCompare(b.name));
+}
+
+/**
+ * The link with its host replaced by the network address of the machine it names (by name, DNS name or
+ * one of its addresses) on `network`; 422 when no machine there matches.
+ */
+export async function throughNetwork(agent: NetworksBackend, network: string, link: string): Promise<string> {
+  const parsed = parseLink(link);
+  const host = parsed.host.toLowerCase().replace(/\.$/, "");
+  const machine = (await peers(agent, network)).find((p) =>
+    p.name.toLowerCase() === host || p.dns?.toLowerCase() === host ||
+    p.dns?.toLowerCase().split(".")[0] === host || p.addresses.includes(parsed.host)
+  );
+  const address = machine?.addresses.find((a) => !a.includes(":")) ?? machine?.addresses[0];
+  if (!address) {
+    throw new DockError(
+      "not_on_network",
+      `no machine '${parsed.host}' on ${network} (GET /v1/networks/${network}/peers)`,
+      {
+        status: 422,
+      },
+    );
+  }
+  const shown = address.includes(":") ? `[${address}]` : address;
+  return `dock://${shown}:${parsed.port}?code=${parsed.code}&fp=${parsed.fp}`;
 }
 
 /** `tailscale login`, its output as lines: the URL to open is among them. */

@@ -464,9 +464,12 @@ export class AgentClient {
     return this.transport.json(`/v1/kits/${enc(id)}`, { method: "DELETE" });
   }
 
-  /** `POST /v1/boxes/pair`: pairs the box a `dockd pair` link names, as `name` (default: its own name). */
-  pairBox(link: string, name?: string): Promise<BoxStatus> {
-    const body: PairRequest = { link, name };
+  /**
+   * `POST /v1/boxes/pair`: pairs the box a `dockd pair` link names, as `name` (default: its own name),
+   * dialled through `network` (its machine of the link's host) when given.
+   */
+  pairBox(link: string, name?: string, network?: string): Promise<BoxStatus> {
+    const body: PairRequest = { link, name, network };
     return this.transport.json("/v1/boxes/pair", { body });
   }
 

@@ -429,6 +429,7 @@ export const ADD_SSH_REQUEST = z.strictObject({
 export const PAIR_REQUEST = z.strictObject({
   link: z.string().max(2000),
   name: z.string().max(63).optional(),
+  network: z.string().min(1).max(64).optional(),
 }) satisfies z.ZodType<PairRequest>;
 
 // ---------------------------------------------------------------------------------------------------

@@ -955,6 +955,11 @@ export interface PairRequest {
   link: string;
   /** The name for the box on this laptop. @default {the box's own name} */
   name?: string;
+  /**
+   * A network of the laptop's (`tailscale`) to dial the box through: the link's host is looked up among
+   * its machines (by name, DNS name or address) and the box dialled at that machine's network address.
+   */
+  network?: string;
 }
 
 /** Body of `POST pair/code` on a box (its socket only). */

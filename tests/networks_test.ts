@@ -26,7 +26,7 @@ Deno.test("networks: tailscale's peers, login, and discovery of machines that co
   const bin = join(dirs.root, "bin");
   await Deno.mkdir(bin, { recursive: true });
   await Deno.symlink(FAKE, join(bin, "tailscale"));
-  await using remote = await startBox({ env: { DOCK_LISTEN: "127.0.0.1:0" } });
+  await using remote = await startBox({ env: { DOCK_LISTEN: "127.0.0.1:0", DOCK_TLS_HOSTS: "devbox" } });
   const port = Number((await listenAddress(remote)).split(":").at(-1));
   const log = join(dirs.root, "tailscale.log");
   const env = {
@@ -72,9 +72,12 @@ Deno.test("networks: tailscale's peers, login, and discovery of machines that co
       true,
       null,
     ]]);
-    // Once paired, it is known as a box.
-    const paired = await remote.cli(["pair", "--host", "127.0.0.1"]);
-    await client.pairBox(/dock:\/\/[^\s']+/.exec(paired.stdout)![0], "devbox");
+    // Paired through the network (the link names the machine by its tailnet name): known as a box then.
+    const paired = await remote.cli(["pair", "--host", "devbox"]);
+    const link = /dock:\/\/[^\s']+/.exec(paired.stdout)![0];
+    assertStringIncludes(link, "dock://devbox:");
+    const added = await client.pairBox(link, "devbox", "tailscale");
+    assertEquals(added.address, `https://127.0.0.1:${port}`);
     assertEquals((await client.discover("tailscale"))[0].box, "devbox");
     const cli = await runCli("dock", ["discover"], { env: laptopEnv(dirs, agent, env), cwd: dirs.home });
     assertEquals(cli.code, 0, cli.stderr);

@@ -14,6 +14,7 @@ import type { ClientPaths } from "../../core/paths.ts";
 import type { Boxes } from "../boxes.ts";
 import { addSsh, checkAddSsh } from "../add_ssh.ts";
 import { pairBox } from "../pairing.ts";
+import { throughNetwork } from "../networks.ts";
 import { checkUpgrade, upgradeBox } from "../upgrade.ts";
 
 /** What the pairing route uses of the agent. */
@@ -28,7 +29,8 @@ export function pairRoutes(agent: PairRoutesBackend): RouteTable {
     const request = await body(c, PAIR_REQUEST);
     // The credential will sit in agent.db: keep its folder the user's alone, even if it was loosened.
     await Deno.chmod(agent.paths.client, 0o700);
-    return json(await pairBox(agent.boxes, request, { origin: requestOrigin(c) }), 201);
+    const link = request.network ? await throughNetwork(agent, request.network, request.link) : request.link;
+    return json(await pairBox(agent.boxes, { link, name: request.name }, { origin: requestOrigin(c) }), 201);
   }).add("POST", "/boxes/add-ssh", async (c) => {
     const request = await body(c, ADD_SSH_REQUEST);
     await checkAddSsh(request);
