@@ -1,9 +1,10 @@
 /**
- * Whole-system test of dock's MCP server (agent/mcp.ts): the SDK's own client drives `dock mcp` over
+ * Whole-system test of dock's MCP server (core/mcp.ts): the SDK's own client drives `dock mcp` over
  * stdio against a real agent and box with a fake agent in a real worktree: a task is made, prompted,
  * waited on and its screen read; a bad call is an MCP tool error with a clear message; a session waiting
- * on a permission prompt is refused until the person allows it. The same tools answer on `/v1/mcp`
- * (Streamable HTTP) with the token, and not without it.
+ * on a permission prompt is refused until the person allows it; a prompt for a box that cannot be reached
+ * goes to the offline queue. The same tools answer on `/v1/mcp` (Streamable HTTP) with the token, and
+ * not without it. What either causes carries the origin `mcp`.
  */
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -32,7 +33,7 @@ async function call(client: Client, name: string, args: Record<string, unknown> 
   return { text, error: result.isError === true, json: () => JSON.parse(text) };
 }
 
-Deno.test("dock mcp: tools make a task, prompt it, wait, read its screen; errors are clear; permission prompts are the person's", async () => {
+Deno.test("dock mcp: tools make a task, prompt it, wait, read its screen; errors are clear; permission prompts are the person's; an unreachable box's prompt is queued", async () => {
   const dirs = await makeDirs();
   await using box = await startBox({ dirs, env: { FAKE_AGENT_WORK_MS: "300" } });
   await using agent = await startAgent(dirs);
@@ -111,6 +112,8 @@ Deno.test("dock mcp: tools make a task, prompt it, wait, read its screen; errors
     // What it caused says so.
     const sent = await waitForEvent(box.client, (e) => e.type === "session.sent", { after: start });
     assertEquals(sent.origin, "mcp");
+    const emitted = (await call(mcp, "emit_event", { type: "mcp.test", data: { n: 1 } })).json();
+    assertEquals([emitted.type, emitted.origin, emitted.data], ["mcp.test", "mcp", { n: 1 }]);
 
     // A bad call: an MCP tool error that says what is wrong, and the server goes on.
     const missing = await call(mcp, "list_locations", { box: "nowhere" });
@@ -152,6 +155,8 @@ Deno.test("dock mcp: tools make a task, prompt it, wait, read its screen; errors
     );
     try {
       assertEquals((await call(overHttp, "list_boxes")).json()[0].name, "devbox");
+      const overHttpEvent = (await call(overHttp, "emit_event", { type: "mcp.http" })).json();
+      assertEquals([overHttpEvent.type, overHttpEvent.origin], ["mcp.http", "mcp"]);
     } finally {
       await overHttp.close();
     }
@@ -162,6 +167,13 @@ Deno.test("dock mcp: tools make a task, prompt it, wait, read its screen; errors
     });
     assertEquals(anonymous.status, 401);
     await anonymous.body?.cancel();
+
+    // A box that cannot be reached: the prompt waits in the laptop's offline queue, not lost.
+    await box.stop();
+    const queued = await call(mcp, "send_prompt", { box: "devbox", session, text: "when you are back" });
+    assertEquals(queued.error, false, queued.text);
+    const item = await laptop.queueItem(queued.json().queued);
+    assertEquals([item.box, item.session, item.text], ["devbox", session, "when you are back"]);
   } finally {
     await mcp.close();
     laptop.close();
