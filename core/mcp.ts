@@ -204,7 +204,8 @@ export function dockMcpServer(dock: McpDock): McpServer {
       throw new DockError(
         "permission_prompt",
         `${box}/${session} waits on a permission prompt: only the person answers those. They can allow it ` +
-          `for this session in the app settings document 'mcp' (answer_permissions: ["${box}/${session}"])`,
+          `for this session with \`dock mcp allow ${box}/${session}\` (the app settings document 'mcp', ` +
+          `answer_permissions)`,
         { status: 409 },
       );
     }

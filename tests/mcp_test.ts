@@ -12,7 +12,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { assert, assertEquals, assertStringIncludes } from "./assert.ts";
 import { AgentClient } from "../client/agent.ts";
-import { laptopEnv, makeDirs, makeRepo, startAgent, startBox, waitForEvent } from "./harness.ts";
+import { laptopEnv, makeDirs, makeRepo, runCli, startAgent, startBox, waitForEvent } from "./harness.ts";
 
 const DENO = Deno.execPath();
 const FAKE = new URL("./fixtures/fake_agent.ts", import.meta.url).pathname;
@@ -135,16 +135,23 @@ Deno.test("dock mcp: tools make a task, prompt it, wait, read its screen; errors
     const refused = await call(mcp, "send_prompt", { box: "devbox", session, text: "y" });
     assertEquals(refused.error, true);
     assertStringIncludes(refused.text, "only the person answers those");
-    const response = await fetch(`${agent.url}/v1/app/mcp`, {
-      method: "PUT",
-      headers: { authorization: `Bearer ${agent.token}`, "content-type": "application/json" },
-      body: JSON.stringify({ answer_permissions: [`devbox/${session}`] }),
-    });
-    assertEquals(response.status, 200);
-    await response.body?.cancel();
+    assertStringIncludes(refused.text, `dock mcp allow devbox/${session}`);
+    const allowed = await runCli("dock", ["mcp", "allow", `devbox/${session}`], { env, cwd: dirs.home });
+    assertEquals(allowed.code, 0, allowed.stderr);
+    const allowList = await runCli("dock", ["mcp", "allowed", "--json"], { env, cwd: dirs.home });
+    assertEquals(JSON.parse(allowList.stdout), [`devbox/${session}`]);
+    const malformed = await runCli("dock", ["mcp", "allow", "no-slash"], { env, cwd: dirs.home });
+    assertEquals(malformed.code === 0, false);
+    assertStringIncludes(malformed.stderr, "BOX/SESSION");
     const answered = await call(mcp, "send_prompt", { box: "devbox", session, text: "y", wait: true });
     assertEquals(answered.error, false, answered.text);
     assertEquals(answered.json().state, "finished");
+    assertEquals(
+      (await runCli("dock", ["mcp", "deny", `devbox/${session}`], { env, cwd: dirs.home })).code,
+      0,
+    );
+    const after = await runCli("dock", ["mcp", "allowed", "--json"], { env, cwd: dirs.home });
+    assertEquals(JSON.parse(after.stdout), []);
 
     // The agent's own endpoint: the same tools over Streamable HTTP, with the token only.
     const overHttp = new Client({ name: "dock-test-http", version: "1.0.0" });
