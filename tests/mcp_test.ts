@@ -12,7 +12,16 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { assert, assertEquals, assertStringIncludes } from "./assert.ts";
 import { AgentClient } from "../client/agent.ts";
-import { laptopEnv, makeDirs, makeRepo, runCli, startAgent, startBox, waitForEvent } from "./harness.ts";
+import {
+  eventually,
+  laptopEnv,
+  makeDirs,
+  makeRepo,
+  runCli,
+  startAgent,
+  startBox,
+  waitForEvent,
+} from "./harness.ts";
 
 const DENO = Deno.execPath();
 const FAKE = new URL("./fixtures/fake_agent.ts", import.meta.url).pathname;
@@ -214,5 +223,67 @@ Deno.test("dockd mcp: an agent on a box reaches that box alone; permission promp
     assertStringIncludes(elsewhere.text, `this box is '${name}'`);
   } finally {
     await mcp.close();
+  }
+});
+
+Deno.test("dock mcp: a prompt queued while its box is away waits out a permission prompt when the box is back", async () => {
+  const dirs = await makeDirs();
+  const log = join(dirs.root, "prompts.log");
+  const first = await startBox({
+    dirs,
+    env: { FAKE_AGENT_WORK_MS: "100", FAKE_AGENT_LOG: log, FAKE_AGENT_LOG_TEXT: "1" },
+  });
+  let box = first;
+  await using agent = await startAgent(dirs, { env: { DOCK_AGENT_HEALTH_MS: "200" } });
+  const laptop = new AgentClient({ url: agent.url, token: agent.token, origin: "test" });
+  const repo = await makeRepo(join(dirs.home, "work"), "app", {
+    ".dock/config.json": JSON.stringify({ agents: [AGENT] }),
+  });
+  await box.client.addLocation({ name: "app", path: repo });
+  await laptop.addLocal("devbox");
+  const mcp = new Client({ name: "dock-test-queue", version: "1.0.0" });
+  await mcp.connect(
+    new StdioClientTransport({
+      command: DENO,
+      args: ["run", "-A", "--cached-only", DOCK, "mcp"],
+      env: laptopEnv(dirs, agent),
+      cwd: dirs.home,
+      stderr: "pipe",
+    }),
+  );
+  try {
+    const { session } = await box.client.createTask({ location: "app", name: "held", agent: "fake" });
+    await box.client.wait(session.name, { states: ["idle"], timeout: "30s" });
+    await box.client.send(session.name, "ASK-PERMISSION");
+    const asked = await box.client.wait(session.name, { states: ["waiting"], timeout: "30s" });
+    assertEquals(asked.state, "waiting");
+
+    await box.stop();
+    const queued = await call(mcp, "send_prompt", {
+      box: "devbox",
+      session: session.name,
+      text: "when back",
+    });
+    assertEquals(queued.error, false, queued.text);
+    const id = queued.json().queued as string;
+
+    box = await startBox({ dirs, env: first.env });
+    assertEquals((await box.client.session(session.name)).reason, "permission");
+    // Back, and held: the agent's turn has not ended while it waits on the person.
+    await eventually(async () => (await laptop.queueItem(id)).state === "waiting", 30_000);
+    await box.client.send(session.name, "y");
+    await eventually(async () => (await laptop.queueItem(id)).state === "delivered", 30_000);
+    await box.client.wait(session.name, { states: ["finished"], timeout: "30s" });
+    // The queued prompt was a turn of its own, never the answer to the permission prompt.
+    const prompts = await eventually(async () => {
+      const lines = (await Deno.readTextFile(log)).trim().split("\n").map((l) => JSON.parse(l).text);
+      return lines.length >= 2 ? lines : undefined;
+    }, 30_000);
+    assertEquals(prompts, ["ASK-PERMISSION", "when back"]);
+  } finally {
+    await mcp.close();
+    laptop.close();
+    await box[Symbol.asyncDispose]();
+    await first[Symbol.asyncDispose]();
   }
 });
