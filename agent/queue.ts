@@ -8,8 +8,9 @@
  *
  * - `queued` waits for the box. When the box is online an item with `wait` becomes `waiting` and is
  *   released when the session's agent is not `running` (read from the box's `GET sessions`, re-read
- *   after the box's `agent.*` / `session.*` events reach the agent's bus); an item without `wait` goes
- *   as soon as it is its turn.
+ *   after the box's `agent.*` / `session.*` events reach the agent's bus) and not waiting on a
+ *   permission prompt (`reason` `permission`: the turn has not ended, and text typed into that prompt
+ *   would answer it on the person's behalf); an item without `wait` goes as soon as it is its turn.
  * - Per session (box + session, a "lane") one item is in flight at a time, oldest `seq` first; lanes
  *   proceed in parallel. A `failed` item holds the items behind it (`blocked`) until it is retried,
  *   edited or removed.
@@ -100,11 +101,18 @@ export interface PlanContext {
   /** True while the lane has a send in flight or is backing off after an unreachable box. */
   busy(lane: string): boolean;
   /**
-   * The session's agent state; `null` when the box has no such session (the send will say so);
-   * `undefined` when not known yet (the box's sessions must be read first).
+   * The session's agent state (`permission` for `waiting` on a permission prompt); `null` when the
+   * box has no such session (the send will say so); `undefined` when not known yet (the box's
+   * sessions must be read first).
    */
-  agentState(box: string, session: string): AgentState | "exited" | null | undefined;
+  agentState(box: string, session: string): HeldState | null | undefined;
 }
+
+/**
+ * A session's agent state as the queue keeps it: `exited` once its program ended, `permission` while
+ * it waits on a permission prompt (a `waiting` that is not the end of the turn).
+ */
+export type HeldState = AgentState | "exited" | "permission";
 
 /** What to do now. */
 export interface Plan {
@@ -121,7 +129,8 @@ export interface Plan {
 /**
  * Decides, from the items not yet delivered, what changes state and what is sent now. Per lane the
  * candidate is an item left `sending` (resent with its key) or else the oldest; a failed candidate
- * holds the lane; a candidate with `wait` goes only when its session's agent is not `running`.
+ * holds the lane; a candidate with `wait` goes only when its session's agent is not `running` and not
+ * waiting on a permission prompt.
  */
 export function planQueue(slots: readonly Slot[], context: PlanContext): Plan {
   const plan: Plan = { waiting: [], queued: [], send: [], read: [] };
@@ -143,7 +152,7 @@ export function planQueue(slots: readonly Slot[], context: PlanContext): Plan {
         if (!plan.read.includes(slot.box)) plan.read.push(slot.box);
         continue;
       }
-      if (state === "running") continue;
+      if (state === "running" || state === "permission") continue;
     }
     plan.send.push(slot.id);
   }
@@ -235,7 +244,7 @@ interface QueueRow {
 }
 
 interface SessionStates {
-  states: Map<string, { state: AgentState | "exited"; time: string | null; agent: boolean }>;
+  states: Map<string, { state: HeldState; time: string | null; agent: boolean }>;
   /** True until a read that started after the last change report has answered. */
   stale: boolean;
   /** Change reports so far (a read answers for the reports before it started). */
@@ -588,7 +597,11 @@ export class Queue {
     const older = held?.time && session.state_time && session.state_time < held.time;
     if (older && !session.exited) return;
     known.states.set(session.name, {
-      state: session.exited ? "exited" : session.agent_state,
+      state: session.exited
+        ? "exited"
+        : session.agent_state === "waiting" && session.reason === "permission"
+        ? "permission"
+        : session.agent_state,
       time: session.state_time,
       agent: session.agent !== null,
     });

@@ -7,6 +7,7 @@ import {
   blockedIds,
   canTransition,
   DELIVERED_KEPT,
+  type HeldState,
   type PlanContext,
   planQueue,
   Queue,
@@ -86,8 +87,8 @@ Deno.test("the plan: offline boxes keep their items queued; waiting follows the 
   const offline = planQueue(slots, context({ online: (box) => box === "nobox" }));
   assertEquals([offline.send, offline.waiting, offline.queued], [[], [], ["w2"]]);
 
-  const states = new Map<string, AgentState | null | undefined>();
-  const plan = (state: AgentState | null | undefined) => {
+  const states = new Map<string, HeldState | null | undefined>();
+  const plan = (state: HeldState | null | undefined) => {
     states.set("s", state);
     return planQueue(slots, context({ online: (box) => box === "b", agentState: (_, s) => states.get(s) }));
   };
@@ -96,6 +97,7 @@ Deno.test("the plan: offline boxes keep their items queued; waiting follows the 
   assertEquals(plan("running").send, ["n1"], "mid-turn: the wait item is held, the other goes");
   assertEquals(plan("finished").send, ["w1", "n1"]);
   assertEquals(plan("waiting").send, ["w1", "n1"]);
+  assertEquals(plan("permission").send, ["n1"], "a permission prompt is the person's: the wait item is held");
   assertEquals(plan(null).send, ["w1", "n1"], "no such session: sent, and the box answers 404");
 });
 
@@ -112,8 +114,11 @@ class FakeBox implements QueueBoxClient {
   /** The next sends fail this way (a DockError, or a thrown error: unreachable). */
   failures: Error[] = [];
   state: AgentState = "idle";
+  reason: Session["reason"] = null;
   sessions(): Promise<Session[]> {
-    return Promise.resolve([...this.sessionsKnown].map((name) => session(name, this.state)));
+    return Promise.resolve(
+      [...this.sessionsKnown].map((name) => ({ ...session(name, this.state), reason: this.reason })),
+    );
   }
   send(name: string, text: string, options: { key?: string }): Promise<Session> {
     const failure = this.failures.shift();
@@ -218,6 +223,21 @@ Deno.test("the engine delivers in order per session, once per key, and keeps fai
     assertEquals(queue.get("f").attempts, 3, "failed once, unreachable once, delivered");
     assertEquals(box.typed.slice(-2).map((t) => t.text), ["f", "g"]);
     assertThrows(() => queue.retry("f", "t"), DockError, "only a failed item");
+  });
+});
+
+Deno.test("the engine holds a wait item while the agent waits on a permission prompt, then sends it", async () => {
+  await withQueue(async (queue, box, world) => {
+    [box.state, box.reason] = ["waiting", "permission"];
+    queue.add({ id: "p", box: "b", session: "s1", text: "next task" }, "t");
+    queue.add({ id: "n", box: "b", session: "s2", text: "no wait", wait: false }, "t");
+    await settled(queue, () => queue.get("p").state === "waiting" && queue.get("n").state === "delivered");
+    assertEquals(box.typed.map((t) => t.text), ["no wait"], "nothing typed into the permission prompt");
+    // The person answers; the turn ends; the box's report makes the queue read its sessions again.
+    [box.state, box.reason] = ["finished", null];
+    world.bus.publish({ type: "agent.finished", box: "b", data: { session: "s1" } });
+    await settled(queue, () => queue.get("p").state === "delivered");
+    assertEquals(box.typed.map((t) => t.text), ["no wait", "next task"]);
   });
 });
 

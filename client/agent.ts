@@ -323,6 +323,11 @@ export class AgentClient {
     return this.transport.json(`/v1/app/${encodeURIComponent(key)}`);
   }
 
+  /** `PUT /v1/app/{key}`: replaces an app settings document; answers it as stored. */
+  putAppDocument<T>(key: string, value: T): Promise<T> {
+    return this.transport.json(`/v1/app/${encodeURIComponent(key)}`, { method: "PUT", body: value });
+  }
+
   /** `GET /v1/status`. */
   status(): Promise<AgentStatus> {
     return this.transport.json("/v1/status");

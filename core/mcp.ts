@@ -84,7 +84,7 @@ const SESSION = {
 
 const DURATION = z.string().regex(/^\d+(ms|s|m|h)?$/, "a duration such as 30s, 10m or 1h");
 
-/** What an MCP tool answers: its result as JSON text (and as structured content for clients that read it). */
+/** What an MCP tool answers: its result as JSON text, which every MCP client shows its model as it is. */
 function answer(value: unknown) {
   return { content: [{ type: "text" as const, text: JSON.stringify(value, null, 2) }] };
 }
@@ -204,7 +204,8 @@ export function dockMcpServer(dock: McpDock): McpServer {
       throw new DockError(
         "permission_prompt",
         `${box}/${session} waits on a permission prompt: only the person answers those. They can allow it ` +
-          `for this session in the app settings document 'mcp' (answer_permissions: ["${box}/${session}"])`,
+          `for this session with \`dock mcp allow ${box}/${session}\` (the app settings document 'mcp', ` +
+          `answer_permissions)`,
         { status: 409 },
       );
     }

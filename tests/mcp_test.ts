@@ -1,9 +1,10 @@
 /**
- * Whole-system test of dock's MCP server (agent/mcp.ts): the SDK's own client drives `dock mcp` over
+ * Whole-system test of dock's MCP server (core/mcp.ts): the SDK's own client drives `dock mcp` over
  * stdio against a real agent and box with a fake agent in a real worktree: a task is made, prompted,
  * waited on and its screen read; a bad call is an MCP tool error with a clear message; a session waiting
- * on a permission prompt is refused until the person allows it. The same tools answer on `/v1/mcp`
- * (Streamable HTTP) with the token, and not without it.
+ * on a permission prompt is refused until the person allows it; a prompt for a box that cannot be reached
+ * goes to the offline queue. The same tools answer on `/v1/mcp` (Streamable HTTP) with the token, and
+ * not without it. What either causes carries the origin `mcp`.
  */
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -11,7 +12,16 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { assert, assertEquals, assertStringIncludes } from "./assert.ts";
 import { AgentClient } from "../client/agent.ts";
-import { laptopEnv, makeDirs, makeRepo, startAgent, startBox, waitForEvent } from "./harness.ts";
+import {
+  eventually,
+  laptopEnv,
+  makeDirs,
+  makeRepo,
+  runCli,
+  startAgent,
+  startBox,
+  waitForEvent,
+} from "./harness.ts";
 
 const DENO = Deno.execPath();
 const FAKE = new URL("./fixtures/fake_agent.ts", import.meta.url).pathname;
@@ -32,7 +42,7 @@ async function call(client: Client, name: string, args: Record<string, unknown> 
   return { text, error: result.isError === true, json: () => JSON.parse(text) };
 }
 
-Deno.test("dock mcp: tools make a task, prompt it, wait, read its screen; errors are clear; permission prompts are the person's", async () => {
+Deno.test("dock mcp: tools make a task, prompt it, wait, read its screen; errors are clear; permission prompts are the person's; an unreachable box's prompt is queued", async () => {
   const dirs = await makeDirs();
   await using box = await startBox({ dirs, env: { FAKE_AGENT_WORK_MS: "300" } });
   await using agent = await startAgent(dirs);
@@ -111,6 +121,8 @@ Deno.test("dock mcp: tools make a task, prompt it, wait, read its screen; errors
     // What it caused says so.
     const sent = await waitForEvent(box.client, (e) => e.type === "session.sent", { after: start });
     assertEquals(sent.origin, "mcp");
+    const emitted = (await call(mcp, "emit_event", { type: "mcp.test", data: { n: 1 } })).json();
+    assertEquals([emitted.type, emitted.origin, emitted.data], ["mcp.test", "mcp", { n: 1 }]);
 
     // A bad call: an MCP tool error that says what is wrong, and the server goes on.
     const missing = await call(mcp, "list_locations", { box: "nowhere" });
@@ -132,16 +144,23 @@ Deno.test("dock mcp: tools make a task, prompt it, wait, read its screen; errors
     const refused = await call(mcp, "send_prompt", { box: "devbox", session, text: "y" });
     assertEquals(refused.error, true);
     assertStringIncludes(refused.text, "only the person answers those");
-    const response = await fetch(`${agent.url}/v1/app/mcp`, {
-      method: "PUT",
-      headers: { authorization: `Bearer ${agent.token}`, "content-type": "application/json" },
-      body: JSON.stringify({ answer_permissions: [`devbox/${session}`] }),
-    });
-    assertEquals(response.status, 200);
-    await response.body?.cancel();
+    assertStringIncludes(refused.text, `dock mcp allow devbox/${session}`);
+    const allowed = await runCli("dock", ["mcp", "allow", `devbox/${session}`], { env, cwd: dirs.home });
+    assertEquals(allowed.code, 0, allowed.stderr);
+    const allowList = await runCli("dock", ["mcp", "allowed", "--json"], { env, cwd: dirs.home });
+    assertEquals(JSON.parse(allowList.stdout), [`devbox/${session}`]);
+    const malformed = await runCli("dock", ["mcp", "allow", "no-slash"], { env, cwd: dirs.home });
+    assertEquals(malformed.code === 0, false);
+    assertStringIncludes(malformed.stderr, "BOX/SESSION");
     const answered = await call(mcp, "send_prompt", { box: "devbox", session, text: "y", wait: true });
     assertEquals(answered.error, false, answered.text);
     assertEquals(answered.json().state, "finished");
+    assertEquals(
+      (await runCli("dock", ["mcp", "deny", `devbox/${session}`], { env, cwd: dirs.home })).code,
+      0,
+    );
+    const after = await runCli("dock", ["mcp", "allowed", "--json"], { env, cwd: dirs.home });
+    assertEquals(JSON.parse(after.stdout), []);
 
     // The agent's own endpoint: the same tools over Streamable HTTP, with the token only.
     const overHttp = new Client({ name: "dock-test-http", version: "1.0.0" });
@@ -152,6 +171,8 @@ Deno.test("dock mcp: tools make a task, prompt it, wait, read its screen; errors
     );
     try {
       assertEquals((await call(overHttp, "list_boxes")).json()[0].name, "devbox");
+      const overHttpEvent = (await call(overHttp, "emit_event", { type: "mcp.http" })).json();
+      assertEquals([overHttpEvent.type, overHttpEvent.origin], ["mcp.http", "mcp"]);
     } finally {
       await overHttp.close();
     }
@@ -162,6 +183,13 @@ Deno.test("dock mcp: tools make a task, prompt it, wait, read its screen; errors
     });
     assertEquals(anonymous.status, 401);
     await anonymous.body?.cancel();
+
+    // A box that cannot be reached: the prompt waits in the laptop's offline queue, not lost.
+    await box.stop();
+    const queued = await call(mcp, "send_prompt", { box: "devbox", session, text: "when you are back" });
+    assertEquals(queued.error, false, queued.text);
+    const item = await laptop.queueItem(queued.json().queued);
+    assertEquals([item.box, item.session, item.text], ["devbox", session, "when you are back"]);
   } finally {
     await mcp.close();
     laptop.close();
@@ -195,5 +223,67 @@ Deno.test("dockd mcp: an agent on a box reaches that box alone; permission promp
     assertStringIncludes(elsewhere.text, `this box is '${name}'`);
   } finally {
     await mcp.close();
+  }
+});
+
+Deno.test("dock mcp: a prompt queued while its box is away waits out a permission prompt when the box is back", async () => {
+  const dirs = await makeDirs();
+  const log = join(dirs.root, "prompts.log");
+  const first = await startBox({
+    dirs,
+    env: { FAKE_AGENT_WORK_MS: "100", FAKE_AGENT_LOG: log, FAKE_AGENT_LOG_TEXT: "1" },
+  });
+  let box = first;
+  await using agent = await startAgent(dirs, { env: { DOCK_AGENT_HEALTH_MS: "200" } });
+  const laptop = new AgentClient({ url: agent.url, token: agent.token, origin: "test" });
+  const repo = await makeRepo(join(dirs.home, "work"), "app", {
+    ".dock/config.json": JSON.stringify({ agents: [AGENT] }),
+  });
+  await box.client.addLocation({ name: "app", path: repo });
+  await laptop.addLocal("devbox");
+  const mcp = new Client({ name: "dock-test-queue", version: "1.0.0" });
+  await mcp.connect(
+    new StdioClientTransport({
+      command: DENO,
+      args: ["run", "-A", "--cached-only", DOCK, "mcp"],
+      env: laptopEnv(dirs, agent),
+      cwd: dirs.home,
+      stderr: "pipe",
+    }),
+  );
+  try {
+    const { session } = await box.client.createTask({ location: "app", name: "held", agent: "fake" });
+    await box.client.wait(session.name, { states: ["idle"], timeout: "30s" });
+    await box.client.send(session.name, "ASK-PERMISSION");
+    const asked = await box.client.wait(session.name, { states: ["waiting"], timeout: "30s" });
+    assertEquals(asked.state, "waiting");
+
+    await box.stop();
+    const queued = await call(mcp, "send_prompt", {
+      box: "devbox",
+      session: session.name,
+      text: "when back",
+    });
+    assertEquals(queued.error, false, queued.text);
+    const id = queued.json().queued as string;
+
+    box = await startBox({ dirs, env: first.env });
+    assertEquals((await box.client.session(session.name)).reason, "permission");
+    // Back, and held: the agent's turn has not ended while it waits on the person.
+    await eventually(async () => (await laptop.queueItem(id)).state === "waiting", 30_000);
+    await box.client.send(session.name, "y");
+    await eventually(async () => (await laptop.queueItem(id)).state === "delivered", 30_000);
+    await box.client.wait(session.name, { states: ["finished"], timeout: "30s" });
+    // The queued prompt was a turn of its own, never the answer to the permission prompt.
+    const prompts = await eventually(async () => {
+      const lines = (await Deno.readTextFile(log)).trim().split("\n").map((l) => JSON.parse(l).text);
+      return lines.length >= 2 ? lines : undefined;
+    }, 30_000);
+    assertEquals(prompts, ["ASK-PERMISSION", "when back"]);
+  } finally {
+    await mcp.close();
+    laptop.close();
+    await box[Symbol.asyncDispose]();
+    await first[Symbol.asyncDispose]();
   }
 });
