@@ -19,24 +19,17 @@
  * @module
  */
 import { DockError } from "../client/errors.ts";
-import { BUILD, compareVersions } from "../client/version.ts";
+import { BUILD } from "../client/version.ts";
 import type { UpgradeStarted } from "../client/wire.ts";
 import type { EventBus } from "../core/events.ts";
 import { exists } from "../core/files.ts";
 import { isAlive } from "./procs.ts";
 import type { BoxPaths } from "../core/paths.ts";
 import { join } from "../core/posix_path.ts";
-import { launch, run } from "../core/runner.ts";
-import {
-  hashTree,
-  hostTarget,
-  type PackageManifest,
-  type PackageRelease,
-  targetName,
-} from "../package/build.ts";
+import { launch } from "../core/runner.ts";
+import { installRelease, MAX_PACKAGE_BYTES, runningFolder, switchCurrent } from "../package/install.ts";
 
-/** The largest package `POST upgrade` takes (today's are ~45 MB). */
-export const MAX_PACKAGE_BYTES = 256 * 1024 * 1024;
+export { MAX_PACKAGE_BYTES };
 
 /** What `upgrade.json` says while a new daemon takes over. */
 export interface UpgradeRecord {
@@ -59,18 +52,6 @@ function files(paths: Pick<BoxPaths, "home" | "box">) {
     ready: (pid: number) => join(paths.box, `upgrade-ready.${pid}`),
     log: join(paths.home, "dockd.log"),
   };
-}
-
-/** The versions folder this daemon runs from, or null when it does not run from an installed package. */
-export async function runningFolder(paths: Pick<BoxPaths, "home">): Promise<string | null> {
-  const source = new URL("..", import.meta.url).pathname.replace(/\/$/, ""); // …/versions/X/src
-  const versions = await Deno.realPath(join(paths.home, "versions")).catch(() => null);
-  if (!versions) return null;
-  const real = await Deno.realPath(source).catch(() => source);
-  const match = real.startsWith(`${versions}/`)
-    ? /^([^/]+)\/src$/.exec(real.slice(versions.length + 1))
-    : null;
-  return match ? match[1] : null;
 }
 
 /** Options of {@linkcode Upgrades}. */
@@ -104,7 +85,7 @@ export class Upgrades {
    */
   async start(body: ReadableStream<Uint8Array>, origin: string): Promise<UpgradeStarted> {
     if (this.#busy) throw new DockError("upgrading", "an upgrade is under way already", { status: 409 });
-    const from = await runningFolder(this.#paths);
+    const from = await runningFolder(this.#paths.home);
     if (!from) {
       throw new DockError(
         "not_installed",
@@ -115,24 +96,7 @@ export class Upgrades {
     this.#busy = true;
     try {
       const at = files(this.#paths);
-      const staged = await this.#stage(body, at.versions);
-      const release = staged.release;
-      const folder = `${release.version}-${release.id}`;
-      if (folder === from) {
-        await Deno.remove(staged.folder, { recursive: true });
-        throw new DockError("same_release", `the box runs ${folder} already`, { status: 409 });
-      }
-      if (compareVersions(release.version, BUILD.split("+")[0]) < 0) {
-        await Deno.remove(staged.folder, { recursive: true });
-        throw new DockError(
-          "older_version",
-          `the package is ${release.version}, older than the running ${BUILD.split("+")[0]}`,
-          { status: 409 },
-        );
-      }
-      await Deno.remove(join(at.versions, folder), { recursive: true }).catch(() => {});
-      await Deno.rename(staged.folder, join(at.versions, folder));
-      await switchCurrent(at.current, folder);
+      const { release, folder } = await installRelease(body, this.#paths.home, { from, what: "the box" });
       const to = `${release.version}+${release.commit}`;
       const mode = managed() ? "manager" : "self";
       const record: UpgradeRecord = {
@@ -148,46 +112,6 @@ export class Upgrades {
       return { from: BUILD, to, mode, after: announced.id! };
     } catch (error) {
       this.#busy = false;
-      throw error;
-    }
-  }
-
-  /** Unpacks `body` into a new folder under `versions` and checks it; returns the folder and release. */
-  async #stage(
-    body: ReadableStream<Uint8Array>,
-    versions: string,
-  ): Promise<{ folder: string; release: PackageRelease }> {
-    await Deno.mkdir(versions, { recursive: true });
-    const folder = await Deno.makeTempDir({ dir: versions, prefix: ".incoming-" });
-    let size = 0;
-    const limited = body.pipeThrough(
-      new TransformStream<Uint8Array, Uint8Array>({
-        transform(chunk, controller) {
-          size += chunk.byteLength;
-          if (size > MAX_PACKAGE_BYTES) {
-            controller.error(
-              new DockError("too_large", `a package is at most ${MAX_PACKAGE_BYTES} bytes`, { status: 413 }),
-            );
-          } else controller.enqueue(chunk);
-        },
-      }),
-    );
-    try {
-      const unpacked = await run(
-        "tar",
-        ["-xzf", "-", "-C", folder, "--strip-components=1", "--no-same-owner", "--no-same-permissions"],
-        { stdin: limited, timeoutMs: 10 * 60_000 },
-      );
-      if (size > MAX_PACKAGE_BYTES) {
-        throw new DockError("too_large", `a package is at most ${MAX_PACKAGE_BYTES} bytes`, { status: 413 });
-      }
-      if (unpacked.code !== 0) {
-        throw badPackage(`it does not unpack: ${unpacked.stderr.trim().split("\n")[0]}`);
-      }
-      const release = await checkPackage(folder);
-      return { folder, release };
-    } catch (error) {
-      await Deno.remove(folder, { recursive: true }).catch(() => {});
       throw error;
     }
   }
@@ -245,7 +169,7 @@ export async function takeOver<T extends { bus: Pick<EventBus, "publish"> }>(
   const at = files(paths);
   const record = await readJson<UpgradeRecord>(at.record);
   const failed = await readJson<{ from: string; to: string; error: string }>(at.failed);
-  const mine = record !== null && record.to.folder === await runningFolder(paths);
+  const mine = record !== null && record.to.folder === await runningFolder(paths.home);
   if (mine && record.mode === "self" && record.pid !== Deno.pid) {
     await Deno.writeTextFile(at.ready(Deno.pid), "");
     const deadline = Date.now() + 60_000;
@@ -293,66 +217,6 @@ async function rollBack(paths: Pick<BoxPaths, "home" | "box">, record: UpgradeRe
   if (record.mode === "self") {
     launch("/bin/sh", ["-c", 'exec "$@" >>"$0" 2>&1', at.log, at.launcher, "serve"]);
   }
-}
-
-/**
- * Checks an unpacked package: `manifest.json` and `release.json` agree, the target is this machine's,
- * and the files are exactly the manifest's (same bytes, nothing more, regular files only).
- */
-export async function checkPackage(folder: string): Promise<PackageRelease> {
-  const manifest = await readJson<PackageManifest>(join(folder, "manifest.json"));
-  const release = await readJson<PackageRelease>(join(folder, "release.json"));
-  if (!manifest || !release || manifest.name !== "dock" || typeof manifest.files !== "object") {
-    throw badPackage("no dock manifest.json and release.json at its root");
-  }
-  for (const key of ["id", "version", "commit", "target", "deno"] as const) {
-    if (typeof release[key] !== "string" || release[key] !== manifest[key]) {
-      throw badPackage(`release.json and manifest.json disagree on ${key}`);
-    }
-  }
-  if (!/^\d+(\.\d+)*$/.test(release.version) || !/^[0-9a-f]{16}$/.test(release.id)) {
-    throw badPackage("its version or id is malformed");
-  }
-  const host = hostTarget();
-  if (!host || release.target !== targetName(host)) {
-    throw badPackage(`it is for ${release.target}; this box is ${Deno.build.os}/${Deno.build.arch}`);
-  }
-  await refuseLinks(folder);
-  const { ["manifest.json"]: _, ["release.json"]: __, ...found } = await hashTree(folder);
-  const expected = manifest.files;
-  for (const [file, hash] of Object.entries(expected)) {
-    if (found[file] !== hash) {
-      throw badPackage(`${file} ${found[file] ? "is not the file" : "is missing"} its manifest names`);
-    }
-  }
-  const extra = Object.keys(found).filter((file) => !(file in expected));
-  if (extra.length) {
-    throw badPackage(`it holds files its manifest does not name: ${extra.slice(0, 3).join(", ")}`);
-  }
-  return release;
-}
-
-/** Refuses anything but folders and regular files under `folder` (a link could point anywhere). */
-async function refuseLinks(folder: string): Promise<void> {
-  for await (const entry of Deno.readDir(folder)) {
-    const path = join(folder, entry.name);
-    if (entry.isSymlink || (!entry.isFile && !entry.isDirectory)) {
-      throw badPackage(`it holds something other than files and folders: ${entry.name}`);
-    }
-    if (entry.isDirectory) await refuseLinks(path);
-  }
-}
-
-function badPackage(why: string): DockError {
-  return new DockError("bad_package", `not a package this box can run: ${why}`, { status: 400 });
-}
-
-/** Points `current` at `versions/<folder>`, atomically (a new link renamed over the old one). */
-async function switchCurrent(current: string, folder: string): Promise<void> {
-  const next = `${current}.next`;
-  await Deno.remove(next).catch(() => {});
-  await Deno.symlink(`versions/${folder}`, next);
-  await Deno.rename(next, current);
 }
 
 /** True when a service manager runs this daemon and will start it again when it exits. */

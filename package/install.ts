@@ -1,0 +1,169 @@
+/**
+ * Installing a package (`build.ts`) on the machine it is for, the same for a box (`POST upgrade`,
+ * `daemon/upgrade.ts`) and the laptop (`dock upgrade --self`, `agent/self_upgrade.ts`): unpacked beside
+ * the others under `~/.dock/versions/`, checked (its target is this machine's, every file is the one its
+ * manifest names, nothing more, no links; a well-formed id and version), refused when it is the release
+ * that runs or an older version, and `~/.dock/current` switched to it atomically.
+ *
+ * @module
+ */
+import { DockError } from "../client/errors.ts";
+import { BUILD, compareVersions } from "../client/version.ts";
+import { join } from "../core/posix_path.ts";
+import { run } from "../core/runner.ts";
+import { hashTree, hostTarget, type PackageManifest, type PackageRelease, targetName } from "./build.ts";
+
+/** The largest package taken (today's are ~45 MB). */
+export const MAX_PACKAGE_BYTES = 256 * 1024 * 1024;
+
+/**
+ * Unpacks and checks `body` (a `.tar.gz`) under `<home>/versions/`, and switches `<home>/current` to it.
+ * `from` is the folder the caller runs from; `what` names the caller in refusals ("the box"). Throws 400
+ * for a package that is not a good one for this machine, 409 for the same release or an older version.
+ */
+export async function installRelease(
+  body: ReadableStream<Uint8Array>,
+  home: string,
+  options: { from: string; what: string },
+): Promise<{ release: PackageRelease; folder: string }> {
+  const versions = join(home, "versions");
+  const staged = await stage(body, versions);
+  const release = staged.release;
+  const folder = `${release.version}-${release.id}`;
+  if (folder === options.from) {
+    await Deno.remove(staged.folder, { recursive: true });
+    throw new DockError("same_release", `${options.what} runs ${folder} already`, { status: 409 });
+  }
+  if (compareVersions(release.version, BUILD.split("+")[0]) < 0) {
+    await Deno.remove(staged.folder, { recursive: true });
+    throw new DockError(
+      "older_version",
+      `the package is ${release.version}, older than the running ${BUILD.split("+")[0]}`,
+      { status: 409 },
+    );
+  }
+  await Deno.remove(join(versions, folder), { recursive: true }).catch(() => {});
+  await Deno.rename(staged.folder, join(versions, folder));
+  await switchCurrent(join(home, "current"), folder);
+  return { release, folder };
+}
+
+/** The versions folder this process runs from, or null when it does not run from an installed package. */
+export async function runningFolder(home: string): Promise<string | null> {
+  const source = new URL("..", import.meta.url).pathname.replace(/\/$/, ""); // …/versions/X/src
+  const versions = await Deno.realPath(join(home, "versions")).catch(() => null);
+  if (!versions) return null;
+  const real = await Deno.realPath(source).catch(() => source);
+  const match = real.startsWith(`${versions}/`)
+    ? /^([^/]+)\/src$/.exec(real.slice(versions.length + 1))
+    : null;
+  return match ? match[1] : null;
+}
+
+/** Unpacks `body` into a new folder under `versions` and checks it; returns the folder and release. */
+async function stage(
+  body: ReadableStream<Uint8Array>,
+  versions: string,
+): Promise<{ folder: string; release: PackageRelease }> {
+  await Deno.mkdir(versions, { recursive: true });
+  const folder = await Deno.makeTempDir({ dir: versions, prefix: ".incoming-" });
+  let size = 0;
+  const limited = body.pipeThrough(
+    new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, controller) {
+        size += chunk.byteLength;
+        if (size > MAX_PACKAGE_BYTES) {
+          controller.error(
+            new DockError("too_large", `a package is at most ${MAX_PACKAGE_BYTES} bytes`, { status: 413 }),
+          );
+        } else controller.enqueue(chunk);
+      },
+    }),
+  );
+  try {
+    const unpacked = await run(
+      "tar",
+      ["-xzf", "-", "-C", folder, "--strip-components=1", "--no-same-owner", "--no-same-permissions"],
+      { stdin: limited, timeoutMs: 10 * 60_000 },
+    );
+    if (size > MAX_PACKAGE_BYTES) {
+      throw new DockError("too_large", `a package is at most ${MAX_PACKAGE_BYTES} bytes`, { status: 413 });
+    }
+    if (unpacked.code !== 0) {
+      throw badPackage(`it does not unpack: ${unpacked.stderr.trim().split("\n")[0]}`);
+    }
+    const release = await checkPackage(folder);
+    return { folder, release };
+  } catch (error) {
+    await Deno.remove(folder, { recursive: true }).catch(() => {});
+    throw error;
+  }
+}
+
+/**
+ * Checks an unpacked package: `manifest.json` and `release.json` agree, the target is this machine's,
+ * and the files are exactly the manifest's (same bytes, nothing more, regular files only).
+ */
+export async function checkPackage(folder: string): Promise<PackageRelease> {
+  const manifest = await readJson<PackageManifest>(join(folder, "manifest.json"));
+  const release = await readJson<PackageRelease>(join(folder, "release.json"));
+  if (!manifest || !release || manifest.name !== "dock" || typeof manifest.files !== "object") {
+    throw badPackage("no dock manifest.json and release.json at its root");
+  }
+  for (const key of ["id", "version", "commit", "target", "deno"] as const) {
+    if (typeof release[key] !== "string" || release[key] !== manifest[key]) {
+      throw badPackage(`release.json and manifest.json disagree on ${key}`);
+    }
+  }
+  if (!/^\d+(\.\d+)*$/.test(release.version) || !/^[0-9a-f]{16}$/.test(release.id)) {
+    throw badPackage("its version or id is malformed");
+  }
+  const host = hostTarget();
+  if (!host || release.target !== targetName(host)) {
+    throw badPackage(`it is for ${release.target}; this machine is ${Deno.build.os}/${Deno.build.arch}`);
+  }
+  await refuseLinks(folder);
+  const { ["manifest.json"]: _, ["release.json"]: __, ...found } = await hashTree(folder);
+  const expected = manifest.files;
+  for (const [file, hash] of Object.entries(expected)) {
+    if (found[file] !== hash) {
+      throw badPackage(`${file} ${found[file] ? "is not the file" : "is missing"} its manifest names`);
+    }
+  }
+  const extra = Object.keys(found).filter((file) => !(file in expected));
+  if (extra.length) {
+    throw badPackage(`it holds files its manifest does not name: ${extra.slice(0, 3).join(", ")}`);
+  }
+  return release;
+}
+
+/** Refuses anything but folders and regular files under `folder` (a link could point anywhere). */
+async function refuseLinks(folder: string): Promise<void> {
+  for await (const entry of Deno.readDir(folder)) {
+    const path = join(folder, entry.name);
+    if (entry.isSymlink || (!entry.isFile && !entry.isDirectory)) {
+      throw badPackage(`it holds something other than files and folders: ${entry.name}`);
+    }
+    if (entry.isDirectory) await refuseLinks(path);
+  }
+}
+
+function badPackage(why: string): DockError {
+  return new DockError("bad_package", `not a package this machine can run: ${why}`, { status: 400 });
+}
+
+/** Points `current` at `versions/<folder>`, atomically (a new link renamed over the old one). */
+export async function switchCurrent(current: string, folder: string): Promise<void> {
+  const next = `${current}.next`;
+  await Deno.remove(next).catch(() => {});
+  await Deno.symlink(`versions/${folder}`, next);
+  await Deno.rename(next, current);
+}
+
+async function readJson<T>(path: string): Promise<T | null> {
+  try {
+    return JSON.parse(await Deno.readTextFile(path)) as T;
+  } catch {
+    return null;
+  }
+}
