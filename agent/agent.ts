@@ -46,6 +46,8 @@ export class Agent {
   /** The proxy's listener: its port, or why it is not listening. */
   proxyState: { enabled: boolean; port?: number; error?: string } = { enabled: false };
   token = "";
+  /** Stops the process's listeners (set by whoever runs the agent): after its own upgrade. */
+  stopRequested?: () => void;
 
   constructor(paths: ClientPaths, options: AgentOptions = {}) {
     Deno.mkdirSync(paths.client, { recursive: true, mode: 0o700 });

@@ -189,8 +189,10 @@ export function agentCommands(program: Command): void {
       "sessions and services go on",
   ).argument("[box]", "the box (default: every box behind this laptop, with --all)")
     .option("--all", "every online box running an older build")
+    .option("--self <package>", "upgrade this laptop's own dock from a package file (deno task package)")
     .option("--json", "print each step as a line of JSON").action((name, o) =>
       guarded(async () => {
+        if (o.self) return await upgradeSelf(resolvePath(o.self), o.json);
         if (Boolean(name) === Boolean(o.all)) throw new DockError("usage", "name a box, or say --all");
         const client = await agentClient();
         const boxes = name ? [name] : (await client.refresh()).boxes
@@ -290,4 +292,29 @@ async function follow(
   if (!last?.done) throw new DockError("stopped", "the agent stopped answering before the end");
   if (last.error && options.throws !== false) throw new DockError("failed", last.error);
   return last;
+}
+
+/**
+ * `dock upgrade --self FILE`: the agent installs the package and stops; the next request starts the new
+ * agent (through the launcher, `~/.dock/bin/dock`), which is waited for.
+ */
+async function upgradeSelf(file: string, json: boolean | undefined): Promise<void> {
+  const client = await agentClient();
+  const started = await client.upgradeSelf((await Deno.open(file)).readable);
+  if (json) console.log(JSON.stringify(started));
+  else console.log(`installed ${started.to}; restarting the agent`);
+  const deadline = Date.now() + 60_000;
+  while (Date.now() < deadline) {
+    // The agent that answered stops a moment later: until then it still says the old build.
+    const build = await client.status().then((s) => s.build, () => null);
+    if (build === started.to) {
+      if (!json) console.log(`this laptop runs ${build}`);
+      return;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  throw new DockError(
+    "upgrade_timeout",
+    `the agent did not come back as ${started.to}; see dock agent's log`,
+  );
 }

@@ -52,6 +52,7 @@ export async function runAgent(options: RunAgentOptions): Promise<void> {
   }
   await options.onReady?.(url, agent.token);
   const stop = () => stopping.abort();
+  agent.stopRequested = stop;
   Deno.addSignalListener("SIGINT", stop);
   Deno.addSignalListener("SIGTERM", stop);
   await server.finished;

@@ -22,6 +22,7 @@ import type {
   QueueEdit,
   QueueItem,
   StreamLine,
+  UpgradeStarted,
 } from "./wire.ts";
 
 const enc = encodeURIComponent;
@@ -272,6 +273,8 @@ export interface EditorOpened {
 
 /** `GET /v1/status`. */
 export interface AgentStatus {
+  /** The agent's own build (`version+commit`, as a box's `GET info` says its). */
+  build: string;
   boxes: BoxStatus[];
   forwards: unknown[];
   routes: { pattern: string; box: string; port: number }[];
@@ -373,6 +376,14 @@ export class AgentClient {
       signal: options.signal,
     });
     yield* readNdjson<StreamLine>(response.body!);
+  }
+
+  /**
+   * `POST /v1/upgrade`: installs a package (`deno task package`) as this laptop's dock; the agent stops
+   * once it answered and the next request starts the new one.
+   */
+  upgradeSelf(data: ReadableStream<Uint8Array> | Uint8Array<ArrayBuffer>): Promise<UpgradeStarted> {
+    return this.transport.json("/v1/upgrade", { method: "POST", upload: { data, type: "application/gzip" } });
   }
 
   /** `GET /v1/networks`. */

@@ -99,7 +99,22 @@ const RUNTIME_EXTRAS = ["app/assets.generated.ts"];
  * The npm packages the runtime imports (keys of deno.json's `imports`); the app's libraries are
  * embedded by `deno task app`, commander is vendored, the rest are for tests and type checks.
  */
-const RUNTIME_IMPORTS = ["hono", "hono/", "zod", "jsonc-parser", "croner", "@lydell/node-pty", "uqr"];
+const RUNTIME_IMPORTS = [
+  "hono",
+  "hono/",
+  "zod",
+  "jsonc-parser",
+  "croner",
+  "@lydell/node-pty",
+  "uqr",
+  // Imported by subpath only (`@modelcontextprotocol/sdk/server/mcp.js`): the prefix entry is the package.
+  "@modelcontextprotocol/sdk/",
+];
+
+/** The runtime imports that name a package (a prefix entry whose package has no entry of its own too). */
+const RUNTIME_PACKAGES = RUNTIME_IMPORTS.filter((key) =>
+  !key.endsWith("/") || !RUNTIME_IMPORTS.includes(key.slice(0, -1))
+);
 
 const ROOT = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
 
@@ -323,9 +338,9 @@ async function writeRuntimeConfig(
     ) + "\n",
   );
   const dependencies = Object.fromEntries(
-    RUNTIME_IMPORTS.filter((key) => !key.endsWith("/")).map((key) => {
+    RUNTIME_PACKAGES.map((key) => {
       const { name, version } = npmSpecifier(runtime[key]);
-      if (!lock.npm[`${name}@${version}`]) throw new Error(`deno.lock has no ${name}@${version}`);
+      lockEntryOf(lock, name, version); // throws when the lock lacks it
       return [name, version];
     }),
   );
@@ -333,6 +348,24 @@ async function writeRuntimeConfig(
     join(src, "package.json"),
     JSON.stringify({ private: true, dependencies }, null, 2) + "\n",
   );
+}
+
+/**
+ * The lock's key of `name@version`: the lock adds the peers it resolved with to a package that has some
+ * (`@modelcontextprotocol/sdk@1.32.2_zod@4.6.7`).
+ */
+function lockEntryOf(lock: DenoLock, name: string, version: string): string {
+  const exact = `${name}@${version}`;
+  if (lock.npm[exact]) return exact;
+  const withPeers = Object.keys(lock.npm).find((key) => key.startsWith(`${exact}_`));
+  if (!withPeers) throw new Error(`deno.lock has no ${exact}`);
+  return withPeers;
+}
+
+/** A lock key as the package's name and version (`@scope/name@1.2.3_peer@4.5.6` → `@scope/name`, `1.2.3`). */
+export function lockKey(key: string): { name: string; version: string } {
+  const at = key.indexOf("@", key.startsWith("@") ? 1 : 0);
+  return { name: key.slice(0, at), version: key.slice(at + 1).split("_")[0] };
 }
 
 /** `npm:hono@4.13.19` (or `npm:/hono@4.13.19/`) as name and version. */
@@ -351,8 +384,8 @@ export function npmClosure(imports: Record<string, string>, lock: DenoLock, targ
     if (!entry) throw new Error(`deno.lock has no ${key}`);
     if (entry.os && !entry.os.includes(target.os)) return;
     if (entry.cpu && !entry.cpu.includes(target.arch)) return;
-    const at = key.lastIndexOf("@");
-    found.set(key, { name: key.slice(0, at), version: key.slice(at + 1), integrity: entry.integrity });
+    const { name, version } = lockKey(key);
+    found.set(key, { name, version, integrity: entry.integrity });
     for (const dependency of [...entry.dependencies ?? [], ...entry.optionalDependencies ?? []]) {
       // The lock names a dependency by name when one version of it is locked, else by name@version.
       visit(
@@ -362,10 +395,9 @@ export function npmClosure(imports: Record<string, string>, lock: DenoLock, targ
       );
     }
   };
-  for (const key of RUNTIME_IMPORTS) {
-    if (key.endsWith("/")) continue;
+  for (const key of RUNTIME_PACKAGES) {
     const { name, version } = npmSpecifier(imports[key]);
-    visit(`${name}@${version}`);
+    visit(lockEntryOf(lock, name, version));
   }
   return [...found.values()];
 }

@@ -50,6 +50,7 @@ const ROUTES: [string, string][] = [
   ["POST", "/v1/plugins/:id/disable"],
   ["POST", "/v1/plugins/:id/ui-api"],
   ["POST", "/v1/setup/port80"],
+  ["POST", "/v1/upgrade"],
   ["GET", "/v1/networks"],
   ["GET", "/v1/networks/:name/peers"],
   ["POST", "/v1/networks/:name/login"],

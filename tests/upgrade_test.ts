@@ -17,6 +17,7 @@ import {
 import { AgentClient } from "../client/agent.ts";
 import {
   eventually,
+  freePort,
   installPackage,
   laptopEnv,
   makeDirs,
@@ -176,6 +177,62 @@ Deno.test("dock upgrade sends a box this laptop's package; dock status says whic
       assertStringIncludes(again.stdout, `local: ${build}`);
     } finally {
       client.close();
+    }
+  } finally {
+    await Deno.remove(out, { recursive: true });
+  }
+});
+
+/** Stops every process started with `DOCK_STATE_DIR=state` (an agent started in the background). */
+function stopProcessesOf(state: string): void {
+  for (const entry of Deno.readDirSync("/proc")) {
+    if (!/^\d+$/.test(entry.name)) continue;
+    try {
+      const environ = Deno.readTextFileSync(`/proc/${entry.name}/environ`).split("\0");
+      if (environ.includes(`DOCK_STATE_DIR=${state}`)) Deno.kill(Number(entry.name), "SIGTERM");
+    } catch { /* gone, or not ours to read */ }
+  }
+}
+
+Deno.test("dock upgrade --self installs a package as the laptop's dock and the agent comes back on it", async () => {
+  const target = hostTarget();
+  assert(target);
+  const out = await Deno.makeTempDir({ prefix: "dock-upgrade-test-" });
+  const dirs = await makeDirs();
+  try {
+    const a = await buildPackage({ target, out: join(out, "a"), commit: "aaaaaaaaaaaa" });
+    const b = await buildPackage({ target, out: join(out, "b"), commit: "bbbbbbbbbbbb" });
+    await installPackage(dirs.dockHome, a);
+    await Deno.symlink("../current/bin/dock", join(dirs.dockHome, "bin", "dock"));
+    const dock = join(dirs.dockHome, "bin", "dock");
+    const env = laptopEnv(dirs, { port: freePort() }, { DOCK_PROXY_PORT: String(freePort()) });
+    const cli = async (...args: string[]) => {
+      const output = await new Deno.Command(dock, { args, env, clearEnv: true, cwd: dirs.home }).output();
+      const text = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
+      return { code: output.code, stdout: text(output.stdout), stderr: text(output.stderr) };
+    };
+    try {
+      // The first command starts the agent, from the package, through the launcher.
+      const before = await cli("status", "--json");
+      assertEquals(
+        before.code,
+        0,
+        before.stderr + await Deno.readTextFile(join(dirs.state, "client", "agent.log")).catch(() => ""),
+      );
+      assertEquals(JSON.parse(before.stdout).build, "0.1.0+aaaaaaaaaaaa");
+      const upgraded = await cli("upgrade", "--self", b.file, "--json");
+      assertEquals(upgraded.code, 0, upgraded.stderr + upgraded.stdout);
+      const started = JSON.parse(upgraded.stdout.trim().split("\n")[0]);
+      assertEquals([started.from, started.to], ["0.1.0+aaaaaaaaaaaa", "0.1.0+bbbbbbbbbbbb"]);
+      const after = await cli("status", "--json");
+      assertEquals(JSON.parse(after.stdout).build, "0.1.0+bbbbbbbbbbbb");
+      assertEquals(await Deno.readLink(join(dirs.dockHome, "current")), `versions/0.1.0-${b.release.id}`);
+      // The same release again is refused, and changes nothing.
+      const again = await cli("upgrade", "--self", b.file);
+      assertEquals(again.code, 1);
+      assertStringIncludes(again.stderr, "this laptop runs 0.1.0-");
+    } finally {
+      stopProcessesOf(dirs.state);
     }
   } finally {
     await Deno.remove(out, { recursive: true });

@@ -22,6 +22,8 @@ import { pluginRoutes } from "../../plugins/routes.ts";
 import type { PluginInfo } from "../../client/wire.ts";
 import { isAppPath, PANEL_PREFIX, serveApp } from "../../core/static.ts";
 import { panelFile } from "./panels.ts";
+import { upgradeSelf } from "../self_upgrade.ts";
+import { BUILD } from "../../client/version.ts";
 import { mcpRoutes } from "./mcp.ts";
 import { kitRoutes } from "./kits.ts";
 import { localToolRoutes } from "./local_tools.ts";
@@ -56,6 +58,7 @@ export function agentApp(agent: Agent, options: { port: number }): Hono {
         errorResponse(new DockError("not_found", `no such file: ${c.req.path}`, { status: 404 })),
   );
   const status = () => ({
+    build: BUILD,
     boxes: agent.boxes.status(),
     forwards: agent.forwards.list(),
     routes: agent.proxy.routes(),
@@ -78,6 +81,22 @@ export function agentApp(agent: Agent, options: { port: number }): Hono {
     .add("POST", "/events", async (c) => {
       const announce = await body(c, EVENT_ANNOUNCE);
       return json(agent.bus.publish({ ...announce, origin: announce.origin ?? requestOrigin(c) }), 201);
+    })
+    .add("POST", "/upgrade", async (c) => {
+      // The body is the package itself (a .tar.gz), not JSON (as a box's POST upgrade).
+      if (!/^application\/(gzip|x-gzip|octet-stream)\b/.test(c.req.header("content-type") ?? "")) {
+        throw new DockError("unsupported_type", "the body must be a package (.tar.gz), as application/gzip", {
+          status: 415,
+        });
+      }
+      if (!c.req.raw.body) {
+        throw new DockError("invalid_request", "the body must be a package", { status: 400 });
+      }
+      const stop = () => agent.stopRequested?.();
+      return json(
+        await upgradeSelf({ paths: agent.paths, bus: agent.bus, stop }, c.req.raw.body, requestOrigin(c)),
+        202,
+      );
     })
     .add("POST", "/stop", () => {
       throw new DockError("refused", "the agent cannot be stopped through its API", { status: 403 });
