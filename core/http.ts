@@ -356,6 +356,18 @@ export function requestOrigin(c: Context): string {
   return origin && /^[A-Za-z0-9:._-]{1,64}$/.test(origin) ? origin : "api";
 }
 
+/**
+ * An NDJSON answer once `lines` gave its first: what fails before that (an unknown name) is the answer's
+ * own error status, not a stream cut short.
+ */
+export async function ndjsonChecked(lines: AsyncGenerator<unknown>): Promise<Response> {
+  const first = await lines.next();
+  return ndjson((async function* () {
+    if (!first.done) yield first.value;
+    yield* lines;
+  })());
+}
+
 /** An NDJSON answer fed by an async generator; the stream ends when it returns or the client leaves. */
 export function ndjson(lines: AsyncIterable<unknown>): Response {
   const encoder = new TextEncoder();

@@ -9,7 +9,15 @@ import type { Services } from "../services.ts";
 import type { Worktrees } from "../worktrees.ts";
 import type { Port, WorktreePorts, WorktreeService } from "../../client/wire.ts";
 import { portsInUse } from "../procs.ts";
-import { flagQuery, intQuery, json, ndjson, param, requestOrigin, RouteTable } from "../../core/http.ts";
+import {
+  flagQuery,
+  intQuery,
+  json,
+  ndjsonChecked,
+  param,
+  requestOrigin,
+  RouteTable,
+} from "../../core/http.ts";
 
 /** What the service, pause and ports routes use of the box. */
 export interface ServiceRoutesBackend {
@@ -36,17 +44,12 @@ export function serviceRoutes(box: ServiceRoutesBackend): RouteTable {
       `${svc}/restart`,
       async (c) => json(await box.services.restart(...target(c), requestOrigin(c))),
     )
-    .add("GET", `${svc}/log`, async (c) => {
+    .add("GET", `${svc}/log`, (c) => {
       const tail = intQuery(c, "tail", { min: 0, max: 100_000, fallback: 200 });
       const follow = flagQuery(c, "follow");
       const [location, worktree, name] = target(c);
       const lines = box.services.log(location, worktree, name, { tail, follow, signal: c.req.raw.signal });
-      // Fail before the stream starts when the service is unknown.
-      const first = await lines.next();
-      return ndjson((async function* () {
-        if (!first.done) yield first.value;
-        yield* lines;
-      })());
+      return ndjsonChecked(lines);
     })
     .add(
       "POST",

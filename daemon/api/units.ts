@@ -11,7 +11,7 @@ import {
   flagQuery,
   intQuery,
   json,
-  ndjson,
+  ndjsonChecked,
   param,
   requestOrigin,
   RouteTable,
@@ -40,19 +40,14 @@ export function unitRoutes(box: UnitRoutesBackend): RouteTable {
       "/units/:name",
       async (c) => json(await box.units.remove(param(c, "name"), requestOrigin(c))),
     )
-    .add("GET", "/units/:name/log", async (c) => {
+    .add("GET", "/units/:name/log", (c) => {
       const tail = intQuery(c, "tail", { min: 0, max: 100_000, fallback: 200 });
       const lines = box.units.log(param(c, "name"), {
         tail,
         follow: flagQuery(c, "follow"),
         signal: c.req.raw.signal,
       });
-      // Fail before the stream starts when the unit is unknown.
-      const first = await lines.next();
-      return ndjson((async function* () {
-        if (!first.done) yield first.value;
-        yield* lines;
-      })());
+      return ndjsonChecked(lines);
     });
   for (const verb of ["start", "stop", "restart"] as const) {
     table.add(
