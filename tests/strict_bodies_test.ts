@@ -158,6 +158,42 @@ const BOX: Case[] = [
   { method: "POST", path: "/v1/skills/install", body: { skill: ["dock"] }, field: "skill", meant: "skills" },
   { method: "POST", path: "/v1/skills/uninstall", body: { agen: "claude" }, field: "agen", meant: "agent" },
   { method: "POST", path: "/v1/pair/code", body: { hst: "127.0.0.1" }, field: "hst", meant: "host" },
+  {
+    method: "PUT",
+    path: "/v1/locations/app/kit",
+    body: { id: "k", verion: "1" },
+    field: "verion",
+    meant: "version",
+  },
+  {
+    method: "POST",
+    path: "/v1/preview",
+    body: { location: "app", worktree: "w", prt: 3000 },
+    field: "prt",
+    meant: "port",
+  },
+  {
+    method: "POST",
+    path: "/v1/shares",
+    body: { location: "app", worktre: "w" },
+    field: "worktre",
+    meant: "worktree",
+  },
+  { method: "POST", path: "/v1/units", body: { name: "u", rn: "true" }, field: "rn", meant: "run" },
+  {
+    method: "POST",
+    path: "/v1/secrets/report",
+    body: { locaton: "app" },
+    field: "locaton",
+    meant: "location",
+  },
+  {
+    method: "POST",
+    path: "/v1/plugins/none/ui-api",
+    body: { method: "GET", pth: "status" },
+    field: "pth",
+    meant: "path",
+  },
 ];
 
 const LAPTOP: Case[] = [
@@ -193,6 +229,43 @@ const LAPTOP: Case[] = [
     meant: "wait",
   },
   { method: "PATCH", path: "/v1/queue/q1", body: { txt: "hi" }, field: "txt", meant: "text" },
+  { method: "POST", path: "/v1/kits/add", body: { folde: "/x" }, field: "folde", meant: "folder" },
+  {
+    method: "POST",
+    path: "/v1/kits/preview",
+    body: { id: "k", box: "b", locaton: "a" },
+    field: "locaton",
+    meant: "location",
+  },
+  { method: "POST", path: "/v1/kits/remove", body: { bx: "b", location: "a" }, field: "bx", meant: "box" },
+  {
+    method: "POST",
+    path: "/v1/kits/save",
+    body: { box: "b", location: "a", id: "k", nam: "K" },
+    field: "nam",
+    meant: "name",
+  },
+  {
+    method: "POST",
+    path: "/v1/kits/k/apply",
+    body: { box: "b", locatio: "a" },
+    field: "locatio",
+    meant: "location",
+  },
+  {
+    method: "POST",
+    path: "/v1/editors/open",
+    body: { editor: "vscode", bx: "b" },
+    field: "bx",
+    meant: "box",
+  },
+  {
+    method: "POST",
+    path: "/v1/boxes/pair",
+    body: { link: "dock://x", netwrk: "tailscale" },
+    field: "netwrk",
+    meant: "network",
+  },
   // A box's route through the laptop's relay: the box answers.
   {
     method: "POST",
