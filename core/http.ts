@@ -156,12 +156,12 @@ export function errorResponse(error: unknown): Response {
     const body = error.toBody();
     // A message quotes what was sent ("got …"): bounded, so a 5 MB bad value is not echoed back whole.
     body.error.message = boundedMessage(body.error.message);
-    return Response.json(body, { status: error.status });
+    return json(body, error.status);
   }
   console.error("unexpected error:", error);
-  return Response.json(
+  return json(
     { error: { code: "internal", message: boundedMessage((error as Error)?.message ?? String(error)) } },
-    { status: 500 },
+    500,
   );
 }
 
@@ -397,8 +397,17 @@ export function ndjson(lines: AsyncIterable<unknown>): Response {
 
 /** A plain JSON answer. */
 export function json(value: unknown, status = 200): Response {
-  return Response.json(value ?? null, { status });
+  const text = JSON.stringify(value ?? null);
+  const headers: Record<string, string> = { "content-type": "application/json" };
+  // Deno compresses a compressible answer the client accepts compressed (br first). For a small one that
+  // costs ~0.25 ms of CPU for a few bytes saved: most of a GET's time on the box's socket. no-transform is
+  // how Deno is told not to.
+  if (text.length < SMALL_ANSWER) headers["cache-control"] = "no-transform";
+  return new Response(text, { status, headers });
 }
+
+/** Answers shorter than this are sent as they are (see {@linkcode json}). */
+const SMALL_ANSWER = 16 * 1024;
 
 /** A path parameter of the route (always present when the route matched). */
 export function param(c: Context, name: string): string {
