@@ -1,6 +1,6 @@
 /**
- * Editors on the laptop (issue 17): which are installed (VS Code, Cursor, Windsurf, Zed, by their
- * command-line launchers on `PATH`), and opening a folder or a file of a box in one through its remote
+ * Editors on the laptop (issue 17): which are installed (VS Code, Cursor, Windsurf, Zed, JetBrains
+ * Gateway, by their command-line launchers on `PATH`), and opening a folder or a file of a box in one through its remote
  * SSH mode, by the host dock writes for the box (`ssh_config.ts`; written first, so the name resolves).
  *
  * @module
@@ -11,12 +11,25 @@ import { launch, which } from "../core/runner.ts";
 import type { Boxes } from "./boxes.ts";
 import { sshAlias, type SshConfigBackend, writeSshConfig } from "./ssh_config.ts";
 
+/** Where a remote folder is, for an editor's command line. */
+interface Remote {
+  /** The SSH host dock wrote for the box (`dock-<box>`). */
+  host: string;
+  user?: string;
+  port?: number;
+  folder: string;
+  /** `path:line:col` of a file, when one is opened. */
+  file: string | null;
+}
+
 /** The editors dock knows, and how each opens a remote folder or a file at a line. */
 const EDITORS: {
   id: string;
   name: string;
   commands: string[];
-  args: (host: string, folder: string, file: string | null) => string[];
+  /** The command run: the editor's own launcher (found) or the desktop's URL opener. */
+  run?: (found: string) => string;
+  args: (remote: Remote) => string[];
 }[] = [
   ...[
     { id: "vscode", name: "Visual Studio Code", commands: ["code"] },
@@ -25,7 +38,7 @@ const EDITORS: {
   ].map((editor) => ({
     ...editor,
     // The Remote - SSH extension's form; --goto opens the file at the line inside that window.
-    args: (host: string, folder: string, file: string | null) => [
+    args: ({ host, folder, file }: Remote) => [
       "--remote",
       `ssh-remote+${host}`,
       folder,
@@ -36,7 +49,23 @@ const EDITORS: {
     id: "zed",
     name: "Zed",
     commands: ["zed"],
-    args: (host, folder, file) => [`ssh://${host}${file ?? folder}`],
+    args: ({ host, folder, file }) => [`ssh://${host}${file ?? folder}`],
+  },
+  {
+    // Gateway opens remote projects from its URL (the form Coder, DevPod and others hand it), through the
+    // desktop's URL opener; it reads the host from the SSH config. A file is not opened in it: the project is.
+    id: "gateway",
+    name: "JetBrains Gateway",
+    commands: ["gateway", "jetbrains-gateway"],
+    run: () => Deno.build.os === "darwin" ? "open" : "xdg-open",
+    args: ({ host, user, port, folder }) => [
+      `jetbrains-gateway://connect#type=ssh&deploy=false&host=${encodeURIComponent(host)}&port=${
+        port ?? 22
+      }` +
+      `&user=${encodeURIComponent(user ?? Deno.env.get("USER") ?? "")}&projectPath=${
+        encodeURIComponent(folder)
+      }`,
+    ],
   },
 ];
 
@@ -92,9 +121,16 @@ export async function openEditor(agent: EditorsBackend, request: EditorOpen): Pr
       { status: 422 },
     );
   }
-  const args = editor.args(host, folder, file);
-  launch(installed.command, args);
-  return { editor: editor.id, command: [installed.command, ...args] };
+  const entry = state.hosts.find((h) => h.host === host)!;
+  const args = editor.args({ host, user: entry.user, port: entry.port, folder, file });
+  const command = editor.run?.(installed.command) ?? installed.command;
+  if (!which(command, agent.path?.() ?? Deno.env.get("PATH") ?? "") && !command.startsWith("/")) {
+    throw new DockError("no_opener", `${editor.name} opens through ${command}, which is not installed here`, {
+      status: 422,
+    });
+  }
+  launch(command, args);
+  return { editor: editor.id, command: [command, ...args] };
 }
 
 /** The folder on the box: a worktree's, a location's, or a path given as it is. */

@@ -16,9 +16,13 @@ Deno.test("ssh-config writes a Host per box once; dock edit opens a box's file t
   await Deno.mkdir(bin, { recursive: true });
   const calls = join(dirs.root, "code.calls");
   await Deno.writeTextFile(join(bin, "code"), `#!/bin/sh\necho "$@" >>'${calls}'\n`, { mode: 0o755 });
+  // JetBrains Gateway is there, and opens through the desktop's URL opener.
+  const opened = join(dirs.root, "xdg-open.calls");
+  await Deno.writeTextFile(join(bin, "gateway"), "#!/bin/sh\nexit 0\n", { mode: 0o755 });
+  await Deno.writeTextFile(join(bin, "xdg-open"), `#!/bin/sh\necho "$@" >>'${opened}'\n`, { mode: 0o755 });
   const env = { PATH: `${bin}:${Deno.env.get("PATH")}` };
   await using remote = await startBox({ env: { DOCK_LISTEN: "127.0.0.1:0" } });
-  await using agent = await startAgent(dirs, { env });
+  await using agent = await startAgent(dirs, { env: { ...env, USER: "me" } });
   const laptop = new AgentClient({ url: agent.url, token: agent.token, origin: "test" });
   try {
     const paired = await remote.cli(["pair", "--host", "127.0.0.1"]);
@@ -46,7 +50,7 @@ Deno.test("ssh-config writes a Host per box once; dock edit opens a box's file t
     assertEquals((await laptop.sshConfig()).included, true);
 
     // The editors here, and a file opened at a line in the worktree, through the host above.
-    assertEquals((await laptop.editors()).map((e) => e.id), ["vscode"]);
+    assertEquals((await laptop.editors()).map((e) => e.id), ["vscode", "gateway"]);
     const edited = await runCli("dock", ["edit", "remote/app/w", "src/main.ts:12:3"], {
       env: laptopEnv(dirs, agent, env),
       cwd: dirs.home,
@@ -56,6 +60,16 @@ Deno.test("ssh-config writes a Host per box once; dock edit opens a box's file t
       (await Deno.readTextFile(calls).catch(() => "")).trim() || undefined
     );
     assertEquals(recorded, `--remote ssh-remote+dock-remote ${w.path} --goto ${w.path}/src/main.ts:12:3`);
+    await laptop.openEditor({ editor: "gateway", box: "remote", location: "app", worktree: "w" });
+    const url = await eventually(async () =>
+      (await Deno.readTextFile(opened).catch(() => "")).trim() || undefined
+    );
+    assertEquals(
+      url,
+      `jetbrains-gateway://connect#type=ssh&deploy=false&host=dock-remote&port=22&user=me&projectPath=${
+        encodeURIComponent(w.path)
+      }`,
+    );
     const refused = await assertRejects(
       () => laptop.openEditor({ editor: "zed", box: "remote", location: "app" }),
       DockError,
