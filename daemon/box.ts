@@ -324,6 +324,7 @@ export class Box {
       await this.sessions.removeAll(worktree, origin);
     }
     this.locations.remove(name, origin);
+    await this.kits.forget(name);
     return location;
   }
 

@@ -44,6 +44,8 @@ export interface KitsOptions {
 /** The kits applied to this box's locations. */
 export class Kits {
   #o: KitsOptions;
+  /** Each location's last change: an apply or removal waits for the one before it on that location. */
+  #chains = new Map<string, Promise<unknown>>();
 
   constructor(options: KitsOptions) {
     this.#o = options;
@@ -79,8 +81,13 @@ export class Kits {
    * Applies `kit` (a `kit.json` that passed {@linkcode checkKit}) to `location`: its files written, its
    * config made the location's kit layer. Announces `kit.applied` and `config.changed`.
    */
-  async apply(location: string, kit: Kit, origin: string): Promise<InstalledKit> {
+  apply(location: string, kit: Kit, origin: string): Promise<InstalledKit> {
     this.#o.locations.get(location);
+    return this.#serial(location, () => this.#apply(location, kit, origin));
+  }
+
+  async #apply(location: string, kit: Kit, origin: string): Promise<InstalledKit> {
+    this.#o.locations.get(location); // forgotten while this waited its turn
     const dir = kitDir(this.#o.paths, location);
     await writeFolder(dir, kit.files ?? {});
     const record: KitRecord = {
@@ -111,7 +118,12 @@ export class Kits {
   }
 
   /** Takes the kit off `location` (404 when it has none); its files go with it. */
-  async remove(location: string, origin: string): Promise<InstalledKit> {
+  remove(location: string, origin: string): Promise<InstalledKit> {
+    this.#o.locations.get(location);
+    return this.#serial(location, () => this.#remove(location, origin));
+  }
+
+  async #remove(location: string, origin: string): Promise<InstalledKit> {
     this.#o.locations.get(location);
     const record = this.record(location);
     if (!record) throw new DockError("not_found", `location '${location}' has no kit`, { status: 404 });
@@ -121,6 +133,31 @@ export class Kits {
     this.#o.bus.publish({ type: "kit.removed", origin, data: { location, kit: record.id } });
     this.#o.bus.publish({ type: "config.changed", origin, data: { location, layer: "kit" } });
     return installed;
+  }
+
+  /**
+   * Deletes a forgotten location's kit files (the box's own copy, not the repository's), so a location
+   * added later under the same name starts with none. Called after the location's record is gone.
+   */
+  forget(location: string): Promise<void> {
+    return this.#serial(location, () => Deno.remove(kitDir(this.#o.paths, location), { recursive: true }))
+      .catch(() => {});
+  }
+
+  /**
+   * Runs `work` after every earlier change of `location`'s kit. Two applies at once would each move the
+   * folder aside and rename theirs into place: the second rename meets the first's folder, and the record
+   * could name one kit while the folder holds the other's files.
+   */
+  #serial<T>(location: string, work: () => Promise<T>): Promise<T> {
+    const before = this.#chains.get(location) ?? Promise.resolve();
+    const mine = before.catch(() => {}).then(work);
+    this.#chains.set(location, mine);
+    const done = () => {
+      if (this.#chains.get(location) === mine) this.#chains.delete(location);
+    };
+    mine.then(done, done);
+    return mine;
   }
 
   #installed(location: string, record: KitRecord): InstalledKit {

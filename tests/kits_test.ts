@@ -102,6 +102,76 @@ Deno.test("a kit on a box: its layer in the merge, its files at DOCK_KIT_DIR, re
   assertEquals((await assertRejects(() => client.removeKit("app"), DockError) as DockError).status, 404);
 });
 
+Deno.test("a kit on a box: the CLI's layers, links planted in its folder, applies at once, a forgotten location, gates", async () => {
+  const dirs = await makeDirs();
+  await using box = await startBox({ dirs });
+  const { client } = box;
+  const repo = await makeRepo(join(dirs.home, "work"), "app");
+  await client.addLocation({ name: "app", path: repo });
+  const installed = await client.applyKit("app", KIT);
+  const dir = installed.dir;
+
+  // `location config` prints the three layers and their merge.
+  const printed = await box.cli(["location", "config", "app"]);
+  assertEquals(printed.code, 0, printed.stderr);
+  const layers = Object.fromEntries(
+    printed.stdout.split(/^# /m).filter(Boolean).map((part) => {
+      const [name, ...rest] = part.trim().split("\n");
+      const text = rest.join("\n");
+      return [name, text === "(none)" ? null : JSON.parse(text)];
+    }),
+  );
+  assertEquals(layers, { repo: null, kit: KIT.config, local: null, effective: KIT.config });
+
+  // Links left in the kit's folder (by a script run there, say) lead no write outside it.
+  const outside = join(dirs.root, "outside");
+  await Deno.mkdir(outside);
+  await Deno.remove(join(dir, "bin"), { recursive: true });
+  await Deno.symlink(outside, join(dir, "bin"));
+  await Deno.symlink(join(outside, "readme"), join(dir, "templates", "README.md.link"));
+  await client.applyKit("app", KIT);
+  assertEquals([...Deno.readDirSync(outside)], [], "nothing written through the links");
+  assertEquals((await Deno.lstat(join(dir, "bin"))).isDirectory, true);
+  assertEquals(await Deno.readTextFile(join(dir, "bin/setup.sh")), KIT.files!["bin/setup.sh"]);
+  // The folder itself a link: moved aside and removed as a link, what it pointed at untouched.
+  await Deno.writeTextFile(join(outside, "keep"), "mine");
+  await Deno.remove(dir, { recursive: true });
+  await Deno.symlink(outside, dir);
+  await client.applyKit("app", KIT);
+  assertEquals((await Deno.lstat(dir)).isDirectory, true);
+  assertEquals([...Deno.readDirSync(outside)].map((e) => e.name), ["keep"]);
+
+  // Applies at once to one location: each finishes, and the folder holds the files its record names.
+  const versions = ["2.0.1", "2.0.2", "2.0.3", "2.0.4", "2.0.5"];
+  await Promise.all(
+    versions.map((version) =>
+      client.applyKit("app", { id: "node-app", version, files: { [`v${version}.txt`]: version } })
+    ),
+  );
+  const now = (await client.kits()).installed[0];
+  assertEquals(now.files, [`v${now.version}.txt`]);
+  assertEquals([...Deno.readDirSync(dir)].map((e) => e.name), now.files);
+  assertEquals([...Deno.readDirSync(join(dir, ".."))].map((e) => e.name), ["app"], "no folder left aside");
+
+  // A forgotten location's kit files go; one added again under the name starts without a kit.
+  await client.removeLocation("app");
+  assert(!(await exists(dir)), "the kit's folder went with the location");
+  await client.addLocation({ name: "app", path: repo });
+  assertEquals((await client.config("app")).kit, null);
+  const env = await client.exec({ location: "app", command: 'echo "[${DOCK_KIT_DIR-unset}]"' });
+  assertEquals(env.output.trim(), "[unset]");
+  const again = await client.applyKit("app", { ...KIT, version: "3.0.0" });
+  assertEquals(again.dir, dir);
+  // A before:config.change gate refuses both applying and removing; nothing changes.
+  await client.putHooks([{ on: "before:config.change", run: "echo kits are frozen >&2; exit 1" }]);
+  for (const attempt of [() => client.applyKit("app", KIT), () => client.removeKit("app")]) {
+    const error = await assertRejects(attempt, DockError) as DockError;
+    assertEquals([error.status, error.code, error.message], [403, "gate_refused", "kits are frozen"]);
+  }
+  assertEquals((await client.kits()).installed[0].version, "3.0.0");
+  assertEquals(await Deno.readTextFile(join(dir, "bin/setup.sh")), KIT.files!["bin/setup.sh"]);
+});
+
 Deno.test("the kits library: add from a folder and from git, preview, apply, installed, update, remove, save, rm, and the CLI", async () => {
   const dirs = await makeDirs();
   await using box = await startBox({ dirs });
