@@ -283,7 +283,7 @@ export const FLOW_TEST = z.strictObject({
 /** Body of `POST secrets/test`. */
 const STRINGS = z.array(z.string().max(256)).max(64).optional();
 
-/** `POST plugins/{id}/enable`: the permissions granted, exactly as the plugin asks for them. */
+/** A kit's id, as `kit.json` has it. */
 const KIT_ID = z.string().regex(
   /^[a-z0-9][a-z0-9-]{0,47}$/,
   "must be a kit id: [a-z0-9][a-z0-9-]*, at most 48",
@@ -302,10 +302,16 @@ export const EDITOR_OPEN = z.strictObject({
   col: z.number().int().min(1).optional(),
 }) satisfies z.ZodType<EditorOpen>;
 
+/**
+ * A file or folder on the laptop, absolute: the agent's working folder means nothing to whoever asks (the
+ * CLI resolves a relative one against its own).
+ */
+const LAPTOP_PATH = PATH_TEXT.regex(/^\//, "must be an absolute path");
+
 /** Body of `POST /v1/kits/add`. */
 export const KIT_ADD = z.strictObject({
-  file: PATH_TEXT.optional(),
-  folder: PATH_TEXT.optional(),
+  file: LAPTOP_PATH.optional(),
+  folder: LAPTOP_PATH.optional(),
   git: z.string().min(1).max(2048).optional(),
 }) satisfies z.ZodType<KitAddRequest>;
 
@@ -316,7 +322,7 @@ export const KIT_TARGET = z.strictObject({
 }) satisfies z.ZodType<KitTarget>;
 
 /** Body of `POST /v1/kits/preview`. */
-export const KIT_PREVIEW = KIT_TARGET.extend({ id: KIT_ID });
+export const KIT_PREVIEW = KIT_TARGET.extend({ id: KIT_ID }) satisfies z.ZodType<KitTarget & { id: string }>;
 
 /** Body of `POST /v1/kits/save`. */
 export const KIT_SAVE = KIT_TARGET.extend({

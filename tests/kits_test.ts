@@ -273,3 +273,118 @@ async function exists(path: string): Promise<boolean> {
     return false;
   }
 }
+
+Deno.test("the kits library: bad input names the path or field, unknown kits and places are 404s, and dock kit from a folder to rm", async () => {
+  const dirs = await makeDirs();
+  await using box = await startBox({ dirs });
+  await using agent = await startAgent(dirs);
+  const laptop = new AgentClient({ url: agent.url, token: agent.token, origin: "test" });
+  try {
+    const repo = await makeRepo(join(dirs.home, "work"), "app");
+    await run("git", ["-C", repo, "remote", "add", "origin", "https://github.com/acme/shop.git"]);
+    await box.client.addLocation({ name: "app", path: repo });
+    await laptop.addLocal("devbox");
+    const refused = async (call: () => Promise<unknown>, status: number, ...says: string[]) => {
+      const error = await assertRejects(call, DockError) as DockError;
+      assertEquals(error.status, status, error.message);
+      for (const text of says) assertStringIncludes(error.message, text);
+      return error;
+    };
+
+    // A folder whose kit.json leaves the kit, or whose config breaks a rule: 400 naming file and path.
+    const folder = join(dirs.root, "bad-kit");
+    await Deno.mkdir(folder);
+    const manifest = join(folder, "kit.json");
+    for (const path of ["../../escape.sh", "/etc/profile", "bin/../../x"]) {
+      await Deno.writeTextFile(manifest, JSON.stringify({ id: "bad-kit", files: { [path]: "x" } }));
+      await refused(() => laptop.addKit({ folder }), 400, manifest, `files[${JSON.stringify(path)}]`);
+    }
+    await Deno.writeTextFile(manifest, JSON.stringify({ id: "bad-kit", config: { ports: 11 } }));
+    await refused(() => laptop.addKit({ folder }), 400, manifest, "config.ports");
+    await Deno.writeTextFile(
+      manifest,
+      JSON.stringify({ id: "bad-kit", config: { services: [{ run: "x" }] } }),
+    );
+    await refused(() => laptop.addKit({ folder }), 400, "kit.json", "config.services");
+    await refused(() => laptop.addKit({ folder: "relative/kit" }), 400, "folder", "absolute");
+    await refused(() => laptop.addKit({ folder: join(dirs.root, "none") }), 400, "no kit.json");
+    await refused(() => laptop.addKit({}), 400, "exactly one");
+    await refused(() => laptop.addKit({ git: "--upload-pack=touch /tmp/x" }), 400, "not a repository URL");
+    await refused(() => laptop.addKit({ git: `file://${join(dirs.root, "no-repo")}` }), 422, "git clone");
+    assertEquals(await laptop.kits(), [], "nothing refused reached the library");
+
+    // Unknown kits, boxes and locations.
+    const target = { box: "devbox", location: "app" };
+    await refused(() => laptop.kit("nope"), 404, "nope");
+    await refused(() => laptop.kit("Not An Id"), 404);
+    await refused(() => laptop.previewKit("nope", target), 404, "nope");
+    await refused(() => laptop.applyKit("nope", target), 404, "nope");
+    await refused(() => laptop.updateKit("nope"), 404, "nope");
+    await refused(() => laptop.deleteKit("nope"), 404, "nope");
+    await refused(() => laptop.removeKit(target), 404, "no kit");
+
+    // The CLI, from a folder named relative to where it runs, to rm.
+    await Deno.writeTextFile(
+      manifest,
+      JSON.stringify({
+        id: "shop",
+        version: "2.0.0",
+        match: { slug: "acme/shop" },
+        requires: [{ tool: "no-such-tool-here", hint: "brew install it" }],
+        config: { env: { SHOP: "1" } },
+      }),
+    );
+    await Deno.writeTextFile(join(folder, "run.sh"), "#!/bin/sh\necho run\n");
+    const env = laptopEnv(dirs, agent);
+    const dock = (...args: string[]) => runCli("dock", ["kit", ...args], { env, cwd: dirs.root });
+    const added = await dock("add", "bad-kit");
+    assertEquals(added.code, 0, added.stderr);
+    assertStringIncludes(added.stdout, "added kit shop 2.0.0 (1 files)");
+    await refused(() => laptop.applyKit("shop", { box: "devbox", location: "nope" }), 404, "nope");
+    await refused(() => laptop.applyKit("shop", { box: "ghost", location: "app" }), 404, "ghost");
+
+    const shown = await dock("show", "shop");
+    assertEquals(shown.code, 0, shown.stderr);
+    assertStringIncludes(shown.stdout, "matches devbox/app");
+    const preview = await dock("preview", "shop", "devbox/app");
+    assertEquals(preview.code, 0, preview.stderr);
+    assertStringIncludes(preview.stdout, "changes: env");
+    assertStringIncludes(preview.stdout, "files: run.sh");
+    assertStringIncludes(
+      preview.stdout,
+      "warning: no-such-tool-here is not installed on devbox: brew install it",
+    );
+    const previewJson = JSON.parse((await dock("preview", "shop", "devbox/app", "--json")).stdout);
+    assertEquals([previewJson.layers.kit_before, previewJson.layers.kit_after], [null, {
+      env: { SHOP: "1" },
+    }]);
+    assertEquals((await box.client.kits()).installed, [], "a preview applies nothing");
+
+    const applied = await dock("apply", "shop", "devbox/app", "--json");
+    assertEquals(applied.code, 0, applied.stderr);
+    assertEquals(JSON.parse(applied.stdout).missing, [{
+      tool: "no-such-tool-here",
+      hint: "brew install it",
+    }]);
+    const ran = await box.client.exec({ location: "app", command: '"$DOCK_KIT_DIR/run.sh"; echo "$SHOP"' });
+    assertEquals(ran.output.trim().split("\n"), ["run", "1"]);
+    const nothing = await dock("update", "shop");
+    assertEquals([nothing.code, nothing.stdout.trim()], [0, "nothing runs an older version"]);
+
+    const removed = await dock("remove", "devbox/app");
+    assertEquals([removed.code, removed.stdout.trim()], [0, "removed shop from devbox/app"]);
+    const rm = await dock("rm", "shop", "--json");
+    assertEquals([rm.code, JSON.parse(rm.stdout).id], [0, "shop"]);
+    assertEquals(await laptop.kits(), []);
+
+    // Refusals on the command line: the agent's message, a non-zero exit.
+    const unknown = await dock("show", "shop");
+    assertEquals(unknown.code, 1);
+    assertStringIncludes(unknown.stderr, "no kit 'shop' in the library");
+    const usage = await dock("apply", "shop", "no-slash");
+    assertEquals(usage.code, 2, usage.stderr);
+    assertStringIncludes(usage.stderr, "expected BOX/LOCATION");
+  } finally {
+    laptop.close();
+  }
+});
