@@ -322,13 +322,25 @@ async function readKitFolder(folder: string): Promise<Kit> {
       if (entry.isSymlink) continue; // a link could lead anywhere on this laptop
       if (entry.isDirectory) await walk(path);
       else if (entry.isFile && path !== manifest) {
-        const text = await Deno.readTextFile(path);
         count++;
-        bytes += text.length;
+        bytes += (await Deno.lstat(path)).size; // counted before reading: a huge file is never read
         if (count > FOLDER_LIMITS.files || bytes > FOLDER_LIMITS.bytes) {
           throw new DockError("too_large", `folder: ${folder} holds more than a kit may carry`, {
             status: 413,
           });
+        }
+        const raw = await Deno.readFile(path);
+        const text = textOf(raw);
+        if (text === null) {
+          // A kit's files travel as JSON strings: a binary file would arrive changed, or be refused by the box.
+          throw new DockError(
+            "invalid_kit",
+            `folder: ${path}: not a text file (a kit carries UTF-8 text only)`,
+            {
+              status: 400,
+              detail: { field: "folder" },
+            },
+          );
         }
         files[relative(folder, path)] = text;
       }
@@ -336,6 +348,16 @@ async function readKitFolder(folder: string): Promise<Kit> {
   };
   await walk(folder);
   return checked({ ...kit, files: { ...files, ...kit.files } }, manifest);
+}
+
+/** `raw` as UTF-8 text, or null when it is not (invalid UTF-8, or a NUL byte as binary files have). */
+function textOf(raw: Uint8Array): string | null {
+  if (raw.includes(0)) return null;
+  try {
+    return new TextDecoder("utf-8", { fatal: true }).decode(raw);
+  } catch {
+    return null;
+  }
 }
 
 /** Whether `tool` is on the PATH of the box's location (what `requires` asks). */

@@ -306,6 +306,10 @@ Deno.test("the kits library: bad input names the path or field, unknown kits and
       JSON.stringify({ id: "bad-kit", config: { services: [{ run: "x" }] } }),
     );
     await refused(() => laptop.addKit({ folder }), 400, "kit.json", "config.services");
+    await Deno.writeTextFile(manifest, JSON.stringify({ id: "bad-kit" }));
+    await Deno.writeFile(join(folder, "logo.png"), new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0, 0, 0xff]));
+    await refused(() => laptop.addKit({ folder }), 400, join(folder, "logo.png"), "not a text file");
+    await Deno.remove(join(folder, "logo.png"));
     await refused(() => laptop.addKit({ folder: "relative/kit" }), 400, "folder", "absolute");
     await refused(() => laptop.addKit({ folder: join(dirs.root, "none") }), 400, "no kit.json");
     await refused(() => laptop.addKit({}), 400, "exactly one");
