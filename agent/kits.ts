@@ -300,8 +300,10 @@ async function readKitFile(path: string): Promise<Kit> {
 }
 
 /**
- * A folder holding `kit.json`: its other files (not hidden ones, not links) become the kit's `files`,
- * beside any the manifest has inline (those win).
+ * A folder holding `kit.json`: its other files (not hidden ones) become the kit's `files`, beside any the
+ * manifest has inline (those win). A link is followed only to a file inside the folder (a repository's
+ * `bin/run -> ../scripts/run.sh`); one leading out of it (a cloned kit's `key -> ~/.ssh/id_ed25519`), to
+ * a folder, or nowhere is a 400 naming it: its target would travel to the box as the kit's file.
  */
 async function readKitFolder(folder: string): Promise<Kit> {
   const manifest = join(folder, "kit.json");
@@ -311,39 +313,43 @@ async function readKitFolder(folder: string): Promise<Kit> {
       detail: { field: "folder" },
     });
   }
+  const root = await Deno.realPath(folder);
+  const inside = (real: string) => real === root || real.startsWith(`${root}/`);
+  const refuse = (path: string, why: string) =>
+    new DockError("invalid_kit", `folder: ${path}: ${why}`, { status: 400, detail: { field: "folder" } });
+  if (!inside(await Deno.realPath(manifest))) {
+    throw refuse(manifest, "a link leading outside the kit's folder");
+  }
   const kit = await readKitFile(manifest);
   const files: Record<string, string> = {};
   let count = 0;
   let bytes = 0;
+  const take = async (path: string, file: string): Promise<void> => {
+    count++;
+    bytes += (await Deno.stat(file)).size; // counted before reading: a huge file is never read
+    if (count > FOLDER_LIMITS.files || bytes > FOLDER_LIMITS.bytes) {
+      throw new DockError("too_large", `folder: ${folder} holds more than a kit may carry`, { status: 413 });
+    }
+    const text = textOf(await Deno.readFile(file));
+    // A kit's files travel as JSON strings: a binary file would arrive changed, or be refused by the box.
+    if (text === null) throw refuse(path, "not a text file (a kit carries UTF-8 text only)");
+    files[relative(folder, path)] = text;
+  };
   const walk = async (dir: string): Promise<void> => {
     for await (const entry of Deno.readDir(dir)) {
       if (entry.name.startsWith(".")) continue;
       const path = join(dir, entry.name);
-      if (entry.isSymlink) continue; // a link could lead anywhere on this laptop
-      if (entry.isDirectory) await walk(path);
-      else if (entry.isFile && path !== manifest) {
-        count++;
-        bytes += (await Deno.lstat(path)).size; // counted before reading: a huge file is never read
-        if (count > FOLDER_LIMITS.files || bytes > FOLDER_LIMITS.bytes) {
-          throw new DockError("too_large", `folder: ${folder} holds more than a kit may carry`, {
-            status: 413,
-          });
+      if (path === manifest) continue;
+      if (entry.isSymlink) {
+        const target = await Deno.realPath(path).catch(() => null);
+        if (target === null) throw refuse(path, "a link to nothing");
+        if (!inside(target)) throw refuse(path, "a link leading outside the kit's folder");
+        if (!(await Deno.stat(target)).isFile) {
+          throw refuse(path, "a link to a folder (only files are followed)");
         }
-        const raw = await Deno.readFile(path);
-        const text = textOf(raw);
-        if (text === null) {
-          // A kit's files travel as JSON strings: a binary file would arrive changed, or be refused by the box.
-          throw new DockError(
-            "invalid_kit",
-            `folder: ${path}: not a text file (a kit carries UTF-8 text only)`,
-            {
-              status: 400,
-              detail: { field: "folder" },
-            },
-          );
-        }
-        files[relative(folder, path)] = text;
-      }
+        await take(path, target);
+      } else if (entry.isDirectory) await walk(path);
+      else if (entry.isFile) await take(path, path);
     }
   };
   await walk(folder);

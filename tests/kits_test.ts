@@ -10,7 +10,7 @@ import { DockError } from "../client/errors.ts";
 import type { Kit } from "../client/wire.ts";
 import { AgentClient } from "../client/agent.ts";
 import { run } from "../core/runner.ts";
-import { laptopEnv, makeDirs, makeRepo, runCli, startAgent, startBox, waitForEvent } from "./harness.ts";
+import { git, laptopEnv, makeDirs, makeRepo, runCli, startAgent, startBox, waitForEvent } from "./harness.ts";
 
 const KIT: Kit = {
   id: "node-app",
@@ -310,6 +310,31 @@ Deno.test("the kits library: bad input names the path or field, unknown kits and
     await Deno.writeFile(join(folder, "logo.png"), new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0, 0, 0xff]));
     await refused(() => laptop.addKit({ folder }), 400, join(folder, "logo.png"), "not a text file");
     await Deno.remove(join(folder, "logo.png"));
+    // Links: to a file inside the folder, followed; out of it, to nothing, or a kit.json leading out: 400.
+    const secret = join(dirs.root, "secret.txt");
+    await Deno.writeTextFile(secret, "not for the box");
+    await Deno.symlink(secret, join(folder, "key"));
+    await refused(() => laptop.addKit({ folder }), 400, join(folder, "key"), "outside the kit");
+    await Deno.remove(join(folder, "key"));
+    await Deno.symlink(join(folder, "gone"), join(folder, "dangling"));
+    await refused(() => laptop.addKit({ folder }), 400, join(folder, "dangling"), "a link to nothing");
+    await Deno.remove(join(folder, "dangling"));
+    const elsewhere = join(dirs.root, "elsewhere");
+    await Deno.mkdir(elsewhere);
+    await Deno.writeTextFile(join(elsewhere, "kit.json"), JSON.stringify({ id: "bad-kit" }));
+    await Deno.rename(manifest, join(folder, "kit.json.real"));
+    await Deno.symlink(join(elsewhere, "kit.json"), manifest);
+    await refused(() => laptop.addKit({ folder }), 400, manifest, "outside the kit");
+    await Deno.remove(manifest);
+    await Deno.rename(join(folder, "kit.json.real"), manifest);
+    const linked = await makeRepo(join(dirs.root, "linked-kit"), "linked", {
+      "kit.json": JSON.stringify({ id: "linked" }),
+    });
+    await Deno.symlink(secret, join(linked, "key"));
+    await git(linked, "add", "key");
+    await git(linked, "commit", "-qm", "a link out of the kit");
+    await refused(() => laptop.addKit({ git: `file://${linked}` }), 400, "key", "outside the kit");
+
     await refused(() => laptop.addKit({ folder: "relative/kit" }), 400, "folder", "absolute");
     await refused(() => laptop.addKit({ folder: join(dirs.root, "none") }), 400, "no kit.json");
     await refused(() => laptop.addKit({}), 400, "exactly one");
@@ -338,12 +363,14 @@ Deno.test("the kits library: bad input names the path or field, unknown kits and
         config: { env: { SHOP: "1" } },
       }),
     );
-    await Deno.writeTextFile(join(folder, "run.sh"), "#!/bin/sh\necho run\n");
+    await Deno.mkdir(join(folder, "scripts"));
+    await Deno.writeTextFile(join(folder, "scripts", "run.sh"), "#!/bin/sh\necho run\n");
+    await Deno.symlink("scripts/run.sh", join(folder, "run.sh"));
     const env = laptopEnv(dirs, agent);
     const dock = (...args: string[]) => runCli("dock", ["kit", ...args], { env, cwd: dirs.root });
     const added = await dock("add", "bad-kit");
     assertEquals(added.code, 0, added.stderr);
-    assertStringIncludes(added.stdout, "added kit shop 2.0.0 (1 files)");
+    assertStringIncludes(added.stdout, "added kit shop 2.0.0 (2 files)");
     await refused(() => laptop.applyKit("shop", { box: "devbox", location: "nope" }), 404, "nope");
     await refused(() => laptop.applyKit("shop", { box: "ghost", location: "app" }), 404, "ghost");
 
@@ -353,7 +380,7 @@ Deno.test("the kits library: bad input names the path or field, unknown kits and
     const preview = await dock("preview", "shop", "devbox/app");
     assertEquals(preview.code, 0, preview.stderr);
     assertStringIncludes(preview.stdout, "changes: env");
-    assertStringIncludes(preview.stdout, "files: run.sh");
+    assertStringIncludes(preview.stdout, "files: run.sh, scripts/run.sh");
     assertStringIncludes(
       preview.stdout,
       "warning: no-such-tool-here is not installed on devbox: brew install it",
