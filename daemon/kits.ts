@@ -6,8 +6,9 @@
  * The files go to `<state>/box/kits/<location>/` and nowhere else: a kit's paths are checked by its
  * schema (relative, no `.` or `..`, no empty segment), written into a fresh folder this module made
  * (so no link left there can redirect a write), that folder renamed into place whole, and the old one
- * removed. A file beginning with `#!` is made executable. What the kit is (id, name, version, its
- * config, its file names) is kept with the location's record, so the merge needs no file read.
+ * removed (what a crash leaves half done is swept at the next start). A file beginning with `#!` is made
+ * executable. What the kit is (id, name, version, its config, its file names) is kept with the location's
+ * record, so the merge needs no file read.
  *
  * @module
  */
@@ -50,6 +51,7 @@ export class Kits {
   constructor(options: KitsOptions) {
     this.#o = options;
     options.store.addColumn("locations", "kit TEXT"); // a box made before kits
+    sweep(join(options.paths.box, "kits"));
   }
 
   /** Every location's kit, and every location's `origin` slug (what `match.slug` selects by). */
@@ -244,13 +246,32 @@ async function writeFolder(dir: string, files: Record<string, string>): Promise<
       // The umask may have taken the execute bits the kit asked for.
       if (executable) await Deno.chmod(target, 0o755);
     }));
-    const old = `${dir}.old-${crypto.randomUUID().slice(0, 8)}`;
+    // Aside under a dot name: no location's name starts with a dot, so this is never another's folder.
+    const old = join(parent, `.old-${crypto.randomUUID()}`);
     const had = await Deno.rename(dir, old).then(() => true, () => false);
     await Deno.rename(fresh, dir);
     if (had) await Deno.remove(old, { recursive: true });
   } catch (error) {
     await Deno.remove(fresh, { recursive: true }).catch(() => {});
     throw error;
+  }
+}
+
+/**
+ * Removes what an apply cut short by a crash left in the kits folder: its fresh folder (`.kit-*`) or the
+ * version it had moved aside (`.old-*`). Dot names only, which no location has; run before any apply.
+ */
+function sweep(kits: string): void {
+  let entries: Deno.DirEntry[];
+  try {
+    entries = [...Deno.readDirSync(kits)];
+  } catch {
+    return; // no kit applied yet
+  }
+  for (const entry of entries) {
+    if (entry.name.startsWith(".kit-") || entry.name.startsWith(".old-")) {
+      Deno.removeSync(join(kits, entry.name), { recursive: true });
+    }
   }
 }
 

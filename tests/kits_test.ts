@@ -104,7 +104,14 @@ Deno.test("a kit on a box: its layer in the merge, its files at DOCK_KIT_DIR, re
 
 Deno.test("a kit on a box: the CLI's layers, links planted in its folder, applies at once, a forgotten location, gates", async () => {
   const dirs = await makeDirs();
+  // What an apply cut short by a crash leaves: its fresh folder and the version moved aside.
+  const kits = join(dirs.state, "box", "kits");
+  for (const left of [".kit-abc123", ".old-0f1e2d3c", "ghost"]) {
+    await Deno.mkdir(join(kits, left, "bin"), { recursive: true });
+  }
   await using box = await startBox({ dirs });
+  assertEquals([...Deno.readDirSync(kits)].map((e) => e.name), ["ghost"], "swept at start, the rest left");
+  await Deno.remove(join(kits, "ghost"), { recursive: true });
   const { client } = box;
   const repo = await makeRepo(join(dirs.home, "work"), "app");
   await client.addLocation({ name: "app", path: repo });
