@@ -15,11 +15,11 @@ import type { DockConfig, InstalledKit, Kit } from "../client/wire.ts";
 import type { KitAddRequest, KitInstallation, KitPreview, KitSummary, KitUpdate } from "../client/agent.ts";
 import { DockError } from "../client/errors.ts";
 import { compareVersions } from "../client/version.ts";
-import { mergeConfigs, parseKitText, validateKit } from "../core/config.ts";
+import { kitError, mergeConfigs, parseKitText, validateKit } from "../core/config.ts";
 import { exists } from "../core/files.ts";
 import type { ClientPaths } from "../core/paths.ts";
 import { run } from "../core/runner.ts";
-import { ConfigError, writeUserFile } from "../core/user_files.ts";
+import { writeUserFile } from "../core/user_files.ts";
 
 /** Files a folder may add to a kit: what one request body to a box can carry. */
 const FOLDER_LIMITS = { files: 500, bytes: 8 * 1024 * 1024 };
@@ -265,20 +265,6 @@ function checked(value: unknown, file: string): Kit {
   } catch (error) {
     throw kitError(error, file);
   }
-}
-
-/** A kit file's `ConfigError` as a 400 naming the file and the field; anything else as it is. */
-function kitError(error: unknown, file: string): unknown {
-  if (!(error instanceof ConfigError)) return error;
-  const problem = error.problems[0];
-  return new DockError(
-    "invalid_kit",
-    `${problem?.file ?? file}: ${problem?.field || "(root)"}: ${problem?.message}`,
-    {
-      status: 400,
-      detail: { file: problem?.file ?? file, field: problem?.field ?? "" },
-    },
-  );
 }
 
 /** A `kit.json` file on this laptop. */

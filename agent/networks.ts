@@ -13,6 +13,7 @@ import { Channel } from "../core/channel.ts";
 import { parseLink } from "../core/pairing_link.ts";
 import { run, which } from "../core/runner.ts";
 import type { Boxes } from "./boxes.ts";
+import { boxHost } from "./ssh_config.ts";
 
 /** dockd's laptop port (spec 5), and SSH's. */
 const DOCKD_PORT = 1379;
@@ -134,7 +135,7 @@ export async function discover(agent: NetworksBackend, network: string): Promise
   const known = (peer: NetworkPeer): string | null => {
     const names = new Set([peer.name, peer.dns, ...peer.addresses].filter(Boolean) as string[]);
     for (const box of boxes) {
-      const host = hostOf(box.address);
+      const host = boxHost(box.address);
       const ssh = destinations.get(box.name)?.replace(/^[^@]*@/, "").replace(/:\d+$/, "");
       if ((host && names.has(host)) || (ssh && names.has(ssh))) return box.name;
     }
@@ -191,13 +192,5 @@ async function answers(address: string, port: number): Promise<boolean> {
     return true;
   } catch {
     return false;
-  }
-}
-
-function hostOf(address: string): string | null {
-  try {
-    return new URL(address).hostname.replace(/^\[(.*)\]$/, "$1");
-  } catch {
-    return null;
   }
 }

@@ -10,7 +10,7 @@
  */
 import { join } from "node:path";
 import type { SshConfigState, SshHost } from "../client/agent.ts";
-import { readTextOrNull } from "../core/files.ts";
+import { readTextOrNull, writeAtomic } from "../core/files.ts";
 import type { Boxes } from "./boxes.ts";
 
 /** The line that brings dock's hosts into the person's config. */
@@ -31,7 +31,7 @@ export function sshHosts(agent: SshConfigBackend): SshHost[] {
   const destinations = agent.boxes.sshDestinations();
   const hosts: SshHost[] = [];
   for (const box of agent.boxes.list()) {
-    const destination = destinations.get(box.name) ?? (box.kind === "tls" ? hostOfUrl(box.address) : null);
+    const destination = destinations.get(box.name) ?? (box.kind === "tls" ? boxHost(box.address) : null);
     if (!destination) continue;
     const match = /^(?:([^@\s]+)@)?(\[[^\]]+\]|[^:\s]+)(?::(\d+))?$/.exec(destination);
     if (!match) continue;
@@ -113,13 +113,8 @@ function hasInclude(config: string): boolean {
   return config.split(/\r?\n/).some((line) => line.trim() === INCLUDE_LINE);
 }
 
-async function writeAtomic(path: string, text: string): Promise<void> {
-  const temporary = `${path}.dock-${crypto.randomUUID().slice(0, 8)}`;
-  await Deno.writeTextFile(temporary, text, { mode: 0o600 });
-  await Deno.rename(temporary, path);
-}
-
-function hostOfUrl(address: string): string | null {
+/** The host name of a paired box's `https://host:port` address, or null. */
+export function boxHost(address: string): string | null {
   try {
     return new URL(address).hostname.replace(/^\[(.*)\]$/, "$1") || null;
   } catch {

@@ -11,6 +11,7 @@
  *
  * @module
  */
+import { sleep } from "../client/timers.ts";
 import type { BoxProgress } from "../client/agent.ts";
 import { DockError } from "../client/errors.ts";
 import { compareVersions } from "../client/version.ts";
@@ -102,7 +103,7 @@ async function handOver(agent: UpgradeBackend, name: string, after: number): Pro
     }
     if (signal.aborted) break;
     // The new daemon binds its socket a moment after the old one left: try again shortly.
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await sleep(100);
   }
   throw new DockError(
     "upgrade_timeout",

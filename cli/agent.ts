@@ -7,6 +7,7 @@
  *
  * @module
  */
+import { sleep } from "../client/timers.ts";
 import type { Command } from "./commander.ts";
 import { ensureToken } from "../agent/token.ts";
 import { AgentClient, type BoxProgress } from "../client/agent.ts";
@@ -311,7 +312,7 @@ async function upgradeSelf(file: string, json: boolean | undefined): Promise<voi
       if (!json) console.log(`this laptop runs ${build}`);
       return;
     }
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await sleep(200);
   }
   throw new DockError(
     "upgrade_timeout",

@@ -13,7 +13,8 @@ import * as z from "zod";
 import { join } from "node:path";
 import { parseDuration } from "../client/duration.ts";
 import type { AgentPreset, DockConfig, FlowConfig, HookConfig, Kit, ServiceConfig } from "../client/wire.ts";
-import { parseUserFile, readUserFile, validateUserFile } from "./user_files.ts";
+import { DockError } from "../client/errors.ts";
+import { ConfigError, parseUserFile, readUserFile, validateUserFile } from "./user_files.ts";
 
 // ---------------------------------------------------------------------------------------------------
 // Field rules shared by the schemas
@@ -505,6 +506,23 @@ export const FLOWS_FILE: z.ZodType<FlowsFile, unknown> = z.strictObject({
 export function validateKit(value: unknown, file: string): Kit {
   const { $schema: _, ...kit } = validateUserFile(value, file, kitSchema);
   return kit;
+}
+
+/**
+ * A kit file's `ConfigError` as the API says it: a 400 naming the file and the field. Anything else is
+ * returned as it is, to be thrown on.
+ */
+export function kitError(error: unknown, file: string): unknown {
+  if (!(error instanceof ConfigError)) return error;
+  const problem = error.problems[0];
+  return new DockError(
+    "invalid_kit",
+    `${problem?.file ?? file}: ${problem?.field || "(root)"}: ${problem?.message}`,
+    {
+      status: 400,
+      detail: { file: problem?.file ?? file, field: problem?.field ?? "" },
+    },
+  );
 }
 
 /** Parses and validates the text of a `kit.json` (JSON with comments); throws ConfigError. */

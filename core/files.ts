@@ -30,6 +30,15 @@ export async function writeAtomic(path: string, text: string, mode = 0o600): Pro
   await Deno.rename(temp, path);
 }
 
+/** A JSON file's value, or null when it is missing or not JSON (a record a crash may have cut short). */
+export async function readJsonOrNull<T>(path: string): Promise<T | null> {
+  try {
+    return JSON.parse(await Deno.readTextFile(path)) as T;
+  } catch {
+    return null;
+  }
+}
+
 /** A file's text, or null when it (or a folder on its path) does not exist. */
 export async function readTextOrNull(path: string): Promise<string | null> {
   try {

@@ -18,8 +18,7 @@ import type { InstalledKit, KitsOnBox } from "../client/wire.ts";
 import type { EventBus } from "../core/events.ts";
 import type { BoxPaths } from "../core/paths.ts";
 import type { Store } from "../core/store.ts";
-import { type Kit, validateKit } from "../core/config.ts";
-import { ConfigError } from "../core/user_files.ts";
+import { type Kit, kitError, validateKit } from "../core/config.ts";
 import { which } from "../core/runner.ts";
 import * as git from "./git.ts";
 import type { KitRecord, Locations } from "./locations.ts";
@@ -183,12 +182,7 @@ export function checkKit(body: unknown): Kit {
   try {
     kit = validateKit(body, "kit.json");
   } catch (error) {
-    if (!(error instanceof ConfigError)) throw error;
-    const problem = error.problems[0];
-    throw new DockError("invalid_kit", `kit.json: ${problem?.field || "(root)"}: ${problem?.message}`, {
-      status: 400,
-      detail: { file: "kit.json", field: problem?.field ?? "" },
-    });
+    throw kitError(error, "kit.json");
   }
   const files = Object.entries(kit.files ?? {});
   const encoder = new TextEncoder();

@@ -11,6 +11,7 @@
  *
  * @module
  */
+import { sleep } from "../client/timers.ts";
 import { join } from "node:path";
 import { DockError } from "../client/errors.ts";
 import type { Share, ShareRequest, Worktree } from "../client/wire.ts";
@@ -172,7 +173,7 @@ export class Shares {
       killGroup(row.pid, "SIGTERM");
       const deadline = Date.now() + 3000;
       while (isAlive(row.pid, row.pid_start) && Date.now() < deadline) {
-        await new Promise((resolve) => setTimeout(resolve, 50));
+        await sleep(50);
       }
       if (isAlive(row.pid, row.pid_start)) killGroup(row.pid, "SIGKILL");
     }
@@ -200,7 +201,7 @@ export class Shares {
       const url = /https:\/\/[A-Za-z0-9.-]+\.(?:trycloudflare\.com|ts\.net)\/?/.exec(text)?.[0];
       if (url) return url;
       if (!isAlive(pid)) return null;
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      await sleep(100);
     }
     return null;
   }

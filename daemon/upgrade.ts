@@ -22,7 +22,7 @@ import { DockError } from "../client/errors.ts";
 import { BUILD } from "../client/version.ts";
 import type { UpgradeStarted } from "../client/wire.ts";
 import type { EventBus } from "../core/events.ts";
-import { exists } from "../core/files.ts";
+import { exists, readJsonOrNull } from "../core/files.ts";
 import { isAlive } from "./procs.ts";
 import type { BoxPaths } from "../core/paths.ts";
 import { join } from "../core/posix_path.ts";
@@ -167,8 +167,8 @@ export async function takeOver<T extends { bus: Pick<EventBus, "publish"> }>(
   serve: () => Promise<T>,
 ): Promise<T> {
   const at = files(paths);
-  const record = await readJson<UpgradeRecord>(at.record);
-  const failed = await readJson<{ from: string; to: string; error: string }>(at.failed);
+  const record = await readJsonOrNull<UpgradeRecord>(at.record);
+  const failed = await readJsonOrNull<{ from: string; to: string; error: string }>(at.failed);
   const mine = record !== null && record.to.folder === await runningFolder(paths.home);
   if (mine && record.mode === "self" && record.pid !== Deno.pid) {
     await Deno.writeTextFile(at.ready(Deno.pid), "");
@@ -236,13 +236,5 @@ function alive(pid: number): boolean {
     return true;
   } catch {
     return false;
-  }
-}
-
-async function readJson<T>(path: string): Promise<T | null> {
-  try {
-    return JSON.parse(await Deno.readTextFile(path)) as T;
-  } catch {
-    return null;
   }
 }

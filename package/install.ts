@@ -9,6 +9,7 @@
  */
 import { DockError } from "../client/errors.ts";
 import { BUILD, compareVersions } from "../client/version.ts";
+import { readJsonOrNull } from "../core/files.ts";
 import { join } from "../core/posix_path.ts";
 import { run } from "../core/runner.ts";
 import { hashTree, hostTarget, type PackageManifest, type PackageRelease, targetName } from "./build.ts";
@@ -105,8 +106,8 @@ async function stage(
  * and the files are exactly the manifest's (same bytes, nothing more, regular files only).
  */
 export async function checkPackage(folder: string): Promise<PackageRelease> {
-  const manifest = await readJson<PackageManifest>(join(folder, "manifest.json"));
-  const release = await readJson<PackageRelease>(join(folder, "release.json"));
+  const manifest = await readJsonOrNull<PackageManifest>(join(folder, "manifest.json"));
+  const release = await readJsonOrNull<PackageRelease>(join(folder, "release.json"));
   if (!manifest || !release || manifest.name !== "dock" || typeof manifest.files !== "object") {
     throw badPackage("no dock manifest.json and release.json at its root");
   }
@@ -158,12 +159,4 @@ export async function switchCurrent(current: string, folder: string): Promise<vo
   await Deno.remove(next).catch(() => {});
   await Deno.symlink(`versions/${folder}`, next);
   await Deno.rename(next, current);
-}
-
-async function readJson<T>(path: string): Promise<T | null> {
-  try {
-    return JSON.parse(await Deno.readTextFile(path)) as T;
-  } catch {
-    return null;
-  }
 }
