@@ -29,6 +29,22 @@ import {
   waitForEvent,
 } from "./harness.ts";
 
+/**
+ * This tree's package for this machine under `commit`, built once for the whole file: each takes seconds,
+ * and two tests upgrade between the same two releases.
+ */
+const releases = new Map<string, Promise<BuiltPackage>>();
+const releasesDir = Deno.makeTempDirSync({ prefix: "dock-upgrade-releases-" });
+globalThis.addEventListener("unload", () => Deno.removeSync(releasesDir, { recursive: true }));
+function release(commit: string): Promise<BuiltPackage> {
+  let built = releases.get(commit);
+  if (!built) {
+    built = buildPackage({ target: hostTarget()!, out: join(releasesDir, commit), commit });
+    releases.set(commit, built);
+  }
+  return built;
+}
+
 /** `built` again, with `src/cli/serve.ts` made to fail at start, under a new commit: a release that cannot run. */
 async function broken(built: BuiltPackage, out: string): Promise<string> {
   const root = join(out, "broken");
@@ -58,8 +74,7 @@ Deno.test("POST upgrade hands over to the package's daemon; what runs goes on, o
   const out = await Deno.makeTempDir({ prefix: "dock-upgrade-test-" });
   const dirs = await makeDirs();
   try {
-    const a = await buildPackage({ target, out: join(out, "a"), commit: "aaaaaaaaaaaa" });
-    const b = await buildPackage({ target, out: join(out, "b"), commit: "bbbbbbbbbbbb" });
+    const [a, b] = await Promise.all([release("aaaaaaaaaaaa"), release("bbbbbbbbbbbb")]);
     await installPackage(dirs.dockHome, a);
     await using box = await startBox({ dirs, launcher: join(dirs.dockHome, "bin", "dockd") });
     const { client } = box;
@@ -200,8 +215,7 @@ Deno.test("dock upgrade --self installs a package as the laptop's dock and the a
   const out = await Deno.makeTempDir({ prefix: "dock-upgrade-test-" });
   const dirs = await makeDirs();
   try {
-    const a = await buildPackage({ target, out: join(out, "a"), commit: "aaaaaaaaaaaa" });
-    const b = await buildPackage({ target, out: join(out, "b"), commit: "bbbbbbbbbbbb" });
+    const [a, b] = await Promise.all([release("aaaaaaaaaaaa"), release("bbbbbbbbbbbb")]);
     await installPackage(dirs.dockHome, a);
     await Deno.symlink("../current/bin/dock", join(dirs.dockHome, "bin", "dock"));
     const dock = join(dirs.dockHome, "bin", "dock");
