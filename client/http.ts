@@ -110,10 +110,18 @@ export class Transport {
     }
     const method = options.method ?? (body === undefined ? "GET" : "POST");
     const clients = this.#clients ??= this.#makeClients();
-    const client = (method === "GET" || method === "HEAD") && clients.reads ? clients.reads : clients.client;
+    const read = method === "GET" || method === "HEAD";
+    const client = read && clients.reads ? clients.reads : clients.client;
+    const send = () => fetch(url, { method, headers, body, signal: options.signal, client } as RequestInit);
     let response: Response;
     try {
-      response = await fetch(url, { method, headers, body, signal: options.signal, client } as RequestInit);
+      response = await send().catch((cause) => {
+        // A kept connection outlives the server that accepted it: after a daemon restart (an upgrade)
+        // the first read on it fails (broken pipe, reset) although the new daemon answers. A read may
+        // run twice, so it goes once more; the pool has dropped the dead connection by then.
+        if (!read || options.signal?.aborted) throw cause;
+        return send();
+      });
     } catch (cause) {
       if (options.signal?.aborted) throw cause;
       throw new TransportError(`cannot reach ${this.#base}: ${causeChain(cause)}`, {

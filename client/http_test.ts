@@ -210,3 +210,25 @@ Deno.test("readLines reads a byte stream into one buffer: lines across chunks, c
   }
   assert(early.state.cancelled);
 });
+
+Deno.test("a read after the server restarted behind a kept connection reaches the new server", async () => {
+  const dir = await Deno.makeTempDir();
+  const socket = `${dir}/box.sock`;
+  let generation = 0;
+  const serve = () => {
+    const mine = ++generation;
+    return Deno.serve({ path: socket, onListen() {} }, () => Response.json({ generation: mine }));
+  };
+  let server = serve();
+  const transport = new Transport({ socket });
+  try {
+    assertEquals(await transport.json("/v1/info"), { generation: 1 });
+    await server.shutdown(); // a daemon stopping: its socket goes, kept connections close
+    server = serve();
+    assertEquals(await transport.json("/v1/info"), { generation: 2 });
+  } finally {
+    transport.close();
+    await server.shutdown();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
