@@ -14,11 +14,9 @@ import { AgentClient, type BoxProgress } from "../client/agent.ts";
 import { BUILD, compareVersions } from "../client/version.ts";
 import { DockError } from "../client/errors.ts";
 import { clientPaths } from "../core/paths.ts";
-import { launch } from "../core/runner.ts";
-import { selfCommand } from "../core/self_command.ts";
 import { load } from "./lazy.ts";
 import { eventLine, guarded, keyValues, printJson, progressBar, table } from "./output.ts";
-import { resolvePath } from "./location.ts";
+import { resolvePath } from "./cwd.ts";
 
 /** The agent's port: `$DOCK_AGENT_PORT`, default 1378 (spec 5). */
 export function agentPort(): number {
@@ -56,6 +54,8 @@ export async function agentClient(
 async function startAgent(url: string, token: string): Promise<void> {
   const paths = clientPaths();
   const probe = new AgentClient({ url, token, origin: "cli", oneShotReads: true });
+  const { launch } = await runner();
+  const { selfCommand } = await load<typeof import("../core/self_command.ts")>("../core/self_command.ts");
   launch("/bin/sh", ["-c", 'exec "$@" >>"$0" 2>&1', paths.log, ...selfCommand("dock", "agent")]);
   const deadline = Date.now() + 15_000;
   while (Date.now() < deadline) {
@@ -71,13 +71,22 @@ export function appUrl(url: string, token: string): string {
 }
 
 /** Opens `url` in the desktop's browser, if it has one (a box over SSH has none: the printed URL stays). */
-function openBrowser(url: string): void {
+async function openBrowser(url: string): Promise<void> {
   const opener = Deno.build.os === "darwin" ? "open" : Deno.build.os === "windows" ? "explorer" : "xdg-open";
+  const { launch } = await runner();
   try {
     launch(opener, [url]);
   } catch {
     // No opener on this machine: the address printed above is the way in.
   }
+}
+
+/**
+ * The process runner, loaded by the commands that spawn (starting the agent, opening a browser): the
+ * others (`status`, `events`, …) start without it.
+ */
+function runner() {
+  return load<typeof import("../core/runner.ts")>("../core/runner.ts");
 }
 
 async function answers(client: AgentClient): Promise<boolean> {
@@ -145,7 +154,7 @@ export function agentCommands(program: Command): void {
       const url = appUrl(client.url, await ensureToken(clientPaths().token));
       client.close();
       console.log(url);
-      if (!o.print) openBrowser(url);
+      if (!o.print) await openBrowser(url);
     }, "dock")
   );
 

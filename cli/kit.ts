@@ -9,7 +9,7 @@ import type { KitTarget } from "../client/agent.ts";
 import { DockError } from "../client/errors.ts";
 import { agentClient } from "./agent.ts";
 import { guarded, printJson, table } from "./output.ts";
-import { resolvePath } from "./location.ts";
+import { resolvePath } from "./cwd.ts";
 
 /** `BOX/LOCATION` as the library's routes take it. */
 function target(spec: string): KitTarget {

@@ -9,6 +9,7 @@ import { DockError } from "../client/errors.ts";
 import type { Location } from "../client/wire.ts";
 import { printJson, table } from "./output.ts";
 import { gather, listing, named, type Scope, type Target } from "./target.ts";
+import { resolvePath } from "./cwd.ts";
 
 /** Adds the `location` family. */
 export function locationCommands(program: Command, scope: Scope): void {
@@ -164,11 +165,6 @@ export function printLocations(locations: (Location & { box?: string })[]): void
       ])
     ),
   );
-}
-
-/** Makes a CLI path absolute against the caller's directory (the daemon has its own). */
-export function resolvePath(path: string): string {
-  return path.startsWith("/") ? path : `${Deno.cwd()}/${path}`;
 }
 
 /**

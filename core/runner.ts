@@ -60,11 +60,16 @@ const live = new Set<number>();
  * the program through `setsid` gives it the same new session and process group (setsid(1) does not
  * fork when its caller is not a group leader, so the pid is the program's) for 0.23 ms.
  */
-const SETSID = Deno.build.os === "linux" ? which("setsid") : null;
+let setsid: string | null | undefined;
 
-/** The command line and spawn flag that start `cmd` as the leader of a new session and process group. */
+/**
+ * The command line and spawn flag that start `cmd` as the leader of a new session and process group.
+ * `setsid` is looked up on first use, not when the module loads: most CLI commands import the runner
+ * and never spawn (a PATH walk of `statSync`s on every start otherwise).
+ */
 function inNewGroup(cmd: string, args: string[]): { cmd: string; args: string[]; detached: boolean } {
-  return SETSID ? { cmd: SETSID, args: [cmd, ...args], detached: false } : { cmd, args, detached: true };
+  if (setsid === undefined) setsid = Deno.build.os === "linux" ? which("setsid") : null;
+  return setsid ? { cmd: setsid, args: [cmd, ...args], detached: false } : { cmd, args, detached: true };
 }
 
 /** Exit code of a child that could not enter its cgroup (the shell's message is on its stderr). */
