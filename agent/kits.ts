@@ -100,7 +100,12 @@ export class KitLibrary {
     return summary(kit);
   }
 
-  /** Makes a kit of a location's config as it runs now (its effective config) and adds it. */
+  /**
+   * Makes a kit of what a location runs beyond its repository's own file (its kit's config, then the
+   * box's own config for it) and adds it. Not the effective config: the repository's file travels
+   * with the repository, so a kit holding it too would run the file's hooks twice wherever that
+   * repository takes the kit (hooks are concatenated, spec 2.6).
+   */
   async save(
     request: { box: string; location: string; id: string; name?: string; version?: string },
   ): Promise<KitSummary> {
@@ -109,7 +114,7 @@ export class KitLibrary {
       id: request.id,
       name: request.name ?? request.id,
       ...(request.version ? { version: request.version } : {}),
-      config: config.effective,
+      config: mergeConfigs([config.kit ?? null, config.local]),
     }, "kit.json");
     await this.#write(kit);
     return summary(kit);

@@ -133,7 +133,9 @@ export function kitCommands(program: Command): void {
       }, "dock")
     );
 
-  kit.command("save").description("save BOX/LOCATION's config as a kit of the library")
+  kit.command("save").description(
+    "save what BOX/LOCATION runs beyond its repository's own config (its kit's and the box's) as a kit",
+  )
     .argument("<location>", "BOX/LOCATION").argument("<id>").option("--name <name>").option(
       "--version <version>",
     ).option("--json", "print JSON").action((spec, id, o) =>

@@ -426,3 +426,34 @@ Deno.test("the kits library: bad input names the path or field, unknown kits and
     laptop.close();
   }
 });
+
+Deno.test("dock kit save keeps what the location adds to its repository: applied where that repository runs, no hook runs twice", async () => {
+  const dirs = await makeDirs();
+  await using box = await startBox({ dirs });
+  await using agent = await startAgent(dirs);
+  const laptop = new AgentClient({ url: agent.url, token: agent.token, origin: "test" });
+  try {
+    const repoHook = { on: "worktree.created", run: "echo from-the-repository" };
+    const boxHook = { on: "worktree.created", run: "echo from-this-box" };
+    const repo = await makeRepo(join(dirs.home, "work"), "app", {
+      ".dock/config.json": JSON.stringify({ hooks: [repoHook], env: { FROM: "repo" } }),
+    });
+    await box.client.addLocation({ name: "app", path: repo });
+    await box.client.putConfig("app", { hooks: [boxHook], env: { FROM: "box", EXTRA: "1" } });
+    await laptop.addLocal("devbox");
+
+    const saved = await laptop.saveKit({ box: "devbox", location: "app", id: "app-setup" });
+    assertEquals((await laptop.kit(saved.id)).config, { hooks: [boxHook], env: { FROM: "box", EXTRA: "1" } });
+
+    // The same repository as a second location (another clone), without the box's own config.
+    const clone = join(dirs.home, "clone");
+    await run("git", ["clone", "-q", "--", repo, clone]);
+    await box.client.addLocation({ name: "copy", path: clone });
+    await laptop.applyKit(saved.id, { box: "devbox", location: "copy" });
+    const effective = (await box.client.config("copy")).effective;
+    assertEquals(effective.hooks, [repoHook, boxHook]);
+    assertEquals(effective.env, { FROM: "box", EXTRA: "1" });
+  } finally {
+    laptop.close();
+  }
+});
