@@ -131,17 +131,18 @@ export class KitLibrary {
   async preview(request: { id: string; box: string; location: string }): Promise<KitPreview> {
     const kit = await this.get(request.id);
     const client = this.#client(request.box);
-    const [config, info, onBox] = await Promise.all([
+    const [config, onBox] = await Promise.all([
       client.config(request.location),
-      client.info(),
-      client.kits(),
+      // The box says which required tools it lacks, by the rule applying the kit reports them with:
+      // nothing runs on the box for a preview (a command would pass its before:exec gates).
+      client.kits({ tools: (kit.requires ?? []).map((need) => need.tool) }),
     ]);
     const before = config.effective;
     const after = mergeConfigs([config.repo, kit.config ?? null, config.local]);
     const current = onBox.installed.find((k) => k.location === request.location) ?? null;
     const warnings: string[] = [];
     for (const need of kit.requires ?? []) {
-      if (!info.tools.includes(need.tool) && !(await toolOnBox(client, request.location, need.tool))) {
+      if (onBox.absent?.includes(need.tool)) {
         warnings.push(`${need.tool} is not installed on ${request.box}${need.hint ? `: ${need.hint}` : ""}`);
       }
     }
@@ -355,19 +356,6 @@ function textOf(raw: Uint8Array): string | null {
   } catch {
     return null;
   }
-}
-
-/** Whether `tool` is on the PATH of the box's location (what `requires` asks). */
-async function toolOnBox(
-  client: ReturnType<Boxes["client"]>,
-  location: string,
-  tool: string,
-): Promise<boolean> {
-  if (!/^[A-Za-z0-9._+-]+$/.test(tool)) return false;
-  const result = await client.exec({ location, command: `command -v ${tool}`, timeout: "10s" }).catch(() =>
-    null
-  );
-  return result?.exit_code === 0;
 }
 
 function summary(kit: Kit): KitSummary {

@@ -244,8 +244,8 @@ export class BoxClient {
   }
 
   /** `GET kits`: the kits applied on the box, and each location's `origin` slug. */
-  kits(): Promise<KitsOnBox> {
-    return this.transport.json("/v1/kits");
+  kits(options: { tools?: string[] } = {}): Promise<KitsOnBox> {
+    return this.transport.json("/v1/kits", { query: { tools: options.tools?.join(",") } });
   }
 
   /** `PUT locations/{name}/kit`: applies a kit (its `kit.json`, files inline) to a location. */

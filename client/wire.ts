@@ -403,6 +403,8 @@ export interface InstalledKit {
 export interface KitsOnBox {
   installed: InstalledKit[];
   locations: { location: string; slug: string | null; kit: string | null }[];
+  /** With `?tools=`: those of the tools the box does not have (not on the daemon's PATH). */
+  absent?: string[];
 }
 
 /** A config error: the file and the field path it concerns. */

@@ -53,8 +53,11 @@ export class Kits {
     sweep(join(options.paths.box, "kits"));
   }
 
-  /** Every location's kit, and every location's `origin` slug (what `match.slug` selects by). */
-  async onBox(): Promise<KitsOnBox> {
+  /**
+   * Every location's kit, and every location's `origin` slug (what `match.slug` selects by); with
+   * `tools`, also which of them this box lacks (`absent`: what a kit's `missing` would say).
+   */
+  async onBox(tools?: string[]): Promise<KitsOnBox> {
     const installed: InstalledKit[] = [];
     const locations: KitsOnBox["locations"] = [];
     for (const location of this.#o.locations.list()) {
@@ -66,7 +69,16 @@ export class Kits {
         kit: record?.id ?? null,
       });
     }
-    return { installed, locations };
+    if (!tools) return { installed, locations };
+    return { installed, locations, absent: tools.filter((tool) => this.#lacks(tool)) };
+  }
+
+  /**
+   * Whether this box lacks a `requires` tool: a program's name not found on the daemon's PATH (unless
+   * told another). Anything else (a path) is lacking, never looked up.
+   */
+  #lacks(tool: string): boolean {
+    return !/^[A-Za-z0-9._+-]{1,128}$/.test(tool) || !which(tool, this.#o.path ?? Deno.env.get("PATH") ?? "");
   }
 
   /** The kit a location runs, or null. */
@@ -162,7 +174,6 @@ export class Kits {
   }
 
   #installed(location: string, record: KitRecord): InstalledKit {
-    const path = this.#o.path ?? Deno.env.get("PATH") ?? "";
     return {
       location,
       id: record.id,
@@ -171,7 +182,7 @@ export class Kits {
       dir: kitDir(this.#o.paths, location),
       files: record.files,
       applied: record.applied,
-      missing: (record.requires ?? []).filter((r) => !which(r.tool, path)),
+      missing: (record.requires ?? []).filter((need) => this.#lacks(need.tool)),
     };
   }
 }

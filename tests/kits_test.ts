@@ -457,3 +457,46 @@ Deno.test("dock kit save keeps what the location adds to its repository: applied
     laptop.close();
   }
 });
+
+Deno.test("a kit preview asks the box which required tools it lacks and runs nothing there: a refusing before:exec gate does not matter", async () => {
+  const dirs = await makeDirs();
+  await using box = await startBox({ dirs });
+  await using agent = await startAgent(dirs);
+  const laptop = new AgentClient({ url: agent.url, token: agent.token, origin: "test" });
+  try {
+    const repo = await makeRepo(join(dirs.home, "work"), "app");
+    await box.client.addLocation({ name: "app", path: repo });
+    await box.client.putHooks([{ on: "before:exec", run: "echo exec is off >&2; exit 1" }]);
+    await laptop.addLocal("devbox");
+    const file = join(dirs.root, "kit.json");
+    await Deno.writeTextFile(
+      file,
+      JSON.stringify({
+        id: "needs",
+        requires: [{ tool: "git" }, { tool: "no-such-tool-here", hint: "apt install it" }, {
+          tool: "/bin/sh",
+        }],
+      }),
+    );
+    await laptop.addKit({ file });
+
+    const preview = await laptop.previewKit("needs", { box: "devbox", location: "app" });
+    assertEquals(preview.warnings, [
+      "no-such-tool-here is not installed on devbox: apt install it",
+      "/bin/sh is not installed on devbox",
+    ]);
+    // What applying it reports as missing is the same.
+    const applied = await laptop.applyKit("needs", { box: "devbox", location: "app" });
+    assertEquals(applied.missing.map((need) => need.tool), ["no-such-tool-here", "/bin/sh"]);
+    // The preview ran no command: its gate would have refused it, and said so in an event.
+    const marker = await box.client.emit({ type: "test.marker" });
+    const gates: string[] = [];
+    await waitForEvent(box.client, (event) => {
+      if (event.type.startsWith("gate.")) gates.push(event.type);
+      return event.id === marker.id;
+    });
+    assertEquals(gates, []);
+  } finally {
+    laptop.close();
+  }
+});

@@ -1,12 +1,12 @@
 /**
  * The box's kits (spec 4.2): `GET kits` (what each location runs, and each location's `origin` slug for
- * `match.slug`), `PUT locations/{name}/kit` (a `kit.json`, files inline) and `DELETE
+ * `match.slug`; with `?tools=a,b`, which of those tools the box lacks), `PUT locations/{name}/kit` (a `kit.json`, files inline) and `DELETE
  * locations/{name}/kit`. Both change a location's config, so both pass the `before:config.change` gates.
  *
  * @module
  */
 import { z } from "zod";
-import { body, json, param, requestOrigin, RouteTable } from "../../core/http.ts";
+import { body, json, param, requestOrigin, RouteTable, textQuery } from "../../core/http.ts";
 import { checkKit, KIT_LIMITS, type Kits } from "../kits.ts";
 import type { Locations } from "../locations.ts";
 
@@ -19,7 +19,11 @@ export interface KitRoutesBackend {
 /** The kit routes. */
 export function kitRoutes(box: KitRoutesBackend): RouteTable {
   return new RouteTable("kits")
-    .add("GET", "/kits", async () => json(await box.kits.onBox()))
+    .add("GET", "/kits", async (c) => {
+      // `?tools=a,b`: which of these the box lacks, by the rule `missing` uses (a kit preview asks).
+      const tools = textQuery(c, "tools", 4096)?.split(",").map((tool) => tool.trim()).filter(Boolean);
+      return json(await box.kits.onBox(tools));
+    })
     .route({
       method: "PUT",
       path: "/locations/:name/kit",
