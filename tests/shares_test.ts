@@ -95,3 +95,54 @@ Deno.test("shares: a tunnel's public URL on request, 422 without a tunnel CLI, e
     await failing[Symbol.asyncDispose]();
   }
 });
+
+Deno.test("shares: a before:share.open gate that refuses keeps the worktree off the internet; it sees what would be shared", async () => {
+  const dirs = await makeDirs();
+  const bin = join(dirs.root, "bin");
+  await Deno.mkdir(bin, { recursive: true });
+  await Deno.symlink(FAKE, join(bin, "cloudflared"));
+  const calls = join(dirs.root, "tunnel.calls");
+  const seen = join(dirs.root, "gate.stdin");
+  await using box = await startBox({
+    dirs,
+    env: { PATH: `${bin}:${Deno.env.get("PATH")}`, FAKE_TUNNEL_LOG: calls },
+  });
+  await box.client.addLocation({ name: "app", path: await makeRepo(join(dirs.home, "work"), "app") });
+  await box.client.createWorktree("app", { name: "w" });
+  await box.client.putHooks([{
+    on: "before:share.open",
+    run: `cat > '${seen}'; echo "public shares need a person's yes" >&2; exit 1`,
+  }]);
+  const mark = (await box.client.emit({ type: "test.mark" })).id!;
+
+  const refused = await assertRejects(
+    () => box.client.share({ location: "app", worktree: "w", port: 4321 }),
+    DockError,
+  ) as DockError;
+  assertEquals(refused.status, 403);
+  assertStringIncludes(refused.message, "public shares need a person's yes");
+  // Nothing was opened: no tunnel started, no share listed.
+  assertEquals(await exists(calls), false);
+  assertEquals(await box.client.shares(), []);
+  const event = await waitForEvent(box.client, (e) => e.type === "gate.refused", { after: mark });
+  assertEquals(event.data?.action, "share.open");
+  // The gate was told what would go public.
+  const asked = JSON.parse(await Deno.readTextFile(seen));
+  assertStringIncludes(JSON.stringify(asked), '"worktree":"w"');
+  assertStringIncludes(JSON.stringify(asked), '"port":4321');
+
+  // Without the gate the same request opens the share.
+  await box.client.putHooks([]);
+  const share = await box.client.share({ location: "app", worktree: "w", port: 4321 });
+  assertEquals(share.port, 4321);
+  await box.client.unshare(share.id);
+});
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await Deno.lstat(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
