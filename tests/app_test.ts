@@ -345,3 +345,98 @@ Deno.test({
     }
   },
 });
+
+const FAKE_TUNNEL = new URL("./fixtures/fake_cloudflared.sh", import.meta.url).pathname;
+
+Deno.test({
+  name:
+    "app: shares & units (stop, start, log; a share opened after its warning, then closed) and kits (preview, apply, update)",
+  ignore: CHROMIUM_MISSING,
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn() {
+    const dirs = await makeDirs();
+    const bin = join(dirs.root, "bin");
+    await Deno.mkdir(bin, { recursive: true });
+    await Deno.symlink(FAKE_TUNNEL, join(bin, "cloudflared"));
+    const env = { PATH: `${bin}:${Deno.env.get("PATH")}`, FAKE_TUNNEL_LOG: join(dirs.root, "tunnel.calls") };
+    await using box = await startBox({ dirs, env });
+    await using agent = await startAgent(dirs);
+    const browser = await launchChromium();
+    const laptop = new AgentClient({ url: agent.url, token: agent.token, origin: "test" });
+    try {
+      await laptop.addLocal("devbox");
+      await box.client.addLocation({ name: "app", path: await makeRepo(join(dirs.home, "work"), "app") });
+      const w = await box.client.createWorktree("app", { name: "w" });
+      await box.client.createUnit({ name: "ticker", run: "while true; do echo tick; sleep 1; done" });
+      const kitFile = join(dirs.root, "kit.json");
+      const kit = { id: "base", name: "Base", version: "1.0.0", config: { env: { BASE: "1" } } };
+      await Deno.writeTextFile(kitFile, JSON.stringify(kit));
+      await laptop.addKit({ file: kitFile });
+
+      const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+      const errors: string[] = [];
+      page.on("pageerror", (error) => errors.push(error.message));
+      await page.goto(`${agent.url}/app/#token=${encodeURIComponent(agent.token)}`);
+      await page.locator('.box[data-box="devbox"] .dot.online').waitFor();
+
+      // Units: the one the box runs, stopped and started from the page, its output shown.
+      await page.locator('[data-view="shares"]').click();
+      const unit = page.locator('.unit[data-unit="ticker"]');
+      await unit.locator('[data-state="running"]').waitFor();
+      await unit.locator('[data-action="stop"]').click();
+      await unit.locator('[data-state="stopped"]').waitFor();
+      assertEquals((await box.client.unit("ticker")).state, "stopped");
+      await unit.locator('[data-action="start"]').click();
+      await unit.locator('[data-state="running"]').waitFor();
+      await unit.locator('[data-action="log"]').click();
+      await unit.locator("pre.log", { hasText: "tick" }).waitFor();
+
+      // A share: the page says what goes public before it opens one; closing it ends it.
+      const card = page.locator('.card[data-box="devbox"]');
+      await card.locator('select[name="worktree"]').selectOption("app/w");
+      await card.locator("button", { hasText: "Share publicly" }).click();
+      const warning = card.locator('.confirm[role="dialog"]');
+      assertStringIncludes(await warning.textContent() ?? "", `port ${w.ports[0]} of app/w`);
+      assertEquals(await box.client.shares(), []);
+      await warning.locator("button", { hasText: "Make it public" }).click();
+      const link = card.locator('.share[data-share="app/w"] a');
+      await link.waitFor();
+      const [share] = await box.client.shares();
+      assertEquals(await link.getAttribute("href"), share.url);
+      await card.locator('.share[data-share="app/w"] button', { hasText: "close" }).click();
+      await card.locator('.share[data-share="app/w"]').waitFor({ state: "detached" });
+      assertEquals(await box.client.shares(), []);
+
+      // Kits: preview shows what changes, apply puts it on the box, a newer version is flagged and updated.
+      await page.locator('[data-view="kits"]').click();
+      await page.locator('.kit[data-kit="base"]').waitFor();
+      await page.locator('.apply-kit select[name="place"]').selectOption("devbox/app");
+      await page.locator('.apply-kit button[type="submit"]').click();
+      const preview = page.locator('.kit-preview[data-preview-kit="base"]');
+      await preview.waitFor();
+      assertStringIncludes(await preview.textContent() ?? "", "changes env");
+      assertEquals((await box.client.kits()).installed, []);
+      await preview.locator('[data-action="apply"]').click();
+      await page.locator('.installed[data-installed="devbox/app"]').waitFor();
+      assertEquals((await box.client.config("app")).effective.env, { BASE: "1" });
+      await Deno.writeTextFile(
+        kitFile,
+        JSON.stringify({ ...kit, version: "1.1.0", config: { env: { BASE: "2" } } }),
+      );
+      await laptop.addKit({ file: kitFile });
+      // The library is the laptop's own (no event says it changed): the view reads it again when shown.
+      await page.locator('[data-view="board"]').click();
+      await page.locator('[data-view="kits"]').click();
+      const running = page.locator('.installed[data-installed="devbox/app"]');
+      await running.locator('[data-older="1"]').waitFor();
+      await running.locator('[data-action="update"]').click();
+      await running.locator('[data-older="1"]').waitFor({ state: "detached" });
+      assertEquals((await box.client.config("app")).effective.env, { BASE: "2" });
+      assertEquals(errors, []);
+    } finally {
+      laptop.close();
+      await browser.close();
+    }
+  },
+});

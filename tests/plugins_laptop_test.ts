@@ -171,8 +171,11 @@ Deno.test("dock plugin new writes a skeleton whose test passes and which runs on
       stderr: "piped",
     }).output();
     assertEquals(test.code, 0, new TextDecoder().decode(test.stdout) + new TextDecoder().decode(test.stderr));
-    const info = await eventually(async () =>
-      (await client.plugins()).find((p) => p.id === "demo" && p.version)
+    // Bounds for a loaded machine (two suites at once): the first event and the first call each start
+    // a sandboxed worker in its own process, which took over 10 s there.
+    const info = await eventually(
+      async () => (await client.plugins()).find((p) => p.id === "demo" && p.version),
+      30_000,
     );
     await client.enablePlugin("demo", info.permissions ?? {});
     await client.emit({ type: "agent.finished", data: {} });
@@ -181,7 +184,7 @@ Deno.test("dock plugin new writes a skeleton whose test passes and which runs on
         headers: { authorization: `Bearer ${agent.token}` },
       });
       return (await answer.json()).seen === 1;
-    });
+    }, 30_000);
   } finally {
     client.close();
   }

@@ -15,6 +15,8 @@ import { closeTerminal, show, terminals, view, VIEWS } from "./views.ts";
 import { Palette, palette } from "./palette.tsx";
 import { AutomationView, EventsView, PluginsView, QueueView, SettingsView, TaskView } from "./more.tsx";
 import { startNotifications } from "./notify.ts";
+import { SharesView } from "./shares.tsx";
+import { KitsView } from "./kits.tsx";
 
 // xterm.js is most of the bundle: loaded when the first terminal opens, so the board paints without it.
 const TerminalPane = lazy(() => import("./terminal.tsx").then((m) => m.TerminalPane));
@@ -98,6 +100,8 @@ function App(props: { api: Api; config: AppConfig }) {
         {view.value === "events" && <EventsView />}
         {view.value === "automation" && <AutomationView api={props.api} />}
         {view.value === "plugins" && <PluginsView api={props.api} />}
+        {view.value === "shares" && <SharesView api={props.api} />}
+        {view.value === "kits" && <KitsView api={props.api} />}
         {view.value === "settings" && <SettingsView api={props.api} />}
       </main>
       <Palette />
@@ -106,10 +110,10 @@ function App(props: { api: Api; config: AppConfig }) {
 }
 
 /**
- * Views that only the laptop agent answers, and those a phone may not read (a box's hooks and flows, the
- * laptop's themes and settings: its scope refuses them, `daemon/api/phone.ts`).
+ * Views that only the laptop agent answers, and those a phone may not read (a box's hooks and flows, its
+ * shares and units, the laptop's kits, themes and settings: its scope refuses them, `daemon/api/phone.ts`).
  */
-const AGENT_ONLY = new Set(["queue", "plugins", "task", "automation", "settings"]);
+const AGENT_ONLY = new Set(["queue", "plugins", "task", "automation", "settings", "shares", "kits"]);
 
 function NoToken() {
   return (

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { useEffect, useState } from "preact/hooks";
+import { useState } from "preact/hooks";
 import type {
   FlowRun,
   FlowsState,
@@ -16,30 +16,12 @@ import type {
 } from "../../client/wire.ts";
 import type { TaskTemplate } from "../../client/agent.ts";
 import type { Api } from "./api.ts";
+import { useJson } from "./use_json.ts";
 import { boxes, events, queue } from "./store.ts";
 import { notifySettings, saveNotifySettings } from "./notify.ts";
 import { openTerminal } from "./views.ts";
 import { fill } from "./template.ts";
 import { panelPages, PluginPanel } from "./panel.tsx";
-
-/** Loads `path` once per change of `deps`; `null` until it answers. */
-function useJson<T>(
-  api: Api,
-  path: string | null,
-  deps: unknown[] = [],
-): [T | null, string | null, () => void] {
-  const [value, setValue] = useState<T | null>(null);
-  const [error, setError] = useState<string | null>(null);
-  const [round, setRound] = useState(0);
-  useEffect(() => {
-    if (!path) return;
-    api.json<T>(path).then((v) => {
-      setValue(v);
-      setError(null);
-    }, (e: Error) => setError(e.message));
-  }, [path, round, ...deps]);
-  return [value, error, () => setRound((n) => n + 1)];
-}
 
 /** The New task dialog: a template's variables filled in, then box, location, agent and branch. */
 export function TaskView(props: { api: Api }) {

@@ -17,6 +17,8 @@ export const VIEWS = [
   { id: "events", label: "Events", key: "e" },
   { id: "automation", label: "Hooks & flows", key: "h" },
   { id: "plugins", label: "Plugins", key: "p" },
+  { id: "shares", label: "Shares & units", key: "u" },
+  { id: "kits", label: "Kits", key: "k" },
   { id: "settings", label: "Settings", key: "s" },
 ] as const;
 

@@ -1,0 +1,229 @@
+/**
+ * Kits: the laptop's library, which box locations run which kit (an older one flagged, updated in one
+ * click), and applying a kit to a location after its preview (what changes in the effective config,
+ * its files, its warnings). Agent mode only: the library lives on the laptop.
+ *
+ * @module
+ */
+import { useState } from "preact/hooks";
+import type { KitInstallation, KitPreview, KitSummary, KitUpdate } from "../../client/agent.ts";
+import type { Api } from "./api.ts";
+import { boxes, events } from "./store.ts";
+import { useJson } from "./use_json.ts";
+
+/** The library, the locations running kits, and the apply form. */
+export function KitsView(props: { api: Api }) {
+  const { api } = props;
+  const changes = events.value.filter((event) => event.type.startsWith("kit.")).length;
+  const [library, libraryError, reloadLibrary] = useJson<KitSummary[]>(api, api.own("kits"), [changes]);
+  const [installed, installedError, reloadInstalled] = useJson<KitInstallation[]>(
+    api,
+    api.own("kits/installed"),
+    [changes],
+  );
+  const [message, setMessage] = useState<{ text: string; error: boolean } | null>(null);
+  const act = async (call: () => Promise<string>) => {
+    try {
+      setMessage({ text: await call(), error: false });
+    } catch (e) {
+      setMessage({ text: (e as Error).message, error: true });
+    }
+    reloadInstalled();
+    reloadLibrary();
+  };
+  return (
+    <div class="kits">
+      {message && <p class={message.error ? "error" : "muted"} role="status">{message.text}</p>}
+      <section class="card">
+        <h2>Library</h2>
+        {libraryError && <p class="error">{libraryError}</p>}
+        {library?.length === 0 && <p class="muted">No kits yet: `dock kit add FOLDER|FILE|GIT-URL`.</p>}
+        <ul class="list">
+          {(library ?? []).map((kit) => (
+            <li key={kit.id} class="kit" data-kit={kit.id}>
+              <strong>{kit.name}</strong> <span class="muted">{kit.id} · {kit.version ?? "no version"}</span>
+              {kit.match?.slug && <span class="tag">{kit.match.slug}</span>}
+              <span class="muted">{kit.files.length} files</span>
+              {kit.description && <span class="muted">{kit.description}</span>}
+              {kit.error && <span class="error">{kit.error}</span>}
+            </li>
+          ))}
+        </ul>
+      </section>
+      <section class="card">
+        <h2>Running</h2>
+        {installedError && <p class="error">{installedError}</p>}
+        {installed?.length === 0 && <p class="muted">No location runs a kit.</p>}
+        <ul class="list">
+          {(installed ?? []).map((kit) => (
+            <li
+              key={`${kit.box}/${kit.location}`}
+              class="installed"
+              data-installed={`${kit.box}/${kit.location}`}
+            >
+              <strong>{kit.box}/{kit.location}</strong> <span>{kit.id} {kit.version ?? ""}</span>
+              {kit.older && (
+                <>
+                  <span class="tag older" data-older="1">library has {kit.library}</span>
+                  <button
+                    type="button"
+                    class="small"
+                    data-action="update"
+                    onClick={() =>
+                      act(async () => {
+                        const done = await api.json<KitUpdate>(
+                          api.own(`kits/${encodeURIComponent(kit.id)}/update`),
+                          {
+                            method: "POST",
+                          },
+                        );
+                        const failed = done.failed.map((f) => `${f.box}/${f.location}: ${f.error}`);
+                        if (failed.length) throw new Error(`not updated: ${failed.join("; ")}`);
+                        return `updated ${kit.id} on ${done.updated.length} location(s)`;
+                      })}
+                  >
+                    update
+                  </button>
+                </>
+              )}
+              {kit.missing.length > 0 && (
+                <span class="error">missing: {kit.missing.map((need) => need.tool).join(", ")}</span>
+              )}
+              <button
+                type="button"
+                class="small"
+                data-action="remove"
+                onClick={() =>
+                  act(async () => {
+                    await api.json(api.own("kits/remove"), {
+                      method: "POST",
+                      body: { box: kit.box, location: kit.location },
+                    });
+                    return `removed ${kit.id} from ${kit.box}/${kit.location}`;
+                  })}
+              >
+                remove
+              </button>
+            </li>
+          ))}
+        </ul>
+      </section>
+      <ApplyKit api={api} library={library ?? []} onApplied={(text) => act(() => Promise.resolve(text))} />
+    </div>
+  );
+}
+
+/** Picks a kit and a box location, previews what applying would change, then applies it. */
+function ApplyKit(props: { api: Api; library: KitSummary[]; onApplied: (text: string) => void }) {
+  const places = Object.values(boxes.value).filter((b) => b.status.online).flatMap((b) =>
+    b.locations.map((location) => ({ box: b.status.name, location: location.name }))
+  );
+  const [kitId, setKitId] = useState("");
+  const [place, setPlace] = useState("");
+  const [preview, setPreview] = useState<KitPreview | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const usable = props.library.filter((kit) => !kit.error);
+  const kit = usable.find((k) => k.id === (kitId || usable[0]?.id));
+  const target = places.find((p) =>
+    `${p.box}/${p.location}` === (place || `${places[0]?.box}/${places[0]?.location}`)
+  );
+  if (!kit || !target) return null;
+  const ask = async <T,>(call: () => Promise<T>): Promise<T | null> => {
+    try {
+      const value = await call();
+      setError(null);
+      return value;
+    } catch (e) {
+      setError((e as Error).message);
+      return null;
+    }
+  };
+  return (
+    <section class="card">
+      <h2>Apply a kit</h2>
+      <form
+        class="form apply-kit"
+        onSubmit={async (e) => {
+          e.preventDefault();
+          setPreview(
+            await ask(() =>
+              props.api.json<KitPreview>(props.api.own("kits/preview"), {
+                method: "POST",
+                body: { id: kit.id, ...target },
+              })
+            ),
+          );
+        }}
+      >
+        <label>
+          Kit
+          <select
+            name="kit"
+            value={kit.id}
+            onChange={(e) => {
+              setKitId(e.currentTarget.value);
+              setPreview(null);
+            }}
+          >
+            {usable.map((k) => <option key={k.id} value={k.id}>{k.id}</option>)}
+          </select>
+        </label>
+        <label>
+          Location
+          <select
+            name="place"
+            value={`${target.box}/${target.location}`}
+            onChange={(e) => {
+              setPlace(e.currentTarget.value);
+              setPreview(null);
+            }}
+          >
+            {places.map((p) => (
+              <option key={`${p.box}/${p.location}`} value={`${p.box}/${p.location}`}>
+                {p.box}/{p.location}
+              </option>
+            ))}
+          </select>
+        </label>
+        <button type="submit">Preview</button>
+      </form>
+      {error && <p class="error" role="alert">{error}</p>}
+      {preview && (
+        <div class="kit-preview" data-preview-kit={preview.kit.id}>
+          <p>
+            {preview.kit.id} on {preview.box}/{preview.location}
+            {preview.replaces ? `, replacing ${preview.replaces.id} ${preview.replaces.version ?? ""}` : ""}:
+            {" "}
+            {preview.changed.length
+              ? `changes ${preview.changed.join(", ")}`
+              : "changes nothing in the config"}
+            {preview.files.length ? `; ${preview.files.length} files` : ""}
+          </p>
+          {preview.warnings.map((warning) => <p class="error warning" key={warning}>{warning}</p>)}
+          <details>
+            <summary>Effective config after</summary>
+            <pre class="log">{JSON.stringify(preview.effective.after, null, 2)}</pre>
+          </details>
+          <button
+            type="button"
+            data-action="apply"
+            onClick={async () => {
+              const applied = await ask(() =>
+                props.api.json(props.api.own(`kits/${encodeURIComponent(preview.kit.id)}/apply`), {
+                  method: "POST",
+                  body: { box: preview.box, location: preview.location },
+                })
+              );
+              if (applied) {
+                setPreview(null);
+                props.onApplied(`applied ${preview.kit.id} to ${preview.box}/${preview.location}`);
+              }
+            }}
+          >
+            Apply
+          </button>
+        </div>
+      )}
+    </section>
+  );
+}
