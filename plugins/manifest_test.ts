@@ -3,11 +3,18 @@ import { assert, assertEquals, assertRejects } from "../tests/assert.ts";
 import { ConfigError } from "../core/user_files.ts";
 import { grantCovers, manifestJsonSchema, normalizePermissions, readManifest } from "./manifest.ts";
 
+/** Reads `value` as a manifest file, in a folder removed once read. */
 async function manifest(value: unknown, folder = "demo"): Promise<() => ReturnType<typeof readManifest>> {
   const dir = await Deno.makeTempDir({ prefix: "dock-manifest-" });
   const path = join(dir, "dock-plugin.json");
   await Deno.writeTextFile(path, typeof value === "string" ? value : JSON.stringify(value));
-  return () => readManifest(path, folder);
+  return async () => {
+    try {
+      return await readManifest(path, folder);
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  };
 }
 
 const BASE = { id: "demo", name: "Demo", version: "1.2.0" };

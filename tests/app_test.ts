@@ -15,7 +15,6 @@ import { AgentClient } from "../client/agent.ts";
 import { eventually, laptopEnv, makeDirs, makeRepo, runCli, startAgent, startBox } from "./harness.ts";
 
 const DENO = Deno.execPath();
-const SHOTS = await shotsDir();
 const FAKE = new URL("./fixtures/fake_agent.ts", import.meta.url).pathname;
 const AGENT = {
   id: "fake",
@@ -126,6 +125,7 @@ Deno.test({
   sanitizeOps: false,
   sanitizeResources: false,
   async fn() {
+    const SHOTS = await shotsDir();
     const dirs = await makeDirs();
     const env = {
       FAKE_AGENT_WORK_MS: "1500",

@@ -77,9 +77,27 @@ export interface TestBox {
 
 let rangeCounter = 0;
 
+/**
+ * Every folder {@linkcode makeDirs} made in this test module. A box's dispose removes its own; what a
+ * test without one leaves (an agent's package cache, releases an upgrade test installed: 250 MB each)
+ * goes when the module's tests are done, with whatever still runs under it.
+ */
+const madeRoots = new Set<string>();
+
+function removeMadeRoots(): void {
+  for (const root of madeRoots) {
+    killProcessesUnder(root);
+    try {
+      Deno.removeSync(root, { recursive: true });
+    } catch { /* removed by its test */ }
+  }
+}
+
 /** Makes the temporary directories of a box. */
 export async function makeDirs(): Promise<BoxDirs> {
   const root = await Deno.makeTempDir({ prefix: "dock-test-" });
+  if (madeRoots.size === 0) globalThis.addEventListener("unload", removeMadeRoots);
+  madeRoots.add(root);
   // Each box gets its own slice of ports so parallel test files never share a block.
   const base = 30000 + ((Deno.pid * 37 + rangeCounter++ * 400) % 30000);
   const dirs: BoxDirs = {
