@@ -105,10 +105,20 @@ export async function* addSsh(agent: AddSshBackend, request: AddSshRequest): Asy
       yield line("upload", `the box has ${built.release.id} already`);
     } else {
       step = "upload";
+      // A box on a release of the same Deno keeps its runtime: the package goes without it (~3 MB).
+      const reuse =
+        built.withoutRuntime && built.release.runtime && probe.release?.runtime === built.release.runtime
+          ? built.withoutRuntime
+          : undefined;
+      if (reuse) yield line(step, `without its Deno runtime: the box has Deno ${built.release.deno}`);
       // The upload and the unpacking are one stream: tar reads as ssh delivers.
       const installed = yield* upload(
-        built,
-        (stdin) => ssh.run(INSTALL_SCRIPT, [folderOf(built.release)], { stdin, timeoutMs: 30 * 60_000 }),
+        reuse ?? built,
+        (stdin) =>
+          ssh.run(INSTALL_SCRIPT, [folderOf(built.release), reuse ? "reuse" : "whole"], {
+            stdin,
+            timeoutMs: 30 * 60_000,
+          }),
       );
       step = "install";
       must(installed, "install");
@@ -377,7 +387,11 @@ if [ -x "$HOME/.dock/bin/dockd" ] && "$HOME/.dock/bin/dockd" info --json >/dev/n
 exit 0
 `;
 
-/** Unpacks the package on stdin as ~/.dock/versions/$1 and points ~/.dock/current and ~/.dock/bin at it. */
+/**
+ * Unpacks the package on stdin as ~/.dock/versions/$1 and points ~/.dock/current and ~/.dock/bin at it.
+ * $2 is "reuse" for a package without its runtime: the current release's is linked in (copied where
+ * links cannot be made).
+ */
 const INSTALL_SCRIPT = `
 set -e
 dock="$HOME/.dock"
@@ -387,6 +401,10 @@ mkdir -p "$dock/versions" "$dock/bin"
 rm -rf "$incoming"
 mkdir "$incoming"
 tar -xzf - -C "$incoming" --strip-components=1
+if [ "$2" = reuse ] && [ ! -e "$incoming/bin/deno" ]; then
+  runtime=$(cd "$dock/current/bin" && pwd -P)/deno
+  ln "$runtime" "$incoming/bin/deno" 2>/dev/null || cp -p "$runtime" "$incoming/bin/deno"
+fi
 rm -rf "$dest"
 mv "$incoming" "$dest"
 ln -sfn "versions/$1" "$dock/current"

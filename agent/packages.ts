@@ -16,13 +16,19 @@ import {
   sourceFingerprint,
   type Target,
   targetName,
+  withoutRuntimeName,
 } from "../package/build.ts";
 
-/** A package ready to send. */
-export interface KeptPackage {
+/** A file to send and its size. */
+export interface PackageFile {
   file: string;
   bytes: number;
+}
+
+/** A package ready to send, and the same without its runtime (for a box that has that runtime). */
+export interface KeptPackage extends PackageFile {
   release: PackageRelease;
+  withoutRuntime?: PackageFile;
 }
 
 /**
@@ -59,7 +65,11 @@ export async function packageFor(paths: Pick<ClientPaths, "client">, target: Tar
     };
     const file = join(folder, `${packageName(kept.release)}.tar.gz`);
     if (kept.sources === sources && await exists(file)) {
-      return { file, bytes: (await Deno.stat(file)).size, release: kept.release };
+      const lean = join(folder, withoutRuntimeName(kept.release));
+      const withoutRuntime = kept.release.runtime && await exists(lean)
+        ? { file: lean, bytes: (await Deno.stat(lean)).size }
+        : undefined;
+      return { file, bytes: (await Deno.stat(file)).size, release: kept.release, withoutRuntime };
     }
   } catch { /* none kept yet */ }
   await Deno.mkdir(folder, { recursive: true, mode: 0o700 });
@@ -77,11 +87,12 @@ export interface UploadProgress {
 }
 
 /**
- * Sends `kept` through `send` (which reads the stream it is given to its end), yielding how many bytes
- * went, at most every quarter second, until `send` settles; returns what `send` returned.
+ * Sends `kept` (a package, or one without its runtime) through `send` (which reads the stream it is
+ * given to its end), yielding how many bytes went, at most every quarter second, until `send` settles;
+ * returns what `send` returned.
  */
 export async function* upload<T>(
-  kept: KeptPackage,
+  kept: PackageFile,
   send: (data: ReadableStream<Uint8Array>) => Promise<T>,
 ): AsyncGenerator<UploadProgress, T> {
   const total = kept.bytes;

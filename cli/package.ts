@@ -32,4 +32,5 @@ for (const target of targets) {
   console.log(
     `${built.file}  ${mb} MB  deno ${built.manifest.deno}  ${built.manifest.commit}  (${seconds} s)`,
   );
+  console.log(`${built.withoutRuntime.file}  ${(built.withoutRuntime.bytes / 1024 / 1024).toFixed(1)} MB`);
 }

@@ -66,6 +66,11 @@ export interface PackageRelease {
   target: string;
   /** The Deno runtime's version in `bin/deno`. */
   deno: string;
+  /**
+   * The SHA-256 (hex) of `bin/deno`: a machine with an installed release naming the same one is sent
+   * the package without it (absent from releases built before).
+   */
+  runtime?: string;
 }
 
 /** What `manifest.json` at a package's root says: the release and every file's SHA-256. */
@@ -139,6 +144,16 @@ export interface BuiltPackage {
   bytes: number;
   manifest: PackageManifest;
   release: PackageRelease;
+  /**
+   * The same package without `bin/deno` (`<name>.without-runtime.tar.gz`), for a machine that has that
+   * runtime installed already (an upgrade between two releases on the same Deno: ~3 MB, not ~43).
+   */
+  withoutRuntime: { file: string; bytes: number };
+}
+
+/** The file name of a package without its runtime (see {@linkcode BuiltPackage.withoutRuntime}). */
+export function withoutRuntimeName(release: Pick<PackageRelease, "version" | "target">): string {
+  return `${packageName(release)}.without-runtime.tar.gz`;
 }
 
 /** Builds the package for `options.target`. */
@@ -175,7 +190,15 @@ export async function buildPackage(options: BuildOptions): Promise<BuiltPackage>
     progress(`manifest`);
     const files = await hashTree(root);
     const id = (await sha256(new TextEncoder().encode(JSON.stringify(files)))).slice(0, 16);
-    const release: PackageRelease = { name: "dock", id, version, commit, target, deno };
+    const release: PackageRelease = {
+      name: "dock",
+      id,
+      version,
+      commit,
+      target,
+      deno,
+      runtime: files["bin/deno"],
+    };
     // Small, so a box's installed release is read in one line over SSH.
     await Deno.writeTextFile(join(root, "release.json"), JSON.stringify(release) + "\n");
     const manifest: PackageManifest = { ...release, files };
@@ -185,7 +208,18 @@ export async function buildPackage(options: BuildOptions): Promise<BuiltPackage>
     const file = join(out, `${name}.tar.gz`);
     progress(`archive`);
     await must(run("tar", ["-czf", file, "-C", staging, name], { timeoutMs: 300_000 }), "tar");
-    return { file, bytes: (await Deno.stat(file)).size, manifest, release };
+    const lean = join(out, withoutRuntimeName(release));
+    await must(
+      run("tar", ["-czf", lean, `--exclude=${name}/bin/deno`, "-C", staging, name], { timeoutMs: 300_000 }),
+      "tar",
+    );
+    return {
+      file,
+      bytes: (await Deno.stat(file)).size,
+      manifest,
+      release,
+      withoutRuntime: { file: lean, bytes: (await Deno.stat(lean)).size },
+    };
   } finally {
     await Deno.remove(staging, { recursive: true });
   }

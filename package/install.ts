@@ -9,7 +9,7 @@
  */
 import { DockError } from "../client/errors.ts";
 import { BUILD, compareVersions } from "../client/version.ts";
-import { readJsonOrNull } from "../core/files.ts";
+import { exists, readJsonOrNull } from "../core/files.ts";
 import { join } from "../core/posix_path.ts";
 import { run } from "../core/runner.ts";
 import { hashTree, hostTarget, type PackageManifest, type PackageRelease, targetName } from "./build.ts";
@@ -93,12 +93,40 @@ async function stage(
     if (unpacked.code !== 0) {
       throw badPackage(`it does not unpack: ${unpacked.stderr.trim().split("\n")[0]}`);
     }
+    await reuseRuntime(folder, versions);
     const release = await checkPackage(folder);
     return { folder, release };
   } catch (error) {
     await Deno.remove(folder, { recursive: true }).catch(() => {});
     throw error;
   }
+}
+
+/**
+ * A package sent without its runtime (`bin/deno`, see `build.ts`): the runtime its `release.json` names
+ * is linked in from an installed release naming the same one (and checked with every other file after).
+ * 409 `runtime_missing` when none has it: the sender then sends the whole package.
+ */
+async function reuseRuntime(folder: string, versions: string): Promise<void> {
+  const runtime = join(folder, "bin", "deno");
+  if (await exists(runtime)) return;
+  const wanted = (await readJsonOrNull<PackageRelease>(join(folder, "release.json")))?.runtime;
+  if (typeof wanted !== "string" || !/^[0-9a-f]{64}$/.test(wanted)) return; // checkPackage says what is wrong
+  for await (const entry of Deno.readDir(versions)) {
+    // Dot names are packages on their way in (this one among them).
+    if (!entry.isDirectory || entry.name.startsWith(".")) continue;
+    const installed = join(versions, entry.name);
+    if ((await readJsonOrNull<PackageRelease>(join(installed, "release.json")))?.runtime !== wanted) continue;
+    try {
+      await Deno.link(join(installed, "bin", "deno"), runtime);
+      return;
+    } catch { /* that release lost its runtime: another may have it */ }
+  }
+  throw new DockError(
+    "runtime_missing",
+    "the package comes without its Deno runtime, and no release installed here has that one: send the whole package",
+    { status: 409 },
+  );
 }
 
 /**
@@ -118,6 +146,9 @@ export async function checkPackage(folder: string): Promise<PackageRelease> {
   }
   if (!/^\d+(\.\d+)*$/.test(release.version) || !/^[0-9a-f]{16}$/.test(release.id)) {
     throw badPackage("its version or id is malformed");
+  }
+  if (release.runtime !== undefined && release.runtime !== manifest.files["bin/deno"]) {
+    throw badPackage("release.json's runtime is not the bin/deno its manifest names");
   }
   const host = hostTarget();
   if (!host || release.target !== targetName(host)) {

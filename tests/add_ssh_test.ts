@@ -72,6 +72,25 @@ Deno.test("dock add ssh installs dock on a machine over SSH and pairs it; again,
       hostname: "testbox",
     }]);
 
+    // Another release on the same Deno (its id changed here, as a new build's would): the package goes
+    // without the runtime, which the box keeps (the same file, linked), and the daemon restarts on it.
+    const currentRelease = join(box.home, ".dock", "current", "release.json");
+    await Deno.writeTextFile(currentRelease, JSON.stringify({ ...release, id: "f".repeat(16) }));
+    const runtime = join(box.home, ".dock", "current", "bin", "deno");
+    const runtimeBefore = (await Deno.stat(runtime)).ino;
+    const upgraded = await add("testbox");
+    const upgradedLines = upgraded.map((line) => `${line.step}: ${line.line ?? line.error ?? ""}`);
+    assertEquals(upgraded.at(-1)!.error, undefined, upgradedLines.join("\n"));
+    assert(upgradedLines.includes(`upload: without its Deno runtime: the box has Deno ${release.deno}`));
+    const sent = upgraded.filter((line) => line.step === "upload" && line.total !== undefined).at(-1)!;
+    assert(
+      sent.total! < upload.at(-1)!.total! / 4,
+      `${sent.total} bytes, the whole package ${upload.at(-1)!.total}`,
+    );
+    assertEquals((await Deno.stat(runtime)).ino, runtimeBefore);
+    assertEquals(JSON.parse(await Deno.readTextFile(currentRelease)).id, release.id);
+    assertEquals((await client.box("devbox").info()).build, info.build);
+
     // The command line shows the same steps and the box it added.
     const cli = await runCli("dock", ["add", "ssh", "testbox"], {
       env: {

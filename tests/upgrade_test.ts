@@ -109,7 +109,8 @@ Deno.test("POST upgrade hands over to the package's daemon; what runs goes on, o
     const same = await assertRejects(() => client.upgrade(Deno.readFileSync(a.file)), DockError);
     assertEquals([(same as DockError).status, (same as DockError).code], [409, "same_release"]);
 
-    const started = await client.upgrade((await Deno.open(b.file)).readable);
+    // Without its runtime: the box links the one of the release it runs (the same Deno).
+    const started = await client.upgrade((await Deno.open(b.withoutRuntime.file)).readable);
     const { after: upgrading, ...builds } = started;
     assertEquals(builds, { from: "0.1.0+aaaaaaaaaaaa", to: "0.1.0+bbbbbbbbbbbb", mode: "self" });
     assert(upgrading > after, "the answer names the box.upgrading event");
@@ -173,12 +174,20 @@ Deno.test("dock upgrade sends a box this laptop's package; dock status says whic
       assertEquals(upgraded.code, 0, upgraded.stderr + upgraded.stdout);
       const lines = upgraded.stdout.trim().split("\n").map((line) => JSON.parse(line));
       assertEquals([...new Set(lines.map((line) => line.step))], ["connect", "package", "upload", "restart"]);
+      // Both releases run the same Deno: the package went without it, and the box linked its own.
+      assert(lines.some((line) => /^without its Deno runtime/.test(line.line ?? "")), upgraded.stdout);
+      const sent = lines.filter((line) => line.total !== undefined).at(-1);
+      assert(sent.total < old.bytes / 4, `${sent.total} bytes sent, the whole package is ${old.bytes}`);
       const done = lines.at(-1);
       assertEquals([done.done, done.error, done.box.name, done.box.online], [true, undefined, "local", true]);
       // The harness's own connection to the box may be the old daemon's: ask until the new one answers.
       const build = await eventually(async () => (await box.client.info().catch(() => undefined))?.build);
       assertEquals(done.box.build, build);
       assert(build.startsWith("0.1.0+") && build !== "0.1.0+aaaaaaaaaaaa", build);
+      const runtimes = [...Deno.readDirSync(join(dirs.dockHome, "versions"))].map((entry) =>
+        Deno.statSync(join(dirs.dockHome, "versions", entry.name, "bin", "deno")).ino
+      );
+      assertEquals([runtimes.length, new Set(runtimes).size], [2, 1]);
       // The session outlived the old daemon, and nothing is behind any more.
       assertEquals((await box.client.session("keep")).exited, false);
       const after = await cli(["status"]);
