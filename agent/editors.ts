@@ -1,7 +1,8 @@
 /**
  * Editors on the laptop (issue 17): which are installed (VS Code, Cursor, Windsurf, Zed, JetBrains
  * Gateway, by their command-line launchers on `PATH`), and opening a folder or a file of a box in one through its remote
- * SSH mode, by the host dock writes for the box (`ssh_config.ts`; written first, so the name resolves).
+ * SSH mode, by the host dock writes for the box (`ssh_config.ts`; written first, so the name resolves), or,
+ * for a box on this machine (`dock add local`), as a local folder.
  *
  * @module
  */
@@ -30,6 +31,11 @@ const EDITORS: {
   /** The command run: the editor's own launcher (found) or the desktop's URL opener. */
   run?: (found: string) => string;
   args: (remote: Remote) => string[];
+  /**
+   * Its arguments for a folder on this machine (a box added with `dock add local`); absent for an
+   * editor that opens remote projects only.
+   */
+  local?: (place: Pick<Remote, "folder" | "file">) => string[];
 }[] = [
   ...[
     { id: "vscode", name: "Visual Studio Code", commands: ["code"] },
@@ -44,12 +50,14 @@ const EDITORS: {
       folder,
       ...(file ? ["--goto", file] : []),
     ],
+    local: ({ folder, file }: Pick<Remote, "folder" | "file">) => [folder, ...(file ? ["--goto", file] : [])],
   })),
   {
     id: "zed",
     name: "Zed",
     commands: ["zed"],
     args: ({ host, folder, file }) => [`ssh://${host}${file ?? folder}`],
+    local: ({ folder, file }) => [file ?? folder],
   },
   {
     // Gateway opens remote projects from its URL (the form Coder, DevPod and others hand it), through the
@@ -112,6 +120,19 @@ export async function openEditor(agent: EditorsBackend, request: EditorOpen): Pr
       request.line ? `:${request.line}${request.col ? `:${request.col}` : ""}` : ""
     }`
     : null;
+  // A box on this machine (`dock add local`): its folders are this machine's, opened as they are.
+  if (agent.boxes.list().find((box) => box.name === request.box)?.kind === "socket") {
+    if (!editor.local) {
+      throw new DockError(
+        "remote_only",
+        `${editor.name} opens remote projects only; ${request.box} is this machine`,
+        {
+          status: 422,
+        },
+      );
+    }
+    return run(editor, installed.command, editor.local({ folder, file }), agent);
+  }
   const state = await writeSshConfig(agent, agent.home);
   const host = sshAlias(request.box);
   if (!state.hosts.some((h) => h.host === host)) {
@@ -122,8 +143,22 @@ export async function openEditor(agent: EditorsBackend, request: EditorOpen): Pr
     );
   }
   const entry = state.hosts.find((h) => h.host === host)!;
-  const args = editor.args({ host, user: entry.user, port: entry.port, folder, file });
-  const command = editor.run?.(installed.command) ?? installed.command;
+  return run(
+    editor,
+    installed.command,
+    editor.args({ host, user: entry.user, port: entry.port, folder, file }),
+    agent,
+  );
+}
+
+/** Starts `editor` (found as `found`) with `args`, detached; says what ran. */
+function run(
+  editor: (typeof EDITORS)[number],
+  found: string,
+  args: string[],
+  agent: Pick<EditorsBackend, "path">,
+): EditorOpened {
+  const command = editor.run?.(found) ?? found;
   if (!which(command, agent.path?.() ?? Deno.env.get("PATH") ?? "") && !command.startsWith("/")) {
     throw new DockError("no_opener", `${editor.name} opens through ${command}, which is not installed here`, {
       status: 422,

@@ -350,7 +350,7 @@ const FAKE_TUNNEL = new URL("./fixtures/fake_cloudflared.sh", import.meta.url).p
 
 Deno.test({
   name:
-    "app: shares & units (stop, start, log; a share opened after its warning, then closed) and kits (preview, apply, update)",
+    "app: shares & units (stop, start, log; a share opened after its warning, then closed) kits (preview, apply, update), worktree actions (editor, pause, sync, remove) and ending a session",
   ignore: CHROMIUM_MISSING,
   sanitizeOps: false,
   sanitizeResources: false,
@@ -360,8 +360,11 @@ Deno.test({
     await Deno.mkdir(bin, { recursive: true });
     await Deno.symlink(FAKE_TUNNEL, join(bin, "cloudflared"));
     const env = { PATH: `${bin}:${Deno.env.get("PATH")}`, FAKE_TUNNEL_LOG: join(dirs.root, "tunnel.calls") };
+    // A VS Code on the laptop that records what it is asked to open.
+    const editorCalls = join(dirs.root, "code.calls");
+    await Deno.writeTextFile(join(bin, "code"), `#!/bin/sh\necho "$@" >>'${editorCalls}'\n`, { mode: 0o755 });
     await using box = await startBox({ dirs, env });
-    await using agent = await startAgent(dirs);
+    await using agent = await startAgent(dirs, { env: { PATH: env.PATH } });
     const browser = await launchChromium();
     const laptop = new AgentClient({ url: agent.url, token: agent.token, origin: "test" });
     try {
@@ -433,6 +436,37 @@ Deno.test({
       await running.locator('[data-action="update"]').click();
       await running.locator('[data-older="1"]').waitFor({ state: "detached" });
       assertEquals((await box.client.config("app")).effective.env, { BASE: "2" });
+
+      // The board's worktree actions: open in the editor, pause and resume, sync, remove after a yes.
+      await page.locator('[data-view="board"]').click();
+      const actions = page.locator('.actions[data-worktree="devbox/app/w"]');
+      await actions.locator('[data-action="edit"]').click();
+      await actions.locator('[role="status"]', { hasText: "opened in Visual Studio Code" }).waitFor();
+      assertStringIncludes(await Deno.readTextFile(editorCalls), w.path);
+      await actions.locator('[data-action="pause"]').click();
+      await actions.locator('[data-action="resume"]').waitFor();
+      assertEquals((await box.client.worktree("app", "w")).paused, true);
+      await actions.locator('[data-action="resume"]').click();
+      await actions.locator('[data-action="pause"]').waitFor();
+      assertEquals((await box.client.worktree("app", "w")).paused, false);
+      await actions.locator('[data-action="sync"]').click();
+      await actions.locator('[role="status"]', { hasText: "rebased onto" }).waitFor();
+      // A dirty worktree: removal is refused, then done when asked again.
+      await Deno.writeTextFile(join(w.path, "scratch.txt"), "work in progress\n");
+      await actions.locator('.confirmed[data-action="remove"] > button').click();
+      await actions.locator('[data-answer="yes"]').click();
+      await actions.locator('[data-answer="retry"]').click();
+      await actions.waitFor({ state: "detached" });
+      assertEquals((await box.client.locations())[0].worktrees.map((x) => x.name), ["app"]);
+
+      // A session ended from the board, after a yes.
+      await box.client.createSession({ location: "app", command: "sh", name: "shell" });
+      const shell = page.locator('.sessions [data-session="devbox/shell"]');
+      await shell.locator('.confirmed[data-action="end"] > button').click();
+      await shell.locator('[data-answer="yes"]').click();
+      await eventually(async () =>
+        !(await box.client.sessions()).some((x) => x.name === "shell" && !x.exited)
+      );
       assertEquals(errors, []);
     } finally {
       laptop.close();

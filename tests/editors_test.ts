@@ -80,3 +80,40 @@ Deno.test("ssh-config writes a Host per box once; dock edit opens a box's file t
     laptop.close();
   }
 });
+
+Deno.test("dock edit on a box of this machine (dock add local) opens the folder as it is, no SSH", async () => {
+  const dirs = await makeDirs();
+  const bin = join(dirs.root, "bin");
+  await Deno.mkdir(bin, { recursive: true });
+  const calls = join(dirs.root, "code.calls");
+  await Deno.writeTextFile(join(bin, "code"), `#!/bin/sh\necho "$@" >>'${calls}'\n`, { mode: 0o755 });
+  await Deno.writeTextFile(join(bin, "gateway"), "#!/bin/sh\nexit 0\n", { mode: 0o755 });
+  const env = { PATH: `${bin}:${Deno.env.get("PATH")}` };
+  await using box = await startBox({ dirs });
+  await using agent = await startAgent(dirs, { env });
+  const laptop = new AgentClient({ url: agent.url, token: agent.token, origin: "test" });
+  try {
+    await laptop.addLocal("here");
+    await box.client.addLocation({ name: "app", path: await makeRepo(join(dirs.home, "work"), "app") });
+    const w = await box.client.createWorktree("app", { name: "w" });
+    const edited = await runCli("dock", ["edit", "here/app/w", "README.md:3"], {
+      env: laptopEnv(dirs, agent, env),
+      cwd: dirs.home,
+    });
+    assertEquals(edited.code, 0, edited.stderr);
+    const recorded = await eventually(async () =>
+      (await Deno.readTextFile(calls).catch(() => "")).trim() || undefined
+    );
+    assertEquals(recorded, `${w.path} --goto ${w.path}/README.md:3`);
+    // Nothing was written for SSH: the box is this machine.
+    assertEquals((await laptop.sshConfig()).hosts, []);
+    // JetBrains Gateway opens remote projects only: said so, not a broken SSH URL.
+    const refused = await assertRejects(
+      () => laptop.openEditor({ editor: "gateway", box: "here", location: "app", worktree: "w" }),
+      DockError,
+    ) as DockError;
+    assertEquals([refused.status, refused.code], [422, "remote_only"]);
+  } finally {
+    laptop.close();
+  }
+});

@@ -6,7 +6,9 @@
  * @module
  */
 import { useState } from "preact/hooks";
-import type { WorktreeService } from "../../client/wire.ts";
+import { signal } from "@preact/signals";
+import type { EditorInfo } from "../../client/agent.ts";
+import type { SyncResult, Worktree, WorktreeService } from "../../client/wire.ts";
 import type { Api } from "./api.ts";
 import { boxes, type BoxView, proxyPort, sessions } from "./store.ts";
 import { openTerminal } from "./views.ts";
@@ -39,6 +41,16 @@ export function Board(props: { api: Api }) {
               </button>
               <span class="muted">{session.agent ?? session.command}</span>
               <span class="muted where">{session.location}/{session.worktree}</span>
+              <Confirmed
+                label={session.exited ? "remove" : "end"}
+                question={session.exited
+                  ? `Remove ${box}/${session.name} from the list?`
+                  : `End ${box}/${session.name}? What runs in it stops.`}
+                act={() =>
+                  props.api.json(props.api.box(box, `sessions/${encodeURIComponent(session.name)}`), {
+                    method: "DELETE",
+                  })}
+              />
             </li>
           ))}
         </ul>
@@ -86,6 +98,13 @@ function BoxCard(props: { api: Api; view: BoxView }) {
                     {git?.dirty && <span class="tag dirty">dirty</span>}
                     {worktree.paused && <span class="tag">paused</span>}
                   </div>
+                  <WorktreeActions
+                    api={props.api}
+                    box={status.name}
+                    location={location.name}
+                    worktree={worktree}
+                    dirty={git?.dirty ?? false}
+                  />
                   {ports.length > 0 && (
                     <div class="row ports">
                       {proxyPort.value !== null && (
@@ -145,6 +164,149 @@ function ServiceRow(props: { api: Api; box: string; service: WorktreeService }) 
         log
       </button>
       {log !== null && <pre class="log">{log.split("\n").slice(-200).join("\n")}</pre>}
+    </div>
+  );
+}
+
+/**
+ * A button whose action runs only after a second click on "yes" beside the question; its refusal (a
+ * gate, a dirty worktree) is shown in place.
+ */
+function Confirmed(props: {
+  label: string;
+  question: string;
+  act: () => Promise<unknown>;
+  /** Offered after a refusal: the same action forced (`remove anyway`). */
+  retry?: { label: string; act: () => Promise<unknown> };
+}) {
+  const [asking, setAsking] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const run = async (act: () => Promise<unknown>) => {
+    setAsking(false);
+    try {
+      await act();
+      setError(null);
+    } catch (e) {
+      setError((e as Error).message);
+    }
+  };
+  return (
+    <span class="confirmed" data-action={props.label}>
+      <button type="button" class="small" onClick={() => setAsking(!asking)}>{props.label}</button>
+      {asking && (
+        <span class="confirm inline" role="dialog" aria-label={props.question}>
+          {props.question}{" "}
+          <button type="button" class="small" data-answer="yes" onClick={() => run(props.act)}>yes</button>
+          <button type="button" class="small" onClick={() => setAsking(false)}>no</button>
+        </span>
+      )}
+      {error && (
+        <span class="error" role="alert">
+          {error}
+          {props.retry && (
+            <button
+              type="button"
+              class="small"
+              data-answer="retry"
+              onClick={() => run(props.retry!.act)}
+            >
+              {props.retry.label}
+            </button>
+          )}
+        </span>
+      )}
+    </span>
+  );
+}
+
+/** The laptop's editors (`GET /v1/editors`), asked once per page; empty in box mode. */
+const editors = signal<EditorInfo[] | null>(null);
+
+/** A worktree's actions: open in an editor, pause or resume, sync onto its base, remove. */
+function WorktreeActions(
+  props: { api: Api; box: string; location: string; worktree: Worktree; dirty: boolean },
+) {
+  const { api, box, location, worktree } = props;
+  const [message, setMessage] = useState<{ text: string; error: boolean } | null>(null);
+  if (api.agent && editors.value === null) {
+    editors.value = [];
+    api.json<EditorInfo[]>(api.own("editors")).then((found) => editors.value = found, () => {});
+  }
+  const base = `locations/${encodeURIComponent(location)}/worktrees/${encodeURIComponent(worktree.name)}`;
+  const say = async (call: () => Promise<string>) => {
+    try {
+      setMessage({ text: await call(), error: false });
+    } catch (e) {
+      setMessage({ text: (e as Error).message, error: true });
+    }
+  };
+  const editor = editors.value?.[0];
+  return (
+    <div class="row actions" data-worktree={`${box}/${location}/${worktree.name}`}>
+      {editor && (
+        <button
+          type="button"
+          class="small"
+          data-action="edit"
+          onClick={() =>
+            say(async () => {
+              await api.json(api.own("editors/open"), {
+                method: "POST",
+                body: { editor: editor.id, box, location, worktree: worktree.name },
+              });
+              return `opened in ${editor.name}`;
+            })}
+        >
+          open in {editor.name}
+        </button>
+      )}
+      {!worktree.main && (
+        <>
+          <button
+            type="button"
+            class="small"
+            data-action={worktree.paused ? "resume" : "pause"}
+            onClick={() =>
+              say(async () => {
+                const verb = worktree.paused ? "resume" : "pause";
+                await api.json(api.box(box, `${base}/${verb}`), { method: "POST" });
+                return verb === "pause" ? "paused: its services and agents are stopped" : "resumed";
+              })}
+          >
+            {worktree.paused ? "resume" : "pause"}
+          </button>
+          <button
+            type="button"
+            class="small"
+            data-action="sync"
+            onClick={() =>
+              say(async () => {
+                const done = await api.json<SyncResult>(api.box(box, `${base}/sync`), {
+                  method: "POST",
+                  body: {},
+                });
+                if (!done.ok) {
+                  throw new Error(`${done.mode} onto ${done.onto} stopped: ${done.output.trim()}`);
+                }
+                return `${done.mode}d onto ${done.onto}`;
+              })}
+          >
+            sync
+          </button>
+          <Confirmed
+            label="remove"
+            question={`Remove ${location}/${worktree.name}${
+              props.dirty ? " and its uncommitted changes" : ""
+            }?`}
+            act={() => api.json(api.box(box, base), { method: "DELETE" })}
+            retry={{
+              label: "remove anyway",
+              act: () => api.json(api.box(box, `${base}?force=1`), { method: "DELETE" }),
+            }}
+          />
+        </>
+      )}
+      {message && <span class={message.error ? "error" : "muted"} role="status">{message.text}</span>}
     </div>
   );
 }
