@@ -59,6 +59,9 @@ Deno.test({
 
       // The app in box mode: this box's session on the board, the manifest linked for installing.
       await page.waitForSelector(`.sessions [data-session="${name}/s1"]`);
+      await page.waitForSelector(`.box[data-box="${name}"] .worktree`);
+      // Nothing is offered that the phone's scope refuses: no worktree actions, no ending sessions.
+      assertEquals(await page.locator(".actions, .confirmed").count(), 0);
       assertEquals(
         await page.evaluate(() => document.querySelector('link[rel="manifest"]')?.getAttribute("href")),
         "/manifest.webmanifest",

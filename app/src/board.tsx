@@ -41,16 +41,18 @@ export function Board(props: { api: Api }) {
               </button>
               <span class="muted">{session.agent ?? session.command}</span>
               <span class="muted where">{session.location}/{session.worktree}</span>
-              <Confirmed
-                label={session.exited ? "remove" : "end"}
-                question={session.exited
-                  ? `Remove ${box}/${session.name} from the list?`
-                  : `End ${box}/${session.name}? What runs in it stops.`}
-                act={() =>
-                  props.api.json(props.api.box(box, `sessions/${encodeURIComponent(session.name)}`), {
-                    method: "DELETE",
-                  })}
-              />
+              {props.api.agent && (
+                <Confirmed
+                  label={session.exited ? "remove" : "end"}
+                  question={session.exited
+                    ? `Remove ${box}/${session.name} from the list?`
+                    : `End ${box}/${session.name}? What runs in it stops.`}
+                  act={() =>
+                    props.api.json(props.api.box(box, `sessions/${encodeURIComponent(session.name)}`), {
+                      method: "DELETE",
+                    })}
+                />
+              )}
             </li>
           ))}
         </ul>
@@ -98,13 +100,18 @@ function BoxCard(props: { api: Api; view: BoxView }) {
                     {git?.dirty && <span class="tag dirty">dirty</span>}
                     {worktree.paused && <span class="tag">paused</span>}
                   </div>
-                  <WorktreeActions
-                    api={props.api}
-                    box={status.name}
-                    location={location.name}
-                    worktree={worktree}
-                    dirty={git?.dirty ?? false}
-                  />
+                  {
+                    // A phone's scope has no worktree changes (daemon/api/phone.ts): offered on the laptop.
+                    props.api.agent && (
+                      <WorktreeActions
+                        api={props.api}
+                        box={status.name}
+                        location={location.name}
+                        worktree={worktree}
+                        dirty={git?.dirty ?? false}
+                      />
+                    )
+                  }
                   {ports.length > 0 && (
                     <div class="row ports">
                       {proxyPort.value !== null && (
@@ -150,6 +157,14 @@ function ServiceRow(props: { api: Api; box: string; service: WorktreeService }) 
   }/services/${encodeURIComponent(service.name)}`;
   const act = (verb: string) =>
     props.api.json(props.api.box(props.box, `${base}/${verb}`), { method: "POST" });
+  // A phone may see services, not control them or read their logs (daemon/api/phone.ts).
+  if (!props.api.agent) {
+    return (
+      <div class="service">
+        <span class={`tag service-${service.state}`}>{service.name}: {service.state}</span>
+      </div>
+    );
+  }
   return (
     <div class="service">
       <span class={`tag service-${service.state}`}>{service.name}: {service.state}</span>
