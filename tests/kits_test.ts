@@ -11,6 +11,7 @@ import type { Kit } from "../client/wire.ts";
 import { AgentClient } from "../client/agent.ts";
 import { run } from "../core/runner.ts";
 import { git, laptopEnv, makeDirs, makeRepo, runCli, startAgent, startBox, waitForEvent } from "./harness.ts";
+import { exists } from "../core/files.ts";
 
 const KIT: Kit = {
   id: "node-app",
@@ -271,15 +272,6 @@ Deno.test("the kits library: add from a folder and from git, preview, apply, ins
     laptop.close();
   }
 });
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await Deno.lstat(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 Deno.test("the kits library: bad input names the path or field, unknown kits and places are 404s, and dock kit from a folder to rm", async () => {
   const dirs = await makeDirs();

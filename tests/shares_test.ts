@@ -9,6 +9,7 @@ import { assert, assertEquals, assertRejects, assertStringIncludes } from "./ass
 import { DockError } from "../client/errors.ts";
 import { isAlive } from "../daemon/procs.ts";
 import { eventually, makeDirs, makeRepo, startBox, waitForEvent } from "./harness.ts";
+import { exists } from "../core/files.ts";
 
 const FAKE = new URL("./fixtures/fake_cloudflared.sh", import.meta.url).pathname;
 
@@ -137,12 +138,3 @@ Deno.test("shares: a before:share.open gate that refuses keeps the worktree off 
   assertEquals(share.port, 4321);
   await box.client.unshare(share.id);
 });
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await Deno.lstat(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
