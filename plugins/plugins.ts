@@ -1042,14 +1042,17 @@ export class Plugins {
     bucket.at = now;
     this.#emitBuckets.set(origin, bucket);
     if (bucket.tokens < 1) {
-      // Counted every time, said once per burst: a refusal log line per event would be its own flood.
+      // Counted every time, said once per flood: a refusal log line per event would be its own flood, and
+      // would push what else the plugin was refused out of its (bounded) log.
       if (!bucket.refusing) {
         bucket.refusing = true;
         refuse(`ctx.emit: more than ${EMIT_PER_SECOND} events a second (further ones refused quietly)`);
       }
       quiet();
     }
-    bucket.refusing = false;
+    // A flood goes on while the events that trickle through at the rate take every token as it comes;
+    // it is over once the bucket has filled up again (the plugin kept below the rate for a while).
+    if (bucket.tokens >= EMIT_BURST - 1) bucket.refusing = false;
     bucket.tokens--;
     const event = this.#o.bus.publish({
       type: type as string,
