@@ -62,6 +62,21 @@ Deno.test({
       await page.waitForSelector(`.box[data-box="${name}"] .worktree`);
       // Nothing is offered that the phone's scope refuses: no worktree actions, no ending sessions.
       assertEquals(await page.locator(".actions, .confirmed").count(), 0);
+      // Nor the laptop's views, in the navigation or the palette.
+      const nav = await page.locator(".nav button").allTextContents();
+      assertEquals(nav.map((label) => label.replace(/\d+$/, "")), [
+        "Board",
+        "Needs you",
+        "Terminals",
+        "Events",
+      ]);
+      await page.keyboard.press("Control+k");
+      const listed = await page.locator(".palette li > span:first-child").allTextContents();
+      assert(
+        listed.includes("Board") && !listed.includes("Kits") && !listed.includes("Settings"),
+        listed.join(),
+      );
+      await page.keyboard.press("Escape");
       assertEquals(
         await page.evaluate(() => document.querySelector('link[rel="manifest"]')?.getAttribute("href")),
         "/manifest.webmanifest",

@@ -11,7 +11,7 @@ import { Api, ApiError, type AppConfig, loadConfig, readConfig, takeToken } from
 import { Board } from "./board.tsx";
 import { NeedsYou } from "./needs.tsx";
 import { live, needsYou, previews, Sync } from "./store.ts";
-import { closeTerminal, show, terminals, view, VIEWS } from "./views.ts";
+import { closeTerminal, show, terminals, view, viewsFor } from "./views.ts";
 import { Palette, palette } from "./palette.tsx";
 import { AutomationView, EventsView, PluginsView, QueueView, SettingsView, TaskView } from "./more.tsx";
 import { startNotifications } from "./notify.ts";
@@ -29,7 +29,7 @@ function App(props: { api: Api; config: AppConfig }) {
         <span class="brand">dock</span>
         <span class={`live ${live.value ? "on" : "off"}`} title={live.value ? "live" : "reconnecting"} />
         <nav class="nav">
-          {VIEWS.filter((v) => props.api.agent || !AGENT_ONLY.has(v.id)).map((v) => (
+          {viewsFor(props.api.agent).map((v) => (
             <button
               type="button"
               key={v.id}
@@ -104,16 +104,10 @@ function App(props: { api: Api; config: AppConfig }) {
         {view.value === "kits" && <KitsView api={props.api} />}
         {view.value === "settings" && <SettingsView api={props.api} />}
       </main>
-      <Palette />
+      <Palette agent={props.api.agent} />
     </div>
   );
 }
-
-/**
- * Views that only the laptop agent answers, and those a phone may not read (a box's hooks and flows, its
- * shares and units, the laptop's kits, themes and settings: its scope refuses them, `daemon/api/phone.ts`).
- */
-const AGENT_ONLY = new Set(["queue", "plugins", "task", "automation", "settings", "shares", "kits"]);
 
 function NoToken() {
   return (
@@ -179,7 +173,7 @@ async function main(): Promise<void> {
     }
     // Alt+letter shows a view (the letters are listed in the palette).
     const target = event.altKey && !event.ctrlKey && !event.metaKey &&
-      VIEWS.find((v) => event.code === `Key${v.key.toUpperCase()}`);
+      viewsFor(api.agent).find((v) => event.code === `Key${v.key.toUpperCase()}`);
     if (target) {
       event.preventDefault();
       show(target.id);

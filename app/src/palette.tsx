@@ -7,7 +7,7 @@
 import { signal } from "@preact/signals";
 import { useState } from "preact/hooks";
 import { boxes, sessions } from "./store.ts";
-import { openTerminal, show, VIEWS } from "./views.ts";
+import { openTerminal, show, viewsFor } from "./views.ts";
 
 /** True while the palette is open. */
 export const palette = signal(false);
@@ -18,8 +18,8 @@ interface Entry {
   run: () => void;
 }
 
-function entries(): Entry[] {
-  const list: Entry[] = VIEWS.map((v) => ({
+function entries(agent: boolean): Entry[] {
+  const list: Entry[] = viewsFor(agent).map((v) => ({
     label: v.label,
     hint: `view · Alt+${v.key.toUpperCase()}`,
     run: () => show(v.id),
@@ -45,13 +45,14 @@ function entries(): Entry[] {
   return list;
 }
 
-/** The palette dialog. */
-export function Palette() {
+/** The palette dialog; `agent`: the page sees every box through the agent (else a phone's views). */
+export function Palette(props: { agent: boolean }) {
   const [query, setQuery] = useState("");
   const [index, setIndex] = useState(0);
   if (!palette.value) return null;
   const words = query.toLowerCase().split(/\s+/).filter(Boolean);
-  const matches = entries().filter((e) => words.every((w) => e.label.toLowerCase().includes(w))).slice(0, 50);
+  const matches = entries(props.agent).filter((e) => words.every((w) => e.label.toLowerCase().includes(w)))
+    .slice(0, 50);
   const pick = (entry: Entry | undefined) => {
     if (!entry) return;
     palette.value = false;

@@ -7,20 +7,29 @@
 import { signal } from "@preact/signals";
 import { markSeen } from "./store.ts";
 
-/** The views, in the order of the navigation. */
+/**
+ * The views, in the order of the navigation. `agentOnly`: what only the laptop agent answers, or what a
+ * phone may not read (a box's hooks and flows, its shares and units, the laptop's queue, plugins, kits,
+ * themes and settings: its scope refuses them, `daemon/api/phone.ts`).
+ */
 export const VIEWS = [
-  { id: "board", label: "Board", key: "b" },
-  { id: "needs", label: "Needs you", key: "n" },
-  { id: "terminals", label: "Terminals", key: "t" },
-  { id: "task", label: "New task", key: "a" },
-  { id: "queue", label: "Queue", key: "q" },
-  { id: "events", label: "Events", key: "e" },
-  { id: "automation", label: "Hooks & flows", key: "h" },
-  { id: "plugins", label: "Plugins", key: "p" },
-  { id: "shares", label: "Shares & units", key: "u" },
-  { id: "kits", label: "Kits", key: "k" },
-  { id: "settings", label: "Settings", key: "s" },
+  { id: "board", label: "Board", key: "b", agentOnly: false },
+  { id: "needs", label: "Needs you", key: "n", agentOnly: false },
+  { id: "terminals", label: "Terminals", key: "t", agentOnly: false },
+  { id: "task", label: "New task", key: "a", agentOnly: true },
+  { id: "queue", label: "Queue", key: "q", agentOnly: true },
+  { id: "events", label: "Events", key: "e", agentOnly: false },
+  { id: "automation", label: "Hooks & flows", key: "h", agentOnly: true },
+  { id: "plugins", label: "Plugins", key: "p", agentOnly: true },
+  { id: "shares", label: "Shares & units", key: "u", agentOnly: true },
+  { id: "kits", label: "Kits", key: "k", agentOnly: true },
+  { id: "settings", label: "Settings", key: "s", agentOnly: true },
 ] as const;
+
+/** The views the page offers: all of them through the agent, the others on a phone. */
+export function viewsFor(agent: boolean): readonly (typeof VIEWS)[number][] {
+  return VIEWS.filter((v) => agent || !v.agentOnly);
+}
 
 /** A view's id. */
 export type ViewId = typeof VIEWS[number]["id"];
