@@ -9,8 +9,9 @@ import { assert, assertEquals, assertStringIncludes } from "./assert.ts";
 import type { AddSshProgress } from "../client/agent.ts";
 import { AgentClient } from "../client/agent.ts";
 import { BoxClient } from "../client/box.ts";
-import { makeDirs, runCli, startAgent } from "./harness.ts";
+import { installPackage, makeDirs, runCli, startAgent, startBox } from "./harness.ts";
 import { startSshBox } from "./ssh_box.ts";
+import { isAlive } from "../daemon/procs.ts";
 
 Deno.test("dock add ssh installs dock on a machine over SSH and pairs it; again, it changes nothing", async () => {
   await using box = await startSshBox();
@@ -72,6 +73,19 @@ Deno.test("dock add ssh installs dock on a machine over SSH and pairs it; again,
       hostname: "testbox",
     }]);
 
+    // A bystander: another home's dockd run from an installed package by the same user (as another test's
+    // box is). Restarting this box's daemon below must leave it alone.
+    const bystanderDirs = await makeDirs();
+    const packages = join(dirs.state, "client", "packages");
+    const whole = [...Deno.readDirSync(packages)].find((e) =>
+      e.name === `dock-${release.version}-${release.target}.tar.gz`
+    )!;
+    await installPackage(bystanderDirs.dockHome, { file: join(packages, whole.name), release });
+    await using bystander = await startBox({
+      dirs: bystanderDirs,
+      launcher: join(bystanderDirs.dockHome, "bin", "dockd"),
+    });
+
     // Another release on the same Deno (its id changed here, as a new build's would): the package goes
     // without the runtime, which the box keeps (the same file, linked), and the daemon restarts on it.
     const currentRelease = join(box.home, ".dock", "current", "release.json");
@@ -90,6 +104,9 @@ Deno.test("dock add ssh installs dock on a machine over SSH and pairs it; again,
     assertEquals((await Deno.stat(runtime)).ino, runtimeBefore);
     assertEquals(JSON.parse(await Deno.readTextFile(currentRelease)).id, release.id);
     assertEquals((await client.box("devbox").info()).build, info.build);
+    // The bystander's daemon is the same process, still answering.
+    assert(isAlive(bystander.process.pid), "the other home's dockd was stopped");
+    assertEquals((await bystander.client.info()).build, info.build);
 
     // The command line shows the same steps and the box it added.
     const cli = await runCli("dock", ["add", "ssh", "testbox"], {
