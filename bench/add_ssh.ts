@@ -175,6 +175,10 @@ async function packageSizes(): Promise<Row[]> {
           label: `package: ${targetName(target)} (deno ${built.manifest.deno})`,
           summary: summarize([built.bytes / 1024 / 1024]),
           unit: "MiB",
+        }, {
+          label: `package: ${targetName(target)} without its runtime (an upgrade on the same Deno)`,
+          summary: summarize([built.withoutRuntime.bytes / 1024 / 1024]),
+          unit: "MiB",
         });
       } catch (error) {
         rows.push({
