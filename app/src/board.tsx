@@ -12,6 +12,7 @@ import type { SyncResult, Worktree, WorktreeService } from "../../client/wire.ts
 import type { Api } from "./api.ts";
 import { boxes, type BoxView, proxyPort, sessions } from "./store.ts";
 import { openTerminal } from "./views.ts";
+import { useOutcome } from "./outcome.ts";
 
 /** A session's agent state as a badge. */
 export function Badge(props: { state: string; exited?: boolean }) {
@@ -195,15 +196,12 @@ function Confirmed(props: {
   retry?: { label: string; act: () => Promise<unknown> };
 }) {
   const [asking, setAsking] = useState(false);
-  const [error, setError] = useState<string | null>(null);
-  const run = async (act: () => Promise<unknown>) => {
+  const [outcome, runAction] = useOutcome();
+  const run = (act: () => Promise<unknown>) => {
     setAsking(false);
-    try {
+    return runAction(async () => {
       await act();
-      setError(null);
-    } catch (e) {
-      setError((e as Error).message);
-    }
+    });
   };
   return (
     <span class="confirmed" data-action={props.label}>
@@ -215,9 +213,9 @@ function Confirmed(props: {
           <button type="button" class="small" onClick={() => setAsking(false)}>no</button>
         </span>
       )}
-      {error && (
+      {outcome?.error && (
         <span class="error" role="alert">
-          {error}
+          {outcome.text}
           {props.retry && (
             <button
               type="button"
@@ -242,19 +240,12 @@ function WorktreeActions(
   props: { api: Api; box: string; location: string; worktree: Worktree; dirty: boolean },
 ) {
   const { api, box, location, worktree } = props;
-  const [message, setMessage] = useState<{ text: string; error: boolean } | null>(null);
+  const [message, say] = useOutcome();
   if (api.agent && editors.value === null) {
     editors.value = [];
     api.json<EditorInfo[]>(api.own("editors")).then((found) => editors.value = found, () => {});
   }
   const base = `locations/${encodeURIComponent(location)}/worktrees/${encodeURIComponent(worktree.name)}`;
-  const say = async (call: () => Promise<string>) => {
-    try {
-      setMessage({ text: await call(), error: false });
-    } catch (e) {
-      setMessage({ text: (e as Error).message, error: true });
-    }
-  };
   const editor = editors.value?.[0];
   return (
     <div class="row actions" data-worktree={`${box}/${location}/${worktree.name}`}>

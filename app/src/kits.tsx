@@ -8,29 +8,26 @@
 import { useState } from "preact/hooks";
 import type { KitInstallation, KitPreview, KitSummary, KitUpdate } from "../../client/agent.ts";
 import type { Api } from "./api.ts";
-import { boxes, events } from "./store.ts";
+import { boxes, eventsSeen } from "./store.ts";
 import { useJson } from "./use_json.ts";
+import { useOutcome } from "./outcome.ts";
 
 /** The library, the locations running kits, and the apply form. */
 export function KitsView(props: { api: Api }) {
   const { api } = props;
-  const changes = events.value.filter((event) => event.type.startsWith("kit.")).length;
+  const changes = eventsSeen("kit.");
   const [library, libraryError, reloadLibrary] = useJson<KitSummary[]>(api, api.own("kits"), [changes]);
   const [installed, installedError, reloadInstalled] = useJson<KitInstallation[]>(
     api,
     api.own("kits/installed"),
     [changes],
   );
-  const [message, setMessage] = useState<{ text: string; error: boolean } | null>(null);
-  const act = async (call: () => Promise<string>) => {
-    try {
-      setMessage({ text: await call(), error: false });
-    } catch (e) {
-      setMessage({ text: (e as Error).message, error: true });
-    }
-    reloadInstalled();
-    reloadLibrary();
-  };
+  const [message, run] = useOutcome();
+  const act = (call: () => Promise<string>) =>
+    run(call, () => {
+      reloadInstalled();
+      reloadLibrary();
+    });
   return (
     <div class="kits">
       {message && <p class={message.error ? "error" : "muted"} role="status">{message.text}</p>}
@@ -121,23 +118,13 @@ function ApplyKit(props: { api: Api; library: KitSummary[]; onApplied: (text: st
   const [kitId, setKitId] = useState("");
   const [place, setPlace] = useState("");
   const [preview, setPreview] = useState<KitPreview | null>(null);
-  const [error, setError] = useState<string | null>(null);
+  const [outcome, run] = useOutcome();
   const usable = props.library.filter((kit) => !kit.error);
   const kit = usable.find((k) => k.id === (kitId || usable[0]?.id));
   const target = places.find((p) =>
     `${p.box}/${p.location}` === (place || `${places[0]?.box}/${places[0]?.location}`)
   );
   if (!kit || !target) return null;
-  const ask = async <T,>(call: () => Promise<T>): Promise<T | null> => {
-    try {
-      const value = await call();
-      setError(null);
-      return value;
-    } catch (e) {
-      setError((e as Error).message);
-      return null;
-    }
-  };
   return (
     <section class="card">
       <h2>Apply a kit</h2>
@@ -145,13 +132,14 @@ function ApplyKit(props: { api: Api; library: KitSummary[]; onApplied: (text: st
         class="form apply-kit"
         onSubmit={async (e) => {
           e.preventDefault();
-          setPreview(
-            await ask(() =>
-              props.api.json<KitPreview>(props.api.own("kits/preview"), {
+          setPreview(null);
+          await run(async () =>
+            setPreview(
+              await props.api.json<KitPreview>(props.api.own("kits/preview"), {
                 method: "POST",
                 body: { id: kit.id, ...target },
-              })
-            ),
+              }),
+            )
           );
         }}
       >
@@ -187,7 +175,7 @@ function ApplyKit(props: { api: Api; library: KitSummary[]; onApplied: (text: st
         </label>
         <button type="submit">Preview</button>
       </form>
-      {error && <p class="error" role="alert">{error}</p>}
+      {outcome?.error && <p class="error" role="alert">{outcome.text}</p>}
       {preview && (
         <div class="kit-preview" data-preview-kit={preview.kit.id}>
           <p>
@@ -208,12 +196,12 @@ function ApplyKit(props: { api: Api; library: KitSummary[]; onApplied: (text: st
             type="button"
             data-action="apply"
             onClick={async () => {
-              const applied = await ask(() =>
-                props.api.json(props.api.own(`kits/${encodeURIComponent(preview.kit.id)}/apply`), {
+              const applied = await run(async () => {
+                await props.api.json(props.api.own(`kits/${encodeURIComponent(preview.kit.id)}/apply`), {
                   method: "POST",
                   body: { box: preview.box, location: preview.location },
-                })
-              );
+                });
+              });
               if (applied) {
                 setPreview(null);
                 props.onApplied(`applied ${preview.kit.id} to ${preview.box}/${preview.location}`);

@@ -17,7 +17,7 @@ import type {
 import type { TaskTemplate } from "../../client/agent.ts";
 import type { Api } from "./api.ts";
 import { useJson } from "./use_json.ts";
-import { boxes, events, queue } from "./store.ts";
+import { boxes, events, eventsSeen, queue } from "./store.ts";
 import { notifySettings, saveNotifySettings } from "./notify.ts";
 import { openTerminal } from "./views.ts";
 import { fill } from "./template.ts";
@@ -246,7 +246,7 @@ function BoxAutomation(props: { api: Api; box: string }) {
   const [hooks, hooksError] = useJson<HooksState>(props.api, props.api.box(props.box, "hooks"));
   const [flows, flowsError] = useJson<FlowsState>(props.api, props.api.box(props.box, "flows"));
   const [runs] = useJson<FlowRun[]>(props.api, props.api.box(props.box, "flows/runs?limit=20"), [
-    events.value.filter((e) => e.type.startsWith("flow.")).length,
+    eventsSeen("flow."),
   ]);
   return (
     <section class="card">
@@ -301,7 +301,7 @@ export function permissionLines(permissions: PluginPermissions | undefined): str
 /** Plugins on the laptop and every box: state, permissions to grant on enable, logs. */
 export function PluginsView(props: { api: Api }) {
   const [plugins, error, reload] = useJson<PluginInfo[]>(props.api, props.api.own("plugins"), [
-    events.value.filter((e) => e.type.startsWith("plugin.")).length,
+    eventsSeen("plugin."),
   ]);
   const [asking, setAsking] = useState<PluginInfo | null>(null);
   const [log, setLog] = useState<{ id: string; lines: string[] } | null>(null);

@@ -7,9 +7,10 @@
  * @module
  */
 import { useState } from "preact/hooks";
-import type { Share, StreamLine, Unit } from "../../client/wire.ts";
+import type { Share, ShareRequest, StreamLine, Unit } from "../../client/wire.ts";
 import type { Api } from "./api.ts";
-import { boxes, events } from "./store.ts";
+import { boxes, eventsSeen } from "./store.ts";
+import { useOutcome } from "./outcome.ts";
 import { useJson } from "./use_json.ts";
 
 /** Every online box's shares and units. */
@@ -23,28 +24,18 @@ export function SharesView(props: { api: Api }) {
   );
 }
 
-/** How many events of a kind the page has seen: a view reloads when it changes. */
-function seenOf(prefix: string): number {
-  return events.value.filter((event) => event.type.startsWith(prefix)).length;
-}
-
 function BoxShares(props: { api: Api; box: string }) {
   const { api, box } = props;
   const [shares, sharesError, reloadShares] = useJson<Share[]>(api, api.box(box, "shares"), [
-    seenOf("share."),
+    eventsSeen("share."),
   ]);
-  const [units, unitsError, reloadUnits] = useJson<Unit[]>(api, api.box(box, "units"), [seenOf("unit.")]);
-  const [actError, setActError] = useState<string | null>(null);
+  const [units, unitsError, reloadUnits] = useJson<Unit[]>(api, api.box(box, "units"), [eventsSeen("unit.")]);
+  const [outcome, run] = useOutcome();
   const [log, setLog] = useState<{ unit: string; lines: string[] } | null>(null);
-  const act = async (call: () => Promise<unknown>, reload: () => void) => {
-    try {
+  const act = (call: () => Promise<unknown>, reload: () => void) =>
+    run(async () => {
       await call();
-      setActError(null);
-    } catch (e) {
-      setActError((e as Error).message);
-    }
-    reload();
-  };
+    }, reload);
   const showLog = async (unit: string) => {
     if (log?.unit === unit) return setLog(null);
     const text = await api.text(api.box(box, `units/${encodeURIComponent(unit)}/log?tail=200`));
@@ -55,7 +46,7 @@ function BoxShares(props: { api: Api; box: string }) {
   return (
     <section class="card" data-box={box}>
       <h2>{box}</h2>
-      {actError && <p class="error" role="alert">{actError}</p>}
+      {outcome?.error && <p class="error" role="alert">{outcome.text}</p>}
       <h3>Public shares</h3>
       {sharesError && <p class="error">{sharesError}</p>}
       {shares?.length === 0 && <p class="muted">Nothing of {box} is public.</p>}
@@ -82,12 +73,9 @@ function BoxShares(props: { api: Api; box: string }) {
         ))}
       </ul>
       <NewShare
-        api={api}
         box={box}
-        onDone={(error) => {
-          setActError(error);
-          reloadShares();
-        }}
+        open={(request) =>
+          act(() => api.json(api.box(box, "shares"), { method: "POST", body: request }), reloadShares)}
       />
       <h3>Units</h3>
       {unitsError && <p class="error">{unitsError}</p>}
@@ -133,7 +121,7 @@ function BoxShares(props: { api: Api; box: string }) {
 }
 
 /** Opens a share of one worktree's port, once the person has read what goes public. */
-function NewShare(props: { api: Api; box: string; onDone: (error: string | null) => void }) {
+function NewShare(props: { box: string; open: (request: ShareRequest) => void }) {
   const worktrees = (boxes.value[props.box]?.locations ?? []).flatMap((location) =>
     location.worktrees.map((worktree) => ({ key: `${location.name}/${worktree.name}`, worktree }))
   );
@@ -143,21 +131,13 @@ function NewShare(props: { api: Api; box: string; onDone: (error: string | null)
   const picked = worktrees.find((w) => w.key === (chosen || worktrees[0]?.key));
   if (!picked) return null;
   const shownPort = port || String(picked.worktree.ports[0] ?? "");
-  const open = async () => {
+  const open = () => {
     setAsking(false);
-    try {
-      await props.api.json(props.api.box(props.box, "shares"), {
-        method: "POST",
-        body: {
-          location: picked.worktree.location,
-          worktree: picked.worktree.name,
-          ...(port ? { port: Number(port) } : {}),
-        },
-      });
-      props.onDone(null);
-    } catch (e) {
-      props.onDone((e as Error).message);
-    }
+    props.open({
+      location: picked.worktree.location,
+      worktree: picked.worktree.name,
+      ...(port ? { port: Number(port) } : {}),
+    });
   };
   return (
     <form

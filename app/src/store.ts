@@ -54,6 +54,14 @@ export const live = signal(false);
 
 const EVENT_LIMIT = 500;
 
+/**
+ * How many of the events the page holds have a type starting with `prefix`: a view that lists what such
+ * events change reads it again when this count moves (read inside a render, it re-renders then too).
+ */
+export function eventsSeen(prefix: string): number {
+  return events.value.filter((event) => event.type.startsWith(prefix)).length;
+}
+
 /** Called with each event as it arrives (notifications). */
 export const onEvent = new Set<(event: DockEvent) => void>();
 
