@@ -12,6 +12,7 @@ import { BoxClient } from "../client/box.ts";
 import { installPackage, makeDirs, runCli, startAgent, startBox } from "./harness.ts";
 import { startSshBox } from "./ssh_box.ts";
 import { isAlive } from "../daemon/procs.ts";
+import { packageName } from "../package/build.ts";
 
 Deno.test("dock add ssh installs dock on a machine over SSH and pairs it; again, it changes nothing", async () => {
   await using box = await startSshBox();
@@ -77,10 +78,10 @@ Deno.test("dock add ssh installs dock on a machine over SSH and pairs it; again,
     // box is). Restarting this box's daemon below must leave it alone.
     const bystanderDirs = await makeDirs();
     const packages = join(dirs.state, "client", "packages");
-    const whole = [...Deno.readDirSync(packages)].find((e) =>
-      e.name === `dock-${release.version}-${release.target}.tar.gz`
-    )!;
-    await installPackage(bystanderDirs.dockHome, { file: join(packages, whole.name), release });
+    await installPackage(bystanderDirs.dockHome, {
+      file: join(packages, `${packageName(release)}.tar.gz`),
+      release,
+    });
     await using bystander = await startBox({
       dirs: bystanderDirs,
       launcher: join(bystanderDirs.dockHome, "bin", "dockd"),

@@ -86,10 +86,15 @@ const madeRoots = new Set<string>();
 
 function removeMadeRoots(): void {
   for (const root of madeRoots) {
+    try {
+      Deno.statSync(root);
+    } catch {
+      continue; // removed by its test (a box's dispose), with what ran under it
+    }
     killProcessesUnder(root);
     try {
       Deno.removeSync(root, { recursive: true });
-    } catch { /* removed by its test */ }
+    } catch { /* a file being written as its process died: /tmp keeps it */ }
   }
 }
 
