@@ -5,6 +5,7 @@
  * @module
  */
 import { buildPackage, hostTarget, parseTarget, type Target, targetName, TARGETS } from "../package/build.ts";
+import { megabytes } from "../agent/packages.ts";
 
 const args = Deno.args;
 const targets: Target[] = args.includes("--all")
@@ -27,10 +28,11 @@ for (const target of targets) {
     target,
     progress: (line) => console.error(`${targetName(target)}: ${line}`),
   });
-  const mb = (built.bytes / 1024 / 1024).toFixed(1);
   const seconds = ((performance.now() - started) / 1000).toFixed(1);
   console.log(
-    `${built.file}  ${mb} MB  deno ${built.manifest.deno}  ${built.manifest.commit}  (${seconds} s)`,
+    `${built.file}  ${
+      megabytes(built.bytes)
+    }  deno ${built.manifest.deno}  ${built.manifest.commit}  (${seconds} s)`,
   );
-  console.log(`${built.withoutRuntime.file}  ${(built.withoutRuntime.bytes / 1024 / 1024).toFixed(1)} MB`);
+  console.log(`${built.withoutRuntime.file}  ${megabytes(built.withoutRuntime.bytes)}`);
 }
