@@ -444,7 +444,7 @@ else
     # This home's daemon only, by the real path its launcher runs it from: another home's (another
     # dock of the same user, another test's box) is not ours to stop.
     versions=$(cd "$HOME/.dock/versions" && pwd -P | sed 's#[][\\\\.*^$()+?{}|]#\\\\&#g')
-    pattern="$versions/[^ /]*/src/cli/dockd[.]ts serve"
+    pattern="$versions/[^ /]*/src/cli/dockd[.][jt]s serve"
     pkill -TERM -u "$(id -u)" -f "$pattern"
     i=0
     while pgrep -u "$(id -u)" -f "$pattern" >/dev/null 2>&1 && [ "$i" -lt 100 ]; do i=$((i + 1)); sleep 0.1; done

@@ -12,7 +12,9 @@ import { base64url } from "../core/pairing_link.ts";
 /** Reads the token, creating it (256 random bits, base64url) when missing. */
 export async function ensureToken(path: string): Promise<string> {
   try {
-    const token = (await Deno.readTextFile(path)).trim();
+    // Synchronous: a command's first asynchronous file read starts Deno's blocking-I/O thread (~1 ms of
+    // a ~20 ms command); the file is a few bytes.
+    const token = Deno.readTextFileSync(path).trim();
     if (token.length >= 32) return token;
   } catch (error) {
     if (!(error instanceof Deno.errors.NotFound)) throw error;

@@ -9,11 +9,18 @@
  * `dockd worktree list` ≤ 1.5×; `dock hook claude Stop` (to the running daemon) ≤ 1.3×. The empty run
  * with dock's `deno.json` (`--config`) is shown too: what the project's config costs any command.
  *
+ * Each command is measured twice: from this checkout (`deno run cli/dock.ts`, how a developer runs it)
+ * and from a package for this machine (`deno task package`: its launcher and bundled command line,
+ * what `dock add ssh` installs on a box), through the link a box has on its PATH and writes into agent
+ * tools' hook settings (`~/.dock/bin/dock` → `../current/bin/dock`).
+ *
  * @module
  */
 import { join } from "node:path";
 import { AgentClient } from "../client/agent.ts";
 import { makeDirs, makeRepo, startAgent, startBox, stopWithin } from "../tests/harness.ts";
+import { buildPackage, hostTarget } from "../package/build.ts";
+import { run as runProcess } from "../core/runner.ts";
 import { ms, ratio, type Row, summarize, type Summary } from "./stats.ts";
 
 const DENO = Deno.execPath();
@@ -28,6 +35,8 @@ const HOOK_GOAL = 1.3;
 interface Case {
   key: string;
   label: string;
+  /** The program run. @default {this Deno} */
+  command?: string;
   args: string[];
   env: Record<string, string>;
   stdin?: () => string;
@@ -39,7 +48,7 @@ interface Case {
 /** Spawns `deno ARGS`; resolves with the wall time, spawn to exit, and its stdout. */
 async function run(c: Case, cwd: string): Promise<{ ms: number; stdout: string }> {
   const started = performance.now();
-  const child = new Deno.Command(DENO, {
+  const child = new Deno.Command(c.command ?? DENO, {
     args: c.args,
     env: c.env,
     clearEnv: true,
@@ -59,7 +68,9 @@ async function run(c: Case, cwd: string): Promise<{ ms: number; stdout: string }
     new Response(child.stderr).text(),
   ]);
   const elapsed = performance.now() - started;
-  if (!status.success) throw new Error(`deno ${c.args.join(" ")} exited ${status.code}: ${stderr}`);
+  if (!status.success) {
+    throw new Error(`${c.command ?? "deno"} ${c.args.join(" ")} exited ${status.code}: ${stderr}`);
+  }
   return { ms: elapsed, stdout };
 }
 
@@ -94,6 +105,9 @@ export async function benchCli(options: { quick: boolean }): Promise<Row[]> {
     const boxEnv = env({ DOCK_STATE_DIR: dirs.state, DOCK_HOME: dirs.dockHome });
     const laptopEnv = env({ ...boxEnv, DOCK_AGENT_PORT: String(agent.port) });
     const run_ = (file: string, ...args: string[]) => ["run", "-A", "--cached-only", file, ...args];
+    const hookPayload = () =>
+      JSON.stringify({ session_id: `bench-${crypto.randomUUID()}`, cwd: scratch, hook_event_name: "Stop" });
+    const packaged = await packagedCases(dirs.root, hookPayload);
     const cases: Case[] = [
       {
         key: "floor",
@@ -109,7 +123,7 @@ export async function benchCli(options: { quick: boolean }): Promise<Row[]> {
       },
       {
         key: "version",
-        label: "`dock --version`",
+        label: "`dock --version`, checkout",
         args: run_(DOCK, "--version"),
         env: laptopEnv,
         expect: /^\d+\.\d+/,
@@ -117,7 +131,7 @@ export async function benchCli(options: { quick: boolean }): Promise<Row[]> {
       },
       {
         key: "help",
-        label: "`dockd --help`",
+        label: "`dockd --help`, checkout",
         args: run_(DOCKD, "--help"),
         env: boxEnv,
         expect: /Usage: dockd/,
@@ -125,7 +139,7 @@ export async function benchCli(options: { quick: boolean }): Promise<Row[]> {
       },
       {
         key: "status",
-        label: "`dock status` (agent running, 1 box)",
+        label: "`dock status` (agent running, 1 box), checkout",
         args: run_(DOCK, "status"),
         env: laptopEnv,
         expect: /local\s+socket\s+online/,
@@ -133,7 +147,7 @@ export async function benchCli(options: { quick: boolean }): Promise<Row[]> {
       },
       {
         key: "list",
-        label: "`dockd worktree list` (1 location, 3 worktrees)",
+        label: "`dockd worktree list` (1 location, 3 worktrees), checkout",
         args: run_(DOCKD, "worktree", "list"),
         env: boxEnv,
         expect: /two/,
@@ -141,17 +155,13 @@ export async function benchCli(options: { quick: boolean }): Promise<Row[]> {
       },
       {
         key: "hook",
-        label: "`dock hook claude Stop` → running daemon",
+        label: "`dock hook claude Stop` → running daemon, checkout",
         args: run_(DOCK, "hook", "claude", "Stop"),
         env: boxEnv,
-        stdin: () =>
-          JSON.stringify({
-            session_id: `bench-${crypto.randomUUID()}`,
-            cwd: scratch,
-            hook_event_name: "Stop",
-          }),
+        stdin: hookPayload,
         goal: HOOK_GOAL,
       },
+      ...packaged.map((c): Case => ({ ...c, env: c.key.startsWith("pkg-status") ? laptopEnv : boxEnv })),
     ];
     for (const c of cases) {
       const { stdout } = await run(c, scratch);
@@ -181,4 +191,70 @@ export async function benchCli(options: { quick: boolean }): Promise<Row[]> {
   } finally {
     await stopWithin(agent);
   }
+}
+
+/**
+ * The same commands from a package for this machine, unpacked as `dock add ssh` installs one
+ * (`<home>/versions/<folder>`, `<home>/current` linked to it, `<home>/bin/<program>` linked to
+ * `../current/bin/<program>`) and run through those links.
+ */
+async function packagedCases(root: string, hookPayload: () => string): Promise<Omit<Case, "env">[]> {
+  const target = hostTarget();
+  if (!target) return [];
+  const home = join(root, "package-home");
+  const versions = join(home, "versions");
+  await Deno.mkdir(versions, { recursive: true });
+  const built = await buildPackage({ target, out: join(root, "package-out") });
+  const unpacked = await runProcess("tar", ["-xzf", built.file, "-C", versions], { timeoutMs: 120_000 });
+  if (unpacked.code !== 0) throw new Error(`tar: ${unpacked.output}`);
+  const folder = built.file.split("/").at(-1)!.replace(/\.tar\.gz$/, "");
+  await Deno.symlink(`versions/${folder}`, join(home, "current"));
+  await Deno.mkdir(join(home, "bin"));
+  for (const program of ["dock", "dockd"]) {
+    await Deno.symlink(`../current/bin/${program}`, join(home, "bin", program));
+  }
+  const bin = (program: string) => join(home, "bin", program);
+  const label = (what: string) => `${what}, package (\`~/.dock/bin\` launcher, bundled)`;
+  return [
+    {
+      key: "pkg-version",
+      label: label("`dock --version`"),
+      command: bin("dock"),
+      args: ["--version"],
+      expect: /^\d+\.\d+/,
+      goal: GOAL,
+    },
+    {
+      key: "pkg-help",
+      label: label("`dockd --help`"),
+      command: bin("dockd"),
+      args: ["--help"],
+      expect: /Usage: dockd/,
+      goal: GOAL,
+    },
+    {
+      key: "pkg-status",
+      label: label("`dock status`"),
+      command: bin("dock"),
+      args: ["status"],
+      expect: /local\s+socket\s+online/,
+      goal: GOAL,
+    },
+    {
+      key: "pkg-list",
+      label: label("`dockd worktree list`"),
+      command: bin("dockd"),
+      args: ["worktree", "list"],
+      expect: /two/,
+      goal: GOAL,
+    },
+    {
+      key: "pkg-hook",
+      label: label("`dock hook claude Stop`"),
+      command: bin("dock"),
+      args: ["hook", "claude", "Stop"],
+      stdin: hookPayload,
+      goal: HOOK_GOAL,
+    },
+  ];
 }

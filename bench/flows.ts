@@ -108,15 +108,25 @@ async function eventToStartedDaemon(runs: number): Promise<Row[]> {
         w.resolve();
       }
     }
-  })().catch(() => {});
-  const until = (match: (e: DockEvent) => boolean) =>
-    new Promise<number>((resolve) => waiters.push({ match, resolve: () => resolve(performance.now()) }));
+  })().catch(() => {}).finally(() => ended = true);
+  // Each wait has a deadline naming what did not come (a full bench run once hung here, the stream's end
+  // or an event never seen unknown): the section fails with a reason instead.
+  let ended = false;
+  const until = (what: string, match: (e: DockEvent) => boolean) =>
+    new Promise<number>((resolve, reject) => {
+      if (ended) return reject(new Error(`flows bench: the event stream ended before ${what}`));
+      const timer = setTimeout(() => reject(new Error(`flows bench: no ${what} within 30 s`)), 30_000);
+      waiters.push({ match, resolve: () => (clearTimeout(timer), resolve(performance.now())) });
+    });
   const started: number[] = [];
   const echoed: number[] = [];
   for (let i = 0; i < runs + 20; i++) {
-    const echo = until((e) => e.type === "bench.hit" && e.data?.i === i);
-    const flowStarted = until((e) => e.type === "flow.started" && e.data?.flow === "hit");
-    const finished = until((e) => e.type === "flow.finished" && e.data?.flow === "hit");
+    const echo = until(`bench.hit ${i}`, (e) => e.type === "bench.hit" && e.data?.i === i);
+    const flowStarted = until(
+      `flow.started ${i}`,
+      (e) => e.type === "flow.started" && e.data?.flow === "hit",
+    );
+    const finished = until(`flow.finished ${i}`, (e) => e.type === "flow.finished" && e.data?.flow === "hit");
     const sent = performance.now();
     await box.client.emit({ type: "bench.hit", data: { i } });
     const [echoAt, startedAt] = await Promise.all([echo, flowStarted, finished]);
@@ -125,7 +135,7 @@ async function eventToStartedDaemon(runs: number): Promise<Row[]> {
     started.push(startedAt - sent);
   }
   controller.abort();
-  await pump;
+  await Promise.race([pump, new Promise((resolve) => setTimeout(resolve, 5_000))]);
   const echo = summarize(echoed);
   return [
     {

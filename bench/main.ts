@@ -604,28 +604,37 @@ async function main(): Promise<void> {
   // The other sections, each on a fresh box of its own, after the first box has stopped.
   const serviceOptions = { quick: QUICK, denoServer: DENO_SERVER };
   if (chosen.has("services")) {
-    rows.push(...await benchServiceStart(serviceOptions));
-    rows.push(...await benchDaemonMemory(serviceOptions));
-    rows.push(...await benchPorts(serviceOptions));
+    rows.push(
+      ...await section("services", async () => [
+        ...await benchServiceStart(serviceOptions),
+        ...await benchDaemonMemory(serviceOptions),
+        ...await benchPorts(serviceOptions),
+      ]),
+    );
   }
-  if (chosen.has("sessions")) rows.push(...await benchSessions({ quick: QUICK }));
-  if (chosen.has("agent")) rows.push(...await benchAgent({ quick: QUICK }));
-  if (chosen.has("hooks")) rows.push(...await benchHooks({ quick: QUICK }));
-  if (chosen.has("plugins")) rows.push(...await benchPlugins({ quick: QUICK }));
-  if (chosen.has("flows")) rows.push(...await benchFlows({ quick: QUICK }));
-  if (chosen.has("app")) rows.push(...await benchApp({ quick: QUICK }));
-  if (chosen.has("truth")) rows.push(...await benchTruth());
-  if (chosen.has("mcp")) rows.push(...await benchMcp({ quick: QUICK }));
-  if (chosen.has("kits")) rows.push(...await benchKits({ quick: QUICK }));
-  if (chosen.has("queue")) rows.push(...await benchQueue({ quick: QUICK }));
+  if (chosen.has("sessions")) rows.push(...await section("sessions", () => benchSessions({ quick: QUICK })));
+  if (chosen.has("agent")) rows.push(...await section("agent", () => benchAgent({ quick: QUICK })));
+  if (chosen.has("hooks")) rows.push(...await section("hooks", () => benchHooks({ quick: QUICK })));
+  if (chosen.has("plugins")) rows.push(...await section("plugins", () => benchPlugins({ quick: QUICK })));
+  if (chosen.has("flows")) rows.push(...await section("flows", () => benchFlows({ quick: QUICK })));
+  if (chosen.has("app")) rows.push(...await section("app", () => benchApp({ quick: QUICK })));
+  if (chosen.has("truth")) rows.push(...await section("truth", () => benchTruth()));
+  if (chosen.has("mcp")) rows.push(...await section("mcp", () => benchMcp({ quick: QUICK })));
+  if (chosen.has("kits")) rows.push(...await section("kits", () => benchKits({ quick: QUICK })));
+  if (chosen.has("queue")) rows.push(...await section("queue", () => benchQueue({ quick: QUICK })));
   if (chosen.has("hardening")) {
-    rows.push(...await benchJournals(), ...await benchIdleConnections());
-    rows.push(...await benchQueueSoak({ quick: QUICK }));
-    rows.push(...await benchFuzz());
+    rows.push(
+      ...await section("hardening", async () => [
+        ...await benchJournals(),
+        ...await benchIdleConnections(),
+        ...await benchQueueSoak({ quick: QUICK }),
+        ...await benchFuzz(),
+      ]),
+    );
   }
-  if (chosen.has("cli")) rows.push(...await benchCli({ quick: QUICK }));
-  if (chosen.has("ssh")) rows.push(...await benchAddSsh({ quick: QUICK }));
-  if (chosen.has("upgrade")) rows.push(...await benchUpgrade({ quick: QUICK }));
+  if (chosen.has("cli")) rows.push(...await section("cli", () => benchCli({ quick: QUICK })));
+  if (chosen.has("ssh")) rows.push(...await section("ssh", () => benchAddSsh({ quick: QUICK })));
+  if (chosen.has("upgrade")) rows.push(...await section("upgrade", () => benchUpgrade({ quick: QUICK })));
 
   const gitVersion = await versionOf("git", ["--version"]);
   const load = (await Deno.readTextFile("/proc/loadavg").catch(() => "? ? ?")).split(" ").slice(0, 3);
@@ -640,4 +649,37 @@ async function main(): Promise<void> {
   console.log(`${header.join("  \n")}\n\n${table(rows)}`);
 }
 
-if (import.meta.main) await main();
+/** The longest a section may take before the run goes on without it (the slowest takes ~4 min). */
+const SECTION_DEADLINE_MS = 15 * 60_000;
+
+/**
+ * Runs one section; a section that fails or passes the deadline becomes a row saying so, and the run
+ * goes on: one stuck wait must not cost the whole table (a full run once hung in `flows`).
+ */
+async function section(name: string, run: () => Promise<Row[]>): Promise<Row[]> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new Error(`no result in ${SECTION_DEADLINE_MS / 60_000} min`)),
+      SECTION_DEADLINE_MS,
+    );
+  });
+  try {
+    return await Promise.race([run(), deadline]);
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    console.error(`bench: section ${name}: ${error instanceof Error ? error.stack : message}`);
+    return [{
+      label: `${name}: **no result**: ${message.split("\n")[0].slice(0, 200)}`,
+      summary: summarize([]),
+    }];
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+if (import.meta.main) {
+  await main();
+  // A section given up on at its deadline may still hold timers or processes: the table is out.
+  Deno.exit();
+}

@@ -9,6 +9,7 @@ export const DOCK_COMMANDS: readonly CommandEntry[] = [
     "family": "agent",
     "term": "agent",
     "description": "run the laptop agent in the foreground",
+    "subcommands": [["install"]],
   },
   {
     "name": "up",
@@ -16,6 +17,7 @@ export const DOCK_COMMANDS: readonly CommandEntry[] = [
     "family": "agent",
     "term": "up",
     "description": "run the box daemon and the agent on this machine, with the local box paired",
+    "subcommands": [],
   },
   {
     "name": "open",
@@ -24,6 +26,7 @@ export const DOCK_COMMANDS: readonly CommandEntry[] = [
     "term": "open [options]",
     "description":
       "open the app in the browser (the token rides in the address's fragment, which no server sees)",
+    "subcommands": [],
   },
   {
     "name": "ui-token",
@@ -31,8 +34,16 @@ export const DOCK_COMMANDS: readonly CommandEntry[] = [
     "family": "agent",
     "term": "ui-token",
     "description": "print the agent's URL and token as JSON",
+    "subcommands": [],
   },
-  { "name": "add", "aliases": [], "family": "agent", "term": "add", "description": "add a box" },
+  {
+    "name": "add",
+    "aliases": [],
+    "family": "agent",
+    "term": "add",
+    "description": "add a box",
+    "subcommands": [["ssh"], ["local"]],
+  },
   {
     "name": "upgrade",
     "aliases": [],
@@ -40,6 +51,7 @@ export const DOCK_COMMANDS: readonly CommandEntry[] = [
     "term": "upgrade [options] [box]",
     "description":
       "send this laptop's dock to a box running an older build (or to every such box) and restart it there; sessions and services go on",
+    "subcommands": [],
   },
   {
     "name": "forget",
@@ -47,6 +59,7 @@ export const DOCK_COMMANDS: readonly CommandEntry[] = [
     "family": "agent",
     "term": "forget [options] <box>",
     "description": "forget a box (a paired box also unpairs this laptop)",
+    "subcommands": [],
   },
   {
     "name": "status",
@@ -54,6 +67,7 @@ export const DOCK_COMMANDS: readonly CommandEntry[] = [
     "family": "agent",
     "term": "status [options]",
     "description": "the boxes and their connections",
+    "subcommands": [],
   },
   {
     "name": "events",
@@ -61,6 +75,7 @@ export const DOCK_COMMANDS: readonly CommandEntry[] = [
     "family": "agent",
     "term": "events [options]",
     "description": "stream the laptop's and every box's events",
+    "subcommands": [],
   },
   {
     "name": "emit",
@@ -68,6 +83,7 @@ export const DOCK_COMMANDS: readonly CommandEntry[] = [
     "family": "agent",
     "term": "emit [options] <type> [data...]",
     "description": "announce an event on this laptop",
+    "subcommands": [],
   },
   {
     "name": "pair",
@@ -75,6 +91,7 @@ export const DOCK_COMMANDS: readonly CommandEntry[] = [
     "family": "pair",
     "term": "pair [options] <link>",
     "description": "pair this laptop with a box, from the link `dockd pair` printed there",
+    "subcommands": [],
   },
   {
     "name": "location",
@@ -82,6 +99,16 @@ export const DOCK_COMMANDS: readonly CommandEntry[] = [
     "family": "location",
     "term": "location|loc",
     "description": "repositories registered on the boxes",
+    "subcommands": [
+      ["list", "ls"],
+      ["add"],
+      ["rm", "remove"],
+      ["clone"],
+      ["new"],
+      ["branches"],
+      ["scripts"],
+      ["config"],
+    ],
   },
   {
     "name": "worktree",
@@ -89,6 +116,7 @@ export const DOCK_COMMANDS: readonly CommandEntry[] = [
     "family": "worktree",
     "term": "worktree|wt",
     "description": "git worktrees of locations",
+    "subcommands": [["list", "ls"], ["new"], ["rm", "remove"], ["status"], ["log"], ["sync"], ["setup-log"]],
   },
   {
     "name": "service",
@@ -96,6 +124,7 @@ export const DOCK_COMMANDS: readonly CommandEntry[] = [
     "family": "service",
     "term": "service|svc",
     "description": "a worktree's services",
+    "subcommands": [["list", "ls"], ["start"], ["stop"], ["restart"], ["log"]],
   },
   {
     "name": "pause",
@@ -103,6 +132,7 @@ export const DOCK_COMMANDS: readonly CommandEntry[] = [
     "family": "service",
     "term": "pause <box/location/worktree>",
     "description": "stop every process of a worktree's services and sessions (SIGSTOP)",
+    "subcommands": [],
   },
   {
     "name": "resume",
@@ -110,6 +140,7 @@ export const DOCK_COMMANDS: readonly CommandEntry[] = [
     "family": "service",
     "term": "resume <box/location/worktree>",
     "description": "continue a paused worktree",
+    "subcommands": [],
   },
   {
     "name": "ports",
@@ -117,6 +148,7 @@ export const DOCK_COMMANDS: readonly CommandEntry[] = [
     "family": "service",
     "term": "ports [options] [box]",
     "description": "listening TCP ports and the worktree each belongs to",
+    "subcommands": [],
   },
   {
     "name": "session",
@@ -124,6 +156,7 @@ export const DOCK_COMMANDS: readonly CommandEntry[] = [
     "family": "session",
     "term": "session",
     "description": "terminal sessions (usually coding agents)",
+    "subcommands": [["new"], ["list", "ls"], ["show"], ["rm", "remove"], ["screen"], ["send"], ["wait"]],
   },
   {
     "name": "task",
@@ -131,6 +164,7 @@ export const DOCK_COMMANDS: readonly CommandEntry[] = [
     "family": "session",
     "term": "task",
     "description": "tasks: a new worktree with an agent running in it",
+    "subcommands": [["new"]],
   },
   {
     "name": "loop",
@@ -138,6 +172,7 @@ export const DOCK_COMMANDS: readonly CommandEntry[] = [
     "family": "session",
     "term": "loop [options] <box/session>",
     "description": "prompt, wait, run a check, and send its failures back until it passes",
+    "subcommands": [],
   },
   {
     "name": "exec",
@@ -145,6 +180,7 @@ export const DOCK_COMMANDS: readonly CommandEntry[] = [
     "family": "exec",
     "term": "exec [options] <box/location> <command...>",
     "description": "run a command in a location or worktree through a login shell",
+    "subcommands": [],
   },
   {
     "name": "skills",
@@ -152,6 +188,7 @@ export const DOCK_COMMANDS: readonly CommandEntry[] = [
     "family": "skills",
     "term": "skills [options] [box] [command...]",
     "description": "dock's skills for agent tools (claude, codex) on a box: list, install, uninstall",
+    "subcommands": [],
   },
   {
     "name": "hooks",
@@ -159,6 +196,7 @@ export const DOCK_COMMANDS: readonly CommandEntry[] = [
     "family": "hooks",
     "term": "hooks [options] [box]",
     "description": "the laptop's hooks file, or a box's",
+    "subcommands": [],
   },
   {
     "name": "flow",
@@ -166,6 +204,7 @@ export const DOCK_COMMANDS: readonly CommandEntry[] = [
     "family": "flow",
     "term": "flow",
     "description": "the box's flows and their runs",
+    "subcommands": [["list"], ["runs"], ["show"], ["test"], ["enable"], ["disable"]],
   },
   {
     "name": "plugin",
@@ -173,6 +212,7 @@ export const DOCK_COMMANDS: readonly CommandEntry[] = [
     "family": "plugin",
     "term": "plugin",
     "description": "the laptop's plugins, and its boxes'",
+    "subcommands": [["list"], ["show"], ["logs"], ["enable"], ["disable"], ["new"]],
   },
   {
     "name": "phone",
@@ -180,6 +220,7 @@ export const DOCK_COMMANDS: readonly CommandEntry[] = [
     "family": "phone",
     "term": "phone",
     "description": "the phone companion: a phone reaches the box directly",
+    "subcommands": [["status"], ["on"], ["off"], ["pair"], ["devices"], ["revoke"]],
   },
   {
     "name": "review",
@@ -188,6 +229,7 @@ export const DOCK_COMMANDS: readonly CommandEntry[] = [
     "term": "review [options] [box]",
     "description":
       "worktrees with work to review: commits ahead of their base, uncommitted changes, agents finished unseen",
+    "subcommands": [],
   },
   {
     "name": "preview",
@@ -196,6 +238,7 @@ export const DOCK_COMMANDS: readonly CommandEntry[] = [
     "term": "preview [options] <box/location/worktree> [path]",
     "description":
       "open a worktree's dev server in the dock app (announces preview.open) and print its private URL",
+    "subcommands": [],
   },
   {
     "name": "share",
@@ -203,6 +246,7 @@ export const DOCK_COMMANDS: readonly CommandEntry[] = [
     "family": "share",
     "term": "share",
     "description": "public URLs for worktree ports (a tunnel CLI on the box)",
+    "subcommands": [["open"], ["list", "ls"], ["close"]],
   },
   {
     "name": "unit",
@@ -210,6 +254,10 @@ export const DOCK_COMMANDS: readonly CommandEntry[] = [
     "family": "unit",
     "term": "unit",
     "description": "the box's own long-running processes (no worktree's)",
+    "subcommands": [["list", "ls"], ["show"], ["add"], ["start"], ["stop"], ["restart"], ["log"], [
+      "rm",
+      "remove",
+    ]],
   },
   {
     "name": "queue",
@@ -217,6 +265,7 @@ export const DOCK_COMMANDS: readonly CommandEntry[] = [
     "family": "queue",
     "term": "queue",
     "description": "the offline prompt queue",
+    "subcommands": [["list", "ls"], ["send"], ["retry"], ["edit"], ["rm", "remove"]],
   },
   {
     "name": "mcp",
@@ -225,6 +274,7 @@ export const DOCK_COMMANDS: readonly CommandEntry[] = [
     "term": "mcp",
     "description":
       "serve dock's tools (sessions, tasks, prompts, wait, screen, exec, flows) to an MCP client on stdin/stdout, for every box",
+    "subcommands": [["allow"], ["deny"], ["allowed"]],
   },
   {
     "name": "kit",
@@ -232,6 +282,18 @@ export const DOCK_COMMANDS: readonly CommandEntry[] = [
     "family": "kit",
     "term": "kit",
     "description": "kits: config and files applied to locations",
+    "subcommands": [
+      ["list", "ls"],
+      ["show"],
+      ["installed"],
+      ["add"],
+      ["preview"],
+      ["apply"],
+      ["update"],
+      ["remove"],
+      ["save"],
+      ["rm"],
+    ],
   },
   {
     "name": "edit",
@@ -239,6 +301,7 @@ export const DOCK_COMMANDS: readonly CommandEntry[] = [
     "family": "edit",
     "term": "edit [options] <target> [file]",
     "description": "open a box's location, worktree or file in an editor here (remote SSH)",
+    "subcommands": [],
   },
   {
     "name": "ssh-config",
@@ -246,6 +309,7 @@ export const DOCK_COMMANDS: readonly CommandEntry[] = [
     "family": "edit",
     "term": "ssh-config [options]",
     "description": "write a Host per box to ~/.ssh/config.d/dock and include it from ~/.ssh/config",
+    "subcommands": [],
   },
   {
     "name": "discover",
@@ -253,6 +317,7 @@ export const DOCK_COMMANDS: readonly CommandEntry[] = [
     "family": "discover",
     "term": "discover [options]",
     "description": "machines on your networks (tailscale) that could be boxes",
+    "subcommands": [],
   },
   {
     "name": "setup",
@@ -260,6 +325,7 @@ export const DOCK_COMMANDS: readonly CommandEntry[] = [
     "family": "setup",
     "term": "setup",
     "description": "one-time set-up of this laptop",
+    "subcommands": [["port80"]],
   },
   {
     "name": "integrations",
@@ -267,6 +333,7 @@ export const DOCK_COMMANDS: readonly CommandEntry[] = [
     "family": "integrations",
     "term": "integrations",
     "description": "hook agent tools (claude, cursor, codex) into dock and give them dock's skills",
+    "subcommands": [["install"]],
   },
   {
     "name": "hook",
@@ -274,6 +341,7 @@ export const DOCK_COMMANDS: readonly CommandEntry[] = [
     "family": "hook",
     "term": "hook <tool> <event>",
     "description": "report an agent tool's hook (run by the tool itself)",
+    "subcommands": [],
   },
 ];
 
@@ -285,6 +353,7 @@ export const DOCKD_COMMANDS: readonly CommandEntry[] = [
     "family": "daemon",
     "term": "serve",
     "description": "run the box daemon in the foreground",
+    "subcommands": [],
   },
   {
     "name": "install",
@@ -293,6 +362,7 @@ export const DOCKD_COMMANDS: readonly CommandEntry[] = [
     "term": "install",
     "description":
       "install the box daemon as a service that runs permanently (systemd user unit, launchd agent)",
+    "subcommands": [],
   },
   {
     "name": "location",
@@ -300,6 +370,16 @@ export const DOCKD_COMMANDS: readonly CommandEntry[] = [
     "family": "location",
     "term": "location|loc",
     "description": "repositories registered on this box",
+    "subcommands": [
+      ["list", "ls"],
+      ["add"],
+      ["rm", "remove"],
+      ["clone"],
+      ["new"],
+      ["branches"],
+      ["scripts"],
+      ["config"],
+    ],
   },
   {
     "name": "worktree",
@@ -307,6 +387,7 @@ export const DOCKD_COMMANDS: readonly CommandEntry[] = [
     "family": "worktree",
     "term": "worktree|wt",
     "description": "git worktrees of locations",
+    "subcommands": [["list", "ls"], ["new"], ["rm", "remove"], ["status"], ["log"], ["sync"], ["setup-log"]],
   },
   {
     "name": "service",
@@ -314,6 +395,7 @@ export const DOCKD_COMMANDS: readonly CommandEntry[] = [
     "family": "service",
     "term": "service|svc",
     "description": "a worktree's services",
+    "subcommands": [["list", "ls"], ["start"], ["stop"], ["restart"], ["log"]],
   },
   {
     "name": "pause",
@@ -321,6 +403,7 @@ export const DOCKD_COMMANDS: readonly CommandEntry[] = [
     "family": "service",
     "term": "pause <location/worktree>",
     "description": "stop every process of a worktree's services and sessions (SIGSTOP)",
+    "subcommands": [],
   },
   {
     "name": "resume",
@@ -328,6 +411,7 @@ export const DOCKD_COMMANDS: readonly CommandEntry[] = [
     "family": "service",
     "term": "resume <location/worktree>",
     "description": "continue a paused worktree",
+    "subcommands": [],
   },
   {
     "name": "ports",
@@ -335,6 +419,7 @@ export const DOCKD_COMMANDS: readonly CommandEntry[] = [
     "family": "service",
     "term": "ports [options]",
     "description": "listening TCP ports and the worktree each belongs to",
+    "subcommands": [],
   },
   {
     "name": "session",
@@ -342,6 +427,7 @@ export const DOCKD_COMMANDS: readonly CommandEntry[] = [
     "family": "session",
     "term": "session",
     "description": "terminal sessions (usually coding agents)",
+    "subcommands": [["new"], ["list", "ls"], ["show"], ["rm", "remove"], ["screen"], ["send"], ["wait"]],
   },
   {
     "name": "task",
@@ -349,6 +435,7 @@ export const DOCKD_COMMANDS: readonly CommandEntry[] = [
     "family": "session",
     "term": "task",
     "description": "tasks: a new worktree with an agent running in it",
+    "subcommands": [["new"]],
   },
   {
     "name": "loop",
@@ -356,6 +443,7 @@ export const DOCKD_COMMANDS: readonly CommandEntry[] = [
     "family": "session",
     "term": "loop [options] <session>",
     "description": "prompt, wait, run a check, and send its failures back until it passes",
+    "subcommands": [],
   },
   {
     "name": "exec",
@@ -363,6 +451,7 @@ export const DOCKD_COMMANDS: readonly CommandEntry[] = [
     "family": "exec",
     "term": "exec [options] <location> <command...>",
     "description": "run a command in a location or worktree through a login shell",
+    "subcommands": [],
   },
   {
     "name": "skills",
@@ -370,6 +459,7 @@ export const DOCKD_COMMANDS: readonly CommandEntry[] = [
     "family": "skills",
     "term": "skills",
     "description": "dock's skills for agent tools (claude, codex): list, install, uninstall",
+    "subcommands": [["list", "ls"], ["install"], ["uninstall", "rm"]],
   },
   {
     "name": "hooks",
@@ -377,6 +467,7 @@ export const DOCKD_COMMANDS: readonly CommandEntry[] = [
     "family": "hooks",
     "term": "hooks [options]",
     "description": "the box's hooks file and its runs",
+    "subcommands": [],
   },
   {
     "name": "flow",
@@ -384,6 +475,7 @@ export const DOCKD_COMMANDS: readonly CommandEntry[] = [
     "family": "flow",
     "term": "flow",
     "description": "the box's flows and their runs",
+    "subcommands": [["list"], ["runs"], ["show"], ["test"], ["enable"], ["disable"]],
   },
   {
     "name": "plugin",
@@ -391,6 +483,7 @@ export const DOCKD_COMMANDS: readonly CommandEntry[] = [
     "family": "plugin",
     "term": "plugin",
     "description": "the box's plugins (~/.dock/plugins)",
+    "subcommands": [["list"], ["show"], ["logs"], ["enable"], ["disable"], ["new"]],
   },
   {
     "name": "phone",
@@ -398,6 +491,7 @@ export const DOCKD_COMMANDS: readonly CommandEntry[] = [
     "family": "phone",
     "term": "phone",
     "description": "the phone companion: a phone reaches the box directly",
+    "subcommands": [["status"], ["on"], ["off"], ["pair"], ["devices"], ["revoke"]],
   },
   {
     "name": "review",
@@ -406,6 +500,7 @@ export const DOCKD_COMMANDS: readonly CommandEntry[] = [
     "term": "review [options]",
     "description":
       "worktrees with work to review: commits ahead of their base, uncommitted changes, agents finished unseen",
+    "subcommands": [],
   },
   {
     "name": "preview",
@@ -414,6 +509,7 @@ export const DOCKD_COMMANDS: readonly CommandEntry[] = [
     "term": "preview [options] [path]",
     "description":
       "open a worktree's dev server in the dock app (announces preview.open) and print its private URL",
+    "subcommands": [],
   },
   {
     "name": "share",
@@ -421,6 +517,7 @@ export const DOCKD_COMMANDS: readonly CommandEntry[] = [
     "family": "share",
     "term": "share",
     "description": "public URLs for worktree ports (a tunnel CLI on the box)",
+    "subcommands": [["open"], ["list", "ls"], ["close"]],
   },
   {
     "name": "unit",
@@ -428,6 +525,10 @@ export const DOCKD_COMMANDS: readonly CommandEntry[] = [
     "family": "unit",
     "term": "unit",
     "description": "the box's own long-running processes (no worktree's)",
+    "subcommands": [["list", "ls"], ["show"], ["add"], ["start"], ["stop"], ["restart"], ["log"], [
+      "rm",
+      "remove",
+    ]],
   },
   {
     "name": "events",
@@ -435,6 +536,7 @@ export const DOCKD_COMMANDS: readonly CommandEntry[] = [
     "family": "events",
     "term": "events [options]",
     "description": "stream the box's events as JSON lines",
+    "subcommands": [],
   },
   {
     "name": "emit",
@@ -442,6 +544,7 @@ export const DOCKD_COMMANDS: readonly CommandEntry[] = [
     "family": "events",
     "term": "emit [options] <type> [data...]",
     "description": "announce an event on this box",
+    "subcommands": [],
   },
   {
     "name": "info",
@@ -449,6 +552,7 @@ export const DOCKD_COMMANDS: readonly CommandEntry[] = [
     "family": "system",
     "term": "info [options]",
     "description": "the box's name, platform, build and tools",
+    "subcommands": [],
   },
   {
     "name": "stats",
@@ -456,6 +560,7 @@ export const DOCKD_COMMANDS: readonly CommandEntry[] = [
     "family": "system",
     "term": "stats [options]",
     "description": "memory, disks, load",
+    "subcommands": [],
   },
   {
     "name": "doctor",
@@ -463,6 +568,7 @@ export const DOCKD_COMMANDS: readonly CommandEntry[] = [
     "family": "system",
     "term": "doctor [options]",
     "description": "check what dock needs on this box",
+    "subcommands": [],
   },
   {
     "name": "fs",
@@ -470,6 +576,7 @@ export const DOCKD_COMMANDS: readonly CommandEntry[] = [
     "family": "system",
     "term": "fs [options] [path]",
     "description": "list a folder on the box (inside your home)",
+    "subcommands": [],
   },
   {
     "name": "env",
@@ -477,6 +584,7 @@ export const DOCKD_COMMANDS: readonly CommandEntry[] = [
     "family": "system",
     "term": "env",
     "description": "the box env file ~/.dock/env.json",
+    "subcommands": [["list", "ls"], ["set"], ["unset"]],
   },
   {
     "name": "guard",
@@ -484,6 +592,7 @@ export const DOCKD_COMMANDS: readonly CommandEntry[] = [
     "family": "system",
     "term": "guard",
     "description": "the resource guard (~/.dock/guard.json)",
+    "subcommands": [["show"], ["set"]],
   },
   {
     "name": "pair",
@@ -491,6 +600,7 @@ export const DOCKD_COMMANDS: readonly CommandEntry[] = [
     "family": "pair",
     "term": "pair [options]",
     "description": "print a one-time link that pairs a laptop with this box",
+    "subcommands": [],
   },
   {
     "name": "laptops",
@@ -498,6 +608,7 @@ export const DOCKD_COMMANDS: readonly CommandEntry[] = [
     "family": "pair",
     "term": "laptops [options]",
     "description": "the laptops paired with this box",
+    "subcommands": [],
   },
   {
     "name": "revoke",
@@ -505,6 +616,7 @@ export const DOCKD_COMMANDS: readonly CommandEntry[] = [
     "family": "pair",
     "term": "revoke [options] <id>",
     "description": "unpair a laptop and close its open streams",
+    "subcommands": [],
   },
   {
     "name": "schemas",
@@ -512,6 +624,7 @@ export const DOCKD_COMMANDS: readonly CommandEntry[] = [
     "family": "schemas",
     "term": "schemas [options]",
     "description": "print the JSON Schemas of .dock/config.json, kit.json and dock-plugin.json",
+    "subcommands": [],
   },
   {
     "name": "mcp",
@@ -520,6 +633,7 @@ export const DOCKD_COMMANDS: readonly CommandEntry[] = [
     "term": "mcp",
     "description":
       "serve dock's tools (sessions, tasks, prompts, wait, screen, exec, flows) to an MCP client on stdin/stdout, for this box",
+    "subcommands": [],
   },
   {
     "name": "secret",
@@ -527,6 +641,7 @@ export const DOCKD_COMMANDS: readonly CommandEntry[] = [
     "family": "secret",
     "term": "secret",
     "description": "secret references and the secrets of a worktree",
+    "subcommands": [["test"], ["exec"], ["report"]],
   },
   {
     "name": "integrations",
@@ -534,6 +649,7 @@ export const DOCKD_COMMANDS: readonly CommandEntry[] = [
     "family": "integrations",
     "term": "integrations",
     "description": "hook agent tools (claude, cursor, codex) into dock and give them dock's skills",
+    "subcommands": [["install"]],
   },
   {
     "name": "hook",
@@ -541,5 +657,6 @@ export const DOCKD_COMMANDS: readonly CommandEntry[] = [
     "family": "hook",
     "term": "hook <tool> <event>",
     "description": "report an agent tool's hook (run by the tool itself)",
+    "subcommands": [],
   },
 ];

@@ -6,4 +6,4 @@
  */
 import { enter } from "./entry.ts";
 
-await enter("./dock_main.ts");
+await enter("./dock_main.ts", "dock");

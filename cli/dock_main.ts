@@ -12,6 +12,7 @@ import { DOCK_COMMANDS } from "./commands.generated.ts";
 import { BUILD } from "../client/version.ts";
 import { type Families, hookStub, registerFor } from "./families.ts";
 import { load } from "./lazy.ts";
+import { ABOUT } from "./top_help.ts";
 
 /** `dock`'s families in the order its help lists them. */
 export function dockFamilies(): Families {
@@ -45,8 +46,7 @@ export function dockFamilies(): Families {
 
 /** Parses `args` and runs the command. */
 export async function main(args: string[]): Promise<void> {
-  const program = new Command("dock").description("drive coding agents on remote boxes from this laptop")
-    .version(BUILD);
+  const program = new Command("dock").description(ABOUT.dock).version(BUILD);
   await registerFor(program, args, dockFamilies(), DOCK_COMMANDS);
   await program.parseAsync(["deno", "dock", ...args]);
 }

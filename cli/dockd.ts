@@ -6,4 +6,4 @@
  */
 import { enter } from "./entry.ts";
 
-await enter("./dockd_main.ts");
+await enter("./dockd_main.ts", "dockd");

@@ -11,6 +11,7 @@ import { DOCKD_COMMANDS } from "./commands.generated.ts";
 import { BUILD } from "../client/version.ts";
 import { type Families, hookStub, registerFor } from "./families.ts";
 import { load } from "./lazy.ts";
+import { ABOUT } from "./top_help.ts";
 import { guarded } from "./output.ts";
 
 /** `dockd serve` and `dockd install`: running the daemon itself. */
@@ -60,7 +61,7 @@ export function dockdFamilies(): Families {
 
 /** Parses `args` and runs the command. */
 export async function main(args: string[]): Promise<void> {
-  const program = new Command("dockd").description("dock's box daemon and its command line").version(BUILD);
+  const program = new Command("dockd").description(ABOUT.dockd).version(BUILD);
   await registerFor(program, args, dockdFamilies(), DOCKD_COMMANDS);
   await program.parseAsync(["deno", "dockd", ...args]);
 }

@@ -8,10 +8,14 @@
  * @module
  */
 import { BUILD } from "../client/version.ts";
+import { bundled } from "./lazy.ts";
 
-/** Runs `hook …` on the fast path, anything else through `main` of the module `mainModule`. */
-export async function enter(mainModule: string): Promise<void> {
-  const here = (file: string) => new URL(file, import.meta.url).href;
+/**
+ * Runs `hook …` on the fast path, the version and `program`'s top-level help without commander,
+ * anything else through `main` of the module `mainModule`.
+ */
+export async function enter(mainModule: string, program: "dock" | "dockd"): Promise<void> {
+  const here = (file: string) => new URL(bundled(file), import.meta.url).href;
   if (Deno.args[0] === "hook") {
     const { runHook } = await import(here("./hook.ts"));
     await runHook(Deno.args.slice(1));
@@ -19,6 +23,11 @@ export async function enter(mainModule: string): Promise<void> {
   }
   // What commander's `.version()` prints, for the same flags.
   if (Deno.args[0] === "--version" || Deno.args[0] === "-V") return console.log(BUILD);
+  // The top-level help, from the command index (commander would build ~40 stubs to print it).
+  if (Deno.args.length === 1 && ["--help", "-h", "help"].includes(Deno.args[0])) {
+    const { printTopHelp } = await import(here("./top_help.ts"));
+    return printTopHelp(program);
+  }
   const { main } = await import(here(mainModule));
   await main(Deno.args);
   // The command is done (servers return only when stopped): exit now rather than wait for the runtime

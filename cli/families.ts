@@ -27,6 +27,8 @@ export interface CommandEntry {
   /** What help shows left of the description: `worktree [options] <args>`. */
   term: string;
   description: string;
+  /** Its subcommands' names and aliases (`list`, `ls`), so that a command line builds only the one it names. */
+  subcommands: string[][];
 }
 
 /**
@@ -39,8 +41,19 @@ export function commandWord(args: readonly string[]): string | undefined {
 }
 
 /**
- * Adds to `program` what `args` needs: the family of the command it names, or, when it names none (help,
- * a mistyped command), a stub per top-level command so that help and suggestions list them all.
+ * The subcommand of `entry` that `args` names (its name, not an alias), when the word after the
+ * command's own is one. Undefined for `help NAME` (its help lists every subcommand) and for anything else.
+ */
+export function subcommandWord(args: readonly string[], entry: CommandEntry): string | undefined {
+  const words = args.filter((arg) => !arg.startsWith("-"));
+  if (words[0] === "help") return undefined;
+  return entry.subcommands.find((names) => names.includes(words[1] ?? ""))?.[0];
+}
+
+/**
+ * Adds to `program` what `args` needs: the command it names (and of that, the subcommand it names), or,
+ * when it names none (help, a mistyped command), a stub per top-level command so that help and
+ * suggestions list them all.
  */
 export async function registerFor(
   program: Command,
@@ -51,7 +64,8 @@ export async function registerFor(
   const word = commandWord(args);
   const entry = index.find((candidate) => candidate.name === word || candidate.aliases.includes(word ?? ""));
   if (entry) {
-    (await families[entry.family]())(program);
+    const sub = subcommandWord(args, entry);
+    (await families[entry.family]())(only(program, [entry.name, ...(sub === undefined ? [] : [sub])]));
     return;
   }
   const terms = new Map(index.map((candidate) => [candidate.name, candidate.term]));
@@ -60,6 +74,43 @@ export async function registerFor(
   program.configureHelp({
     subcommandTerm: (command) => terms.get(command.name()) ?? help.subcommandTerm(command),
   });
+}
+
+/**
+ * What a family's code registers a command the command line does not name into: every call is taken
+ * and ignored, and answers itself, so chains (`.command(…).option(…).action(…)`) go on. Building the
+ * commands a run never uses was most of a command's own time (commander's code runs cold each time).
+ */
+const ignored: Command = new Proxy({}, {
+  get: (_target, key) => key === "then" ? undefined : () => ignored,
+}) as unknown as Command;
+
+/**
+ * `command` as a family's code sees it: `.command(SPEC)` builds a real command only when SPEC's name is
+ * `path[0]` (then seen through `only` with the rest of the path), otherwise `ignored`. An empty path
+ * lets everything through.
+ */
+function only(command: Command, path: readonly string[]): Command {
+  if (path.length === 0) return command;
+  const [name, ...rest] = path;
+  const seen: Command = new Proxy(command, {
+    get(target, key) {
+      const value = Reflect.get(target, key, target);
+      if (typeof value !== "function") return value;
+      if (key === "command") {
+        return (spec: string, ...more: unknown[]) => {
+          if (spec.split(" ")[0] !== name) return ignored;
+          return only(value.call(target, spec, ...more), rest);
+        };
+      }
+      // commander's setters answer their command: keep answering the filtered view of it.
+      return (...args: unknown[]) => {
+        const result = value.apply(target, args);
+        return result === target ? seen : result;
+      };
+    },
+  });
+  return seen;
 }
 
 /** `hook TOOL EVENT` runs before any family loads (entry.ts); this stub is what help lists. */
@@ -83,6 +134,7 @@ export async function indexOf(name: string, families: Families): Promise<Command
         family,
         term: help.subcommandTerm(command),
         description: command.description(),
+        subcommands: command.commands.map((sub) => [sub.name(), ...sub.aliases()]),
       });
     }
   }

@@ -11,8 +11,19 @@
  *
  * @module
  */
+import { UNBUNDLED } from "../package/unbundled.ts";
 
 /** Imports `file` (relative to `cli/`) when called; `T` is its module type, `typeof import(file)`. */
 export function load<T>(file: string): Promise<T> {
-  return import(new URL(file, import.meta.url).href);
+  return import(new URL(bundled(file), import.meta.url).href);
+}
+
+/**
+ * What `file` is where this code runs: in a package's bundled command line (`cli/*.js`, this module
+ * inlined into one of them), the bundle of a module of `cli/` is beside it as `.js`; the unbundled
+ * ones, and modules outside `cli/`, are the sources.
+ */
+export function bundled(file: string, from: string = import.meta.url): string {
+  if (!from.endsWith(".js") || !file.startsWith("./") || UNBUNDLED.includes(file)) return file;
+  return file.replace(/\.ts$/, ".js");
 }

@@ -72,7 +72,15 @@ for (const main of ["dock_main.ts", "dockd_main.ts"]) {
 }
 
 Deno.test("start-up: the hook path and --version load only their own leaves", async () => {
-  assertEquals(await loaded("./dock.ts"), ["cli/dock.ts", "cli/entry.ts", "client/version.ts"]);
+  assertEquals(await loaded("./dock.ts"), [
+    "cli/dock.ts",
+    "cli/entry.ts",
+    "cli/lazy.ts",
+    "client/version.ts",
+    "package/unbundled.ts",
+  ]);
+  // The top-level help: the command index, not commander.
+  assertEquals(await loaded("./top_help.ts"), ["cli/commands.generated.ts", "cli/top_help.ts"]);
   assertEquals(await loaded("./hook.ts"), ["cli/hook.ts", "cli/hook_map.ts"]);
 });
 

@@ -35,8 +35,30 @@ export interface DockErrorOptions {
   detail?: Record<string, unknown>;
 }
 
+// The same for every copy of this module (see DockError's `Symbol.hasInstance`).
+const BRAND = Symbol.for("dock.error-class");
+
 /** A user-facing error: it names what went wrong in words a person can act on. */
 export class DockError extends Error {
+  /**
+   * A package runs its command line bundled and loads the servers from sources (`cli/lazy.ts`): an error
+   * the daemon's code throws is then a DockError of another copy of this class. `instanceof DockError`
+   * answers true for those too, by the brand the class itself carries (subclasses check as usual).
+   */
+  static readonly [BRAND] = "DockError";
+
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    if (Function.prototype[Symbol.hasInstance].call(this, value)) return true;
+    if (!Object.hasOwn(this, BRAND) || typeof value !== "object" || value === null) return false;
+    for (let proto = Object.getPrototypeOf(value); proto; proto = Object.getPrototypeOf(proto)) {
+      const constructor = (proto as { constructor?: unknown }).constructor as
+        | Record<symbol, unknown>
+        | undefined;
+      if (constructor && Object.hasOwn(constructor, BRAND) && constructor[BRAND] === "DockError") return true;
+    }
+    return false;
+  }
+
   override name = "DockError";
   readonly code: string;
   readonly status: ErrorStatus;

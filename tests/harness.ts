@@ -21,11 +21,22 @@ export const GIT_ENV: Record<string, string> = {
   GIT_CONFIG_NOSYSTEM: "1",
 };
 
+/**
+ * The Deno cache of this test run, shared with the processes it starts (their `HOME` is a temporary
+ * folder, whose cache would be empty): a package build's `deno bundle` finds its esbuild there, which
+ * `deno task test` fetched before the tests (`package/bundler.ts`), and no process transpiles dock again.
+ */
+const DENO_DIR = Deno.env.get("DENO_DIR") ||
+  (Deno.build.os === "darwin"
+    ? `${Deno.env.get("HOME")}/Library/Caches/deno`
+    : `${Deno.env.get("XDG_CACHE_HOME") || `${Deno.env.get("HOME")}/.cache`}/deno`);
+
 /** The environment every dock process of a test runs with: its own home and dock directories. */
 function processEnv(dirs: BoxDirs): Record<string, string> {
   return {
     PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
     HOME: dirs.home,
+    DENO_DIR,
     SHELL: "/bin/sh",
     DOCK_HOME: dirs.dockHome,
     DOCK_STATE_DIR: dirs.state,

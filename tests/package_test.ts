@@ -7,6 +7,7 @@
 import { join } from "node:path";
 import { assert, assertEquals, assertStringIncludes } from "./assert.ts";
 import { VERSION } from "../client/version.ts";
+import type { DockEvent } from "../client/wire.ts";
 import { run } from "../core/runner.ts";
 import { buildPackage, hashTree, hostTarget, targetName } from "../package/build.ts";
 import { makeDirs, makeRepo, startBox } from "./harness.ts";
@@ -50,6 +51,12 @@ Deno.test("a package for this machine runs dockd and dock from itself, offline, 
         file.endsWith("_test.ts") || file.startsWith("src/node_modules/playwright")
       ),
     );
+    // The command line is bundled beside its sources; the servers' modules are not.
+    for (const file of ["src/cli/dock.js", "src/cli/dockd.js", "src/cli/hook.js", "src/cli/worktree.js"]) {
+      assert(files[file], `${file} is in the package`);
+    }
+    assert(!files["src/cli/serve.js"] && !files["src/cli/run_agent.js"] && files["src/cli/serve.ts"]);
+    assertStringIncludes(await Deno.readTextFile(join(root, "bin", "dock")), "/src/cli/dock.js");
 
     await using box = await startBox({ dirs, launcher: join(root, "bin", "dockd"), env: OFFLINE });
     const info = await box.client.info();
@@ -64,6 +71,29 @@ Deno.test("a package for this machine runs dockd and dock from itself, offline, 
     await ws.close();
 
     const env = { ...box.env, ...OFFLINE };
+    /** Runs the package's `bin/<program> ARGS`, as a person or an agent tool would. */
+    const packaged = async (program: string, args: string[], options: { stdin?: string } = {}) => {
+      const child = new Deno.Command(join(root, "bin", program), {
+        args,
+        env,
+        clearEnv: true,
+        stdin: "piped",
+        stdout: "piped",
+        stderr: "piped",
+      }).spawn();
+      const writer = child.stdin.getWriter();
+      await writer.write(new TextEncoder().encode(options.stdin ?? ""));
+      await writer.close();
+      const output = await child.output();
+      const text = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
+      return { code: output.code, stdout: text(output.stdout), stderr: text(output.stderr) };
+    };
+    /** The first event after `after` that `wanted` accepts (a spooled report arrives later, not never). */
+    const next = async (after: number, wanted: (event: DockEvent) => boolean) => {
+      for await (const event of box.client.events({ after, signal: AbortSignal.timeout(30_000) })) {
+        if (wanted(event)) return event;
+      }
+    };
     const version = await new Deno.Command(join(root, "bin", "dock"), {
       args: ["--version"],
       env,
@@ -78,6 +108,24 @@ Deno.test("a package for this machine runs dockd and dock from itself, offline, 
     }).output();
     assertEquals(listed.code, 0, new TextDecoder().decode(listed.stderr));
     assertStringIncludes(new TextDecoder().decode(listed.stdout), repo);
+    const help = await packaged("dockd", ["--help"]);
+    assertEquals(help.code, 0);
+    assertStringIncludes(help.stdout, "Usage: dockd [options] [command]");
+    // `serve` runs from the sources; its refusal (a DockError of the sources' copy of the class) is still
+    // told as a refusal by the bundle's command line, not as a crash.
+    const again = await packaged("dockd", ["serve"]);
+    assertEquals(again.code, 2, again.stderr);
+    assertStringIncludes(again.stderr, "already serves");
+    assertEquals(again.stderr.includes("    at "), false, again.stderr);
+
+    // An agent turn's report through the bundled hook reaches the daemon.
+    const start = (await box.client.emit({ type: "test.mark" })).id ?? 0;
+    const hook = await packaged("dock", ["hook", "claude", "Stop"], {
+      stdin: JSON.stringify({ session_id: "packaged-hook", cwd: repo, hook_event_name: "Stop" }),
+    });
+    assertEquals([hook.code, hook.stdout, hook.stderr], [0, "", ""]);
+    const reported = await next(start, (event) => event.data?.session_id === "packaged-hook");
+    assertEquals(reported?.type, "agent.finished");
 
     // The hook command written into an agent tool's settings runs this package's launcher, by the path
     // it was started from (a link on PATH survives an upgrade; the package folder does not).
