@@ -190,10 +190,7 @@ export async function startBox(options: StartBoxOptions = {}): Promise<TestBox> 
     if (stopped) return;
     stopped = true;
     client.close();
-    try {
-      process.kill(stopOptions.kill ? "SIGKILL" : "SIGTERM");
-    } catch { /* already gone */ }
-    await process.status;
+    await terminate(process, "dockd", stopOptions.kill);
     await drained;
   };
   return {
@@ -216,6 +213,29 @@ export async function startBox(options: StartBoxOptions = {}): Promise<TestBox> 
 }
 
 /** Stops a box or agent gracefully, killing it when that takes more than `ms` (open connections). */
+/** How long a daemon or agent may take to exit after SIGTERM (it stops its services first). */
+const EXIT_MS = 30_000;
+
+/**
+ * Ends `process` (SIGTERM, or SIGKILL when `kill`) and waits for it; one that has not exited
+ * `EXIT_MS` after SIGTERM is killed and the test fails saying so, rather than hanging the run.
+ */
+async function terminate(process: Deno.ChildProcess, what: string, kill = false): Promise<void> {
+  try {
+    process.kill(kill ? "SIGKILL" : "SIGTERM");
+  } catch { /* already gone */ }
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<"late">((resolve) => timer = setTimeout(() => resolve("late"), EXIT_MS));
+  const outcome = await Promise.race([process.status, late]);
+  clearTimeout(timer);
+  if (outcome !== "late") return;
+  try {
+    process.kill("SIGKILL");
+  } catch { /* exited just now */ }
+  await process.status;
+  throw new Error(`${what} had not exited ${EXIT_MS / 1000} s after SIGTERM (killed)`);
+}
+
 export async function stopWithin(
   handle: { process: Deno.ChildProcess; stop(): Promise<void> } | undefined,
   ms = 5000,
@@ -516,10 +536,7 @@ export async function startAgent(
   const stop = async (stopOptions: { kill?: boolean } = {}) => {
     if (stopped) return;
     stopped = true;
-    try {
-      process.kill(stopOptions.kill ? "SIGKILL" : "SIGTERM");
-    } catch { /* gone */ }
-    await process.status;
+    await terminate(process, "dock agent", stopOptions.kill);
     await drained;
   };
   return {
