@@ -132,6 +132,9 @@ export class Sync {
   #api: Api;
   /** Reloads under way or asked for, by what they reload: a burst of events costs one reload each. */
   #pending = new Map<string, { running: boolean; again: boolean }>();
+  /** Agent states set from events so far, and the count at which each session's was set last. */
+  #statesSet = 0;
+  #stateSetAt = new Map<string, number>();
 
   constructor(api: Api) {
     this.#api = api;
@@ -196,8 +199,18 @@ export class Sync {
   /** Reloads one box's sessions. */
   reloadSessions(box: string): void {
     this.#once(`sessions:${box}`, async () => {
+      const asked = this.#statesSet;
       const list = await this.#api.json<Session[]>(this.#api.box(box, "sessions"));
-      this.#patch(box, { sessions: list });
+      // An agent state that an event set while this list was on its way is newer than the list's: the
+      // list may have been read before the change (a board flickered back to the old state until the
+      // next reload, ~30 ms through a paired box). The reload the event asked for brings the rest.
+      const shown = boxes.value[box]?.sessions ?? [];
+      const sessions = list.map((session) => {
+        if ((this.#stateSetAt.get(sessionKey(box, session.name)) ?? 0) <= asked) return session;
+        const newer = shown.find((s) => s.name === session.name);
+        return newer ? { ...session, agent_state: newer.agent_state } : session;
+      });
+      this.#patch(box, { sessions });
     });
   }
 
@@ -270,6 +283,7 @@ export class Sync {
     const view = boxes.value[box];
     if (!view) return;
     const key = sessionKey(box, name);
+    this.#stateSetAt.set(key, ++this.#statesSet);
     changedAt.value = { ...changedAt.value, [key]: Date.now() };
     if (state === "finished" && seen.value.has(key)) {
       const next = new Set(seen.value);
