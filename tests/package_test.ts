@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { assert, assertEquals, assertStringIncludes } from "./assert.ts";
 import { VERSION } from "../client/version.ts";
 import type { DockEvent } from "../client/wire.ts";
+import { DOCK_COMMANDS, DOCKD_COMMANDS } from "../cli/commands.generated.ts";
 import { run } from "../core/runner.ts";
 import { buildPackage, hashTree, hostTarget, targetName } from "../package/build.ts";
 import { makeDirs, makeRepo, startBox } from "./harness.ts";
@@ -111,6 +112,14 @@ Deno.test("a package for this machine runs dockd and dock from itself, offline, 
     const help = await packaged("dockd", ["--help"]);
     assertEquals(help.code, 0);
     assertStringIncludes(help.stdout, "Usage: dockd [options] [command]");
+    // Every family's bundle loads: each top-level command's own help (but `hook`'s, which never prints).
+    for (const [program, index] of [["dock", DOCK_COMMANDS], ["dockd", DOCKD_COMMANDS]] as const) {
+      for (const command of index.filter((entry) => entry.name !== "hook")) {
+        const own = await packaged(program, [command.name, "--help"]);
+        assertEquals([own.code, own.stderr], [0, ""], `${program} ${command.name} --help`);
+        assertStringIncludes(own.stdout, `Usage: ${program} ${command.name}`);
+      }
+    }
     // `serve` runs from the sources; its refusal (a DockError of the sources' copy of the class) is still
     // told as a refusal by the bundle's command line, not as a crash.
     const again = await packaged("dockd", ["serve"]);
