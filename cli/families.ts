@@ -82,7 +82,11 @@ export async function registerFor(
  * commands a run never uses was most of a command's own time (commander's code runs cold each time).
  */
 const ignored: Command = new Proxy({}, {
-  get: (_target, key) => key === "then" ? undefined : () => ignored,
+  get: (_target, key) => {
+    if (key === "then") return undefined; // not a promise, whatever awaits it
+    if (key === Symbol.toPrimitive || key === "toString") return () => ""; // a name read into a text
+    return () => ignored;
+  },
 }) as unknown as Command;
 
 /**

@@ -78,3 +78,19 @@ Deno.test("families: the command word skips options and reads through help", () 
   assertEquals(commandWord(["--help"]), undefined);
   assertEquals(commandWord([]), undefined);
 });
+
+Deno.test("families: a command the line does not name takes any chain, and reads as an empty name", async () => {
+  const program = new Command("dock");
+  await registerFor(program, ["status"], {
+    agent: () =>
+      Promise.resolve((p: Command) => {
+        const other = p.command("other").alias("o").description("d").option("--x <y>", "x", Number);
+        other.command("deeper").argument("<a>").action(() => {});
+        p.command("status").description(`not ${other.name()}${String(other)}`).action(() => {});
+      }),
+  }, [{ name: "status", aliases: [], family: "agent", term: "status", description: "s", subcommands: [] }]);
+  assertEquals(program.commands.map((command) => [command.name(), command.description()]), [[
+    "status",
+    "not ",
+  ]]);
+});
