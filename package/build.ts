@@ -22,6 +22,7 @@
  *
  * @module
  */
+import { DockError } from "../client/errors.ts";
 import { VERSION } from "../client/version.ts";
 import { UNBUNDLED } from "./unbundled.ts";
 import { run } from "../core/runner.ts";
@@ -165,8 +166,14 @@ export function withoutRuntimeName(release: Pick<PackageRelease, "version" | "ta
   return `${packageName(release)}.without-runtime.tar.gz`;
 }
 
-/** Builds the package for `options.target`. */
+/**
+ * Builds the package for `options.target`. A dock that runs from an installed package (a laptop after
+ * `dock upgrade --self`) has no checkout to build from: its package for its own target is the release it
+ * runs, packed again; another target's needs the sources (see {@linkcode packInstalled}).
+ */
 export async function buildPackage(options: BuildOptions): Promise<BuiltPackage> {
+  const installed = await runningRelease();
+  if (installed) return await packInstalled(installed, options);
   const progress = options.progress ?? (() => {});
   const registry = (options.registry ?? Deno.env.get("NPM_CONFIG_REGISTRY") ?? "https://registry.npmjs.org/")
     .replace(/\/?$/, "/");
@@ -233,6 +240,69 @@ export async function buildPackage(options: BuildOptions): Promise<BuiltPackage>
     };
   } finally {
     await Deno.remove(staging, { recursive: true });
+  }
+}
+
+/** An installed release this code runs from: its folder (`…/versions/<folder>`) and its manifest. */
+export interface RunningRelease {
+  root: string;
+  manifest: PackageManifest;
+}
+
+/**
+ * The installed release this code runs from (`<release>/src/package/build.ts`, a `manifest.json` beside
+ * `src/`), or null in a checkout (its `.git` is there).
+ */
+export async function runningRelease(sources = ROOT): Promise<RunningRelease | null> {
+  if (await exists(join(sources, ".git"))) return null;
+  const root = dirname(sources);
+  try {
+    const manifest = JSON.parse(await Deno.readTextFile(join(root, "manifest.json"))) as PackageManifest;
+    return manifest.name === "dock" && manifest.files ? { root, manifest } : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The package of an installed release, packed again from its folder: exactly the files its manifest
+ * names, with `manifest.json` and `release.json` (not the transpile cache the launcher keeps beside
+ * them), so that a box checks it as it would the original. Only for the release's own target: another
+ * target's runtime and native modules come from the npm registry against `deno.lock`, which only a
+ * checkout has.
+ */
+export async function packInstalled(installed: RunningRelease, options: BuildOptions): Promise<BuiltPackage> {
+  const { manifest, root } = installed;
+  const target = targetName(options.target);
+  if (manifest.target !== target) {
+    throw new DockError(
+      "needs_sources",
+      `this dock runs from its ${manifest.target} package, which cannot make one for ${target}: ` +
+        `run dock from a checkout of its sources to reach a ${target} machine`,
+      { status: 422 },
+    );
+  }
+  (options.progress ?? (() => {}))(`the installed release ${manifest.id}`);
+  const { files: _, ...release } = manifest;
+  const name = packageName(manifest);
+  const out = options.out ?? join(ROOT, "dist");
+  await Deno.mkdir(out, { recursive: true });
+  const folder = root.split("/").at(-1)!;
+  const listed = ["manifest.json", "release.json", ...Object.keys(manifest.files)].sort();
+  const list = await Deno.makeTempFile({ prefix: "dock-pack-" });
+  try {
+    const pack = async (file: string, names: string[]) => {
+      await Deno.writeTextFile(list, names.map((name) => `${folder}/${name}`).join("\n") + "\n");
+      await must(run("tar", ["-czf", file, "-C", dirname(root), "-T", list], { timeoutMs: 300_000 }), "tar");
+      return (await Deno.stat(file)).size;
+    };
+    const file = join(out, `${name}.tar.gz`);
+    const bytes = await pack(file, listed);
+    const lean = join(out, withoutRuntimeName(manifest));
+    const leanBytes = await pack(lean, listed.filter((name) => name !== "bin/deno"));
+    return { file, bytes, manifest, release, withoutRuntime: { file: lean, bytes: leanBytes } };
+  } finally {
+    await Deno.remove(list).catch(() => {});
   }
 }
 
@@ -350,6 +420,8 @@ async function runtimeSources(): Promise<string[]> {
  * package need not be built again, dirty work tree or not.
  */
 export async function sourceFingerprint(): Promise<string> {
+  const installed = await runningRelease();
+  if (installed) return `release:${installed.manifest.id}`;
   const parts: Uint8Array[] = [];
   const encoder = new TextEncoder();
   for (const file of [...await runtimeSources(), "deno.json", "deno.lock"]) {

@@ -11,6 +11,7 @@ import type { DockEvent } from "../client/wire.ts";
 import { DOCK_COMMANDS, DOCKD_COMMANDS } from "../cli/commands.generated.ts";
 import { run } from "../core/runner.ts";
 import { buildPackage, hashTree, hostTarget, targetName } from "../package/build.ts";
+import { checkPackage } from "../package/install.ts";
 import { makeDirs, makeRepo, startBox } from "./harness.ts";
 import { connectUnixWebSocket } from "./ws_unix.ts";
 
@@ -135,6 +136,42 @@ Deno.test("a package for this machine runs dockd and dock from itself, offline, 
     assertEquals([hook.code, hook.stdout, hook.stderr], [0, "", ""]);
     const reported = await next(start, (event) => event.data?.session_id === "packaged-hook");
     assertEquals(reported?.type, "agent.finished");
+
+    // A dock running from this package (a laptop after `dock upgrade --self`) has no checkout: for a box of
+    // its own target it packs the release it runs again, which a box checks as the original; for another
+    // target it says why it cannot.
+    const probe = join(dirs.root, "repack.ts");
+    await Deno.writeTextFile(
+      probe,
+      `import { buildPackage, parseTarget } from ${JSON.stringify(`file://${root}/src/package/build.ts`)};
+      const [target, out] = Deno.args;
+      try {
+        const built = await buildPackage({ target: parseTarget(target), out });
+        console.log(JSON.stringify({ file: built.file, lean: built.withoutRuntime.file, release: built.release }));
+      } catch (error) {
+        console.log(JSON.stringify({ error: String(error) }));
+      }`,
+    );
+    const repack = async (target: string) => {
+      const made = await new Deno.Command(join(root, "bin", "deno"), {
+        args: ["run", "-A", "--cached-only", "--no-config", probe, target, join(dirs.root, "repacked")],
+        env: { ...env, DENO_DIR: join(root, "cache") },
+        clearEnv: true,
+      }).output();
+      assertEquals(made.code, 0, new TextDecoder().decode(made.stderr));
+      return JSON.parse(new TextDecoder().decode(made.stdout));
+    };
+    const repacked = await repack(targetName(target));
+    assertEquals(repacked.release, built.release);
+    for (const [archive, runtime] of [[repacked.file, true], [repacked.lean, false]] as const) {
+      const into = await Deno.makeTempDir({ dir: dirs.root });
+      assertEquals((await run("tar", ["-xzf", archive, "-C", into, "--strip-components=1"])).code, 0);
+      if (runtime) assertEquals(await checkPackage(into), built.release);
+      else assertEquals(await Deno.stat(join(into, "bin", "deno")).catch(() => null), null);
+      assertEquals(await Deno.stat(join(into, "cache")).catch(() => null), null, "no transpile cache");
+    }
+    const other = targetName(target) === "linux-arm64" ? "linux-x64" : "linux-arm64";
+    assertStringIncludes((await repack(other)).error, `cannot make one for ${other}`);
 
     // The hook command written into an agent tool's settings runs this package's launcher, by the path
     // it was started from (a link on PATH survives an upgrade; the package folder does not).
