@@ -25,6 +25,7 @@
 import { DockError } from "../client/errors.ts";
 import { VERSION } from "../client/version.ts";
 import { UNBUNDLED } from "./unbundled.ts";
+import { exists, readJsonOrNull } from "../core/files.ts";
 import { run } from "../core/runner.ts";
 import { dirname, join } from "../core/posix_path.ts";
 
@@ -251,18 +252,19 @@ export interface RunningRelease {
 
 /**
  * The installed release this code runs from (`<release>/src/package/build.ts`, a `manifest.json` beside
- * `src/`), or null in a checkout (its `.git` is there).
+ * `src/`), or null in a checkout (its `.git` is there). Read once: a process does not move, and a
+ * package request asks twice (the kept package's fingerprint, then the build).
  */
-export async function runningRelease(sources = ROOT): Promise<RunningRelease | null> {
-  if (await exists(join(sources, ".git"))) return null;
-  const root = dirname(sources);
-  try {
-    const manifest = JSON.parse(await Deno.readTextFile(join(root, "manifest.json"))) as PackageManifest;
-    return manifest.name === "dock" && manifest.files ? { root, manifest } : null;
-  } catch {
-    return null;
-  }
+export function runningRelease(): Promise<RunningRelease | null> {
+  return running ??= (async () => {
+    if (await exists(join(ROOT, ".git"))) return null;
+    const root = dirname(ROOT);
+    const manifest = await readJsonOrNull<PackageManifest>(join(root, "manifest.json"));
+    return manifest?.name === "dock" && manifest.files ? { root, manifest } : null;
+  })();
 }
+
+let running: Promise<RunningRelease | null> | undefined;
 
 /**
  * The package of an installed release, packed again from its folder: exactly the files its manifest
@@ -713,15 +715,6 @@ export async function hashTree(
 async function sha256(bytes: Uint8Array<ArrayBuffer>): Promise<string> {
   const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
   return [...digest].map((byte) => byte.toString(16).padStart(2, "0")).join("");
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await Deno.stat(path);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 async function must(

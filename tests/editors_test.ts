@@ -10,6 +10,11 @@ import { AgentClient } from "../client/agent.ts";
 import { DockError } from "../client/errors.ts";
 import { eventually, laptopEnv, makeDirs, makeRepo, runCli, startAgent, startBox } from "./harness.ts";
 
+/** What a fake editor or opener wrote into `file`, once it has (they run detached). */
+function wroteTo(file: string): Promise<string> {
+  return eventually(async () => (await Deno.readTextFile(file).catch(() => "")).trim() || undefined);
+}
+
 Deno.test("ssh-config writes a Host per box once; dock edit opens a box's file through it", async () => {
   const dirs = await makeDirs();
   const bin = join(dirs.root, "bin");
@@ -56,14 +61,10 @@ Deno.test("ssh-config writes a Host per box once; dock edit opens a box's file t
       cwd: dirs.home,
     });
     assertEquals(edited.code, 0, edited.stderr);
-    const recorded = await eventually(async () =>
-      (await Deno.readTextFile(calls).catch(() => "")).trim() || undefined
-    );
+    const recorded = await wroteTo(calls);
     assertEquals(recorded, `--remote ssh-remote+dock-remote ${w.path} --goto ${w.path}/src/main.ts:12:3`);
     await laptop.openEditor({ editor: "gateway", box: "remote", location: "app", worktree: "w" });
-    const url = await eventually(async () =>
-      (await Deno.readTextFile(opened).catch(() => "")).trim() || undefined
-    );
+    const url = await wroteTo(opened);
     assertEquals(
       url,
       `jetbrains-gateway://connect#type=ssh&deploy=false&host=dock-remote&port=22&user=me&projectPath=${
@@ -101,9 +102,7 @@ Deno.test("dock edit on a box of this machine (dock add local) opens the folder 
       cwd: dirs.home,
     });
     assertEquals(edited.code, 0, edited.stderr);
-    const recorded = await eventually(async () =>
-      (await Deno.readTextFile(calls).catch(() => "")).trim() || undefined
-    );
+    const recorded = await wroteTo(calls);
     assertEquals(recorded, `${w.path} --goto ${w.path}/README.md:3`);
     // Nothing was written for SSH: the box is this machine.
     assertEquals((await laptop.sshConfig()).hosts, []);

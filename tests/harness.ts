@@ -212,7 +212,6 @@ export async function startBox(options: StartBoxOptions = {}): Promise<TestBox> 
   };
 }
 
-/** Stops a box or agent gracefully, killing it when that takes more than `ms` (open connections). */
 /** How long a daemon or agent may take to exit after SIGTERM (it stops its services first). */
 const EXIT_MS = 30_000;
 
@@ -236,6 +235,7 @@ async function terminate(process: Deno.ChildProcess, what: string, kill = false)
   throw new Error(`${what} had not exited ${EXIT_MS / 1000} s after SIGTERM (killed)`);
 }
 
+/** Stops a box or agent gracefully, killing it when that takes more than `ms` (open connections). */
 export async function stopWithin(
   handle: { process: Deno.ChildProcess; stop(): Promise<void> } | undefined,
   ms = 5000,
