@@ -118,8 +118,10 @@ export class Transport {
       response = await send().catch((cause) => {
         // A kept connection outlives the server that accepted it: after a daemon restart (an upgrade)
         // the first read on it fails (broken pipe, reset) although the new daemon answers. A read may
-        // run twice, so it goes once more; the pool has dropped the dead connection by then.
-        if (!read || options.signal?.aborted) throw cause;
+        // run twice, so it goes once more; the pool has dropped the dead connection by then. Not when
+        // connecting failed: no kept connection was used, and a second try would only wait again (a
+        // box offline behind a connect timeout took twice as long to be told so).
+        if (!read || options.signal?.aborted || failedBeforeSending(cause)) throw cause;
         return send();
       });
     } catch (cause) {

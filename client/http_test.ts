@@ -232,3 +232,20 @@ Deno.test("a read after the server restarted behind a kept connection reaches th
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("a read that cannot connect is tried once (no kept connection to retry past)", async () => {
+  const dir = await Deno.makeTempDir();
+  const transport = new Transport({ socket: `${dir}/nobody.sock` });
+  const real = globalThis.fetch;
+  let tries = 0;
+  globalThis.fetch = ((...args: Parameters<typeof fetch>) => (tries++, real(...args))) as typeof fetch;
+  try {
+    // `fetch` only: `json()` GETs of a socket go through their own one-shot path.
+    const error = await assertRejects(() => transport.fetch("/v1/info"), TransportError) as TransportError;
+    assertEquals([tries, error.neverSent], [1, true]);
+  } finally {
+    globalThis.fetch = real;
+    transport.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
