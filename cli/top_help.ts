@@ -17,9 +17,8 @@ export const ABOUT = {
 /** Prints `program`'s top-level help, as wide as commander would make it. */
 export function printTopHelp(program: keyof typeof ABOUT): void {
   const index = program === "dock" ? DOCK_COMMANDS : DOCKD_COMMANDS;
-  const text = topHelp(program, ABOUT[program], index, helpWidth());
-  const bytes = new TextEncoder().encode(text);
-  for (let written = 0; written < bytes.length;) written += Deno.stdout.writeSync(bytes.subarray(written));
+  // commander's text ends with its line end; console.log adds that one.
+  console.log(topHelp(program, ABOUT[program], index, helpWidth()).replace(/\n$/, ""));
 }
 
 /** commander's width for help on stdout: the terminal's columns, else 80. */
