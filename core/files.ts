@@ -48,3 +48,59 @@ export async function readTextOrNull(path: string): Promise<string | null> {
     throw error;
   }
 }
+
+/** How long a folder must have been left alone for its mtime to vouch that a file below it is missing. */
+const SETTLED_MS = 2000;
+
+/**
+ * A file's signature (mtime, size, inode; `"missing"`), cheap enough to take on every event: the
+ * hooks and flows files are checked before each use so that an edit counts at once. Most boxes have
+ * neither file, and a stat of a missing file throws, which cost more than the rest of the check
+ * (~10% of a small `POST events`): while the file is missing, the mtime of the nearest folder above it
+ * that exists answers instead, since the file (or the folder it goes in) cannot appear without
+ * changing that. Only a folder unchanged for a while is trusted: the kernel stamps times from a
+ * coarse clock, so a file made just after the folder's last change could leave the same mtime.
+ */
+export class FileSignature {
+  readonly path: string;
+  /** The folder whose mtime says the file is still missing, and that mtime. */
+  #vouch: { folder: string; mtime: number } | undefined;
+
+  constructor(path: string) {
+    this.path = path;
+  }
+
+  /** The signature now: equal to the last one when the file did not change. */
+  read(): string {
+    if (this.#vouch) {
+      if (mtimeOf(this.#vouch.folder) === this.#vouch.mtime) return "missing";
+      this.#vouch = undefined;
+    }
+    try {
+      const info = Deno.statSync(this.path);
+      return `${info.mtime?.getTime()}:${info.size}:${info.ino}`;
+    } catch {
+      // Looked at after the file: a file made meanwhile changed the folder just now, which is not trusted.
+      for (let folder = parentOf(this.path); folder !== undefined; folder = parentOf(folder)) {
+        const mtime = mtimeOf(folder);
+        if (mtime === undefined) continue;
+        if (Date.now() - mtime > SETTLED_MS) this.#vouch = { folder, mtime };
+        break;
+      }
+      return "missing";
+    }
+  }
+}
+
+function parentOf(path: string): string | undefined {
+  if (path === "/" || !path.includes("/")) return undefined;
+  return path.slice(0, Math.max(path.lastIndexOf("/"), 1));
+}
+
+function mtimeOf(path: string): number | undefined {
+  try {
+    return Deno.statSync(path).mtime?.getTime();
+  } catch {
+    return undefined;
+  }
+}

@@ -25,6 +25,7 @@ import { HOOKS_FILE, type HooksFile } from "./config.ts";
 import type { EventBus } from "./events.ts";
 import { readUserFileSync, validateUserFile, writeUserFile } from "./user_files.ts";
 import { run } from "./runner.ts";
+import { FileSignature } from "./files.ts";
 
 /** Default hook timeout (spec 8). */
 export const HOOK_TIMEOUT_MS = 60_000;
@@ -152,6 +153,7 @@ export class HooksFileWatcher {
   readonly path: string;
   #hooks: HookConfig[] = [];
   #error: string | undefined;
+  #file: FileSignature;
   #signature = "";
   #checked = 0;
   #checkMs: number;
@@ -161,6 +163,7 @@ export class HooksFileWatcher {
 
   constructor(path: string, options: { checkMs?: number; bus?: EventBus } = {}) {
     this.path = path;
+    this.#file = new FileSignature(path);
     this.#checkMs = options.checkMs ?? 0;
     this.#bus = options.bus;
     this.refresh();
@@ -206,13 +209,7 @@ export class HooksFileWatcher {
   /** Checks the file now; true when its hooks (or its error) changed. */
   refresh(): boolean {
     this.#checked = performance.now();
-    let signature: string;
-    try {
-      const info = Deno.statSync(this.path);
-      signature = `${info.mtime?.getTime()}:${info.size}:${info.ino}`;
-    } catch {
-      signature = "missing";
-    }
+    const signature = this.#file.read();
     if (signature === this.#signature) return false;
     this.#signature = signature;
     this.#unannounced = true;

@@ -40,6 +40,7 @@ import { FLOWS_FILE, type FlowsFile } from "../core/config.ts";
 import { readUserFileSync, validateUserFile, writeUserFile } from "../core/user_files.ts";
 import { shell } from "../core/runner.ts";
 import { SerialQueue } from "../core/serial_queue.ts";
+import { FileSignature } from "../core/files.ts";
 import type { StepRun } from "../plugins/plugins.ts";
 import {
   flowStarts,
@@ -163,6 +164,7 @@ export class Flows {
   #o: FlowsOptions;
   #fileFlows: FlowConfig[] = [];
   #fileError: string | undefined;
+  #file: FileSignature;
   #signature = "";
   #configFlows = new Map<string, { candidates: Candidate[]; infos: FlowInfo[]; at: number }>();
   // A read that began before a config.changed must not cache what it read.
@@ -183,6 +185,7 @@ export class Flows {
 
   constructor(options: FlowsOptions) {
     this.#o = options;
+    this.#file = new FileSignature(options.file);
     this.#refresh();
   }
 
@@ -219,13 +222,7 @@ export class Flows {
 
   /** Checks the flows file's signature and reads it again when it changed; the last good flows stay. */
   #refresh(): void {
-    let signature: string;
-    try {
-      const info = Deno.statSync(this.#o.file);
-      signature = `${info.mtime?.getTime()}:${info.size}:${info.ino}`;
-    } catch {
-      signature = "missing";
-    }
+    const signature = this.#file.read();
     if (signature === this.#signature) return;
     this.#signature = signature;
     if (signature === "missing") {

@@ -84,13 +84,13 @@ export class Worktrees {
 
   /** The worktree holding `path` (the deepest one, since worktrees may live inside a checkout), if any. */
   containing(path: string): Worktree | undefined {
-    let best: Worktree | undefined;
-    for (const worktree of this.list()) {
-      if (path === worktree.path || path.startsWith(worktree.path + "/")) {
-        if (!best || worktree.path.length > best.path.length) best = worktree;
-      }
-    }
-    return best;
+    // Asked for every event with a path (hooks, flows): one row, not the whole list with its ports.
+    const row = this.#o.store.get<WorktreeRow>(
+      `SELECT * FROM worktrees WHERE path = ?1 OR substr(?1, 1, length(path) + 1) = path || '/'
+       ORDER BY length(path) DESC LIMIT 1`,
+      path,
+    );
+    return row && toWorktree(row, this.#o.ports.portsOf(row.location, row.name));
   }
 
   /** Worktrees of one location, or of all, main checkouts first. */

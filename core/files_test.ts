@@ -1,0 +1,40 @@
+import { assertEquals, assertNotEquals } from "../tests/assert.ts";
+import { FileSignature } from "./files.ts";
+
+Deno.test("FileSignature: a file appearing, changing and going is seen, also while its settled folder vouches for it missing", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "dock-files-test-" });
+  try {
+    const path = `${dir}/hooks.json`;
+    const file = new FileSignature(path);
+    assertEquals(file.read(), "missing");
+    // A folder left alone for a while: its mtime answers for the missing file from now on.
+    const old = new Date(Date.now() - 60_000);
+    await Deno.utime(dir, old, old);
+    assertEquals(file.read(), "missing");
+    assertEquals(file.read(), "missing");
+    Deno.writeTextFileSync(path, "{}");
+    const made = file.read();
+    assertNotEquals(made, "missing");
+    assertEquals(file.read(), made);
+    Deno.writeTextFileSync(path, '{"hooks":[]}');
+    const changed = file.read();
+    assertNotEquals(changed, made);
+    Deno.removeSync(path);
+    assertEquals(file.read(), "missing");
+    // A folder changed just now is not trusted: the file is looked for each time.
+    Deno.writeTextFileSync(`${dir}/other`, "");
+    assertEquals(file.read(), "missing");
+    Deno.writeTextFileSync(path, "{}");
+    assertNotEquals(file.read(), "missing");
+    // Below a folder that does not exist yet: the nearest one that does answers, until the file comes.
+    const deep = new FileSignature(`${dir}/a/b/flows.json`);
+    await Deno.utime(dir, old, old);
+    assertEquals(deep.read(), "missing");
+    assertEquals(deep.read(), "missing");
+    await Deno.mkdir(`${dir}/a/b`, { recursive: true });
+    Deno.writeTextFileSync(`${dir}/a/b/flows.json`, "{}");
+    assertNotEquals(deep.read(), "missing");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
