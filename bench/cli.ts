@@ -9,8 +9,8 @@
  * `dockd worktree list` ≤ 1.5×; `dock hook claude Stop` (to the running daemon) ≤ 1.3×. The empty run
  * with dock's `deno.json` (`--config`) is shown too: what the project's config costs any command.
  *
- * Each command is measured twice: from this checkout (`deno run cli/dock.ts`, how a developer runs it)
- * and from a package for this machine (`deno task package`: its launcher and bundled command line,
+ * Each command is measured twice: from this checkout (`deno run cli/dock.ts`, how a developer runs it,
+ * with the V8 flags the launcher gives a command: `COMMAND_V8_FLAGS`) and from a package for this machine (`deno task package`: its launcher and bundled command line,
  * what `dock add ssh` installs on a box), through the link a box has on its PATH and writes into agent
  * tools' hook settings (`~/.dock/bin/dock` → `../current/bin/dock`).
  *
@@ -20,6 +20,7 @@ import { join } from "node:path";
 import { AgentClient } from "../client/agent.ts";
 import { makeDirs, makeRepo, startAgent, startBox, stopWithin } from "../tests/harness.ts";
 import { buildPackage, hostTarget } from "../package/build.ts";
+import { COMMAND_V8_FLAGS } from "../package/unbundled.ts";
 import { run as runProcess } from "../core/runner.ts";
 import { ms, ratio, type Row, summarize, type Summary } from "./stats.ts";
 
@@ -105,6 +106,9 @@ export async function benchCli(options: { quick: boolean }): Promise<Row[]> {
     const boxEnv = env({ DOCK_STATE_DIR: dirs.state, DOCK_HOME: dirs.dockHome });
     const laptopEnv = env({ ...boxEnv, DOCK_AGENT_PORT: String(agent.port) });
     const run_ = (file: string, ...args: string[]) => ["run", "-A", "--cached-only", file, ...args];
+    // A command from the checkout with the V8 flags the package's launcher gives it.
+    const command_ = (file: string, ...args: string[]) =>
+      run_(`--v8-flags=${COMMAND_V8_FLAGS}`, file, ...args);
     const hookPayload = () =>
       JSON.stringify({ session_id: `bench-${crypto.randomUUID()}`, cwd: scratch, hook_event_name: "Stop" });
     const packaged = await packagedCases(dirs.root, hookPayload);
@@ -123,40 +127,40 @@ export async function benchCli(options: { quick: boolean }): Promise<Row[]> {
       },
       {
         key: "version",
-        label: "`dock --version`, checkout",
-        args: run_(DOCK, "--version"),
+        label: "`dock --version`, checkout (V8 flags as packaged)",
+        args: command_(DOCK, "--version"),
         env: laptopEnv,
         expect: /^\d+\.\d+/,
         goal: GOAL,
       },
       {
         key: "help",
-        label: "`dockd --help`, checkout",
-        args: run_(DOCKD, "--help"),
+        label: "`dockd --help`, checkout (V8 flags as packaged)",
+        args: command_(DOCKD, "--help"),
         env: boxEnv,
         expect: /Usage: dockd/,
         goal: GOAL,
       },
       {
         key: "status",
-        label: "`dock status` (agent running, 1 box), checkout",
-        args: run_(DOCK, "status"),
+        label: "`dock status` (agent running, 1 box), checkout (V8 flags as packaged)",
+        args: command_(DOCK, "status"),
         env: laptopEnv,
         expect: /local\s+socket\s+online/,
         goal: GOAL,
       },
       {
         key: "list",
-        label: "`dockd worktree list` (1 location, 3 worktrees), checkout",
-        args: run_(DOCKD, "worktree", "list"),
+        label: "`dockd worktree list` (1 location, 3 worktrees), checkout (V8 flags as packaged)",
+        args: command_(DOCKD, "worktree", "list"),
         env: boxEnv,
         expect: /two/,
         goal: GOAL,
       },
       {
         key: "hook",
-        label: "`dock hook claude Stop` → running daemon, checkout",
-        args: run_(DOCK, "hook", "claude", "Stop"),
+        label: "`dock hook claude Stop` → running daemon, checkout (V8 flags as packaged)",
+        args: command_(DOCK, "hook", "claude", "Stop"),
         env: boxEnv,
         stdin: hookPayload,
         goal: HOOK_GOAL,

@@ -24,7 +24,7 @@
  */
 import { DockError } from "../client/errors.ts";
 import { VERSION } from "../client/version.ts";
-import { UNBUNDLED } from "./unbundled.ts";
+import { COMMAND_V8_FLAGS, SOURCE_COMMANDS, UNBUNDLED } from "./unbundled.ts";
 import { exists, readJsonOrNull } from "../core/files.ts";
 import { run } from "../core/runner.ts";
 import { dirname, join } from "../core/posix_path.ts";
@@ -346,36 +346,49 @@ cd "$here" || exit 1
 export DENO_DIR="\${DOCK_DENO_DIR:-$root/cache}"
 export DENO_NO_UPDATE_CHECK=1
 export DOCK_BIN="$bin"
-exec "$root/bin/deno" run -A --cached-only "$root/src/cli/${program}.js" "$@"
+# A server, or a command that loads sources needing deno.json (package/unbundled.ts), runs as it is.
+# Any other runs for milliseconds from its bundle: without the config, and with V8 compiling functions
+# as it loads them (then they come from the code cache) and starting no helper threads.
+case $1 in
+${SOURCE_COMMANDS.join(" | ")}) fast= ;;
+*) fast="--no-config --v8-flags=${COMMAND_V8_FLAGS}" ;;
+esac
+exec "$root/bin/deno" run -A --cached-only $fast "$root/src/cli/${program}.js" "$@"
 `;
 }
 
 /**
  * Writes the command line's bundles into `<src>/cli/` (see the module's comment): every module of
  * `cli/` but the servers' (`UNBUNDLED`) is an entry point, since each may be loaded by name
- * (`cli/lazy.ts`); what several share goes into chunks, loaded once.
+ * (`cli/lazy.ts`); what several share goes into chunks, loaded once. The programs' own files
+ * (`dock.js`, `dockd.js`) are bundled again alone afterwards, each one file with what it imports
+ * statically (the hook, the version): an agent turn's hook loads that one module, where chunks cost
+ * ~1 ms more (entry.ts). What they share with the chunks (constants, path mapping) is then there twice.
  */
 async function bundleCommandLine(src: string): Promise<void> {
   const entries: string[] = [];
   for await (const entry of Deno.readDir(join(src, "cli"))) {
     if (!entry.isFile || !entry.name.endsWith(".ts") || UNBUNDLED.includes(`./${entry.name}`)) continue;
+    if (PROGRAMS.includes(entry.name)) continue;
     entries.push(`cli/${entry.name}`);
   }
-  await must(
-    run(Deno.execPath(), [
-      "bundle",
-      "--quiet",
-      "--platform",
-      "deno",
-      "--code-splitting",
-      "--minify",
-      "--outdir",
-      "cli",
-      ...entries.sort(),
-    ], { cwd: src, timeoutMs: 120_000, env: { DENO_NO_UPDATE_CHECK: "1" } }),
-    "deno bundle",
-  );
+  const bundle = (...args: string[]) =>
+    must(
+      run(Deno.execPath(), ["bundle", "--quiet", "--platform", "deno", "--minify", ...args], {
+        cwd: src,
+        timeoutMs: 120_000,
+        env: { DENO_NO_UPDATE_CHECK: "1" },
+      }),
+      "deno bundle",
+    );
+  await bundle("--code-splitting", "--outdir", "cli", ...entries.sort());
+  for (const program of PROGRAMS) {
+    await bundle("--output", `cli/${program.replace(/\.ts$/, ".js")}`, `cli/${program}`);
+  }
 }
+
+/** The programs' entry files in `cli/`, bundled alone (`bundleCommandLine`). */
+const PROGRAMS = ["dock.ts", "dockd.ts"];
 
 /** The commit of the project's sources, `-dirty` when they have changes, `unknown` outside git. */
 async function sourceCommit(): Promise<string> {

@@ -1,5 +1,8 @@
-import { assertEquals } from "../tests/assert.ts";
-import { lockKey, prunable } from "./build.ts";
+import { assert, assertEquals } from "../tests/assert.ts";
+import { run } from "../core/runner.ts";
+import { join } from "../core/posix_path.ts";
+import { launcher, lockKey, prunable } from "./build.ts";
+import { COMMAND_V8_FLAGS, CONFIG_SOURCES, SOURCE_COMMANDS } from "./unbundled.ts";
 
 Deno.test("lockKey: a deno.lock key as name and version, scoped or not, with the peers it resolved with or not", () => {
   assertEquals(lockKey("hono@4.13.19"), { name: "hono", version: "4.13.19" });
@@ -40,4 +43,82 @@ Deno.test("prunable: declarations, maps, documents and a package's own tests go;
   ];
   assertEquals(gone.filter((path) => !prunable(path)), []);
   assertEquals(kept.filter((path) => prunable(path)), []);
+});
+
+Deno.test("launcher: a command runs from its bundle without the config, with V8's flags for a short run; a server as it is", async () => {
+  const root = await Deno.makeTempDir({ prefix: "dock-launcher-test-" });
+  try {
+    const pkg = join(root, "versions", "dock-1");
+    await Deno.mkdir(join(pkg, "bin"), { recursive: true });
+    // A Deno that tells what it was asked to run, and with which cache.
+    await Deno.writeTextFile(join(pkg, "bin", "deno"), '#!/bin/sh\nprintf "%s\\n" "$DENO_DIR" "$@"\n', {
+      mode: 0o755,
+    });
+    for (const program of ["dock", "dockd"] as const) {
+      await Deno.writeTextFile(join(pkg, "bin", program), launcher(program), { mode: 0o755 });
+    }
+    // As dock installs them: ~/.dock/current -> versions/…, ~/.dock/bin/X -> ../current/bin/X.
+    await Deno.symlink("versions/dock-1", join(root, "current"));
+    await Deno.mkdir(join(root, "bin"));
+    for (const program of ["dock", "dockd"]) {
+      await Deno.symlink(`../current/bin/${program}`, join(root, "bin", program));
+    }
+    const asked = async (program: string, ...args: string[]) => {
+      const ran = await run(join(root, "bin", program), args, { env: { DOCK_DENO_DIR: "" } });
+      assertEquals(ran.code, 0, ran.output);
+      return ran.stdout.trimEnd().split("\n");
+    };
+    const real = await Deno.realPath(pkg);
+    const fast = ["--no-config", `--v8-flags=${COMMAND_V8_FLAGS}`];
+    assertEquals(await asked("dock", "status"), [
+      `${real}/cache`,
+      ...["run", "-A", "--cached-only", ...fast, `${real}/src/cli/dock.js`, "status"],
+    ]);
+    assertEquals((await asked("dock", "hook", "claude", "Stop")).slice(4, 6), fast);
+    assertEquals((await asked("dockd", "worktree", "list")).slice(4, 7), [
+      ...fast,
+      `${real}/src/cli/dockd.js`,
+    ]);
+    for (
+      const [program, command] of [["dockd", "serve"], ["dock", "agent"], ["dock", "up"], ["dock", "mcp"]]
+    ) {
+      assert(SOURCE_COMMANDS.includes(command));
+      assertEquals((await asked(program, command)).slice(1), [
+        ...["run", "-A", "--cached-only", `${real}/src/cli/${program}.js`, command],
+      ]);
+    }
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
+});
+
+Deno.test("a module a command loads from the sources by its path needs no deno.json, or its command runs with it", async () => {
+  const cli = new URL("../cli/", import.meta.url);
+  const loaded = new Set<string>();
+  for await (const entry of Deno.readDir(cli)) {
+    if (!entry.name.endsWith(".ts") || entry.name.endsWith("_test.ts")) continue;
+    const text = await Deno.readTextFile(new URL(entry.name, cli));
+    for (const match of text.matchAll(/\bload(?:<[^>]*>)?\(\s*"(\.\.\/[^"]+)"/g)) loaded.add(match[1]);
+  }
+  assert(loaded.has("../core/runner.ts"), `the scan finds the loads: ${[...loaded]}`);
+  for (const specifier of [...loaded].sort()) {
+    const info = await run(Deno.execPath(), ["info", "--json", new URL(specifier, cli).pathname]);
+    assertEquals(info.code, 0, info.output);
+    const graph = JSON.parse(info.stdout) as { modules: { specifier: string }[] };
+    const needs = graph.modules.map((module) => module.specifier).filter((s) => !/^(file|node):/.test(s));
+    if (needs.length === 0) {
+      assertEquals(
+        CONFIG_SOURCES[specifier],
+        undefined,
+        `${specifier} needs no deno.json: not a config source`,
+      );
+      continue;
+    }
+    const command = CONFIG_SOURCES[specifier];
+    assert(command, `${specifier} imports ${needs[0]}: name it and its command in CONFIG_SOURCES`);
+    assert(SOURCE_COMMANDS.includes(command), `${command} (loads ${specifier}) runs with deno.json`);
+  }
+  for (const specifier of Object.keys(CONFIG_SOURCES)) {
+    assert(loaded.has(specifier), `${specifier} is loaded`);
+  }
 });

@@ -8,3 +8,42 @@
 
 /** Their names as `cli/lazy.ts`'s `load()` is given them. */
 export const UNBUNDLED: readonly string[] = ["./serve.ts", "./run_agent.ts"];
+
+/**
+ * The commands that load, from the sources, modules that need the package's `deno.json` (its import
+ * map, for npm packages): the servers (the modules above) and the commands that load such a module
+ * by its path through `lazy.ts` ({@linkcode CONFIG_SOURCES}). The launcher (build.ts) runs these as
+ * they are; every other command runs with `--no-config` (finding and reading `deno.json`, the lock and
+ * the npm resolution cost ~1 ms of a ~20 ms command: the bundles need none of it) and
+ * {@linkcode COMMAND_V8_FLAGS}. The same names for `dock` and `dockd`: each has some of them.
+ */
+export const SOURCE_COMMANDS: readonly string[] = [
+  "agent",
+  "up",
+  "serve",
+  "mcp",
+  "secret",
+  "integrations",
+  "schemas",
+];
+
+/**
+ * The modules outside `cli/` a command loads through `lazy.ts` whose imports need `deno.json`, and the
+ * command that does: `package_test.ts` fails naming any other such load.
+ */
+export const CONFIG_SOURCES: Readonly<Record<string, string>> = {
+  "../core/mcp.ts": "mcp",
+  "../daemon/env.ts": "secret",
+  "../daemon/integrations.ts": "integrations",
+  "../core/config.ts": "schemas",
+  "../plugins/manifest.ts": "schemas",
+};
+
+/**
+ * V8's flags for a command the launcher runs without the config, which lives a few milliseconds.
+ * `--no-lazy`: functions are compiled with their module, so the code cache holds them; by default V8
+ * compiles each on its first call, in every run (measured with `dock status` from a package: 1.5–2 ms
+ * of a ~25 ms command). `--single-threaded`: no compiler or GC helper threads to start (~0.4 ms). A
+ * server gains nothing from either and would lose its concurrent GC.
+ */
+export const COMMAND_V8_FLAGS = "--no-lazy,--single-threaded";

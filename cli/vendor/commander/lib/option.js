@@ -16,7 +16,7 @@ export class Option {
     this.required = flags.includes('<'); // A value must be supplied when the option is specified.
     this.optional = flags.includes('['); // A value is optional when the option is specified.
     // variadic test ignores <value,...> et al which might be used to describe custom splitting of single argument
-    this.variadic = /\p{ID_Continue}\.\.\.[>\]]$/u.test(flags); // The option can take multiple values.
+    this.variadic = flags.includes('...') && /\p{ID_Continue}\.\.\.[>\]]$/u.test(flags); // The option can take multiple values.
     this.mandatory = false; // The option must have a value after parsing, which usually means it must be specified on command line.
     const optionFlags = splitOptionFlags(flags);
     this.short = optionFlags.shortFlag; // May be a short flag, undefined, or even a long flag (if option has two long flags).
