@@ -1,13 +1,21 @@
 /**
  * `deno task package [TARGET…] [--all]`: builds the packages for boxes (see `package/build.ts`) into `dist/`:
- * this machine's target when none is named.
+ * this machine's target when none is named. `deno task install` (`--install`): builds this machine's and
+ * installs it here under `~/.dock/` (`$DOCK_HOME`), the commands linked in `~/.dock/bin/`.
  *
  * @module
  */
 import { buildPackage, hostTarget, parseTarget, type Target, targetName, TARGETS } from "../package/build.ts";
+import { installHere } from "../package/install.ts";
+import { clientPaths } from "../core/paths.ts";
 import { megabytes } from "../agent/packages.ts";
 
 const args = Deno.args;
+const install = args.includes("--install");
+if (install && args.some((arg) => arg !== "--install")) {
+  console.error("dock: --install builds and installs this machine's package alone; name no target");
+  Deno.exit(2);
+}
 const targets: Target[] = args.includes("--all")
   ? [...TARGETS]
   : args.filter((arg) => !arg.startsWith("-")).map(parseTarget);
@@ -35,4 +43,15 @@ for (const target of targets) {
     }  deno ${built.manifest.deno}  ${built.manifest.commit}  (${seconds} s)`,
   );
   console.log(`${built.withoutRuntime.file}  ${megabytes(built.withoutRuntime.bytes)}`);
+  if (install) {
+    const { home } = clientPaths();
+    const { release, folder, bin, again } = await installHere(built, home);
+    console.log(
+      `${
+        again ? "installed already" : "installed"
+      }: dock ${release.version}+${release.commit} in ${home}/versions/${folder}`,
+    );
+    const onPath = (Deno.env.get("PATH") ?? "").split(":").includes(bin);
+    console.log(onPath ? `${bin}/dock and dockd are on your PATH` : `add ${bin} to your PATH`);
+  }
 }

@@ -49,6 +49,38 @@ export async function installRelease(
   return { release, folder };
 }
 
+/**
+ * Installs a package built for this machine as the `dock` and `dockd` a person runs here
+ * (`deno task install`): under `<home>/versions/` like an upgrade, `<home>/current` switched to it, and
+ * `<home>/bin/dock` and `dockd` linked to `../current/bin/…`, as `dock add ssh` links them on a box, so
+ * that `dock upgrade --self` can replace it later. A release installed already is not unpacked again
+ * (an agent may run from it). Answers the release, its folder, and the folder to put on `PATH`.
+ */
+export async function installHere(
+  built: { file: string; release: PackageRelease },
+  home: string,
+): Promise<{ release: PackageRelease; folder: string; bin: string; again: boolean }> {
+  const folder = `${built.release.version}-${built.release.id}`;
+  const there = await readJsonOrNull<PackageRelease>(join(home, "versions", folder, "release.json"));
+  let release: PackageRelease;
+  if (there?.id === built.release.id) {
+    release = there;
+    await switchCurrent(join(home, "current"), folder);
+  } else {
+    const from = await runningFolder(home) ?? "";
+    using opened = await Deno.open(built.file);
+    ({ release } = await installRelease(opened.readable, home, { from, what: "this machine" }));
+  }
+  const bin = join(home, "bin");
+  await Deno.mkdir(bin, { recursive: true });
+  for (const program of ["dock", "dockd"]) {
+    const link = join(bin, program);
+    await Deno.remove(link).catch(() => {});
+    await Deno.symlink(`../current/bin/${program}`, link);
+  }
+  return { release, folder, bin, again: there?.id === built.release.id };
+}
+
 /** The versions folder this process runs from, or null when it does not run from an installed package. */
 export async function runningFolder(home: string): Promise<string | null> {
   const source = new URL("..", import.meta.url).pathname.replace(/\/$/, ""); // …/versions/X/src

@@ -11,7 +11,7 @@ import type { DockEvent } from "../client/wire.ts";
 import { DOCK_COMMANDS, DOCKD_COMMANDS } from "../cli/commands.generated.ts";
 import { run } from "../core/runner.ts";
 import { buildPackage, hashTree, hostTarget, targetName } from "../package/build.ts";
-import { checkPackage } from "../package/install.ts";
+import { checkPackage, installHere } from "../package/install.ts";
 import { makeDirs, makeRepo, startBox } from "./harness.ts";
 import { connectUnixWebSocket } from "./ws_unix.ts";
 
@@ -180,6 +180,25 @@ Deno.test("a package for this machine runs dockd and dock from itself, offline, 
 
     // The hook command written into an agent tool's settings runs this package's launcher, by the path
     // it was started from (a link on PATH survives an upgrade; the package folder does not).
+    // `deno task install`: the same package installed here as the commands a person runs, linked in
+    // ~/.dock/bin; a second install of the same release unpacks nothing.
+    const here = join(dirs.root, "installed-home");
+    const first = await installHere(built, here);
+    assertEquals([first.folder, first.bin, first.again], [
+      `${VERSION}-${built.release.id}`,
+      join(here, "bin"),
+      false,
+    ]);
+    assertEquals(await Deno.readLink(join(here, "current")), `versions/${first.folder}`);
+    const installedVersion = await new Deno.Command(join(here, "bin", "dock"), {
+      args: ["--version"],
+      env,
+      clearEnv: true,
+    }).output();
+    assertEquals(new TextDecoder().decode(installedVersion.stdout).trim(), info.build);
+    const second = await installHere(built, here);
+    assertEquals([second.folder, second.again], [first.folder, true]);
+
     const installed = await new Deno.Command(join(root, "bin", "dockd"), {
       args: ["integrations", "install", "claude"],
       env,
