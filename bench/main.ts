@@ -70,7 +70,8 @@
  * `dock session send --wait` (goal ≤ 1.2×).
  *
  * **The CLI** (bench/cli.ts): `dock --version`, `dockd --help`, `dock status`, `dockd worktree list`
- * and `dock hook` wall time against an empty `deno run --cached-only` (goals 1.5× and 1.3×).
+ * and `dock hook` wall time against an empty `deno run --cached-only` (goals 1.5× and 1.3×, for the
+ * commands as a package installs them; from the checkout for comparison).
  *
  * `deno task bench NAME…` runs only the sections named (`create`, `api` or `locations` or `info`,
  * `exec`, `services`, `sessions`, `agent`, `hooks`, `plugins`, `flows`, `app`, `truth`, `mcp`, `kits` or `review`, `queue`, `hardening`, `cli`,

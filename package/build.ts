@@ -360,16 +360,19 @@ exec "$root/bin/deno" run -A --cached-only $fast "$root/src/cli/${program}.js" "
 /**
  * Writes the command line's bundles into `<src>/cli/` (see the module's comment): every module of
  * `cli/` but the servers' (`UNBUNDLED`) is an entry point, since each may be loaded by name
- * (`cli/lazy.ts`); what several share goes into chunks, loaded once. The programs' own files
- * (`dock.js`, `dockd.js`) are bundled again alone afterwards, each one file with what it imports
- * statically (the hook, the version): an agent turn's hook loads that one module, where chunks cost
- * ~1 ms more (entry.ts). What they share with the chunks (constants, path mapping) is then there twice.
+ * (`cli/lazy.ts`); what several share goes into chunks, loaded once. The programs' files and their
+ * command lines (`STANDALONE`) are bundled again alone afterwards, each one file with what it imports
+ * statically: an agent turn's hook then loads one module (`dock.js`: 1 ms less than as seven chunks,
+ * entry.ts), and any other command two and its family's (measured: `dock status` 2–3 ms less than
+ * with `dock_main.js` as eleven chunks). What they share with the chunks is then there twice: constants,
+ * stateless helpers, and commander, whose objects from either copy work together (it compares error
+ * codes, not classes); `DockError` is recognised across copies by its brand.
  */
 async function bundleCommandLine(src: string): Promise<void> {
   const entries: string[] = [];
   for await (const entry of Deno.readDir(join(src, "cli"))) {
     if (!entry.isFile || !entry.name.endsWith(".ts") || UNBUNDLED.includes(`./${entry.name}`)) continue;
-    if (PROGRAMS.includes(entry.name)) continue;
+    if (STANDALONE.includes(entry.name)) continue;
     entries.push(`cli/${entry.name}`);
   }
   const bundle = (...args: string[]) =>
@@ -382,13 +385,13 @@ async function bundleCommandLine(src: string): Promise<void> {
       "deno bundle",
     );
   await bundle("--code-splitting", "--outdir", "cli", ...entries.sort());
-  for (const program of PROGRAMS) {
-    await bundle("--output", `cli/${program.replace(/\.ts$/, ".js")}`, `cli/${program}`);
+  for (const file of STANDALONE) {
+    await bundle("--output", `cli/${file.replace(/\.ts$/, ".js")}`, `cli/${file}`);
   }
 }
 
-/** The programs' entry files in `cli/`, bundled alone (`bundleCommandLine`). */
-const PROGRAMS = ["dock.ts", "dockd.ts"];
+/** The modules of `cli/` bundled alone (`bundleCommandLine`): the programs and their command lines. */
+const STANDALONE = ["dock.ts", "dockd.ts", "dock_main.ts", "dockd_main.ts"];
 
 /** The commit of the project's sources, `-dirty` when they have changes, `unknown` outside git. */
 async function sourceCommit(): Promise<string> {

@@ -59,10 +59,11 @@ Deno.test("a package for this machine runs dockd and dock from itself, offline, 
     }
     assert(!files["src/cli/serve.js"] && !files["src/cli/run_agent.js"] && files["src/cli/serve.ts"]);
     assertStringIncludes(await Deno.readTextFile(join(root, "bin", "dock")), "/src/cli/dock.js");
-    // The programs' files are whole (an agent turn's hook loads one module): no static import of a chunk.
-    for (const program of ["dock.js", "dockd.js"]) {
+    // The programs' files and their command lines are whole (an agent turn's hook loads one module, a
+    // command two and its family's): no static import of a chunk.
+    for (const program of ["dock.js", "dockd.js", "dock_main.js", "dockd_main.js"]) {
       const text = await Deno.readTextFile(join(root, "src", "cli", program));
-      assertEquals(text.match(/\bfrom\s*["']\.|\bimport\s*["']\./)?.[0], undefined, program);
+      assertEquals(text.match(/\b(?:from|import)\s*["']\.\.?\//)?.[0], undefined, program);
     }
 
     await using box = await startBox({ dirs, launcher: join(root, "bin", "dockd"), env: OFFLINE });
