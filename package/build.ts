@@ -7,8 +7,8 @@
  * - `src/`: dock's runtime sources (no tests, no app sources: the app is embedded), with a `deno.json`
  *   of only the packages they import and `node_modules/` holding exactly those, for that target (the
  *   native PTY addon included), each checked against `deno.lock`'s integrity;
- * - `src/cli/*.js`: the command line as `deno bundle` output (split into chunks, minified), which the
- *   launchers run: a command starts from a few files rather than ~30 modules of sources;
+ * - `src/cli/*.js`: the command line as `deno bundle` output (each module whole, minified), which the
+ *   launchers run: a command starts from three files rather than ~30 modules of sources;
  * - `bin/dock`, `bin/dockd`: launchers that run with `--cached-only`, so nothing is fetched at run time;
  * - `manifest.json`: name, version, commit, target, the runtime's version, and the SHA-256 of every
  *   file (what an upgrade checks before it switches).
@@ -359,39 +359,35 @@ exec "$root/bin/deno" run -A --cached-only $fast "$root/src/cli/${program}.js" "
 
 /**
  * Writes the command line's bundles into `<src>/cli/` (see the module's comment): every module of
- * `cli/` but the servers' (`UNBUNDLED`) is an entry point, since each may be loaded by name
- * (`cli/lazy.ts`); what several share goes into chunks, loaded once. The programs' files and their
- * command lines (`STANDALONE`) are bundled again alone afterwards, each one file with what it imports
- * statically: an agent turn's hook then loads one module (`dock.js`: 1 ms less than as seven chunks,
- * entry.ts), and any other command two and its family's (measured: `dock status` 2–3 ms less than
- * with `dock_main.js` as eleven chunks). What they share with the chunks is then there twice: constants,
- * stateless helpers, and commander, whose objects from either copy work together (it compares error
- * codes, not classes); `DockError` is recognised across copies by its brand.
+ * `cli/` but the servers' (`UNBUNDLED`) is bundled alone, one file with everything it imports
+ * statically, since each may be loaded by name (`cli/lazy.ts`). Not split into shared chunks: loading
+ * a command's dozen chunks cost more than the whole rest of its work (measured: a hook 1 ms more as
+ * seven chunks than as one file; `dock status` 1.43× → 1.23× an empty run with its three files
+ * whole). What two bundles share is then there twice, which a command line bears: constants,
+ * stateless helpers, clients whose objects carry their methods, and commander, whose objects from
+ * either copy work together (it compares error codes, not classes); `DockError` is recognised across
+ * copies by its brand.
  */
 async function bundleCommandLine(src: string): Promise<void> {
   const entries: string[] = [];
   for await (const entry of Deno.readDir(join(src, "cli"))) {
     if (!entry.isFile || !entry.name.endsWith(".ts") || UNBUNDLED.includes(`./${entry.name}`)) continue;
-    if (STANDALONE.includes(entry.name)) continue;
     entries.push(`cli/${entry.name}`);
   }
-  const bundle = (...args: string[]) =>
-    must(
-      run(Deno.execPath(), ["bundle", "--quiet", "--platform", "deno", "--minify", ...args], {
-        cwd: src,
-        timeoutMs: 120_000,
-        env: { DENO_NO_UPDATE_CHECK: "1" },
-      }),
-      "deno bundle",
-    );
-  await bundle("--code-splitting", "--outdir", "cli", ...entries.sort());
-  for (const file of STANDALONE) {
-    await bundle("--output", `cli/${file.replace(/\.ts$/, ".js")}`, `cli/${file}`);
-  }
+  await must(
+    run(Deno.execPath(), [
+      "bundle",
+      "--quiet",
+      "--platform",
+      "deno",
+      "--minify",
+      "--outdir",
+      "cli",
+      ...entries.sort(),
+    ], { cwd: src, timeoutMs: 120_000, env: { DENO_NO_UPDATE_CHECK: "1" } }),
+    "deno bundle",
+  );
 }
-
-/** The modules of `cli/` bundled alone (`bundleCommandLine`): the programs and their command lines. */
-const STANDALONE = ["dock.ts", "dockd.ts", "dock_main.ts", "dockd_main.ts"];
 
 /** The commit of the project's sources, `-dirty` when they have changes, `unknown` outside git. */
 async function sourceCommit(): Promise<string> {

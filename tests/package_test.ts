@@ -116,6 +116,15 @@ Deno.test("a package for this machine runs dockd and dock from itself, offline, 
     }).output();
     assertEquals(listed.code, 0, new TextDecoder().decode(listed.stderr));
     assertStringIncludes(new TextDecoder().decode(listed.stdout), repo);
+    // Commands of three families, each run from its own whole bundle with the clients inside it.
+    const worktrees = await packaged("dockd", ["worktree", "list", "app"]);
+    assertEquals([worktrees.code, worktrees.stderr], [0, ""]);
+    assertStringIncludes(worktrees.stdout, repo);
+    const sessions = await packaged("dockd", ["session", "list"]);
+    assertEquals([sessions.code, sessions.stderr], [0, ""]);
+    assertStringIncludes(sessions.stdout, "term");
+    const executed = await packaged("dockd", ["exec", "app", "--", "echo", "packaged-exec"]);
+    assertEquals([executed.code, executed.stdout.trim()], [0, "packaged-exec"], executed.stderr);
     const help = await packaged("dockd", ["--help"]);
     assertEquals(help.code, 0);
     assertStringIncludes(help.stdout, "Usage: dockd [options] [command]");
