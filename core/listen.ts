@@ -14,6 +14,7 @@
  *
  * @module
  */
+import { Deadlines } from "./deadlines.ts";
 import { DockError } from "../client/errors.ts";
 import { positiveFromEnv } from "./knobs.ts";
 
@@ -193,6 +194,11 @@ export function serveGuarded(
     ? Deno.listenTls({ hostname: "127.0.0.1", port: 0, cert: target.cert, key: target.key })
     : null;
   const stats: ListenStats = { open: 0, accepted: 0, refused: 0, timedOut: 0, acceptErrors: 0 };
+  // Every connection's handshake, header and idle deadline, checked together: a deadline fires up to a
+  // quarter of the shortest limit late (at most a second).
+  const deadlines = new Deadlines({
+    tickMs: Math.max(5, Math.min(1000, Math.min(limits.handshakeMs, limits.headerMs, limits.idleMs) / 4)),
+  });
   const perPeer = new Map<string, number>();
   const slots = new Set<Slot>();
   /** TLS hop: the slot of each pipe, by the pipe's local port on the loopback TLS listener. */
@@ -229,46 +235,42 @@ export function serveGuarded(
   /** Serves HTTP on `conn` (plain, or the TLS end of a pipe) for the stranger of `slot`. */
   const serveHttpOn = async (conn: Deno.Conn, slot: Slot, handshake?: () => Promise<unknown>) => {
     const closed = new AbortController();
-    let timer: ReturnType<typeof setTimeout> | undefined;
     let inFlight = 0;
     let wasUpgraded = false;
     // Once HTTP is served on it, the connection belongs to the HTTP layer: closing it goes through it.
     let http: HttpConn | undefined;
-    const arm = (ms: number) => {
-      clearTimeout(timer);
-      timer = setTimeout(() => {
-        stats.timedOut++;
-        try {
-          http?.close();
-        } catch { /* closed */ }
-        try {
-          conn.close();
-        } catch { /* closed */ }
-        slot.close();
-      }, ms);
-    };
+    const deadline = deadlines.add(() => {
+      stats.timedOut++;
+      try {
+        http?.close();
+      } catch { /* closed */ }
+      try {
+        conn.close();
+      } catch { /* closed */ }
+      slot.close();
+    });
     try {
       if (handshake) {
-        arm(limits.handshakeMs);
+        deadline.arm(limits.handshakeMs);
         await handshake();
       }
-      arm(limits.headerMs);
+      deadline.arm(limits.headerMs);
       http = serveHttp(conn);
       const info: ConnectionInfo = { remoteAddr: slot.peer, closed: closed.signal };
       for await (const event of http) {
-        clearTimeout(timer);
+        deadline.disarm();
         inFlight++;
         // Not awaited: an HTTP/2 connection carries requests at once. A 101 (a WebSocket) ends the loop:
         // the connection left HTTP. Behind the TLS hop the pipe keeps the slot until the socket closes;
         // a plain connection is the socket's now.
         respond(event, info, () => wasUpgraded = true).finally(() => {
-          if (--inFlight === 0 && !wasUpgraded) arm(limits.idleMs);
+          if (--inFlight === 0 && !wasUpgraded) deadline.arm(limits.idleMs);
         });
       }
     } catch {
       // A failed handshake, a reset, a timeout's close: the connection is done either way.
     } finally {
-      clearTimeout(timer);
+      deadline.remove();
       if (!wasUpgraded) {
         closed.abort();
         try {
@@ -398,6 +400,7 @@ export function serveGuarded(
         } catch { /* closed */ }
       }
       for (const slot of [...slots]) slot.close();
+      deadlines.close();
       finish();
     }
     return finished;

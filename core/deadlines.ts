@@ -1,0 +1,94 @@
+/**
+ * Deadlines for many connections on one coarse timer. A listener re-arms a connection's deadline on
+ * every request (the header and idle limits, `core/listen.ts`); with a timer per connection that was a
+ * `clearTimeout` and a `setTimeout` per request, and Deno's timers are Node's (`node:timers`' lists
+ * and `Timeout` objects): ~8% of a small GET's time in the daemon. Here arming is setting a number,
+ * and one interval, running while any deadline is set, fires those passed. A deadline fires up to one
+ * tick late, which limits of seconds bear.
+ *
+ * @module
+ */
+
+/** One connection's deadline: armed, re-armed, disarmed; fires its callback at most once per arming. */
+export interface Deadline {
+  /** Fires `ms` from now (replacing any earlier arming). */
+  arm(ms: number): void;
+  /** Fires no more until armed again. */
+  disarm(): void;
+  /** Forgets it (the connection is done). */
+  remove(): void;
+}
+
+/** Options of {@linkcode Deadlines}. */
+export interface DeadlinesOptions {
+  /** How often deadlines are checked, at most this late. */
+  tickMs: number;
+  /** The clock, in milliseconds. @default {performance.now} */
+  now?: () => number;
+  /** Checks at a pace of its own instead of an interval (tests call {@linkcode Deadlines.sweep}). */
+  manual?: boolean;
+}
+
+interface Entry {
+  at: number;
+  fire: () => void;
+}
+
+/** A set of deadlines checked together every `tickMs`. */
+export class Deadlines {
+  /** The armed ones; a deadline disarmed or removed is not here. */
+  #armed = new Set<Entry>();
+  #timer: ReturnType<typeof setInterval> | undefined;
+  #o: DeadlinesOptions;
+  #now: () => number;
+
+  constructor(options: DeadlinesOptions) {
+    this.#o = options;
+    this.#now = options.now ?? (() => performance.now());
+  }
+
+  /** A new deadline that calls `fire` when it passes. */
+  add(fire: () => void): Deadline {
+    const entry: Entry = { at: Infinity, fire };
+    return {
+      arm: (ms) => {
+        entry.at = this.#now() + ms;
+        this.#armed.add(entry);
+        this.#start();
+      },
+      disarm: () => void this.#armed.delete(entry),
+      remove: () => void this.#armed.delete(entry),
+    };
+  }
+
+  /** Fires every deadline passed; stops the interval when none is armed. */
+  sweep(): void {
+    const now = this.#now();
+    for (const entry of this.#armed) {
+      if (entry.at > now) continue;
+      this.#armed.delete(entry);
+      entry.fire();
+    }
+    if (this.#armed.size === 0) this.#stop();
+  }
+
+  /** Stops checking (the listener is shut down). */
+  close(): void {
+    this.#armed.clear();
+    this.#stop();
+  }
+
+  #start(): void {
+    if (this.#timer !== undefined || this.#o.manual) return;
+    const timer = setInterval(() => this.sweep(), this.#o.tickMs);
+    // A deadline is no reason to keep the process alive.
+    Deno.unrefTimer(timer);
+    this.#timer = timer;
+  }
+
+  #stop(): void {
+    if (this.#timer === undefined) return;
+    clearInterval(this.#timer);
+    this.#timer = undefined;
+  }
+}
