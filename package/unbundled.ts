@@ -1,7 +1,9 @@
 /**
- * The modules of `cli/` a package leaves as sources (build.ts bundles the rest of `cli/`): they run
- * the servers, which start workers and processes by their own files' paths. `cli/lazy.ts` loads them
- * from the sources when it runs from a bundle.
+ * What a package runs from its sources rather than its bundles, and so how its launcher starts a
+ * command. The modules of `cli/` it leaves as sources (build.ts bundles the rest of `cli/`) run the
+ * servers, which start workers and processes by their own files' paths; `cli/lazy.ts` loads them from
+ * the sources when it runs from a bundle. The commands that load sources needing `deno.json` run with
+ * it; every other command runs from its bundle without it, with V8 flags for a short run.
  *
  * @module
  */
@@ -29,7 +31,7 @@ export const SOURCE_COMMANDS: readonly string[] = [
 
 /**
  * The modules outside `cli/` a command loads through `lazy.ts` whose imports need `deno.json`, and the
- * command that does: `package_test.ts` fails naming any other such load.
+ * command that does: `package/build_test.ts` fails naming any other such load.
  */
 export const CONFIG_SOURCES: Readonly<Record<string, string>> = {
   "../core/mcp.ts": "mcp",
