@@ -17,6 +17,7 @@ import {
 } from "./ports.ts";
 import { Store } from "../core/store.ts";
 import { BOX_SCHEMA } from "./schema.ts";
+import { eventually } from "../tests/harness.ts";
 
 const FIXTURES = new URL("../tests/fixtures/", import.meta.url);
 
@@ -289,7 +290,11 @@ Deno.test({
       store.close();
       await Deno.remove(dir, { recursive: true });
     }
-    // The socket itself is gone (the port may already be another test's: tests run in parallel).
-    assert(!readListeners().some((entry) => entry.port === port && entry.inode === inode));
+    // The socket itself goes (the port may already be another test's: tests run in parallel). Once every
+    // copy of its descriptor is closed: a child another test's worker forks meanwhile holds one until it
+    // execs (seen on a loaded machine), so this waits for that, bounded.
+    await eventually(() =>
+      Promise.resolve(!readListeners().some((entry) => entry.port === port && entry.inode === inode))
+    );
   },
 });
