@@ -319,7 +319,9 @@ function groupResidentBytes(pgid: number): number {
 
 Deno.test("the guard stops the service using the most memory once memory stays above its threshold", async () => {
   const total = Deno.systemMemoryInfo().total;
-  const hog = Math.min(Math.round(total * 0.08), 3 * 1024 ** 3);
+  // Big enough that another suite on the machine moving memory by a few percent neither keeps the first
+  // episode from starting nor starts a second one once the hog is gone (seen with a hog of 8%).
+  const hog = Math.min(Math.round(total * 0.125), 3 * 1024 ** 3);
   const { box } = await boxWith({
     services: [
       {
