@@ -12,7 +12,7 @@ import type { Command } from "./commander.ts";
 import { ensureToken } from "../agent/token.ts";
 import { AgentClient, type BoxProgress } from "../client/agent.ts";
 import { BUILD, compareVersions } from "../client/version.ts";
-import { DockError } from "../client/errors.ts";
+import { DockError, TransportError } from "../client/errors.ts";
 import { clientPaths } from "../core/paths.ts";
 import { load } from "./lazy.ts";
 import { eventLine, guarded, keyValues, printJson, progressBar, table } from "./output.ts";
@@ -259,9 +259,30 @@ export function agentCommands(program: Command): void {
     .option("--type <prefix...>", "only these types or prefixes (e.g. agent. box.)")
     .option("--json", "print each event as a line of JSON").action((o) =>
       guarded(async () => {
-        for await (const event of (await agentClient()).events({ after: o.after })) {
-          if (o.type && !o.type.some((prefix) => event.type.startsWith(prefix))) continue;
-          console.log(o.json ? JSON.stringify(event) : eventLine(event));
+        // Followed until stopped, across the agent going away (an upgrade, a restart): each time from the
+        // last event received on, so none is missed or printed twice (the agent's journal outlives it).
+        let after: number | undefined = o.after;
+        let away = 0;
+        for (;;) {
+          // A client of its own each time: one whose agent is gone starts it again, as any command does.
+          const client = await agentClient();
+          try {
+            for await (const event of client.events({ after })) {
+              away = 0;
+              after = event.id ?? after;
+              if (o.type && !o.type.some((prefix) => event.type.startsWith(prefix))) continue;
+              console.log(o.json ? JSON.stringify(event) : eventLine(event));
+            }
+          } catch (error) {
+            if (!(error instanceof TransportError)) throw error;
+            if (away === 0) {
+              console.error(`dock: the agent is away (${error.message}); following again when it is back`);
+            }
+          } finally {
+            client.close();
+          }
+          away++;
+          await sleep(Math.min(200 * away, 2000));
         }
       }, "dock")
     );

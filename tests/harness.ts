@@ -365,6 +365,17 @@ export async function waitForEvent(
   throw new Error("timed out waiting for an event");
 }
 
+/** Stops every process started with `DOCK_STATE_DIR=state` (an agent started in the background). */
+export function stopProcessesOf(state: string): void {
+  for (const entry of Deno.readDirSync("/proc")) {
+    if (!/^\d+$/.test(entry.name)) continue;
+    try {
+      const environ = Deno.readTextFileSync(`/proc/${entry.name}/environ`).split("\0");
+      if (environ.includes(`DOCK_STATE_DIR=${state}`)) Deno.kill(Number(entry.name), "SIGTERM");
+    } catch { /* gone, or not ours to read */ }
+  }
+}
+
 /** Polls `check` until it returns a value (not undefined/false), or throws after `timeoutMs`. */
 export async function eventually<T>(
   check: () => Promise<T | undefined | false>,

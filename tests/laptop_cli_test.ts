@@ -178,3 +178,55 @@ Deno.test("a dock command that finds no agent starts one in the background, once
     await eventually(() => Promise.resolve(agentsOf(dirs.state).length === 0));
   }
 });
+
+Deno.test("dock events follows across the agent going away: it starts it again and goes on from the last event, none twice", async () => {
+  const dirs = await makeDirs();
+  const env = laptopEnv(dirs, { port: freePort() }, { DOCK_PROXY_PORT: String(freePort()) });
+  const dock = new URL("../cli/dock.ts", import.meta.url).pathname;
+  // The command itself starts the agent (it finds none), then follows the laptop's test.* events.
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "--cached-only", dock, "events", "--after", "0", "--type", "test.", "--json"],
+    env,
+    clearEnv: true,
+    cwd: dirs.home,
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const stderr = new Response(child.stderr).text();
+  const lines = readLines(child.stdout)[Symbol.asyncIterator]();
+  const next = async () => JSON.parse((await lines.next()).value as string).type;
+  /** Emits `type` through whichever agent answers now; false while none does (nothing was sent). */
+  const emit = async (type: string) => {
+    const token = (await Deno.readTextFile(join(dirs.state, "client", "ui-token")).catch(() => "")).trim();
+    const client = new AgentClient({ url: `http://127.0.0.1:${env.DOCK_AGENT_PORT}`, token });
+    try {
+      return Boolean(token) && await client.emit({ type }).then(() => true, () => false);
+    } finally {
+      client.close();
+    }
+  };
+  try {
+    await eventually(() => emit("test.one"), 30_000);
+    assertEquals(await next(), "test.one");
+    // Twice away: each time back, started again by the follower; what is emitted then reaches it, and
+    // nothing before it again.
+    for (const type of ["test.two", "test.three"]) {
+      const [before] = agentsOf(dirs.state);
+      Deno.kill(before, "SIGTERM");
+      await eventually(async () => {
+        const running = agentsOf(dirs.state);
+        return running.length === 1 && running[0] !== before && await emit(type);
+      }, 30_000);
+      assertEquals(await next(), type);
+    }
+    assertStringIncludes(await (child.kill(), stderr), "the agent is away");
+  } finally {
+    try {
+      child.kill();
+    } catch { /* ended */ }
+    await child.status;
+    await stderr;
+    for (const pid of agentsOf(dirs.state)) Deno.kill(pid, "SIGTERM");
+    await eventually(() => Promise.resolve(agentsOf(dirs.state).length === 0));
+  }
+});

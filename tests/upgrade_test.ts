@@ -26,6 +26,7 @@ import {
   runCli,
   startAgent,
   startBox,
+  stopProcessesOf,
   waitForEvent,
 } from "./harness.ts";
 
@@ -206,17 +207,6 @@ Deno.test("dock upgrade sends a box this laptop's package; dock status says whic
     await Deno.remove(out, { recursive: true });
   }
 });
-
-/** Stops every process started with `DOCK_STATE_DIR=state` (an agent started in the background). */
-function stopProcessesOf(state: string): void {
-  for (const entry of Deno.readDirSync("/proc")) {
-    if (!/^\d+$/.test(entry.name)) continue;
-    try {
-      const environ = Deno.readTextFileSync(`/proc/${entry.name}/environ`).split("\0");
-      if (environ.includes(`DOCK_STATE_DIR=${state}`)) Deno.kill(Number(entry.name), "SIGTERM");
-    } catch { /* gone, or not ours to read */ }
-  }
-}
 
 Deno.test("dock upgrade --self installs a package as the laptop's dock and the agent comes back on it", async () => {
   const target = hostTarget();
