@@ -27,6 +27,7 @@ import type {
 } from "../client/wire.ts";
 import type { EventBus } from "../core/events.ts";
 import type { Store } from "../core/store.ts";
+import { PATH_HOLDS } from "./schema.ts";
 
 const STATE_OF: Record<AgentReportType, AgentState> = {
   "agent.ready": "idle",
@@ -205,13 +206,12 @@ export class AgentStates {
       if (row) return row;
     }
     if (!path) return null;
-    // Else the newest live session whose worktree holds the reported directory (deepest first).
-    const candidates = this.#o.store.all<SessionRow>("SELECT * FROM sessions WHERE exited = 0")
-      .filter((row) => path === row.path || path.startsWith(row.path + "/"))
-      .sort((a, b) =>
-        b.path.length - a.path.length || Number(!!b.agent) - Number(!!a.agent) ||
-        b.created.localeCompare(a.created)
-      );
-    return candidates[0] ?? null;
+    // Else the live session whose worktree holds the reported directory: the deepest, one running an
+    // agent before a plain shell, the newest. One row, on every hook report that names no session.
+    return this.#o.store.get<SessionRow>(
+      `SELECT * FROM sessions WHERE exited = 0 AND ${PATH_HOLDS}
+       ORDER BY length(path) DESC, coalesce(agent, '') != '' DESC, created DESC LIMIT 1`,
+      path,
+    ) ?? null;
   }
 }

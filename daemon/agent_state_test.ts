@@ -64,6 +64,38 @@ Deno.test("agent state: a report finds its session by DOCK_SESSION, else by the 
   assertEquals(held.changes(), 2);
 });
 
+Deno.test("agent state: by path, a live session running an agent before a plain shell, the newest first; a name that only starts the same holds nothing", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "dock-agent-state-" });
+  const store = new Store(`${dir}/box.db`, { schema: BOX_SCHEMA });
+  try {
+    const rows: [string, string, string | null, number, string][] = [
+      ["old-agent", "/srv/app", "claude", 0, "2024-01-01T00:00:00.000Z"],
+      ["new-agent", "/srv/app", "codex", 0, "2024-01-02T00:00:00.000Z"],
+      ["newest-shell", "/srv/app", null, 0, "2024-01-03T00:00:00.000Z"],
+      ["gone-agent", "/srv/app", "claude", 1, "2024-01-04T00:00:00.000Z"],
+      ["sibling", "/srv/app2", "claude", 0, "2024-01-05T00:00:00.000Z"],
+    ];
+    for (const [name, path, agent, exited, created] of rows) {
+      store.run(
+        `INSERT INTO sessions (name, location, worktree, path, command, agent, exited, created)
+         VALUES (?, 'app', 'main', ?, 'sh', ?, ?, ?)`,
+        name,
+        path,
+        agent,
+        exited,
+        created,
+      );
+    }
+    const agentStates = new AgentStates({ store, bus: new EventBus(store) });
+    assertEquals(agentStates.ingest(report("agent.started", "/srv/app/src"))?.data?.session, "new-agent");
+    assertEquals(agentStates.ingest(report("agent.started", "/srv/app2"))?.data?.session, "sibling");
+    assertEquals(agentStates.ingest(report("agent.started", "/srv/ap"))?.data?.session, undefined);
+  } finally {
+    store.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("agent state: an older report is announced but changes nothing; a second delivery is dropped", async () => {
   await using held = await states();
   const finished = report("agent.finished", "/srv/app", { session: "app", time: "2024-01-01T10:00:00Z" });

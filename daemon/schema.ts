@@ -5,6 +5,13 @@
  * @module
  */
 
+/**
+ * The condition "the row's `path` holds the path bound as `?1`": the same folder, or one inside it (not
+ * merely a name starting the same: `/srv/app` does not hold `/srv/app2`). Worktrees and sessions are
+ * found by a reported directory with it, the deepest first (`ORDER BY length(path) DESC`).
+ */
+export const PATH_HOLDS = "(path = ?1 OR substr(?1, 1, length(path) + 1) = path || '/')";
+
 /** Run at every open; every statement is `IF NOT EXISTS`. */
 export const BOX_SCHEMA = `
 CREATE TABLE IF NOT EXISTS locations (

@@ -26,6 +26,7 @@ import type { SecretResolver } from "./secrets.ts";
 import type { BoxSettings } from "./settings.ts";
 import type { Store } from "../core/store.ts";
 import { sleep } from "../client/timers.ts";
+import { PATH_HOLDS } from "./schema.ts";
 
 /** Setup scripts may run this long (spec 8), then they are killed. */
 export const SETUP_TIMEOUT_MS = 30 * 60_000;
@@ -86,8 +87,7 @@ export class Worktrees {
   containing(path: string): Worktree | undefined {
     // Asked for every event with a path (hooks, flows): one row, not the whole list with its ports.
     const row = this.#o.store.get<WorktreeRow>(
-      `SELECT * FROM worktrees WHERE path = ?1 OR substr(?1, 1, length(path) + 1) = path || '/'
-       ORDER BY length(path) DESC LIMIT 1`,
+      `SELECT * FROM worktrees WHERE ${PATH_HOLDS} ORDER BY length(path) DESC LIMIT 1`,
       path,
     );
     return row && toWorktree(row, this.#o.ports.portsOf(row.location, row.name));
