@@ -13,10 +13,8 @@
 export interface Deadline {
   /** Fires `ms` from now (replacing any earlier arming). */
   arm(ms: number): void;
-  /** Fires no more until armed again. */
+  /** Fires no more until armed again (also: the connection is done; nothing else holds it). */
   disarm(): void;
-  /** Forgets it (the connection is done). */
-  remove(): void;
 }
 
 /** Options of {@linkcode Deadlines}. */
@@ -57,7 +55,6 @@ export class Deadlines {
         this.#start();
       },
       disarm: () => void this.#armed.delete(entry),
-      remove: () => void this.#armed.delete(entry),
     };
   }
 

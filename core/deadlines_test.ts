@@ -1,7 +1,7 @@
 import { assertEquals } from "../tests/assert.ts";
 import { Deadlines } from "./deadlines.ts";
 
-Deno.test("Deadlines: fire once when passed, re-arming moves them, disarmed and removed ones do not fire", () => {
+Deno.test("Deadlines: fire once when passed, re-arming moves them, disarmed ones do not fire", () => {
   let now = 0;
   const deadlines = new Deadlines({ tickMs: 10, now: () => now, manual: true });
   const fired: string[] = [];
@@ -24,7 +24,7 @@ Deno.test("Deadlines: fire once when passed, re-arming moves them, disarmed and 
   deadlines.sweep();
   assertEquals(fired, ["c", "a"]);
   b.arm(10);
-  b.remove();
+  b.disarm(); // the connection is done
   c.arm(5);
   now = 1000;
   deadlines.sweep();
@@ -43,7 +43,7 @@ Deno.test("Deadlines: on its own interval, an armed deadline fires and the inter
     await promise;
   } finally {
     clearInterval(alive);
-    deadline.remove();
+    deadline.disarm();
     deadlines.close();
   }
 });

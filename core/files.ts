@@ -65,9 +65,21 @@ export class FileSignature {
   readonly path: string;
   /** The folder whose mtime says the file is still missing, and that mtime. */
   #vouch: { folder: string; mtime: number } | undefined;
+  #last = "";
 
   constructor(path: string) {
     this.path = path;
+  }
+
+  /**
+   * The file now, when it changed since the last call (the first call counts as a change): `"missing"`
+   * or `"present"`; undefined when it did not change.
+   */
+  changed(): "missing" | "present" | undefined {
+    const signature = this.read();
+    if (signature === this.#last) return undefined;
+    this.#last = signature;
+    return signature === "missing" ? "missing" : "present";
   }
 
   /** The signature now: equal to the last one when the file did not change. */

@@ -38,3 +38,19 @@ Deno.test("FileSignature: a file appearing, changing and going is seen, also whi
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("FileSignature.changed: the file's state once per change, the first call counting as one", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "dock-files-test-" });
+  try {
+    const file = new FileSignature(`${dir}/flows.json`);
+    assertEquals([file.changed(), file.changed()], ["missing", undefined]);
+    Deno.writeTextFileSync(file.path, "{}");
+    assertEquals([file.changed(), file.changed()], ["present", undefined]);
+    Deno.writeTextFileSync(file.path, '{"flows":[]}');
+    assertEquals(file.changed(), "present");
+    Deno.removeSync(file.path);
+    assertEquals([file.changed(), file.changed()], ["missing", undefined]);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

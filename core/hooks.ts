@@ -154,7 +154,6 @@ export class HooksFileWatcher {
   #hooks: HookConfig[] = [];
   #error: string | undefined;
   #file: FileSignature;
-  #signature = "";
   #checked = 0;
   #checkMs: number;
   #unannounced = false;
@@ -209,11 +208,10 @@ export class HooksFileWatcher {
   /** Checks the file now; true when its hooks (or its error) changed. */
   refresh(): boolean {
     this.#checked = performance.now();
-    const signature = this.#file.read();
-    if (signature === this.#signature) return false;
-    this.#signature = signature;
+    const now = this.#file.changed();
+    if (!now) return false;
     this.#unannounced = true;
-    if (signature === "missing") {
+    if (now === "missing") {
       this.#hooks = [];
       this.#error = undefined;
       return true;

@@ -270,7 +270,7 @@ export function serveGuarded(
     } catch {
       // A failed handshake, a reset, a timeout's close: the connection is done either way.
     } finally {
-      deadline.remove();
+      deadline.disarm();
       if (!wasUpgraded) {
         closed.abort();
         try {

@@ -165,7 +165,6 @@ export class Flows {
   #fileFlows: FlowConfig[] = [];
   #fileError: string | undefined;
   #file: FileSignature;
-  #signature = "";
   #configFlows = new Map<string, { candidates: Candidate[]; infos: FlowInfo[]; at: number }>();
   // A read that began before a config.changed must not cache what it read.
   #configGeneration = 0;
@@ -222,10 +221,9 @@ export class Flows {
 
   /** Checks the flows file's signature and reads it again when it changed; the last good flows stay. */
   #refresh(): void {
-    const signature = this.#file.read();
-    if (signature === this.#signature) return;
-    this.#signature = signature;
-    if (signature === "missing") {
+    const now = this.#file.changed();
+    if (!now) return;
+    if (now === "missing") {
       this.#fileFlows = [];
       this.#fileError = undefined;
       return;
