@@ -111,10 +111,9 @@ export async function benchCli(options: { quick: boolean }): Promise<Row[]> {
     await Deno.writeTextFile(empty, "");
     const boxEnv = env({ DOCK_STATE_DIR: dirs.state, DOCK_HOME: dirs.dockHome });
     const laptopEnv = env({ ...boxEnv, DOCK_AGENT_PORT: String(agent.port) });
-    const run_ = (file: string, ...args: string[]) => ["run", "-A", "--cached-only", file, ...args];
+    const run_ = (...args: string[]) => ["run", "-A", "--cached-only", ...args];
     // A command from the checkout with the V8 flags the package's launcher gives it.
-    const command_ = (file: string, ...args: string[]) =>
-      run_(`--v8-flags=${COMMAND_V8_FLAGS}`, file, ...args);
+    const command_ = (...args: string[]) => run_(`--v8-flags=${COMMAND_V8_FLAGS}`, ...args);
     const hookPayload = () =>
       JSON.stringify({ session_id: `bench-${crypto.randomUUID()}`, cwd: scratch, hook_event_name: "Stop" });
     const packaged = await packagedCases(dirs.root, hookPayload);
@@ -193,10 +192,11 @@ export async function benchCli(options: { quick: boolean }): Promise<Row[]> {
       const label = `CLI: ${c.label}`;
       if (c.key === "floor") return { label, summary, isBaseline: true, note: `p90 ${ms(summary.p90)} ms` };
       const r = summary.p50 / floor.p50;
-      const goal = c.goal === undefined
-        ? c.remark ? `${c.remark}; ` : ""
-        : `goal ≤ ${ratio(c.goal)}: ${r <= c.goal ? "met" : "**not met**"}; `;
-      return { label, summary, baseline: floor, note: `${goal}p90 ${ms(summary.p90)} ms` };
+      const first = c.goal !== undefined
+        ? `goal ≤ ${ratio(c.goal)}: ${r <= c.goal ? "met" : "**not met**"}`
+        : c.remark;
+      const note = [first, `p90 ${ms(summary.p90)} ms`].filter(Boolean).join("; ");
+      return { label, summary, baseline: floor, note };
     });
   } finally {
     await stopWithin(agent);

@@ -374,17 +374,20 @@ async function bundleCommandLine(src: string): Promise<void> {
     if (!entry.isFile || !entry.name.endsWith(".ts") || UNBUNDLED.includes(`./${entry.name}`)) continue;
     entries.push(`cli/${entry.name}`);
   }
+  await denoBundle(src, ["--minify", "--outdir", "cli", ...entries.sort()]);
+}
+
+/**
+ * Runs `deno bundle ARGS` for Deno in `cwd` (quiet, for Deno as the platform); throws with its output
+ * when it fails. Its esbuild comes from the npm registry on first use (`package/bundler.ts`).
+ */
+export async function denoBundle(cwd: string, args: string[]): Promise<void> {
   await must(
-    run(Deno.execPath(), [
-      "bundle",
-      "--quiet",
-      "--platform",
-      "deno",
-      "--minify",
-      "--outdir",
-      "cli",
-      ...entries.sort(),
-    ], { cwd: src, timeoutMs: 120_000, env: { DENO_NO_UPDATE_CHECK: "1" } }),
+    run(Deno.execPath(), ["bundle", "--quiet", "--platform", "deno", ...args], {
+      cwd,
+      timeoutMs: 300_000,
+      env: { DENO_NO_UPDATE_CHECK: "1" },
+    }),
     "deno bundle",
   );
 }

@@ -6,24 +6,12 @@
  *
  * @module
  */
-import { run } from "../core/runner.ts";
+import { denoBundle } from "./build.ts";
 
 if (import.meta.main) {
   const out = await Deno.makeTempDir({ prefix: "dock-bundler-" });
   try {
-    const entry = new URL("../client/version.ts", import.meta.url).pathname;
-    const bundled = await run(Deno.execPath(), [
-      "bundle",
-      "--quiet",
-      "--platform",
-      "deno",
-      "--outdir",
-      out,
-      entry,
-    ], {
-      timeoutMs: 300_000,
-    });
-    if (bundled.code !== 0) throw new Error(`deno bundle cannot run: ${bundled.output}`);
+    await denoBundle(out, ["--outdir", out, new URL("../client/version.ts", import.meta.url).pathname]);
   } finally {
     await Deno.remove(out, { recursive: true });
   }

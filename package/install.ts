@@ -67,18 +67,14 @@ export async function installHere(
     release = there;
     await switchCurrent(join(home, "current"), folder);
   } else {
-    const from = await runningFolder(home) ?? "";
     using opened = await Deno.open(built.file);
+    const from = await runningFolder(home) ?? "";
     ({ release } = await installRelease(opened.readable, home, { from, what: "this machine" }));
   }
   const bin = join(home, "bin");
   await Deno.mkdir(bin, { recursive: true });
-  for (const program of ["dock", "dockd"]) {
-    const link = join(bin, program);
-    await Deno.remove(link).catch(() => {});
-    await Deno.symlink(`../current/bin/${program}`, link);
-  }
-  return { release, folder, bin, again: there?.id === built.release.id };
+  for (const program of ["dock", "dockd"]) await replaceLink(join(bin, program), `../current/bin/${program}`);
+  return { release, folder, bin, again: release === there };
 }
 
 /** The versions folder this process runs from, or null when it does not run from an installed package. */
@@ -222,10 +218,15 @@ function badPackage(why: string): DockError {
   return new DockError("bad_package", `not a package this machine can run: ${why}`, { status: 400 });
 }
 
-/** Points `current` at `versions/<folder>`, atomically (a new link renamed over the old one). */
-export async function switchCurrent(current: string, folder: string): Promise<void> {
-  const next = `${current}.next`;
+/** Points `current` at `versions/<folder>`, atomically (see {@linkcode replaceLink}). */
+export function switchCurrent(current: string, folder: string): Promise<void> {
+  return replaceLink(current, `versions/${folder}`);
+}
+
+/** Makes `path` a link to `target`, atomically: a new link renamed over whatever was there. */
+async function replaceLink(path: string, target: string): Promise<void> {
+  const next = `${path}.next`;
   await Deno.remove(next).catch(() => {});
-  await Deno.symlink(`versions/${folder}`, next);
-  await Deno.rename(next, current);
+  await Deno.symlink(target, next);
+  await Deno.rename(next, path);
 }

@@ -12,26 +12,9 @@
 export const UNBUNDLED: readonly string[] = ["./serve.ts", "./run_agent.ts"];
 
 /**
- * The commands that load, from the sources, modules that need the package's `deno.json` (its import
- * map, for npm packages): the servers (the modules above) and the commands that load such a module
- * by its path through `lazy.ts` ({@linkcode CONFIG_SOURCES}). The launcher (build.ts) runs these as
- * they are; every other command runs with `--no-config` (finding and reading `deno.json`, the lock and
- * the npm resolution cost ~1 ms of a ~20 ms command: the bundles need none of it) and
- * {@linkcode COMMAND_V8_FLAGS}. The same names for `dock` and `dockd`: each has some of them.
- */
-export const SOURCE_COMMANDS: readonly string[] = [
-  "agent",
-  "up",
-  "serve",
-  "mcp",
-  "secret",
-  "integrations",
-  "schemas",
-];
-
-/**
- * The modules outside `cli/` a command loads through `lazy.ts` whose imports need `deno.json`, and the
- * command that does: `package/build_test.ts` fails naming any other such load.
+ * The modules outside `cli/` a command loads through `lazy.ts` whose imports need `deno.json` (its
+ * import map, for npm packages), and the command that does: `package/build_test.ts` fails naming any
+ * other such load.
  */
 export const CONFIG_SOURCES: Readonly<Record<string, string>> = {
   "../core/mcp.ts": "mcp",
@@ -40,6 +23,18 @@ export const CONFIG_SOURCES: Readonly<Record<string, string>> = {
   "../core/config.ts": "schemas",
   "../plugins/manifest.ts": "schemas",
 };
+
+/**
+ * The commands that load sources needing the package's `deno.json`: the servers (the modules above)
+ * and those of {@linkcode CONFIG_SOURCES}. The launcher (build.ts) runs these as they are; every other
+ * command runs with `--no-config` (finding and reading `deno.json`, the lock and the npm resolution cost
+ * ~1 ms of a ~20 ms command: the bundles need none of it) and {@linkcode COMMAND_V8_FLAGS}. The same
+ * names for `dock` and `dockd`: each has some of them.
+ */
+export const SOURCE_COMMANDS: readonly string[] = [
+  ...["agent", "up", "serve"],
+  ...new Set(Object.values(CONFIG_SOURCES)),
+];
 
 /**
  * V8's flags for a command the launcher runs without the config, which lives a few milliseconds.
