@@ -365,14 +365,30 @@ export async function waitForEvent(
   throw new Error("timed out waiting for an event");
 }
 
-/** Stops every process started with `DOCK_STATE_DIR=state` (an agent started in the background). */
-export function stopProcessesOf(state: string): void {
+/**
+ * The pids of the processes started with `DOCK_STATE_DIR=state` (an agent a command started in the
+ * background), those with `word` among their arguments when given (`agent`).
+ */
+export function processesOf(state: string, word?: string): number[] {
+  const pids: number[] = [];
   for (const entry of Deno.readDirSync("/proc")) {
     if (!/^\d+$/.test(entry.name)) continue;
     try {
       const environ = Deno.readTextFileSync(`/proc/${entry.name}/environ`).split("\0");
-      if (environ.includes(`DOCK_STATE_DIR=${state}`)) Deno.kill(Number(entry.name), "SIGTERM");
-    } catch { /* gone, or not ours to read */ }
+      if (!environ.includes(`DOCK_STATE_DIR=${state}`)) continue;
+      if (word && !Deno.readTextFileSync(`/proc/${entry.name}/cmdline`).split("\0").includes(word)) continue;
+      pids.push(Number(entry.name));
+    } catch { /* gone meanwhile, or not ours to read */ }
+  }
+  return pids;
+}
+
+/** Stops every process started with `DOCK_STATE_DIR=state` (an agent started in the background). */
+export function stopProcessesOf(state: string): void {
+  for (const pid of processesOf(state)) {
+    try {
+      Deno.kill(pid, "SIGTERM");
+    } catch { /* gone meanwhile */ }
   }
 }
 

@@ -13,6 +13,7 @@ import {
   laptopEnv,
   makeDirs,
   makeRepo,
+  processesOf,
   runCli,
   startAgent,
   startBox,
@@ -146,20 +147,7 @@ async function firstLines(env: Record<string, string>, agent: TestAgent, args: s
 }
 
 /** The pids of `dock agent` processes started with the state folder `state`. */
-function agentsOf(state: string): number[] {
-  const pids: number[] = [];
-  for (const entry of Deno.readDirSync("/proc")) {
-    if (!/^\d+$/.test(entry.name)) continue;
-    try {
-      const environ = Deno.readTextFileSync(`/proc/${entry.name}/environ`).split("\0");
-      const cmdline = Deno.readTextFileSync(`/proc/${entry.name}/cmdline`).split("\0");
-      if (environ.includes(`DOCK_STATE_DIR=${state}`) && cmdline.includes("agent")) {
-        pids.push(Number(entry.name));
-      }
-    } catch { /* gone meanwhile, or not ours to read */ }
-  }
-  return pids;
-}
+const agentsOf = (state: string) => processesOf(state, "agent");
 
 Deno.test("a dock command that finds no agent starts one in the background, once, and is answered", async () => {
   const dirs = await makeDirs();

@@ -188,8 +188,6 @@ Deno.test("a package for this machine runs dockd and dock from itself, offline, 
     const other = targetName(target) === "linux-arm64" ? "linux-x64" : "linux-arm64";
     assertStringIncludes((await repack(other)).error, `cannot make one for ${other}`);
 
-    // The hook command written into an agent tool's settings runs this package's launcher, by the path
-    // it was started from (a link on PATH survives an upgrade; the package folder does not).
     // `deno task install`: the same package installed here as the commands a person runs, linked in
     // ~/.dock/bin; a second install of the same release unpacks nothing.
     const here = join(dirs.root, "installed-home");
@@ -209,6 +207,8 @@ Deno.test("a package for this machine runs dockd and dock from itself, offline, 
     const second = await installHere(built, here);
     assertEquals([second.folder, second.again], [first.folder, true]);
 
+    // The hook command written into an agent tool's settings runs this package's launcher, by the path
+    // it was started from (a link on PATH survives an upgrade; the package folder does not).
     const installed = await new Deno.Command(join(root, "bin", "dockd"), {
       args: ["integrations", "install", "claude"],
       env,
