@@ -6,7 +6,9 @@
  *   `@deno/<target>` npm package, checked against the registry's integrity);
  * - `src/`: dock's runtime sources (no tests, no app sources: the app is embedded), with a `deno.json`
  *   of only the packages they import and `node_modules/` holding exactly those, for that target (the
- *   native PTY addon included), each checked against `deno.lock`'s integrity;
+ *   native PTY addon included), each checked against `deno.lock`'s integrity, and those packages' lock
+ *   entries for every target (`src/package/npm-lock.json`: how an installed release makes another
+ *   target's package);
  * - `src/cli/*.js`: the command line as `deno bundle` output (each module whole, minified), which the
  *   launchers run: a command starts from three files rather than ~30 modules of sources;
  * - `bin/dock`, `bin/dockd`: launchers that run with `--cached-only`, so nothing is fetched at run time;
@@ -170,14 +172,13 @@ export function withoutRuntimeName(release: Pick<PackageRelease, "version" | "ta
 /**
  * Builds the package for `options.target`. A dock that runs from an installed package (a laptop after
  * `dock upgrade --self`) has no checkout to build from: its package for its own target is the release it
- * runs, packed again; another target's needs the sources (see {@linkcode packInstalled}).
+ * runs, packed again; another target's is made from it (see {@linkcode packInstalled}).
  */
 export async function buildPackage(options: BuildOptions): Promise<BuiltPackage> {
   const installed = await runningRelease();
   if (installed) return await packInstalled(installed, options);
   const progress = options.progress ?? (() => {});
-  const registry = (options.registry ?? Deno.env.get("NPM_CONFIG_REGISTRY") ?? "https://registry.npmjs.org/")
-    .replace(/\/?$/, "/");
+  const registry = registryOf(options);
   const target = targetName(options.target);
   const version = options.version ?? VERSION;
   if (!/^\d+(\.\d+){0,3}$/.test(version)) throw new Error(`not a version: ${version}`);
@@ -195,9 +196,7 @@ export async function buildPackage(options: BuildOptions): Promise<BuiltPackage>
     };
     await writeRuntimeConfig(join(root, "src"), config.imports, lock);
     for (const pkg of npmClosure(config.imports, lock, options.target)) {
-      const into = join(root, "src", "node_modules", pkg.name);
-      await placeNpmPackage(pkg, into, registry);
-      await pruneNpmPackage(into);
+      await placeNpmPackage(pkg, join(root, "src", "node_modules", pkg.name), registry);
     }
     progress(`command line bundle`);
     await bundleCommandLine(join(root, "src"));
@@ -206,42 +205,54 @@ export async function buildPackage(options: BuildOptions): Promise<BuiltPackage>
     for (const program of ["dock", "dockd"] as const) {
       await Deno.writeTextFile(join(root, "bin", program), launcher(program), { mode: 0o755 });
     }
-    progress(`manifest`);
-    const files = await hashTree(root);
-    const id = (await sha256(new TextEncoder().encode(JSON.stringify(files)))).slice(0, 16);
-    const release: PackageRelease = {
-      name: "dock",
-      id,
-      version,
-      commit,
-      target,
-      deno,
-      runtime: files["bin/deno"],
-    };
-    // Small, so a box's installed release is read in one line over SSH.
-    await Deno.writeTextFile(join(root, "release.json"), JSON.stringify(release) + "\n");
-    const manifest: PackageManifest = { ...release, files };
-    await Deno.writeTextFile(join(root, "manifest.json"), JSON.stringify(manifest, null, 2) + "\n");
-    const out = options.out ?? join(ROOT, "dist");
-    await Deno.mkdir(out, { recursive: true });
-    const file = join(out, `${name}.tar.gz`);
-    progress(`archive`);
-    await must(run("tar", ["-czf", file, "-C", staging, name], { timeoutMs: 300_000 }), "tar");
-    const lean = join(out, withoutRuntimeName(release));
-    await must(
-      run("tar", ["-czf", lean, `--exclude=${name}/bin/deno`, "-C", staging, name], { timeoutMs: 300_000 }),
-      "tar",
-    );
-    return {
-      file,
-      bytes: (await Deno.stat(file)).size,
-      manifest,
-      release,
-      withoutRuntime: { file: lean, bytes: (await Deno.stat(lean)).size },
-    };
+    return await seal(staging, name, { version, commit, target, deno }, options);
   } finally {
     await Deno.remove(staging, { recursive: true });
   }
+}
+
+/** The npm registry a build fetches from: the option, `NPM_CONFIG_REGISTRY`, or npm's own. */
+function registryOf(options: BuildOptions): string {
+  return (options.registry ?? Deno.env.get("NPM_CONFIG_REGISTRY") ?? "https://registry.npmjs.org/")
+    .replace(/\/?$/, "/");
+}
+
+/**
+ * Finishes the package staged at `<staging>/<name>`: hashes every file into `manifest.json`, writes
+ * `release.json`, and archives it, with and without its runtime, into `options.out`.
+ */
+async function seal(
+  staging: string,
+  name: string,
+  stamp: Pick<PackageRelease, "version" | "commit" | "target" | "deno">,
+  options: BuildOptions,
+): Promise<BuiltPackage> {
+  const root = join(staging, name);
+  (options.progress ?? (() => {}))(`manifest`);
+  const files = await hashTree(root);
+  const id = (await sha256(new TextEncoder().encode(JSON.stringify(files)))).slice(0, 16);
+  const release: PackageRelease = { name: "dock", id, ...stamp, runtime: files["bin/deno"] };
+  // Small, so a box's installed release is read in one line over SSH.
+  await Deno.writeTextFile(join(root, "release.json"), JSON.stringify(release) + "\n");
+  const manifest: PackageManifest = { ...release, files };
+  await Deno.writeTextFile(join(root, "manifest.json"), JSON.stringify(manifest, null, 2) + "\n");
+  const out = options.out ?? join(ROOT, "dist");
+  await Deno.mkdir(out, { recursive: true });
+  const file = join(out, `${name}.tar.gz`);
+  (options.progress ?? (() => {}))(`archive`);
+  await must(run("tar", ["-czf", file, "-C", staging, name], { timeoutMs: 300_000 }), "tar");
+  const lean = join(out, withoutRuntimeName(release));
+  await must(
+    run("tar", ["-czf", lean, `--exclude=${name}/bin/deno`, "-C", staging, name], { timeoutMs: 300_000 }),
+    "tar",
+  );
+  return {
+    file,
+    bytes: (await Deno.stat(file)).size,
+    manifest,
+    release,
+    withoutRuntime: { file: lean, bytes: (await Deno.stat(lean)).size },
+  };
 }
 
 /** An installed release this code runs from: its folder (`…/versions/<folder>`) and its manifest. */
@@ -269,21 +280,12 @@ let running: Promise<RunningRelease | null> | undefined;
 /**
  * The package of an installed release, packed again from its folder: exactly the files its manifest
  * names, with `manifest.json` and `release.json` (not the transpile cache the launcher keeps beside
- * them), so that a box checks it as it would the original. Only for the release's own target: another
- * target's runtime and native modules come from the npm registry against `deno.lock`, which only a
- * checkout has.
+ * them), so that a box checks it as it would the original. For another target see
+ * {@linkcode retargetInstalled}.
  */
 export async function packInstalled(installed: RunningRelease, options: BuildOptions): Promise<BuiltPackage> {
   const { manifest, root } = installed;
-  const target = targetName(options.target);
-  if (manifest.target !== target) {
-    throw new DockError(
-      "needs_sources",
-      `this dock runs from its ${manifest.target} package, which cannot make one for ${target}: ` +
-        `run dock from a checkout of its sources to reach a ${target} machine`,
-      { status: 422 },
-    );
-  }
+  if (manifest.target !== targetName(options.target)) return await retargetInstalled(installed, options);
   (options.progress ?? (() => {}))(`the installed release ${manifest.id}`);
   const { files: _, ...release } = manifest;
   const name = packageName(manifest);
@@ -305,6 +307,62 @@ export async function packInstalled(installed: RunningRelease, options: BuildOpt
     return { file, bytes, manifest, release, withoutRuntime: { file: lean, bytes: leanBytes } };
   } finally {
     await Deno.remove(list).catch(() => {});
+  }
+}
+
+/**
+ * The package of an installed release for another target (a macOS laptop's dock reaching a Linux box):
+ * the same sources and bundles, which hold nothing of a platform, with that target's Deno runtime and
+ * native npm packages (the PTY addon) in place of this one's, fetched from `options.registry` and
+ * checked, as a build from a checkout does, against the lock the release carries ({@linkcode NPM_LOCK}).
+ * Same version and commit; its own id.
+ */
+async function retargetInstalled(installed: RunningRelease, options: BuildOptions): Promise<BuiltPackage> {
+  const { manifest, root } = installed;
+  const target = targetName(options.target);
+  const progress = options.progress ?? (() => {});
+  const lock = await readJsonOrNull<DenoLock>(join(root, "src", NPM_LOCK));
+  if (!lock?.npm) {
+    throw new DockError(
+      "needs_sources",
+      `this dock runs from a ${manifest.target} package without ${NPM_LOCK} (built before it was there), ` +
+        `which cannot make one for ${target}: upgrade it, or run dock from a checkout of its sources`,
+      { status: 422 },
+    );
+  }
+  progress(`the installed release ${manifest.id}, for ${target}`);
+  const { imports } = JSON.parse(await Deno.readTextFile(join(root, "src", "deno.json"))) as {
+    imports: Record<string, string>;
+  };
+  const ours = npmClosure(imports, lock, parseTarget(manifest.target));
+  const theirs = npmClosure(imports, lock, options.target);
+  const onlyIn = (packages: NpmPackage[], other: NpmPackage[]) =>
+    packages.filter((pkg) => !other.some((o) => o.name === pkg.name && o.version === pkg.version));
+  const leave = onlyIn(ours, theirs).map((pkg) => `src/node_modules/${pkg.name}/`);
+  const name = packageName({ version: manifest.version, target });
+  const staging = await Deno.makeTempDir({ prefix: "dock-package-" });
+  try {
+    const into = join(staging, name);
+    for (const file of Object.keys(manifest.files)) {
+      if (file === "bin/deno" || leave.some((folder) => file.startsWith(folder))) continue;
+      await Deno.mkdir(dirname(join(into, file)), { recursive: true });
+      await Deno.copyFile(join(root, file), join(into, file));
+    }
+    const registry = registryOf(options);
+    for (const pkg of onlyIn(theirs, ours)) {
+      progress(`npm package ${pkg.name}@${pkg.version}`);
+      await placeNpmPackage(pkg, join(into, "src", "node_modules", pkg.name), registry);
+    }
+    progress(`deno runtime for ${target}`);
+    const deno = await placeRuntime(options.target, join(into, "bin", "deno"), registry, progress);
+    return await seal(
+      staging,
+      name,
+      { version: manifest.version, commit: manifest.commit, target, deno },
+      options,
+    );
+  } finally {
+    await Deno.remove(staging, { recursive: true });
   }
 }
 
@@ -490,6 +548,8 @@ interface DenoLock {
 
 /** One npm package as it goes into `node_modules/`. */
 interface NpmPackage {
+  /** Its key in the lock (`name@version`, with the peers it resolved with). */
+  key: string;
   name: string;
   version: string;
   integrity: string;
@@ -531,7 +591,18 @@ async function writeRuntimeConfig(
     join(src, "package.json"),
     JSON.stringify({ private: true, dependencies }, null, 2) + "\n",
   );
+  const entries = npmClosure(runtime, lock).map((pkg) => [pkg.key, lock.npm[pkg.key]]);
+  await Deno.writeTextFile(
+    join(src, NPM_LOCK),
+    JSON.stringify({ npm: Object.fromEntries(entries.sort(([a], [b]) => a < b ? -1 : 1)) }, null, 2) + "\n",
+  );
 }
+
+/**
+ * Where a package keeps the lock entries of its npm packages for every target (under `src/`): what
+ * {@linkcode retargetInstalled} checks another target's native packages against, with no `deno.lock`.
+ */
+export const NPM_LOCK = "package/npm-lock.json";
 
 /**
  * The lock's key of `name@version`: the lock adds the peers it resolved with to a package that has some
@@ -558,17 +629,20 @@ function npmSpecifier(specifier: string): { name: string; version: string } {
   return { name: match[1], version: match[2] };
 }
 
-/** The runtime's npm packages and what they depend on, for `target` (optional ones of other platforms left out). */
-export function npmClosure(imports: Record<string, string>, lock: DenoLock, target: Target): NpmPackage[] {
+/**
+ * The runtime's npm packages and what they depend on, for `target` (optional ones of other platforms
+ * left out), or for every platform.
+ */
+export function npmClosure(imports: Record<string, string>, lock: DenoLock, target?: Target): NpmPackage[] {
   const found = new Map<string, NpmPackage>();
   const visit = (key: string) => {
     if (found.has(key)) return;
     const entry = lock.npm[key];
     if (!entry) throw new Error(`deno.lock has no ${key}`);
-    if (entry.os && !entry.os.includes(target.os)) return;
-    if (entry.cpu && !entry.cpu.includes(target.arch)) return;
+    if (target && entry.os && !entry.os.includes(target.os)) return;
+    if (target && entry.cpu && !entry.cpu.includes(target.arch)) return;
     const { name, version } = lockKey(key);
-    found.set(key, { name, version, integrity: entry.integrity });
+    found.set(key, { key, name, version, integrity: entry.integrity });
     for (const dependency of [...entry.dependencies ?? [], ...entry.optionalDependencies ?? []]) {
       // The lock names a dependency by name when one version of it is locked, else by name@version.
       visit(
@@ -586,10 +660,16 @@ export function npmClosure(imports: Record<string, string>, lock: DenoLock, targ
 }
 
 /**
- * Puts `pkg` at `into`: from this project's node_modules when Deno installed it here (Deno checked it
- * against the lock then), else its tarball from `registry`, checked against the lock's integrity.
+ * Puts `pkg` at `into`, without what is never loaded at run time ({@linkcode prunable}): from this
+ * project's node_modules when Deno installed it here (Deno checked it against the lock then), else its
+ * tarball from `registry`, checked against the lock's integrity.
  */
 async function placeNpmPackage(pkg: NpmPackage, into: string, registry: string): Promise<void> {
+  await fetchNpmPackage(pkg, into, registry);
+  await pruneNpmPackage(into);
+}
+
+async function fetchNpmPackage(pkg: NpmPackage, into: string, registry: string): Promise<void> {
   const installed = join(
     ROOT,
     "node_modules",

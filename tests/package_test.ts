@@ -10,7 +10,15 @@ import { VERSION } from "../client/version.ts";
 import type { DockEvent } from "../client/wire.ts";
 import { DOCK_COMMANDS, DOCKD_COMMANDS } from "../cli/commands.generated.ts";
 import { run } from "../core/runner.ts";
-import { buildPackage, hashTree, hostTarget, targetName } from "../package/build.ts";
+import {
+  buildPackage,
+  hashTree,
+  hostTarget,
+  NPM_LOCK,
+  type PackageManifest,
+  type PackageRelease,
+  targetName,
+} from "../package/build.ts";
 import { checkPackage, installHere } from "../package/install.ts";
 import { makeDirs, makeRepo, startBox } from "./harness.ts";
 import { connectUnixWebSocket } from "./ws_unix.ts";
@@ -154,7 +162,7 @@ Deno.test("a package for this machine runs dockd and dock from itself, offline, 
 
     // A dock running from this package (a laptop after `dock upgrade --self`) has no checkout: for a box of
     // its own target it packs the release it runs again, which a box checks as the original; for another
-    // target it says why it cannot.
+    // target it swaps in that target's runtime and native packages from the registry (below).
     const probe = join(dirs.root, "repack.ts");
     await Deno.writeTextFile(
       probe,
@@ -167,10 +175,14 @@ Deno.test("a package for this machine runs dockd and dock from itself, offline, 
         console.log(JSON.stringify({ error: String(error) }));
       }`,
     );
-    const repack = async (target: string) => {
+    const repack = async (target: string, registry?: string) => {
       const made = await new Deno.Command(join(root, "bin", "deno"), {
         args: ["run", "-A", "--cached-only", "--no-config", probe, target, join(dirs.root, "repacked")],
-        env: { ...env, DENO_DIR: join(root, "cache") },
+        env: {
+          ...env,
+          DENO_DIR: join(root, "cache"),
+          ...registry ? { NPM_CONFIG_REGISTRY: registry, NO_PROXY: "127.0.0.1" } : {},
+        },
         clearEnv: true,
       }).output();
       assertEquals(made.code, 0, new TextDecoder().decode(made.stderr));
@@ -185,8 +197,7 @@ Deno.test("a package for this machine runs dockd and dock from itself, offline, 
       else assertEquals(await Deno.stat(join(into, "bin", "deno")).catch(() => null), null);
       assertEquals(await Deno.stat(join(into, "cache")).catch(() => null), null, "no transpile cache");
     }
-    const other = targetName(target) === "linux-arm64" ? "linux-x64" : "linux-arm64";
-    assertStringIncludes((await repack(other)).error, `cannot make one for ${other}`);
+    await retargetsFromRegistry(root, targetName(target), built.manifest, repack, dirs.root);
 
     // `deno task install`: the same package installed here as the commands a person runs, linked in
     // ~/.dock/bin; a second install of the same release unpacks nothing.
@@ -221,3 +232,109 @@ Deno.test("a package for this machine runs dockd and dock from itself, offline, 
     await Deno.remove(out, { recursive: true });
   }
 });
+
+/** An npm tarball (a `.tgz` holding `package/`) of `files`, and its integrity as a lock writes it. */
+async function npmTarball(files: Record<string, string>, scratch: string) {
+  const folder = await Deno.makeTempDir({ dir: scratch });
+  for (const [name, text] of Object.entries(files)) {
+    await Deno.mkdir(join(folder, "package", name, ".."), { recursive: true });
+    await Deno.writeTextFile(join(folder, "package", name), text, { mode: 0o755 });
+  }
+  const packed = await new Deno.Command("tar", { args: ["-czf", "-", "-C", folder, "package"] }).output();
+  assert(packed.success, "tar made the tarball");
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-512", packed.stdout));
+  return { bytes: packed.stdout, integrity: `sha512-${btoa(String.fromCharCode(...digest))}` };
+}
+
+/**
+ * The installed release at `root` (for `host`) made into a package for the other Linux architecture,
+ * from a local registry serving that target's runtime and PTY addon: refused while the registry's bytes
+ * are not those the release's lock names, then built with them in place of this target's, everything
+ * else (sources, bundles, launchers, version, commit) as installed.
+ */
+async function retargetsFromRegistry(
+  root: string,
+  host: string,
+  installed: PackageManifest,
+  repack: (
+    target: string,
+    registry?: string,
+  ) => Promise<{ error?: string; file: string; lean: string; release: PackageRelease }>,
+  scratch: string,
+): Promise<void> {
+  const other = host === "linux-arm64" ? "linux-x64" : "linux-arm64";
+  const lockFile = join(root, "src", NPM_LOCK);
+  const lock = JSON.parse(await Deno.readTextFile(lockFile)) as {
+    npm: Record<string, { integrity: string }>;
+  };
+  const addonKey = Object.keys(lock.npm).find((key) => key.startsWith(`@lydell/node-pty-${other}@`));
+  assert(addonKey, `the release's lock names the ${other} addon (it holds every target's)`);
+  const addonVersion = addonKey.split("@")[2];
+  const runtimeScript = `#!/bin/sh\necho deno for ${other}\n`;
+  const runtime = await npmTarball({ deno: runtimeScript, "package.json": "{}" }, scratch);
+  const addon = await npmTarball({
+    "pty.node": `native code for ${other}`,
+    "package.json": "{}",
+    "README.md": "not loaded at run time: pruned",
+  }, scratch);
+  const requested: string[] = [];
+  await using registry = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (request) => {
+    const path = decodeURIComponent(new URL(request.url).pathname);
+    requested.push(path);
+    if (path === `/@deno/${other}-glibc`) {
+      return Response.json({
+        versions: {
+          [Deno.version.deno]: {
+            dist: { tarball: `${new URL(request.url).origin}/runtime.tgz`, integrity: runtime.integrity },
+          },
+        },
+      });
+    }
+    if (path === "/runtime.tgz") return new Response(runtime.bytes);
+    if (path === `/@lydell/node-pty-${other}/-/node-pty-${other}-${addonVersion}.tgz`) {
+      return new Response(addon.bytes);
+    }
+    return new Response("not found", { status: 404 });
+  });
+  const url = `http://127.0.0.1:${registry.addr.port}/`;
+
+  // The lock names the real addon's bytes: the registry's are refused.
+  const refused = await repack(other, url);
+  assertStringIncludes(refused.error ?? "", "integrity mismatch");
+  // The lock naming these bytes (as it names what npm serves), the package is made.
+  lock.npm[addonKey].integrity = addon.integrity;
+  await Deno.writeTextFile(lockFile, JSON.stringify(lock));
+  const made = await repack(other, url);
+  assertEquals(made.error, undefined);
+  assertEquals(
+    [made.release.target, made.release.version, made.release.commit, made.release.deno],
+    [other, installed.version, installed.commit, Deno.version.deno],
+  );
+  assert(made.release.id !== installed.id, "its own id");
+  assert(requested.includes("/runtime.tgz"), "the runtime came from the registry");
+
+  const into = await Deno.makeTempDir({ dir: scratch });
+  assertEquals((await run("tar", ["-xzf", made.file, "-C", into, "--strip-components=1"])).code, 0);
+  const manifest = JSON.parse(await Deno.readTextFile(join(into, "manifest.json"))) as PackageManifest;
+  const { ["manifest.json"]: _, ["release.json"]: __, ...files } = await hashTree(into);
+  assertEquals(files, manifest.files, "the manifest names every file as it is");
+  assertEquals(JSON.parse(await Deno.readTextFile(join(into, "release.json"))), made.release);
+  assertEquals(await Deno.readTextFile(join(into, "bin", "deno")), runtimeScript);
+  for (const program of ["deno", "dock", "dockd"]) {
+    assertEquals((await Deno.stat(join(into, "bin", program))).mode! & 0o111, 0o111, `bin/${program} runs`);
+  }
+  const addonFolder = `src/node_modules/@lydell/node-pty-${other}/`;
+  assertEquals(await Deno.readTextFile(join(into, addonFolder, "pty.node")), `native code for ${other}`);
+  assertEquals(files[`${addonFolder}README.md`], undefined, "pruned as a build prunes");
+  assert(!Object.keys(files).some((file) => file.startsWith(`src/node_modules/@lydell/node-pty-${host}/`)));
+  // Everything that holds nothing of a platform is the installed release's, byte for byte.
+  for (const [file, hash] of Object.entries(installed.files)) {
+    if (file === "bin/deno" || file.includes("/node-pty-") || file === `src/${NPM_LOCK}`) {
+      continue;
+    }
+    assertEquals(files[file], hash, file);
+  }
+  const lean = await Deno.makeTempDir({ dir: scratch });
+  assertEquals((await run("tar", ["-xzf", made.lean, "-C", lean, "--strip-components=1"])).code, 0);
+  assertEquals(await Deno.stat(join(lean, "bin", "deno")).catch(() => null), null);
+}
