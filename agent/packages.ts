@@ -17,6 +17,7 @@ import {
   type Target,
   targetName,
   withoutRuntimeName,
+  zstdName,
 } from "../package/build.ts";
 
 /** A file to send and its size. */
@@ -25,10 +26,14 @@ export interface PackageFile {
   bytes: number;
 }
 
-/** A package ready to send, and the same without its runtime (for a box that has that runtime). */
+/**
+ * A package ready to send, the same without its runtime (for a box that has that runtime), and the same
+ * compressed with zstd (for a box that has `zstd`; built where the laptop has it).
+ */
 export interface KeptPackage extends PackageFile {
   release: PackageRelease;
   withoutRuntime?: PackageFile;
+  zstd?: PackageFile;
 }
 
 /**
@@ -62,19 +67,28 @@ export async function packageFor(paths: Pick<ClientPaths, "client">, target: Tar
     const kept = JSON.parse(await Deno.readTextFile(keptFile)) as {
       sources: string;
       release: PackageRelease;
+      /** Whether that build made the zstd archive (else one there is an older build's). */
+      zstd?: boolean;
     };
     const file = join(folder, `${packageName(kept.release)}.tar.gz`);
     if (kept.sources === sources && await exists(file)) {
-      const lean = join(folder, withoutRuntimeName(kept.release));
-      const withoutRuntime = kept.release.runtime && await exists(lean)
-        ? { file: lean, bytes: (await Deno.stat(lean)).size }
-        : undefined;
-      return { file, bytes: (await Deno.stat(file)).size, release: kept.release, withoutRuntime };
+      const sized = async (path: string, wanted: unknown) =>
+        wanted && await exists(path) ? { file: path, bytes: (await Deno.stat(path)).size } : undefined;
+      return {
+        file,
+        bytes: (await Deno.stat(file)).size,
+        release: kept.release,
+        withoutRuntime: await sized(join(folder, withoutRuntimeName(kept.release)), kept.release.runtime),
+        zstd: await sized(join(folder, zstdName(kept.release)), kept.zstd),
+      };
     }
   } catch { /* none kept yet */ }
   await Deno.mkdir(folder, { recursive: true, mode: 0o700 });
   const built = await buildPackage({ target, out: folder });
-  await Deno.writeTextFile(keptFile, JSON.stringify({ sources, release: built.release }) + "\n");
+  await Deno.writeTextFile(
+    keptFile,
+    JSON.stringify({ sources, release: built.release, zstd: built.zstd !== undefined }) + "\n",
+  );
   return built;
 }
 

@@ -6,7 +6,8 @@
  * - Fresh: the box has nothing of dock (its `~/.dock` and state removed, its daemon stopped, the laptop
  *   forgets it); the laptop's package is built already. Total time, and the share from the end of
  *   `package` to the end of `install` (upload and unpacking are one stream). Baseline: a plain `scp` of
- *   the same package to the box plus a `dockd pair` run over `ssh`. Goal ≤ 1.3×.
+ *   the same package (the archive dock sends: `.tar.zst` where both ends have zstd) to the box plus a
+ *   `dockd pair` run over `ssh`. Goal ≤ 1.3×.
  * - Again: the box runs that release and is paired. Goal ≤ 3 s.
  * - Package size per target (`deno task package --all` in the same run; a target whose runtime the
  *   registry does not have is listed as such).
@@ -68,8 +69,13 @@ export async function benchAddSsh(options: { quick?: boolean } = {}): Promise<Ro
     };
     // The laptop's package, built once (what the first add does anyway), and a box to pair for `dockd pair`.
     await add();
+    // The archive dock sent: compressed with zstd where both ends have it (here both are this machine).
     const packages = join(dirs.state, "client", "packages");
-    const archive = [...Deno.readDirSync(packages)].find((entry) => entry.name.endsWith(".tar.gz"))!.name;
+    const names = [...Deno.readDirSync(packages)].map((entry) => entry.name);
+    const archive = names.find((name) => name.endsWith(".tar.zst")) ??
+      names.find((name) => name.endsWith(".tar.gz"))!;
+    const zstd = archive.endsWith(".zst");
+    const decompress = zstd ? ["zstd", "-dcq"] : ["gzip", "-dc"];
 
     const plain: number[] = [];
     const unpacked: number[] = [];
@@ -98,12 +104,12 @@ export async function benchAddSsh(options: { quick?: boolean } = {}): Promise<Ro
       unpacked.push(
         await timed(
           "ssh",
-          [...ssh, "testbox", `mkdir ${into} && tar xzf - -C ${into}`],
+          [...ssh, "testbox", `mkdir ${into} && ${decompress.join(" ")} | tar -xf - -C ${into}`],
           join(packages, archive),
         ),
       );
       await timed("ssh", [...ssh, "testbox", `rm -rf ${into}`]);
-      gunzip.push(await timed("gzip", ["-dc", "--", join(packages, archive)]));
+      gunzip.push(await timed(decompress[0], [...decompress.slice(1), "--", join(packages, archive)]));
       // A box with nothing of dock: daemon and tmux stopped, its files gone, the laptop's pairing forgotten.
       killProcessesUnder(box.home);
       await Deno.remove(join(box.home, ".dock"), { recursive: true });
@@ -126,18 +132,20 @@ export async function benchAddSsh(options: { quick?: boolean } = {}): Promise<Ro
     const share = summarize(uploads).p50 / summarize(totals).p50;
     const rows: Row[] = [
       {
-        label: "add ssh: plain `scp` of the package + `dockd pair` over `ssh`",
+        label: `add ssh: plain \`scp\` of the package (${archive}) + \`dockd pair\` over \`ssh\``,
         summary: plainSummary,
         isBaseline: true,
       },
       {
-        label: "add ssh: by hand, `ssh box 'tar xzf -' < package` (upload and unpack in one stream)",
+        label: `add ssh: by hand, the package streamed by \`ssh\` into \`${
+          decompress.join(" ")
+        }\` and \`tar -xf -\` on the box (upload and unpack in one stream)`,
         summary: summarize(unpacked),
         baseline: plainSummary,
         note: "what unpacking adds to a plain copy: the box writes ~110 MB (the runtime is 91 MB of it)",
       },
       {
-        label: "add ssh: `gzip -dc` of the package on this machine",
+        label: `add ssh: \`${decompress.join(" ")}\` of the package on this machine`,
         summary: summarize(gunzip),
         baseline: plainSummary,
         note: "decompression alone, single-threaded; on loopback it competes with ssh for the 2 cores",

@@ -43,6 +43,7 @@ for (const target of targets) {
     }  deno ${built.manifest.deno}  ${built.manifest.commit}  (${seconds} s)`,
   );
   console.log(`${built.withoutRuntime.file}  ${megabytes(built.withoutRuntime.bytes)}`);
+  if (built.zstd) console.log(`${built.zstd.file}  ${megabytes(built.zstd.bytes)}`);
   if (install) {
     const { home } = clientPaths();
     const { release, folder, bin, again } = await installHere(built, home);

@@ -28,7 +28,7 @@ import { DockError } from "../client/errors.ts";
 import { VERSION } from "../client/version.ts";
 import { COMMAND_V8_FLAGS, SOURCE_COMMANDS, UNBUNDLED } from "./unbundled.ts";
 import { exists, readJsonOrNull } from "../core/files.ts";
-import { run } from "../core/runner.ts";
+import { run, which } from "../core/runner.ts";
 import { dirname, join } from "../core/posix_path.ts";
 
 /** A platform a package is built for. */
@@ -162,6 +162,13 @@ export interface BuiltPackage {
    * runtime installed already (an upgrade between two releases on the same Deno: ~3 MB, not ~43).
    */
   withoutRuntime: { file: string; bytes: number };
+  /** The same package compressed with zstd (`<name>.tar.zst`), when this machine has `zstd` ({@linkcode packZstd}). */
+  zstd?: { file: string; bytes: number };
+}
+
+/** The file name of a package compressed with zstd (see {@linkcode BuiltPackage.zstd}). */
+export function zstdName(release: Pick<PackageRelease, "version" | "target">): string {
+  return `${packageName(release)}.tar.zst`;
 }
 
 /** The file name of a package without its runtime (see {@linkcode BuiltPackage.withoutRuntime}). */
@@ -252,7 +259,27 @@ async function seal(
     manifest,
     release,
     withoutRuntime: { file: lean, bytes: (await Deno.stat(lean)).size },
+    zstd: await packZstd(join(out, zstdName(release)), ["-C", staging, name]),
   };
+}
+
+/**
+ * Archives what `tarArgs` name as `file` compressed with zstd, when this machine has `zstd`; else
+ * undefined. What `dock add ssh` sends a box that has `zstd` too: measured on the linux-x64 package,
+ * 34.6 MB rather than gzip's 43.0, and its 110 MB unpacked in 0.12 s rather than 0.60 (a box unpacking
+ * runs the decompressor on one core, on the first contact with it). Level 9: 19 saves 2 MB more for 20×
+ * the build time.
+ */
+async function packZstd(
+  file: string,
+  tarArgs: string[],
+): Promise<{ file: string; bytes: number } | undefined> {
+  if (!which("zstd")) return undefined;
+  await must(
+    run("tar", ["-cf", file, "--use-compress-program=zstd -9 -T0", ...tarArgs], { timeoutMs: 300_000 }),
+    "tar with zstd",
+  );
+  return { file, bytes: (await Deno.stat(file)).size };
 }
 
 /** An installed release this code runs from: its folder (`…/versions/<folder>`) and its manifest. */
@@ -295,8 +322,10 @@ export async function packInstalled(installed: RunningRelease, options: BuildOpt
   const listed = ["manifest.json", "release.json", ...Object.keys(manifest.files)].sort();
   const list = await Deno.makeTempFile({ prefix: "dock-pack-" });
   try {
+    const listOf = (names: string[]) =>
+      Deno.writeTextFile(list, names.map((name) => `${folder}/${name}`).join("\n") + "\n");
     const pack = async (file: string, names: string[]) => {
-      await Deno.writeTextFile(list, names.map((name) => `${folder}/${name}`).join("\n") + "\n");
+      await listOf(names);
       await must(run("tar", ["-czf", file, "-C", dirname(root), "-T", list], { timeoutMs: 300_000 }), "tar");
       return (await Deno.stat(file)).size;
     };
@@ -304,7 +333,9 @@ export async function packInstalled(installed: RunningRelease, options: BuildOpt
     const bytes = await pack(file, listed);
     const lean = join(out, withoutRuntimeName(manifest));
     const leanBytes = await pack(lean, listed.filter((name) => name !== "bin/deno"));
-    return { file, bytes, manifest, release, withoutRuntime: { file: lean, bytes: leanBytes } };
+    await listOf(listed);
+    const zstd = await packZstd(join(out, zstdName(manifest)), ["-C", dirname(root), "-T", list]);
+    return { file, bytes, manifest, release, withoutRuntime: { file: lean, bytes: leanBytes }, zstd };
   } finally {
     await Deno.remove(list).catch(() => {});
   }

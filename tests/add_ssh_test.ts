@@ -13,6 +13,7 @@ import { installPackage, makeDirs, runCli, startAgent, startBox } from "./harnes
 import { startSshBox } from "./ssh_box.ts";
 import { isAlive } from "../daemon/procs.ts";
 import { packageName } from "../package/build.ts";
+import { which } from "../core/runner.ts";
 
 Deno.test("dock add ssh installs dock on a machine over SSH and pairs it; again, it changes nothing", async () => {
   await using box = await startSshBox();
@@ -48,6 +49,12 @@ Deno.test("dock add ssh installs dock on a machine over SSH and pairs it; again,
     assertEquals(upload.at(-1)!.sent, upload.at(-1)!.total);
     // Installed where the issue says, and reachable through the agent.
     const release = JSON.parse(await Deno.readTextFile(join(box.home, ".dock", "current", "release.json")));
+    // Sent compressed with zstd where both ends have it (the laptop and the box are this machine), else gzip.
+    const packages = join(dirs.state, "client", "packages");
+    const withZstd = which("zstd") !== null;
+    const firstSent = join(packages, `${packageName(release)}.tar.${withZstd ? "zst" : "gz"}`);
+    assertEquals(upload.at(-1)!.total, (await Deno.stat(firstSent)).size);
+    assertEquals(added.some((line) => line.line?.startsWith("compressed with zstd: ")), withZstd);
     assertEquals((await Deno.lstat(join(box.home, ".dock", "bin", "dockd"))).isSymlink, true);
     const info = await client.box("devbox").info();
     assertEquals(info.build, `${release.version}+${release.commit}`);
@@ -77,7 +84,6 @@ Deno.test("dock add ssh installs dock on a machine over SSH and pairs it; again,
     // A bystander: another home's dockd run from an installed package by the same user (as another test's
     // box is). Restarting this box's daemon below must leave it alone.
     const bystanderDirs = await makeDirs();
-    const packages = join(dirs.state, "client", "packages");
     await installPackage(bystanderDirs.dockHome, {
       file: join(packages, `${packageName(release)}.tar.gz`),
       release,
@@ -108,6 +114,24 @@ Deno.test("dock add ssh installs dock on a machine over SSH and pairs it; again,
     // The bystander's daemon is the same process, still answering.
     assert(isAlive(bystander.process.pid), "the other home's dockd was stopped");
     assertEquals((await bystander.client.info()).build, info.build);
+
+    // A box without zstd is sent the gzip package: here a release on another runtime, so all of it goes.
+    await box.hide(["zstd"]);
+    await Deno.writeTextFile(
+      currentRelease,
+      JSON.stringify({ ...release, id: "e".repeat(16), runtime: "0".repeat(64) }),
+    );
+    const gzipped = await add("testbox");
+    const gzippedLines = gzipped.map((line) => `${line.step}: ${line.line ?? line.error ?? ""}`);
+    assertEquals(gzipped.at(-1)!.error, undefined, gzippedLines.join("\n"));
+    assert(!gzippedLines.some((line) => line.includes("zstd")), gzippedLines.join("\n"));
+    const whole = gzipped.filter((line) => line.step === "upload" && line.total !== undefined).at(-1)!;
+    assertEquals(
+      whole.total,
+      (await Deno.stat(join(packages, `${packageName(release)}.tar.gz`))).size,
+    );
+    assertEquals(JSON.parse(await Deno.readTextFile(currentRelease)).id, release.id);
+    assertEquals((await client.box("devbox").info()).build, info.build);
 
     // The command line shows the same steps and the box it added.
     const cli = await runCli("dock", ["add", "ssh", "testbox"], {

@@ -9,7 +9,7 @@ import { assert, assertEquals, assertStringIncludes } from "./assert.ts";
 import { VERSION } from "../client/version.ts";
 import type { DockEvent } from "../client/wire.ts";
 import { DOCK_COMMANDS, DOCKD_COMMANDS } from "../cli/commands.generated.ts";
-import { run } from "../core/runner.ts";
+import { run, which } from "../core/runner.ts";
 import {
   buildPackage,
   hashTree,
@@ -56,6 +56,21 @@ Deno.test("a package for this machine runs dockd and dock from itself, offline, 
     assert(release, "release.json is there");
     assertEquals(JSON.parse(await Deno.readTextFile(join(root, "release.json"))), built.release);
     assert(Object.keys(files).some((file) => file.startsWith("src/node_modules/@lydell/node-pty-")));
+    // Where this machine has zstd, the same files compressed with it (for a box that has it too).
+    if (which("zstd")) {
+      assert(built.zstd && built.zstd.bytes < built.bytes, JSON.stringify(built.zstd));
+      const zstdInto = join(dirs.root, "package-zstd");
+      await Deno.mkdir(zstdInto);
+      const unpacked = await run("sh", [
+        "-c",
+        'zstd -dcq -- "$0" | tar -xf - -C "$1" --strip-components=1',
+        built.zstd.file,
+        zstdInto,
+      ]);
+      assertEquals(unpacked.code, 0, unpacked.output);
+      const { ["manifest.json"]: _, ["release.json"]: __, ...same } = await hashTree(zstdInto);
+      assertEquals(same, built.manifest.files);
+    } else assertEquals(built.zstd, undefined);
     assert(
       !Object.keys(files).some((file) =>
         file.endsWith("_test.ts") || file.startsWith("src/node_modules/playwright")

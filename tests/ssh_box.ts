@@ -25,6 +25,11 @@ export interface SshBox {
   knownHosts: string;
   /** Adds the server's host key to the client's known_hosts (as `ssh` would on "yes"). */
   trust(): Promise<void>;
+  /**
+   * Makes `commands` missing on the box from now on (their links leave the folder that is its sessions'
+   * PATH, see {@linkcode startSshBox}).
+   */
+  hide(commands: string[]): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;
 }
 
@@ -47,6 +52,17 @@ export async function startSshBox(): Promise<SshBox> {
   await keygen(join(root, "host_key"));
   await keygen(join(root, "client_key"));
   await Deno.copyFile(join(root, "client_key.pub"), join(root, "authorized_keys"));
+  // The box's PATH: a folder linking every command of sshd's default PATH, so that a test can take one
+  // away from the box alone (hide).
+  const path = join(root, "path");
+  await Deno.mkdir(path);
+  for (const folder of ["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"]) {
+    for (const entry of await Array.fromAsync(Deno.readDir(folder)).catch(() => [])) {
+      await Deno.symlink(join(folder, entry.name), join(path, entry.name)).catch(
+        () => {/* an earlier one */},
+      );
+    }
+  }
   // sshd refuses to start as root without its privilege separation folder (the package makes it at boot).
   if (Deno.uid() === 0) await Deno.mkdir("/run/sshd", { recursive: true, mode: 0o755 });
   await Deno.writeTextFile(
@@ -63,7 +79,7 @@ export async function startSshBox(): Promise<SshBox> {
       "UsePAM no",
       "StrictModes no",
       "Subsystem sftp internal-sftp",
-      `SetEnv HOME=${home} DOCK_LISTEN=127.0.0.1:${tlsPort} DOCK_TLS_HOSTS=127.0.0.1 NO_COLOR=1`,
+      `SetEnv HOME=${home} PATH=${path} DOCK_LISTEN=127.0.0.1:${tlsPort} DOCK_TLS_HOSTS=127.0.0.1 NO_COLOR=1`,
     ].join("\n") + "\n",
   );
   const knownHosts = join(root, "known_hosts");
@@ -115,6 +131,9 @@ export async function startSshBox(): Promise<SshBox> {
       const scan = await new Deno.Command("ssh-keyscan", { args: ["-p", String(port), "127.0.0.1"] })
         .output();
       await Deno.writeTextFile(knownHosts, new TextDecoder().decode(scan.stdout));
+    },
+    async hide(commands) {
+      for (const command of commands) await Deno.remove(join(path, command));
     },
     async [Symbol.asyncDispose]() {
       try {
