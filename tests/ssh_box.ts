@@ -133,7 +133,11 @@ export async function startSshBox(): Promise<SshBox> {
       await Deno.writeTextFile(knownHosts, new TextDecoder().decode(scan.stdout));
     },
     async hide(commands) {
-      for (const command of commands) await Deno.remove(join(path, command));
+      for (const command of commands) {
+        await Deno.remove(join(path, command)).catch((error) => {
+          if (!(error instanceof Deno.errors.NotFound)) throw error; // this machine lacks it already
+        });
+      }
     },
     async [Symbol.asyncDispose]() {
       try {
