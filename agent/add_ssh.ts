@@ -127,6 +127,7 @@ export async function* addSsh(agent: AddSshBackend, request: AddSshRequest): Asy
       step = "install";
       must(installed, "install");
       yield line(step, `~/.dock/versions/${folderOf(built.release)}, ~/.dock/bin/dockd`);
+      for (const text of installed.stdout.trim().split("\n").filter(Boolean)) yield line(step, text);
     }
 
     step = "service";
@@ -423,6 +424,11 @@ mv "$incoming" "$dest"
 ln -sfn "versions/$1" "$dock/current"
 ln -sfn ../current/bin/dockd "$dock/bin/dockd"
 ln -sfn ../current/bin/dock "$dock/bin/dock"
+# The person at the box types dockd too (pairing a phone, secrets): say how, unless their login shell
+# finds it already (stdin closed: a profile that asks for something gets nothing).
+if ! "\${SHELL:-/bin/sh}" -lc 'command -v dockd' </dev/null >/dev/null 2>&1; then
+  echo "on the box, add ~/.dock/bin to your PATH to type dockd there: echo 'export PATH=\\"\\$HOME/.dock/bin:\\$PATH\\"' >> ~/.profile"
+fi
 # Keep the release before this one (what a rollback needs); drop older ones.
 keep=$(ls -t "$dock/versions" | grep -v incoming | head -n 2)
 for old in $(ls "$dock/versions"); do

@@ -55,6 +55,10 @@ Deno.test("dock add ssh installs dock on a machine over SSH and pairs it; again,
     const firstSent = join(packages, `${packageName(release)}.tar.${withZstd ? "zst" : "gz"}`);
     assertEquals(upload.at(-1)!.total, (await Deno.stat(firstSent)).size);
     assertEquals(added.some((line) => line.line?.startsWith("compressed with zstd: ")), withZstd);
+    // The box's login shell does not find dockd: how to make it so is said once, at the install.
+    const hint = "on the box, add ~/.dock/bin to your PATH to type dockd there: " +
+      `echo 'export PATH="$HOME/.dock/bin:$PATH"' >> ~/.profile`;
+    assertEquals(added.filter((line) => line.line === hint).map((line) => line.step), ["install"]);
     assertEquals((await Deno.lstat(join(box.home, ".dock", "bin", "dockd"))).isSymlink, true);
     const info = await client.box("devbox").info();
     assertEquals(info.build, `${release.version}+${release.commit}`);
@@ -116,7 +120,9 @@ Deno.test("dock add ssh installs dock on a machine over SSH and pairs it; again,
     assertEquals((await bystander.client.info()).build, info.build);
 
     // A box without zstd is sent the gzip package: here a release on another runtime, so all of it goes.
+    // Its login shell finds dockd now: no hint.
     await box.hide(["zstd"]);
+    await Deno.writeTextFile(join(box.home, ".profile"), 'export PATH="$HOME/.dock/bin:$PATH"\n');
     await Deno.writeTextFile(
       currentRelease,
       JSON.stringify({ ...release, id: "e".repeat(16), runtime: "0".repeat(64) }),
@@ -125,6 +131,10 @@ Deno.test("dock add ssh installs dock on a machine over SSH and pairs it; again,
     const gzippedLines = gzipped.map((line) => `${line.step}: ${line.line ?? line.error ?? ""}`);
     assertEquals(gzipped.at(-1)!.error, undefined, gzippedLines.join("\n"));
     assert(!gzippedLines.some((line) => line.includes("zstd")), gzippedLines.join("\n"));
+    assert(
+      gzippedLines.includes(`install: ~/.dock/versions/${release.version}-${release.id}, ~/.dock/bin/dockd`),
+    );
+    assert(!gzippedLines.some((line) => line.includes("to your PATH")), gzippedLines.join("\n"));
     const whole = gzipped.filter((line) => line.step === "upload" && line.total !== undefined).at(-1)!;
     assertEquals(
       whole.total,
