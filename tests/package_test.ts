@@ -352,4 +352,10 @@ async function retargetsFromRegistry(
   const lean = await Deno.makeTempDir({ dir: scratch });
   assertEquals((await run("tar", ["-xzf", made.lean, "-C", lean, "--strip-components=1"])).code, 0);
   assertEquals(await Deno.stat(join(lean, "bin", "deno")).catch(() => null), null);
+
+  // A release built before packages carried the lock cannot: it says so, and what to do.
+  await Deno.remove(lockFile);
+  const older = await repack(other, url);
+  assertStringIncludes(older.error ?? "", `without ${NPM_LOCK} (built before it was there)`);
+  assertStringIncludes(older.error ?? "", "upgrade it, or run dock from a checkout of its sources");
 }
