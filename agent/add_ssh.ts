@@ -23,6 +23,7 @@
 import { DockError } from "../client/errors.ts";
 import type { AddSshProgress, AddSshRequest, BoxStatus } from "../client/agent.ts";
 import { exists } from "../core/files.ts";
+import { Turns } from "../core/turns.ts";
 import type { ClientPaths } from "../core/paths.ts";
 import { run, type RunResult, shellQuote } from "../core/runner.ts";
 import { packageName, type PackageRelease, type Target, targetName } from "../package/build.ts";
@@ -80,9 +81,15 @@ export async function checkAddSsh(request: AddSshRequest): Promise<SshDestinatio
  */
 export async function* addSsh(agent: AddSshBackend, request: AddSshRequest): AsyncGenerator<AddSshProgress> {
   const destination = parseDestination(request.host);
-  const ssh = new Ssh(destination, request.identity);
   let step = "connect";
+  // One at a time per machine: two installs at once would unpack into, and switch, the same folders.
+  const machine = `${destination.user ?? ""}@${destination.host}:${destination.port ?? ""}`;
+  if (adding.busy(machine)) yield line(step, `another dock add ssh ${request.host} runs; waiting for it`);
+  const endTurn = await adding.take(machine);
+  let closeSsh = () => Promise.resolve();
   try {
+    const ssh = new Ssh(destination, request.identity);
+    closeSsh = () => ssh.close();
     yield line(step, `ssh ${ssh.display}`);
     const resolved = await ssh.resolve();
     const probe = await ssh.probe();
@@ -166,9 +173,13 @@ export async function* addSsh(agent: AddSshBackend, request: AddSshRequest): Asy
       : `${(error as Error).message}`;
     yield { step, error: `${step}: ${message}`, done: true };
   } finally {
-    await ssh.close();
+    await closeSsh();
+    endTurn();
   }
 }
+
+/** The machines being added now (see {@linkcode addSsh}). */
+const adding = new Turns();
 
 /** A step's failure, said as the person should read it. */
 class StepError extends Error {}

@@ -6,6 +6,7 @@
  * @module
  */
 import { exists } from "../core/files.ts";
+import { Turns } from "../core/turns.ts";
 import type { ClientPaths } from "../core/paths.ts";
 import { join } from "../core/posix_path.ts";
 import {
@@ -55,12 +56,20 @@ export function buildOf(release: Pick<PackageRelease, "version" | "commit">): st
   return `${release.version}+${release.commit}`;
 }
 
+/** Builds into one folder for one target, one at a time (see {@linkcode packageFor}). */
+const builds = new Turns();
+
 /**
  * The package of this dock for `target`, under `<client>/packages/`: built again when the sources it
- * would hold changed since (`sourceFingerprint`).
+ * would hold changed since (`sourceFingerprint`). One request at a time per target: two boxes added
+ * at once would otherwise build into the same files; the second finds the first's package kept.
  */
-export async function packageFor(paths: Pick<ClientPaths, "client">, target: Target): Promise<KeptPackage> {
+export function packageFor(paths: Pick<ClientPaths, "client">, target: Target): Promise<KeptPackage> {
   const folder = join(paths.client, "packages");
+  return builds.run(`${folder}\0${targetName(target)}`, () => keptOrBuilt(folder, target));
+}
+
+async function keptOrBuilt(folder: string, target: Target): Promise<KeptPackage> {
   const sources = await sourceFingerprint();
   const keptFile = join(folder, `dock-${targetName(target)}.kept.json`);
   try {

@@ -39,7 +39,17 @@ Deno.test("dock add ssh installs dock on a machine over SSH and pairs it; again,
     assertEquals((await client.status()).boxes, []);
 
     await box.trust();
-    const added = await add("testbox", "devbox");
+    // Two at once, as two commands would: one installs; the other waits for it, then finds it done.
+    const both = await Promise.all([add("testbox", "devbox"), add("testbox", "devbox")]);
+    const waiting = "another dock add ssh testbox runs; waiting for it";
+    const waited = both.findIndex((lines) => lines.some((line) => line.line === waiting));
+    assert(waited >= 0, "one of them waited");
+    const added = both[1 - waited];
+    assertEquals(added.some((line) => line.line === waiting), false);
+    const second = both[waited].map((line) => `${line.step}: ${line.line ?? line.error ?? ""}`);
+    assertEquals(both[waited].at(-1)!.box?.name, "devbox", second.join("\n"));
+    assert(second.some((line) => /^upload: the box has [0-9a-f]{16} already$/.test(line)), second.join("\n"));
+    assert(second.includes("pair: paired already as 'devbox'"), second.join("\n"));
     const done = added.at(-1)!;
     assertEquals(done.error, undefined, JSON.stringify(added));
     assertEquals([done.done, done.box?.name, done.box?.online], [true, "devbox", true]);
