@@ -32,6 +32,7 @@
 import type { BoxStatus } from "../client/agent.ts";
 import { BoxClient } from "../client/box.ts";
 import { badField, DockError, notFound } from "../client/errors.ts";
+import { BUILD, isBehind } from "../client/version.ts";
 import type { EventBus } from "../core/events.ts";
 import type { Store } from "../core/store.ts";
 
@@ -294,6 +295,7 @@ export class Boxes {
       connection.nextCheck = Date.now() + this.#healthMs;
       connection.status.latency_ms = Math.round((performance.now() - started) * 100) / 100;
       connection.status.build = info.build;
+      connection.status.behind = isBehind(info.build, BUILD);
       connection.status.error = null;
       this.#set(connection, true);
     } catch (error) {
@@ -345,6 +347,7 @@ export class Boxes {
         error: null,
         latency_ms: null,
         build: null,
+        behind: false,
       },
       failures: 0,
       nextCheck: 0,

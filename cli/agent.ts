@@ -11,7 +11,7 @@ import { sleep } from "../client/timers.ts";
 import type { Command } from "./commander.ts";
 import { ensureToken } from "../agent/token.ts";
 import { AgentClient, type BoxProgress } from "../client/agent.ts";
-import { BUILD, compareVersions } from "../client/version.ts";
+import { BUILD } from "../client/version.ts";
 import { DockError, TransportError } from "../client/errors.ts";
 import { clientPaths } from "../core/paths.ts";
 import { load } from "./lazy.ts";
@@ -206,7 +206,7 @@ export function agentCommands(program: Command): void {
         if (Boolean(name) === Boolean(o.all)) throw new DockError("usage", "name a box, or say --all");
         const client = await agentClient();
         const boxes = name ? [name] : (await client.refresh()).boxes
-          .filter((b) => b.online && b.build && behind(b.build))
+          .filter((b) => b.online && b.behind)
           .map((b) => b.name);
         if (!boxes.length && !o.json) return console.log(`every box runs ${BUILD} or newer`);
         let failed = 0;
@@ -247,7 +247,7 @@ export function agentCommands(program: Command): void {
             b.kind,
             b.online ? "online" : `offline${b.error ? `: ${b.error.slice(0, 60)}` : ""}`,
             b.latency_ms === null ? "-" : `${b.latency_ms} ms`,
-            b.build ? `${b.build}${behind(b.build) ? " (behind: dock upgrade)" : ""}` : "-",
+            b.build ? `${b.build}${b.behind ? " (behind: dock upgrade)" : ""}` : "-",
             b.address,
           ]),
         );
@@ -295,12 +295,6 @@ export function agentCommands(program: Command): void {
         await (await agentClient()).emit({ type, origin: o.origin, data: keyValues(words) });
       }, "dock")
     );
-}
-
-/** True when a box's build is older than this laptop's: another version, or the same one from elsewhere. */
-function behind(build: string): boolean {
-  const order = compareVersions(build, BUILD);
-  return order < 0 || (order === 0 && build !== BUILD && !BUILD.endsWith("+dev"));
 }
 
 /**

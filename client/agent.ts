@@ -37,6 +37,8 @@ export interface BoxStatus {
   error: string | null;
   latency_ms: number | null;
   build: string | null;
+  /** Whether the box runs an older dock than this laptop's agent (`isBehind`): `dock upgrade` would send it one. */
+  behind: boolean;
 }
 
 /** What `DELETE /v1/boxes/{box}` answers: the forgotten box, and whether the box unpaired this laptop. */

@@ -29,3 +29,13 @@ export function compareVersions(a: string, b: string): number {
   }
   return 0;
 }
+
+/**
+ * Whether a box reporting `build` runs an older dock than `laptop` (a build such as `0.1.0+3f2a…`): an
+ * older version, or the same version from another commit, unless the laptop runs from a checkout
+ * (`+dev`: nothing to send that would be newer).
+ */
+export function isBehind(build: string, laptop: string): boolean {
+  const order = compareVersions(build, laptop);
+  return order < 0 || (order === 0 && build !== laptop && !laptop.endsWith("+dev"));
+}

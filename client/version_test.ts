@@ -1,5 +1,5 @@
 import { assertEquals } from "../tests/assert.ts";
-import { BUILD, compareVersions, VERSION } from "./version.ts";
+import { BUILD, compareVersions, isBehind, VERSION } from "./version.ts";
 
 Deno.test("compareVersions compares dotted parts as numbers, not text", () => {
   const cases: [string, string, number][] = [
@@ -19,4 +19,13 @@ Deno.test("compareVersions compares dotted parts as numbers, not text", () => {
 Deno.test("BUILD is the version and the commit", () => {
   assertEquals(BUILD.split("+")[0], VERSION);
   assertEquals(compareVersions(BUILD, VERSION), 0);
+});
+
+Deno.test("isBehind: an older version, or the same from another commit, unless the laptop runs a checkout", () => {
+  assertEquals(isBehind("0.1.0+aaa", "0.2.0+bbb"), true);
+  assertEquals(isBehind("0.2.0+bbb", "0.1.0+aaa"), false);
+  assertEquals(isBehind("0.1.0+aaa", "0.1.0+bbb"), true);
+  assertEquals(isBehind("0.1.0+aaa", "0.1.0+aaa"), false);
+  assertEquals(isBehind("0.1.0+aaa", "0.1.0+dev"), false);
+  assertEquals(isBehind("0.0.9+aaa", "0.1.0+dev"), true);
 });

@@ -134,6 +134,43 @@ export class Api {
     return value as T;
   }
 
+  /**
+   * A streamed operation (`POST /v1/boxes/add-ssh`, `…/upgrade`): each NDJSON line as it comes. An error
+   * answer before the stream (a refused request) is thrown as {@linkcode ApiError}.
+   */
+  async *lines<T>(path: string, body?: unknown): AsyncGenerator<T> {
+    const headers = this.#headers();
+    if (body !== undefined) headers["content-type"] = "application/json";
+    let response: Response;
+    try {
+      response = await fetch(path, {
+        method: "POST",
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+    } catch (error) {
+      throw new ApiError("unreachable", `cannot reach dock: ${(error as Error).message}`, 0);
+    }
+    if (!response.ok || !response.body) {
+      const error = (await response.json().catch(() => null))?.error ?? {};
+      throw new ApiError(error.code ?? "error", error.message ?? response.statusText, response.status);
+    }
+    const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+    let buffer = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buffer += value;
+      let end: number;
+      while ((end = buffer.indexOf("\n")) >= 0) {
+        const line = buffer.slice(0, end).trim();
+        buffer = buffer.slice(end + 1);
+        if (line) yield JSON.parse(line) as T;
+      }
+    }
+    if (buffer.trim()) yield JSON.parse(buffer) as T;
+  }
+
   /** The plain text of a GET (a service's log). */
   async text(path: string): Promise<string> {
     const response = await fetch(path, { headers: this.#headers() });
@@ -153,6 +190,7 @@ export class Api {
       error: null,
       latency_ms: null,
       build: null,
+      behind: false,
     }];
   }
 

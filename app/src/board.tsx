@@ -13,6 +13,7 @@ import type { Api } from "./api.ts";
 import { boxes, type BoxView, proxyPort, sessions } from "./store.ts";
 import { openTerminal } from "./views.ts";
 import { useOutcome } from "./outcome.ts";
+import { AddMachine, Upgrade } from "./machines.tsx";
 
 /** A session's agent state as a badge. */
 export function Badge(props: { state: string; exited?: boolean }) {
@@ -59,6 +60,7 @@ export function Board(props: { api: Api }) {
         </ul>
       </section>
       {list.map((view) => <BoxCard api={props.api} view={view} key={view.status.name} />)}
+      {props.api.agent && <AddMachine api={props.api} />}
     </div>
   );
 }
@@ -77,6 +79,7 @@ function BoxCard(props: { api: Api; view: BoxView }) {
         </span>
       </h2>
       {!status.online && status.error && <p class="error">{status.error}</p>}
+      {props.api.agent && <Upgrade api={props.api} status={status} />}
       {props.view.error && <p class="error">{props.view.error}</p>}
       {props.view.locations.map((location) => (
         <div class="location" key={location.name}>

@@ -49,6 +49,8 @@ export const events = signal<DockEvent[]>([]);
 export const queue = signal<QueueItem[]>([]);
 /** The agent's private-URL proxy port, when it runs (agent mode). */
 export const proxyPort = signal<number | null>(null);
+/** The laptop's dock build (`GET /v1/status`), against which a box is behind; null in box mode. */
+export const laptopBuild = signal<string | null>(null);
 /** True while the event stream is open. */
 export const live = signal(false);
 
@@ -170,6 +172,7 @@ export class Sync {
         this.#api.agent ? this.#api.json<AgentStatus>(this.#api.own("status")) : null,
       ]);
       if (status) proxyPort.value = status.proxy.enabled ? status.proxy.port ?? null : null;
+      if (status) laptopBuild.value = status.build;
       const next: Record<string, BoxView> = {};
       for (const status of list) {
         next[status.name] = { ...emptyView(status), ...boxes.value[status.name], status };

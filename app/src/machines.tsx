@@ -1,0 +1,185 @@
+/**
+ * Bringing machines in and up to date from the page (agent mode): add one over SSH (`POST
+ * /v1/boxes/add-ssh`, what `dock add ssh` does) or pair one by its `dock://` link (`POST
+ * /v1/boxes/pair`), and upgrade a box that runs an older dock than the laptop (`POST
+ * /v1/boxes/{box}/upgrade`). The streamed ones show their steps as they come and the upload as a bar;
+ * the board shows the box itself once the agent says it was added (`box.*` events reload it).
+ *
+ * @module
+ */
+import { useState } from "preact/hooks";
+import type { BoxProgress, BoxStatus } from "../../client/agent.ts";
+import type { Api } from "./api.ts";
+import { laptopBuild } from "./store.ts";
+
+/** How a streamed box operation went so far: its lines, the upload's bytes, and its end. */
+interface Run {
+  lines: string[];
+  sent?: number;
+  total?: number;
+  /** The last line: done, with `error` or the box. */
+  end?: { error?: string; box?: BoxStatus };
+}
+
+/** Lines kept on screen of a run (the upload's are folded into the bar). */
+const SHOWN_LINES = 12;
+
+/**
+ * Runs a streamed box operation, keeping its state for {@linkcode RunLog}: `start` resolves once the
+ * stream ends (its last line, or a refusal before it began, as the end's error).
+ */
+function useRun(): [Run | null, (stream: () => AsyncGenerator<BoxProgress>) => Promise<void>, boolean] {
+  const [run, setRun] = useState<Run | null>(null);
+  const [busy, setBusy] = useState(false);
+  const start = async (stream: () => AsyncGenerator<BoxProgress>) => {
+    setBusy(true);
+    let state: Run = { lines: [] };
+    setRun(state);
+    try {
+      for await (const line of stream()) {
+        state = line.sent !== undefined
+          ? { ...state, sent: line.sent, total: line.total }
+          : line.done
+          ? { ...state, end: { error: line.error, box: line.box } }
+          : { ...state, lines: [...state.lines, `${line.step}: ${line.line ?? ""}`].slice(-SHOWN_LINES) };
+        setRun(state);
+      }
+      if (!state.end) setRun({ ...state, end: { error: "the agent ended the stream before the last step" } });
+    } catch (error) {
+      setRun({ ...state, end: { error: (error as Error).message } });
+    } finally {
+      setBusy(false);
+    }
+  };
+  return [run, start, busy];
+}
+
+/** A run's steps, its upload bar, and how it ended. */
+function RunLog(props: { run: Run | null; done: (box: BoxStatus) => string }) {
+  const { run } = props;
+  if (!run) return null;
+  return (
+    <div class="run">
+      {run.total !== undefined && (
+        <progress class="upload" max={run.total} value={run.sent} title="upload">
+          {Math.round((run.sent ?? 0) / run.total * 100)}%
+        </progress>
+      )}
+      {run.lines.length > 0 && <pre class="log run-lines">{run.lines.join("\n")}</pre>}
+      {run.end?.error && <p class="error" role="alert">{run.end.error}</p>}
+      {run.end?.box && <p class="run-done" role="status">{props.done(run.end.box)}</p>}
+    </div>
+  );
+}
+
+/** The card that adds a machine: over SSH, or by a pairing link. */
+export function AddMachine(props: { api: Api }) {
+  const [host, setHost] = useState("");
+  const [name, setName] = useState("");
+  const [link, setLink] = useState("");
+  const [run, start, busy] = useRun();
+  const named = name.trim() ? { name: name.trim() } : {};
+  return (
+    <section class="card add-machine">
+      <h2>Add a machine</h2>
+      <form
+        class="form"
+        onSubmit={(e) => {
+          e.preventDefault();
+          if (!busy && host.trim()) {
+            start(() =>
+              props.api.lines<BoxProgress>(props.api.own("boxes/add-ssh"), { host: host.trim(), ...named })
+            );
+          }
+        }}
+      >
+        <label>
+          Over SSH: [user@]host[:port], or a Host of your SSH config
+          <input
+            name="ssh-host"
+            value={host}
+            placeholder="devbox or me@10.0.0.7:2222"
+            onInput={(e) => setHost((e.target as HTMLInputElement).value)}
+          />
+        </label>
+        <label>
+          Name on this laptop (optional)
+          <input
+            name="box-name"
+            value={name}
+            onInput={(e) => setName((e.target as HTMLInputElement).value)}
+          />
+        </label>
+        <div class="row">
+          <button type="submit" name="add-ssh" disabled={busy || !host.trim()}>Add over SSH</button>
+          <span class="muted">installs dock there when needed, starts it and pairs it</span>
+        </div>
+      </form>
+      <form
+        class="form"
+        onSubmit={(e) => {
+          e.preventDefault();
+          if (busy || !link.trim()) return;
+          start(async function* () {
+            const box = await props.api.json<BoxStatus>(props.api.own("boxes/pair"), {
+              method: "POST",
+              body: { link: link.trim(), ...named },
+            });
+            yield { step: "pair", done: true, box };
+          });
+        }}
+      >
+        <label>
+          <span>
+            Or by the link <code>dockd pair</code> prints on it
+          </span>
+          <input
+            name="pair-link"
+            value={link}
+            placeholder="dock://host:1379?code=…&fp=…"
+            onInput={(e) => setLink((e.target as HTMLInputElement).value)}
+          />
+        </label>
+        <div class="row">
+          <button type="submit" name="pair" disabled={busy || !link.trim()}>Pair</button>
+        </div>
+      </form>
+      <RunLog
+        run={run}
+        done={(box) => `added ${box.name} (${box.address}): ${box.online ? "online" : "offline"}`}
+      />
+    </section>
+  );
+}
+
+/** On a box's card: that it runs an older dock than the laptop, and the button that upgrades it. */
+export function Upgrade(props: { api: Api; status: BoxStatus }) {
+  const [run, start, busy] = useRun();
+  const { status } = props;
+  const laptop = laptopBuild.value;
+  const behind = status.online && status.behind;
+  if (!behind && !run) return null;
+  return (
+    <div class="upgrade">
+      {behind && (
+        <div class="row">
+          <span class="tag behind" title={`the laptop runs ${laptop}`}>behind: {status.build}</span>
+          <button
+            type="button"
+            name="upgrade"
+            disabled={busy}
+            onClick={() =>
+              start(() =>
+                props.api.lines<BoxProgress>(
+                  props.api.own(`boxes/${encodeURIComponent(status.name)}/upgrade`),
+                )
+              )}
+          >
+            Upgrade
+          </button>
+        </div>
+      )}
+      <RunLog run={run} done={(box) => `${box.name} runs ${box.build}`} />
+    </div>
+  );
+}

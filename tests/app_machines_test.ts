@@ -1,0 +1,155 @@
+/**
+ * The app's machines (app/src/machines.tsx), in Debian's Chromium against a real `dock agent`: a machine
+ * added over SSH from the board (a real OpenSSH server on loopback, tests/ssh_box.ts), a refusal shown as
+ * its step's error, and a box running an older dock upgraded from its card. Each step waits for what
+ * the page shows.
+ *
+ * Needs /usr/bin/chromium (`.ci/run` installs it); without it the tests are skipped, saying so.
+ */
+import { join } from "node:path";
+import type { Page } from "playwright-core";
+import { CHROMIUM_MISSING, launchChromium } from "./browser.ts";
+import { assert, assertEquals, assertStringIncludes } from "./assert.ts";
+import { AgentClient } from "../client/agent.ts";
+import { buildPackage, hostTarget } from "../package/build.ts";
+import { installPackage, makeDirs, makeRepo, startAgent, startBox } from "./harness.ts";
+import { startSshBox } from "./ssh_box.ts";
+
+/** Opens the app with the agent's token, as `dock open` does, and waits for the board. */
+async function openApp(page: Page, agent: { url: string; token: string }): Promise<void> {
+  await page.goto(`${agent.url}/app/#token=${agent.token}`);
+  await page.locator(".board").waitFor();
+}
+
+Deno.test({
+  name: "app: a machine added over SSH from the board, its steps and upload shown; a refused one says why",
+  ignore: CHROMIUM_MISSING,
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn() {
+    await using box = await startSshBox();
+    const dirs = await makeDirs();
+    await using _laptop = { [Symbol.asyncDispose]: () => Deno.remove(dirs.root, { recursive: true }) };
+    await using agent = await startAgent(dirs, { env: { DOCK_SSH_CONFIG: box.clientConfig } });
+    const browser = await launchChromium();
+    try {
+      const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+      const errors: string[] = [];
+      page.on("pageerror", (error) => errors.push(error.message));
+      await openApp(page, agent);
+      const card = page.locator(".add-machine");
+      await card.locator('input[name="ssh-host"]').fill("testbox");
+      await card.locator('input[name="box-name"]').fill("devbox");
+
+      // The host key is not known yet: the step and what to do are shown, nothing is added.
+      await card.locator('button[name="add-ssh"]').click();
+      const refused = await card.locator('.run [role="alert"]').textContent();
+      assertStringIncludes(refused ?? "", "connect: the box's host key is not known here");
+      assertStringIncludes(refused ?? "", "ssh testbox");
+      assertEquals(await page.locator(".box").count(), 0);
+
+      await box.trust();
+      await card.locator('button[name="add-ssh"]').click();
+      await card.locator('.run [role="status"]').waitFor({ timeout: 120_000 });
+      const done = await card.locator('.run [role="status"]').textContent();
+      assert(/^added devbox \(https:\/\/127\.0\.0\.1:\d+\): online$/.test(done ?? ""), done ?? "");
+      // The steps it went through, and the upload's bar full.
+      const lines = (await card.locator(".run-lines").textContent()) ?? "";
+      for (
+        const step of [
+          "connect:",
+          "package:",
+          "install:",
+          "service: dockd answers",
+          "pair: paired as 'devbox'",
+        ]
+      ) {
+        assertStringIncludes(lines, step);
+      }
+      const bar = card.locator("progress.upload");
+      assertEquals(await bar.getAttribute("value"), await bar.getAttribute("max"));
+      assertEquals(await card.locator('.run [role="alert"]').count(), 0);
+      // The board shows the box, from the agent's event, and no upgrade for it (it runs this laptop's dock).
+      await page.locator('.box[data-box="devbox"] .dot.online').waitFor();
+      assertEquals(await page.locator('.box[data-box="devbox"] .tag.behind').count(), 0);
+
+      // Another machine by the link its `dockd pair` prints: a mistyped one is refused, the right one pairs.
+      await using other = await startBox({ env: { DOCK_LISTEN: "127.0.0.1:0" } });
+      const printed = await other.cli(["pair", "--host", "127.0.0.1"]);
+      const link = /dock:\/\/[^\s']+/.exec(printed.stdout)?.[0];
+      assert(link, printed.stdout + printed.stderr);
+      await card.locator('input[name="box-name"]').fill("second");
+      await card.locator('input[name="pair-link"]').fill(
+        link.replace(/code=(.)/, (_, c) => `code=${c === "A" ? "B" : "A"}`),
+      );
+      await card.locator('button[name="pair"]').click();
+      assertStringIncludes(
+        (await card.locator('.run [role="alert"]').textContent()) ?? "",
+        "Cannot pair: the code is not valid",
+      );
+      assertEquals(await page.locator('.box[data-box="second"]').count(), 0);
+      await card.locator('input[name="pair-link"]').fill(link);
+      await card.locator('button[name="pair"]').click();
+      await card.locator('.run [role="status"]').waitFor();
+      assertStringIncludes(
+        (await card.locator('.run [role="status"]').textContent()) ?? "",
+        "added second (",
+      );
+      await page.locator('.box[data-box="second"] .dot.online').waitFor();
+      assertEquals(errors, []);
+    } finally {
+      await browser.close();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "app: a box running an older dock says so on its card, and its Upgrade button brings it to the laptop's",
+  ignore: CHROMIUM_MISSING,
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn() {
+    const target = hostTarget();
+    assert(target);
+    const out = await Deno.makeTempDir({ prefix: "dock-app-upgrade-test-" });
+    const dirs = await makeDirs();
+    const browser = await launchChromium();
+    try {
+      // The box runs an older release, installed as `dock add ssh` installs one.
+      const old = await buildPackage({ target, out, commit: "aaaaaaaaaaaa", version: "0.0.9" });
+      await installPackage(dirs.dockHome, old);
+      await using box = await startBox({ dirs, launcher: join(dirs.dockHome, "bin", "dockd") });
+      await box.client.addLocation({ name: "app", path: await makeRepo(join(dirs.home, "work"), "app") });
+      await box.client.createSession({ location: "app", command: "sh", name: "keep" });
+      await using agent = await startAgent(dirs);
+      const client = new AgentClient({ url: agent.url, token: agent.token });
+      try {
+        await client.addLocal("local");
+        const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+        await openApp(page, agent);
+        const card = page.locator('.box[data-box="local"]');
+        await card.locator(".tag.behind").waitFor();
+        assertEquals(await card.locator(".tag.behind").textContent(), "behind: 0.0.9+aaaaaaaaaaaa");
+
+        await card.locator('button[name="upgrade"]').click();
+        await card.locator('.run [role="status"]').waitFor({ timeout: 120_000 });
+        const build = (await client.status()).build;
+        assertEquals(
+          await card.locator('.run [role="status"]').textContent(),
+          `local runs ${(await box.client.info()).build}`,
+        );
+        assertStringIncludes((await card.locator(".run-lines").textContent()) ?? "", "restart:");
+        // Nothing is behind any more (the board reloaded on the agent's event); the session lived on.
+        await card.locator(".tag.behind").waitFor({ state: "detached" });
+        assert(build.startsWith("0.1.0+"), build);
+        assertEquals((await box.client.session("keep")).exited, false);
+      } finally {
+        client.close();
+      }
+    } finally {
+      await browser.close();
+      await Deno.remove(out, { recursive: true });
+    }
+  },
+});
