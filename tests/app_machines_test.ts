@@ -6,13 +6,11 @@
  *
  * Needs /usr/bin/chromium (`.ci/run` installs it); without it the tests are skipped, saying so.
  */
-import { join } from "node:path";
 import type { Page } from "playwright-core";
 import { CHROMIUM_MISSING, launchChromium } from "./browser.ts";
 import { assert, assertEquals, assertStringIncludes } from "./assert.ts";
 import { AgentClient } from "../client/agent.ts";
-import { buildPackage, hostTarget } from "../package/build.ts";
-import { installPackage, makeDirs, makeRepo, startAgent, startBox } from "./harness.ts";
+import { makeDirs, startAgent, startBox, startOlderBox } from "./harness.ts";
 import { startSshBox } from "./ssh_box.ts";
 
 /** Opens the app with the agent's token, as `dock open` does, and waits for the board. */
@@ -110,18 +108,11 @@ Deno.test({
   sanitizeOps: false,
   sanitizeResources: false,
   async fn() {
-    const target = hostTarget();
-    assert(target);
     const out = await Deno.makeTempDir({ prefix: "dock-app-upgrade-test-" });
     const dirs = await makeDirs();
     const browser = await launchChromium();
     try {
-      // The box runs an older release, installed as `dock add ssh` installs one.
-      const old = await buildPackage({ target, out, commit: "aaaaaaaaaaaa", version: "0.0.9" });
-      await installPackage(dirs.dockHome, old);
-      await using box = await startBox({ dirs, launcher: join(dirs.dockHome, "bin", "dockd") });
-      await box.client.addLocation({ name: "app", path: await makeRepo(join(dirs.home, "work"), "app") });
-      await box.client.createSession({ location: "app", command: "sh", name: "keep" });
+      await using box = (await startOlderBox(dirs, out)).box;
       await using agent = await startAgent(dirs);
       const client = new AgentClient({ url: agent.url, token: agent.token });
       try {

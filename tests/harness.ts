@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { BoxClient } from "../client/box.ts";
 import type { DockEvent } from "../client/wire.ts";
 import { boxCgroupFolder, removeCgroup } from "../daemon/cgroups.ts";
+import { buildPackage, type BuiltPackage, hostTarget } from "../package/build.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 
@@ -449,12 +450,6 @@ const PORT_RANGE: [number, number] = [20000, 29999];
 /** The locked files, held open until this process ends (the kernel drops the locks then, even on kill -9). */
 const heldPorts: Deno.FsFile[] = [];
 
-/**
- * A TCP port for a test to listen on that no other test process on this machine gets while this one
- * runs (two suites at once included): each port handed out is locked with `flock` in {@linkcode
- * PORT_LOCKS} for the life of this process. Binding port 0 and closing it again, as this did before,
- * raced: the kernel hands the same ephemeral port to the next `port: 0` caller.
- */
 /** Unpacks a package (`package/build.ts`) under `dockHome` as `dock add ssh` does; returns its folder's name. */
 export async function installPackage(
   dockHome: string,
@@ -472,6 +467,25 @@ export async function installPackage(
   await Deno.mkdir(join(dockHome, "bin"));
   await Deno.symlink("../current/bin/dockd", join(dockHome, "bin", "dockd"));
   return folder;
+}
+
+/**
+ * A box on a release older than these sources' (version 0.0.9, commit `aaaaaaaaaaaa`), built into `out` and
+ * installed under `dirs.dockHome` as `dock add ssh` installs one, with a location `app` and a shell session
+ * `keep` (what an upgrade must leave running).
+ */
+export async function startOlderBox(
+  dirs: BoxDirs,
+  out: string,
+): Promise<{ old: BuiltPackage; box: TestBox }> {
+  const target = hostTarget();
+  if (!target) throw new Error(`${Deno.build.os}/${Deno.build.arch} is no target dock packages for`);
+  const old = await buildPackage({ target, out, commit: "aaaaaaaaaaaa", version: "0.0.9" });
+  await installPackage(dirs.dockHome, old);
+  const box = await startBox({ dirs, launcher: join(dirs.dockHome, "bin", "dockd") });
+  await box.client.addLocation({ name: "app", path: await makeRepo(join(dirs.home, "work"), "app") });
+  await box.client.createSession({ location: "app", command: "sh", name: "keep" });
+  return { old, box };
 }
 
 /**
@@ -493,6 +507,12 @@ export function processesWith(prefix: string, marker: string): number[] {
   return pids;
 }
 
+/**
+ * A TCP port for a test to listen on that no other test process on this machine gets while this one
+ * runs (two suites at once included): each port handed out is locked with `flock` in {@linkcode
+ * PORT_LOCKS} for the life of this process. Binding port 0 and closing it again, as this did before,
+ * raced: the kernel hands the same ephemeral port to the next `port: 0` caller.
+ */
 export function freePort(): number {
   Deno.mkdirSync(PORT_LOCKS, { recursive: true });
   for (let attempt = 0; attempt < 500; attempt++) {

@@ -26,6 +26,7 @@ import {
   runCli,
   startAgent,
   startBox,
+  startOlderBox,
   stopProcessesOf,
   waitForEvent,
 } from "./harness.ts";
@@ -144,17 +145,12 @@ Deno.test("POST upgrade hands over to the package's daemon; what runs goes on, o
 });
 
 Deno.test("dock upgrade sends a box this laptop's package; dock status says which boxes are behind", async () => {
-  const target = hostTarget();
-  assert(target);
   const out = await Deno.makeTempDir({ prefix: "dock-upgrade-test-" });
   const dirs = await makeDirs();
   try {
     // The box runs an older release, installed as `dock add ssh` installs one.
-    const old = await buildPackage({ target, out, commit: "aaaaaaaaaaaa", version: "0.0.9" });
-    await installPackage(dirs.dockHome, old);
-    await using box = await startBox({ dirs, launcher: join(dirs.dockHome, "bin", "dockd") });
-    await box.client.addLocation({ name: "app", path: await makeRepo(join(dirs.home, "work"), "app") });
-    await box.client.createSession({ location: "app", command: "sh", name: "keep" });
+    const { old, box: started } = await startOlderBox(dirs, out);
+    await using box = started;
     await using agent = await startAgent(dirs);
     const client = new AgentClient({ url: agent.url, token: agent.token });
     try {

@@ -7,6 +7,7 @@
  *
  * @module
  */
+import type { ComponentChildren } from "preact";
 import { useState } from "preact/hooks";
 import type { BoxProgress, BoxStatus } from "../../client/agent.ts";
 import type { Api } from "./api.ts";
@@ -72,6 +73,29 @@ function RunLog(props: { run: Run | null; done: (box: BoxStatus) => string }) {
   );
 }
 
+/** A labelled text input whose value is `value`, set through `set` as it is typed. */
+function Field(
+  props: {
+    label: ComponentChildren;
+    name: string;
+    value: string;
+    set: (value: string) => void;
+    placeholder?: string;
+  },
+) {
+  return (
+    <label>
+      {props.label}
+      <input
+        name={props.name}
+        value={props.value}
+        placeholder={props.placeholder}
+        onInput={(e) => props.set((e.target as HTMLInputElement).value)}
+      />
+    </label>
+  );
+}
+
 /** The card that adds a machine: over SSH, or by a pairing link. */
 export function AddMachine(props: { api: Api }) {
   const [host, setHost] = useState("");
@@ -93,23 +117,14 @@ export function AddMachine(props: { api: Api }) {
           }
         }}
       >
-        <label>
-          Over SSH: [user@]host[:port], or a Host of your SSH config
-          <input
-            name="ssh-host"
-            value={host}
-            placeholder="devbox or me@10.0.0.7:2222"
-            onInput={(e) => setHost((e.target as HTMLInputElement).value)}
-          />
-        </label>
-        <label>
-          Name on this laptop (optional)
-          <input
-            name="box-name"
-            value={name}
-            onInput={(e) => setName((e.target as HTMLInputElement).value)}
-          />
-        </label>
+        <Field
+          label="Over SSH: [user@]host[:port], or a Host of your SSH config"
+          name="ssh-host"
+          value={host}
+          set={setHost}
+          placeholder="devbox or me@10.0.0.7:2222"
+        />
+        <Field label="Name on this laptop (optional)" name="box-name" value={name} set={setName} />
         <div class="row">
           <button type="submit" name="add-ssh" disabled={busy || !host.trim()}>Add over SSH</button>
           <span class="muted">installs dock there when needed, starts it and pairs it</span>
@@ -129,17 +144,17 @@ export function AddMachine(props: { api: Api }) {
           });
         }}
       >
-        <label>
-          <span>
-            Or by the link <code>dockd pair</code> prints on it
-          </span>
-          <input
-            name="pair-link"
-            value={link}
-            placeholder="dock://host:1379?code=…&fp=…"
-            onInput={(e) => setLink((e.target as HTMLInputElement).value)}
-          />
-        </label>
+        <Field
+          label={
+            <span>
+              Or by the link <code>dockd pair</code> prints on it
+            </span>
+          }
+          name="pair-link"
+          value={link}
+          set={setLink}
+          placeholder="dock://host:1379?code=…&fp=…"
+        />
         <div class="row">
           <button type="submit" name="pair" disabled={busy || !link.trim()}>Pair</button>
         </div>
