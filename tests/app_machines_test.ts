@@ -1,17 +1,21 @@
 /**
  * The app's machines (app/src/machines.tsx), in Debian's Chromium against a real `dock agent`: a machine
- * added over SSH from the board (a real OpenSSH server on loopback, tests/ssh_box.ts), a refusal shown as
- * its step's error, and a box running an older dock upgraded from its card. Each step waits for what
- * the page shows.
+ * found on the network (a fake tailscale CLI) and added over SSH from the board (a real OpenSSH server on
+ * loopback, tests/ssh_box.ts), a refusal shown as its step's error, another paired by its link, and a
+ * box running an older dock upgraded from its card. Each step waits for what the page shows.
  *
  * Needs /usr/bin/chromium (`.ci/run` installs it); without it the tests are skipped, saying so.
  */
+import { join } from "node:path";
 import type { Page } from "playwright-core";
 import { CHROMIUM_MISSING, launchChromium } from "./browser.ts";
 import { assert, assertEquals, assertStringIncludes } from "./assert.ts";
 import { AgentClient } from "../client/agent.ts";
 import { makeDirs, startAgent, startBox, startOlderBox } from "./harness.ts";
 import { startSshBox } from "./ssh_box.ts";
+
+const FAKE_TAILSCALE = new URL("./fixtures/fake_tailscale.sh", import.meta.url).pathname;
+const TAILSCALE_STATUS = new URL("./fixtures/tailscale_status.json", import.meta.url).pathname;
 
 /** Opens the app with the agent's token, as `dock open` does, and waits for the board. */
 async function openApp(page: Page, agent: { url: string; token: string }): Promise<void> {
@@ -28,7 +32,19 @@ Deno.test({
     await using box = await startSshBox();
     const dirs = await makeDirs();
     await using _laptop = { [Symbol.asyncDispose]: () => Deno.remove(dirs.root, { recursive: true }) };
-    await using agent = await startAgent(dirs, { env: { DOCK_SSH_CONFIG: box.clientConfig } });
+    // tailscale here (a fake CLI serving recorded JSON) sees one machine, "devbox" at 127.0.0.1, whose SSH
+    // is the test server's port.
+    const bin = join(dirs.root, "bin");
+    await Deno.mkdir(bin, { recursive: true });
+    await Deno.symlink(FAKE_TAILSCALE, join(bin, "tailscale"));
+    await using agent = await startAgent(dirs, {
+      env: {
+        DOCK_SSH_CONFIG: box.clientConfig,
+        PATH: `${bin}:${Deno.env.get("PATH")}`,
+        FAKE_TAILSCALE_STATUS: TAILSCALE_STATUS,
+        DOCK_SSH_PORT: String(box.port),
+      },
+    });
     const browser = await launchChromium();
     try {
       const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
@@ -36,6 +52,17 @@ Deno.test({
       page.on("pageerror", (error) => errors.push(error.message));
       await openApp(page, agent);
       const card = page.locator(".add-machine");
+      // The network's machine that answers on SSH, picked: the form is filled with its name.
+      await card.locator('button[name="discover"]').click();
+      await card.locator('[data-machine="devbox"] button').click();
+      assertEquals(await card.locator('input[name="ssh-host"]').inputValue(), "devbox.tail1234.ts.net");
+      assertEquals(await card.locator('input[name="box-name"]').inputValue(), "devbox");
+      assertEquals(
+        await card.locator('[data-machine="phone"]').count(),
+        0,
+        "an offline machine is not offered",
+      );
+      // Its name does not resolve here: the SSH configuration's Host for it is used instead.
       await card.locator('input[name="ssh-host"]').fill("testbox");
       await card.locator('input[name="box-name"]').fill("devbox");
 
@@ -70,6 +97,11 @@ Deno.test({
       // The board shows the box, from the agent's event, and no upgrade for it (it runs this laptop's dock).
       await page.locator('.box[data-box="devbox"] .dot.online').waitFor();
       assertEquals(await page.locator('.box[data-box="devbox"] .tag.behind').count(), 0);
+      // Found again, it is a box now: no Add.
+      await card.locator('button[name="discover"]').click();
+      await card.locator('[data-machine="devbox"] .tag').waitFor();
+      assertEquals(await card.locator('[data-machine="devbox"] .tag').textContent(), "box devbox");
+      assertEquals(await card.locator('[data-machine="devbox"] button').count(), 0);
 
       // Another machine by the link its `dockd pair` prints: a mistyped one is refused, the right one pairs.
       await using other = await startBox({ env: { DOCK_LISTEN: "127.0.0.1:0" } });

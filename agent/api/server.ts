@@ -140,8 +140,11 @@ export function agentApp(agent: Agent, options: { port: number }): Hono {
     localToolRoutes({
       boxes: agent.boxes,
       home: Deno.env.get("HOME") ?? "",
-      // Boxes found on a network listen for laptops on 1379 unless they were told otherwise.
-      ports: { dockd: Number(Deno.env.get("DOCK_BOX_PORT")) || undefined },
+      // Boxes found on a network listen for laptops on 1379, and machines for SSH on 22, unless told otherwise.
+      ports: {
+        dockd: Number(Deno.env.get("DOCK_BOX_PORT")) || undefined,
+        ssh: Number(Deno.env.get("DOCK_SSH_PORT")) || undefined,
+      },
       proxyPort: () => agent.proxyState.port ?? 1377,
     }),
   ]);

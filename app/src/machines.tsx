@@ -1,6 +1,7 @@
 /**
  * Bringing machines in and up to date from the page (agent mode): add one over SSH (`POST
- * /v1/boxes/add-ssh`, what `dock add ssh` does) or pair one by its `dock://` link (`POST
+ * /v1/boxes/add-ssh`, what `dock add ssh` does; typed, or picked among a network's machines as `dock
+ * discover` finds them) or pair one by its `dock://` link (`POST
  * /v1/boxes/pair`), and upgrade a box that runs an older dock than the laptop (`POST
  * /v1/boxes/{box}/upgrade`). The streamed ones show their steps as they come and the upload as a bar;
  * the board shows the box itself once the agent says it was added (`box.*` events reload it).
@@ -9,9 +10,10 @@
  */
 import type { ComponentChildren } from "preact";
 import { useState } from "preact/hooks";
-import type { BoxProgress, BoxStatus } from "../../client/agent.ts";
+import type { BoxProgress, BoxStatus, DiscoveredMachine, Networks } from "../../client/agent.ts";
 import type { Api } from "./api.ts";
 import { laptopBuild } from "./store.ts";
+import { useJson } from "./use_json.ts";
 
 /** How a streamed box operation went so far: its lines, the upload's bytes, and its end. */
 interface Run {
@@ -96,7 +98,64 @@ function Field(
   );
 }
 
-/** The card that adds a machine: over SSH, or by a pairing link. */
+/**
+ * The machines of the laptop's networks (tailscale: `GET /v1/networks`, then `GET /v1/discover` when
+ * asked) that answer on SSH and are no box yet, each with the button that fills in the SSH form; or why
+ * there are none to look through (no tailscale, not logged in).
+ */
+function Discovered(props: { api: Api; pick: (host: string, name: string) => void }) {
+  const [networks] = useJson<Networks>(props.api, props.api.own("networks"));
+  const [found, setFound] = useState<DiscoveredMachine[] | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  if (!networks) return null;
+  const network = networks.networks[0];
+  if (!network) return <p class="muted discover-hint">{networks.hint}</p>;
+  if (!network.logged_in) {
+    return (
+      <p class="muted discover-hint">
+        {network.name} is not logged in here ({network.state}): dock discover --login
+      </p>
+    );
+  }
+  const look = async () => {
+    try {
+      setFound(await props.api.json<DiscoveredMachine[]>(props.api.own(`discover?network=${network.name}`)));
+      setError(null);
+    } catch (e) {
+      setError((e as Error).message);
+    }
+  };
+  return (
+    <div class="discover">
+      <button type="button" name="discover" onClick={look}>Find machines on {network.name}</button>
+      {error && <p class="error">{error}</p>}
+      {found && found.length === 0 && <p class="muted">no machine of {network.name} is online</p>}
+      {found && found.length > 0 && (
+        <ul class="list">
+          {found.map((machine) => (
+            <li key={machine.address} data-machine={machine.name}>
+              <strong>{machine.name}</strong>
+              <span class="muted">{machine.dns ?? machine.address}</span>
+              {machine.box ? <span class="tag">box {machine.box}</span> : machine.ssh
+                ? (
+                  <button
+                    type="button"
+                    class="small"
+                    onClick={() => props.pick(machine.dns ?? machine.address, machine.name)}
+                  >
+                    Add
+                  </button>
+                )
+                : <span class="muted">no SSH</span>}
+            </li>
+          ))}
+        </ul>
+      )}
+    </div>
+  );
+}
+
+/** The card that adds a machine: over SSH (typed, or picked from a network), or by a pairing link. */
 export function AddMachine(props: { api: Api }) {
   const [host, setHost] = useState("");
   const [name, setName] = useState("");
@@ -125,6 +184,16 @@ export function AddMachine(props: { api: Api }) {
           placeholder="devbox or me@10.0.0.7:2222"
         />
         <Field label="Name on this laptop (optional)" name="box-name" value={name} set={setName} />
+        <Discovered
+          api={props.api}
+          pick={(picked, pickedName) => {
+            setHost(picked);
+            // A network's machine names may hold what a box name may not (`[a-z0-9][a-z0-9-]*`).
+            setName(
+              pickedName.toLowerCase().replace(/[^a-z0-9-]+/g, "-").replace(/^-+|-+$/g, "").slice(0, 63),
+            );
+          }}
+        />
         <div class="row">
           <button type="submit" name="add-ssh" disabled={busy || !host.trim()}>Add over SSH</button>
           <span class="muted">installs dock there when needed, starts it and pairs it</span>
