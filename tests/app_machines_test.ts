@@ -126,6 +126,13 @@ Deno.test({
         "added second (",
       );
       await page.locator('.box[data-box="second"] .dot.online').waitFor();
+      assertEquals((await other.client.laptops()).length, 1);
+
+      // Forgotten after a yes: gone from the board, and the box no longer knows this laptop.
+      await page.locator('.box[data-box="second"] [data-action="forget"] > button').click();
+      await page.locator('.box[data-box="second"] [data-answer="yes"]').click();
+      await page.locator('.box[data-box="second"]').waitFor({ state: "detached" });
+      assertEquals((await other.client.laptops()).length, 0);
       assertEquals(errors, []);
     } finally {
       await browser.close();

@@ -77,6 +77,14 @@ function BoxCard(props: { api: Api; view: BoxView }) {
             ? (status.latency_ms !== null ? ` ${Math.round(status.latency_ms)} ms` : " online")
             : " offline"}
         </span>
+        {props.api.agent && (
+          <Confirmed
+            label="forget"
+            question={`Forget ${status.name}? This laptop unpairs from it; what runs there goes on.`}
+            act={() =>
+              props.api.json(props.api.own(`boxes/${encodeURIComponent(status.name)}`), { method: "DELETE" })}
+          />
+        )}
       </h2>
       {!status.online && status.error && <p class="error">{status.error}</p>}
       {props.api.agent && <Upgrade api={props.api} status={status} />}
