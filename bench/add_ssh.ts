@@ -230,6 +230,15 @@ async function packageSizes(): Promise<Row[]> {
           summary: summarize([built.withoutRuntime.bytes / 1024 / 1024]),
           unit: "MiB",
         });
+        if (built.zstd) {
+          rows.push({
+            label: `package: ${
+              targetName(target)
+            } compressed with zstd (what \`dock add ssh\` sends a box with zstd)`,
+            summary: summarize([built.zstd.bytes / 1024 / 1024]),
+            unit: "MiB",
+          });
+        }
       } catch (error) {
         rows.push({
           label: `package: ${targetName(target)}: not built (${(error as Error).message.slice(0, 80)})`,
