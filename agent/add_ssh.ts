@@ -120,7 +120,7 @@ export async function* addSsh(agent: AddSshBackend, request: AddSshRequest): Asy
           : undefined;
       if (reuse) yield line(step, `without its Deno runtime: the box has Deno ${built.release.deno}`);
       // Where both ends have zstd: fewer bytes, and the box unpacks them in a fifth of the time.
-      const zstd = reuse ? undefined : probe.zstd ? built.zstd : undefined;
+      const zstd = !reuse && probe.zstd ? built.zstd : undefined;
       if (zstd) yield line(step, `compressed with zstd: ${megabytes(zstd.bytes)}`);
       // The upload and the unpacking are one stream: tar reads as ssh delivers.
       const installed = yield* upload(
@@ -134,7 +134,7 @@ export async function* addSsh(agent: AddSshBackend, request: AddSshRequest): Asy
       step = "install";
       must(installed, "install");
       yield line(step, `~/.dock/versions/${folderOf(built.release)}, ~/.dock/bin/dockd`);
-      for (const text of installed.stdout.trim().split("\n").filter(Boolean)) yield line(step, text);
+      yield* said(step, installed);
     }
 
     step = "service";
@@ -145,7 +145,7 @@ export async function* addSsh(agent: AddSshBackend, request: AddSshRequest): Asy
       }),
       step,
     );
-    for (const text of started.stdout.trim().split("\n").filter(Boolean)) yield line(step, text);
+    yield* said(step, started);
 
     step = "pair";
     const paired = must(await ssh.run(PAIR_SCRIPT, [resolved.hostname], { timeoutMs: 60_000 }), step);
@@ -186,6 +186,11 @@ class StepError extends Error {}
 
 function line(step: string, text: string): AddSshProgress {
   return { step, line: text };
+}
+
+/** What a step's script printed, a line each (the scripts print only what the person should read). */
+function* said(step: string, result: RunResult): Generator<AddSshProgress> {
+  for (const text of result.stdout.trim().split("\n").filter(Boolean)) yield line(step, text);
 }
 
 /** The name of the box this laptop pinned the CA with fingerprint `fp` for, if any. */

@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { positiveFromEnv } from "../../core/knobs.ts";
 import { Hono } from "hono";
 import { DockError } from "../../client/errors.ts";
 import { BOX_ADD_LOCAL, EVENT_ANNOUNCE, FORWARD_CREATE, PROXY_ROUTE } from "../../client/schemas.ts";
@@ -142,8 +143,8 @@ export function agentApp(agent: Agent, options: { port: number }): Hono {
       home: Deno.env.get("HOME") ?? "",
       // Boxes found on a network listen for laptops on 1379, and machines for SSH on 22, unless told otherwise.
       ports: {
-        dockd: Number(Deno.env.get("DOCK_BOX_PORT")) || undefined,
-        ssh: Number(Deno.env.get("DOCK_SSH_PORT")) || undefined,
+        dockd: positiveFromEnv("DOCK_BOX_PORT"),
+        ssh: positiveFromEnv("DOCK_SSH_PORT"),
       },
       proxyPort: () => agent.proxyState.port ?? 1377,
     }),
