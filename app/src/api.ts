@@ -107,11 +107,14 @@ export class Api {
     return this.config.mode === "agent" ? `/v1/boxes/${enc(box)}/api/${path}` : `/v1/${path}`;
   }
 
-  /** A JSON call; an error answer is thrown as {@linkcode ApiError}. */
-  async json<T>(
+  /**
+   * Sends a request with the page's credentials (a JSON `body` as such). A failure to reach dock is thrown
+   * as {@linkcode ApiError} `unreachable`, an error answer as the ApiError its body names.
+   */
+  async #request(
     path: string,
-    init: { method?: string; body?: unknown; signal?: AbortSignal } = {},
-  ): Promise<T> {
+    init: { method?: string; body?: unknown; signal?: AbortSignal },
+  ): Promise<Response> {
     const headers = this.#headers();
     if (init.body !== undefined) headers["content-type"] = "application/json";
     let response: Response;
@@ -125,13 +128,20 @@ export class Api {
     } catch (error) {
       throw new ApiError("unreachable", `cannot reach dock: ${(error as Error).message}`, 0);
     }
-    const text = await response.text();
-    const value = text ? JSON.parse(text) : null;
     if (!response.ok) {
-      const error = value?.error ?? {};
+      const error = (await response.json().catch(() => null))?.error ?? {};
       throw new ApiError(error.code ?? "error", error.message ?? response.statusText, response.status);
     }
-    return value as T;
+    return response;
+  }
+
+  /** A JSON call; an error answer is thrown as {@linkcode ApiError}. */
+  async json<T>(
+    path: string,
+    init: { method?: string; body?: unknown; signal?: AbortSignal } = {},
+  ): Promise<T> {
+    const text = await (await this.#request(path, init)).text();
+    return (text ? JSON.parse(text) : null) as T;
   }
 
   /**
@@ -139,23 +149,8 @@ export class Api {
    * answer before the stream (a refused request) is thrown as {@linkcode ApiError}.
    */
   async *lines<T>(path: string, body?: unknown): AsyncGenerator<T> {
-    const headers = this.#headers();
-    if (body !== undefined) headers["content-type"] = "application/json";
-    let response: Response;
-    try {
-      response = await fetch(path, {
-        method: "POST",
-        headers,
-        body: body === undefined ? undefined : JSON.stringify(body),
-      });
-    } catch (error) {
-      throw new ApiError("unreachable", `cannot reach dock: ${(error as Error).message}`, 0);
-    }
-    if (!response.ok || !response.body) {
-      const error = (await response.json().catch(() => null))?.error ?? {};
-      throw new ApiError(error.code ?? "error", error.message ?? response.statusText, response.status);
-    }
-    const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+    const response = await this.#request(path, { method: "POST", body });
+    const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
     let buffer = "";
     for (;;) {
       const { value, done } = await reader.read();

@@ -40,11 +40,7 @@ function useRun(): [Run | null, (stream: () => AsyncGenerator<BoxProgress>) => P
     setRun(state);
     try {
       for await (const line of stream()) {
-        state = line.sent !== undefined
-          ? { ...state, sent: line.sent, total: line.total }
-          : line.done
-          ? { ...state, end: { error: line.error, box: line.box } }
-          : { ...state, lines: [...state.lines, `${line.step}: ${line.line ?? ""}`].slice(-SHOWN_LINES) };
+        state = next(state, line);
         setRun(state);
       }
       if (!state.end) setRun({ ...state, end: { error: "the agent ended the stream before the last step" } });
@@ -55,6 +51,13 @@ function useRun(): [Run | null, (stream: () => AsyncGenerator<BoxProgress>) => P
     }
   };
   return [run, start, busy];
+}
+
+/** A run after one more line: the upload's bytes, the end, or a step's line (the newest kept). */
+function next(run: Run, line: BoxProgress): Run {
+  if (line.sent !== undefined) return { ...run, sent: line.sent, total: line.total };
+  if (line.done) return { ...run, end: { error: line.error, box: line.box } };
+  return { ...run, lines: [...run.lines, `${line.step}: ${line.line ?? ""}`].slice(-SHOWN_LINES) };
 }
 
 /** A run's steps, its upload bar, and how it ended. */
@@ -136,22 +139,28 @@ function Discovered(props: { api: Api; pick: (host: string, name: string) => voi
             <li key={machine.address} data-machine={machine.name}>
               <strong>{machine.name}</strong>
               <span class="muted">{machine.dns ?? machine.address}</span>
-              {machine.box ? <span class="tag">box {machine.box}</span> : machine.ssh
-                ? (
-                  <button
-                    type="button"
-                    class="small"
-                    onClick={() => props.pick(machine.dns ?? machine.address, machine.name)}
-                  >
-                    Add
-                  </button>
-                )
-                : <span class="muted">no SSH</span>}
+              <MachineAction machine={machine} pick={props.pick} />
             </li>
           ))}
         </ul>
       )}
     </div>
+  );
+}
+
+/** What can be done with a network's machine: nothing (a box already, or no SSH), or adding it. */
+function MachineAction(props: { machine: DiscoveredMachine; pick: (host: string, name: string) => void }) {
+  const { machine } = props;
+  if (machine.box) return <span class="tag">box {machine.box}</span>;
+  if (!machine.ssh) return <span class="muted">no SSH</span>;
+  return (
+    <button
+      type="button"
+      class="small"
+      onClick={() => props.pick(machine.dns ?? machine.address, machine.name)}
+    >
+      Add
+    </button>
   );
 }
 

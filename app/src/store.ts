@@ -49,7 +49,7 @@ export const events = signal<DockEvent[]>([]);
 export const queue = signal<QueueItem[]>([]);
 /** The agent's private-URL proxy port, when it runs (agent mode). */
 export const proxyPort = signal<number | null>(null);
-/** The laptop's dock build (`GET /v1/status`), against which a box is behind; null in box mode. */
+/** The laptop's dock build (`GET /v1/status`), said beside a box that is behind it; null in box mode. */
 export const laptopBuild = signal<string | null>(null);
 /** True while the event stream is open. */
 export const live = signal(false);
