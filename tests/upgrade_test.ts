@@ -159,6 +159,8 @@ Deno.test("dock upgrade sends a box this laptop's package; dock status says whic
       const before = await cli(["status"]);
       assertEquals(before.code, 0, before.stderr);
       assertStringIncludes(before.stdout, "0.0.9+aaaaaaaaaaaa (behind: dock upgrade)");
+      // The agent says so in the box's status (GET /v1/status), what the CLI and the app read.
+      assertEquals((await client.status()).boxes.map((b) => [b.name, b.behind]), [["local", true]]);
 
       // An unknown box is refused before anything streams.
       const unknown = await fetch(`${agent.url}/v1/boxes/nope/upgrade`, {
@@ -190,6 +192,7 @@ Deno.test("dock upgrade sends a box this laptop's package; dock status says whic
       const after = await cli(["status"]);
       assertStringIncludes(after.stdout, build);
       assert(!after.stdout.includes("behind"), after.stdout);
+      assertEquals((await client.status()).boxes.map((b) => [b.name, b.behind]), [["local", false]]);
 
       // Again: the box runs this laptop's build, so nothing is sent.
       const again = await cli(["upgrade", "local"]);
