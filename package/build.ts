@@ -226,7 +226,8 @@ function registryOf(options: BuildOptions): string {
 
 /**
  * Finishes the package staged at `<staging>/<name>`: hashes every file into `manifest.json`, writes
- * `release.json`, and archives it, with and without its runtime, into `options.out`.
+ * `release.json`, and archives it into `options.out`: whole, without its runtime, and compressed with
+ * zstd where this machine has it.
  */
 async function seal(
   staging: string,
