@@ -11,7 +11,6 @@
  *
  * @module
  */
-import { UNBUNDLED } from "../package/unbundled.ts";
 
 /** Imports `file` (relative to `cli/`) when called; `T` is its module type, `typeof import(file)`. */
 export function load<T>(file: string): Promise<T> {
@@ -19,11 +18,9 @@ export function load<T>(file: string): Promise<T> {
 }
 
 /**
- * What `file` is where this code runs: in a package's bundled command line (`cli/*.js`, this module
- * inlined into one of them), the bundle of a module of `cli/` is beside it as `.js`; the unbundled
- * ones, and modules outside `cli/`, are the sources.
+ * What `file` is where this code runs: in a package (`cli/*.js`, this module inlined into one of them),
+ * every module a command loads has its bundle beside its source, as `.js` (package/unbundled.ts).
  */
 export function bundled(file: string, from: string = import.meta.url): string {
-  if (!from.endsWith(".js") || !file.startsWith("./") || UNBUNDLED.includes(file)) return file;
-  return file.replace(/\.ts$/, ".js");
+  return from.endsWith(".js") ? file.replace(/\.ts$/, ".js") : file;
 }

@@ -1,6 +1,6 @@
 import { assert, assertEquals } from "../tests/assert.ts";
 import { bundled } from "./lazy.ts";
-import { UNBUNDLED } from "../package/unbundled.ts";
+import { BUNDLED_SOURCES } from "../package/unbundled.ts";
 
 Deno.test("lazy: from sources, every module is the source", () => {
   const from = "file:///dock/src/cli/lazy.ts";
@@ -9,18 +9,19 @@ Deno.test("lazy: from sources, every module is the source", () => {
   }
 });
 
-Deno.test("lazy: from a bundle, a module of cli/ is its bundle beside it, the servers and the rest are sources", () => {
+Deno.test("lazy: from a bundle, every module is its bundle beside its source", () => {
   const from = "file:///dock/src/cli/chunk-ABCD1234.js";
   assertEquals(bundled("./agent.ts", from), "./agent.js");
   assertEquals(bundled("./dockd_main.ts", from), "./dockd_main.js");
-  assertEquals(bundled("./serve.ts", from), "./serve.ts");
-  assertEquals(bundled("./run_agent.ts", from), "./run_agent.ts");
-  assertEquals(bundled("../core/paths.ts", from), "../core/paths.ts");
+  assertEquals(bundled("./serve.ts", from), "./serve.js");
+  assertEquals(bundled("../core/mcp.ts", from), "../core/mcp.js");
+  assertEquals(bundled("../core/paths.ts", from), "../core/paths.js");
 });
 
-Deno.test("lazy: the modules left as sources are modules of cli/", async () => {
-  assert(UNBUNDLED.length > 0);
-  for (const file of UNBUNDLED) {
+Deno.test("lazy: the bundled sources are modules outside cli/", async () => {
+  assert(BUNDLED_SOURCES.length > 0);
+  for (const file of BUNDLED_SOURCES) {
+    assert(file.startsWith("../") && file.endsWith(".ts"), file);
     const info = await Deno.stat(new URL(file, import.meta.url));
     assert(info.isFile, file);
   }

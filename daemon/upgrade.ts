@@ -124,6 +124,7 @@ export class Upgrades {
       return;
     }
     const log = await Deno.open(at.log, { create: true, append: true });
+    const from = (await log.stat()).size;
     log.close();
     const child = launch("/bin/sh", ["-c", 'exec "$@" >>"$0" 2>&1', at.log, at.launcher, "serve"]);
     // The new daemon loads everything first, then says so; only then does this one stop.
@@ -134,7 +135,11 @@ export class Upgrades {
         this.#stop?.();
         return;
       }
-      if (!alive(child.pid)) throw new Error(`the new daemon exited before it was ready (see ${at.log})`);
+      if (!alive(child.pid)) {
+        throw new Error(
+          `the new daemon exited before it was ready${await saidAtExit(at.log, from)} (see ${at.log})`,
+        );
+      }
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
     try {
@@ -236,5 +241,32 @@ function alive(pid: number): boolean {
     return true;
   } catch {
     return false;
+  }
+}
+
+/**
+ * What a daemon that exited wrote last to `log` after byte `from` (": <its error>"), for the failure's
+ * message: Deno's `error: …` line when there is one (an exception the module threw as it loaded), else
+ * the last line. Reads at most the last 16 KiB.
+ */
+export async function saidAtExit(log: string, from: number): Promise<string> {
+  try {
+    using file = await Deno.open(log);
+    const size = (await file.stat()).size;
+    const start = Math.max(from, size - 16_384);
+    await file.seek(start, Deno.SeekMode.Start);
+    const bytes = new Uint8Array(size - start);
+    let read = 0;
+    while (read < bytes.length) {
+      const n = await file.read(bytes.subarray(read));
+      if (n === null) break;
+      read += n;
+    }
+    const lines = new TextDecoder().decode(bytes.subarray(0, read)).split("\n").map((line) => line.trim())
+      .filter(Boolean);
+    const said = lines.find((line) => line.startsWith("error: ")) ?? lines.at(-1);
+    return said ? `: ${said.replace(/^error: (Uncaught (\(in promise\) )?)?/, "").slice(0, 300)}` : "";
+  } catch {
+    return "";
   }
 }

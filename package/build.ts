@@ -4,29 +4,35 @@
  *
  * - `bin/deno`: the Deno runtime for that target (this one, for this machine's target; else the
  *   `@deno/<target>` npm package, checked against the registry's integrity);
- * - `src/`: dock's runtime sources (no tests, no app sources: the app is embedded), with a `deno.json`
- *   of only the packages they import and `node_modules/` holding exactly those, for that target (the
- *   native PTY addon included), each checked against `deno.lock`'s integrity, and those packages' lock
+ * - `src/`: dock's runtime sources (no tests, no app sources: the app is embedded), and beside them
+ *   the bundles that run (`deno bundle` output, each module whole, minified: see `unbundled.ts`):
+ *   every module of `cli/` as `cli/*.js`, the servers' included, which the launchers run (a command
+ *   starts from three files rather than ~30 modules of sources, the daemon from one file rather than
+ *   ~200);
+ * - `src/node_modules/`: only what the bundles cannot hold (the native PTY addon's package, for that
+ *   target), checked against `deno.lock`'s integrity, with a `deno.json` mapping it, and its lock
  *   entries for every target (`src/package/npm-lock.json`: how an installed release makes another
  *   target's package);
- * - `src/cli/*.js`: the command line as `deno bundle` output (each module whole, minified), which the
- *   launchers run: a command starts from three files rather than ~30 modules of sources;
  * - `bin/dock`, `bin/dockd`: launchers that run with `--cached-only`, so nothing is fetched at run time;
  * - `manifest.json`: name, version, commit, target, the runtime's version, and the SHA-256 of every
  *   file (what an upgrade checks before it switches).
  *
- * Why the servers stay sources: the daemon and the agent start Web Workers for plugins and the plugin
- * host process by their files' paths, which a bundle does not have. The bundled command line loads
- * them (`serve`, `agent`, `up`) from the sources beside it (`cli/lazy.ts` says which); everything
- * else a command runs is in the bundle. The bundles are written into `src/cli/`, beside the sources,
- * so that a path a bundled module makes from its own URL (`../mod.ts`) means what it does in the
- * sources. `deno compile` would embed everything, but downloads `denort`, which no registry here ships.
+ * The bundles are written beside the sources (`src/cli/`, `src/core/mcp.js`), so that a path a
+ * bundled module makes from its own URL (`../mod.ts`, `../plugins/host_main.ts`) means what it does in
+ * the sources: the plugin host's process and its workers start from their sources by such paths.
+ * `deno compile` would embed everything, but downloads `denort`, which no registry here ships.
  *
  * @module
  */
 import { DockError } from "../client/errors.ts";
 import { VERSION } from "../client/version.ts";
-import { COMMAND_V8_FLAGS, SOURCE_COMMANDS, UNBUNDLED } from "./unbundled.ts";
+import {
+  BUNDLED_SOURCES,
+  COMMAND_V8_FLAGS,
+  EXTERNAL_IMPORTS,
+  KEPT_SOURCES,
+  SERVER_COMMANDS,
+} from "./unbundled.ts";
 import { exists, readJsonOrNull } from "../core/files.ts";
 import { run, which } from "../core/runner.ts";
 import { dirname, join } from "../core/posix_path.ts";
@@ -114,8 +120,9 @@ const BUILD_ONLY = [
 /** Outside those folders, what the runtime reads. */
 const RUNTIME_EXTRAS = ["app/assets.generated.ts"];
 /**
- * The npm packages the runtime imports (keys of deno.json's `imports`); the app's libraries are
- * embedded by `deno task app`, commander is vendored, the rest are for tests and type checks.
+ * The npm packages the runtime imports (keys of deno.json's `imports`), which the bundles hold (but
+ * {@linkcode EXTERNAL_IMPORTS}); the app's libraries are embedded by `deno task app`, commander is
+ * vendored, the rest are for tests and type checks.
  */
 const RUNTIME_IMPORTS = [
   "hono",
@@ -129,10 +136,18 @@ const RUNTIME_IMPORTS = [
   "@modelcontextprotocol/sdk/",
 ];
 
-/** The runtime imports that name a package (a prefix entry whose package has no entry of its own too). */
-const RUNTIME_PACKAGES = RUNTIME_IMPORTS.filter((key) =>
-  !key.endsWith("/") || !RUNTIME_IMPORTS.includes(key.slice(0, -1))
-);
+/** The import keys among `keys` that name a package (a prefix entry whose package has no entry of its own too). */
+function packageKeys(keys: readonly string[]): string[] {
+  return keys.filter((key) => !key.endsWith("/") || !keys.includes(key.slice(0, -1)));
+}
+
+/** `imports`' entries for `keys`; throws naming one it lacks. */
+function importsOf(imports: Record<string, string>, keys: readonly string[]): Record<string, string> {
+  return Object.fromEntries(keys.map((key) => {
+    if (!imports[key]) throw new Error(`deno.json imports no '${key}', which the runtime needs`);
+    return [key, imports[key]];
+  }));
+}
 
 const ROOT = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
 
@@ -201,12 +216,22 @@ export async function buildPackage(options: BuildOptions): Promise<BuiltPackage>
     const config = JSON.parse(await Deno.readTextFile(join(ROOT, "deno.json"))) as {
       imports: Record<string, string>;
     };
-    await writeRuntimeConfig(join(root, "src"), config.imports, lock);
-    for (const pkg of npmClosure(config.imports, lock, options.target)) {
-      await placeNpmPackage(pkg, join(root, "src", "node_modules", pkg.name), registry);
+    // Every npm package the runtime imports, for the bundler; then only those the bundles import.
+    const src = join(root, "src");
+    for (const keys of [RUNTIME_IMPORTS, EXTERNAL_IMPORTS]) {
+      const imports = importsOf(config.imports, keys);
+      await writeRuntimeConfig(src, imports, lock);
+      await Deno.remove(join(src, "node_modules"), { recursive: true }).catch(() => {});
+      for (const pkg of npmClosure(imports, lock, options.target)) {
+        await placeNpmPackage(pkg, join(src, "node_modules", pkg.name), registry);
+      }
+      if (keys === RUNTIME_IMPORTS) {
+        progress(`bundles`);
+        const bundles = await bundleRuntime(src);
+        await writeNotices(src);
+        await keepOnly(src, [...bundles, ...await keptSources(src)]);
+      }
     }
-    progress(`command line bundle`);
-    await bundleCommandLine(join(root, "src"));
     progress(`deno runtime for ${target}`);
     const deno = await placeRuntime(options.target, join(root, "bin", "deno"), registry, progress);
     for (const program of ["dock", "dockd"] as const) {
@@ -441,7 +466,7 @@ export DOCK_BIN="$bin"
 # Any other runs for milliseconds from its bundle: without the config, and with V8 compiling functions
 # as it loads them (then they come from the code cache) and starting no helper threads.
 case $1 in
-${SOURCE_COMMANDS.join(" | ")}) fast= ;;
+${SERVER_COMMANDS.join(" | ")}) fast= ;;
 *) fast="--no-config --v8-flags=${COMMAND_V8_FLAGS}" ;;
 esac
 exec "$root/bin/deno" run -A --cached-only $fast "$root/src/cli/${program}.js" "$@"
@@ -449,23 +474,104 @@ exec "$root/bin/deno" run -A --cached-only $fast "$root/src/cli/${program}.js" "
 }
 
 /**
- * Writes the command line's bundles into `<src>/cli/` (see the module's comment): every module of
- * `cli/` but the servers' (`UNBUNDLED`) is bundled alone, one file with everything it imports
- * statically, since each may be loaded by name (`cli/lazy.ts`). Not split into shared chunks: loading
- * a command's dozen chunks cost more than the whole rest of its work (measured: a hook 1 ms more as
- * seven chunks than as one file; `dock status` 1.43× → 1.23× an empty run with its three files
- * whole). What two bundles share is then there twice, which a command line bears: constants,
- * stateless helpers, clients whose objects carry their methods, and commander, whose objects from
- * either copy work together (it compares error codes, not classes); `DockError` is recognised across
- * copies by its brand.
+ * Writes the runtime's bundles beside their sources in `<src>` (see `package/unbundled.ts`): every
+ * module of `cli/` is bundled alone, one file with everything it imports statically, since each may be
+ * loaded by name (`cli/lazy.ts`); so is each of `BUNDLED_SOURCES`, in its own folder. Not split into
+ * shared chunks: loading a command's dozen chunks cost more than the whole rest of its work (measured:
+ * a hook 1 ms more as seven chunks than as one file; `dock status` 1.43× → 1.23× an empty run with its
+ * three files whole). What two bundles share is then there twice, which a command line bears:
+ * constants, stateless helpers, clients whose objects carry their methods, and commander, whose
+ * objects from either copy work together (it compares error codes, not classes); `DockError` is
+ * recognised across copies by its brand. The servers' bundles share nothing they could not: each runs
+ * in a process of its own (`dock up`'s two keep to their own modules).
  */
-async function bundleCommandLine(src: string): Promise<void> {
-  const entries: string[] = [];
+async function bundleRuntime(src: string): Promise<string[]> {
+  const folders = new Map<string, string[]>([["cli", []]]);
   for await (const entry of Deno.readDir(join(src, "cli"))) {
-    if (!entry.isFile || !entry.name.endsWith(".ts") || UNBUNDLED.includes(`./${entry.name}`)) continue;
-    entries.push(`cli/${entry.name}`);
+    if (entry.isFile && entry.name.endsWith(".ts")) folders.get("cli")!.push(`cli/${entry.name}`);
   }
-  await denoBundle(src, ["--minify", "--outdir", "cli", ...entries.sort()]);
+  for (const file of BUNDLED_SOURCES) {
+    const path = file.replace(/^\.\.\//, "");
+    const folder = dirname(path);
+    folders.set(folder, [...folders.get(folder) ?? [], path]);
+  }
+  const external = EXTERNAL_IMPORTS.flatMap((key) => ["--external", key]);
+  for (const [folder, entries] of folders) {
+    await denoBundle(src, ["--minify", ...external, "--outdir", folder, ...entries.sort()]);
+  }
+  return [...folders.values()].flat().map((entry) => entry.replace(/\.ts$/, ".js"));
+}
+
+/**
+ * {@linkcode KEPT_SOURCES} and every source they import (paths from `src`). Throws when one imports
+ * an npm package: the package's `node_modules/` holds only {@linkcode EXTERNAL_IMPORTS}.
+ */
+async function keptSources(src: string): Promise<string[]> {
+  const kept = new Set<string>();
+  for (const entry of KEPT_SOURCES) {
+    const info = await must(
+      run(Deno.execPath(), ["info", "--json", entry], { cwd: src, group: false }),
+      "deno info",
+    );
+    for (const { specifier } of (JSON.parse(info.stdout) as { modules: { specifier: string }[] }).modules) {
+      if (specifier.startsWith("node:")) continue;
+      if (!specifier.startsWith(`file://${src}/`)) {
+        throw new Error(`${entry} imports ${specifier}, which a package would not hold`);
+      }
+      kept.add(specifier.slice(`file://${src}/`.length));
+    }
+  }
+  return [...kept];
+}
+
+/**
+ * Writes `<src>/NOTICES.md`: the licence of every npm package under `<src>/node_modules` (the bundles
+ * hold their code, the package not their folders).
+ */
+async function writeNotices(src: string): Promise<void> {
+  const sections: string[] = [];
+  const modules = join(src, "node_modules");
+  const folders: string[] = [];
+  for await (const entry of Deno.readDir(modules)) {
+    if (!entry.isDirectory || entry.name.startsWith(".")) continue;
+    if (!entry.name.startsWith("@")) folders.push(entry.name);
+    else {for await (const inner of Deno.readDir(join(modules, entry.name))) {
+        folders.push(`${entry.name}/${inner.name}`);
+      }}
+  }
+  for (const folder of folders.sort()) {
+    const licence = [...Deno.readDirSync(join(modules, folder))].find((entry) =>
+      /^licen[cs]e/i.test(entry.name)
+    );
+    const text = licence ? await Deno.readTextFile(join(modules, folder, licence.name)) : "(no licence file)";
+    const { version } = JSON.parse(await Deno.readTextFile(join(modules, folder, "package.json")));
+    sections.push(`## ${folder} ${version}\n\n\`\`\`\n${text.trim()}\n\`\`\`\n`);
+  }
+  await Deno.writeTextFile(
+    join(src, "NOTICES.md"),
+    `# Notices\n\nThe npm packages dock's bundles hold, and their licences.\n\n${sections.join("\n")}`,
+  );
+}
+
+/**
+ * Removes from `<src>` every file but `files` (paths from it), the package's own `deno.json`,
+ * `package.json`, {@linkcode NPM_LOCK} and `NOTICES.md`; leaves `node_modules/` to the caller.
+ */
+async function keepOnly(src: string, files: string[]): Promise<void> {
+  const keep = new Set([...files, "deno.json", "package.json", NPM_LOCK, "NOTICES.md"]);
+  const walk = async (dir: string, prefix: string): Promise<boolean> => {
+    let empty = true;
+    for await (const entry of Deno.readDir(dir)) {
+      const path = `${prefix}${entry.name}`;
+      if (path === "node_modules") empty = false;
+      else if (entry.isDirectory && !await walk(join(dir, entry.name), `${path}/`)) empty = false;
+      else if (entry.isDirectory) await Deno.remove(join(dir, entry.name));
+      else if (keep.has(path)) empty = false;
+      else await Deno.remove(join(dir, entry.name));
+    }
+    return empty;
+  };
+  await walk(src, "");
 }
 
 /**
@@ -588,16 +694,15 @@ interface NpmPackage {
   integrity: string;
 }
 
-/** The package's own `deno.json` (the runtime's imports only, node_modules as placed) and `package.json`. */
+/**
+ * The package's own `deno.json` (the `runtime` imports only, node_modules as placed), its `package.json`,
+ * and those packages' lock entries for every target ({@linkcode NPM_LOCK}).
+ */
 async function writeRuntimeConfig(
   src: string,
-  imports: Record<string, string>,
+  runtime: Record<string, string>,
   lock: DenoLock,
 ): Promise<void> {
-  const runtime = Object.fromEntries(RUNTIME_IMPORTS.map((key) => {
-    if (!imports[key]) throw new Error(`deno.json imports no '${key}', which the runtime needs`);
-    return [key, imports[key]];
-  }));
   await Deno.writeTextFile(
     join(src, "deno.json"),
     JSON.stringify(
@@ -614,7 +719,7 @@ async function writeRuntimeConfig(
     ) + "\n",
   );
   const dependencies = Object.fromEntries(
-    RUNTIME_PACKAGES.map((key) => {
+    packageKeys(Object.keys(runtime)).map((key) => {
       const { name, version } = npmSpecifier(runtime[key]);
       lockEntryOf(lock, name, version); // throws when the lock lacks it
       return [name, version];
@@ -663,7 +768,7 @@ function npmSpecifier(specifier: string): { name: string; version: string } {
 }
 
 /**
- * The runtime's npm packages and what they depend on, for `target` (optional ones of other platforms
+ * The npm packages `imports` names and what they depend on, for `target` (optional ones of other platforms
  * left out), or for every platform.
  */
 export function npmClosure(imports: Record<string, string>, lock: DenoLock, target?: Target): NpmPackage[] {
@@ -685,7 +790,7 @@ export function npmClosure(imports: Record<string, string>, lock: DenoLock, targ
       );
     }
   };
-  for (const key of RUNTIME_PACKAGES) {
+  for (const key of packageKeys(Object.keys(imports))) {
     const { name, version } = npmSpecifier(imports[key]);
     visit(lockEntryOf(lock, name, version));
   }

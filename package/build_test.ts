@@ -2,7 +2,7 @@ import { assert, assertEquals } from "../tests/assert.ts";
 import { run } from "../core/runner.ts";
 import { join } from "../core/posix_path.ts";
 import { launcher, lockKey, prunable } from "./build.ts";
-import { COMMAND_V8_FLAGS, CONFIG_SOURCES, SOURCE_COMMANDS } from "./unbundled.ts";
+import { BUNDLED_SOURCES, COMMAND_V8_FLAGS, SERVER_COMMANDS } from "./unbundled.ts";
 
 Deno.test("lockKey: a deno.lock key as name and version, scoped or not, with the peers it resolved with or not", () => {
   assertEquals(lockKey("hono@4.13.19"), { name: "hono", version: "4.13.19" });
@@ -82,7 +82,7 @@ Deno.test("launcher: a command runs from its bundle without the config, with V8'
     for (
       const [program, command] of [["dockd", "serve"], ["dock", "agent"], ["dock", "up"], ["dock", "mcp"]]
     ) {
-      assert(SOURCE_COMMANDS.includes(command));
+      assert(SERVER_COMMANDS.includes(command));
       assertEquals((await asked(program, command)).slice(1), [
         ...["run", "-A", "--cached-only", `${real}/src/cli/${program}.js`, command],
       ]);
@@ -92,7 +92,7 @@ Deno.test("launcher: a command runs from its bundle without the config, with V8'
   }
 });
 
-Deno.test("a module a command loads from the sources by its path needs no deno.json, or its command runs with it", async () => {
+Deno.test("every module outside cli/ that a command loads by its path is bundled (BUNDLED_SOURCES names exactly those)", async () => {
   const cli = new URL("../cli/", import.meta.url);
   const loaded = new Set<string>();
   for await (const entry of Deno.readDir(cli)) {
@@ -100,25 +100,9 @@ Deno.test("a module a command loads from the sources by its path needs no deno.j
     const text = await Deno.readTextFile(new URL(entry.name, cli));
     for (const match of text.matchAll(/\bload(?:<[^>]*>)?\(\s*"(\.\.\/[^"]+)"/g)) loaded.add(match[1]);
   }
-  assert(loaded.has("../core/runner.ts"), `the scan finds the loads: ${[...loaded]}`);
-  for (const specifier of [...loaded].sort()) {
-    const info = await run(Deno.execPath(), ["info", "--json", new URL(specifier, cli).pathname]);
-    assertEquals(info.code, 0, info.output);
-    const graph = JSON.parse(info.stdout) as { modules: { specifier: string }[] };
-    const needs = graph.modules.map((module) => module.specifier).filter((s) => !/^(file|node):/.test(s));
-    if (needs.length === 0) {
-      assertEquals(
-        CONFIG_SOURCES[specifier],
-        undefined,
-        `${specifier} needs no deno.json: not a config source`,
-      );
-      continue;
-    }
-    const command = CONFIG_SOURCES[specifier];
-    assert(command, `${specifier} imports ${needs[0]}: name it and its command in CONFIG_SOURCES`);
-    assert(SOURCE_COMMANDS.includes(command), `${command} (loads ${specifier}) runs with deno.json`);
-  }
-  for (const specifier of Object.keys(CONFIG_SOURCES)) {
-    assert(loaded.has(specifier), `${specifier} is loaded`);
-  }
+  assert(
+    loaded.has("../core/runner.ts") && loaded.has("../core/mcp.ts"),
+    `the scan finds the loads: ${[...loaded]}`,
+  );
+  assertEquals([...loaded].sort(), [...BUNDLED_SOURCES].sort());
 });

@@ -1,40 +1,66 @@
 /**
- * What a package runs from its sources rather than its bundles, and so how its launcher starts a
- * command. The modules of `cli/` it leaves as sources (build.ts bundles the rest of `cli/`) run the
- * servers, which start workers and processes by their own files' paths; `cli/lazy.ts` loads them from
- * the sources when it runs from a bundle. The commands that load sources needing `deno.json` run with
- * it; every other command runs from its bundle without it, with V8 flags for a short run.
+ * What a package runs from bundles and what from sources, and so how its launcher starts a command.
+ * Everything a command runs is bundled (build.ts): every module of `cli/`, the servers' included, and
+ * every module outside `cli/` a command loads by path ({@linkcode BUNDLED_SOURCES}). Left out: the npm
+ * packages a bundle cannot hold ({@linkcode EXTERNAL_IMPORTS}), which the package's `node_modules/`
+ * keeps, and the few sources something starts or imports by their paths ({@linkcode KEPT_SOURCES}); the
+ * package holds no other source.
+ *
+ * Why: a box unpacks every file of a package, and creating a file cost ~0.6 ms on the Firecracker VM
+ * this was measured on (the package's 2,965 files took 2.2 s to unpack, its bytes as one file 0.02 s).
+ * Bundled, the npm packages' ~2,700 files and dock's ~250 are a few dozen bundles, and the daemon
+ * starts from one file of JavaScript rather than ~200 modules to transpile.
  *
  * @module
  */
 
-/** Their names as `cli/lazy.ts`'s `load()` is given them. */
-export const UNBUNDLED: readonly string[] = ["./serve.ts", "./run_agent.ts"];
-
 /**
- * The modules outside `cli/` a command loads through `lazy.ts` whose imports need `deno.json` (its
- * import map, for npm packages), and the command that does: `package/build_test.ts` fails naming any
- * other such load.
+ * The npm packages the bundles import rather than hold (deno.json's keys): node-pty loads its native
+ * addon by a path from its own folder. Build.ts places them (and what they depend on) in the package's
+ * `node_modules/`, with a `deno.json` that maps them.
  */
-export const CONFIG_SOURCES: Readonly<Record<string, string>> = {
-  "../core/mcp.ts": "mcp",
-  "../daemon/env.ts": "secret",
-  "../daemon/integrations.ts": "integrations",
-  "../core/config.ts": "schemas",
-  "../plugins/manifest.ts": "schemas",
-};
+export const EXTERNAL_IMPORTS: readonly string[] = ["@lydell/node-pty"];
 
 /**
- * The commands that load sources needing the package's `deno.json`: the servers (the modules above)
- * and those of {@linkcode CONFIG_SOURCES}. The launcher (build.ts) runs these as they are; every other
- * command runs with `--no-config` (finding and reading `deno.json`, the lock and the npm resolution cost
- * ~1 ms of a ~20 ms command: the bundles need none of it) and {@linkcode COMMAND_V8_FLAGS}. The same
+ * The modules outside `cli/` that a command loads by path (`cli/lazy.ts`): each is bundled beside its
+ * source (`core/mcp.js`), where `lazy.ts` finds it. `package/build_test.ts` fails naming a load not
+ * listed, or one listed that nothing loads.
+ */
+export const BUNDLED_SOURCES: readonly string[] = [
+  "../client/box.ts",
+  "../core/config.ts",
+  "../core/mcp.ts",
+  "../core/paths.ts",
+  "../core/runner.ts",
+  "../core/self_command.ts",
+  "../core/service_install.ts",
+  "../daemon/env.ts",
+  "../daemon/integrations.ts",
+  "../daemon/secrets.ts",
+  "../plugins/manifest.ts",
+];
+
+/**
+ * The sources a package keeps (with what they import, from `src/`): the plugin host's process and its
+ * workers, which the daemon starts by their paths (`plugins/module_host.ts`) with no config and no npm;
+ * the SDK whose types a plugin imports by its path (`dock plugin new`); and the package builder, which
+ * a dock running from the package uses (bundled) and a person can run with the package's own Deno.
+ */
+export const KEPT_SOURCES: readonly string[] = [
+  "plugins/host_main.ts",
+  "plugins/worker_main.ts",
+  "mod.ts",
+  "package/build.ts",
+];
+
+/**
+ * The commands that run a server, which the launcher runs with the package's `deno.json` (the
+ * daemon's bundle imports {@linkcode EXTERNAL_IMPORTS} through it) and V8's defaults. Every other
+ * command runs with `--no-config` (finding and reading `deno.json`, the lock and the npm resolution
+ * cost ~1 ms of a ~20 ms command: a bundle needs none of it) and {@linkcode COMMAND_V8_FLAGS}. The same
  * names for `dock` and `dockd`: each has some of them.
  */
-export const SOURCE_COMMANDS: readonly string[] = [
-  ...["agent", "up", "serve"],
-  ...new Set(Object.values(CONFIG_SOURCES)),
-];
+export const SERVER_COMMANDS: readonly string[] = ["agent", "up", "serve", "mcp"];
 
 /**
  * V8's flags for a command the launcher runs without the config, which lives a few milliseconds.

@@ -140,8 +140,10 @@ class Generation {
   }
 }
 
-const HOST_MAIN = new URL("./host_main.ts", import.meta.url);
-const WORKER_MAIN = new URL("./worker_main.ts", import.meta.url);
+// Named from plugins/, not "./": in a package this module runs from a bundle in cli/, while the host's
+// modules stay sources here (package/unbundled.ts).
+const HOST_MAIN = new URL("../plugins/host_main.ts", import.meta.url);
+const WORKER_MAIN = new URL("../plugins/worker_main.ts", import.meta.url);
 
 /** Runs module handlers in sandboxed workers inside a supervised host process. */
 export class ModuleHost {

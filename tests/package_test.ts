@@ -20,7 +20,7 @@ import {
   targetName,
 } from "../package/build.ts";
 import { checkPackage, installHere } from "../package/install.ts";
-import { makeDirs, makeRepo, startBox } from "./harness.ts";
+import { eventually, makeDirs, makeRepo, startBox } from "./harness.ts";
 import { connectUnixWebSocket } from "./ws_unix.ts";
 
 /** Every request to the network goes to a closed port: a package that fetched anything would fail. */
@@ -76,11 +76,24 @@ Deno.test("a package for this machine runs dockd and dock from itself, offline, 
         file.endsWith("_test.ts") || file.startsWith("src/node_modules/playwright")
       ),
     );
-    // The command line is bundled beside its sources; the servers' modules are not.
-    for (const file of ["src/cli/dock.js", "src/cli/dockd.js", "src/cli/hook.js", "src/cli/worktree.js"]) {
+    // What runs is bundled beside its sources, the servers included; of the npm packages, only the PTY
+    // addon's stay files, and of the sources only those started or imported by path (a box unpacks every
+    // file: ~120 rather than ~3,000).
+    for (
+      const file of [
+        ...["src/cli/dock.js", "src/cli/dockd.js", "src/cli/hook.js", "src/cli/worktree.js"],
+        ...["src/cli/serve.js", "src/cli/run_agent.js", "src/core/mcp.js", "src/plugins/host_main.ts"],
+      ]
+    ) {
       assert(files[file], `${file} is in the package`);
     }
-    assert(!files["src/cli/serve.js"] && !files["src/cli/run_agent.js"] && files["src/cli/serve.ts"]);
+    const npmPackages = new Set(
+      Object.keys(files).flatMap((file) =>
+        /^src\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(file)?.[1] ?? []
+      ),
+    );
+    assertEquals([...npmPackages].sort(), ["@lydell/node-pty", `@lydell/node-pty-${targetName(target)}`]);
+    assert(Object.keys(files).length < 150, `${Object.keys(files).length} files`);
     assertStringIncludes(await Deno.readTextFile(join(root, "bin", "dock")), "/src/cli/dock.js");
     // The programs' files and their command lines are whole (an agent turn's hook loads one module, a
     // command two and its family's): no static import of a chunk.
@@ -89,7 +102,11 @@ Deno.test("a package for this machine runs dockd and dock from itself, offline, 
       assertEquals(text.match(/\b(?:from|import)\s*["']\.\.?\//)?.[0], undefined, program);
     }
 
-    await using box = await startBox({ dirs, launcher: join(root, "bin", "dockd"), env: OFFLINE });
+    await using box = await startBox({
+      dirs,
+      launcher: join(root, "bin", "dockd"),
+      env: { ...OFFLINE, DOCK_PLUGIN_SCAN_MS: "100" },
+    });
     const info = await box.client.info();
     assertEquals(info.build, `${VERSION}+${built.manifest.commit}`);
 
@@ -159,8 +176,8 @@ Deno.test("a package for this machine runs dockd and dock from itself, offline, 
         assertStringIncludes(own.stdout, `Usage: ${program} ${command.name}`);
       }
     }
-    // `serve` runs from the sources; its refusal (a DockError of the sources' copy of the class) is still
-    // told as a refusal by the bundle's command line, not as a crash.
+    // `serve` runs from its own bundle; its refusal (a DockError of that bundle's copy of the class) is
+    // still told as a refusal by the command line's bundle, not as a crash.
     const again = await packaged("dockd", ["serve"]);
     assertEquals(again.code, 2, again.stderr);
     assertStringIncludes(again.stderr, "already serves");
@@ -174,6 +191,39 @@ Deno.test("a package for this machine runs dockd and dock from itself, offline, 
     assertEquals([hook.code, hook.stdout, hook.stderr], [0, "", ""]);
     const reported = await next(start, (event) => event.data?.session_id === "packaged-hook");
     assertEquals(reported?.type, "agent.finished");
+
+    // A plugin's module runs in the plugin host, which the daemon's bundle starts from its sources.
+    const plugin = join(dirs.dockHome, "plugins", "echo");
+    await Deno.mkdir(plugin, { recursive: true });
+    await Deno.writeTextFile(
+      join(plugin, "main.ts"),
+      `export default { async event(ev, ctx) { await ctx.emit("echo.pong", { of: ev.id }); } };`,
+    );
+    await Deno.writeTextFile(
+      join(plugin, "dock-plugin.json"),
+      JSON.stringify({
+        id: "echo",
+        name: "echo",
+        version: "1.0.0",
+        main: "main.ts",
+        hooks: [{ on: "test.ping", module: "main.ts" }],
+        permissions: { scopes: ["events:emit"] },
+      }),
+    );
+    const listedPlugin = await eventually(async () =>
+      (await box.client.plugins()).find((p) => p.id === "echo")
+    );
+    await box.client.enablePlugin("echo", listedPlugin.permissions ?? {});
+    const ping = (await box.client.emit({ type: "test.ping" })).id!;
+    const pong = await next(ping, (event) => event.type === "echo.pong");
+    assertEquals(pong?.data?.of, ping);
+
+    // The box's MCP server runs from its bundle (core/mcp.js), the SDK inside it.
+    assert((await mcpTools(join(root, "bin", "dockd"), env)).includes("list_sessions"));
+    // So do the schemas, from the zod schemas bundled with them (core/config.js, plugins/manifest.js).
+    const schemas = await packaged("dockd", ["schemas"]);
+    assertEquals([schemas.code, schemas.stderr], [0, ""]);
+    assertEquals(Object.keys(JSON.parse(schemas.stdout)).length, 3, schemas.stdout.slice(0, 200));
 
     // A dock running from this package (a laptop after `dock upgrade --self`) has no checkout: for a box of
     // its own target it packs the release it runs again, which a box checks as the original; for another
@@ -247,6 +297,41 @@ Deno.test("a package for this machine runs dockd and dock from itself, offline, 
     await Deno.remove(out, { recursive: true });
   }
 });
+
+/** The names of the tools `<dockd> mcp` lists, asked over its stdio as an agent tool would. */
+async function mcpTools(dockd: string, env: Record<string, string>): Promise<string[]> {
+  const child = new Deno.Command(dockd, {
+    args: ["mcp"],
+    env,
+    clearEnv: true,
+    stdin: "piped",
+    stdout: "piped",
+  })
+    .spawn();
+  const writer = child.stdin.getWriter();
+  const send = (message: Record<string, unknown>) =>
+    writer.write(new TextEncoder().encode(JSON.stringify({ jsonrpc: "2.0", ...message }) + "\n"));
+  await send({
+    id: 1,
+    method: "initialize",
+    params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "test", version: "1" } },
+  });
+  await send({ method: "notifications/initialized" });
+  await send({ id: 2, method: "tools/list" });
+  let text = "";
+  const decoder = new TextDecoder();
+  for await (const chunk of child.stdout) {
+    text += decoder.decode(chunk, { stream: true });
+    const lines = text.split("\n").slice(0, -1); // whole lines only
+    const answer = lines.map((line) => line ? JSON.parse(line) : {}).find((m) => m.id === 2);
+    if (answer) {
+      await writer.close();
+      await child.status;
+      return (answer.result?.tools ?? []).map((tool: { name: string }) => tool.name);
+    }
+  }
+  throw new Error(`dockd mcp ended without listing its tools: ${text}`);
+}
 
 /** An npm tarball (a `.tgz` holding `package/`) of `files`, and its integrity as a lock writes it. */
 async function npmTarball(files: Record<string, string>, scratch: string) {
