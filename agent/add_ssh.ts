@@ -13,8 +13,9 @@
  *    linking `dock` and `dockd` through it (what hook commands and service units name).
  * 4. `service`: `dockd` as a systemd user service with linger, a launchd agent on macOS, or under
  *    `nohup` with a warning; restarted when it ran an older release; waited for until it answers.
- * 5. `pair`: `dockd pair` run over SSH, its link redeemed here: the link is never copied by hand. A box
- *    this laptop has paired already and reaches is left as it is.
+ * 5. `pair`: `dockd pair` run over SSH (in the same round trip as `service`, started beside the daemon
+ *    and waiting for it), its link redeemed here: the link is never copied by hand. A box this laptop
+ *    has paired already and reaches is left as it is.
  *
  * Running it again upgrades in place and re-pairs nothing that works.
  *
@@ -26,7 +27,13 @@ import { exists } from "../core/files.ts";
 import { Turns } from "../core/turns.ts";
 import type { ClientPaths } from "../core/paths.ts";
 import { run, type RunResult, shellQuote } from "../core/runner.ts";
-import { packageName, type PackageRelease, type Target, targetName } from "../package/build.ts";
+import {
+  packageName,
+  type PackageRelease,
+  sourceFingerprint,
+  type Target,
+  targetName,
+} from "../package/build.ts";
 import { megabytes, packageFor, targetOfMachine, upload } from "./packages.ts";
 import { fingerprintOf, parseLink } from "../core/pairing_link.ts";
 import type { Boxes } from "./boxes.ts";
@@ -91,8 +98,11 @@ export async function* addSsh(agent: AddSshBackend, request: AddSshRequest): Asy
     const ssh = new Ssh(destination, request.identity);
     closeSsh = () => ssh.close();
     yield line(step, `ssh ${ssh.display}`);
-    const resolved = await ssh.resolve();
-    const probe = await ssh.probe();
+    // What the person's configuration makes of the name, and which sources this dock would package (both
+    // local), while the box is asked (a round trip).
+    const sources = sourceFingerprint();
+    sources.catch(() => {}); // awaited by packageFor
+    const [resolved, probe] = await Promise.all([ssh.resolve(), ssh.probe()]);
     const target = targetOf(probe);
     yield line(step, `${probe.os} ${probe.arch} (${targetName(target)}), home ${probe.home}`);
     const missing = ["git", "tmux"].filter((tool) => !probe.tools.includes(tool));
@@ -105,7 +115,7 @@ export async function* addSsh(agent: AddSshBackend, request: AddSshRequest): Asy
     }
 
     step = "package";
-    const built = await packageFor(agent.paths, target);
+    const built = await packageFor(agent.paths, target, sources);
     yield line(step, `${packageName(built.release)} (${megabytes(built.bytes)}, ${built.release.commit})`);
 
     const current = probe.release?.id === built.release.id;
@@ -137,19 +147,18 @@ export async function* addSsh(agent: AddSshBackend, request: AddSshRequest): Asy
       yield* said(step, installed);
     }
 
+    // One round trip starts the daemon and asks it for a pairing link: `dockd pair` starts beside it and
+    // waits for it to answer (the two programs' starts overlap).
     step = "service";
     const restart = probe.running && !current;
-    const started = must(
-      await ssh.run(SERVICE_SCRIPT, [restart ? "restart" : probe.running ? "ensure" : "start"], {
-        timeoutMs: 120_000,
-      }),
-      step,
-    );
-    yield* said(step, started);
-
+    const mode = restart ? "restart" : probe.running ? "ensure" : "start";
+    const started = await ssh.run(SERVICE_SCRIPT, [mode, resolved.hostname], { timeoutMs: 120_000 });
+    if (started.code === PAIR_REFUSED) step = "pair";
+    must(started, step);
+    const [printed, pairing] = started.stdout.split(`\n${LINK_FOLLOWS}\n`);
+    yield* sayLines("service", printed.trim().split("\n"));
     step = "pair";
-    const paired = must(await ssh.run(PAIR_SCRIPT, [resolved.hostname], { timeoutMs: 60_000 }), step);
-    const { link } = JSON.parse(paired.stdout) as { link: string };
+    const { link } = JSON.parse(pairing ?? "") as { link: string };
     const known = await knownBox(agent.boxes, parseLink(link).fp);
     if (known && agent.boxes.online(known)) {
       // The code just made is left to expire (ten minutes, single use): nothing is paired again.
@@ -190,7 +199,11 @@ function line(step: string, text: string): AddSshProgress {
 
 /** What a step's script printed, a line each (the scripts print only what the person should read). */
 function* said(step: string, result: RunResult): Generator<AddSshProgress> {
-  for (const text of result.stdout.trim().split("\n").filter(Boolean)) yield line(step, text);
+  yield* sayLines(step, result.stdout.trim().split("\n"));
+}
+
+function* sayLines(step: string, lines: string[]): Generator<AddSshProgress> {
+  for (const text of lines.filter(Boolean)) yield line(step, text);
 }
 
 /** The name of the box this laptop pinned the CA with fingerprint `fp` for, if any. */
@@ -424,6 +437,12 @@ dock="$HOME/.dock"
 dest="$dock/versions/$1"
 incoming="$dest.incoming.$$"
 mkdir -p "$dock/versions" "$dock/bin"
+# The person at the box types dockd too (pairing a phone, secrets): whether their login shell has
+# ~/.dock/bin on its PATH is asked while the package unpacks (a login shell may take 100 ms and more;
+# stdin closed: a profile that asks for something gets nothing).
+login_path="$dock/.login-path.$$"
+"\${SHELL:-/bin/sh}" -lc 'printf "%s" "$PATH"' </dev/null >"$login_path" 2>/dev/null &
+asking=$!
 rm -rf "$incoming"
 mkdir "$incoming"
 if [ "$3" = zst ]; then
@@ -437,43 +456,67 @@ if [ "$2" = reuse ] && [ ! -e "$incoming/bin/deno" ]; then
 fi
 rm -rf "$dest"
 mv "$incoming" "$dest"
+# Keep the release before this one (what a rollback needs); drop older ones. Beside the next step.
+(
+  keep=$(ls -t "$dock/versions" | grep -v incoming | head -n 2)
+  for old in $(ls "$dock/versions"); do
+    case " $(echo $keep) " in *" $old "*) ;; *) rm -rf "$dock/versions/$old" ;; esac
+  done
+) &
+pruning=$!
+# Deno's caches as the build made them, for where the release now is (package/cache.ts): its daemon's
+# first start is then not a cold one. The placing itself caches nothing (a throwaway DENO_DIR).
+real=$(cd "$dest" && pwd -P)
+if [ -f "$real/src/package/place_cache.js" ]; then
+  DENO_DIR="$dock/.place.$$" "$real/bin/deno" run --no-config --cached-only --no-code-cache \\
+    --allow-read="$real" --allow-write="$real" "$real/src/package/place_cache.js" "$real" || true
+  rm -rf "$dock/.place.$$"
+fi
+wait "$pruning"
 ln -sfn "versions/$1" "$dock/current"
 ln -sfn ../current/bin/dockd "$dock/bin/dockd"
 ln -sfn ../current/bin/dock "$dock/bin/dock"
-# The person at the box types dockd too (pairing a phone, secrets): say how, unless their login shell
-# finds it already (stdin closed: a profile that asks for something gets nothing).
-if ! "\${SHELL:-/bin/sh}" -lc 'command -v dockd' </dev/null >/dev/null 2>&1; then
-  echo "on the box, add ~/.dock/bin to your PATH to type dockd there: echo 'export PATH=\\"\\$HOME/.dock/bin:\\$PATH\\"' >> ~/.profile"
-fi
-# Keep the release before this one (what a rollback needs); drop older ones.
-keep=$(ls -t "$dock/versions" | grep -v incoming | head -n 2)
-for old in $(ls "$dock/versions"); do
-  case " $(echo $keep) " in *" $old "*) ;; *) rm -rf "$dock/versions/$old" ;; esac
-done
+wait "$asking" || true
+case ":$(cat "$login_path" 2>/dev/null):" in
+*":$dock/bin:"*) ;;
+*) echo "on the box, add ~/.dock/bin to your PATH to type dockd there: echo 'export PATH=\\"\\$HOME/.dock/bin:\\$PATH\\"' >> ~/.profile" ;;
+esac
+rm -f "$login_path"
 `;
 
+/** The service script's line between what it did and `dockd pair`'s JSON. */
+const LINK_FOLLOWS = "-- dockd pair:";
+
+/** The service script's exit status when the daemon answers but `dockd pair` failed: the `pair` step's failure. */
+const PAIR_REFUSED = 4;
+
 /**
- * Makes dockd run from ~/.dock/bin: a systemd user service with linger, a launchd agent, or nohup.
- * $1 is "restart" when an older release runs, else "ensure". Prints what it did, one line each.
+ * Makes dockd run from ~/.dock/bin: a systemd user service with linger, a launchd agent, or nohup;
+ * then prints the link of `dockd pair` for the laptop to dial $2, once the daemon answers. $1 is
+ * "restart" when an older release runs, "ensure" when this one runs, else "start". Prints what it did,
+ * one line each, then {@linkcode LINK_FOLLOWS} and the link's JSON. Exits 1 when the daemon could not be started or did not
+ * answer, {@linkcode PAIR_REFUSED} when it answered but made no link.
  */
 const SERVICE_SCRIPT = `
 dockd="$HOME/.dock/bin/dockd"
 log="$HOME/.dock/dockd.log"
 answers() { "$dockd" info --json >/dev/null 2>&1; }
-if [ "$1" = ensure ] && answers; then echo "dockd runs already"; exit 0; fi
 touch "$log"
 from=$(($(wc -c <"$log") + 1))
-if command -v systemctl >/dev/null 2>&1 && systemctl --user show-environment >/dev/null 2>&1; then
+manager=
+started=yes
+if [ "$1" = ensure ] && answers; then
+  echo "dockd runs already"
+  started=
+elif command -v systemctl >/dev/null 2>&1 && systemctl --user show-environment >/dev/null 2>&1; then
   "$dockd" install >/dev/null || exit 1
   [ "$1" = restart ] && systemctl --user restart dockd
   if loginctl enable-linger "$(id -un)" 2>/dev/null; then echo "systemd user service dockd, lingering";
   else echo "systemd user service dockd; warning: linger could not be enabled (sudo loginctl enable-linger $(id -un)), so it stops when you log out"; fi
-  manager=systemd
 elif [ "$(uname -s)" = Darwin ]; then
   [ "$1" = restart ] && launchctl unload "$HOME/Library/LaunchAgents/dev.dock.dockd.plist" 2>/dev/null
   "$dockd" install >/dev/null || exit 1
   echo "launchd agent dev.dock.dockd"
-  manager=launchd
 else
   if [ "$1" = restart ]; then
     # This home's daemon only, by the real path its launcher runs it from: another home's (another
@@ -492,19 +535,15 @@ else
   echo "warning: no systemd user session here: dockd runs under nohup and will not start again after a reboot"
   manager=nohup
 fi
-# Under nohup the daemon's own "serving on" line in its log says it is up (no command started per look);
-# under a service manager the log is elsewhere, so ask it.
-ready() {
-  if [ "$manager" = nohup ]; then tail -c "+$from" "$log" | grep -q "serving on"; else answers; fi
-}
-i=0
-until ready; do
-  i=$((i + 1))
-  if [ "$i" -gt 400 ]; then echo "dockd did not answer; the end of $log:" >&2; tail -n 20 "$log" >&2; exit 1; fi
-  sleep 0.05
-done
-echo "dockd answers"
+if link=$("$dockd" pair --json --host "$2" --wait 30); then
+  [ -n "$started" ] && echo "dockd answers"
+  echo "${LINK_FOLLOWS}"
+  echo "$link"
+  exit 0
+fi
+if answers; then exit ${PAIR_REFUSED}; fi
+echo "dockd did not answer" >&2
+# Under nohup its log is ours to show; a service manager keeps its own (journalctl, Console).
+[ "$manager" = nohup ] && tail -c "+$from" "$log" | tail -n 20 >&2
+exit 1
 `;
-
-/** `dockd pair` for the laptop to dial $1. */
-const PAIR_SCRIPT = `exec "$HOME/.dock/bin/dockd" pair --json --host "$1"`;

@@ -61,16 +61,26 @@ const builds = new Turns();
 
 /**
  * The package of this dock for `target`, under `<client>/packages/`: built again when the sources it
- * would hold changed since (`sourceFingerprint`). One request at a time per target: two boxes added
+ * would hold changed since (`sources`, which a caller may start computing early). One request at a time per target: two boxes added
  * at once would otherwise build into the same files; the second finds the first's package kept.
  */
-export function packageFor(paths: Pick<ClientPaths, "client">, target: Target): Promise<KeptPackage> {
+export function packageFor(
+  paths: Pick<ClientPaths, "client">,
+  target: Target,
+  sources: Promise<string> = sourceFingerprint(),
+): Promise<KeptPackage> {
   const folder = join(paths.client, "packages");
-  return builds.run(`${folder}\0${targetName(target)}`, () => keptOrBuilt(folder, target));
+  // Handled here, awaited in its turn: a failure while it waits is not an unhandled rejection.
+  sources.catch(() => {});
+  return builds.run(`${folder}\0${targetName(target)}`, () => keptOrBuilt(folder, target, sources));
 }
 
-async function keptOrBuilt(folder: string, target: Target): Promise<KeptPackage> {
-  const sources = await sourceFingerprint();
+async function keptOrBuilt(
+  folder: string,
+  target: Target,
+  fingerprint: Promise<string>,
+): Promise<KeptPackage> {
+  const sources = await fingerprint;
   const keptFile = join(folder, `dock-${targetName(target)}.kept.json`);
   try {
     const kept = JSON.parse(await Deno.readTextFile(keptFile)) as {

@@ -24,3 +24,12 @@ export const InvalidArgumentError = vendored
   .InvalidArgumentError as unknown as typeof Typed.InvalidArgumentError;
 /** The values of a command's options. */
 export type OptionValues = Typed.OptionValues;
+
+/** Parses a count option: a positive whole number, else a usage error naming the value. */
+export function positiveInteger(value: string): number {
+  const n = Number(value);
+  if (!/^\d+$/.test(value) || !Number.isSafeInteger(n) || n < 1) {
+    throw new InvalidArgumentError(`must be a positive whole number, got ${JSON.stringify(value)}`);
+  }
+  return n;
+}

@@ -1,12 +1,14 @@
 /**
- * Pairing from both ends. On the box (through dockd's socket): `dockd pair [--host H]` prints a
- * one-time link valid for ten minutes, `dockd laptops` lists the paired laptops, `dockd revoke ID`
+ * Pairing from both ends. On the box (through dockd's socket): `dockd pair [--host H] [--wait S]`
+ * prints a one-time link valid for ten minutes (`--wait`: `dock add ssh` starts the daemon and this
+ * at once, so that the command's own start overlaps the daemon's), `dockd laptops` lists the paired laptops, `dockd revoke ID`
  * removes one and closes what it has open. On the laptop (through the agent): `dock pair LINK
  * [--name N]` pins the box's CA from the link, proves the code and keeps the credential.
  *
  * @module
  */
-import type { Command } from "./commander.ts";
+import { type Command, positiveInteger } from "./commander.ts";
+import { TransportError } from "../client/errors.ts";
 import { agentClient } from "./agent.ts";
 import { localBox } from "./client.ts";
 import { guarded, printJson, table } from "./output.ts";
@@ -15,10 +17,15 @@ import { guarded, printJson, table } from "./output.ts";
 export function boxPairCommands(program: Command): void {
   program.command("pair").description("print a one-time link that pairs a laptop with this box")
     .option("--host <host>", "the address the laptop dials (default: the box's first non-loopback address)")
+    .option(
+      "--wait <seconds>",
+      "wait up to this long for the daemon to answer (it was just started)",
+      positiveInteger,
+    )
     .option("--json", "print JSON").action((o) =>
       guarded(async () => {
         const box = localBox();
-        const made = await box.pairCode({ host: o.host });
+        const made = await whenAnswering(() => box.pairCode({ host: o.host }), (o.wait ?? 0) * 1000);
         box.close();
         if (o.json) return printJson(made);
         const until = new Date(made.expires).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
@@ -69,4 +76,20 @@ export function pairCommands(program: Command): void {
         );
       }, "dock")
     );
+}
+
+/**
+ * `ask()`, asked again every 10 ms while the daemon is not there to answer (no socket, or none
+ * listening on it: the request provably never reached a daemon), for up to `waitMs`.
+ */
+async function whenAnswering<T>(ask: () => Promise<T>, waitMs: number): Promise<T> {
+  const deadline = Date.now() + waitMs;
+  while (true) {
+    try {
+      return await ask();
+    } catch (error) {
+      if (!(error instanceof TransportError) || !error.neverSent || Date.now() >= deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+  }
 }

@@ -11,7 +11,7 @@
 import { BoxClient } from "../client/box.ts";
 import { DockError } from "../client/errors.ts";
 import { Box } from "../daemon/box.ts";
-import { servePhone, serveSocket, serveTls } from "../daemon/api/server.ts";
+import { listenerCertificates, servePhone, serveSocket, serveTls } from "../daemon/api/server.ts";
 import { phonePages } from "../daemon/phone_pages.ts";
 import { localAddresses } from "../daemon/tls.ts";
 import { type GuardedServer, listenLimitsFromEnv, parseListenAddress } from "../core/listen.ts";
@@ -34,13 +34,19 @@ export async function serveBox(): Promise<void> {
 export async function startBox(): Promise<{ finished: Promise<void>; bus: Box["bus"] }> {
   const paths = boxPaths();
   await refuseSecondDaemon(paths.socket);
+  const extra = (Deno.env.get("DOCK_TLS_HOSTS") ?? "").split(",").map((h) => h.trim()).filter(Boolean);
+  const addresses = [...localAddresses(), ...extra];
+  const where = listenAddress();
+  // A fresh box's certificates (three openssl runs) are made while the rest of it starts; the listener
+  // then finds them made (a failure is its to report).
+  const certificates = where && listenerCertificates(paths.box, { hostname: where.hostname, addresses });
+  certificates?.catch(() => {});
   const box = new Box(paths);
   await box.start({ watchMs: Number(Deno.env.get("DOCK_WATCH_MS") ?? 1000) });
   const stopping = new AbortController();
-  const extra = (Deno.env.get("DOCK_TLS_HOSTS") ?? "").split(",").map((h) => h.trim()).filter(Boolean);
-  const addresses = [...localAddresses(), ...extra];
+  await certificates?.catch(() => {});
   // The laptop listener comes up before the socket: once the socket answers, `dockd pair` finds it.
-  const tls = await listenForLaptops(box, addresses, stopping.signal);
+  const tls = await listenForLaptops(box, where, addresses, stopping.signal);
   // The phone companion, when it was left on; `PUT phone` starts and stops it later.
   const limits = listenLimitsFromEnv();
   let pages: ReturnType<typeof phonePages> | undefined;
@@ -81,10 +87,10 @@ export function listenAddress(
  */
 async function listenForLaptops(
   box: Box,
+  where: ReturnType<typeof listenAddress>,
   addresses: string[],
   signal: AbortSignal,
 ): Promise<GuardedServer | null> {
-  const where = listenAddress();
   if (!where) {
     box.tlsDown = "DOCK_LISTEN=off";
     return null;

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { type Command, InvalidArgumentError } from "./commander.ts";
+import { type Command, positiveInteger } from "./commander.ts";
 import type { BoxClient } from "../client/box.ts";
 import { DockError } from "../client/errors.ts";
 import type { WaitResult } from "../client/wire.ts";
@@ -210,15 +210,6 @@ export function sessionCommands(program: Command, scope: Scope): void {
         );
       })
     );
-}
-
-/** Parses a count option: a positive whole number, else a usage error naming the value. */
-function positiveInteger(value: string): number {
-  const n = Number(value);
-  if (!/^\d+$/.test(value) || !Number.isSafeInteger(n) || n < 1) {
-    throw new InvalidArgumentError(`must be a positive whole number, got ${JSON.stringify(value)}`);
-  }
-  return n;
 }
 
 /** Options of {@linkcode loop}. */

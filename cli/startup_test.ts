@@ -80,7 +80,6 @@ Deno.test("start-up: the hook path and --version load only their own leaves", as
     "cli/hook_map.ts",
     "cli/lazy.ts",
     "client/version.ts",
-    "package/unbundled.ts",
   ]);
   // The top-level help: the command index, not commander.
   assertEquals(await loaded("./top_help.ts"), ["cli/commands.generated.ts", "cli/top_help.ts"]);

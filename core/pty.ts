@@ -4,10 +4,15 @@
  * needs: what imports the runner (the CLI's commands among them) does not load it. Its children are
  * tracked by the runner (core/runner.ts), so `killAll` ends them with the rest.
  *
+ * node-pty itself is imported on the first launch, not with the daemon: loading it (its CommonJS, the
+ * Node modules it requires, the addon) cost 51 ms of a fresh box's first daemon start (24–30 ms on
+ * later starts), which a box pays before it answers; the first attach pays it instead.
+ *
  * @module
  */
-import { spawn } from "@lydell/node-pty";
 import { track } from "./runner.ts";
+
+let nodePty: Promise<typeof import("@lydell/node-pty")> | undefined;
 
 /** Options for {@linkcode launchPty}. */
 export interface PtyOptions {
@@ -39,9 +44,10 @@ export interface Pty {
 
 /**
  * Starts `cmd` in a new pseudo-terminal (its own session, the terminal its controlling one), for a
- * terminal the user drives: the attach's `tmux attach`. Throws if it cannot start.
+ * terminal the user drives: the attach's `tmux attach`. Rejects if it cannot start.
  */
-export function launchPty(cmd: string, args: string[], options: PtyOptions): Pty {
+export async function launchPty(cmd: string, args: string[], options: PtyOptions): Promise<Pty> {
+  const { spawn } = await (nodePty ??= import("@lydell/node-pty"));
   const child = spawn(cmd, args, {
     name: options.term ?? "xterm-256color",
     cols: options.cols,

@@ -84,9 +84,9 @@ export function attachSession(request: Request, options: AttachOptions): Respons
   if (options.onSubmit || options.onInterrupt) watchTyping(socket, options);
   const command = attachCommand(options);
   const terminal = ptyEnd("the tmux client", {
-    launch: () => {
+    launch: async () => {
       try {
-        return launchPty(command.cmd, command.args, {
+        return await launchPty(command.cmd, command.args, {
           cols: options.cols,
           rows: options.rows,
           env: command.env,

@@ -66,13 +66,17 @@ export async function ensureCertificates(
   await Deno.mkdir(dir, { recursive: true, mode: 0o700 });
 
   let ca = await readPair(dir, "ca");
-  let caIsNew = false;
+  let leaf: Pair | null;
   if (!ca || !caUsable(ca, now)) {
-    ca = await createCa(dir);
-    caIsNew = true;
+    // The leaf's key and request are made while the CA is (a fresh box's first start waits for both).
+    const making = createCa(dir);
+    making.catch(() => {}); // awaited by issueLeaf, or below when the leaf failed first
+    leaf = await issueLeaf(dir, wanted, making);
+    ca = await making;
+  } else {
+    leaf = await readPair(dir, "leaf");
+    if (!leaf || !leafUsable(leaf, ca, wanted, now)) leaf = await issueLeaf(dir, wanted, Promise.resolve(ca));
   }
-  let leaf = caIsNew ? null : await readPair(dir, "leaf");
-  if (!leaf || !leafUsable(leaf, ca, wanted, now)) leaf = await issueLeaf(dir, wanted);
 
   // Someone may have loosened the modes by hand; the keys never leave this user.
   await Deno.chmod(`${dir}/ca.key`, 0o600);
@@ -213,7 +217,8 @@ async function createCa(dir: string): Promise<Pair> {
   });
 }
 
-async function issueLeaf(dir: string, entries: SanEntry[]): Promise<Pair> {
+/** Issues the leaf for `entries`: its key and request at once, signed once `ca` (made at `dir`) is there. */
+async function issueLeaf(dir: string, entries: SanEntry[], ca: Promise<Pair>): Promise<Pair> {
   const counts = { DNS: 0, IP: 0 };
   const alt = entries.map((entry) => `${entry.kind}.${++counts[entry.kind]} = ${entry.text}`);
   const config = [
@@ -247,6 +252,7 @@ async function issueLeaf(dir: string, entries: SanEntry[]): Promise<Pair> {
       "-config",
       `${scratch}/leaf.cnf`,
     ]);
+    await ca;
     await openssl([
       "x509",
       "-req",

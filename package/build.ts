@@ -30,9 +30,11 @@ import {
   BUNDLED_SOURCES,
   COMMAND_V8_FLAGS,
   EXTERNAL_IMPORTS,
+  INSTALLER_ENTRIES,
   KEPT_SOURCES,
   SERVER_COMMANDS,
 } from "./unbundled.ts";
+import { CACHE_TEMPLATE, templateFrom } from "./cache.ts";
 import { exists, readJsonOrNull } from "../core/files.ts";
 import { run, which } from "../core/runner.ts";
 import { dirname, join } from "../core/posix_path.ts";
@@ -237,6 +239,8 @@ export async function buildPackage(options: BuildOptions): Promise<BuiltPackage>
     for (const program of ["dock", "dockd"] as const) {
       await Deno.writeTextFile(join(root, "bin", program), launcher(program), { mode: 0o755 });
     }
+    progress(`caches`);
+    await makeCacheTemplate(root);
     return await seal(staging, name, { version, commit, target, deno }, options);
   } finally {
     await Deno.remove(staging, { recursive: true });
@@ -490,7 +494,7 @@ async function bundleRuntime(src: string): Promise<string[]> {
   for await (const entry of Deno.readDir(join(src, "cli"))) {
     if (entry.isFile && entry.name.endsWith(".ts")) folders.get("cli")!.push(`cli/${entry.name}`);
   }
-  for (const file of BUNDLED_SOURCES) {
+  for (const file of [...BUNDLED_SOURCES, ...INSTALLER_ENTRIES.map((entry) => `../${entry}`)]) {
     const path = file.replace(/^\.\.\//, "");
     const folder = dirname(path);
     folders.set(folder, [...folders.get(folder) ?? [], path]);
@@ -500,6 +504,37 @@ async function bundleRuntime(src: string): Promise<string[]> {
     await denoBundle(src, ["--minify", ...external, "--outdir", folder, ...entries.sort()]);
   }
   return [...folders.values()].flat().map((entry) => entry.replace(/\.ts$/, ".js"));
+}
+
+/**
+ * Makes `<root>/cache.template` (package/cache.ts): Deno's caches after it loaded, as the launcher runs
+ * them, `dockd pair`'s bundles (a command's flags) and then the daemon's (a server's: its bundle loaded,
+ * not started), which a fresh box runs first. Made with this machine's Deno, for any target: its
+ * analysis of the modules holds for all; V8 refuses compiled code that is not for it, and Deno then
+ * compiles again, as it would have.
+ */
+async function makeCacheTemplate(staged: string): Promise<void> {
+  // The URLs Deno keys its caches by are real paths (macOS's /tmp is /private/tmp).
+  const root = await Deno.realPath(staged);
+  const dir = join(root, CACHE_TEMPLATE);
+  const scratch = await Deno.makeTempDir({ prefix: "dock-package-cache-" });
+  const env = { DENO_DIR: dir, DENO_NO_UPDATE_CHECK: "1", HOME: scratch, PATH: Deno.env.get("PATH") ?? "" };
+  const deno = (args: string[], what: string) =>
+    must(run(Deno.execPath(), ["run", "-A", "--cached-only", ...args], { env, clearEnv: true }), what);
+  try {
+    const fast = ["--no-config", `--v8-flags=${COMMAND_V8_FLAGS}`];
+    await deno([...fast, join(root, "src", "cli", "dockd.js"), "pair", "--help"], "dockd pair --help");
+    const load = join(scratch, "load.js");
+    const url = (file: string) => JSON.stringify(`file://${root}/src/cli/${file}`);
+    await Deno.writeTextFile(
+      load,
+      `await import(${url("dockd_main.js")});\nawait import(${url("serve.js")});\n`,
+    );
+    await deno(["--config", join(root, "src", "deno.json"), load], "loading the daemon");
+    templateFrom(dir, root);
+  } finally {
+    await Deno.remove(scratch, { recursive: true });
+  }
 }
 
 /**

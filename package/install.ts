@@ -12,6 +12,7 @@ import { BUILD, compareVersions } from "../client/version.ts";
 import { exists, readJsonOrNull } from "../core/files.ts";
 import { join } from "../core/posix_path.ts";
 import { run } from "../core/runner.ts";
+import { placeCache } from "./cache.ts";
 import { hashTree, hostTarget, type PackageManifest, type PackageRelease, targetName } from "./build.ts";
 
 /** The largest package taken (today's are ~45 MB). */
@@ -45,6 +46,8 @@ export async function installRelease(
   }
   await Deno.remove(join(versions, folder), { recursive: true }).catch(() => {});
   await Deno.rename(staged.folder, join(versions, folder));
+  // Its first commands (the daemon an upgrade starts next) find Deno's caches made (package/cache.ts).
+  placeCache(await Deno.realPath(join(versions, folder)));
   await switchCurrent(join(home, "current"), folder);
   return { release, folder };
 }

@@ -41,6 +41,12 @@ export const BUNDLED_SOURCES: readonly string[] = [
 ];
 
 /**
+ * Modules bundled beside their sources that no command loads: what an installer runs with the package's
+ * own Deno before any of its caches exist (`package/cache.ts`).
+ */
+export const INSTALLER_ENTRIES: readonly string[] = ["package/place_cache.ts"];
+
+/**
  * The sources a package keeps (with what they import, from `src/`): the plugin host's process and its
  * workers, which the daemon starts by their paths (`plugins/module_host.ts`) with no config and no npm;
  * the SDK whose types a plugin imports by its path (`dock plugin new`); and the package builder, which

@@ -70,6 +70,14 @@ Deno.test("dock add ssh installs dock on a machine over SSH and pairs it; again,
       `echo 'export PATH="$HOME/.dock/bin:$PATH"' >> ~/.profile`;
     assertEquals(added.filter((line) => line.line === hint).map((line) => line.step), ["install"]);
     assertEquals((await Deno.lstat(join(box.home, ".dock", "bin", "dockd"))).isSymlink, true);
+    // Deno's caches were placed before the daemon first started (package/cache.ts): it found them.
+    assert((await Deno.stat(join(box.home, ".dock", "current", "cache", "v8_code_cache_v2"))).isFile);
+    assertEquals((await Array.fromAsync(Deno.readDir(join(box.home, ".dock")))).map((e) => e.name).sort(), [
+      "bin",
+      "current",
+      "dockd.log",
+      "versions",
+    ]);
     const info = await client.box("devbox").info();
     assertEquals(info.build, `${release.version}+${release.commit}`);
 

@@ -5,6 +5,7 @@
  * package's own node_modules), and `dock` answers from the same package.
  */
 import { join } from "node:path";
+import { DatabaseSync } from "node:sqlite";
 import { assert, assertEquals, assertStringIncludes } from "./assert.ts";
 import { VERSION } from "../client/version.ts";
 import type { DockEvent } from "../client/wire.ts";
@@ -274,6 +275,9 @@ Deno.test("a package for this machine runs dockd and dock from itself, offline, 
       false,
     ]);
     assertEquals(await Deno.readLink(join(here, "current")), `versions/${first.folder}`);
+    // Deno's caches as the build made them (the daemon's bundle loaded), for where it is installed.
+    const installedRoot = await Deno.realPath(join(here, "versions", first.folder));
+    assert((await cachedModules(installedRoot)).includes(`file://${installedRoot}/src/cli/serve.js`));
     const installedVersion = await new Deno.Command(join(here, "bin", "dock"), {
       args: ["--version"],
       env,
@@ -297,6 +301,16 @@ Deno.test("a package for this machine runs dockd and dock from itself, offline, 
     await Deno.remove(out, { recursive: true });
   }
 });
+
+/** The module URLs of the V8 code cache placed in the installed release at `root` (package/cache.ts). */
+async function cachedModules(root: string): Promise<string[]> {
+  const db = new DatabaseSync(join(root, "cache", "v8_code_cache_v2"), { readOnly: true });
+  try {
+    return db.prepare("SELECT specifier FROM codecache").all().map((row) => String(row.specifier));
+  } finally {
+    db.close();
+  }
+}
 
 /** The names of the tools `<dockd> mcp` lists, asked over its stdio as an agent tool would. */
 async function mcpTools(dockd: string, env: Record<string, string>): Promise<string[]> {

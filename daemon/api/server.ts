@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { DockError } from "../../client/errors.ts";
 import type { Box, TlsListener } from "../box.ts";
 import type { PhoneListener } from "../phone.ts";
-import { ensureCertificates, localAddresses } from "../tls.ts";
+import { type BoxCertificates, ensureCertificates, localAddresses } from "../tls.ts";
 import { eventRoutes } from "./events.ts";
 import { execRoutes } from "./exec.ts";
 import { hooksRoutes } from "./hooks.ts";
@@ -157,6 +157,20 @@ export async function serveTls(box: Box, options: ServeTlsOptions): Promise<Guar
 }
 
 /**
+ * The box's certificates (in `<boxDir>/tls`) for a listener bound to `hostname` that is dialled at
+ * `addresses`, made or renewed when needed, and the addresses they cover. `dockd serve` asks early, so
+ * that a fresh box makes them while the rest of it starts.
+ */
+export async function listenerCertificates(
+  boxDir: string,
+  listener: { hostname: string; addresses: string[] },
+): Promise<{ addresses: string[]; certificates: BoxCertificates }> {
+  const wildcard = ["0.0.0.0", "::", "[::]"].includes(listener.hostname);
+  const addresses = [...new Set([...listener.addresses, ...(wildcard ? [] : [listener.hostname])])];
+  return { addresses, certificates: await ensureCertificates(join(boxDir, "tls"), { addresses }) };
+}
+
+/**
  * Serves `handler` on TCP+TLS with the box's certificate, issued (when needed) for `addresses` and the
  * bound address; resolves once it listens. The laptop and phone listeners both start here.
  */
@@ -171,9 +185,7 @@ async function serveWithBoxCertificate(
   },
   handler: GuardedHandler,
 ): Promise<{ server: GuardedServer; listener: TlsListener }> {
-  const wildcard = ["0.0.0.0", "::", "[::]"].includes(options.hostname);
-  const addresses = [...new Set([...options.addresses, ...(wildcard ? [] : [options.hostname])])];
-  const certificates = await ensureCertificates(join(box.paths.box, "tls"), { addresses });
+  const { addresses, certificates } = await listenerCertificates(box.paths.box, options);
   // A port any stranger on the network can reach: handshake, header and idle deadlines, connection caps,
   // and an accept loop that outlives running out of file descriptors (core/listen.ts).
   const server = serveGuarded(

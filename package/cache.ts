@@ -1,0 +1,112 @@
+/**
+ * A package's Deno caches, made when it is built and placed where it is installed: a fresh box's
+ * daemon then starts as if it had run there before.
+ *
+ * Deno keeps what it learns of a module (its imports, V8's compiled code) in SQLite files under
+ * `DENO_DIR` (the launcher's `<release>/cache`), keyed by the module's absolute URL. Made cold, on a
+ * box's first `dockd serve`, that was 150 of its ~330 ms (measured: the same start took ~180 ms with
+ * the caches of an earlier run at another path, moved by rewriting those URLs). So the build loads the
+ * modules a fresh box's first minute runs (the daemon's bundle; `dockd pair`'s) into
+ * `cache.template/`, their URLs rewritten under a placeholder root; the installer
+ * ({@linkcode placeCache}: `dock add ssh`'s install script, `POST upgrade`, `deno task install`) copies
+ * it to `cache/` with the release's own root. What does not match (another Deno, other V8 flags, a
+ * target whose V8 refuses the code) Deno finds stale and makes again, as it would have anyway.
+ *
+ * @module
+ */
+import { DatabaseSync } from "node:sqlite";
+import { join } from "../core/posix_path.ts";
+
+/** The folder of a package holding its caches as built (listed in its manifest, never changed). */
+export const CACHE_TEMPLATE = "cache.template";
+
+/** Where the launcher points `DENO_DIR` (`DOCK_DENO_DIR` aside): made by the installer, not in the manifest. */
+export const CACHE = "cache";
+
+/** The root a template's URLs name (`file:///dock-release/src/cli/serve.js`). */
+const PLACEHOLDER = "file:///dock-release/";
+
+/** Deno 2's cache files and the table of each whose rows are keyed by a module's URL. */
+const TABLES: Readonly<Record<string, string>> = {
+  dep_analysis_cache_v2: "moduleinfocache",
+  node_analysis_cache_v2: "cjsanalysiscache",
+  v8_code_cache_v2: "codecache",
+};
+
+/**
+ * Rewrites, in the cache files of `dir`, every module URL under `from` to be under `to` (`dropOthers`:
+ * and forgets every other file's), and leaves each file whole (its write-ahead log folded in): what a
+ * template holds, and what {@linkcode placeCache} makes of it.
+ */
+export function rebaseCache(
+  dir: string,
+  from: string,
+  to: string,
+  options: { dropOthers?: boolean } = {},
+): void {
+  for (const [file, table] of Object.entries(TABLES)) {
+    try {
+      Deno.statSync(join(dir, file));
+    } catch {
+      continue; // not made by that run
+    }
+    const db = new DatabaseSync(join(dir, file));
+    try {
+      db.prepare(
+        `UPDATE ${table} SET specifier = ? || substr(specifier, ?) WHERE substr(specifier, 1, ?) = ?`,
+      ).run(to, from.length + 1, from.length, from);
+      if (options.dropOthers) {
+        // Files outside the release (the script that loaded it): the runtime's own modules stay.
+        db.prepare(`DELETE FROM ${table} WHERE specifier LIKE 'file:%' AND substr(specifier, 1, ?) != ?`)
+          .run(to.length, to);
+      }
+      db.exec("PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode = DELETE;");
+    } finally {
+      db.close();
+    }
+  }
+}
+
+/**
+ * Turns the caches Deno made in `dir` while running the package at `root` into its template: URLs under
+ * the placeholder root, nothing else of `dir` (the npm resolution Deno redoes in a moment).
+ */
+export function templateFrom(dir: string, root: string): void {
+  rebaseCache(dir, `file://${root}/`, PLACEHOLDER, { dropOthers: true });
+  for (const entry of Deno.readDirSync(dir)) {
+    if (!(entry.name in TABLES)) Deno.removeSync(join(dir, entry.name), { recursive: true });
+  }
+}
+
+/**
+ * Makes `<root>/cache` from `<root>/cache.template` for the release installed at `root` (a real path:
+ * the launcher runs it by its real path). Nothing when it has no template or has its caches already; a
+ * failure leaves no half-made caches (Deno makes them cold instead).
+ */
+export function placeCache(root: string): void {
+  const template = join(root, CACHE_TEMPLATE);
+  const cache = join(root, CACHE);
+  const aside = `${cache}.incoming.${Deno.pid}`;
+  try {
+    Deno.statSync(template);
+  } catch {
+    return;
+  }
+  try {
+    Deno.mkdirSync(aside);
+    for (const file of Object.keys(TABLES)) {
+      try {
+        Deno.copyFileSync(join(template, file), join(aside, file));
+      } catch (error) {
+        if (!(error instanceof Deno.errors.NotFound)) throw error;
+      }
+    }
+    rebaseCache(aside, PLACEHOLDER, `file://${root}/`);
+    // Fails when a command made `cache/` meanwhile: it is Deno's then.
+    Deno.renameSync(aside, cache);
+  } catch {
+    try {
+      Deno.removeSync(aside, { recursive: true });
+    } catch { /* never made */ }
+  }
+}
