@@ -277,7 +277,7 @@ Deno.test("a package for this machine runs dockd and dock from itself, offline, 
     assertEquals(await Deno.readLink(join(here, "current")), `versions/${first.folder}`);
     // Deno's caches as the build made them (the daemon's bundle loaded), for where it is installed.
     const installedRoot = await Deno.realPath(join(here, "versions", first.folder));
-    assert((await cachedModules(installedRoot)).includes(`file://${installedRoot}/src/cli/serve.js`));
+    assert(cachedModules(installedRoot).includes(`file://${installedRoot}/src/cli/serve.js`));
     const installedVersion = await new Deno.Command(join(here, "bin", "dock"), {
       args: ["--version"],
       env,
@@ -303,7 +303,7 @@ Deno.test("a package for this machine runs dockd and dock from itself, offline, 
 });
 
 /** The module URLs of the V8 code cache placed in the installed release at `root` (package/cache.ts). */
-async function cachedModules(root: string): Promise<string[]> {
+function cachedModules(root: string): string[] {
   const db = new DatabaseSync(join(root, "cache", "v8_code_cache_v2"), { readOnly: true });
   try {
     return db.prepare("SELECT specifier FROM codecache").all().map((row) => String(row.specifier));
