@@ -18,8 +18,13 @@ import { guarded } from "./output.ts";
 function daemonCommands(program: Command): void {
   program.command("serve").description("run the box daemon in the foreground").action(() =>
     guarded(async () => {
+      // What the daemon's start waits on is begun first (certificates, a cgroup probe): they run while
+      // its modules load.
+      const early = await load<typeof import("./serve_early.ts")>("./serve_early.ts");
+      const { boxPaths } = await load<typeof import("../core/paths.ts")>("../core/paths.ts");
+      const begun = early.beginStart(boxPaths());
       const { serveBox } = await load<typeof import("./serve.ts")>("./serve.ts");
-      await serveBox();
+      await serveBox(begun);
     })
   );
   program.command("install").description(

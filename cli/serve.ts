@@ -11,17 +11,17 @@
 import { BoxClient } from "../client/box.ts";
 import { DockError } from "../client/errors.ts";
 import { Box } from "../daemon/box.ts";
-import { listenerCertificates, servePhone, serveSocket, serveTls } from "../daemon/api/server.ts";
+import { servePhone, serveSocket, serveTls } from "../daemon/api/server.ts";
 import { phonePages } from "../daemon/phone_pages.ts";
-import { localAddresses } from "../daemon/tls.ts";
-import { type GuardedServer, listenLimitsFromEnv, parseListenAddress } from "../core/listen.ts";
+import { type GuardedServer, listenLimitsFromEnv } from "../core/listen.ts";
+import { beginStart, type EarlyStart, type LaptopListener } from "./serve_early.ts";
 import { boxPaths } from "../core/paths.ts";
 import { takeOver } from "../daemon/upgrade.ts";
 
 /** Runs the box daemon on this machine until SIGINT or SIGTERM. */
-export async function serveBox(): Promise<void> {
+export async function serveBox(early?: EarlyStart): Promise<void> {
   // After an upgrade this daemon takes over from the one before (daemon/upgrade.ts).
-  const started = await takeOver(boxPaths(), startBox);
+  const started = await takeOver(boxPaths(), () => startBox(early));
   await started.finished;
   // Services are detached children that outlive the daemon: exit without waiting for them.
   Deno.exit(0);
@@ -29,22 +29,20 @@ export async function serveBox(): Promise<void> {
 
 /**
  * Starts the box daemon in this process; resolves once its socket listens. `finished` resolves when a
- * SIGINT or SIGTERM has stopped it.
+ * SIGINT or SIGTERM has stopped it. `early`: what its start waits on, as `dockd serve` began it before
+ * it loaded this module (cli/serve_early.ts); begun here otherwise.
  */
-export async function startBox(): Promise<{ finished: Promise<void>; bus: Box["bus"] }> {
+export async function startBox(
+  early?: EarlyStart,
+): Promise<{ finished: Promise<void>; bus: Box["bus"] }> {
   const paths = boxPaths();
+  const { listener, cgroups } = early ?? beginStart(paths);
+  const { where, addresses, certificates } = listener;
   await refuseSecondDaemon(paths.socket);
-  const extra = (Deno.env.get("DOCK_TLS_HOSTS") ?? "").split(",").map((h) => h.trim()).filter(Boolean);
-  const addresses = [...localAddresses(), ...extra];
-  const where = listenAddress();
-  // A fresh box's certificates (three openssl runs) are made while the rest of it starts; the listener
-  // then finds them made (a failure is its to report).
-  const certificates = where && listenerCertificates(paths.box, { hostname: where.hostname, addresses });
-  certificates?.catch(() => {});
   const box = new Box(paths);
-  await box.start({ watchMs: Number(Deno.env.get("DOCK_WATCH_MS") ?? 1000) });
+  await box.start({ watchMs: Number(Deno.env.get("DOCK_WATCH_MS") ?? 1000), cgroups });
   const stopping = new AbortController();
-  await certificates?.catch(() => {});
+  await certificates;
   // The laptop listener comes up before the socket: once the socket answers, `dockd pair` finds it.
   const tls = await listenForLaptops(box, where, addresses, stopping.signal);
   // The phone companion, when it was left on; `PUT phone` starts and stops it later.
@@ -74,20 +72,13 @@ export async function startBox(): Promise<{ finished: Promise<void>; bus: Box["b
   return { finished, bus: box.bus };
 }
 
-/** Where `DOCK_LISTEN` asks the laptop listener to bind; null for `off`. */
-export function listenAddress(
-  value = Deno.env.get("DOCK_LISTEN") ?? "",
-): { hostname: string; port: number } | null {
-  return parseListenAddress(value, { what: "DOCK_LISTEN", fallback: "0.0.0.0:1379" });
-}
-
 /**
  * Starts the TLS listener for laptops. A failure (port taken, no openssl) leaves the box serving its
  * socket: its own user and local tools keep working, and `dockd pair` reports why laptops cannot.
  */
 async function listenForLaptops(
   box: Box,
-  where: ReturnType<typeof listenAddress>,
+  where: LaptopListener["where"],
   addresses: string[],
   signal: AbortSignal,
 ): Promise<GuardedServer | null> {

@@ -1,6 +1,6 @@
 import { assertEquals, assertThrows } from "../tests/assert.ts";
 import { DockError } from "../client/errors.ts";
-import { listenAddress } from "./serve.ts";
+import { listenAddress } from "./serve_early.ts";
 
 Deno.test("DOCK_LISTEN: HOST:PORT, [IPv6]:PORT, a bare port, off, and the default", () => {
   assertEquals(listenAddress(""), { hostname: "0.0.0.0", port: 1379 });

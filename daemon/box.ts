@@ -24,7 +24,7 @@ import { PairingStore } from "./pairing.ts";
 import { PhoneCompanion } from "./phone.ts";
 import { Worktrees } from "./worktrees.ts";
 import { Services } from "./services.ts";
-import { detectCgroups } from "./cgroups.ts";
+import { boxCgroups, type CgroupSupport } from "./cgroups.ts";
 import { Pauses } from "./pause.ts";
 import { Guard, readGuardFile } from "./guard.ts";
 import { groupRss, memoryPercent, processes } from "./procs.ts";
@@ -273,13 +273,13 @@ export class Box {
   }
 
   /** Brings state in line with the disk and starts the background watchers. */
-  async start(options: { watchMs?: number } = {}): Promise<void> {
+  async start(options: { watchMs?: number; cgroups?: Promise<CgroupSupport> } = {}): Promise<void> {
+    // Begun by the caller when it could (before the daemon's modules loaded), else here, beside the rest.
+    const detecting = options.cgroups ?? boxCgroups(this.paths);
     this.worktrees.recoverInterrupted();
     await Promise.all(this.locations.list().map((l) => this.worktrees.reconcile(l.name)));
     this.worktrees.watch(options.watchMs ?? 1000);
-    // DOCK_CGROUPS=off: the fallback on a box that has cgroups (tests of it; a box whose tree misbehaves).
-    const disabled = Deno.env.get("DOCK_CGROUPS") === "off" ? "DOCK_CGROUPS=off" : undefined;
-    const cgroups = await detectCgroups({ stateDir: this.paths.state, disabled });
+    const cgroups = await detecting;
     await this.services.adopt({ cgroups });
     await this.units.adopt({ cgroups });
     await this.sessions.start();

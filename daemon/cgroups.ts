@@ -320,3 +320,12 @@ function exists(path: string): boolean {
     return false;
   }
 }
+
+/**
+ * Whether this box's services can each get a cgroup ({@linkcode detectCgroups}), for the daemon at `paths`.
+ * `DOCK_CGROUPS=off`: the fallback on a box that has cgroups (tests of it; a box whose tree misbehaves).
+ */
+export function boxCgroups(paths: { state: string }): Promise<CgroupSupport> {
+  const disabled = Deno.env.get("DOCK_CGROUPS") === "off" ? "DOCK_CGROUPS=off" : undefined;
+  return detectCgroups({ stateDir: paths.state, disabled });
+}

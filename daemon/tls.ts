@@ -27,6 +27,7 @@ import { createPrivateKey, createPublicKey, X509Certificate } from "node:crypto"
 import { DockError } from "../client/errors.ts";
 import { fingerprintOf, pemToDer } from "../core/pairing_link.ts";
 import { run, which } from "../core/runner.ts";
+import { join } from "../core/posix_path.ts";
 
 /** The box's CA and current leaf, as the TLS listener and the pairing link need them. */
 export interface BoxCertificates {
@@ -87,6 +88,20 @@ export async function ensureCertificates(
     keyPem: leaf.keyPem,
     fingerprint: await fingerprintOf(ca.certPem),
   };
+}
+
+/**
+ * The box's certificates (in `<boxDir>/tls`) for a listener bound to `hostname` that is dialled at
+ * `addresses`, made or renewed when needed, and the addresses they cover. `dockd serve` asks before it
+ * loads the daemon (cli/serve_early.ts), so that a fresh box makes them while the daemon loads.
+ */
+export async function listenerCertificates(
+  boxDir: string,
+  listener: { hostname: string; addresses: string[] },
+): Promise<{ addresses: string[]; certificates: BoxCertificates }> {
+  const wildcard = ["0.0.0.0", "::", "[::]"].includes(listener.hostname);
+  const addresses = [...new Set([...listener.addresses, ...(wildcard ? [] : [listener.hostname])])];
+  return { addresses, certificates: await ensureCertificates(join(boxDir, "tls"), { addresses }) };
 }
 
 /**

@@ -525,10 +525,11 @@ async function makeCacheTemplate(staged: string): Promise<void> {
     const fast = ["--no-config", `--v8-flags=${COMMAND_V8_FLAGS}`];
     await deno([...fast, join(root, "src", "cli", "dockd.js"), "pair", "--help"], "dockd pair --help");
     const load = join(scratch, "load.js");
-    const url = (file: string) => JSON.stringify(`file://${root}/src/cli/${file}`);
+    // What `dockd serve` loads after dockd.js (cli/dockd_main.ts's serve action).
+    const daemon = ["cli/dockd_main.js", "cli/serve_early.js", "core/paths.js", "cli/serve.js"];
     await Deno.writeTextFile(
       load,
-      `await import(${url("dockd_main.js")});\nawait import(${url("serve.js")});\n`,
+      daemon.map((file) => `await import(${JSON.stringify(`file://${root}/src/${file}`)});\n`).join(""),
     );
     await deno(["--config", join(root, "src", "deno.json"), load], "loading the daemon");
     templateFrom(dir, root);

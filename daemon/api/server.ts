@@ -7,11 +7,10 @@
  * @module
  */
 import { Hono } from "hono";
-import { join } from "node:path";
 import { DockError } from "../../client/errors.ts";
 import type { Box, TlsListener } from "../box.ts";
 import type { PhoneListener } from "../phone.ts";
-import { type BoxCertificates, ensureCertificates, localAddresses } from "../tls.ts";
+import { listenerCertificates, localAddresses } from "../tls.ts";
 import { eventRoutes } from "./events.ts";
 import { execRoutes } from "./exec.ts";
 import { hooksRoutes } from "./hooks.ts";
@@ -154,20 +153,6 @@ export async function serveTls(box: Box, options: ServeTlsOptions): Promise<Guar
     box.tlsDown = "stopped";
   });
   return server;
-}
-
-/**
- * The box's certificates (in `<boxDir>/tls`) for a listener bound to `hostname` that is dialled at
- * `addresses`, made or renewed when needed, and the addresses they cover. `dockd serve` asks early, so
- * that a fresh box makes them while the rest of it starts.
- */
-export async function listenerCertificates(
-  boxDir: string,
-  listener: { hostname: string; addresses: string[] },
-): Promise<{ addresses: string[]; certificates: BoxCertificates }> {
-  const wildcard = ["0.0.0.0", "::", "[::]"].includes(listener.hostname);
-  const addresses = [...new Set([...listener.addresses, ...(wildcard ? [] : [listener.hostname])])];
-  return { addresses, certificates: await ensureCertificates(join(boxDir, "tls"), { addresses }) };
 }
 
 /**
