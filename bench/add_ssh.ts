@@ -22,7 +22,7 @@ import { shellQuote } from "../core/runner.ts";
 import { buildPackage, targetName, TARGETS } from "../package/build.ts";
 import { type Row, summarize } from "./stats.ts";
 
-const FRESH_RUNS = 3;
+const FRESH_RUNS = 5;
 const AGAIN_RUNS = 5;
 
 /**

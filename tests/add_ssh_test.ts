@@ -39,6 +39,15 @@ Deno.test("dock add ssh installs dock on a machine over SSH and pairs it; again,
     assertEquals((await client.status()).boxes, []);
 
     await box.trust();
+    // A box whose ~/.dock cannot be made: the install step fails, and says so with what the box said.
+    await Deno.writeTextFile(join(box.home, ".dock"), "not a folder\n");
+    const blocked = (await add("testbox")).at(-1)!;
+    assertEquals(blocked.done, true);
+    assertStringIncludes(blocked.error ?? "", "install: ");
+    assertStringIncludes(blocked.error ?? "", "mkdir: cannot create directory");
+    assertEquals((await client.status()).boxes, []);
+    await Deno.remove(join(box.home, ".dock"));
+
     // Two at once, as two commands would: one installs; the other waits for it, then finds it done.
     const both = await Promise.all([add("testbox", "devbox"), add("testbox", "devbox")]);
     const waiting = "another dock add ssh testbox runs; waiting for it";
