@@ -2,12 +2,12 @@
  * What `dockd serve` begins before it loads the daemon (~100 ms of modules and opening its state): the
  * work its start waits on outside this process. The laptop listener's certificates, which a fresh box
  * makes with three openssl runs (~60 ms on the VM this was measured on), and whether services can have
- * cgroups (a probe process, ~20 ms). A module of its own, small, so that beginning them waits for
- * little.
+ * cgroups (a probe process, ~20 ms); then the process's TLS stack, set up on another thread. A module
+ * of its own, small, so that beginning them waits for little.
  *
  * @module
  */
-import { listenerCertificates, localAddresses } from "../daemon/tls.ts";
+import { listenerCertificates, localAddresses, warmTls } from "../daemon/tls.ts";
 import { parseListenAddress } from "../core/listen.ts";
 import type { BoxPaths } from "../core/paths.ts";
 import { boxCgroups, type CgroupSupport } from "../daemon/cgroups.ts";
@@ -45,8 +45,10 @@ export function laptopListener(paths: Pick<BoxPaths, "box">): LaptopListener {
   const extra = (Deno.env.get("DOCK_TLS_HOSTS") ?? "").split(",").map((h) => h.trim()).filter(Boolean);
   const addresses = [...localAddresses(), ...extra];
   const where = listenAddress();
+  // Once they are there, the process's TLS stack is set up on another thread (daemon/tls.ts).
   const certificates = where
-    ? listenerCertificates(paths.box, { hostname: where.hostname, addresses }).catch(() => {})
+    ? listenerCertificates(paths.box, { hostname: where.hostname, addresses })
+      .then(({ certificates }) => void warmTls(certificates)).catch(() => {})
     : Promise.resolve();
   return { where, addresses, certificates };
 }

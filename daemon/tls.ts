@@ -518,3 +518,66 @@ function derTime(der: Uint8Array, tlv: Tlv): Date {
   const [, year, month, day, hour, minute, second] = match.map(Number);
   return new Date(Date.UTC(year, month - 1, day, hour, minute, second));
 }
+
+/**
+ * What a worker runs to warm the process's TLS stack: a handshake with itself on a loopback port. Deno's
+ * TLS (rustls) sets itself up on a process's first handshake, ~30 ms here, which a fresh daemon would
+ * otherwise spend on the first laptop that dials it (the one `dock add ssh` is pairing, waiting).
+ */
+const WARM_TLS = `
+self.onmessage = async ({ data: { cert, key, ca } }) => {
+  let listener;
+  try {
+    listener = Deno.listenTls({ hostname: "127.0.0.1", port: 0, cert, key });
+    const accepted = listener.accept().then(async (conn) => { await conn.handshake(); conn.close(); });
+    const conn = await Deno.connectTls({ hostname: "127.0.0.1", port: listener.addr.port, caCerts: [ca] });
+    await conn.handshake();
+    conn.close();
+    await accepted;
+    self.postMessage("warm");
+  } catch {
+    self.postMessage("failed");
+  } finally {
+    listener?.close();
+  }
+};
+`;
+
+/**
+ * Sets up the process's TLS stack on a thread of its own (see {@linkcode WARM_TLS}), with the box's
+ * certificates; resolves when done (true when the handshake happened), or after 5 s (a stranger's
+ * connection to its loopback port first, say). Never throws: the first real handshake would only take
+ * longer.
+ */
+export async function warmTls(certificates: BoxCertificates): Promise<boolean> {
+  let worker: Worker | undefined;
+  try {
+    worker = new Worker(URL.createObjectURL(new Blob([WARM_TLS], { type: "text/javascript" })), {
+      type: "module",
+      name: "tls warm-up",
+    });
+    const done = new Promise<boolean>((resolve) => {
+      worker!.onmessage = (event) => resolve(event.data === "warm");
+      worker!.onerror = (event) => {
+        event.preventDefault();
+        resolve(false);
+      };
+    });
+    worker.postMessage({
+      cert: certificates.certPem + certificates.caPem,
+      key: certificates.keyPem,
+      ca: certificates.caPem,
+    });
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const warmed = await Promise.race([
+      done,
+      new Promise<boolean>((resolve) => timer = setTimeout(() => resolve(false), 5000)),
+    ]);
+    clearTimeout(timer);
+    return warmed;
+  } catch {
+    return false; // no worker here: nothing warmed
+  } finally {
+    worker?.terminate();
+  }
+}

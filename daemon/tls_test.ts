@@ -7,7 +7,7 @@ import {
   assertStringIncludes,
 } from "../tests/assert.ts";
 import { DockError } from "../client/errors.ts";
-import { ensureCertificates, localAddresses } from "./tls.ts";
+import { ensureCertificates, localAddresses, warmTls } from "./tls.ts";
 import { fingerprintOf } from "../core/pairing_link.ts";
 
 const LOOPBACK = ["localhost", "127.0.0.1", "::1"];
@@ -172,6 +172,18 @@ Deno.test("tls: IPv6 loopback is listed and reachable when the box has it", asyn
     await withServer(certificates, async (port) => {
       assertEquals(await fetchPinned(`https://[::1]:${port}/`, certificates.caPem), "box");
     }, "::1");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("tls: the TLS stack is warmed by a handshake on a thread of its own, with the box's certificates", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const certificates = await ensureCertificates(dir, { addresses: LOOPBACK });
+    assertEquals(await warmTls(certificates), true);
+    // Certificates that are not a pair: no handshake, and no throw either.
+    assertEquals(await warmTls({ ...certificates, keyPem: "not a key" }), false);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
