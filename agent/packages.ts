@@ -6,6 +6,9 @@
  * @module
  */
 import { exists } from "../core/files.ts";
+import { run } from "../core/runner.ts";
+import { cacheMembers } from "../package/cache.ts";
+import { END_OF_ARCHIVE, type TarMember, tarMembers } from "../package/tar.ts";
 import { Turns } from "../core/turns.ts";
 import type { ClientPaths } from "../core/paths.ts";
 import { join } from "../core/posix_path.ts";
@@ -34,7 +37,10 @@ export interface PackageFile {
 export interface KeptPackage extends PackageFile {
   release: PackageRelease;
   withoutRuntime?: PackageFile;
+  /** Without the archive's end, which its sender adds ({@linkcode zstdEnd}). */
   zstd?: PackageFile;
+  /** Its Deno caches as built, to make a box's of ({@linkcode zstdEnd}). */
+  cacheTemplate?: string;
 }
 
 /**
@@ -90,6 +96,7 @@ async function keptOrBuilt(
       zstd?: boolean;
     };
     const file = join(folder, `${packageName(kept.release)}.tar.gz`);
+    const template = join(folder, `${packageName(kept.release)}.cache-template`);
     if (kept.sources === sources && await exists(file)) {
       const sized = async (path: string, wanted: unknown) =>
         wanted && await exists(path) ? { file: path, bytes: (await Deno.stat(path)).size } : undefined;
@@ -99,6 +106,7 @@ async function keptOrBuilt(
         release: kept.release,
         withoutRuntime: await sized(join(folder, withoutRuntimeName(kept.release)), kept.release.runtime),
         zstd: await sized(join(folder, zstdName(kept.release)), kept.zstd),
+        cacheTemplate: await exists(template) ? template : undefined,
       };
     }
   } catch { /* none kept yet */ }
@@ -111,6 +119,46 @@ async function keptOrBuilt(
   return built;
 }
 
+/**
+ * What follows a package's zstd archive (which is kept without its end) on its way to a box: the box's
+ * Deno caches for the release installed at `root` there (a real path; none without a template), and
+ * the archive's end, as one zstd frame (package/tar.ts). Kept in the template's folder by `root`: boxes
+ * share a few homes (`/home/ubuntu`, `/root`), and a box added again is sent the same.
+ */
+export async function zstdEnd(kept: Pick<KeptPackage, "cacheTemplate">, root: string): Promise<Uint8Array> {
+  if (!kept.cacheTemplate) return await compressedEnd([]);
+  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(root));
+  const name = [...new Uint8Array(digest)].slice(0, 8).map((byte) => byte.toString(16).padStart(2, "0")).join(
+    "",
+  );
+  const made = join(kept.cacheTemplate, `end-${name}.zst`);
+  try {
+    return await Deno.readFile(made);
+  } catch { /* made below */ }
+  const bytes = await compressedEnd(await cacheMembers(kept.cacheTemplate, root, "dock"));
+  // Whole or not at all, for an add at once to another box of the same home.
+  const aside = `${made}.${crypto.randomUUID()}`;
+  await Deno.writeFile(aside, bytes).then(() => Deno.rename(aside, made)).catch(() =>
+    Deno.remove(aside).catch(() => {})
+  );
+  return bytes;
+}
+
+/** `members` and the archive's end as one zstd frame. */
+async function compressedEnd(members: TarMember[]): Promise<Uint8Array> {
+  const tar = await Deno.makeTempFile({ prefix: "dock-end-" });
+  try {
+    await Deno.writeFile(tar, tarMembers(members, Math.floor(Date.now() / 1000)));
+    await Deno.writeFile(tar, END_OF_ARCHIVE, { append: true });
+    const zstd = await run("zstd", ["-q", "-1", "-f", "-o", `${tar}.zst`, tar], { timeoutMs: 60_000 });
+    if (zstd.code !== 0) throw new Error(`zstd: ${zstd.stderr.trim()}`);
+    return await Deno.readFile(`${tar}.zst`);
+  } finally {
+    await Deno.remove(tar).catch(() => {});
+    await Deno.remove(`${tar}.zst`).catch(() => {});
+  }
+}
+
 /** One line of a streamed box operation (`add-ssh`, `upgrade`): the `upload` step's bytes. */
 export interface UploadProgress {
   step: string;
@@ -120,17 +168,31 @@ export interface UploadProgress {
 }
 
 /**
- * Sends `kept` (a package, or one without its runtime) through `send` (which reads the stream it is
- * given to its end), yielding how many bytes went, at most every quarter second, until `send` settles;
- * returns what `send` returned.
+ * Sends `kept` (a package, or one without its runtime), then `after`'s bytes when given
+ * ({@linkcode zstdEnd}), through `send` (which reads the stream it is given to its end), yielding how
+ * many bytes went, at most every quarter second, until `send` settles; returns what `send` returned.
  */
 export async function* upload<T>(
   kept: PackageFile,
   send: (data: ReadableStream<Uint8Array>) => Promise<T>,
+  after?: Promise<Uint8Array>,
 ): AsyncGenerator<UploadProgress, T> {
-  const total = kept.bytes;
+  let total = kept.bytes;
   let sent = 0;
-  const counted = (await Deno.open(kept.file)).readable.pipeThrough(
+  const file = (await Deno.open(kept.file)).readable;
+  // `after` (made while the file goes) follows it, in the same stream.
+  const whole = after
+    ? file.pipeThrough(
+      new TransformStream<Uint8Array, Uint8Array>({
+        async flush(controller) {
+          const bytes = await after;
+          total += bytes.length;
+          controller.enqueue(bytes);
+        },
+      }),
+    )
+    : file;
+  const counted = whole.pipeThrough(
     new TransformStream<Uint8Array, Uint8Array>({
       transform(chunk, controller) {
         sent += chunk.byteLength;

@@ -35,6 +35,7 @@ import {
   SERVER_COMMANDS,
 } from "./unbundled.ts";
 import { CACHE_TEMPLATE, templateFrom } from "./cache.ts";
+import { membersEnd } from "./tar.ts";
 import { exists, readJsonOrNull } from "../core/files.ts";
 import { run, which } from "../core/runner.ts";
 import { dirname, join } from "../core/posix_path.ts";
@@ -179,8 +180,13 @@ export interface BuiltPackage {
    * runtime installed already (an upgrade between two releases on the same Deno: ~3 MB, not ~43).
    */
   withoutRuntime: { file: string; bytes: number };
-  /** The same package compressed with zstd (`<name>.tar.zst`), when this machine has `zstd` ({@linkcode packZstd}). */
+  /**
+   * The same package compressed with zstd (`<name>.tar.zst`), when this machine has `zstd`
+   * ({@linkcode packZstd}): without the archive's end, which its sender adds (package/tar.ts).
+   */
   zstd?: { file: string; bytes: number };
+  /** A copy of its `cache.template` beside the archives, when it has one ({@linkcode keepCacheTemplate}). */
+  cacheTemplate?: string;
 }
 
 /** The file name of a package compressed with zstd (see {@linkcode BuiltPackage.zstd}). */
@@ -291,6 +297,7 @@ async function seal(
     release,
     withoutRuntime: { file: lean, bytes: (await Deno.stat(lean)).size },
     zstd: await packZstd(join(out, zstdName(release)), ["-C", staging, name]),
+    cacheTemplate: await keepCacheTemplate(root, out, packageName(release)),
   };
 }
 
@@ -306,11 +313,32 @@ async function packZstd(
   tarArgs: string[],
 ): Promise<{ file: string; bytes: number } | undefined> {
   if (!which("zstd")) return undefined;
-  await must(
-    run("tar", ["-cf", file, "--use-compress-program=zstd -9 -T0", ...tarArgs], { timeoutMs: 300_000 }),
-    "tar with zstd",
-  );
+  const tar = `${file}.tar`;
+  try {
+    await must(run("tar", ["-cf", tar, ...tarArgs], { timeoutMs: 300_000 }), "tar");
+    // Without the archive's end: `dock add ssh` sends the rest (package/tar.ts).
+    await Deno.truncate(tar, await membersEnd(tar));
+    await must(run("zstd", ["-q", "-9", "-T0", "-f", "-o", file, tar], { timeoutMs: 300_000 }), "zstd");
+  } finally {
+    await Deno.remove(tar).catch(() => {});
+  }
   return { file, bytes: (await Deno.stat(file)).size };
+}
+
+/**
+ * Keeps a copy of the package's `cache.template` (if it has one) beside its archives in `out`, as
+ * `<name>.cache-template/`: what `dock add ssh` makes a box's caches of, without unpacking the archive.
+ */
+async function keepCacheTemplate(root: string, out: string, name: string): Promise<string | undefined> {
+  const template = join(root, CACHE_TEMPLATE);
+  if (!await exists(template)) return undefined;
+  const kept = join(out, `${name}.cache-template`);
+  await Deno.remove(kept, { recursive: true }).catch(() => {});
+  await Deno.mkdir(kept, { recursive: true });
+  for await (const entry of Deno.readDir(template)) {
+    if (entry.isFile) await Deno.copyFile(join(template, entry.name), join(kept, entry.name));
+  }
+  return kept;
 }
 
 /** An installed release this code runs from: its folder (`…/versions/<folder>`) and its manifest. */
@@ -366,7 +394,16 @@ export async function packInstalled(installed: RunningRelease, options: BuildOpt
     const leanBytes = await pack(lean, listed.filter((name) => name !== "bin/deno"));
     await listOf(listed);
     const zstd = await packZstd(join(out, zstdName(manifest)), ["-C", dirname(root), "-T", list]);
-    return { file, bytes, manifest, release, withoutRuntime: { file: lean, bytes: leanBytes }, zstd };
+    const cacheTemplate = await keepCacheTemplate(root, out, name);
+    return {
+      file,
+      bytes,
+      manifest,
+      release,
+      withoutRuntime: { file: lean, bytes: leanBytes },
+      zstd,
+      cacheTemplate,
+    };
   } finally {
     await Deno.remove(list).catch(() => {});
   }

@@ -16,6 +16,7 @@
  */
 import { DatabaseSync } from "node:sqlite";
 import { join } from "../core/posix_path.ts";
+import type { TarMember } from "./tar.ts";
 
 /** The folder of a package holding its caches as built (listed in its manifest, never changed). */
 export const CACHE_TEMPLATE = "cache.template";
@@ -108,5 +109,33 @@ export function placeCache(root: string): void {
     try {
       Deno.removeSync(aside, { recursive: true });
     } catch { /* never made */ }
+  }
+}
+
+/**
+ * The caches {@linkcode placeCache} would make from the template folder `template` for the release
+ * that will be installed at `root` (a real path), as tar members under `<top>/cache/`: what `dock add
+ * ssh` sends after the package (package/tar.ts), so that the box need not make them.
+ */
+export async function cacheMembers(template: string, root: string, top: string): Promise<TarMember[]> {
+  const scratch = await Deno.makeTempDir({ prefix: "dock-cache-" });
+  try {
+    const files: string[] = [];
+    for (const file of Object.keys(TABLES)) {
+      try {
+        await Deno.copyFile(join(template, file), join(scratch, file));
+        files.push(file);
+      } catch (error) {
+        if (!(error instanceof Deno.errors.NotFound)) throw error;
+      }
+    }
+    rebaseCache(scratch, PLACEHOLDER, `file://${root}/`);
+    const members: TarMember[] = [{ path: `${top}/${CACHE}` }];
+    for (const file of files) {
+      members.push({ path: `${top}/${CACHE}/${file}`, bytes: await Deno.readFile(join(scratch, file)) });
+    }
+    return members;
+  } finally {
+    await Deno.remove(scratch, { recursive: true });
   }
 }

@@ -21,6 +21,7 @@ import {
   targetName,
 } from "../package/build.ts";
 import { checkPackage, installHere } from "../package/install.ts";
+import { zstdEnd } from "../agent/packages.ts";
 import { eventually, makeDirs, makeRepo, startBox } from "./harness.ts";
 import { connectUnixWebSocket } from "./ws_unix.ts";
 
@@ -60,17 +61,37 @@ Deno.test("a package for this machine runs dockd and dock from itself, offline, 
     // Where this machine has zstd, the same files compressed with it (for a box that has it too).
     if (which("zstd")) {
       assert(built.zstd && built.zstd.bytes < built.bytes, JSON.stringify(built.zstd));
+      // Kept without the archive's end, which a sender adds with the box's Deno caches (agent/packages.ts):
+      // one stream of the two, unpacked as dock add ssh's install script does.
       const zstdInto = join(dirs.root, "package-zstd");
       await Deno.mkdir(zstdInto);
+      const end = join(dirs.root, "end.zst");
+      assert(built.cacheTemplate, "the build keeps its cache template beside the archives");
+      const endBytes = await zstdEnd(built, zstdInto);
+      await Deno.writeFile(end, endBytes);
+      // Kept by the root it names: the same for a box of the same home, another for another.
+      assertEquals(await zstdEnd(built, zstdInto), endBytes);
+      const other = await zstdEnd(built, `${zstdInto}-elsewhere`);
+      assert(other.length !== endBytes.length || other.some((byte, i) => byte !== endBytes[i]));
       const unpacked = await run("sh", [
         "-c",
-        'zstd -dcq -- "$0" | tar -xf - -C "$1" --strip-components=1',
+        'cat -- "$0" "$1" | zstd -dcq | tar -xf - -C "$2" --strip-components=1',
         built.zstd.file,
+        end,
         zstdInto,
       ]);
       assertEquals(unpacked.code, 0, unpacked.output);
       const { ["manifest.json"]: _, ["release.json"]: __, ...same } = await hashTree(zstdInto);
+      const cache = Object.keys(same).filter((file) => file.startsWith("cache/"));
+      assertEquals(cache.sort(), [
+        "cache/dep_analysis_cache_v2",
+        "cache/node_analysis_cache_v2",
+        "cache/v8_code_cache_v2",
+      ]);
+      for (const file of cache) delete same[file];
       assertEquals(same, built.manifest.files);
+      // The caches name the modules where they now are.
+      assert(cachedModules(zstdInto).includes(`file://${zstdInto}/src/cli/serve.js`));
     } else assertEquals(built.zstd, undefined);
     assert(
       !Object.keys(files).some((file) =>
