@@ -159,6 +159,9 @@ async function compressedEnd(members: TarMember[]): Promise<Uint8Array> {
   }
 }
 
+/** The size of the reads an upload makes of its file. */
+const UPLOAD_CHUNK = 1024 * 1024;
+
 /** One line of a streamed box operation (`add-ssh`, `upgrade`): the `upload` step's bytes. */
 export interface UploadProgress {
   step: string;
@@ -179,27 +182,37 @@ export async function* upload<T>(
 ): AsyncGenerator<UploadProgress, T> {
   let total = kept.bytes;
   let sent = 0;
-  const file = (await Deno.open(kept.file)).readable;
-  // `after` (made while the file goes) follows it, in the same stream.
-  const whole = after
-    ? file.pipeThrough(
-      new TransformStream<Uint8Array, Uint8Array>({
-        async flush(controller) {
-          const bytes = await after;
-          total += bytes.length;
-          controller.enqueue(bytes);
-        },
-      }),
-    )
-    : file;
-  const counted = whole.pipeThrough(
-    new TransformStream<Uint8Array, Uint8Array>({
-      transform(chunk, controller) {
-        sent += chunk.byteLength;
-        controller.enqueue(chunk);
-      },
-    }),
-  );
+  const file = await Deno.open(kept.file);
+  // Read in large chunks: each chunk costs the stream's machinery, and 64 KiB ones (a file's default)
+  // cost ~15 ms of a 36 MB upload here. `after` (made while the file goes) follows it.
+  const counted = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      const buffer = new Uint8Array(UPLOAD_CHUNK);
+      let n: number | null;
+      try {
+        n = await file.read(buffer);
+      } catch (error) {
+        file.close();
+        throw error;
+      }
+      if (n !== null) {
+        sent += n;
+        controller.enqueue(buffer.subarray(0, n));
+        return;
+      }
+      file.close();
+      if (after) {
+        const bytes = await after;
+        total += bytes.length;
+        sent += bytes.length;
+        controller.enqueue(bytes);
+      }
+      controller.close();
+    },
+    cancel() {
+      file.close();
+    },
+  });
   const sending = send(counted);
   let finished = false;
   sending.finally(() => finished = true).catch(() => {});
