@@ -182,6 +182,8 @@ export async function* upload<T>(
 ): AsyncGenerator<UploadProgress, T> {
   let total = kept.bytes;
   let sent = 0;
+  // Settles once the file is read: its last progress line goes then, not at the next tick.
+  const read = Promise.withResolvers<void>();
   const file = await Deno.open(kept.file);
   // Read in large chunks: each chunk costs the stream's machinery, and 64 KiB ones (a file's default)
   // cost ~15 ms of a 36 MB upload here. `after` (made while the file goes) follows it.
@@ -208,6 +210,7 @@ export async function* upload<T>(
         controller.enqueue(bytes);
       }
       controller.close();
+      read.resolve();
     },
     cancel() {
       file.close();
@@ -217,9 +220,18 @@ export async function* upload<T>(
   let finished = false;
   sending.finally(() => finished = true).catch(() => {});
   let shown = -1;
+  let readAll = false;
+  read.promise.then(() => readAll = true);
   while (!finished) {
-    // A bar's pace (not a wait for anything): what was sent, at most every quarter second.
-    await Promise.race([sending.catch(() => {}), new Promise((resolve) => setTimeout(resolve, 250))]);
+    // A bar's pace (not a wait for anything): what was sent, at most every quarter second, and once
+    // all of it went.
+    let tick: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([
+      sending.catch(() => {}),
+      ...readAll ? [] : [read.promise],
+      new Promise((resolve) => tick = setTimeout(resolve, 250)),
+    ]);
+    clearTimeout(tick);
     if (sent > shown) {
       shown = sent;
       yield { step: "upload", line: `${megabytes(sent)} of ${megabytes(total)}`, sent, total };

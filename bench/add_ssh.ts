@@ -5,9 +5,11 @@
  *
  * - Fresh: the box has nothing of dock (its `~/.dock` and state removed, its daemon stopped, the laptop
  *   forgets it); the laptop's package is built already. Total time, and the share from the end of
- *   `package` to the end of `install` (upload and unpacking are one stream). Baseline: a plain `scp` of
- *   the same package (the archive dock sends: `.tar.zst` where both ends have zstd) to the box plus a
- *   `dockd pair` run over `ssh`. Goal ≤ 1.3×.
+ *   `package` to the upload's last line (the last byte sent: upload and unpacking are one stream).
+ *   Baseline: a plain `scp` of the same package (the archive dock sends: `.tar.zst` where both ends
+ *   have zstd) to the box plus a `dockd pair` run over `ssh`, measured just before each add. Goal ≤
+ *   1.3×, judged on the median of each add's ratio to its own baseline: this VM's pace drifts within a
+ *   run (the same add took 0.89 s and 1.08 s minutes apart), and a pair seconds apart shares it.
  * - Again: the box runs that release and is paired. Goal ≤ 3 s.
  * - Package size per target (`deno task package --all` in the same run; a target whose runtime the
  *   registry does not have is listed as such).
@@ -22,7 +24,7 @@ import { shellQuote } from "../core/runner.ts";
 import { buildPackage, targetName, TARGETS } from "../package/build.ts";
 import { type Row, summarize } from "./stats.ts";
 
-const FRESH_RUNS = 5;
+const FRESH_RUNS = 7;
 const AGAIN_RUNS = 5;
 
 /**
@@ -118,6 +120,23 @@ export async function benchAddSsh(options: { quick?: boolean } = {}): Promise<Ro
         ]) +
           await timed("ssh", [...ssh, "testbox", "~/.dock/bin/dockd pair --json --host 127.0.0.1"]),
       );
+      // Right after it (the pair shares the VM's pace), dock to a box with nothing of dock: daemon and
+      // tmux stopped, its files gone, the laptop's pairing forgotten.
+      killProcessesUnder(box.home);
+      await Deno.remove(join(box.home, ".dock"), { recursive: true });
+      await Deno.remove(join(box.home, ".local"), { recursive: true });
+      await client.removeBox("bench");
+      await settle();
+      const run = await add();
+      totals.push(run.total);
+      // From the package's line to the upload's last (said as the last byte goes; the box unpacks as
+      // they arrive, so little is left of it then).
+      uploads.push((run.ends.get("upload") ?? 0) - (run.ends.get("package") ?? 0));
+      let previous = 0;
+      for (const [step, end] of run.ends) {
+        steps.set(step, [...steps.get(step) ?? [], end - previous]);
+        previous = end;
+      }
       // What unpacking adds by hand: the package streamed into `tar` on the box (as dock does), and
       // decompressing it alone on this machine.
       const into = `/tmp/dock-bench-unpacked-${crypto.randomUUID()}`;
@@ -142,25 +161,13 @@ export async function benchAddSsh(options: { quick?: boolean } = {}): Promise<Ro
       );
       await timed("ssh", [...ssh, "testbox", `rm -rf ${into} ${into}.home ${into}.log`]);
       gunzip.push(await timed(decompress[0], [...decompress.slice(1), "--", join(packages, archive)]));
-      // A box with nothing of dock: daemon and tmux stopped, its files gone, the laptop's pairing forgotten.
-      killProcessesUnder(box.home);
-      await Deno.remove(join(box.home, ".dock"), { recursive: true });
-      await Deno.remove(join(box.home, ".local"), { recursive: true });
-      await client.removeBox("bench");
-      await settle();
-      const run = await add();
-      totals.push(run.total);
-      uploads.push((run.ends.get("install") ?? 0) - (run.ends.get("package") ?? 0));
-      let previous = 0;
-      for (const [step, end] of run.ends) {
-        steps.set(step, [...steps.get(step) ?? [], end - previous]);
-        previous = end;
-      }
     }
     const agains: number[] = [];
     for (let i = 0; i < again; i++) agains.push((await add()).total);
 
     const plainSummary = summarize(plain);
+    // Each add against the plain copy of its own iteration, seconds apart: a pair shares the VM's pace.
+    const pairedRatio = summarize(totals.map((total, i) => total / plain[i])).p50;
     const share = summarize(uploads).p50 / summarize(totals).p50;
     const rows: Row[] = [
       {
@@ -194,7 +201,11 @@ export async function benchAddSsh(options: { quick?: boolean } = {}): Promise<Ro
         label: "add ssh: `dock add ssh` to a fresh box (package built already on the laptop)",
         summary: summarize(totals),
         baseline: plainSummary,
-        note: `goal ≤ 1.30×; ${
+        note: `goal ≤ 1.30×: ${
+          pairedRatio <= 1.3 ? "met" : "**not met**"
+        } (p50 of each run's ratio to the plain copy measured just before it, ${
+          pairedRatio.toFixed(2)
+        }×: this VM's speed drifts between runs); ${
           (summarize(totals).p50 / summarize(complete).p50).toFixed(2)
         }× doing all of it by hand; upload + unpack ${Math.round(share * 100)}% of it; steps (p50): ${
           [...steps].map(([step, times]) => `${step} ${Math.round(summarize(times).p50)}`).join(", ")
