@@ -151,6 +151,7 @@ export async function* addSsh(agent: AddSshBackend, request: AddSshRequest): Asy
         folderOf(built.release),
         reuse ? "reuse" : "whole",
         zstd ? "zst" : "gz",
+        probe.gnuTar ? "gnu" : "other",
       ]);
       // After a zstd archive, its end: with the box's Deno caches for where the release will be, made
       // here while the archive goes (the box would otherwise make them: a Deno start, ~35 ms).
@@ -272,6 +273,8 @@ interface Probe {
   zstd: boolean;
   /** The real path `~/.dock/versions` has, or will have, on the box. */
   versions?: string;
+  /** Whether its `tar` is GNU tar (which reads a stream faster in larger records). */
+  gnuTar?: boolean;
   packageManager?: string;
   release?: PackageRelease;
   running: boolean;
@@ -377,6 +380,7 @@ class Ssh {
       else if (key === "unpack") probe.zstd = value === "zstd";
       else if (key === "running") probe.running = value === "yes";
       else if (key === "versions") probe.versions = value;
+      else if (key === "tar") probe.gnuTar = value === "gnu";
       else if (key === "release") {
         try {
           probe.release = JSON.parse(value);
@@ -483,6 +487,7 @@ elif [ -d "$HOME/.dock" ]; then echo "versions $(cd "$HOME/.dock" && pwd -P)/ver
 else echo "versions $(cd "$HOME" && pwd -P)/.dock/versions"; fi
 for tool in git tmux; do command -v "$tool" >/dev/null 2>&1 && echo "tool $tool"; done
 command -v zstd >/dev/null 2>&1 && echo "unpack zstd"
+tar --version 2>/dev/null | head -n 1 | grep -q "GNU tar" && echo "tar gnu"
 for pm in apt-get dnf yum apk pacman brew; do command -v "$pm" >/dev/null 2>&1 && { echo "pm $pm"; break; }; done
 [ -r "$HOME/.dock/current/release.json" ] && echo "release $(head -c 4096 "$HOME/.dock/current/release.json")"
 if [ -x "$HOME/.dock/bin/dockd" ] && "$HOME/.dock/bin/dockd" info --json >/dev/null 2>&1; then echo "running yes"; fi
@@ -492,8 +497,8 @@ exit 0
 /**
  * Unpacks the package on stdin as ~/.dock/versions/$1 and points ~/.dock/current and ~/.dock/bin at it.
  * $2 is "reuse" for a package without its runtime: the current release's is linked in (copied where
- * links cannot be made). $3 is "zst" for a package compressed with zstd, else "gz". (A zstd that fails
- * leaves tar a cut or empty archive, which tar refuses: the step fails.)
+ * links cannot be made). $3 is "zst" for a package compressed with zstd, else "gz"; $4 is "gnu" for GNU
+ * tar. (A zstd that fails leaves tar a cut or empty archive, which tar refuses: the step fails.)
  */
 const INSTALL_SCRIPT = `
 set -e
@@ -509,10 +514,13 @@ login_path="$dock/.login-path.$$"
 asking=$!
 rm -rf "$incoming"
 mkdir "$incoming"
+# GNU tar ($4) reads the stream in 128 KiB records, not 10 KiB ones: ~30 ms less of ~270 here.
+records=
+[ "$4" = gnu ] && records="-b 256 -B"
 if [ "$3" = zst ]; then
-  zstd -dcq | tar -xf - -C "$incoming" --strip-components=1
+  zstd -dcq | tar -xf - $records -C "$incoming" --strip-components=1
 else
-  tar -xzf - -C "$incoming" --strip-components=1
+  tar -xzf - $records -C "$incoming" --strip-components=1
 fi
 if [ "$2" = reuse ] && [ ! -e "$incoming/bin/deno" ]; then
   runtime=$(cd "$dock/current/bin" && pwd -P)/deno
