@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { listenerCertificates, localAddresses, warmTls } from "../daemon/tls.ts";
+import { listenerCertificatesAside, localAddresses } from "../daemon/tls.ts";
 import { parseListenAddress } from "../core/listen.ts";
 import type { BoxPaths } from "../core/paths.ts";
 import { boxCgroups, type CgroupSupport } from "../daemon/cgroups.ts";
@@ -45,10 +45,9 @@ export function laptopListener(paths: Pick<BoxPaths, "box">): LaptopListener {
   const extra = (Deno.env.get("DOCK_TLS_HOSTS") ?? "").split(",").map((h) => h.trim()).filter(Boolean);
   const addresses = [...localAddresses(), ...extra];
   const where = listenAddress();
-  // Once they are there, the process's TLS stack is set up on another thread (daemon/tls.ts).
+  // Made on another thread, which then warms the process's TLS stack (daemon/tls.ts).
   const certificates = where
-    ? listenerCertificates(paths.box, { hostname: where.hostname, addresses })
-      .then(({ certificates }) => void warmTls(certificates)).catch(() => {})
+    ? listenerCertificatesAside(paths.box, { hostname: where.hostname, addresses }).catch(() => {})
     : Promise.resolve();
   return { where, addresses, certificates };
 }

@@ -520,12 +520,14 @@ function derTime(der: Uint8Array, tlv: Tlv): Date {
 }
 
 /**
- * What a worker runs to warm the process's TLS stack: a handshake with itself on a loopback port. Deno's
- * TLS (rustls) sets itself up on a process's first handshake, ~30 ms here, which a fresh daemon would
- * otherwise spend on the first laptop that dials it (the one `dock add ssh` is pairing, waiting).
+ * What a worker of {@linkcode listenerCertificatesAside} runs. `make`: the listener's certificates
+ * (by `module`'s {@linkcode listenerCertificates}), answered, then as `warm`. `warm`: the process's TLS
+ * stack set up by a handshake with itself on a loopback port. Deno's TLS (rustls) sets itself up on a
+ * process's first handshake, ~30 ms here, which a fresh daemon would otherwise spend on the first
+ * laptop that dials it (the one `dock add ssh` is pairing, waiting).
  */
-const WARM_TLS = `
-self.onmessage = async ({ data: { cert, key, ca } }) => {
+const WORKER = `
+async function warm({ cert, key, ca }) {
   let listener;
   try {
     listener = Deno.listenTls({ hostname: "127.0.0.1", port: 0, cert, key });
@@ -534,50 +536,120 @@ self.onmessage = async ({ data: { cert, key, ca } }) => {
     await conn.handshake();
     conn.close();
     await accepted;
-    self.postMessage("warm");
+    return true;
   } catch {
-    self.postMessage("failed");
+    return false;
   } finally {
     listener?.close();
   }
+}
+self.onmessage = async ({ data }) => {
+  if (data.warm) {
+    self.postMessage({ warmed: await warm(data.warm) });
+    return;
+  }
+  let made;
+  try {
+    const { listenerCertificates } = await import(data.make.module);
+    made = (await listenerCertificates(data.make.boxDir, data.make.listener)).certificates;
+    self.postMessage({ certificates: made });
+  } catch (error) {
+    self.postMessage({ error: String(error?.message ?? error) });
+    return;
+  }
+  const cert = made.certPem + made.caPem;
+  self.postMessage({ warmed: await warm({ cert, key: made.keyPem, ca: made.caPem }) });
 };
 `;
 
+/** A worker running {@linkcode WORKER}, and what it answers, one message after another. */
+function startWorker(name: string): { worker: Worker; next(): Promise<Record<string, unknown>> } {
+  const worker = new Worker(URL.createObjectURL(new Blob([WORKER], { type: "text/javascript" })), {
+    type: "module",
+    name,
+  });
+  const answers: Record<string, unknown>[] = [];
+  const waiting: ((answer: Record<string, unknown>) => void)[] = [];
+  const take = (answer: Record<string, unknown>) => {
+    const next = waiting.shift();
+    if (next) next(answer);
+    else answers.push(answer);
+  };
+  worker.onmessage = (event) => take(event.data);
+  worker.onerror = (event) => {
+    event.preventDefault();
+    take({ error: event.message });
+  };
+  return {
+    worker,
+    next: () =>
+      answers.length ? Promise.resolve(answers.shift()!) : new Promise((resolve) => waiting.push(resolve)),
+  };
+}
+
+/** Settles with `promise`, or with `fallback` after `ms`. */
+function within<T>(promise: Promise<T>, ms: number, fallback: T): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  return Promise.race([promise, new Promise<T>((resolve) => timer = setTimeout(() => resolve(fallback), ms))])
+    .finally(() => clearTimeout(timer));
+}
+
 /**
- * Sets up the process's TLS stack on a thread of its own (see {@linkcode WARM_TLS}), with the box's
+ * {@linkcode listenerCertificates} on a thread of its own, then the process's TLS stack warmed there
+ * (see {@linkcode WORKER}); resolves with the certificates. `dockd serve` begins it before it loads the
+ * daemon: a fresh box's three openssl runs then follow one another at once, not when the daemon's
+ * thread, busy loading its modules and opening its state, gets to their answers (measured: on the
+ * daemon's thread they were done ~107 ms after the serve action, and the start waited ~40 ms for them;
+ * on their own thread it waits for nothing). Without a worker, on this thread.
+ */
+export async function listenerCertificatesAside(
+  boxDir: string,
+  listener: { hostname: string; addresses: string[] },
+): Promise<BoxCertificates> {
+  let started: ReturnType<typeof startWorker>;
+  try {
+    started = startWorker("tls certificates");
+  } catch {
+    return (await listenerCertificates(boxDir, listener)).certificates;
+  }
+  // This module's own file, where a worker can import it: the bundle beside the one that runs, in a
+  // package (package/unbundled.ts), else this source.
+  const module = new URL(
+    import.meta.url.endsWith(".js") ? "../daemon/tls.js" : "../daemon/tls.ts",
+    import.meta.url,
+  ).href;
+  started.worker.postMessage({ make: { module, boxDir, listener } });
+  const answer = await started.next();
+  // Then it warms the TLS stack and is done (ended after 10 s in any case).
+  within(started.next(), 10_000, {}).finally(() => started.worker.terminate());
+  if (answer.error !== undefined || !answer.certificates) {
+    // Made again here, where a failure is this thread's to report.
+    return (await listenerCertificates(boxDir, listener)).certificates;
+  }
+  return answer.certificates as BoxCertificates;
+}
+
+/**
+ * Sets up the process's TLS stack on a thread of its own (see {@linkcode WORKER}), with the box's
  * certificates; resolves when done (true when the handshake happened), or after 5 s (a stranger's
  * connection to its loopback port first, say). Never throws: the first real handshake would only take
  * longer.
  */
 export async function warmTls(certificates: BoxCertificates): Promise<boolean> {
-  let worker: Worker | undefined;
+  let started: ReturnType<typeof startWorker> | undefined;
   try {
-    worker = new Worker(URL.createObjectURL(new Blob([WARM_TLS], { type: "text/javascript" })), {
-      type: "module",
-      name: "tls warm-up",
+    started = startWorker("tls warm-up");
+    started.worker.postMessage({
+      warm: {
+        cert: certificates.certPem + certificates.caPem,
+        key: certificates.keyPem,
+        ca: certificates.caPem,
+      },
     });
-    const done = new Promise<boolean>((resolve) => {
-      worker!.onmessage = (event) => resolve(event.data === "warm");
-      worker!.onerror = (event) => {
-        event.preventDefault();
-        resolve(false);
-      };
-    });
-    worker.postMessage({
-      cert: certificates.certPem + certificates.caPem,
-      key: certificates.keyPem,
-      ca: certificates.caPem,
-    });
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const warmed = await Promise.race([
-      done,
-      new Promise<boolean>((resolve) => timer = setTimeout(() => resolve(false), 5000)),
-    ]);
-    clearTimeout(timer);
-    return warmed;
+    return (await within(started.next(), 5000, {})).warmed === true;
   } catch {
     return false; // no worker here: nothing warmed
   } finally {
-    worker?.terminate();
+    started?.worker.terminate();
   }
 }

@@ -7,7 +7,13 @@ import {
   assertStringIncludes,
 } from "../tests/assert.ts";
 import { DockError } from "../client/errors.ts";
-import { ensureCertificates, localAddresses, warmTls } from "./tls.ts";
+import {
+  ensureCertificates,
+  listenerCertificates,
+  listenerCertificatesAside,
+  localAddresses,
+  warmTls,
+} from "./tls.ts";
 import { fingerprintOf } from "../core/pairing_link.ts";
 
 const LOOPBACK = ["localhost", "127.0.0.1", "::1"];
@@ -186,6 +192,20 @@ Deno.test("tls: the TLS stack is warmed by a handshake on a thread of its own, w
     assertEquals(await warmTls({ ...certificates, keyPem: "not a key" }), false);
   } finally {
     await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("tls: the listener's certificates made on a thread of their own are the box's, kept where the daemon finds them", async () => {
+  const box = await Deno.makeTempDir();
+  try {
+    const made = await listenerCertificatesAside(box, { hostname: "127.0.0.1", addresses: LOOPBACK });
+    const found = await listenerCertificates(box, { hostname: "127.0.0.1", addresses: LOOPBACK });
+    assertEquals(found.certificates, made);
+    await withServer(made, async (port) => {
+      assertEquals(await fetchPinned(`https://127.0.0.1:${port}/`, made.caPem), "box");
+    });
+  } finally {
+    await Deno.remove(box, { recursive: true });
   }
 });
 

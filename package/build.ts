@@ -29,8 +29,8 @@ import { VERSION } from "../client/version.ts";
 import {
   BUNDLED_SOURCES,
   COMMAND_V8_FLAGS,
+  ENTRY_BUNDLES,
   EXTERNAL_IMPORTS,
-  INSTALLER_ENTRIES,
   KEPT_SOURCES,
   SERVER_COMMANDS,
 } from "./unbundled.ts";
@@ -531,7 +531,7 @@ async function bundleRuntime(src: string): Promise<string[]> {
   for await (const entry of Deno.readDir(join(src, "cli"))) {
     if (entry.isFile && entry.name.endsWith(".ts")) folders.get("cli")!.push(`cli/${entry.name}`);
   }
-  for (const file of [...BUNDLED_SOURCES, ...INSTALLER_ENTRIES.map((entry) => `../${entry}`)]) {
+  for (const file of [...BUNDLED_SOURCES, ...ENTRY_BUNDLES.map((entry) => `../${entry}`)]) {
     const path = file.replace(/^\.\.\//, "");
     const folder = dirname(path);
     folders.set(folder, [...folders.get(folder) ?? [], path]);
@@ -562,8 +562,14 @@ async function makeCacheTemplate(staged: string): Promise<void> {
     const fast = ["--no-config", `--v8-flags=${COMMAND_V8_FLAGS}`];
     await deno([...fast, join(root, "src", "cli", "dockd.js"), "pair", "--help"], "dockd pair --help");
     const load = join(scratch, "load.js");
-    // What `dockd serve` loads after dockd.js (cli/dockd_main.ts's serve action).
-    const daemon = ["cli/dockd_main.js", "cli/serve_early.js", "core/paths.js", "cli/serve.js"];
+    // What `dockd serve` loads after dockd.js (cli/dockd_main.ts's serve action; daemon/tls.js in a worker).
+    const daemon = [
+      "cli/dockd_main.js",
+      "cli/serve_early.js",
+      "core/paths.js",
+      "daemon/tls.js",
+      "cli/serve.js",
+    ];
     await Deno.writeTextFile(
       load,
       daemon.map((file) => `await import(${JSON.stringify(`file://${root}/src/${file}`)});\n`).join(""),
