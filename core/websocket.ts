@@ -17,6 +17,7 @@
  * @module
  */
 import { DockError } from "../client/errors.ts";
+import { concatBytes } from "./bytes.ts";
 import { fitReason, sendableCloseCode } from "./pump.ts";
 
 /**
@@ -610,13 +611,7 @@ function dechunk(bytes: Uint8Array): Uint8Array | null {
     parts.push(bytes.subarray(start, start + size));
     offset = start + size + 2;
   }
-  const out = new Uint8Array(parts.reduce((sum, part) => sum + part.length, 0));
-  let at = 0;
-  for (const part of parts) {
-    out.set(part, at);
-    at += part.length;
-  }
-  return out;
+  return concatBytes(parts);
 }
 
 async function acceptKey(key: string): Promise<string> {

@@ -9,6 +9,7 @@
  */
 import { deflateSync } from "node:zlib";
 import { DockError } from "../client/errors.ts";
+import { concatBytes } from "../core/bytes.ts";
 import { errorResponse } from "../core/http.ts";
 import { APP_PREFIX, type Asset, assetResponse, serveApp } from "../core/static.ts";
 import { APP_ASSETS } from "../app/assets.generated.ts";
@@ -152,7 +153,7 @@ export function iconPng(size: number): Uint8Array<ArrayBuffer> {
   view.setUint32(0, size);
   view.setUint32(4, size);
   header.set([8, 2, 0, 0, 0], 8); // 8-bit RGB, no interlace
-  return concat([
+  return concatBytes([
     new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
     chunk("IHDR", header),
     chunk("IDAT", new Uint8Array(deflateSync(rows))),
@@ -187,14 +188,4 @@ function crc32(bytes: Uint8Array): number {
   let c = 0xffffffff;
   for (const byte of bytes) c = CRC_TABLE[(c ^ byte) & 0xff] ^ (c >>> 8);
   return (c ^ 0xffffffff) >>> 0;
-}
-
-function concat(parts: Uint8Array[]): Uint8Array<ArrayBuffer> {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let offset = 0;
-  for (const part of parts) {
-    out.set(part, offset);
-    offset += part.length;
-  }
-  return out;
 }

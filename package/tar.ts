@@ -8,6 +8,7 @@
  *
  * @module
  */
+import { concatBytes } from "../core/bytes.ts";
 
 /** What closes a tar archive: two zero blocks. */
 export const END_OF_ARCHIVE: Uint8Array<ArrayBuffer> = new Uint8Array(1024);
@@ -69,13 +70,7 @@ export function tarMembers(members: TarMember[], mtime: number): Uint8Array<Arra
     out.set(data, 512);
     return out;
   });
-  const all = new Uint8Array(blocks.reduce((total, block) => total + block.length, 0));
-  let offset = 0;
-  for (const block of blocks) {
-    all.set(block, offset);
-    offset += block.length;
-  }
-  return all;
+  return concatBytes(blocks);
 }
 
 /** Writes `value` in octal into the `length`-byte field at `offset`, NUL-terminated. */
