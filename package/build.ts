@@ -604,32 +604,45 @@ async function keptSources(src: string): Promise<string[]> {
 }
 
 /**
- * Writes `<src>/NOTICES.md`: the licence of every npm package under `<src>/node_modules` (the bundles
- * hold their code, the package not their folders).
+ * Writes `<src>/NOTICES.md`: the licence of every npm package under `<src>/node_modules` and of the
+ * vendored commander (the bundles hold their code, the package not their folders).
  */
 async function writeNotices(src: string): Promise<void> {
-  const sections: string[] = [];
   const modules = join(src, "node_modules");
   const folders: string[] = [];
   for await (const entry of Deno.readDir(modules)) {
     if (!entry.isDirectory || entry.name.startsWith(".")) continue;
-    if (!entry.name.startsWith("@")) folders.push(entry.name);
-    else {for await (const inner of Deno.readDir(join(modules, entry.name))) {
-        folders.push(`${entry.name}/${inner.name}`);
-      }}
+    if (!entry.name.startsWith("@")) {
+      folders.push(join(modules, entry.name));
+      continue;
+    }
+    for await (const inner of Deno.readDir(join(modules, entry.name))) {
+      folders.push(join(modules, entry.name, inner.name));
+    }
   }
-  for (const folder of folders.sort()) {
-    const licence = [...Deno.readDirSync(join(modules, folder))].find((entry) =>
-      /^licen[cs]e/i.test(entry.name)
-    );
-    const text = licence ? await Deno.readTextFile(join(modules, folder, licence.name)) : "(no licence file)";
-    const { version } = JSON.parse(await Deno.readTextFile(join(modules, folder, "package.json")));
-    sections.push(`## ${folder} ${version}\n\n\`\`\`\n${text.trim()}\n\`\`\`\n`);
+  folders.sort().push(join(src, "cli", "vendor", "commander"));
+  const sections: string[] = [];
+  for (const folder of folders) {
+    // The vendored copy has no package.json: its name and the version deno.json pins.
+    const { name, version } =
+      await readJsonOrNull<{ name: string; version: string }>(join(folder, "package.json")) ??
+        { name: "commander", version: npmSpecifier(await vendoredCommander()).version };
+    const licence = [...Deno.readDirSync(folder)].find((entry) => /^licen[cs]e/i.test(entry.name));
+    const text = licence ? await Deno.readTextFile(join(folder, licence.name)) : "(no licence file)";
+    sections.push(`## ${name} ${version}\n\n\`\`\`\n${text.trim()}\n\`\`\`\n`);
   }
   await Deno.writeTextFile(
     join(src, "NOTICES.md"),
     `# Notices\n\nThe npm packages dock's bundles hold, and their licences.\n\n${sections.join("\n")}`,
   );
+}
+
+/** The npm specifier of the commander `cli/vendor/commander/` is a copy of (the project's deno.json). */
+async function vendoredCommander(): Promise<string> {
+  const config = JSON.parse(await Deno.readTextFile(join(ROOT, "deno.json"))) as {
+    imports: Record<string, string>;
+  };
+  return config.imports.commander;
 }
 
 /**

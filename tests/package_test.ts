@@ -116,6 +116,9 @@ Deno.test("a package for this machine runs dockd and dock from itself, offline, 
     );
     assertEquals([...npmPackages].sort(), ["@lydell/node-pty", `@lydell/node-pty-${targetName(target)}`]);
     assert(Object.keys(files).length < 150, `${Object.keys(files).length} files`);
+    // The licences of what the bundles hold, the vendored commander's too.
+    const notices = await Deno.readTextFile(join(root, "src", "NOTICES.md"));
+    for (const name of ["hono", "zod", "commander"]) assertStringIncludes(notices, `\n## ${name} `);
     assertStringIncludes(await Deno.readTextFile(join(root, "bin", "dock")), "/src/cli/dock.js");
     // The programs' files and their command lines are whole (an agent turn's hook loads one module, a
     // command two and its family's): no static import of a chunk.
