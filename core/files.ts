@@ -1,5 +1,5 @@
 /**
- * Small file helpers shared by the daemon's modules.
+ * Small file helpers shared by the daemon's, the agent's and the package's modules.
  *
  * @module
  */
@@ -47,6 +47,28 @@ export async function readTextOrNull(path: string): Promise<string | null> {
     if (error instanceof Deno.errors.NotFound || error instanceof Deno.errors.NotADirectory) return null;
     throw error;
   }
+}
+
+/** Up to `length` bytes of the file at `path` from byte `offset` (fewer where it ends). */
+export async function readRange(path: string, offset: number, length: number): Promise<Uint8Array> {
+  using file = await Deno.open(path, { read: true });
+  await file.seek(offset, Deno.SeekMode.Start);
+  const buffer = new Uint8Array(length);
+  let read = 0;
+  while (read < length) {
+    const n = await file.read(buffer.subarray(read));
+    if (n === null) break;
+    read += n;
+  }
+  return buffer.subarray(0, read);
+}
+
+/** The last `bytes` of the file at `path` (all of a shorter one; none of a missing one). */
+export async function readTail(path: string, bytes: number): Promise<Uint8Array> {
+  const info = await statOrNull(path);
+  if (!info) return new Uint8Array();
+  const start = Math.max(0, info.size - bytes);
+  return await readRange(path, start, info.size - start);
 }
 
 /** How long a folder must have been left alone for its mtime to vouch that a file below it is missing. */

@@ -25,7 +25,8 @@ import { dirname, join } from "node:path";
 import { DockError, notFound } from "../client/errors.ts";
 import type { ServiceState, StreamLine, Worktree, WorktreeService } from "../client/wire.ts";
 import type { EventBus } from "../core/events.ts";
-import { statOrNull } from "../core/files.ts";
+import { concatBytes } from "../core/bytes.ts";
+import { readRange, readTail, statOrNull } from "../core/files.ts";
 import type { Locations } from "./locations.ts";
 import type { BoxPaths } from "../core/paths.ts";
 import { isAlive, type Proc, processes, readProc, serviceMembers } from "./procs.ts";
@@ -313,7 +314,7 @@ export class Services {
     const file = this.#scope.logFile(location, worktree, name);
     const old = await readTail(`${file}.1`, 256 * 1024);
     const current = await Deno.readFile(file).catch(() => new Uint8Array());
-    const text = new TextDecoder().decode(concat(old, current));
+    const text = new TextDecoder().decode(concatBytes([old, current]));
     const lines = text.split("\n");
     const partial = lines.pop() ?? "";
     for (const line of lines.slice(-(options.tail ?? 200))) yield { line };
@@ -674,35 +675,4 @@ function toService(
     error: row?.error ?? null,
     ports: [],
   };
-}
-
-function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
-  const all = new Uint8Array(a.length + b.length);
-  all.set(a);
-  all.set(b, a.length);
-  return all;
-}
-
-async function readTail(path: string, bytes: number): Promise<Uint8Array> {
-  const info = await statOrNull(path);
-  if (!info) return new Uint8Array();
-  const start = Math.max(0, info.size - bytes);
-  return await readRange(path, start, info.size - start);
-}
-
-async function readRange(path: string, offset: number, length: number): Promise<Uint8Array> {
-  const file = await Deno.open(path, { read: true });
-  try {
-    await file.seek(offset, Deno.SeekMode.Start);
-    const buffer = new Uint8Array(length);
-    let read = 0;
-    while (read < length) {
-      const n = await file.read(buffer.subarray(read));
-      if (n === null) break;
-      read += n;
-    }
-    return buffer.subarray(0, read);
-  } finally {
-    file.close();
-  }
 }

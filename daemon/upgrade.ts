@@ -22,7 +22,7 @@ import { DockError } from "../client/errors.ts";
 import { BUILD } from "../client/version.ts";
 import type { UpgradeStarted } from "../client/wire.ts";
 import type { EventBus } from "../core/events.ts";
-import { exists, readJsonOrNull } from "../core/files.ts";
+import { exists, readJsonOrNull, readRange } from "../core/files.ts";
 import { isAlive } from "./procs.ts";
 import type { BoxPaths } from "../core/paths.ts";
 import { join } from "../core/posix_path.ts";
@@ -251,19 +251,10 @@ function alive(pid: number): boolean {
  */
 export async function saidAtExit(log: string, from: number): Promise<string> {
   try {
-    using file = await Deno.open(log);
-    const size = (await file.stat()).size;
+    const size = (await Deno.stat(log)).size;
     const start = Math.max(from, size - 16_384);
-    await file.seek(start, Deno.SeekMode.Start);
-    const bytes = new Uint8Array(size - start);
-    let read = 0;
-    while (read < bytes.length) {
-      const n = await file.read(bytes.subarray(read));
-      if (n === null) break;
-      read += n;
-    }
-    const lines = new TextDecoder().decode(bytes.subarray(0, read)).split("\n").map((line) => line.trim())
-      .filter(Boolean);
+    const lines = new TextDecoder().decode(await readRange(log, start, size - start)).split("\n")
+      .map((line) => line.trim()).filter(Boolean);
     const said = lines.find((line) => line.startsWith("error: ")) ?? lines.at(-1);
     return said ? `: ${said.replace(/^error: (Uncaught (\(in promise\) )?)?/, "").slice(0, 300)}` : "";
   } catch {

@@ -9,6 +9,7 @@
  * @module
  */
 import { concatBytes } from "../core/bytes.ts";
+import { readRange } from "../core/files.ts";
 
 /** What closes a tar archive: two zero blocks. */
 export const END_OF_ARCHIVE: Uint8Array<ArrayBuffer> = new Uint8Array(1024);
@@ -18,19 +19,10 @@ export const END_OF_ARCHIVE: Uint8Array<ArrayBuffer> = new Uint8Array(1024);
  * the padding after them (read from the members' headers, since a member's data may end in zeros).
  */
 export async function membersEnd(file: string): Promise<number> {
-  using opened = await Deno.open(file);
-  const header = new Uint8Array(512);
-  const size = (await opened.stat()).size;
+  const size = (await Deno.stat(file)).size;
   let at = 0;
   while (at + 512 <= size) {
-    await opened.seek(at, Deno.SeekMode.Start);
-    let read = 0;
-    while (read < 512) {
-      const n = await opened.read(header.subarray(read));
-      if (n === null) break;
-      read += n;
-    }
-    if (read < 512) break;
+    const header = await readRange(file, at, 512);
     if (header.every((byte) => byte === 0)) return at;
     at += 512 + Math.ceil(octal(header.subarray(124, 136)) / 512) * 512;
   }
