@@ -1,6 +1,6 @@
 /**
- * Byte arrays joined: what a wire format made of parts (a tar member, a PNG chunk, a chunked HTTP body)
- * is assembled from.
+ * Byte arrays joined (what a wire format made of parts, a tar member, a PNG chunk, a chunked HTTP body,
+ * is assembled from) and hashed.
  *
  * @module
  */
@@ -14,4 +14,11 @@ export function concatBytes(parts: readonly Uint8Array[]): Uint8Array<ArrayBuffe
     offset += part.length;
   }
   return out;
+}
+
+/** The SHA-256 of `data` (text as UTF-8) in lowercase hex; `bytes` of it when given (its first). */
+export async function sha256Hex(data: string | Uint8Array<ArrayBuffer>, bytes = 32): Promise<string> {
+  const input = typeof data === "string" ? new TextEncoder().encode(data) : data;
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", input), 0, bytes);
+  return Array.from(digest, (byte) => byte.toString(16).padStart(2, "0")).join("");
 }

@@ -1,5 +1,5 @@
 import { assertEquals } from "../tests/assert.ts";
-import { concatBytes } from "./bytes.ts";
+import { concatBytes, sha256Hex } from "./bytes.ts";
 
 Deno.test("concatBytes: parts in order, empty ones too; none is empty", () => {
   assertEquals(
@@ -7,4 +7,11 @@ Deno.test("concatBytes: parts in order, empty ones too; none is empty", () => {
     new Uint8Array([1, 2, 3]),
   );
   assertEquals(concatBytes([]), new Uint8Array());
+});
+
+Deno.test("sha256Hex: text as UTF-8, bytes as they are, cut to the bytes asked for", async () => {
+  const abc = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
+  assertEquals(await sha256Hex("abc"), abc);
+  assertEquals(await sha256Hex(new Uint8Array([0x61, 0x62, 0x63])), abc);
+  assertEquals(await sha256Hex("abc", 8), abc.slice(0, 16));
 });

@@ -6,6 +6,7 @@
  * @module
  */
 import { DockError } from "../client/errors.ts";
+import { sha256Hex } from "./bytes.ts";
 
 /** What {@linkcode parseLink} reads out of a pairing link. */
 export interface PairingLink {
@@ -52,8 +53,7 @@ export function parseLink(text: string): PairingLink {
 
 /** SHA-256 over the DER of the first certificate in `pem`, lowercase hex without colons. */
 export async function fingerprintOf(pem: string): Promise<string> {
-  const digest = await crypto.subtle.digest("SHA-256", pemToDer(pem));
-  return Array.from(new Uint8Array(digest), (byte) => byte.toString(16).padStart(2, "0")).join("");
+  return await sha256Hex(pemToDer(pem));
 }
 
 /** Bytes as base64url without padding (tokens and credentials). */

@@ -30,6 +30,7 @@ import type { ExitWatcher } from "./exit_watcher.ts";
 import type { Locations } from "./locations.ts";
 import { groupMembers, groupRss, processes } from "./procs.ts";
 import { killGroup, loginShell, shellQuote } from "../core/runner.ts";
+import { sha256Hex } from "../core/bytes.ts";
 import { SESSION_NAME } from "../client/schemas.ts";
 import type { Store } from "../core/store.ts";
 import type { SendLedger } from "./send_ledger.ts";
@@ -561,7 +562,5 @@ function toSession(row: SessionRow): Session {
  * treats specially (a trailing `;`).
  */
 async function sendSlot(key: string): Promise<string> {
-  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(key));
-  const hex = Array.from(new Uint8Array(digest).slice(0, 12), (b) => b.toString(16).padStart(2, "0"));
-  return `dock-send-${hex.join("")}`;
+  return `dock-send-${await sha256Hex(key, 12)}`;
 }
