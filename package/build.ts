@@ -36,6 +36,7 @@ import {
 } from "./unbundled.ts";
 import { CACHE_TEMPLATE, templateFrom } from "./cache.ts";
 import { membersEnd } from "./tar.ts";
+import { sha256Hex } from "../core/bytes.ts";
 import { exists, readJsonOrNull } from "../core/files.ts";
 import { run, which } from "../core/runner.ts";
 import { dirname, join } from "../core/posix_path.ts";
@@ -224,21 +225,24 @@ export async function buildPackage(options: BuildOptions): Promise<BuiltPackage>
     const config = JSON.parse(await Deno.readTextFile(join(ROOT, "deno.json"))) as {
       imports: Record<string, string>;
     };
-    // Every npm package the runtime imports, for the bundler; then only those the bundles import.
+    // Every npm package the runtime imports, for the bundler; then only those the bundles import stay.
     const src = join(root, "src");
-    for (const keys of [RUNTIME_IMPORTS, EXTERNAL_IMPORTS]) {
-      const imports = importsOf(config.imports, keys);
-      await writeRuntimeConfig(src, imports, lock);
-      await Deno.remove(join(src, "node_modules"), { recursive: true }).catch(() => {});
-      for (const pkg of npmClosure(imports, lock, options.target)) {
-        await placeNpmPackage(pkg, join(src, "node_modules", pkg.name), registry);
-      }
-      if (keys === RUNTIME_IMPORTS) {
-        progress(`bundles`);
-        const bundles = await bundleRuntime(src);
-        await writeNotices(src);
-        await keepOnly(src, [...bundles, ...await keptSources(src)]);
-      }
+    const bundling = importsOf(config.imports, RUNTIME_IMPORTS);
+    await writeRuntimeConfig(src, bundling, lock);
+    const placed = npmClosure(bundling, lock, options.target);
+    for (const pkg of placed) await placeNpmPackage(pkg, join(src, "node_modules", pkg.name), registry);
+    progress(`bundles`);
+    const bundles = await bundleRuntime(src);
+    await writeNotices(src);
+    await keepOnly(src, [...bundles, ...await keptSources(src)]);
+    const external = importsOf(config.imports, EXTERNAL_IMPORTS);
+    await writeRuntimeConfig(src, external, lock);
+    const kept = new Set(npmClosure(external, lock, options.target).map((pkg) => pkg.name));
+    // (A name the lock holds at two versions was placed once, at the last.)
+    for (const name of new Set(placed.map((pkg) => pkg.name).filter((name) => !kept.has(name)))) {
+      await Deno.remove(join(src, "node_modules", name), { recursive: true });
+      // A scope's folder goes with its last package.
+      if (name.startsWith("@")) await Deno.remove(join(src, "node_modules", dirname(name))).catch(() => {});
     }
     progress(`deno runtime for ${target}`);
     const deno = await placeRuntime(options.target, join(root, "bin", "deno"), registry, progress);
@@ -274,7 +278,7 @@ async function seal(
   const progress = options.progress ?? (() => {});
   progress(`manifest`);
   const files = await hashTree(root);
-  const id = (await sha256(new TextEncoder().encode(JSON.stringify(files)))).slice(0, 16);
+  const id = (await sha256Hex(new TextEncoder().encode(JSON.stringify(files)))).slice(0, 16);
   const release: PackageRelease = { name: "dock", id, ...stamp, runtime: files["bin/deno"] };
   // Small, so a box's installed release is read in one line over SSH.
   await Deno.writeTextFile(join(root, "release.json"), JSON.stringify(release) + "\n");
@@ -739,7 +743,7 @@ export async function sourceFingerprint(): Promise<string> {
     all.set(part, offset);
     offset += part.byteLength;
   }
-  return await sha256(all);
+  return await sha256Hex(all);
 }
 
 /** Copies the runtime sources (as they are in the work tree, new files included) to `into`, stamping the build. */
@@ -1030,16 +1034,11 @@ export async function hashTree(
       const path = join(folder, entry.name);
       const name = `${prefix}${entry.name}`;
       if (entry.isDirectory) await walk(path, `${name}/`);
-      else if (entry.isFile) hashes[name] = known[name] ?? await sha256(await Deno.readFile(path));
+      else if (entry.isFile) hashes[name] = known[name] ?? await sha256Hex(await Deno.readFile(path));
     }
   };
   await walk(root, "");
   return Object.fromEntries(Object.entries(hashes).sort(([a], [b]) => a < b ? -1 : 1));
-}
-
-async function sha256(bytes: Uint8Array<ArrayBuffer>): Promise<string> {
-  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
-  return [...digest].map((byte) => byte.toString(16).padStart(2, "0")).join("");
 }
 
 async function must(

@@ -80,6 +80,24 @@ export function templateFrom(dir: string, root: string): void {
 }
 
 /**
+ * Copies the cache files of `template` into the folder `into`, their URLs under the placeholder root
+ * made the release's at `root` (a real path); answers the files copied (a template may lack some).
+ */
+function copyRebased(template: string, into: string, root: string): string[] {
+  const files = Object.keys(TABLES).filter((file) => {
+    try {
+      Deno.copyFileSync(join(template, file), join(into, file));
+      return true;
+    } catch (error) {
+      if (error instanceof Deno.errors.NotFound) return false;
+      throw error;
+    }
+  });
+  rebaseCache(into, PLACEHOLDER, `file://${root}/`);
+  return files;
+}
+
+/**
  * Makes `<root>/cache` from `<root>/cache.template` for the release installed at `root` (a real path:
  * the launcher runs it by its real path). Nothing when it has no template or has its caches already; a
  * failure leaves no half-made caches (Deno makes them cold instead).
@@ -95,14 +113,7 @@ export function placeCache(root: string): void {
   }
   try {
     Deno.mkdirSync(aside);
-    for (const file of Object.keys(TABLES)) {
-      try {
-        Deno.copyFileSync(join(template, file), join(aside, file));
-      } catch (error) {
-        if (!(error instanceof Deno.errors.NotFound)) throw error;
-      }
-    }
-    rebaseCache(aside, PLACEHOLDER, `file://${root}/`);
+    copyRebased(template, aside, root);
     // Fails when a command made `cache/` meanwhile: it is Deno's then.
     Deno.renameSync(aside, cache);
   } catch {
@@ -120,18 +131,8 @@ export function placeCache(root: string): void {
 export async function cacheMembers(template: string, root: string, top: string): Promise<TarMember[]> {
   const scratch = await Deno.makeTempDir({ prefix: "dock-cache-" });
   try {
-    const files: string[] = [];
-    for (const file of Object.keys(TABLES)) {
-      try {
-        await Deno.copyFile(join(template, file), join(scratch, file));
-        files.push(file);
-      } catch (error) {
-        if (!(error instanceof Deno.errors.NotFound)) throw error;
-      }
-    }
-    rebaseCache(scratch, PLACEHOLDER, `file://${root}/`);
     const members: TarMember[] = [{ path: `${top}/${CACHE}` }];
-    for (const file of files) {
+    for (const file of copyRebased(template, scratch, root)) {
       members.push({ path: `${top}/${CACHE}/${file}`, bytes: await Deno.readFile(join(scratch, file)) });
     }
     return members;
