@@ -6,6 +6,8 @@
  * @module
  */
 import { exists } from "../core/files.ts";
+import { sha256Hex } from "../core/bytes.ts";
+import { sleep } from "../client/timers.ts";
 import { run } from "../core/runner.ts";
 import { cacheMembers } from "../package/cache.ts";
 import { END_OF_ARCHIVE, type TarMember, tarMembers } from "../package/tar.ts";
@@ -127,11 +129,7 @@ async function keptOrBuilt(
  */
 export async function zstdEnd(kept: Pick<KeptPackage, "cacheTemplate">, root: string): Promise<Uint8Array> {
   if (!kept.cacheTemplate) return await compressedEnd([]);
-  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(root));
-  const name = [...new Uint8Array(digest)].slice(0, 8).map((byte) => byte.toString(16).padStart(2, "0")).join(
-    "",
-  );
-  const made = join(kept.cacheTemplate, `end-${name}.zst`);
+  const made = join(kept.cacheTemplate, `end-${await sha256Hex(root, 8)}.zst`);
   try {
     return await Deno.readFile(made);
   } catch { /* made below */ }
@@ -225,13 +223,9 @@ export async function* upload<T>(
   while (!finished) {
     // A bar's pace (not a wait for anything): what was sent, at most every quarter second, and once
     // all of it went.
-    let tick: ReturnType<typeof setTimeout> | undefined;
-    await Promise.race([
-      sending.catch(() => {}),
-      ...readAll ? [] : [read.promise],
-      new Promise((resolve) => tick = setTimeout(resolve, 250)),
-    ]);
-    clearTimeout(tick);
+    const tick = new AbortController();
+    await Promise.race([sending.catch(() => {}), ...readAll ? [] : [read.promise], sleep(250, tick.signal)]);
+    tick.abort();
     if (sent > shown) {
       shown = sent;
       yield { step: "upload", line: `${megabytes(sent)} of ${megabytes(total)}`, sent, total };

@@ -9,6 +9,7 @@
  */
 import { type Command, positiveInteger } from "./commander.ts";
 import { TransportError } from "../client/errors.ts";
+import { sleep } from "../client/timers.ts";
 import { agentClient } from "./agent.ts";
 import { localBox } from "./client.ts";
 import { guarded, printJson, table } from "./output.ts";
@@ -89,7 +90,7 @@ async function whenAnswering<T>(ask: () => Promise<T>, waitMs: number): Promise<
       return await ask();
     } catch (error) {
       if (!(error instanceof TransportError) || !error.neverSent || Date.now() >= deadline) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 10));
+      await sleep(10);
     }
   }
 }

@@ -41,7 +41,7 @@ export function beginStart(paths: Pick<BoxPaths, "box" | "state">): EarlyStart {
 }
 
 /** Reads the listener's settings and starts making or checking its certificates under `paths.box`. */
-export function laptopListener(paths: Pick<BoxPaths, "box">): LaptopListener {
+function laptopListener(paths: Pick<BoxPaths, "box">): LaptopListener {
   const extra = (Deno.env.get("DOCK_TLS_HOSTS") ?? "").split(",").map((h) => h.trim()).filter(Boolean);
   const addresses = [...localAddresses(), ...extra];
   const where = listenAddress();

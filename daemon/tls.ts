@@ -27,6 +27,7 @@ import { createPrivateKey, createPublicKey, X509Certificate } from "node:crypto"
 import { DockError } from "../client/errors.ts";
 import { fingerprintOf, pemToDer } from "../core/pairing_link.ts";
 import { run, which } from "../core/runner.ts";
+import { sleep } from "../client/timers.ts";
 import { join } from "../core/posix_path.ts";
 
 /** The box's CA and current leaf, as the TLS listener and the pairing link need them. */
@@ -520,11 +521,11 @@ function derTime(der: Uint8Array, tlv: Tlv): Date {
 }
 
 /**
- * What a worker of {@linkcode listenerCertificatesAside} runs. `make`: the listener's certificates
- * (by `module`'s {@linkcode listenerCertificates}), answered, then as `warm`. `warm`: the process's TLS
- * stack set up by a handshake with itself on a loopback port. Deno's TLS (rustls) sets itself up on a
- * process's first handshake, ~30 ms here, which a fresh daemon would otherwise spend on the first
- * laptop that dials it (the one `dock add ssh` is pairing, waiting).
+ * What a worker of {@linkcode listenerCertificatesAside} and {@linkcode warmTls} runs, answering each
+ * message. `make`: the listener's certificates (by `module`'s {@linkcode listenerCertificates}). `warm`:
+ * the process's TLS stack set up by a handshake with itself on a loopback port. Deno's TLS (rustls) sets
+ * itself up on a process's first handshake, ~30 ms here, which a fresh daemon would otherwise spend on
+ * the first laptop that dials it (the one `dock add ssh` is pairing, waiting).
  */
 const WORKER = `
 async function warm({ cert, key, ca }) {
@@ -544,71 +545,76 @@ async function warm({ cert, key, ca }) {
   }
 }
 self.onmessage = async ({ data }) => {
-  if (data.warm) {
-    self.postMessage({ warmed: await warm(data.warm) });
-    return;
-  }
-  let made;
+  if (data.warm) return self.postMessage({ warmed: await warm(data.warm) });
   try {
     const { listenerCertificates } = await import(data.make.module);
-    made = (await listenerCertificates(data.make.boxDir, data.make.listener)).certificates;
-    self.postMessage({ certificates: made });
+    self.postMessage({ certificates: (await listenerCertificates(data.make.boxDir, data.make.listener)).certificates });
   } catch (error) {
     self.postMessage({ error: String(error?.message ?? error) });
-    return;
   }
-  const cert = made.certPem + made.caPem;
-  self.postMessage({ warmed: await warm({ cert, key: made.keyPem, ca: made.caPem }) });
 };
 `;
 
-/** A worker running {@linkcode WORKER}, and what it answers, one message after another. */
-function startWorker(name: string): { worker: Worker; next(): Promise<Record<string, unknown>> } {
-  const worker = new Worker(URL.createObjectURL(new Blob([WORKER], { type: "text/javascript" })), {
-    type: "module",
-    name,
-  });
-  const answers: Record<string, unknown>[] = [];
-  const waiting: ((answer: Record<string, unknown>) => void)[] = [];
-  const take = (answer: Record<string, unknown>) => {
-    const next = waiting.shift();
-    if (next) next(answer);
-    else answers.push(answer);
-  };
-  worker.onmessage = (event) => take(event.data);
-  worker.onerror = (event) => {
-    event.preventDefault();
-    take({ error: event.message });
-  };
-  return {
-    worker,
-    next: () =>
-      answers.length ? Promise.resolve(answers.shift()!) : new Promise((resolve) => waiting.push(resolve)),
-  };
-}
+/** A worker running {@linkcode WORKER}: `ask` posts a message and resolves with its answer. */
+class TlsWorker {
+  readonly #worker: Worker;
+  readonly #waiting: ((answer: Record<string, unknown>) => void)[] = [];
 
-/** Settles with `promise`, or with `fallback` after `ms`. */
-function within<T>(promise: Promise<T>, ms: number, fallback: T): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  return Promise.race([promise, new Promise<T>((resolve) => timer = setTimeout(() => resolve(fallback), ms))])
-    .finally(() => clearTimeout(timer));
+  constructor(name: string) {
+    this.#worker = new Worker(URL.createObjectURL(new Blob([WORKER], { type: "text/javascript" })), {
+      type: "module",
+      name,
+    });
+    this.#worker.onmessage = (event) => this.#waiting.shift()?.(event.data);
+    this.#worker.onerror = (event) => {
+      event.preventDefault();
+      this.#waiting.shift()?.({ error: event.message });
+    };
+  }
+
+  /** Posts `message`; resolves with the answer, or `{}` after `ms` (a worker stuck, say). */
+  async ask(message: Record<string, unknown>, ms: number): Promise<Record<string, unknown>> {
+    const answer = new Promise<Record<string, unknown>>((resolve) => this.#waiting.push(resolve));
+    this.#worker.postMessage(message);
+    const stop = new AbortController();
+    try {
+      return await Promise.race([answer, sleep(ms, stop.signal).then(() => ({}))]);
+    } finally {
+      stop.abort();
+    }
+  }
+
+  /** Warms the process's TLS stack with `certificates`: true when the handshake happened (5 s at most). */
+  async warm(certificates: BoxCertificates): Promise<boolean> {
+    const warm = {
+      cert: certificates.certPem + certificates.caPem,
+      key: certificates.keyPem,
+      ca: certificates.caPem,
+    };
+    return (await this.ask({ warm }, 5000)).warmed === true;
+  }
+
+  terminate(): void {
+    this.#worker.terminate();
+  }
 }
 
 /**
- * {@linkcode listenerCertificates} on a thread of its own, then the process's TLS stack warmed there
+ * {@linkcode listenerCertificates} on a thread of its own, which then warms the process's TLS stack
  * (see {@linkcode WORKER}); resolves with the certificates. `dockd serve` begins it before it loads the
  * daemon: a fresh box's three openssl runs then follow one another at once, not when the daemon's
  * thread, busy loading its modules and opening its state, gets to their answers (measured: on the
  * daemon's thread they were done ~107 ms after the serve action, and the start waited ~40 ms for them;
- * on their own thread it waits for nothing). Without a worker, on this thread.
+ * on their own thread it waits for nothing). Without a worker, or when it fails, on this thread (where a
+ * failure is this thread's to report).
  */
 export async function listenerCertificatesAside(
   boxDir: string,
   listener: { hostname: string; addresses: string[] },
 ): Promise<BoxCertificates> {
-  let started: ReturnType<typeof startWorker>;
+  let worker: TlsWorker;
   try {
-    started = startWorker("tls certificates");
+    worker = new TlsWorker("tls certificates");
   } catch {
     return (await listenerCertificates(boxDir, listener)).certificates;
   }
@@ -618,15 +624,14 @@ export async function listenerCertificatesAside(
     import.meta.url.endsWith(".js") ? "../daemon/tls.js" : "../daemon/tls.ts",
     import.meta.url,
   ).href;
-  started.worker.postMessage({ make: { module, boxDir, listener } });
-  const answer = await started.next();
-  // Then it warms the TLS stack and is done (ended after 10 s in any case).
-  within(started.next(), 10_000, {}).finally(() => started.worker.terminate());
-  if (answer.error !== undefined || !answer.certificates) {
-    // Made again here, where a failure is this thread's to report.
+  const answer = await worker.ask({ make: { module, boxDir, listener } }, 60_000);
+  const certificates = answer.certificates as BoxCertificates | undefined;
+  if (!certificates) {
+    worker.terminate();
     return (await listenerCertificates(boxDir, listener)).certificates;
   }
-  return answer.certificates as BoxCertificates;
+  worker.warm(certificates).finally(() => worker.terminate());
+  return certificates;
 }
 
 /**
@@ -636,20 +641,13 @@ export async function listenerCertificatesAside(
  * longer.
  */
 export async function warmTls(certificates: BoxCertificates): Promise<boolean> {
-  let started: ReturnType<typeof startWorker> | undefined;
+  let worker: TlsWorker | undefined;
   try {
-    started = startWorker("tls warm-up");
-    started.worker.postMessage({
-      warm: {
-        cert: certificates.certPem + certificates.caPem,
-        key: certificates.keyPem,
-        ca: certificates.caPem,
-      },
-    });
-    return (await within(started.next(), 5000, {})).warmed === true;
+    worker = new TlsWorker("tls warm-up");
+    return await worker.warm(certificates);
   } catch {
     return false; // no worker here: nothing warmed
   } finally {
-    started?.worker.terminate();
+    worker?.terminate();
   }
 }
