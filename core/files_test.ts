@@ -1,5 +1,5 @@
 import { assertEquals, assertNotEquals } from "../tests/assert.ts";
-import { FileSignature } from "./files.ts";
+import { FileSignature, readRange, readTail } from "./files.ts";
 
 Deno.test("FileSignature: a file appearing, changing and going is seen, also while its settled folder vouches for it missing", async () => {
   const dir = await Deno.makeTempDir({ prefix: "dock-files-test-" });
@@ -50,6 +50,22 @@ Deno.test("FileSignature.changed: the file's state once per change, the first ca
     assertEquals(file.changed(), "present");
     Deno.removeSync(file.path);
     assertEquals([file.changed(), file.changed()], ["missing", undefined]);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("readRange and readTail: the bytes asked for, fewer where the file ends, none of a missing file", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "dock-files-test-" });
+  try {
+    const file = `${dir}/log`;
+    await Deno.writeTextFile(file, "0123456789");
+    const text = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
+    assertEquals(text(await readRange(file, 2, 3)), "234");
+    assertEquals(text(await readRange(file, 8, 10)), "89");
+    assertEquals(text(await readTail(file, 4)), "6789");
+    assertEquals(text(await readTail(file, 100)), "0123456789");
+    assertEquals((await readTail(`${dir}/missing`, 4)).length, 0);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
