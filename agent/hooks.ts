@@ -24,7 +24,7 @@ import {
   hooksFor,
   HooksHost,
 } from "../core/hooks.ts";
-import { dirname } from "node:path";
+import { dirname } from "../core/posix_path.ts";
 
 /** What the laptop's hooks need from the agent. */
 export interface LaptopHooksOptions {

@@ -9,7 +9,7 @@
  *
  * @module
  */
-import { join, relative } from "node:path";
+import { join, relative } from "../core/posix_path.ts";
 import type { Boxes } from "./boxes.ts";
 import type { DockConfig, InstalledKit, Kit } from "../client/wire.ts";
 import type { KitAddRequest, KitInstallation, KitPreview, KitSummary, KitUpdate } from "../client/agent.ts";

@@ -8,7 +8,7 @@
  *
  * @module
  */
-import { join } from "node:path";
+import { join } from "../core/posix_path.ts";
 import type { SshConfigState, SshHost } from "../client/agent.ts";
 import { readTextOrNull, writeAtomic } from "../core/files.ts";
 import type { Boxes } from "./boxes.ts";

@@ -24,13 +24,3 @@ export async function ensureToken(path: string): Promise<string> {
   await writeAtomic(path, token + "\n", 0o600);
   return token;
 }
-
-/** Compares two secrets in constant time (for equal lengths); `b` may be given encoded already. */
-export function sameSecret(a: string, b: string | Uint8Array): boolean {
-  const x = new TextEncoder().encode(a);
-  const y = typeof b === "string" ? new TextEncoder().encode(b) : b;
-  if (x.length !== y.length) return false;
-  let diff = 0;
-  for (let i = 0; i < x.length; i++) diff |= x[i] ^ y[i];
-  return diff === 0;
-}

@@ -11,7 +11,7 @@
 import { BoxClient } from "../client/box.ts";
 import { DockError } from "../client/errors.ts";
 import { Box } from "../daemon/box.ts";
-import { servePhone, serveSocket, serveTls } from "../daemon/api/server.ts";
+import { servePhone, serveSocket, serveTls, type ServeTlsOptions } from "../daemon/api/server.ts";
 import { phonePages } from "../daemon/phone_pages.ts";
 import { type GuardedServer, listenLimitsFromEnv } from "../core/listen.ts";
 import { beginStart, type EarlyStart, type LaptopListener } from "./serve_early.ts";
@@ -42,9 +42,8 @@ export async function startBox(
   const box = new Box(paths);
   await box.start({ watchMs: Number(Deno.env.get("DOCK_WATCH_MS") ?? 1000), cgroups });
   const stopping = new AbortController();
-  await certificates;
   // The laptop listener comes up before the socket: once the socket answers, `dockd pair` finds it.
-  const tls = await listenForLaptops(box, where, addresses, stopping.signal);
+  const tls = await listenForLaptops(box, where, { addresses, made: await certificates }, stopping.signal);
   // The phone companion, when it was left on; `PUT phone` starts and stops it later.
   const limits = listenLimitsFromEnv();
   let pages: ReturnType<typeof phonePages> | undefined;
@@ -79,7 +78,7 @@ export async function startBox(
 async function listenForLaptops(
   box: Box,
   where: LaptopListener["where"],
-  addresses: string[],
+  certificates: Pick<ServeTlsOptions, "addresses" | "made">,
   signal: AbortSignal,
 ): Promise<GuardedServer | null> {
   if (!where) {
@@ -87,12 +86,7 @@ async function listenForLaptops(
     return null;
   }
   try {
-    const server = await serveTls(box, {
-      ...where,
-      signal,
-      addresses,
-      limits: listenLimitsFromEnv(),
-    });
+    const server = await serveTls(box, { ...where, ...certificates, signal, limits: listenLimitsFromEnv() });
     console.error(`dockd: listening for laptops on ${where.hostname}:${box.tls?.port} (TLS)`);
     return server;
   } catch (error) {
@@ -106,6 +100,12 @@ async function listenForLaptops(
 }
 
 async function refuseSecondDaemon(socket: string): Promise<void> {
+  // No socket, no daemon (a fresh box's first start): not worth a client (~5 ms).
+  try {
+    Deno.lstatSync(socket);
+  } catch {
+    return;
+  }
   const client = new BoxClient({ socket });
   try {
     const info = await Promise.race([

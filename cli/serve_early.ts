@@ -1,13 +1,14 @@
 /**
  * What `dockd serve` begins before it loads the daemon (~100 ms of modules and opening its state): the
- * work its start waits on outside this process. The laptop listener's certificates, which a fresh box
- * makes with three openssl runs (~60 ms on the VM this was measured on), and whether services can have
- * cgroups (a probe process, ~20 ms); then the process's TLS stack, set up on another thread. A module
- * of its own, small, so that beginning them waits for little.
+ * work its start waits on outside this thread. The laptop listener's certificates, which a fresh box
+ * makes with openssl (~25 ms of processes on the VM this was measured on), the process's TLS stack
+ * (~35 ms, set up on another thread), and whether services can have cgroups (a probe process, ~20 ms).
+ * A module of its own, small and importing nothing of Node's (the first such import costs ~5 ms,
+ * node:crypto ~20), so that beginning them waits for little.
  *
  * @module
  */
-import { listenerCertificatesAside, localAddresses } from "../daemon/tls.ts";
+import { type BoxCertificates, listenerCertificates, localAddresses, warmTls } from "../daemon/tls.ts";
 import { parseListenAddress } from "../core/listen.ts";
 import type { BoxPaths } from "../core/paths.ts";
 import { boxCgroups, type CgroupSupport } from "../daemon/cgroups.ts";
@@ -25,8 +26,11 @@ export interface LaptopListener {
   where: { hostname: string; port: number } | null;
   /** The hosts a laptop may dial: this machine's addresses and `DOCK_TLS_HOSTS`. */
   addresses: string[];
-  /** Settles once the certificates are there, or failed to be (the listener reports it). */
-  certificates: Promise<unknown>;
+  /**
+   * The certificates and the addresses they cover, once made or checked; undefined when that failed
+   * (the listener tries again, and reports why).
+   */
+  certificates: Promise<{ addresses: string[]; certificates: BoxCertificates } | undefined>;
 }
 
 /** What a daemon's start waits on, begun (see the module's comment). */
@@ -45,9 +49,10 @@ function laptopListener(paths: Pick<BoxPaths, "box">): LaptopListener {
   const extra = (Deno.env.get("DOCK_TLS_HOSTS") ?? "").split(",").map((h) => h.trim()).filter(Boolean);
   const addresses = [...localAddresses(), ...extra];
   const where = listenAddress();
-  // Made on another thread, which then warms the process's TLS stack (daemon/tls.ts).
+  // A fresh box's openssl runs start before this returns (daemon/tls.ts).
   const certificates = where
-    ? listenerCertificatesAside(paths.box, { hostname: where.hostname, addresses }).catch(() => {})
-    : Promise.resolve();
+    ? listenerCertificates(paths.box, { hostname: where.hostname, addresses }).catch(() => undefined)
+    : Promise.resolve(undefined);
+  if (where) warmTls();
   return { where, addresses, certificates };
 }

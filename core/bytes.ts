@@ -22,3 +22,13 @@ export async function sha256Hex(data: string | Uint8Array<ArrayBuffer>, bytes = 
   const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", input), 0, bytes);
   return Array.from(digest, (byte) => byte.toString(16).padStart(2, "0")).join("");
 }
+
+/** Compares two secrets in constant time (for equal lengths); `b` may be given encoded already. */
+export function sameSecret(a: string, b: string | Uint8Array): boolean {
+  const x = new TextEncoder().encode(a);
+  const y = typeof b === "string" ? new TextEncoder().encode(b) : b;
+  if (x.length !== y.length) return false;
+  let diff = 0;
+  for (let i = 0; i < x.length; i++) diff |= x[i] ^ y[i];
+  return diff === 0;
+}

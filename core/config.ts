@@ -10,7 +10,7 @@
  * @module
  */
 import * as z from "zod";
-import { join } from "node:path";
+import { join } from "./posix_path.ts";
 import { parseDuration } from "../client/duration.ts";
 import type { AgentPreset, DockConfig, FlowConfig, HookConfig, Kit, ServiceConfig } from "../client/wire.ts";
 import { DockError } from "../client/errors.ts";

@@ -1,10 +1,10 @@
 /**
- * POSIX path helpers for the modules every `dock`/`dockd` command loads at start-up. The first `node:`
- * import of a process loads Deno's Node compatibility layer, which costs more than everything else the
- * CLI loads (measured: an empty `deno run` 58 ms, with `import "node:path"` 90 ms; issue #10 asks for a
- * command in ≤ 1.5× the empty run). Server code, which starts once, keeps using `node:path`; these
- * functions give the same answers for the absolute and relative POSIX paths dock handles (tested against
- * `node:path` beside this module). Windows is not a dock target.
+ * POSIX path helpers, used instead of `node:path` by everything dock runs. The first `node:` import of
+ * a process loads Deno's Node compatibility layer, which costs more than everything else a command
+ * loads (measured: an empty `deno run` 58 ms, with `import "node:path"` 90 ms; issue #10 asks for a
+ * command in ≤ 1.5× the empty run), and ~6 ms of a daemon's start, which a fresh box and an upgrade
+ * wait for. These functions give the same answers for the absolute and relative POSIX paths dock
+ * handles (tested against `node:path` beside this module). Windows is not a dock target.
  *
  * @module
  */
@@ -36,6 +36,9 @@ export function join(...segments: string[]): string {
   return joined === "" ? "." : normalize(joined);
 }
 
+/** The separator of path segments. */
+export const sep = "/";
+
 /** Whether `path` starts at the root. */
 export function isAbsolute(path: string): boolean {
   return path.startsWith("/");
@@ -51,6 +54,15 @@ export function resolve(...segments: string[]): string {
   if (!resolved.startsWith("/")) resolved = `${Deno.cwd()}/${resolved}`;
   const out = normalize(resolved);
   return out.length > 1 && out.endsWith("/") ? out.slice(0, -1) : out;
+}
+
+/** The path from `from` to `to` (both resolved first), as `node:path`'s `relative` gives it; "" when the same. */
+export function relative(from: string, to: string): string {
+  const start = resolve(from).split("/").filter(Boolean);
+  const end = resolve(to).split("/").filter(Boolean);
+  let common = 0;
+  while (common < start.length && common < end.length && start[common] === end[common]) common++;
+  return [...start.slice(common).map(() => ".."), ...end.slice(common)].join("/");
 }
 
 /** `path` without its last segment and the slash before it (trailing slashes ignored), as `node:path` does. */

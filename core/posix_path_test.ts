@@ -9,7 +9,9 @@ import {
   isAbsolute,
   join,
   normalize,
+  relative,
   resolve,
+  sep,
 } from "./posix_path.ts";
 
 const PATHS = [
@@ -66,6 +68,19 @@ Deno.test("join and resolve answer as node:path does", () => {
   assertEquals(join(), node.join());
   assertEquals(resolve(), node.resolve());
   assertEquals(join("/a", "b", "", "c"), node.join("/a", "b", "", "c"));
+});
+
+Deno.test("relative and sep answer as node:path does", () => {
+  for (const a of PATHS) {
+    for (const b of [...PATHS, "/a/b/c/d", "/a/x/y", "/a/b", "/b"]) {
+      assertEquals(
+        relative(a, b),
+        node.relative(a, b),
+        `relative(${JSON.stringify(a)}, ${JSON.stringify(b)})`,
+      );
+    }
+  }
+  assertEquals(sep, node.sep);
 });
 
 Deno.test("fromFileUrl decodes a file URL and refuses any other", () => {

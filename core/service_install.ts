@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { join } from "node:path";
+import { join } from "./posix_path.ts";
 import { run, shellQuote, which } from "../core/runner.ts";
 import { selfCommand } from "./self_command.ts";
 

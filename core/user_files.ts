@@ -15,7 +15,7 @@
  */
 import * as z from "zod";
 import { parse as parseJsonc, type ParseError, printParseErrorCode } from "jsonc-parser";
-import { dirname } from "node:path";
+import { dirname } from "./posix_path.ts";
 import { DockError, type ErrorStatus } from "../client/errors.ts";
 import type { ConfigProblem } from "../client/wire.ts";
 import { writeAtomic } from "./files.ts";

@@ -35,7 +35,7 @@ import { SendLedger } from "./send_ledger.ts";
 import { Tasks } from "./tasks.ts";
 import { Tmux } from "./tmux.ts";
 import { replaySpool, spoolDir } from "./spool.ts";
-import { dirname, join } from "node:path";
+import { dirname, join } from "../core/posix_path.ts";
 import { Hooks } from "./hooks.ts";
 import { Flows } from "./flows.ts";
 import { Schedules } from "./flow_schedule.ts";

@@ -23,8 +23,8 @@
  *
  * @module
  */
-import { createHash } from "node:crypto";
-import { join } from "node:path";
+import { sha256Hex } from "../core/bytes.ts";
+import { join } from "../core/posix_path.ts";
 import { sleep } from "../client/timers.ts";
 import type { Check } from "../client/wire.ts";
 import { CGROUP_ENTRY_FAILED, run } from "../core/runner.ts";
@@ -95,8 +95,8 @@ export function cgroupFolder(
 }
 
 /** The name of a box's folder under the daemon's cgroup: the same for every daemon of one state folder. */
-export function boxCgroupName(stateDir: string): string {
-  return `dock-${createHash("sha256").update(stateDir).digest("hex").slice(0, 12)}`;
+export async function boxCgroupName(stateDir: string): Promise<string> {
+  return `dock-${await sha256Hex(stateDir, 6)}`;
 }
 
 /** The name of a service's cgroup inside its box's folder. */
@@ -105,7 +105,13 @@ export function serviceCgroupName(location: string, worktree: string, name: stri
 }
 
 /** Where the box of `stateDir` keeps its services' cgroups, or why it cannot; reads /proc, changes nothing. */
-export function boxCgroupFolder(stateDir: string): { folder: string } | { reason: string } {
+export async function boxCgroupFolder(stateDir: string): Promise<{ folder: string } | { reason: string }> {
+  const own = ownCgroupFolder();
+  return "reason" in own ? own : { folder: join(own.folder, await boxCgroupName(stateDir)) };
+}
+
+/** The folder of this process's own cgroup (where boxes' folders go), or why it cannot hold any. */
+function ownCgroupFolder(): { folder: string } | { reason: string } {
   if (Deno.build.os !== "linux") return { reason: `${Deno.build.os} has no cgroups` };
   const cgroupText = readText("/proc/self/cgroup");
   if (cgroupText === null) return { reason: "/proc/self/cgroup cannot be read" };
@@ -119,7 +125,7 @@ export function boxCgroupFolder(stateDir: string): { folder: string } | { reason
   const found = cgroupFolder(mounts, path);
   if (found === null) return { reason: `its cgroup ${path} is under no cgroup2 mount` };
   if (found.mount.readOnly) return { reason: `${found.mount.mountPoint} is mounted read-only` };
-  return { folder: join(found.folder, boxCgroupName(stateDir)) };
+  return { folder: found.folder };
 }
 
 /** Options of {@linkcode detectCgroups}. */
@@ -131,34 +137,35 @@ export interface DetectCgroupsOptions {
 }
 
 /**
- * Whether services can each get a cgroup here: makes the box's folder and moves a short-lived child into
- * a probe cgroup inside it through the runner, as a service will be. Never throws.
+ * Whether services can each get a cgroup here: moves a short-lived child into a probe cgroup beside the
+ * boxes' folders through the runner, as a service will be moved into one inside its box's. Never throws.
+ * The probe starts before this returns to the event loop: `dockd serve` begins this before it loads the
+ * daemon's modules (beside the box's folder, not in it: that folder's name takes a hash, which WebCrypto
+ * makes asynchronously).
  */
 export async function detectCgroups(options: DetectCgroupsOptions): Promise<CgroupSupport> {
   if (options.disabled) return { usable: false, reason: options.disabled };
-  const place = boxCgroupFolder(options.stateDir);
-  if ("reason" in place) return { usable: false, reason: place.reason };
-  const { folder } = place;
-  const probe = join(folder, `probe-${Deno.pid}`);
+  const own = ownCgroupFolder();
+  if ("reason" in own) return { usable: false, reason: own.reason };
+  const probe = join(own.folder, `dock-probe-${Deno.pid}`);
   try {
-    await Deno.mkdir(probe, { recursive: true });
+    Deno.mkdirSync(probe, { recursive: true });
   } catch (error) {
-    return { usable: false, reason: `a cgroup cannot be made in ${folder}: ${(error as Error).message}` };
+    return { usable: false, reason: `a cgroup cannot be made in ${own.folder}: ${(error as Error).message}` };
   }
-  let failure: string | null = null;
-  try {
-    const result = await run("/bin/sh", ["-c", "exit 0"], { cgroup: probe, group: false, timeoutMs: 10_000 });
-    if (result.code === CGROUP_ENTRY_FAILED) {
-      failure = `a process cannot be moved into ${probe}: ${result.stderr.trim() || "no reason given"}`;
-    } else if (result.code !== 0) failure = `the probe in ${probe} exited with ${result.code}`;
-  } catch (error) {
-    failure = `the probe in ${probe} could not start: ${(error as Error).message}`;
-  }
+  const probing = run("/bin/sh", ["-c", "exit 0"], { cgroup: probe, group: false, timeoutMs: 10_000 }).then(
+    (result) => {
+      if (result.code === CGROUP_ENTRY_FAILED) {
+        return `a process cannot be moved into ${probe}: ${result.stderr.trim() || "no reason given"}`;
+      }
+      return result.code === 0 ? null : `the probe in ${probe} exited with ${result.code}`;
+    },
+    (error) => `the probe in ${probe} could not start: ${(error as Error).message}`,
+  );
+  const folder = join(own.folder, await boxCgroupName(options.stateDir));
+  const failure = await probing;
   const kill = exists(join(probe, "cgroup.kill"));
   await removeCgroup(probe);
-  // The box's folder exists only while a service runs in it (the first makes it again), so a daemon that
-  // is killed, or never comes back, leaves no empty folder behind.
-  removeIfEmpty(folder);
   return failure === null ? { usable: true, folder, kill } : { usable: false, reason: failure };
 }
 

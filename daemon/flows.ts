@@ -20,7 +20,7 @@
  *
  * @module
  */
-import { dirname, join } from "node:path";
+import { dirname, join } from "../core/posix_path.ts";
 import type {
   DockEvent,
   FlowConfig,

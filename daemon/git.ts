@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { join, resolve } from "node:path";
+import { join, resolve } from "../core/posix_path.ts";
 import type { Branch, Commit, SyncResult, WorktreeStatus } from "../client/wire.ts";
 import { badField, DockError } from "../client/errors.ts";
 import { exists } from "../core/files.ts";

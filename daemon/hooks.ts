@@ -36,7 +36,7 @@ import {
   HooksHost,
   isGate,
 } from "../core/hooks.ts";
-import { dirname, join } from "node:path";
+import { dirname, join } from "../core/posix_path.ts";
 import { SerialQueue } from "../core/serial_queue.ts";
 import type { Locations } from "./locations.ts";
 import type { Worktrees } from "./worktrees.ts";

@@ -16,7 +16,7 @@
  * @module
  */
 import { which } from "../core/runner.ts";
-import { join } from "node:path";
+import { join } from "../core/posix_path.ts";
 import { DockError } from "../client/errors.ts";
 import {
   type FileChange,

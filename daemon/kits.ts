@@ -12,7 +12,7 @@
  *
  * @module
  */
-import { dirname, join } from "node:path";
+import { dirname, join } from "../core/posix_path.ts";
 import { DockError } from "../client/errors.ts";
 import type { InstalledKit, KitsOnBox } from "../client/wire.ts";
 import type { EventBus } from "../core/events.ts";

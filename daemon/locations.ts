@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { basename, join, resolve } from "node:path";
+import { basename, join, resolve } from "../core/posix_path.ts";
 import { DockError, notFound } from "../client/errors.ts";
 import type { Branch, ConfigProblem, DockConfig, Kit, LocationConfig } from "../client/wire.ts";
 import { mergeConfigs, readRepoConfig, validateConfig } from "../core/config.ts";

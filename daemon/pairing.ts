@@ -17,9 +17,9 @@
  *
  * @module
  */
-import { createHash, timingSafeEqual } from "node:crypto";
 import { badField, DockError } from "../client/errors.ts";
 import { base64url, normalizeCode } from "../core/pairing_link.ts";
+import { sameSecret, sha256Hex } from "../core/bytes.ts";
 import type { Store } from "../core/store.ts";
 import type { Laptop } from "../client/wire.ts";
 
@@ -98,16 +98,17 @@ export class PairingStore {
   }
 
   /** Makes a one-time code valid for ten minutes; only its hash is stored. */
-  createCode(): { code: string; expires: Date } {
+  async createCode(): Promise<{ code: string; expires: Date }> {
     const now = this.#now().getTime();
     const code = base32(crypto.getRandomValues(new Uint8Array(CODE_BYTES)));
+    const hash = await sha256Hex(code);
     const expires = now + CODE_TTL_MS;
     this.#store.transaction(() => {
       // Spent and expired codes are refused the same way as unknown ones, so they need not be kept.
       this.#store.run(`DELETE FROM ${this.#kind.codes} WHERE expires <= ? OR used IS NOT NULL`, now);
       this.#store.run(
         `INSERT INTO ${this.#kind.codes} (hash, expires) VALUES (?, ?)`,
-        sha256Hex(code),
+        hash,
         expires,
       );
     });
@@ -118,11 +119,19 @@ export class PairingStore {
    * Trades a one-time code for a new laptop record and its credential, which is returned only here.
    * An unknown, used or expired code is refused with one message, so a guesser learns nothing.
    */
-  redeem(code: string, options: { name: string; address: string }): { id: string; credential: string } {
+  async redeem(
+    code: string,
+    options: { name: string; address: string },
+  ): Promise<{ id: string; credential: string }> {
     const now = this.#now().getTime();
     this.#checkLockout(options.address, now);
     const name = laptopName(options.name);
-    const hash = sha256Hex(normalizeCode(code));
+    const hash = await sha256Hex(normalizeCode(code));
+    // Made before the transaction, which cannot wait for WebCrypto (a 48-bit id taken in between by
+    // another redeem would fail the insert, not pair twice).
+    const id = this.#newId();
+    const credential = `${id}.${base64url(crypto.getRandomValues(new Uint8Array(CREDENTIAL_BYTES)))}`;
+    const secretHash = await sha256Hex(credential);
     const paired = this.#store.transaction(() => {
       // One statement both checks and spends the code, so two redeems of it cannot both win.
       const spent = this.#store.run(
@@ -132,14 +141,12 @@ export class PairingStore {
         now,
       );
       if (spent.changes !== 1) return null;
-      const id = this.#newId();
-      const credential = `${id}.${base64url(crypto.getRandomValues(new Uint8Array(CREDENTIAL_BYTES)))}`;
       const created = new Date(now).toISOString();
       this.#store.run(
         `INSERT INTO ${this.#kind.devices} (id, name, secret_hash, created, last_seen) VALUES (?, ?, ?, ?, ?)`,
         id,
         name,
-        sha256Hex(credential),
+        secretHash,
         created,
         created,
       );
@@ -158,16 +165,15 @@ export class PairingStore {
   }
 
   /** The laptop a credential belongs to (refreshing its last_seen), or null. */
-  authenticate(credential: string): Laptop | null {
+  async authenticate(credential: string): Promise<Laptop | null> {
     // The credential is `<id>.<secret>`: the id finds the row, the hash comparison decides, in
-    // constant time, so response timing says nothing about how much of a guess was right.
+    // constant time, so response timing says nothing about how much of a guess was right. Hashed before
+    // the row is read: a revocation while WebCrypto works is seen.
     const match = /^([0-9a-f]{12})\.[A-Za-z0-9_-]{43}$/.exec(credential);
     if (!match) return null;
+    const offered = await sha256Hex(credential);
     const row = this.#store.get<LaptopRow>(`SELECT * FROM ${this.#kind.devices} WHERE id = ?`, match[1]);
-    if (!row) return null;
-    const stored = hexBytes(row.secret_hash);
-    const offered = createHash("sha256").update(credential).digest();
-    if (stored.length !== offered.length || !timingSafeEqual(stored, offered)) return null;
+    if (!row || !sameSecret(offered, row.secret_hash)) return null;
     const now = this.#now();
     // A write per request would cost the relay its latency budget; a minute's precision is plenty.
     if (now.getTime() - Date.parse(row.last_seen) >= LAST_SEEN_EVERY_MS) {
@@ -258,14 +264,6 @@ function laptopName(name: string): string {
 
 function toLaptop(row: LaptopRow): Laptop {
   return { id: row.id, name: row.name, created: row.created, last_seen: row.last_seen };
-}
-
-function sha256Hex(text: string): string {
-  return createHash("sha256").update(text).digest("hex");
-}
-
-function hexBytes(text: string): Uint8Array {
-  return Uint8Array.from(text.match(/../g) ?? [], (pair) => parseInt(pair, 16));
 }
 
 function hex(bytes: Uint8Array): string {

@@ -3,6 +3,7 @@ import {
   assertEquals,
   assertMatch,
   assertNotEquals,
+  assertRejects,
   assertStringIncludes,
   assertThrows,
 } from "../tests/assert.ts";
@@ -36,8 +37,8 @@ async function withPairing(
 }
 
 /** Runs `fn`, expecting a DockError with `code` and `status`; returns its message. */
-function refused(fn: () => unknown, code: string, status: number): string {
-  const error = assertThrows(fn, DockError) as DockError;
+async function refused(fn: () => Promise<unknown>, code: string, status: number): Promise<string> {
+  const error = await assertRejects(fn, DockError) as DockError;
   assertEquals([error.code, error.status as number], [code, status]);
   return error.message;
 }
@@ -45,13 +46,13 @@ function refused(fn: () => unknown, code: string, status: number): string {
 const LAPTOP = { name: "work laptop", address: "10.0.0.7" };
 
 Deno.test("pairing: a code is redeemed once for a laptop and a credential", () =>
-  withPairing((pairing, time) => {
-    const { code, expires } = pairing.createCode();
+  withPairing(async (pairing, time) => {
+    const { code, expires } = await pairing.createCode();
     assertMatch(code, /^[a-z2-7]{32}$/);
     assertEquals(expires.getTime() - time.now().getTime(), 10 * MINUTE);
-    assertNotEquals(pairing.createCode().code, code);
+    assertNotEquals((await pairing.createCode()).code, code);
 
-    const { id, credential } = pairing.redeem(code.toUpperCase(), LAPTOP); // case does not matter
+    const { id, credential } = await pairing.redeem(code.toUpperCase(), LAPTOP); // case does not matter
     assertMatch(credential, new RegExp(`^${id}\\.[A-Za-z0-9_-]{43}$`));
     assertEquals(pairing.list(), [{
       id,
@@ -62,32 +63,32 @@ Deno.test("pairing: a code is redeemed once for a laptop and a credential", () =
   }));
 
 Deno.test("pairing: used, expired and unknown codes are refused alike", () =>
-  withPairing((pairing, time) => {
-    const { code } = pairing.createCode();
-    pairing.redeem(code, LAPTOP);
-    const used = refused(() => pairing.redeem(code, LAPTOP), "pairing_refused", 403);
+  withPairing(async (pairing, time) => {
+    const { code } = await pairing.createCode();
+    await pairing.redeem(code, LAPTOP);
+    const used = await refused(() => pairing.redeem(code, LAPTOP), "pairing_refused", 403);
 
-    const late = pairing.createCode().code;
+    const late = (await pairing.createCode()).code;
     time.advance(10 * MINUTE - 1);
-    const almost = pairing.createCode().code;
+    const almost = (await pairing.createCode()).code;
     time.advance(1);
-    const expired = refused(() => pairing.redeem(late, LAPTOP), "pairing_refused", 403);
-    const unknown = refused(() => pairing.redeem("a".repeat(32), LAPTOP), "pairing_refused", 403);
+    const expired = await refused(() => pairing.redeem(late, LAPTOP), "pairing_refused", 403);
+    const unknown = await refused(() => pairing.redeem("a".repeat(32), LAPTOP), "pairing_refused", 403);
     assertEquals(new Set([used, expired, unknown]).size, 1, "a guesser learns nothing from the message");
     assertStringIncludes(used, "dockd pair");
 
-    pairing.redeem(almost, LAPTOP);
+    await pairing.redeem(almost, LAPTOP);
     assertEquals(pairing.list().length, 2);
   }));
 
 Deno.test("pairing: the database holds only hashes of codes and credentials", () =>
-  withPairing((pairing, _time, store) => {
-    const { code } = pairing.createCode();
+  withPairing(async (pairing, _time, store) => {
+    const { code } = await pairing.createCode();
     const [row] = store.all<{ hash: string }>("SELECT hash FROM pairing_codes");
     assertMatch(row.hash, /^[0-9a-f]{64}$/);
     assertNotEquals(row.hash, code);
 
-    const { credential } = pairing.redeem(code, LAPTOP);
+    const { credential } = await pairing.redeem(code, LAPTOP);
     const dump = JSON.stringify([
       store.all("SELECT * FROM pairing_codes"),
       store.all("SELECT * FROM laptops"),
@@ -106,9 +107,9 @@ Deno.test("pairing: concurrent redeems of one code cannot both win", async () =>
     // Two PairingStores on one database: what two daemons (or a daemon restart mid-pair) would see.
     const a = new PairingStore(first);
     const b = new PairingStore(second);
-    const { code } = a.createCode();
-    a.redeem(code, LAPTOP);
-    refused(() => b.redeem(code, LAPTOP), "pairing_refused", 403);
+    const { code } = await a.createCode();
+    await a.redeem(code, LAPTOP);
+    await refused(() => b.redeem(code, LAPTOP), "pairing_refused", 403);
     assertEquals(b.list().length, 1);
   } finally {
     first.close();
@@ -118,64 +119,64 @@ Deno.test("pairing: concurrent redeems of one code cannot both win", async () =>
 });
 
 Deno.test("pairing: a laptop needs a usable name", () =>
-  withPairing((pairing) => {
-    const { code } = pairing.createCode();
-    refused(() => pairing.redeem(code, { ...LAPTOP, name: "  " }), "invalid_request", 400);
-    refused(() => pairing.redeem(code, { ...LAPTOP, name: "x".repeat(101) }), "invalid_request", 400);
-    refused(() => pairing.redeem(code, { ...LAPTOP, name: "a\nb" }), "invalid_request", 400);
+  withPairing(async (pairing) => {
+    const { code } = await pairing.createCode();
+    await refused(() => pairing.redeem(code, { ...LAPTOP, name: "  " }), "invalid_request", 400);
+    await refused(() => pairing.redeem(code, { ...LAPTOP, name: "x".repeat(101) }), "invalid_request", 400);
+    await refused(() => pairing.redeem(code, { ...LAPTOP, name: "a\nb" }), "invalid_request", 400);
     // A bad name is the caller's mistake, not a guess: the code is still good.
-    assertEquals(pairing.redeem(code, { ...LAPTOP, name: "  mac  " }).id.length, 12);
+    assertEquals((await pairing.redeem(code, { ...LAPTOP, name: "  mac  " })).id.length, 12);
     assertEquals(pairing.list()[0].name, "mac");
   }));
 
 Deno.test("pairing: five failures lock an address out for ten minutes, even with a valid code", () =>
-  withPairing((pairing, time) => {
+  withPairing(async (pairing, time) => {
     const guess = "b".repeat(32);
     for (let i = 0; i < 5; i++) {
-      refused(() => pairing.redeem(guess, LAPTOP), "pairing_refused", 403);
+      await refused(() => pairing.redeem(guess, LAPTOP), "pairing_refused", 403);
       time.advance(MINUTE);
     }
-    const { code } = pairing.createCode();
-    const message = refused(() => pairing.redeem(code, LAPTOP), "rate_limited", 429);
+    const { code } = await pairing.createCode();
+    const message = await refused(() => pairing.redeem(code, LAPTOP), "rate_limited", 429);
     assertStringIncludes(message, "10.0.0.7");
-    const error = assertThrows(() => pairing.redeem(code, LAPTOP), DockError) as DockError;
+    const error = await assertRejects(() => pairing.redeem(code, LAPTOP), DockError) as DockError;
     assertEquals(error.detail, { retry_after: 9 * 60 });
 
     // Other addresses are not affected.
-    pairing.redeem(code, { ...LAPTOP, address: "10.0.0.8" });
+    await pairing.redeem(code, { ...LAPTOP, address: "10.0.0.8" });
 
     time.advance(9 * MINUTE - 1);
-    refused(() => pairing.redeem(pairing.createCode().code, LAPTOP), "rate_limited", 429);
+    await refused(async () => pairing.redeem((await pairing.createCode()).code, LAPTOP), "rate_limited", 429);
     time.advance(1);
-    pairing.redeem(pairing.createCode().code, LAPTOP);
+    await pairing.redeem((await pairing.createCode()).code, LAPTOP);
     assertEquals(pairing.list().length, 2);
   }));
 
 Deno.test("pairing: failures spread over more than ten minutes do not lock out; success resets", () =>
-  withPairing((pairing, time) => {
+  withPairing(async (pairing, time) => {
     const guess = "c".repeat(32);
     for (let i = 0; i < 8; i++) {
-      refused(() => pairing.redeem(guess, LAPTOP), "pairing_refused", 403);
+      await refused(() => pairing.redeem(guess, LAPTOP), "pairing_refused", 403);
       time.advance(3 * MINUTE); // at most four failures in any ten minutes
     }
     time.advance(10 * MINUTE);
-    for (let i = 0; i < 4; i++) refused(() => pairing.redeem(guess, LAPTOP), "pairing_refused", 403);
-    pairing.redeem(pairing.createCode().code, LAPTOP);
-    for (let i = 0; i < 4; i++) refused(() => pairing.redeem(guess, LAPTOP), "pairing_refused", 403);
-    pairing.redeem(pairing.createCode().code, LAPTOP);
+    for (let i = 0; i < 4; i++) await refused(() => pairing.redeem(guess, LAPTOP), "pairing_refused", 403);
+    await pairing.redeem((await pairing.createCode()).code, LAPTOP);
+    for (let i = 0; i < 4; i++) await refused(() => pairing.redeem(guess, LAPTOP), "pairing_refused", 403);
+    await pairing.redeem((await pairing.createCode()).code, LAPTOP);
   }));
 
 Deno.test("pairing: authenticate finds the laptop and refreshes last_seen at most once a minute", () =>
-  withPairing((pairing, time) => {
-    const { id, credential } = pairing.redeem(pairing.createCode().code, LAPTOP);
-    const other = pairing.redeem(pairing.createCode().code, { ...LAPTOP, name: "other" });
-    assertEquals(pairing.authenticate(credential)?.id, id);
-    assertEquals(pairing.authenticate(other.credential)?.name, "other");
+  withPairing(async (pairing, time) => {
+    const { id, credential } = await pairing.redeem((await pairing.createCode()).code, LAPTOP);
+    const other = await pairing.redeem((await pairing.createCode()).code, { ...LAPTOP, name: "other" });
+    assertEquals((await pairing.authenticate(credential))?.id, id);
+    assertEquals((await pairing.authenticate(other.credential))?.name, "other");
 
     time.advance(30_000);
-    assertEquals(pairing.authenticate(credential)?.last_seen, "2026-03-01T12:00:00.000Z");
+    assertEquals((await pairing.authenticate(credential))?.last_seen, "2026-03-01T12:00:00.000Z");
     time.advance(30_000);
-    assertEquals(pairing.authenticate(credential)?.last_seen, "2026-03-01T12:01:00.000Z");
+    assertEquals((await pairing.authenticate(credential))?.last_seen, "2026-03-01T12:01:00.000Z");
     assertEquals(pairing.list().find((laptop) => laptop.id === id)?.last_seen, "2026-03-01T12:01:00.000Z");
 
     const secret = credential.split(".")[1];
@@ -191,21 +192,21 @@ Deno.test("pairing: authenticate finds the laptop and refreshes last_seen at mos
         credential.toUpperCase(),
       ]
     ) {
-      assertEquals(pairing.authenticate(wrong), null, wrong);
+      assertEquals(await pairing.authenticate(wrong), null, wrong);
     }
   }));
 
 Deno.test("pairing: revoke removes a laptop, its credential stops working, listeners hear it", () =>
-  withPairing((pairing) => {
-    const { id, credential } = pairing.redeem(pairing.createCode().code, LAPTOP);
-    const kept = pairing.redeem(pairing.createCode().code, { ...LAPTOP, name: "kept" });
+  withPairing(async (pairing) => {
+    const { id, credential } = await pairing.redeem((await pairing.createCode()).code, LAPTOP);
+    const kept = await pairing.redeem((await pairing.createCode()).code, { ...LAPTOP, name: "kept" });
     const heard: Laptop[] = [];
     const alsoHeard: string[] = [];
     pairing.onRevoke((laptop) => heard.push(laptop));
     const unsubscribe = pairing.onRevoke((laptop) => alsoHeard.push(laptop.id));
 
     assertEquals(pairing.revoke(id), true);
-    assertEquals(pairing.authenticate(credential), null);
+    assertEquals(await pairing.authenticate(credential), null);
     assertEquals(heard.map((laptop) => [laptop.id, laptop.name]), [[id, "work laptop"]]);
     assertEquals(alsoHeard, [id]);
     assertEquals(pairing.list().map((laptop) => laptop.id), [kept.id]);
@@ -219,8 +220,8 @@ Deno.test("pairing: revoke removes a laptop, its credential stops working, liste
   }));
 
 Deno.test("pairing: a throwing revoke listener does not stop the others", () =>
-  withPairing((pairing) => {
-    const { id, credential } = pairing.redeem(pairing.createCode().code, LAPTOP);
+  withPairing(async (pairing) => {
+    const { id, credential } = await pairing.redeem((await pairing.createCode()).code, LAPTOP);
     const heard: string[] = [];
     pairing.onRevoke(() => {
       throw new Error("boom");
@@ -228,7 +229,7 @@ Deno.test("pairing: a throwing revoke listener does not stop the others", () =>
     pairing.onRevoke((laptop) => heard.push(laptop.id));
     assertThrows(() => pairing.revoke(id), AggregateError, "1 listener(s) failed");
     assertEquals(heard, [id]);
-    assertEquals(pairing.authenticate(credential), null);
+    assertEquals(await pairing.authenticate(credential), null);
   }));
 
 Deno.test("pairing: link and parseLink round-trip names, IPv4 and IPv6", () => {
@@ -290,21 +291,21 @@ Deno.test("pairing: link refuses what it cannot write", () => {
 });
 
 Deno.test("pairing: phones have codes and credentials of their own, which expire after ten minutes too", () =>
-  withPairing((laptops, time, store) => {
+  withPairing(async (laptops, time, store) => {
     const phones = new PairingStore(store, { now: time.now, kind: "phone" });
-    const laptopCode = laptops.createCode().code;
+    const laptopCode = (await laptops.createCode()).code;
     assertStringIncludes(
-      refused(() => phones.redeem(laptopCode, LAPTOP), "pairing_refused", 403),
+      await refused(() => phones.redeem(laptopCode, LAPTOP), "pairing_refused", 403),
       "dockd phone pair",
     );
-    const phoneCode = phones.createCode().code;
-    refused(() => laptops.redeem(phoneCode, LAPTOP), "pairing_refused", 403);
-    const phone = phones.redeem(phoneCode, { name: "pixel", address: "10.0.0.8" });
-    assertEquals(laptops.authenticate(phone.credential), null, "a phone's credential is no laptop's");
-    assertEquals(phones.authenticate(phone.credential)?.name, "pixel");
+    const phoneCode = (await phones.createCode()).code;
+    await refused(() => laptops.redeem(phoneCode, LAPTOP), "pairing_refused", 403);
+    const phone = await phones.redeem(phoneCode, { name: "pixel", address: "10.0.0.8" });
+    assertEquals(await laptops.authenticate(phone.credential), null, "a phone's credential is no laptop's");
+    assertEquals((await phones.authenticate(phone.credential))?.name, "pixel");
     assertEquals(laptops.list(), []);
-    const late = phones.createCode().code;
+    const late = (await phones.createCode()).code;
     time.advance(10 * MINUTE);
-    refused(() => phones.redeem(late, { name: "late", address: "10.0.0.9" }), "pairing_refused", 403);
+    await refused(() => phones.redeem(late, { name: "late", address: "10.0.0.9" }), "pairing_refused", 403);
     assertEquals(phones.list().map((p) => p.name), ["pixel"]);
   }));

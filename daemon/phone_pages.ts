@@ -7,7 +7,6 @@
  *
  * @module
  */
-import { deflateSync } from "node:zlib";
 import { DockError } from "../client/errors.ts";
 import { concatBytes } from "../core/bytes.ts";
 import { errorResponse } from "../core/http.ts";
@@ -21,9 +20,11 @@ export interface PhonePagesOptions {
 }
 
 /** Builds the phone listener's page handler. */
-export function phonePages(options: PhonePagesOptions): (request: Request) => Response {
+export function phonePages(options: PhonePagesOptions): (request: Request) => Response | Promise<Response> {
   const files = phoneFiles(options.box);
   const config = { mode: "box", box: options.box };
+  // Drawn on first request, once: most boxes never serve them.
+  const icons = new Map<string, Promise<Asset>>();
   return function pages(request) {
     const path = new URL(request.url).pathname;
     if (request.method !== "GET" && request.method !== "HEAD") {
@@ -36,6 +37,11 @@ export function phonePages(options: PhonePagesOptions): (request: Request) => Re
     if (path === "/") return new Response(null, { status: 308, headers: { location: APP_PREFIX } });
     const file = files.get(path);
     if (file) return assetResponse(file, request.method);
+    const size = ICON_SIZES.get(path);
+    if (size) {
+      if (!icons.has(path)) icons.set(path, iconPng(size).then((body) => ({ type: "image/png", body })));
+      return icons.get(path)!.then((icon) => assetResponse(icon, request.method));
+    }
     return serveApp(APP_ASSETS, request.method, path, { config }) ??
       errorResponse(new DockError("not_found", `no such page: ${path}`, { status: 404 }));
   };
@@ -76,10 +82,11 @@ function phoneFiles(box: string): Map<string, Asset> {
       }),
     }],
     ["/icon.svg", { type: "image/svg+xml", body: ICON_SVG }],
-    ["/icon-192.png", { type: "image/png", body: iconPng(192) }],
-    ["/icon-512.png", { type: "image/png", body: iconPng(512) }],
   ]);
 }
+
+/** The PNG icons' paths and sizes (browsers want PNGs of 192 and 512 to install a PWA). */
+const ICON_SIZES = new Map([["/icon-192.png", 192], ["/icon-512.png", 512]]);
 
 function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
@@ -130,8 +137,8 @@ const ICON_SVG = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 100 100">
 </svg>
 `;
 
-/** The icon as a PNG of `size` pixels square (browsers want PNGs of 192 and 512 to install a PWA). */
-export function iconPng(size: number): Uint8Array<ArrayBuffer> {
+/** The icon as a PNG of `size` pixels square. */
+export async function iconPng(size: number): Promise<Uint8Array<ArrayBuffer>> {
   const background = [0x0f, 0x17, 0x2a];
   const ink = [0x4a, 0xde, 0x80];
   const rows = new Uint8Array(size * (size * 3 + 1));
@@ -156,9 +163,15 @@ export function iconPng(size: number): Uint8Array<ArrayBuffer> {
   return concatBytes([
     new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
     chunk("IHDR", header),
-    chunk("IDAT", new Uint8Array(deflateSync(rows))),
+    chunk("IDAT", await zlibDeflate(rows)),
     chunk("IEND", new Uint8Array(0)),
   ]);
+}
+
+/** `bytes` in the zlib format PNG wants (the Compression Streams' "deflate"; node:zlib costs ~20 ms to load). */
+async function zlibDeflate(bytes: Uint8Array<ArrayBuffer>): Promise<Uint8Array<ArrayBuffer>> {
+  const stream = new Blob([bytes]).stream().pipeThrough(new CompressionStream("deflate"));
+  return new Uint8Array(await new Response(stream).arrayBuffer());
 }
 
 function distanceToSegment(px: number, py: number, x1: number, y1: number, x2: number, y2: number): number {

@@ -21,7 +21,7 @@
  * @module
  */
 import { sleep } from "../client/timers.ts";
-import { dirname, join } from "node:path";
+import { dirname, join } from "../core/posix_path.ts";
 import { DockError, notFound } from "../client/errors.ts";
 import type { ServiceState, StreamLine, Worktree, WorktreeService } from "../client/wire.ts";
 import type { EventBus } from "../core/events.ts";

@@ -12,7 +12,7 @@
  * @module
  */
 import { sleep } from "../client/timers.ts";
-import { join } from "node:path";
+import { join } from "../core/posix_path.ts";
 import { DockError, notFound } from "../client/errors.ts";
 import type {
   AgentPreset,

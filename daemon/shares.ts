@@ -12,7 +12,7 @@
  * @module
  */
 import { sleep } from "../client/timers.ts";
-import { join } from "node:path";
+import { join } from "../core/posix_path.ts";
 import { DockError } from "../client/errors.ts";
 import type { Share, ShareRequest, Worktree } from "../client/wire.ts";
 import type { EventBus } from "../core/events.ts";

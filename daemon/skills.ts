@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { dirname, join, relative, resolve, sep } from "node:path";
+import { dirname, join, relative, resolve, sep } from "../core/posix_path.ts";
 import { DockError } from "../client/errors.ts";
 import type {
   SkillAgent,

@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { join } from "node:path";
+import { join } from "../core/posix_path.ts";
 import type { AgentReport } from "../client/wire.ts";
 import { AGENT_REPORT } from "../client/schemas.ts";
 

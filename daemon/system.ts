@@ -6,7 +6,7 @@
  * @module
  */
 import { exists } from "../core/files.ts";
-import { dirname, isAbsolute, join, resolve } from "node:path";
+import { dirname, isAbsolute, join, resolve } from "../core/posix_path.ts";
 import type { AgentPreset, BoxInfo, Check, FsEntry, FsListing, Stats } from "../client/wire.ts";
 import { DockError } from "../client/errors.ts";
 import { run, which as whichOnPath } from "../core/runner.ts";

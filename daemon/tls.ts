@@ -23,11 +23,9 @@
  *
  * @module
  */
-import { createPrivateKey, createPublicKey, X509Certificate } from "node:crypto";
 import { DockError } from "../client/errors.ts";
 import { fingerprintOf, pemToDer } from "../core/pairing_link.ts";
 import { run, which } from "../core/runner.ts";
-import { sleep } from "../client/timers.ts";
 import { join } from "../core/posix_path.ts";
 
 /** The box's CA and current leaf, as the TLS listener and the pairing link need them. */
@@ -51,6 +49,8 @@ export interface EnsureCertificatesOptions {
    * real clock). @default {new Date()}
    */
   now?: Date;
+  /** The openssl program. @default {the one on PATH} */
+  openssl?: string;
 }
 
 const CA_DAYS = 3650;
@@ -58,26 +58,28 @@ const LEAF_DAYS = 365;
 const RENEW_BEFORE_MS = 30 * 24 * 3600 * 1000;
 const OPENSSL_TIMEOUT_MS = 30_000;
 
-/** Creates the box CA once and (re-)issues the leaf for `addresses` when needed; returns both. */
+/**
+ * Creates the box CA once and (re-)issues the leaf for `addresses` when needed; returns both. A fresh
+ * box's openssl runs start before this returns to the event loop: `dockd serve` begins this before it
+ * loads the daemon's modules, and the runs then go on on another core while this thread is busy.
+ */
 export async function ensureCertificates(
   dir: string,
   options: EnsureCertificatesOptions,
 ): Promise<BoxCertificates> {
   const now = options.now ?? new Date();
   const wanted = sanEntries(options.addresses);
-  await Deno.mkdir(dir, { recursive: true, mode: 0o700 });
+  Deno.mkdirSync(dir, { recursive: true, mode: 0o700 });
 
-  let ca = await readPair(dir, "ca");
+  let ca = readPair(dir, "ca");
   let leaf: Pair | null;
-  if (!ca || !caUsable(ca, now)) {
-    // The leaf's key and request are made while the CA is (a fresh box's first start waits for both).
-    const making = createCa(dir);
-    making.catch(() => {}); // awaited by issueLeaf, or below when the leaf failed first
-    leaf = await issueLeaf(dir, wanted, making);
-    ca = await making;
+  if (!ca || !await caUsable(ca, now)) {
+    ({ ca, leaf } = await issue(dir, wanted, { ca: null, openssl: options.openssl }));
   } else {
-    leaf = await readPair(dir, "leaf");
-    if (!leaf || !leafUsable(leaf, ca, wanted, now)) leaf = await issueLeaf(dir, wanted, Promise.resolve(ca));
+    leaf = readPair(dir, "leaf");
+    if (!leaf || !await leafUsable(leaf, ca, wanted, now)) {
+      leaf = (await issue(dir, wanted, { ca, openssl: options.openssl })).leaf;
+    }
   }
 
   // Someone may have loosened the modes by hand; the keys never leave this user.
@@ -155,11 +157,12 @@ interface SanEntry {
   key: string;
 }
 
-async function readPair(dir: string, name: string): Promise<Pair | null> {
+/** A key and certificate `dir` holds, or null. Read at once (two small files): see ensureCertificates. */
+function readPair(dir: string, name: string): Pair | null {
   try {
     return {
-      certPem: await Deno.readTextFile(`${dir}/${name}.pem`),
-      keyPem: await Deno.readTextFile(`${dir}/${name}.key`),
+      certPem: Deno.readTextFileSync(`${dir}/${name}.pem`),
+      keyPem: Deno.readTextFileSync(`${dir}/${name}.key`),
     };
   } catch (error) {
     if (error instanceof Deno.errors.NotFound) return null;
@@ -167,35 +170,99 @@ async function readPair(dir: string, name: string): Promise<Pair | null> {
   }
 }
 
-function caUsable(ca: Pair, now: Date): boolean {
+async function caUsable(ca: Pair, now: Date): Promise<boolean> {
   try {
     // Re-creating the CA forces every laptop to pair again, so only an unusable one is replaced.
-    return parseCertificate(pemToDer(ca.certPem)).notAfter > now && keyMatches(ca);
+    return parseCertificate(pemToDer(ca.certPem)).notAfter > now && await keyMatches(ca);
   } catch {
     return false;
   }
 }
 
-function leafUsable(leaf: Pair, ca: Pair, wanted: SanEntry[], now: Date): boolean {
+async function leafUsable(leaf: Pair, ca: Pair, wanted: SanEntry[], now: Date): Promise<boolean> {
   try {
     const parsed = parseCertificate(pemToDer(leaf.certPem));
     if (parsed.notAfter.getTime() - now.getTime() <= RENEW_BEFORE_MS) return false;
     if (!sameSet(parsed.san, wanted.map((entry) => entry.key))) return false;
-    if (!keyMatches(leaf)) return false;
+    if (!await keyMatches(leaf)) return false;
+    const { X509Certificate } = await nodeCrypto();
     return new X509Certificate(leaf.certPem).verify(new X509Certificate(ca.certPem).publicKey);
   } catch {
     return false;
   }
 }
 
-function keyMatches(pair: Pair): boolean {
+/**
+ * node:crypto, imported when certificates are checked: its first import costs ~20 ms, which a fresh box
+ * (nothing to check) would spend before its openssl runs could start.
+ */
+function nodeCrypto(): Promise<typeof import("node:crypto")> {
+  return import("node:crypto");
+}
+
+async function keyMatches(pair: Pair): Promise<boolean> {
+  const { createPrivateKey, createPublicKey, X509Certificate } = await nodeCrypto();
   const fromKey = createPublicKey(createPrivateKey(pair.keyPem)).export({ type: "spki", format: "der" });
   const fromCert = new X509Certificate(pair.certPem).publicKey.export({ type: "spki", format: "der" });
   return fromKey.equals(fromCert);
 }
 
-async function createCa(dir: string): Promise<Pair> {
-  const config = [
+/**
+ * Issues the leaf for `entries`, signed by `ca` (the CA `dir` holds), or by a new CA made first when
+ * `ca` is null; returns both. One openssl script, started before this returns to the event loop.
+ */
+async function issue(
+  dir: string,
+  entries: SanEntry[],
+  options: { ca: Pair | null; openssl?: string },
+): Promise<{ ca: Pair; leaf: Pair }> {
+  const binary = options.openssl ?? which("openssl");
+  if (!binary) {
+    throw new DockError(
+      "openssl_missing",
+      "Cannot create the box's TLS certificates: openssl is not on PATH",
+      {
+        status: 500,
+      },
+    );
+  }
+  // A private scratch folder inside `dir` (mode 0700: a key is never readable by others, even for a
+  // moment; the same file system: the renames into place are atomic).
+  const scratch = Deno.makeTempDirSync({ dir, prefix: ".issue-" });
+  try {
+    if (!options.ca) Deno.writeTextFileSync(`${scratch}/ca.cnf`, caConfig());
+    Deno.writeTextFileSync(`${scratch}/leaf.cnf`, leafConfig(entries));
+    const result = await run("/bin/sh", [
+      "-c",
+      ISSUE_SCRIPT,
+      "dock-tls",
+      binary,
+      scratch,
+      options.ca ? dir : scratch,
+      options.ca ? "" : String(CA_DAYS),
+      String(LEAF_DAYS),
+      randomSerial(),
+    ], { timeoutMs: OPENSSL_TIMEOUT_MS, group: false });
+    if (result.code !== 0 || result.timedOut) {
+      throw new DockError(
+        "certificate_failed",
+        `Cannot create the box's TLS certificates: openssl ${
+          result.timedOut ? "timed out" : `exited with ${result.code}`
+        }: ${result.stderr.trim().slice(-2000)}`,
+        { status: 500 },
+      );
+    }
+    // The CA before the leaf it signed, and each key before its certificate: a certificate never names
+    // a missing key.
+    const ca = options.ca ?? await install(scratch, dir, "ca");
+    return { ca, leaf: await install(scratch, dir, "leaf") };
+  } finally {
+    await Deno.remove(scratch, { recursive: true });
+  }
+}
+
+function caConfig(): string {
+  return [
     "[req]",
     "distinguished_name = dn",
     "prompt = no",
@@ -209,35 +276,12 @@ async function createCa(dir: string): Promise<Pair> {
     "subjectKeyIdentifier = hash",
     "",
   ].join("\n");
-  return await withScratch(dir, async (scratch) => {
-    await Deno.writeTextFile(`${scratch}/ca.cnf`, config);
-    await openssl([
-      "req",
-      "-x509",
-      "-new",
-      ...EC_KEY,
-      "-nodes",
-      "-keyout",
-      `${scratch}/ca.key`,
-      "-out",
-      `${scratch}/ca.pem`,
-      "-days",
-      String(CA_DAYS),
-      "-sha256",
-      "-config",
-      `${scratch}/ca.cnf`,
-      "-extensions",
-      "ca_ext",
-    ]);
-    return await install(scratch, dir, "ca");
-  });
 }
 
-/** Issues the leaf for `entries`: its key and request at once, signed once `ca` (made at `dir`) is there. */
-async function issueLeaf(dir: string, entries: SanEntry[], ca: Promise<Pair>): Promise<Pair> {
+function leafConfig(entries: SanEntry[]): string {
   const counts = { DNS: 0, IP: 0 };
   const alt = entries.map((entry) => `${entry.kind}.${++counts[entry.kind]} = ${entry.text}`);
-  const config = [
+  return [
     "[req]",
     "distinguished_name = dn",
     "prompt = no",
@@ -254,91 +298,40 @@ async function issueLeaf(dir: string, entries: SanEntry[], ca: Promise<Pair>): P
     ...alt,
     "",
   ].join("\n");
-  return await withScratch(dir, async (scratch) => {
-    await Deno.writeTextFile(`${scratch}/leaf.cnf`, config);
-    await openssl([
-      "req",
-      "-new",
-      ...EC_KEY,
-      "-nodes",
-      "-keyout",
-      `${scratch}/leaf.key`,
-      "-out",
-      `${scratch}/leaf.csr`,
-      "-config",
-      `${scratch}/leaf.cnf`,
-    ]);
-    await ca;
-    await openssl([
-      "x509",
-      "-req",
-      "-in",
-      `${scratch}/leaf.csr`,
-      "-CA",
-      `${dir}/ca.pem`,
-      "-CAkey",
-      `${dir}/ca.key`,
-      // An explicit random serial: openssl 3.0 would otherwise want a serial file beside the CA.
-      "-set_serial",
-      randomSerial(),
-      "-days",
-      String(LEAF_DAYS),
-      "-sha256",
-      "-extfile",
-      `${scratch}/leaf.cnf`,
-      "-extensions",
-      "leaf_ext",
-      "-out",
-      `${scratch}/leaf.pem`,
-    ]);
-    return await install(scratch, dir, "leaf");
-  });
 }
-
-const EC_KEY = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256"];
 
 /**
- * Runs `fn` with a private scratch directory inside `dir` (mode 0700, so a key is never readable by
- * others even for a moment, and on the same file system, so the final renames are atomic).
+ * Makes the certificates in the scratch folder $2: with $1 the openssl program, $3 the folder of the
+ * CA that signs (ca.pem, ca.key), $4 the days of a new CA made first in $2 (empty: none), $5 the leaf's
+ * days, $6 its serial (explicit: openssl 3.0 would otherwise want a serial file beside the CA). EC
+ * P-256 keys. OpenSSL 3 makes and signs the leaf in one run (`req -x509 -CA`: ~7 ms, where a request
+ * and `x509 -req` take ~40 here); older ones and LibreSSL, which refuse `-CA`, take the two.
  */
-async function withScratch<T>(dir: string, fn: (scratch: string) => Promise<T>): Promise<T> {
-  const scratch = await Deno.makeTempDir({ dir, prefix: ".issue-" });
-  try {
-    return await fn(scratch);
-  } finally {
-    await Deno.remove(scratch, { recursive: true });
-  }
-}
+const ISSUE_SCRIPT = `
+set -e
+openssl=$1 scratch=$2 ca=$3
+if [ -n "$4" ]; then
+  "$openssl" req -x509 -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \\
+    -keyout "$scratch/ca.key" -out "$scratch/ca.pem" -days "$4" -sha256 \\
+    -config "$scratch/ca.cnf" -extensions ca_ext
+fi
+if ! "$openssl" req -x509 -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \\
+  -keyout "$scratch/leaf.key" -out "$scratch/leaf.pem" -config "$scratch/leaf.cnf" -extensions leaf_ext \\
+  -CA "$ca/ca.pem" -CAkey "$ca/ca.key" -set_serial "$6" -days "$5" -sha256 2>/dev/null; then
+  "$openssl" req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \\
+    -keyout "$scratch/leaf.key" -out "$scratch/leaf.csr" -config "$scratch/leaf.cnf"
+  "$openssl" x509 -req -in "$scratch/leaf.csr" -CA "$ca/ca.pem" -CAkey "$ca/ca.key" \\
+    -set_serial "$6" -days "$5" -sha256 -extfile "$scratch/leaf.cnf" -extensions leaf_ext \\
+    -out "$scratch/leaf.pem"
+fi
+`;
 
 /** Moves a freshly made key and certificate into place: the key first, so a cert never names a missing key. */
 async function install(scratch: string, dir: string, name: string): Promise<Pair> {
   await Deno.chmod(`${scratch}/${name}.key`, 0o600);
   await Deno.rename(`${scratch}/${name}.key`, `${dir}/${name}.key`);
   await Deno.rename(`${scratch}/${name}.pem`, `${dir}/${name}.pem`);
-  return (await readPair(dir, name))!;
-}
-
-async function openssl(args: string[]): Promise<void> {
-  const binary = which("openssl");
-  if (!binary) {
-    throw new DockError(
-      "openssl_missing",
-      "Cannot create the box's TLS certificates: openssl is not on PATH",
-      {
-        status: 500,
-      },
-    );
-  }
-  const result = await run(binary, args, { timeoutMs: OPENSSL_TIMEOUT_MS, group: false });
-  if (result.code !== 0 || result.timedOut) {
-    throw new DockError(
-      "certificate_failed",
-      `Cannot create the box's TLS certificates: openssl ${args[0]} ${
-        result.timedOut ? "timed out" : `exited with ${result.code}`
-      }: ${result.stderr.trim().slice(-2000)}`,
-      { status: 500 },
-    );
-  }
+  return readPair(dir, name)!;
 }
 
 function randomSerial(): string {
@@ -521,133 +514,15 @@ function derTime(der: Uint8Array, tlv: Tlv): Date {
 }
 
 /**
- * What a worker of {@linkcode listenerCertificatesAside} and {@linkcode warmTls} runs, answering each
- * message. `make`: the listener's certificates (by `module`'s {@linkcode listenerCertificates}). `warm`:
- * the process's TLS stack set up by a handshake with itself on a loopback port. Deno's TLS (rustls) sets
- * itself up on a process's first handshake, ~30 ms here, which a fresh daemon would otherwise spend on
- * the first laptop that dials it (the one `dock add ssh` is pairing, waiting).
+ * Sets up the process's TLS stack off this thread; never rejects. Deno's TLS sets itself up on a
+ * process's first handshake, ~30–40 ms here that block the thread handshaking, which a fresh daemon
+ * would spend on the first laptop that dials it (the one `dock add ssh` is pairing, waiting). WebCrypto's
+ * first P-256 key does the same one-time setup (measured: a later first handshake then takes ~1 ms, not
+ * ~35), and Deno makes WebCrypto keys on a thread of its blocking-task pool: this thread goes on.
  */
-const WORKER = `
-async function warm({ cert, key, ca }) {
-  let listener;
-  try {
-    listener = Deno.listenTls({ hostname: "127.0.0.1", port: 0, cert, key });
-    const accepted = listener.accept().then(async (conn) => { await conn.handshake(); conn.close(); });
-    const conn = await Deno.connectTls({ hostname: "127.0.0.1", port: listener.addr.port, caCerts: [ca] });
-    await conn.handshake();
-    conn.close();
-    await accepted;
-    return true;
-  } catch {
-    return false;
-  } finally {
-    listener?.close();
-  }
-}
-self.onmessage = async ({ data }) => {
-  if (data.warm) return self.postMessage({ warmed: await warm(data.warm) });
-  try {
-    const { listenerCertificates } = await import(data.make.module);
-    self.postMessage({ certificates: (await listenerCertificates(data.make.boxDir, data.make.listener)).certificates });
-  } catch (error) {
-    self.postMessage({ error: String(error?.message ?? error) });
-  }
-};
-`;
-
-/** A worker running {@linkcode WORKER}: `ask` posts a message and resolves with its answer. */
-class TlsWorker {
-  readonly #worker: Worker;
-  readonly #waiting: ((answer: Record<string, unknown>) => void)[] = [];
-
-  constructor(name: string) {
-    this.#worker = new Worker(URL.createObjectURL(new Blob([WORKER], { type: "text/javascript" })), {
-      type: "module",
-      name,
-    });
-    this.#worker.onmessage = (event) => this.#waiting.shift()?.(event.data);
-    this.#worker.onerror = (event) => {
-      event.preventDefault();
-      this.#waiting.shift()?.({ error: event.message });
-    };
-  }
-
-  /** Posts `message`; resolves with the answer, or `{}` after `ms` (a worker stuck, say). */
-  async ask(message: Record<string, unknown>, ms: number): Promise<Record<string, unknown>> {
-    const answer = new Promise<Record<string, unknown>>((resolve) => this.#waiting.push(resolve));
-    this.#worker.postMessage(message);
-    const stop = new AbortController();
-    try {
-      return await Promise.race([answer, sleep(ms, stop.signal).then(() => ({}))]);
-    } finally {
-      stop.abort();
-    }
-  }
-
-  /** Warms the process's TLS stack with `certificates`: true when the handshake happened (5 s at most). */
-  async warm(certificates: BoxCertificates): Promise<boolean> {
-    const warm = {
-      cert: certificates.certPem + certificates.caPem,
-      key: certificates.keyPem,
-      ca: certificates.caPem,
-    };
-    return (await this.ask({ warm }, 5000)).warmed === true;
-  }
-
-  terminate(): void {
-    this.#worker.terminate();
-  }
-}
-
-/**
- * {@linkcode listenerCertificates} on a thread of its own, which then warms the process's TLS stack
- * (see {@linkcode WORKER}); resolves with the certificates. `dockd serve` begins it before it loads the
- * daemon: a fresh box's three openssl runs then follow one another at once, not when the daemon's
- * thread, busy loading its modules and opening its state, gets to their answers (measured: on the
- * daemon's thread they were done ~107 ms after the serve action, and the start waited ~40 ms for them;
- * on their own thread it waits for nothing). Without a worker, or when it fails, on this thread (where a
- * failure is this thread's to report).
- */
-export async function listenerCertificatesAside(
-  boxDir: string,
-  listener: { hostname: string; addresses: string[] },
-): Promise<BoxCertificates> {
-  let worker: TlsWorker;
-  try {
-    worker = new TlsWorker("tls certificates");
-  } catch {
-    return (await listenerCertificates(boxDir, listener)).certificates;
-  }
-  // This module's own file, where a worker can import it: the bundle beside the one that runs, in a
-  // package (package/unbundled.ts), else this source.
-  const module = new URL(
-    import.meta.url.endsWith(".js") ? "../daemon/tls.js" : "../daemon/tls.ts",
-    import.meta.url,
-  ).href;
-  const answer = await worker.ask({ make: { module, boxDir, listener } }, 60_000);
-  const certificates = answer.certificates as BoxCertificates | undefined;
-  if (!certificates) {
-    worker.terminate();
-    return (await listenerCertificates(boxDir, listener)).certificates;
-  }
-  worker.warm(certificates).finally(() => worker.terminate());
-  return certificates;
-}
-
-/**
- * Sets up the process's TLS stack on a thread of its own (see {@linkcode WORKER}), with the box's
- * certificates; resolves when done (true when the handshake happened), or after 5 s (a stranger's
- * connection to its loopback port first, say). Never throws: the first real handshake would only take
- * longer.
- */
-export async function warmTls(certificates: BoxCertificates): Promise<boolean> {
-  let worker: TlsWorker | undefined;
-  try {
-    worker = new TlsWorker("tls warm-up");
-    return await worker.warm(certificates);
-  } catch {
-    return false; // no worker here: nothing warmed
-  } finally {
-    worker?.terminate();
-  }
+export function warmTls(): Promise<void> {
+  return crypto.subtle.generateKey({ name: "ECDSA", namedCurve: "P-256" }, false, ["sign"]).then(
+    () => {},
+    () => {},
+  );
 }

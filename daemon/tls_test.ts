@@ -7,13 +7,7 @@ import {
   assertStringIncludes,
 } from "../tests/assert.ts";
 import { DockError } from "../client/errors.ts";
-import {
-  ensureCertificates,
-  listenerCertificates,
-  listenerCertificatesAside,
-  localAddresses,
-  warmTls,
-} from "./tls.ts";
+import { ensureCertificates, listenerCertificates, localAddresses } from "./tls.ts";
 import { fingerprintOf } from "../core/pairing_link.ts";
 
 const LOOPBACK = ["localhost", "127.0.0.1", "::1"];
@@ -183,27 +177,96 @@ Deno.test("tls: IPv6 loopback is listed and reachable when the box has it", asyn
   }
 });
 
-Deno.test("tls: the TLS stack is warmed by a handshake on a thread of its own, with the box's certificates", async () => {
+/**
+ * An openssl that logs each run's first two words to `<dir>/runs` and hands it to the real one; with
+ * `refuseCa`, refuses `req … -CA` as OpenSSL 1.1 and LibreSSL do ("req: Unrecognized flag CA").
+ */
+async function loggingOpenssl(dir: string, options: { refuseCa: boolean }): Promise<string> {
+  const real = new TextDecoder().decode(
+    (await new Deno.Command("sh", { args: ["-c", "command -v openssl"] }).output()).stdout,
+  ).trim();
+  const path = `${dir}/openssl`;
+  await Deno.writeTextFile(
+    path,
+    `#!/bin/sh
+echo "$1 $2" >> "${dir}/runs"
+if ${options.refuseCa ? "true" : "false"} && [ "$1" = req ]; then
+  for arg in "$@"; do [ "$arg" = -CA ] && { echo "req: Unrecognized flag CA" >&2; exit 1; }; done
+fi
+exec "${real}" "$@"
+`,
+  );
+  await Deno.chmod(path, 0o755);
+  return path;
+}
+
+Deno.test("tls: a fresh box's CA and leaf take two openssl runs; an openssl without `req -CA` takes a request and a signing run", async () => {
+  for (const refuseCa of [false, true]) {
+    const dir = await Deno.makeTempDir();
+    try {
+      const openssl = await loggingOpenssl(dir, { refuseCa });
+      const made = await ensureCertificates(`${dir}/tls`, { addresses: LOOPBACK, openssl });
+      const runs = (await Deno.readTextFile(`${dir}/runs`)).trim().split("\n");
+      assertEquals(
+        runs,
+        refuseCa ? ["req -x509", "req -x509", "req -new", "x509 -req"] : ["req -x509", "req -x509"],
+      );
+      // Either way the leaf is signed by the CA, for the addresses, and nothing is left in the folder.
+      await withServer(made, async (port) => {
+        assertEquals(await fetchPinned(`https://127.0.0.1:${port}/`, made.caPem), "box");
+        assertEquals(await fetchPinned(`https://localhost:${port}/`, made.caPem), "box");
+      });
+      assertEquals((await Array.fromAsync(Deno.readDir(`${dir}/tls`), (entry) => entry.name)).sort(), [
+        "ca.key",
+        "ca.pem",
+        "leaf.key",
+        "leaf.pem",
+      ]);
+      // A new address: one run (or two) for the leaf, signed by the CA kept.
+      await Deno.remove(`${dir}/runs`);
+      const moved = await ensureCertificates(`${dir}/tls`, {
+        addresses: [...LOOPBACK, "box.example"],
+        openssl,
+      });
+      assertEquals(moved.fingerprint, made.fingerprint);
+      assertEquals(
+        (await Deno.readTextFile(`${dir}/runs`)).trim().split("\n"),
+        refuseCa ? ["req -x509", "req -new", "x509 -req"] : ["req -x509"],
+      );
+      await withServer(moved, async (port) => {
+        assertEquals(await fetchPinned(`https://localhost:${port}/`, made.caPem), "box");
+      });
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  }
+});
+
+Deno.test("tls: an openssl that fails says why, and leaves no scratch folder", async () => {
   const dir = await Deno.makeTempDir();
   try {
-    const certificates = await ensureCertificates(dir, { addresses: LOOPBACK });
-    assertEquals(await warmTls(certificates), true);
-    // Certificates that are not a pair: no handshake, and no throw either.
-    assertEquals(await warmTls({ ...certificates, keyPem: "not a key" }), false);
+    const openssl = `${dir}/openssl`;
+    await Deno.writeTextFile(openssl, "#!/bin/sh\necho 'no entropy today' >&2\nexit 3\n");
+    await Deno.chmod(openssl, 0o755);
+    const error = await assertRejects(
+      () => ensureCertificates(`${dir}/tls`, { addresses: LOOPBACK, openssl }),
+      DockError,
+    );
+    assertEquals((error as DockError).code, "certificate_failed");
+    assertStringIncludes(error.message, "no entropy today");
+    assertEquals(await Array.fromAsync(Deno.readDir(`${dir}/tls`)), []);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
 });
 
-Deno.test("tls: the listener's certificates made on a thread of their own are the box's, kept where the daemon finds them", async () => {
+Deno.test("tls: the listener's certificates are the box's, kept where the daemon finds them", async () => {
   const box = await Deno.makeTempDir();
   try {
-    const made = await listenerCertificatesAside(box, { hostname: "127.0.0.1", addresses: LOOPBACK });
-    const found = await listenerCertificates(box, { hostname: "127.0.0.1", addresses: LOOPBACK });
-    assertEquals(found.certificates, made);
-    await withServer(made, async (port) => {
-      assertEquals(await fetchPinned(`https://127.0.0.1:${port}/`, made.caPem), "box");
-    });
+    const made = await listenerCertificates(box, { hostname: "127.0.0.1", addresses: LOOPBACK });
+    const found = await ensureCertificates(`${box}/tls`, { addresses: LOOPBACK });
+    assertEquals(found, made.certificates);
+    assertEquals(made.addresses, LOOPBACK);
   } finally {
     await Deno.remove(box, { recursive: true });
   }

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { isAbsolute, join, resolve } from "node:path";
+import { isAbsolute, join, resolve } from "../core/posix_path.ts";
 
 /** Where an install looks: the home folder and the environment (`CLAUDE_CONFIG_DIR`, `CODEX_HOME`, `PATH`). */
 export interface HomeOptions {

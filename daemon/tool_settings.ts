@@ -15,7 +15,7 @@ import {
   type ParseError,
   printParseErrorCode,
 } from "jsonc-parser";
-import { dirname } from "node:path";
+import { dirname } from "../core/posix_path.ts";
 import { DockError } from "../client/errors.ts";
 import type { FileChange } from "../client/wire.ts";
 import { readTextOrNull, writeAtomic } from "../core/files.ts";

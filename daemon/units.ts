@@ -10,7 +10,7 @@
  *
  * @module
  */
-import { join } from "node:path";
+import { join } from "../core/posix_path.ts";
 import { DockError } from "../client/errors.ts";
 import type { StreamLine, Unit, UnitCreate } from "../client/wire.ts";
 import type { EventBus } from "../core/events.ts";

@@ -9,7 +9,7 @@
  *
  * @module
  */
-import { basename, dirname, join, sep } from "node:path";
+import { basename, dirname, join, sep } from "../core/posix_path.ts";
 import { DockError, notFound } from "../client/errors.ts";
 import type { SetupState, StreamLine, Worktree, WorktreeCreate, WorktreeOrigin } from "../client/wire.ts";
 import { buildEnv, dockVariables, readEnvFile, type SecretOutcome } from "./env.ts";

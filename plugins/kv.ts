@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { join } from "node:path";
+import { join } from "../core/posix_path.ts";
 import { DockError } from "../client/errors.ts";
 import { readTextOrNull, writeAtomic } from "../core/files.ts";
 

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { join } from "node:path";
+import { join } from "../core/posix_path.ts";
 
 /** Lines kept in memory per plugin. */
 export const LOG_LINES = 500;

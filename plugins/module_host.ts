@@ -12,7 +12,7 @@
  *
  * @module
  */
-import { join } from "node:path";
+import { join } from "../core/posix_path.ts";
 import { DockError } from "../client/errors.ts";
 import { startChild } from "../core/runner.ts";
 import { FrameConnection } from "./frames.ts";

@@ -16,7 +16,7 @@
  *
  * @module
  */
-import { basename, dirname, extname, join, relative } from "node:path";
+import { basename, dirname, extname, join, relative } from "../core/posix_path.ts";
 import type {
   DockEvent,
   HookConfig,

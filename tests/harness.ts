@@ -205,7 +205,7 @@ export async function startBox(options: StartBoxOptions = {}): Promise<TestBox> 
       killProcessesUnder(dirs.root);
       // Services outlive their daemon: what ran in the box's cgroups (even a process that left no trace of
       // the box in its command line) goes with the box's folder.
-      const cgroups = boxCgroupFolder(dirs.state);
+      const cgroups = await boxCgroupFolder(dirs.state);
       if ("folder" in cgroups) await removeCgroup(cgroups.folder);
       await Deno.remove(dirs.root, { recursive: true }).catch(() => {});
     },

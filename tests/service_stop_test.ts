@@ -34,8 +34,8 @@ async function servicesCheck(box: TestBox): Promise<string> {
   return (await box.client.doctor()).find((check) => check.name === "services")!.detail;
 }
 
-function serviceCgroup(box: TestBox, name: string): string {
-  const place = boxCgroupFolder(box.dirs.state);
+async function serviceCgroup(box: TestBox, name: string): Promise<string> {
+  const place = await boxCgroupFolder(box.dirs.state);
   if (!("folder" in place)) throw new Error(place.reason);
   return join(place.folder, serviceCgroupName("app", "w", name));
 }
@@ -70,7 +70,7 @@ for (const mode of ["cgroup", "process group and mark"] as const) {
       await box.client.serviceAction("app", "w", "escapist", "start");
       await eventually(() => Promise.resolve(sleepers(marker).length === 3));
       if (mode === "cgroup") {
-        const procs = Deno.readTextFileSync(join(serviceCgroup(box, "escapist"), "cgroup.procs"));
+        const procs = Deno.readTextFileSync(join(await serviceCgroup(box, "escapist"), "cgroup.procs"));
         for (const pid of sleepers(marker)) assert(procs.split("\n").includes(String(pid)), procs);
       }
       const stopped = await box.client.serviceAction("app", "w", "escapist", "stop");
@@ -78,8 +78,8 @@ for (const mode of ["cgroup", "process group and mark"] as const) {
       assertEquals(sleepers(marker), []);
       if (mode === "cgroup") {
         // Its cgroup is gone, and the box's folder with it: no other service of the box runs.
-        assertEquals(exists(serviceCgroup(box, "escapist")), false);
-        assertEquals(exists(dirname(serviceCgroup(box, "escapist"))), false);
+        assertEquals(exists(await serviceCgroup(box, "escapist")), false);
+        assertEquals(exists(dirname(await serviceCgroup(box, "escapist"))), false);
       }
     },
   });
@@ -105,7 +105,7 @@ Deno.test({
     const stopped = await box.client.serviceAction("app", "w", "scrubbed", "stop");
     assertEquals(stopped.state, "stopped");
     assertEquals(sleepers(marker), []);
-    assertEquals(exists(serviceCgroup(box, "scrubbed")), false);
+    assertEquals(exists(await serviceCgroup(box, "scrubbed")), false);
   },
 });
 
@@ -126,7 +126,7 @@ Deno.test({
     });
     assertEquals(crashed.exit_code, 3);
     assertEquals(sleepers(marker), []);
-    assertEquals(exists(serviceCgroup(box, "quitter")), false);
+    assertEquals(exists(await serviceCgroup(box, "quitter")), false);
     await box.client.serviceAction("app", "w", "quitter", "stop");
   },
 });

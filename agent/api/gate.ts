@@ -10,7 +10,7 @@ import type { MiddlewareHandler } from "hono";
 import { DockError } from "../../client/errors.ts";
 import { errorResponse } from "../../core/http.ts";
 import { isWebSocketUpgrade } from "../../core/websocket.ts";
-import { sameSecret } from "../token.ts";
+import { sameSecret } from "../../core/bytes.ts";
 
 /** Options of {@linkcode gate}. */
 export interface GateOptions {

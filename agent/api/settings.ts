@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { join } from "node:path";
+import { join } from "../../core/posix_path.ts";
 import { z } from "zod";
 import type { TaskTemplate } from "../../client/agent.ts";
 import { DockError } from "../../client/errors.ts";

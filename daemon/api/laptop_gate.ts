@@ -108,7 +108,7 @@ export interface CredentialGateOptions {
   /** The credential a request carries, or null. */
   credential(request: Request): string | null;
   /** The paired caller a credential belongs to, or null. */
-  authenticate(credential: string): Laptop | null;
+  authenticate(credential: string): Promise<Laptop | null>;
   /** What a request without a valid credential is told (a 401). */
   unauthorized: string;
 }
@@ -126,7 +126,7 @@ export function credentialGate(
       return await options.app.fetch(request, env);
     }
     const credential = options.credential(request);
-    const caller = credential ? options.authenticate(credential) : null;
+    const caller = credential ? await options.authenticate(credential) : null;
     if (!caller) {
       return errorResponse(new DockError("unauthorized", options.unauthorized, { status: 401 }));
     }

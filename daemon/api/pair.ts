@@ -75,7 +75,7 @@ export function pairingRoutes(box: PairingRoutesBackend): RouteTable {
         );
       }
       const host = linkHost(listener, request?.host, "a pairing link");
-      const { code, expires } = box.pairing.createCode();
+      const { code, expires } = await box.pairing.createCode();
       return json(
         {
           link: link(host, listener.port, code, listener.fingerprint),
@@ -99,7 +99,7 @@ export function pairingRoutes(box: PairingRoutesBackend): RouteTable {
 export function redeemRoutes(box: RedeemRoutesBackend): RouteTable {
   return new RouteTable("redeem").add("POST", "/pair", async (c) => {
     const { code, name } = await body(c, PAIR_REDEEM, { limit: MAX_REDEEM_BODY });
-    const paired = box.pairing.redeem(code, { name, address: remoteAddress(c) });
+    const paired = await box.pairing.redeem(code, { name, address: remoteAddress(c) });
     const laptop = box.pairing.list().find((l) => l.id === paired.id);
     box.bus.publish({
       type: "laptop.paired",

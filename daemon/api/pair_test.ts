@@ -123,7 +123,7 @@ Deno.test("the laptop gate: 401 without a credential, redeem without one, socket
     assertEquals((await call(fetcher, "GET", path)).status, 401, path);
     assertEquals((await call(fetcher, "GET", path, { credential: "nope" })).status, 401, path);
   }
-  const { code } = fake.box.pairing.createCode();
+  const { code } = await fake.box.pairing.createCode();
   const paired = await call(fetcher, "POST", "/v1/pair", { body: { code, name: "laptop" } });
   assertEquals(paired.status, 201);
   assertEquals(paired.body.box, "devbox");
@@ -159,7 +159,7 @@ function revocable(box: Parameters<typeof tlsSide>[0]) {
   box.pairing.onRevoke((laptop) => streams.revoke(laptop.id));
   const fetcher = tlsSide(box, streams);
   const pair = async (name: string) => {
-    const { code } = box.pairing.createCode();
+    const { code } = await box.pairing.createCode();
     return (await call(fetcher, "POST", "/v1/pair", { body: { code, name } })).body;
   };
   return { streams, fetcher, pair };
@@ -236,7 +236,7 @@ Deno.test("the laptop gate: a WebSocket goes to its route holding the tie; revok
       })().catch(() => {});
     }
   })().catch(() => {});
-  const { code } = fake.box.pairing.createCode();
+  const { code } = await fake.box.pairing.createCode();
   const info = { remoteAddr: { transport: "tcp", hostname: "10.9.9.9", port: 50000 } };
   const fetcher = (request: Request) => gate(request, info as Deno.ServeHandlerInfo<Deno.NetAddr>);
   const one = (await call(fetcher, "POST", "/v1/pair", { body: { code, name: "one" } })).body;

@@ -103,7 +103,7 @@ export function phoneRoutes(box: PhoneRoutesBackend): RouteTable {
         );
       }
       const host = linkHost(listener, request?.host, "a phone link");
-      const { code, expires } = box.phone.devices.createCode();
+      const { code, expires } = await box.phone.devices.createCode();
       return json(
         {
           link: `https://${urlHost(host)}:${listener.port}/pair#${code}`,
@@ -127,7 +127,7 @@ export function phoneRoutes(box: PhoneRoutesBackend): RouteTable {
 export function phoneRedeemRoutes(box: PhoneRoutesBackend): RouteTable {
   return new RouteTable("phone-redeem").add("POST", "/phone/pair", async (c) => {
     const { code, name } = await body(c, PHONE_REDEEM, { limit: MAX_REDEEM_BODY });
-    const paired = box.phone.devices.redeem(code, { name: name ?? "phone", address: remoteAddress(c) });
+    const paired = await box.phone.devices.redeem(code, { name: name ?? "phone", address: remoteAddress(c) });
     const phone = box.phone.devices.list().find((p) => p.id === paired.id);
     box.bus.publish({ type: "phone.paired", origin: "phone", data: { id: paired.id, name: phone?.name } });
     const response = json({ id: paired.id, box: box.settings.name } satisfies PhoneRedeemed, 201);

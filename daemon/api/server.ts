@@ -10,7 +10,7 @@ import { Hono } from "hono";
 import { DockError } from "../../client/errors.ts";
 import type { Box, TlsListener } from "../box.ts";
 import type { PhoneListener } from "../phone.ts";
-import { listenerCertificates, localAddresses } from "../tls.ts";
+import { type BoxCertificates, listenerCertificates, localAddresses } from "../tls.ts";
 import { eventRoutes } from "./events.ts";
 import { execRoutes } from "./exec.ts";
 import { hooksRoutes } from "./hooks.ts";
@@ -131,6 +131,11 @@ export interface ServeTlsOptions {
    * @default {localAddresses(), plus `hostname` when it is one address}
    */
   addresses?: string[];
+  /**
+   * The certificates made or checked for this listener already, and the addresses they cover
+   * (`dockd serve` begins them before it loads the daemon: cli/serve_early.ts). @default {made here}
+   */
+  made?: { addresses: string[]; certificates: BoxCertificates };
 }
 
 /**
@@ -165,12 +170,13 @@ async function serveWithBoxCertificate(
     hostname: string;
     port: number;
     addresses: string[];
+    made?: ServeTlsOptions["made"];
     signal?: AbortSignal;
     limits?: ListenLimits;
   },
   handler: GuardedHandler,
 ): Promise<{ server: GuardedServer; listener: TlsListener }> {
-  const { addresses, certificates } = await listenerCertificates(box.paths.box, options);
+  const { addresses, certificates } = options.made ?? await listenerCertificates(box.paths.box, options);
   // A port any stranger on the network can reach: handshake, header and idle deadlines, connection caps,
   // and an accept loop that outlives running out of file descriptors (core/listen.ts).
   const server = serveGuarded(
