@@ -18,6 +18,7 @@ import { Proxy } from "./proxy.ts";
 import { DesktopNotifier } from "./desktop_notify.ts";
 import { Queue } from "./queue.ts";
 import { ensureToken } from "./token.ts";
+import { warmTls } from "../core/tls_warm.ts";
 import { Plugins } from "../plugins/plugins.ts";
 import { pluginKnobs } from "../plugins/knobs.ts";
 
@@ -95,6 +96,8 @@ export class Agent {
 
   /** Creates the token if needed, checks every box, and starts following them. */
   async start(): Promise<void> {
+    // Its first dial of a box (pinning one being paired, too) then finds TLS set up (core/tls_warm.ts).
+    warmTls();
     this.token = await ensureToken(this.paths.token);
     await this.boxes.refresh();
     this.boxes.start();

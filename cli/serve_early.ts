@@ -8,7 +8,8 @@
  *
  * @module
  */
-import { type BoxCertificates, listenerCertificates, localAddresses, warmTls } from "../daemon/tls.ts";
+import { type BoxCertificates, listenerCertificates, localAddresses } from "../daemon/tls.ts";
+import { warmTls } from "../core/tls_warm.ts";
 import { parseListenAddress } from "../core/listen.ts";
 import type { BoxPaths } from "../core/paths.ts";
 import { boxCgroups, type CgroupSupport } from "../daemon/cgroups.ts";

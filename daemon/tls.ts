@@ -512,17 +512,3 @@ function derTime(der: Uint8Array, tlv: Tlv): Date {
   const [, year, month, day, hour, minute, second] = match.map(Number);
   return new Date(Date.UTC(year, month - 1, day, hour, minute, second));
 }
-
-/**
- * Sets up the process's TLS stack off this thread; never rejects. Deno's TLS sets itself up on a
- * process's first handshake, ~30–40 ms here that block the thread handshaking, which a fresh daemon
- * would spend on the first laptop that dials it (the one `dock add ssh` is pairing, waiting). WebCrypto's
- * first P-256 key does the same one-time setup (measured: a later first handshake then takes ~1 ms, not
- * ~35), and Deno makes WebCrypto keys on a thread of its blocking-task pool: this thread goes on.
- */
-export function warmTls(): Promise<void> {
-  return crypto.subtle.generateKey({ name: "ECDSA", namedCurve: "P-256" }, false, ["sign"]).then(
-    () => {},
-    () => {},
-  );
-}
