@@ -229,20 +229,28 @@ export async function buildPackage(options: BuildOptions): Promise<BuiltPackage>
     const src = join(root, "src");
     const bundling = importsOf(config.imports, RUNTIME_IMPORTS);
     await writeRuntimeConfig(src, bundling, lock);
-    const placed = npmClosure(bundling, lock, options.target);
-    for (const pkg of placed) await placeNpmPackage(pkg, join(src, "node_modules", pkg.name), registry);
+    const placed = npmFolders(npmClosure(bundling, lock, options.target));
+    for (const { pkg, folder } of placed) {
+      await placeNpmPackage(pkg, join(src, "node_modules", folder), registry);
+    }
     progress(`bundles`);
     const bundles = await bundleRuntime(src);
-    await writeNotices(src);
+    await writeNotices(src, placed);
     await keepOnly(src, [...bundles, ...await keptSources(src)]);
     const external = importsOf(config.imports, EXTERNAL_IMPORTS);
     await writeRuntimeConfig(src, external, lock);
-    const kept = new Set(npmClosure(external, lock, options.target).map((pkg) => pkg.name));
-    // (A name the lock holds at two versions was placed once, at the last.)
-    for (const name of new Set(placed.map((pkg) => pkg.name).filter((name) => !kept.has(name)))) {
-      await Deno.remove(join(src, "node_modules", name), { recursive: true });
+    const kept = new Set(npmFolders(npmClosure(external, lock, options.target)).map(({ folder }) => folder));
+    // The top folders of what goes (a nested one goes with the package it is in).
+    for (
+      const { folder } of placed.filter(({ folder }) =>
+        !kept.has(folder) && !folder.includes("/node_modules/")
+      )
+    ) {
+      await Deno.remove(join(src, "node_modules", folder), { recursive: true });
       // A scope's folder goes with its last package.
-      if (name.startsWith("@")) await Deno.remove(join(src, "node_modules", dirname(name))).catch(() => {});
+      if (folder.startsWith("@")) {
+        await Deno.remove(join(src, "node_modules", dirname(folder))).catch(() => {});
+      }
     }
     progress(`deno runtime for ${target}`);
     const deno = await placeRuntime(options.target, join(root, "bin", "deno"), registry, progress);
@@ -611,20 +619,12 @@ async function keptSources(src: string): Promise<string[]> {
  * Writes `<src>/NOTICES.md`: the licence of every npm package under `<src>/node_modules` and of the
  * vendored commander (the bundles hold their code, the package not their folders).
  */
-async function writeNotices(src: string): Promise<void> {
-  const modules = join(src, "node_modules");
-  const folders: string[] = [];
-  for await (const entry of Deno.readDir(modules)) {
-    if (!entry.isDirectory || entry.name.startsWith(".")) continue;
-    if (!entry.name.startsWith("@")) {
-      folders.push(join(modules, entry.name));
-      continue;
-    }
-    for await (const inner of Deno.readDir(join(modules, entry.name))) {
-      folders.push(join(modules, entry.name, inner.name));
-    }
-  }
-  folders.sort().push(join(src, "cli", "vendor", "commander"));
+async function writeNotices(src: string, placed: { pkg: NpmPackage; folder: string }[]): Promise<void> {
+  // Each package once (one nested in several dependents is the same package), in name order.
+  const folders = [...new Map(placed.map(({ pkg, folder }) => [pkg.key, { pkg, folder }])).values()]
+    .sort((a, b) => a.pkg.name.localeCompare(b.pkg.name) || a.pkg.version.localeCompare(b.pkg.version))
+    .map(({ folder }) => join(src, "node_modules", folder));
+  folders.push(join(src, "cli", "vendor", "commander"));
   const sections: string[] = [];
   for (const folder of folders) {
     // The vendored copy has no package.json: its name and the version deno.json pins.
@@ -782,12 +782,16 @@ interface DenoLock {
 }
 
 /** One npm package as it goes into `node_modules/`. */
-interface NpmPackage {
+export interface NpmPackage {
   /** Its key in the lock (`name@version`, with the peers it resolved with). */
   key: string;
   name: string;
   version: string;
   integrity: string;
+  /** The keys of the packages in the closure that depend on it. */
+  dependents: string[];
+  /** Whether the project imports it itself. */
+  imported: boolean;
 }
 
 /**
@@ -869,20 +873,33 @@ function npmSpecifier(specifier: string): { name: string; version: string } {
  */
 export function npmClosure(imports: Record<string, string>, lock: DenoLock, target?: Target): NpmPackage[] {
   const found = new Map<string, NpmPackage>();
-  const visit = (key: string) => {
-    if (found.has(key)) return;
+  const visit = (key: string, dependent?: string) => {
+    const known = found.get(key);
+    if (known) {
+      if (dependent) known.dependents.push(dependent);
+      else known.imported = true;
+      return;
+    }
     const entry = lock.npm[key];
     if (!entry) throw new Error(`deno.lock has no ${key}`);
     if (target && entry.os && !entry.os.includes(target.os)) return;
     if (target && entry.cpu && !entry.cpu.includes(target.arch)) return;
     const { name, version } = lockKey(key);
-    found.set(key, { key, name, version, integrity: entry.integrity });
+    found.set(key, {
+      key,
+      name,
+      version,
+      integrity: entry.integrity,
+      dependents: dependent ? [dependent] : [],
+      imported: !dependent,
+    });
     for (const dependency of [...entry.dependencies ?? [], ...entry.optionalDependencies ?? []]) {
       // The lock names a dependency by name when one version of it is locked, else by name@version.
       visit(
         lock.npm[dependency]
           ? dependency
           : Object.keys(lock.npm).find((k) => k.startsWith(`${dependency}@`))!,
+        key,
       );
     }
   };
@@ -891,6 +908,32 @@ export function npmClosure(imports: Record<string, string>, lock: DenoLock, targ
     visit(lockEntryOf(lock, name, version));
   }
   return [...found.values()];
+}
+
+/**
+ * Where each of `packages` goes under `node_modules/`, as Node's resolution finds it: at its name, or,
+ * for a name the closure holds at more than one version, one version there (one the project imports
+ * itself, else the one most packages depend on) and each other inside every package that depends on it
+ * (`<dependent's folder>/node_modules/<name>`). A flat folder per name would hold only one of them, and a
+ * bundle could get the other version than its importer asked for (content-type 1.0.5 for the MCP SDK,
+ * 2.1.0 for express).
+ */
+export function npmFolders(packages: NpmPackage[]): { pkg: NpmPackage; folder: string }[] {
+  const byKey = new Map(packages.map((pkg) => [pkg.key, pkg]));
+  const flat = new Map<string, NpmPackage>();
+  for (const pkg of packages) {
+    const other = flat.get(pkg.name);
+    const rank = (p: NpmPackage) => p.imported ? Infinity : p.dependents.length;
+    if (!other || rank(pkg) > rank(other)) flat.set(pkg.name, pkg);
+  }
+  const foldersOf = (pkg: NpmPackage, depth: number): string[] => {
+    if (flat.get(pkg.name) === pkg) return [pkg.name];
+    if (depth > 8) throw new Error(`npm packages nest too deep at ${pkg.key}`);
+    return pkg.dependents.flatMap((key) =>
+      foldersOf(byKey.get(key)!, depth + 1).map((folder) => `${folder}/node_modules/${pkg.name}`)
+    );
+  };
+  return packages.flatMap((pkg) => foldersOf(pkg, 0).map((folder) => ({ pkg, folder })));
 }
 
 /**

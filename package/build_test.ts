@@ -1,7 +1,7 @@
 import { assert, assertEquals } from "../tests/assert.ts";
 import { run } from "../core/runner.ts";
 import { join } from "../core/posix_path.ts";
-import { launcher, lockKey, prunable } from "./build.ts";
+import { launcher, lockKey, npmClosure, npmFolders, prunable } from "./build.ts";
 import { BUNDLED_SOURCES, COMMAND_V8_FLAGS, SERVER_COMMANDS } from "./unbundled.ts";
 
 Deno.test("lockKey: a deno.lock key as name and version, scoped or not, with the peers it resolved with or not", () => {
@@ -15,6 +15,62 @@ Deno.test("lockKey: a deno.lock key as name and version, scoped or not, with the
     name: "zod-to-json-schema",
     version: "3.25.1",
   });
+});
+
+Deno.test("npmFolders: a name at two versions goes once at the top and nested in each dependent of the other", () => {
+  // As deno.lock writes it: a dependency by name where one version is locked, by name@version where two.
+  const lock = {
+    npm: {
+      "@scope/sdk@1.0.0_zod@4.0.0": {
+        integrity: "a",
+        dependencies: ["content-type@1.0.5", "express", "zod"],
+      },
+      "express@5.0.0": { integrity: "b", dependencies: ["body-parser", "content-type@2.1.0"] },
+      "body-parser@2.0.0": { integrity: "c", dependencies: ["content-type@2.1.0"] },
+      "content-type@1.0.5": { integrity: "d" },
+      "content-type@2.1.0": { integrity: "e" },
+      "zod@4.0.0": { integrity: "f" },
+      "pty@1.0.0": { integrity: "g", optionalDependencies: ["pty-linux", "pty-darwin"] },
+      "pty-linux@1.0.0": { integrity: "h", os: ["linux"] },
+      "pty-darwin@1.0.0": { integrity: "i", os: ["darwin"] },
+    },
+  };
+  const imports = { "@scope/sdk": "npm:@scope/sdk@1.0.0", "zod": "npm:zod@4.0.0", "pty": "npm:pty@1.0.0" };
+  const closure = npmClosure(imports, lock, { os: "linux", arch: "x64" });
+  const dependents = Object.fromEntries(closure.map((pkg) => [pkg.key, pkg.dependents.sort()]));
+  assertEquals(dependents, {
+    "@scope/sdk@1.0.0_zod@4.0.0": [],
+    "content-type@1.0.5": ["@scope/sdk@1.0.0_zod@4.0.0"],
+    "express@5.0.0": ["@scope/sdk@1.0.0_zod@4.0.0"],
+    "body-parser@2.0.0": ["express@5.0.0"],
+    "content-type@2.1.0": ["body-parser@2.0.0", "express@5.0.0"],
+    // Imported by the project and by the SDK: the project's own import wins the top folder anyway.
+    "zod@4.0.0": ["@scope/sdk@1.0.0_zod@4.0.0"],
+    "pty@1.0.0": [],
+    "pty-linux@1.0.0": ["pty@1.0.0"],
+  });
+  const folders = npmFolders(closure).map(({ pkg, folder }) => `${folder} ${pkg.version}`).sort();
+  assertEquals(folders, [
+    "@scope/sdk 1.0.0",
+    "@scope/sdk/node_modules/content-type 1.0.5",
+    "body-parser 2.0.0",
+    "content-type 2.1.0",
+    "express 5.0.0",
+    "pty 1.0.0",
+    "pty-linux 1.0.0",
+    "zod 4.0.0",
+  ]);
+  // One version imported by the project itself takes the top folder even with fewer dependents.
+  const own = npmFolders(npmClosure({ ...imports, "content-type": "npm:content-type@1.0.5" }, lock));
+  assertEquals(
+    own.filter(({ pkg }) => pkg.name === "content-type").map(({ pkg, folder }) => `${folder} ${pkg.version}`)
+      .sort(),
+    [
+      "body-parser/node_modules/content-type 2.1.0",
+      "content-type 1.0.5",
+      "express/node_modules/content-type 2.1.0",
+    ],
+  );
 });
 
 Deno.test("prunable: declarations, maps, documents and a package's own tests go; code and licences stay", () => {
