@@ -34,7 +34,7 @@ import {
   KEPT_SOURCES,
   SERVER_COMMANDS,
 } from "./unbundled.ts";
-import { CACHE_TEMPLATE, templateFrom } from "./cache.ts";
+import { CACHE, CACHE_TEMPLATE, SERVERS_CACHE, templateFrom } from "./cache.ts";
 import { membersEnd } from "./tar.ts";
 import { sha256Hex } from "../core/bytes.ts";
 import { exists, readJsonOrNull } from "../core/files.ts";
@@ -347,10 +347,18 @@ async function keepCacheTemplate(root: string, out: string, name: string): Promi
   const kept = join(out, `${name}.cache-template`);
   await Deno.remove(kept, { recursive: true }).catch(() => {});
   await Deno.mkdir(kept, { recursive: true });
-  for await (const entry of Deno.readDir(template)) {
-    if (entry.isFile) await Deno.copyFile(join(template, entry.name), join(kept, entry.name));
-  }
+  await copyTree(template, kept);
   return kept;
+}
+
+/** Copies the files and folders under `from` into the folder `into`. */
+async function copyTree(from: string, into: string): Promise<void> {
+  for await (const entry of Deno.readDir(from)) {
+    if (entry.isDirectory) {
+      await Deno.mkdir(join(into, entry.name));
+      await copyTree(join(from, entry.name), join(into, entry.name));
+    } else if (entry.isFile) await Deno.copyFile(join(from, entry.name), join(into, entry.name));
+  }
 }
 
 /** An installed release this code runs from: its folder (`…/versions/<folder>`) and its manifest. */
@@ -512,15 +520,21 @@ case $0 in */*) cd "\${0%/*}" || exit 1 ;; esac
 bin=$PWD
 cd "$here" || exit 1
 # Transpiled modules are cached inside the package: one cache per version, dropped with it.
-export DENO_DIR="\${DOCK_DENO_DIR:-$root/cache}"
 export DENO_NO_UPDATE_CHECK=1
 export DOCK_BIN="$bin"
 # A server, or a command that loads sources needing deno.json (package/unbundled.ts), runs as it is.
 # Any other runs for milliseconds from its bundle: without the config, and with V8 compiling functions
-# as it loads them (then they come from the code cache) and starting no helper threads.
+# as it loads them (then they come from the code cache) and starting no helper threads. V8 takes no
+# code compiled under other flags: the servers' caches are their own (package/cache.ts).
 case $1 in
-${SERVER_COMMANDS.join(" | ")}) fast= ;;
-*) fast="--no-config --v8-flags=${COMMAND_V8_FLAGS}" ;;
+${SERVER_COMMANDS.join(" | ")})
+  fast=
+  export DENO_DIR="\${DOCK_DENO_DIR:-$root/${CACHE}/${SERVERS_CACHE}}"
+  ;;
+*)
+  fast="--no-config --v8-flags=${COMMAND_V8_FLAGS}"
+  export DENO_DIR="\${DOCK_DENO_DIR:-$root/${CACHE}}"
+  ;;
 esac
 exec "$root/bin/deno" run -A --cached-only $fast "$root/src/cli/${program}.js" "$@"
 `;
@@ -556,41 +570,53 @@ async function bundleRuntime(src: string): Promise<string[]> {
 }
 
 /**
- * Makes `<root>/cache.template` (package/cache.ts): Deno's caches after it loaded, as the launcher runs
- * them, `dockd pair`'s bundles (a command's flags) and then the daemon's (a server's: its bundle loaded,
- * not started), which a fresh box runs first. Made with this machine's Deno, for any target: its
- * analysis of the modules holds for all; V8 refuses compiled code that is not for it, and Deno then
- * compiles again, as it would have.
+ * Makes `<root>/cache.template` (package/cache.ts): Deno's caches after what a fresh box runs first, as
+ * the launcher runs it: `dockd serve` started (a server: its caches in the servers' folder) and `dockd
+ * pair` asked of it (a command, with a command's flags). A real start, not the daemon's modules only
+ * loaded: what it compiles as it starts is cached too (the runtime's own modules it loads then, Node's
+ * timers and fetch among them: ~20 ms of a start). Made with this machine's Deno, for any target, in a
+ * home of its own: its analysis of the modules holds for all; V8 refuses compiled code that is not for
+ * it, and Deno then compiles again, as it would have.
  */
 async function makeCacheTemplate(staged: string): Promise<void> {
   // The URLs Deno keys its caches by are real paths (macOS's /tmp is /private/tmp).
   const root = await Deno.realPath(staged);
   const dir = join(root, CACHE_TEMPLATE);
-  const scratch = await Deno.makeTempDir({ prefix: "dock-package-cache-" });
-  const env = { DENO_DIR: dir, DENO_NO_UPDATE_CHECK: "1", HOME: scratch, PATH: Deno.env.get("PATH") ?? "" };
-  const deno = (args: string[], what: string) =>
-    must(run(Deno.execPath(), ["run", "-A", "--cached-only", ...args], { env, clearEnv: true }), what);
+  const home = await Deno.makeTempDir({ prefix: "dock-package-cache-" });
+  const env = (denoDir: string) => ({
+    DENO_DIR: denoDir,
+    DENO_NO_UPDATE_CHECK: "1",
+    DOCK_BIN: join(root, "bin"),
+    DOCK_LISTEN: "127.0.0.1:0",
+    HOME: home,
+    PATH: Deno.env.get("PATH") ?? "",
+  });
+  const dockd = join(root, "src", "cli", "dockd.js");
+  const stop = new AbortController();
+  const daemon = run(
+    Deno.execPath(),
+    ["run", "-A", "--cached-only", "--config", join(root, "src", "deno.json"), dockd, "serve"],
+    { env: env(join(dir, SERVERS_CACHE)), clearEnv: true, signal: stop.signal, timeoutMs: 300_000 },
+  );
   try {
     const fast = ["--no-config", `--v8-flags=${COMMAND_V8_FLAGS}`];
-    await deno([...fast, join(root, "src", "cli", "dockd.js"), "pair", "--help"], "dockd pair --help");
-    const load = join(scratch, "load.js");
-    // What `dockd serve` loads after dockd.js (cli/dockd_main.ts's serve action; daemon/tls.js in a worker).
-    const daemon = [
-      "cli/dockd_main.js",
-      "cli/serve_early.js",
-      "core/paths.js",
-      "daemon/tls.js",
-      "cli/serve.js",
-    ];
-    await Deno.writeTextFile(
-      load,
-      daemon.map((file) => `await import(${JSON.stringify(`file://${root}/src/${file}`)});\n`).join(""),
+    const pair = await run(
+      Deno.execPath(),
+      ["run", "-A", "--cached-only", ...fast, dockd, "pair", "--json", "--host", "127.0.0.1", "--wait", "60"],
+      { env: env(dir), clearEnv: true, timeoutMs: 120_000 },
     );
-    await deno(["--config", join(root, "src", "deno.json"), load], "loading the daemon");
-    templateFrom(dir, root);
+    if (pair.code !== 0) {
+      stop.abort();
+      throw new Error(
+        `the cache template's dockd pair failed: ${pair.output}\ndockd serve: ${(await daemon).output}`,
+      );
+    }
   } finally {
-    await Deno.remove(scratch, { recursive: true });
+    stop.abort();
+    await daemon.catch(() => {});
+    await Deno.remove(home, { recursive: true }).catch(() => {});
   }
+  templateFrom(dir, root);
 }
 
 /**

@@ -5,12 +5,18 @@
  * Deno keeps what it learns of a module (its imports, V8's compiled code) in SQLite files under
  * `DENO_DIR` (the launcher's `<release>/cache`), keyed by the module's absolute URL. Made cold, on a
  * box's first `dockd serve`, that was 150 of its ~330 ms (measured: the same start took ~180 ms with
- * the caches of an earlier run at another path, moved by rewriting those URLs). So the build loads the
- * modules a fresh box's first minute runs (the daemon's bundle; `dockd pair`'s) into
+ * the caches of an earlier run at another path, moved by rewriting those URLs). So the build runs what
+ * a fresh box runs first (`dockd serve` started, `dockd pair` asked of it) with its caches in
  * `cache.template/`, their URLs rewritten under a placeholder root; the installer
  * ({@linkcode placeCache}: `dock add ssh`'s install script, `POST upgrade`, `deno task install`) copies
  * it to `cache/` with the release's own root. What does not match (another Deno, other V8 flags, a
  * target whose V8 refuses the code) Deno finds stale and makes again, as it would have anyway.
+ *
+ * V8 takes no code compiled under other flags, and the servers run without the V8 flags the short
+ * commands run with (`package/build.ts`'s launcher): in one cache each start of the other kind compiled
+ * again what both load (the command line's modules, the runtime's own) and wrote it over the other's
+ * (measured: every daemon start after a command, and the first command after it). So the servers keep
+ * theirs in `cache/servers/` ({@linkcode SERVERS_CACHE}), and a template holds both sets.
  *
  * @module
  */
@@ -23,6 +29,12 @@ export const CACHE_TEMPLATE = "cache.template";
 
 /** Where the launcher points `DENO_DIR` (`DOCK_DENO_DIR` aside): made by the installer, not in the manifest. */
 export const CACHE = "cache";
+
+/** The folder, in `cache/` and in a template, of the servers' own caches (`dockd serve`, `dock agent`). */
+export const SERVERS_CACHE = "servers";
+
+/** The sets of caches, by their folder under `cache/` (and a template): the commands', the servers'. */
+const CACHE_SETS = ["", SERVERS_CACHE] as const;
 
 /** The root a template's URLs name (`file:///dock-release/src/cli/serve.js`). */
 const PLACEHOLDER = "file:///dock-release/";
@@ -69,32 +81,50 @@ export function rebaseCache(
 }
 
 /**
- * Turns the caches Deno made in `dir` while running the package at `root` into its template: URLs under
- * the placeholder root, nothing else of `dir` (the npm resolution Deno redoes in a moment).
+ * Turns the caches Deno made in `dir` (and in its servers' folder) while running the package at `root`
+ * into its template: URLs under the placeholder root, nothing else of `dir` (the npm resolution Deno
+ * redoes in a moment).
  */
 export function templateFrom(dir: string, root: string): void {
-  rebaseCache(dir, `file://${root}/`, PLACEHOLDER, { dropOthers: true });
-  for (const entry of Deno.readDirSync(dir)) {
-    if (!(entry.name in TABLES)) Deno.removeSync(join(dir, entry.name), { recursive: true });
+  for (const set of CACHE_SETS) {
+    const folder = join(dir, set);
+    try {
+      Deno.statSync(folder);
+    } catch {
+      continue; // no run made that set
+    }
+    rebaseCache(folder, `file://${root}/`, PLACEHOLDER, { dropOthers: true });
+    for (const entry of Deno.readDirSync(folder)) {
+      const kept = entry.name in TABLES ||
+        (set === "" && (CACHE_SETS as readonly string[]).includes(entry.name));
+      if (!kept) Deno.removeSync(join(folder, entry.name), { recursive: true });
+    }
   }
 }
 
 /**
- * Copies the cache files of `template` into the folder `into`, their URLs under the placeholder root
- * made the release's at `root` (a real path); answers the files copied (a template may lack some).
+ * Copies the cache files of `template` (each set's) into the folder `into`, their URLs under the
+ * placeholder root made the release's at `root` (a real path); answers the paths copied, from `into`
+ * (a template may lack some, or a set).
  */
 function copyRebased(template: string, into: string, root: string): string[] {
-  const files = Object.keys(TABLES).filter((file) => {
-    try {
-      Deno.copyFileSync(join(template, file), join(into, file));
+  const copied: string[] = [];
+  for (const set of CACHE_SETS) {
+    const files = Object.keys(TABLES).filter((file) => {
+      try {
+        Deno.statSync(join(template, set, file));
+      } catch (error) {
+        if (error instanceof Deno.errors.NotFound) return false;
+        throw error;
+      }
+      Deno.mkdirSync(join(into, set), { recursive: true });
+      Deno.copyFileSync(join(template, set, file), join(into, set, file));
       return true;
-    } catch (error) {
-      if (error instanceof Deno.errors.NotFound) return false;
-      throw error;
-    }
-  });
-  rebaseCache(into, PLACEHOLDER, `file://${root}/`);
-  return files;
+    });
+    if (files.length) rebaseCache(join(into, set), PLACEHOLDER, `file://${root}/`);
+    copied.push(...files.map((file) => set ? `${set}/${file}` : file));
+  }
+  return copied;
 }
 
 /**
@@ -132,7 +162,13 @@ export async function cacheMembers(template: string, root: string, top: string):
   const scratch = await Deno.makeTempDir({ prefix: "dock-cache-" });
   try {
     const members: TarMember[] = [{ path: `${top}/${CACHE}` }];
-    for (const file of copyRebased(template, scratch, root)) {
+    const files = copyRebased(template, scratch, root);
+    for (const set of CACHE_SETS) {
+      if (set && files.some((file) => file.startsWith(`${set}/`))) {
+        members.push({ path: `${top}/${CACHE}/${set}` });
+      }
+    }
+    for (const file of files) {
       members.push({ path: `${top}/${CACHE}/${file}`, bytes: await Deno.readFile(join(scratch, file)) });
     }
     return members;

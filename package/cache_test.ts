@@ -1,7 +1,7 @@
 import { DatabaseSync } from "node:sqlite";
 import { assertEquals } from "../tests/assert.ts";
 import { join } from "../core/posix_path.ts";
-import { CACHE, CACHE_TEMPLATE, placeCache, templateFrom } from "./cache.ts";
+import { CACHE, CACHE_TEMPLATE, cacheMembers, placeCache, SERVERS_CACHE, templateFrom } from "./cache.ts";
 
 /** A cache file as Deno 2 makes it (the columns that matter here), with `rows` of URL and data. */
 function writeCache(file: string, table: string, rows: [string, string][]): void {
@@ -77,6 +77,51 @@ Deno.test("cache: a template names the release's modules under a placeholder; pl
     await Deno.mkdir(older);
     placeCache(older);
     assertEquals([...Deno.readDirSync(older)], []);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("cache: the servers' caches are a set of their own, made, placed and sent beside the commands'", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "dock-cache-test-" });
+  try {
+    const built = join(dir, "built");
+    const template = join(built, CACHE_TEMPLATE);
+    await Deno.mkdir(join(template, SERVERS_CACHE, "npm"), { recursive: true });
+    writeCache(join(template, "v8_code_cache_v2"), "codecache", [
+      [`file://${built}/src/cli/dockd.js`, "dockd as a command runs it"],
+    ]);
+    writeCache(join(template, SERVERS_CACHE, "v8_code_cache_v2"), "codecache", [
+      [`file://${built}/src/cli/dockd.js`, "dockd as a server runs it"],
+      ["file:///tmp/home/x.js", "not the release's"],
+    ]);
+    templateFrom(template, built);
+    assertEquals([...Deno.readDirSync(template)].map((entry) => entry.name).sort(), [
+      SERVERS_CACHE,
+      "v8_code_cache_v2",
+    ]);
+    assertEquals([...Deno.readDirSync(join(template, SERVERS_CACHE))].map((entry) => entry.name), [
+      "v8_code_cache_v2",
+    ]);
+
+    const installed = join(dir, "versions", "0.1.0-abc");
+    await Deno.mkdir(join(installed, ".."), { recursive: true });
+    await Deno.rename(built, installed);
+    // Sent by a laptop for where the box will install it: both sets, as tar members under the top folder.
+    const members = await cacheMembers(join(installed, CACHE_TEMPLATE), installed, "dock");
+    assertEquals(members.map((member) => member.path), [
+      "dock/cache",
+      "dock/cache/servers",
+      "dock/cache/v8_code_cache_v2",
+      "dock/cache/servers/v8_code_cache_v2",
+    ]);
+    placeCache(installed);
+    assertEquals(readCache(join(installed, CACHE, "v8_code_cache_v2"), "codecache"), [
+      [`file://${installed}/src/cli/dockd.js`, "dockd as a command runs it"],
+    ]);
+    assertEquals(readCache(join(installed, CACHE, SERVERS_CACHE, "v8_code_cache_v2"), "codecache"), [
+      [`file://${installed}/src/cli/dockd.js`, "dockd as a server runs it"],
+    ]);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

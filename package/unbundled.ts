@@ -42,10 +42,9 @@ export const BUNDLED_SOURCES: readonly string[] = [
 
 /**
  * Modules bundled beside their sources that no command loads by `load()`: what an installer runs with
- * the package's own Deno before any of its caches exist (`package/cache.ts`), and what a worker imports
- * by its path (`daemon/tls.ts`: the daemon's certificates, made on a thread of their own).
+ * the package's own Deno before any of its caches exist (`package/cache.ts`).
  */
-export const ENTRY_BUNDLES: readonly string[] = ["package/place_cache.ts", "daemon/tls.ts"];
+export const ENTRY_BUNDLES: readonly string[] = ["package/place_cache.ts"];
 
 /**
  * The sources a package keeps (with what they import, from `src/`): the plugin host's process and its

@@ -86,12 +86,19 @@ Deno.test("a package for this machine runs dockd and dock from itself, offline, 
       assertEquals(cache.sort(), [
         "cache/dep_analysis_cache_v2",
         "cache/node_analysis_cache_v2",
+        "cache/servers/dep_analysis_cache_v2",
+        "cache/servers/node_analysis_cache_v2",
+        "cache/servers/v8_code_cache_v2",
         "cache/v8_code_cache_v2",
       ]);
       for (const file of cache) delete same[file];
       assertEquals(same, built.manifest.files);
-      // The caches name the modules where they now are.
-      assert(cachedModules(zstdInto).includes(`file://${zstdInto}/src/cli/serve.js`));
+      // The caches name the modules where they now are: the daemon's in the servers' set, with what it
+      // compiled as it started (the runtime's own), `dockd pair`'s in the commands'.
+      const served = cachedModules(zstdInto, "servers");
+      assert(served.includes(`file://${zstdInto}/src/cli/serve.js`), `${served}`);
+      assert(served.includes("ext:deno_node/internal/timers.mjs"), `${served}`);
+      assert(cachedModules(zstdInto).includes(`file://${zstdInto}/src/cli/pair.js`));
     } else assertEquals(built.zstd, undefined);
     assert(
       !Object.keys(files).some((file) =>
@@ -299,9 +306,9 @@ Deno.test("a package for this machine runs dockd and dock from itself, offline, 
       false,
     ]);
     assertEquals(await Deno.readLink(join(here, "current")), `versions/${first.folder}`);
-    // Deno's caches as the build made them (the daemon's bundle loaded), for where it is installed.
+    // Deno's caches as the build made them (the daemon started), for where it is installed.
     const installedRoot = await Deno.realPath(join(here, "versions", first.folder));
-    assert(cachedModules(installedRoot).includes(`file://${installedRoot}/src/cli/serve.js`));
+    assert(cachedModules(installedRoot, "servers").includes(`file://${installedRoot}/src/cli/serve.js`));
     const installedVersion = await new Deno.Command(join(here, "bin", "dock"), {
       args: ["--version"],
       env,
@@ -327,8 +334,9 @@ Deno.test("a package for this machine runs dockd and dock from itself, offline, 
 });
 
 /** The module URLs of the V8 code cache placed in the installed release at `root` (package/cache.ts). */
-function cachedModules(root: string): string[] {
-  const db = new DatabaseSync(join(root, "cache", "v8_code_cache_v2"), { readOnly: true });
+/** The modules whose compiled code the release at `root` has cached (in its `set` of caches). */
+function cachedModules(root: string, set = ""): string[] {
+  const db = new DatabaseSync(join(root, "cache", set, "v8_code_cache_v2"), { readOnly: true });
   try {
     return db.prepare("SELECT specifier FROM codecache").all().map((row) => String(row.specifier));
   } finally {
