@@ -1,6 +1,6 @@
 /**
  * Byte arrays joined (what a wire format made of parts, a tar member, a PNG chunk, a chunked HTTP body,
- * is assembled from) and hashed.
+ * is assembled from), written as hex, hashed, and compared as secrets.
  *
  * @module
  */
@@ -16,11 +16,16 @@ export function concatBytes(parts: readonly Uint8Array[]): Uint8Array<ArrayBuffe
   return out;
 }
 
+/** `bytes` as lowercase hex, two digits each. */
+export function hex(bytes: Uint8Array): string {
+  return Array.from(bytes, (byte) => byte.toString(16).padStart(2, "0")).join("");
+}
+
 /** The SHA-256 of `data` (text as UTF-8) in lowercase hex; `bytes` of it when given (its first). */
 export async function sha256Hex(data: string | Uint8Array<ArrayBuffer>, bytes = 32): Promise<string> {
   const input = typeof data === "string" ? new TextEncoder().encode(data) : data;
   const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", input), 0, bytes);
-  return Array.from(digest, (byte) => byte.toString(16).padStart(2, "0")).join("");
+  return hex(digest);
 }
 
 /** Compares two secrets in constant time (for equal lengths); `b` may be given encoded already. */

@@ -19,7 +19,7 @@
  */
 import { badField, DockError } from "../client/errors.ts";
 import { base64url, normalizeCode } from "../core/pairing_link.ts";
-import { sameSecret, sha256Hex } from "../core/bytes.ts";
+import { hex, sameSecret, sha256Hex } from "../core/bytes.ts";
 import type { Store } from "../core/store.ts";
 import type { Laptop } from "../client/wire.ts";
 
@@ -264,10 +264,6 @@ function laptopName(name: string): string {
 
 function toLaptop(row: LaptopRow): Laptop {
   return { id: row.id, name: row.name, created: row.created, last_seen: row.last_seen };
-}
-
-function hex(bytes: Uint8Array): string {
-  return Array.from(bytes, (byte) => byte.toString(16).padStart(2, "0")).join("");
 }
 
 function base32(bytes: Uint8Array): string {

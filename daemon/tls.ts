@@ -26,6 +26,7 @@
 import { DockError } from "../client/errors.ts";
 import { fingerprintOf, pemToDer } from "../core/pairing_link.ts";
 import { run, which } from "../core/runner.ts";
+import { hex } from "../core/bytes.ts";
 import { join } from "../core/posix_path.ts";
 
 /** The box's CA and current leaf, as the TLS listener and the pairing link need them. */
@@ -337,7 +338,7 @@ async function install(scratch: string, dir: string, name: string): Promise<Pair
 function randomSerial(): string {
   const bytes = crypto.getRandomValues(new Uint8Array(16));
   bytes[0] = (bytes[0] & 0x7f) | 0x01; // positive and never zero, as RFC 5280 asks
-  return `0x${Array.from(bytes, (byte) => byte.toString(16).padStart(2, "0")).join("")}`;
+  return `0x${hex(bytes)}`;
 }
 
 /** A host name reduced to characters that are safe in an openssl config value. */
@@ -430,10 +431,6 @@ function formatIp(bytes: Uint8Array): string {
 function isLoopback(bytes: Uint8Array): boolean {
   if (bytes.length === 4) return bytes[0] === 127;
   return bytes.every((byte, i) => byte === (i === 15 ? 1 : 0));
-}
-
-function hex(bytes: Uint8Array): string {
-  return Array.from(bytes, (byte) => byte.toString(16).padStart(2, "0")).join("");
 }
 
 function sameSet(a: string[], b: string[]): boolean {
