@@ -9,6 +9,7 @@ import {
 import { DockError } from "../client/errors.ts";
 import { ensureCertificates, listenerCertificates, localAddresses } from "./tls.ts";
 import { fingerprintOf } from "../core/pairing_link.ts";
+import { which } from "../core/runner.ts";
 
 const LOOPBACK = ["localhost", "127.0.0.1", "::1"];
 const DAY = 24 * 3600 * 1000;
@@ -182,9 +183,7 @@ Deno.test("tls: IPv6 loopback is listed and reachable when the box has it", asyn
  * `refuseCa`, refuses `req … -CA` as OpenSSL 1.1 and LibreSSL do ("req: Unrecognized flag CA").
  */
 async function loggingOpenssl(dir: string, options: { refuseCa: boolean }): Promise<string> {
-  const real = new TextDecoder().decode(
-    (await new Deno.Command("sh", { args: ["-c", "command -v openssl"] }).output()).stdout,
-  ).trim();
+  const real = which("openssl")!;
   const path = `${dir}/openssl`;
   await Deno.writeTextFile(
     path,

@@ -598,23 +598,18 @@ async function makeCacheTemplate(staged: string): Promise<void> {
     ["run", "-A", "--cached-only", "--config", join(root, "src", "deno.json"), dockd, "serve"],
     { env: env(join(dir, SERVERS_CACHE)), clearEnv: true, signal: stop.signal, timeoutMs: 300_000 },
   );
-  try {
-    const fast = ["--no-config", `--v8-flags=${COMMAND_V8_FLAGS}`];
-    const pair = await run(
-      Deno.execPath(),
-      ["run", "-A", "--cached-only", ...fast, dockd, "pair", "--json", "--host", "127.0.0.1", "--wait", "60"],
-      { env: env(dir), clearEnv: true, timeoutMs: 120_000 },
-    );
-    if (pair.code !== 0) {
-      stop.abort();
-      throw new Error(
-        `the cache template's dockd pair failed: ${pair.output}\ndockd serve: ${(await daemon).output}`,
-      );
-    }
-  } finally {
-    stop.abort();
-    await daemon.catch(() => {});
-    await Deno.remove(home, { recursive: true }).catch(() => {});
+  const fast = ["--no-config", `--v8-flags=${COMMAND_V8_FLAGS}`];
+  // The daemon goes once `dockd pair` has its answer (or none).
+  const pair = run(
+    Deno.execPath(),
+    ["run", "-A", "--cached-only", ...fast, dockd, "pair", "--json", "--host", "127.0.0.1", "--wait", "60"],
+    { env: env(dir), clearEnv: true, timeoutMs: 120_000 },
+  ).finally(() => stop.abort());
+  const [asked, served] = await Promise.all([pair, daemon]).finally(() =>
+    Deno.remove(home, { recursive: true }).catch(() => {})
+  );
+  if (asked.code !== 0) {
+    throw new Error(`the cache template's dockd pair failed: ${asked.output}\ndockd serve: ${served.output}`);
   }
   templateFrom(dir, root);
 }
@@ -947,9 +942,9 @@ export function npmClosure(imports: Record<string, string>, lock: DenoLock, targ
 export function npmFolders(packages: NpmPackage[]): { pkg: NpmPackage; folder: string }[] {
   const byKey = new Map(packages.map((pkg) => [pkg.key, pkg]));
   const flat = new Map<string, NpmPackage>();
+  const rank = (pkg: NpmPackage) => pkg.imported ? Infinity : pkg.dependents.length;
   for (const pkg of packages) {
     const other = flat.get(pkg.name);
-    const rank = (p: NpmPackage) => p.imported ? Infinity : p.dependents.length;
     if (!other || rank(pkg) > rank(other)) flat.set(pkg.name, pkg);
   }
   const foldersOf = (pkg: NpmPackage, depth: number): string[] => {

@@ -58,11 +58,7 @@ export function rebaseCache(
   options: { dropOthers?: boolean } = {},
 ): void {
   for (const [file, table] of Object.entries(TABLES)) {
-    try {
-      Deno.statSync(join(dir, file));
-    } catch {
-      continue; // not made by that run
-    }
+    if (!there(join(dir, file))) continue; // not made by that run
     const db = new DatabaseSync(join(dir, file));
     try {
       db.prepare(
@@ -88,11 +84,7 @@ export function rebaseCache(
 export function templateFrom(dir: string, root: string): void {
   for (const set of CACHE_SETS) {
     const folder = join(dir, set);
-    try {
-      Deno.statSync(folder);
-    } catch {
-      continue; // no run made that set
-    }
+    if (!there(folder)) continue; // no run made that set
     rebaseCache(folder, `file://${root}/`, PLACEHOLDER, { dropOthers: true });
     for (const entry of Deno.readDirSync(folder)) {
       const kept = entry.name in TABLES ||
@@ -110,18 +102,11 @@ export function templateFrom(dir: string, root: string): void {
 function copyRebased(template: string, into: string, root: string): string[] {
   const copied: string[] = [];
   for (const set of CACHE_SETS) {
-    const files = Object.keys(TABLES).filter((file) => {
-      try {
-        Deno.statSync(join(template, set, file));
-      } catch (error) {
-        if (error instanceof Deno.errors.NotFound) return false;
-        throw error;
-      }
-      Deno.mkdirSync(join(into, set), { recursive: true });
-      Deno.copyFileSync(join(template, set, file), join(into, set, file));
-      return true;
-    });
-    if (files.length) rebaseCache(join(into, set), PLACEHOLDER, `file://${root}/`);
+    const files = Object.keys(TABLES).filter((file) => there(join(template, set, file)));
+    if (!files.length) continue;
+    Deno.mkdirSync(join(into, set), { recursive: true });
+    for (const file of files) Deno.copyFileSync(join(template, set, file), join(into, set, file));
+    rebaseCache(join(into, set), PLACEHOLDER, `file://${root}/`);
     copied.push(...files.map((file) => set ? `${set}/${file}` : file));
   }
   return copied;
@@ -137,11 +122,7 @@ export function placeCache(root: string): void {
   const cache = join(root, CACHE);
   const aside = `${cache}.incoming.${Deno.pid}`;
   try {
-    Deno.statSync(template);
-  } catch {
-    return;
-  }
-  try {
+    if (!there(template)) return;
     Deno.mkdirSync(aside);
     copyRebased(template, aside, root);
     // Fails when a command made `cache/` meanwhile: it is Deno's then.
@@ -174,5 +155,19 @@ export async function cacheMembers(template: string, root: string, top: string):
     return members;
   } finally {
     await Deno.remove(scratch, { recursive: true });
+  }
+}
+
+/**
+ * Whether `path` exists. Synchronous, as all of this module is: the installer's `place_cache.js` runs
+ * it, and the daemon's start waits on nothing of it.
+ */
+function there(path: string): boolean {
+  try {
+    Deno.statSync(path);
+    return true;
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return false;
+    throw error;
   }
 }
