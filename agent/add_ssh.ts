@@ -25,6 +25,7 @@
 import { DockError } from "../client/errors.ts";
 import type { AddSshProgress, AddSshRequest, BoxStatus } from "../client/agent.ts";
 import { exists } from "../core/files.ts";
+import { parseListenAddress } from "../core/listen.ts";
 import { Turns } from "../core/turns.ts";
 import type { ClientPaths } from "../core/paths.ts";
 import { run, type RunResult, shellQuote } from "../core/runner.ts";
@@ -36,14 +37,16 @@ import {
   targetName,
 } from "../package/build.ts";
 import { megabytes, packageFor, targetOfMachine, upload, zstdEnd } from "./packages.ts";
-import { fingerprintOf, parseLink } from "../core/pairing_link.ts";
-import type { Boxes } from "./boxes.ts";
-import { forgetBox, pairBox } from "./pairing.ts";
+import { link as makeLink, parseLink } from "../core/pairing_link.ts";
+import type { Boxes, SshAccess } from "./boxes.ts";
+import { boxWithFingerprint, pairBox } from "./pairing.ts";
+import type { OpenTunnel, SshTransports } from "./ssh_transport.ts";
 
 /** What adding a box over SSH uses of the agent. */
 export interface AddSshBackend {
   paths: Pick<ClientPaths, "client">;
   boxes: Boxes;
+  transports: SshTransports;
 }
 
 /** `[user@]host[:port]`, as the request names the machine. */
@@ -74,6 +77,22 @@ export function parseDestination(text: string): SshDestination {
 /** Refuses a request that names no machine or a missing key file (400, before anything streams). */
 export async function checkAddSsh(request: AddSshRequest): Promise<SshDestination> {
   const destination = parseDestination(request.host);
+  // Checked here: the value reaches the box's shell (as an argument) and its daemon's environment.
+  if (request.listen !== undefined) {
+    // An address, or off: nothing else (no control character) reaches the box's shell or environment.
+    const options = { what: "listen", fallback: "0.0.0.0:1379", field: "listen" };
+    if (!/^[A-Za-z0-9.:[\]-]+$/.test(request.listen)) {
+      throw new DockError(
+        "invalid_request",
+        `listen must be HOST:PORT or off, got ${JSON.stringify(request.listen)}`,
+        {
+          status: 400,
+          detail: { field: "listen" },
+        },
+      );
+    }
+    parseListenAddress(request.listen, options);
+  }
   if (request.identity !== undefined && !(await exists(request.identity))) {
     throw new DockError("invalid_request", `identity: no such file: ${request.identity}`, {
       status: 400,
@@ -95,6 +114,7 @@ export async function* addSsh(agent: AddSshBackend, request: AddSshRequest): Asy
   if (adding.busy(machine)) yield line(step, `another dock add ssh ${request.host} runs; waiting for it`);
   const endTurn = await adding.take(machine);
   let closeSsh = () => Promise.resolve();
+  let tunnel: OpenTunnel | undefined;
   try {
     const ssh = new Ssh(destination, request.identity);
     closeSsh = () => ssh.close();
@@ -125,10 +145,12 @@ export async function* addSsh(agent: AddSshBackend, request: AddSshRequest): Asy
     const current = probe.release?.id === built.release.id;
     // The service script starts the daemon and asks it for a pairing link: `dockd pair` starts beside
     // it and waits for it to answer (the two programs' starts overlap).
-    const restart = probe.running && !current;
+    // A listen address asked for restarts a running daemon: it reads DOCK_LISTEN as it starts.
+    const restart = probe.running && (!current || request.listen !== undefined);
     const service = remoteScript(SERVICE_SCRIPT, [
       restart ? "restart" : probe.running ? "ensure" : "start",
       resolved.hostname,
+      request.listen ?? "",
     ]);
     let started: RunResult;
     if (current) {
@@ -180,32 +202,117 @@ export async function* addSsh(agent: AddSshBackend, request: AddSshRequest): Asy
     yield* sayLines("service", printed.trim().split("\n"));
     step = "pair";
     const { link } = JSON.parse(pairing ?? "") as { link: string };
-    const known = await knownBox(agent.boxes, parseLink(link).fp);
+    const known = await boxWithFingerprint(agent.boxes, parseLink(link).fp);
+    // Checked now, not as last seen: a box brought back by this very command (its daemon was down, after
+    // a reboot) answers again where it was, with the credential it has.
+    if (known) await agent.boxes.check(known);
     if (known && agent.boxes.online(known)) {
       // The code just made is left to expire (ten minutes, single use): nothing is paired again.
-      await agent.boxes.check(known);
-      agent.boxes.setSsh(known, request.host);
+      agent.boxes.setSsh(known, request.host, sshAccess(resolved, request.identity));
       yield line(step, `paired already as '${known}'`);
       yield { step, done: true, box: agent.boxes.status().find((box) => box.name === known)! };
       return;
     }
-    // Paired once but unreachable there (it moved, or its address changed): pair it again.
-    if (known) await forgetBox(agent.boxes, known, { origin: "cli" });
-    const status: BoxStatus = await pairBox(agent.boxes, { link, name: request.name ?? known }, {
+    // Paired once but unreachable there (it moved, or its address changed): paired again in place, the
+    // same box (pairing.ts), so its events are not copied again.
+    // How the agent will reach it: its port, or (asked for, or that port not answering from here) the
+    // SSH transport, forwarding to the port on the box's loopback; pairing goes the same way.
+    const linked = parseLink(link);
+    let via = request.via;
+    if (!via) {
+      via = await answers(linked.host, linked.port) ? "tls" : "ssh";
+      if (via === "ssh") {
+        yield line(
+          step,
+          `${linked.host}:${linked.port} does not answer from here: the box is reached over SSH`,
+        );
+      }
+    }
+    let dialed = link;
+    if (via === "ssh") {
+      tunnel = await agent.transports.open({
+        destination: request.host,
+        identity: request.identity,
+        boxPort: linked.port,
+      });
+      dialed = makeLink("127.0.0.1", tunnel.route.localPort, linked.code, linked.fp);
+      yield line(
+        step,
+        `over SSH: 127.0.0.1:${tunnel.route.localPort} forwards to the box's port ${linked.port}`,
+      );
+    } else if (known) {
+      await agent.transports.remove(known);
+    }
+    const status: BoxStatus = await pairBox(agent.boxes, { link: dialed, name: request.name }, {
       origin: "cli",
     });
-    yield line(step, `paired as '${status.name}' (${status.address})`);
-    agent.boxes.setSsh(status.name, request.host);
-    yield { step, done: true, box: status };
+    tunnel?.adopt(status.name);
+    tunnel = undefined;
+    yield line(step, `${known ? "paired again" : "paired"} as '${status.name}' (${status.address})`);
+    agent.boxes.setSsh(status.name, request.host, sshAccess(resolved, request.identity));
+    yield { step, done: true, box: agent.boxes.status().find((box) => box.name === status.name) ?? status };
   } catch (error) {
     const message = error instanceof StepError || error instanceof DockError
       ? error.message
       : `${(error as Error).message}`;
     yield { step, error: `${step}: ${message}`, done: true };
   } finally {
+    // A transport opened for a pairing that failed.
+    await tunnel?.close();
     await closeSsh();
     endTurn();
   }
+}
+
+/**
+ * Removes the box's crontab `@reboot` entry (`dockd install --cron --remove` over SSH), when `dock forget`
+ * forgets a box `dock add ssh` added: best effort (a box that cannot be reached keeps it); says whether
+ * it was removed.
+ */
+export async function removeAutostart(destination: string, identity?: string): Promise<boolean> {
+  let ssh: Ssh;
+  try {
+    ssh = new Ssh(parseDestination(destination), identity);
+  } catch {
+    return false;
+  }
+  try {
+    const script = `[ -x "$HOME/.dock/bin/dockd" ] || exit 0
+command -v crontab >/dev/null 2>&1 || exit 0
+"$HOME/.dock/bin/dockd" install --cron --remove >/dev/null`;
+    const result = await ssh.run(remoteScript(script, []), { timeoutMs: 30_000 });
+    return result.code === 0;
+  } finally {
+    await ssh.close();
+  }
+}
+
+/** Whether a TCP connection to `host:port` is accepted within 3 s (the box's port reached from here). */
+async function answers(host: string, port: number): Promise<boolean> {
+  const timeout = AbortSignal.timeout(3000);
+  try {
+    const connection = await Promise.race([
+      Deno.connect({ hostname: host, port }),
+      new Promise<never>((_, reject) => timeout.addEventListener("abort", () => reject(timeout.reason))),
+    ]);
+    connection.close();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** What `dock ssh-config` writes for the box: where ssh resolved it, and the key `--identity` named. */
+function sshAccess(
+  resolved: { hostname: string; port: number; user: string },
+  identity: string | undefined,
+): SshAccess {
+  return {
+    hostname: resolved.hostname,
+    port: resolved.port,
+    user: resolved.user,
+    ...(identity ? { identity } : {}),
+  };
 }
 
 /** The machines being added now (see {@linkcode addSsh}). */
@@ -227,15 +334,6 @@ function* sayLines(step: string, lines: string[]): Generator<AddSshProgress> {
 function splitAt(text: string, marker: string): [string, string | undefined] {
   const at = `\n${text}`.indexOf(`\n${marker}\n`);
   return at < 0 ? [text, undefined] : [text.slice(0, at), text.slice(at + marker.length + 1)];
-}
-
-/** The name of the box this laptop pinned the CA with fingerprint `fp` for, if any. */
-async function knownBox(boxes: Boxes, fp: string): Promise<string | undefined> {
-  for (const box of boxes.list()) {
-    const pinned = boxes.tlsCredentials(box.name)?.caCerts[0];
-    if (pinned && await fingerprintOf(pinned) === fp) return box.name;
-  }
-  return undefined;
 }
 
 /** Where a release is unpacked on a box, under `~/.dock/versions/`. */
@@ -294,6 +392,7 @@ function targetOf(probe: Probe): Target {
 /** `ssh` to one destination, with the person's own configuration. */
 class Ssh {
   readonly display: string;
+  #command: string;
   #base: string[];
   #destination: string;
 
@@ -325,9 +424,13 @@ class Ssh {
       "ControlPersist=60",
     ];
     this.#destination = destination.host;
+    // What the person types to connect as dock does (to accept a host key): the same config and key.
+    this.#command = ["ssh", ...(config ? ["-F", config] : []), ...(identity ? ["-i", identity] : [])]
+      .map(shellQuote).join(" ");
     this.display = `${destination.user ? `${destination.user}@` : ""}${destination.host}${
       destination.port ? ` -p ${destination.port}` : ""
     }`;
+    this.#command += ` ${this.display}`;
   }
 
   /** Ends the shared connection and removes its folder. */
@@ -407,16 +510,13 @@ class Ssh {
     if (/Host key verification failed|REMOTE HOST IDENTIFICATION HAS CHANGED/.test(said)) {
       const resolved = await this.resolve().catch(() => undefined);
       const fingerprint = resolved ? await hostFingerprint(resolved.hostname, resolved.port) : undefined;
-      const changed = /REMOTE HOST IDENTIFICATION HAS CHANGED/.test(said);
-      return [
-        changed
-          ? "the box's host key changed since you last connected"
-          : "the box's host key is not known here",
-        fingerprint ? `; it presents ${fingerprint}` : "",
-        changed
-          ? ". If you expected the change, remove the old key (ssh-keygen -R HOST) and connect once with ssh"
-          : `. Check the fingerprint with the box's owner, then accept it by connecting once: ssh ${this.display}`,
-      ].join("");
+      return hostKeyHint({
+        changed: /REMOTE HOST IDENTIFICATION HAS CHANGED/.test(said),
+        fingerprint,
+        hostname: resolved?.hostname ?? this.#destination,
+        port: resolved?.port ?? 22,
+        command: this.#command,
+      });
     }
     if (/Permission denied/.test(said)) {
       return `the box refused the key (${
@@ -428,6 +528,28 @@ class Ssh {
     }
     return `${lastLine(result)}; is sshd running there, and is the port right?`;
   }
+}
+
+/**
+ * What to say when ssh refused the box's host key: unknown (check its fingerprint, then accept it by
+ * connecting once with `command`, the same config and key dock used) or changed (remove the old entry:
+ * known_hosts names a host on another port than 22 as `[HOST]:PORT`, which `ssh-keygen -R` wants as is).
+ */
+export function hostKeyHint(
+  o: { changed: boolean; fingerprint?: string; hostname: string; port: number; command: string },
+): string {
+  const entry = o.port === 22 ? o.hostname : `[${o.hostname}]:${o.port}`;
+  return [
+    o.changed
+      ? "the box's host key changed since you last connected"
+      : "the box's host key is not known here",
+    o.fingerprint ? `; it presents ${o.fingerprint}` : "",
+    o.changed
+      ? `. If you expected the change, remove the old key (ssh-keygen -R ${
+        shellQuote(entry)
+      }) and connect once: ${o.command}`
+      : `. Check the fingerprint with the box's owner, then accept it by connecting once: ${o.command}`,
+  ].join("");
 }
 
 /**
@@ -528,14 +650,6 @@ if [ "$2" = reuse ] && [ ! -e "$incoming/bin/deno" ]; then
 fi
 rm -rf "$dest"
 mv "$incoming" "$dest"
-# Keep the release before this one (what a rollback needs); drop older ones. Beside the next step.
-(
-  keep=$(ls -t "$dock/versions" | grep -v incoming | head -n 2)
-  for old in $(ls "$dock/versions"); do
-    case " $(echo $keep) " in *" $old "*) ;; *) rm -rf "$dock/versions/$old" ;; esac
-  done
-) &
-pruning=$!
 # Deno's caches as the build made them, for where the release now is (package/cache.ts), unless the
 # laptop sent them made: its daemon's first start is then not a cold one. The placing itself caches
 # nothing (a throwaway DENO_DIR).
@@ -545,7 +659,6 @@ if [ ! -d "$real/cache" ] && [ -f "$real/src/package/place_cache.js" ]; then
     --allow-read="$real" --allow-write="$real" "$real/src/package/place_cache.js" "$real" || true
   rm -rf "$dock/.place.$$"
 fi
-wait "$pruning"
 ln -sfn "versions/$1" "$dock/current"
 ln -sfn ../current/bin/dockd "$dock/bin/dockd"
 ln -sfn ../current/bin/dock "$dock/bin/dock"
@@ -566,11 +679,16 @@ const PAIR_REFUSED = 4;
 /**
  * Makes dockd run from ~/.dock/bin: a systemd user service with linger, a launchd agent, or nohup;
  * then prints the link of `dockd pair` for the laptop to dial $2, once the daemon answers. $1 is
- * "restart" when an older release runs, "ensure" when this one runs, else "start". Prints what it did,
+ * "restart" when an older release runs (or $3, a listen address, is given), "ensure" when this one
+ * runs, else "start". Prints what it did,
  * one line each, then {@linkcode LINK_FOLLOWS} and the link's JSON. Exits 1 when the daemon could not
  * be started or did not answer, {@linkcode PAIR_REFUSED} when it answered but made no link.
  */
 const SERVICE_SCRIPT = `
+# $3: the listen address asked for (--listen), kept in ~/.dock/listen for the starts after it (an
+# upgrade installs the service again), and given to the daemon (and so to its service) as DOCK_LISTEN.
+[ -n "$3" ] && printf '%s\\n' "$3" >"$HOME/.dock/listen"
+[ -r "$HOME/.dock/listen" ] && DOCK_LISTEN=$(cat "$HOME/.dock/listen") && export DOCK_LISTEN
 dockd="$HOME/.dock/bin/dockd"
 log="$HOME/.dock/dockd.log"
 answers() { "$dockd" info --json >/dev/null 2>&1; }
@@ -605,11 +723,23 @@ else
   else
     nohup "$dockd" serve >>"$log" 2>&1 </dev/null &
   fi
-  echo "warning: no systemd user session here: dockd runs under nohup and will not start again after a reboot"
+  # No service manager: a user crontab @reboot entry starts it again after a reboot, where there is cron.
+  if command -v crontab >/dev/null 2>&1 && "$dockd" install --cron >/dev/null; then
+    echo "no systemd user session here: dockd runs under nohup, and a crontab @reboot entry starts it after a reboot"
+  else
+    echo "warning: no systemd user session and no crontab here: dockd runs under nohup and will not start again after a reboot"
+  fi
   manager=nohup
 fi
 if link=$("$dockd" pair --json --host "$2" --wait 20); then
   [ -n "$started" ] && echo "dockd answers"
+  # It started: the releases before the one it replaced go (what a rollback needs is kept).
+  versions="$HOME/.dock/versions"
+  current=$(basename "$(readlink "$HOME/.dock/current")")
+  previous=$(ls -t "$versions" | grep -v incoming | grep -vxF "$current" | head -n 1)
+  for old in $(ls "$versions"); do
+    case "$old" in "$current" | "$previous" | *incoming*) ;; *) rm -rf "$versions/$old" ;; esac
+  done
   echo "${LINK_FOLLOWS}"
   echo "$link"
   exit 0

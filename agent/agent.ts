@@ -5,12 +5,15 @@
  *
  * @module
  */
+import type { AgentProcess } from "../client/agent.ts";
 import { KitLibrary } from "./kits.ts";
 import { EventBus, journalBoundsFromEnv } from "../core/events.ts";
 import type { ClientPaths } from "../core/paths.ts";
 import { Store } from "../core/store.ts";
 import { positiveFromEnv } from "../core/knobs.ts";
 import { Boxes } from "./boxes.ts";
+import { SshTransports } from "./ssh_transport.ts";
+import { pruneAfterStart } from "./packages.ts";
 import { EventMerge } from "./merge.ts";
 import { Forwards } from "./forwards.ts";
 import { LaptopHooks } from "./hooks.ts";
@@ -20,7 +23,15 @@ import { Queue } from "./queue.ts";
 import { ensureToken } from "./token.ts";
 import { warmTls } from "../core/tls_warm.ts";
 import { Plugins } from "../plugins/plugins.ts";
+import { SharedPlugins } from "./shared_plugins.ts";
 import { pluginKnobs } from "../plugins/knobs.ts";
+
+/**
+ * The environment the agent reads once, at its start (`DOCK_SSH_CONFIG` by every `dock add ssh`, the
+ * ports by its listeners): reported in `GET /v1/status`, so `dock status` can say when the shell's
+ * differ (issue 33: a `DOCK_SSH_CONFIG` exported after the agent started was silently ignored).
+ */
+export const START_ENV = ["DOCK_SSH_CONFIG", "DOCK_AGENT_PORT", "DOCK_PROXY_PORT"];
 
 /** Knobs of {@linkcode Agent}. */
 export interface AgentOptions {
@@ -36,17 +47,26 @@ export class Agent {
   readonly store: Store;
   readonly bus: EventBus;
   readonly boxes: Boxes;
+  /** The SSH connections of boxes reached without an inbound port. */
+  readonly transports: SshTransports;
   readonly merge: EventMerge;
   readonly forwards: Forwards;
   readonly proxy: Proxy;
   readonly hooks: LaptopHooks;
   readonly queue: Queue;
   readonly plugins: Plugins;
+  readonly sharedPlugins: SharedPlugins;
   readonly kits: KitLibrary;
   readonly notifier: DesktopNotifier;
   /** The proxy's listener: its port, or why it is not listening. */
   proxyState: { enabled: boolean; port?: number; error?: string } = { enabled: false };
   token = "";
+  /** This process, as `GET /v1/status` reports it. */
+  readonly process: AgentProcess = {
+    pid: Deno.pid,
+    started: new Date().toISOString(),
+    env: Object.fromEntries(START_ENV.map((name) => [name, Deno.env.get(name) || null])),
+  };
   /** Stops the process's listeners (set by whoever runs the agent): after its own upgrade. */
   stopRequested?: () => void;
 
@@ -57,6 +77,7 @@ export class Agent {
     this.store = new Store(paths.db);
     this.bus = new EventBus(this.store, journalBoundsFromEnv());
     this.boxes = new Boxes(this.store, this.bus, options);
+    this.transports = new SshTransports({ store: this.store, boxes: this.boxes, paths });
     this.merge = new EventMerge(this.store, this.bus, this.boxes);
     this.forwards = new Forwards(this.boxes, this.bus, {
       maxConnections: positiveFromEnv("DOCK_FORWARD_MAX_CONNECTIONS"),
@@ -69,7 +90,14 @@ export class Agent {
       where: "laptop",
       side: "laptop",
       bus: this.bus,
+      // With a local box, one plugins folder: the box's copy of a plugin gets the box's events.
+      shadowed: (id, event) => this.sharedPlugins.shadowed(id, event),
       ...pluginKnobs(),
+    });
+    this.sharedPlugins = new SharedPlugins({
+      boxes: this.boxes,
+      bus: this.bus,
+      localSocket: paths.localSocket,
     });
     this.hooks = new LaptopHooks({
       bus: this.bus,
@@ -99,10 +127,15 @@ export class Agent {
     // Its first dial of a box (pinning one being paired, too) then finds TLS set up (core/tls_warm.ts).
     warmTls();
     this.token = await ensureToken(this.paths.token);
+    // Each SSH transport checks its box as soon as it is up; the refresh below does not wait for them.
+    this.transports.start();
+    // This release started: older ones and their packages go (agent/packages.ts), off the start's path.
+    pruneAfterStart(this.paths).catch(() => {});
     await this.boxes.refresh();
     this.boxes.start();
     this.merge.start();
     await this.plugins.start();
+    this.sharedPlugins.start();
     this.hooks.start();
     this.queue.start();
     // `DOCK_DESKTOP_NOTIFY=0` keeps the OS quiet (tests, a laptop that wants only the app's notices).
@@ -114,9 +147,11 @@ export class Agent {
     this.notifier.close();
     this.queue.close();
     this.hooks.close();
+    this.sharedPlugins.close();
     this.plugins.close();
     this.merge.close();
     this.forwards.close();
+    this.transports.close();
     this.boxes.close();
     this.store.close();
   }

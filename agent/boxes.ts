@@ -35,6 +35,8 @@ import { badField, DockError, notFound } from "../client/errors.ts";
 import { BUILD, isBehind } from "../client/version.ts";
 import type { EventBus } from "../core/events.ts";
 import type { Store } from "../core/store.ts";
+import { pemToDer } from "../core/pairing_link.ts";
+import { createHash } from "node:crypto";
 
 /** How the agent reaches a box. */
 export type BoxKind = "socket" | "tls";
@@ -59,6 +61,15 @@ export interface NewBox {
   credential?: string;
 }
 
+/** Where `dock add ssh` reached a box, as the person's SSH configuration resolved it (`ssh -G`). */
+export interface SshAccess {
+  hostname: string;
+  port?: number;
+  user?: string;
+  /** The private key named with `--identity` (absolute). */
+  identity?: string;
+}
+
 /** What a TLS box's connections need beyond its address. */
 export interface TlsSecrets {
   caCerts: string[];
@@ -76,11 +87,12 @@ CREATE TABLE IF NOT EXISTS boxes (
   created TEXT NOT NULL,
   ca_pem TEXT,
   credential TEXT,
-  ssh TEXT
+  ssh TEXT,
+  ssh_access TEXT
 );
 `;
 /** Columns added after the first release, for databases made before them. */
-const ADDED_COLUMNS = ["ca_pem", "credential", "ssh"];
+const ADDED_COLUMNS = ["ca_pem", "credential", "ssh", "ssh_access"];
 
 interface BoxRow extends BoxRecord {
   ca_pem: string | null;
@@ -147,15 +159,48 @@ export class Boxes {
     for (const column of ADDED_COLUMNS) {
       if (!columns.has(column)) store.db.exec(`ALTER TABLE boxes ADD COLUMN ${column} TEXT`);
     }
-    for (const row of store.all<BoxRow & { ssh?: string | null }>("SELECT * FROM boxes ORDER BY name")) {
-      const { ca_pem, credential, ssh: _, ...record } = row;
+    for (
+      const row of store.all<BoxRow & { ssh?: string | null; ssh_access?: string | null }>(
+        "SELECT * FROM boxes ORDER BY name",
+      )
+    ) {
+      const { ca_pem, credential, ssh: _, ssh_access: __, ...record } = row;
       this.#connect(record, ca_pem && credential ? { caCerts: [ca_pem], credential } : null);
     }
   }
 
-  /** Records how `dock add ssh` reached a box (`[user@]host[:port]`, or a Host of the SSH config). */
-  setSsh(name: string, destination: string): void {
-    this.#store.run("UPDATE boxes SET ssh = ? WHERE name = ?", destination, name);
+  /**
+   * Records how `dock add ssh` reached a box (`[user@]host[:port]`, or a Host of the SSH config) and,
+   * when given, what the person's SSH configuration resolved it to and the key named with `--identity`:
+   * `dock ssh-config` writes them, so `ssh dock-BOX` reaches the box as `add ssh` did.
+   */
+  setSsh(name: string, destination: string, access?: SshAccess): void {
+    this.#store.run(
+      "UPDATE boxes SET ssh = ?, ssh_access = ? WHERE name = ?",
+      destination,
+      access ? JSON.stringify(access) : null,
+      name,
+    );
+  }
+
+  /** What `dock add ssh` resolved each box's destination to, for the boxes it added. */
+  sshAccess(): Map<string, SshAccess> {
+    const rows = this.#store.all<{ name: string; ssh_access: string | null }>(
+      "SELECT name, ssh_access FROM boxes WHERE ssh_access IS NOT NULL",
+    );
+    const access = new Map<string, SshAccess>();
+    for (const row of rows) {
+      try {
+        access.set(row.name, JSON.parse(row.ssh_access!));
+      } catch { /* edited by hand: the destination alone is used */ }
+    }
+    return access;
+  }
+
+  /** Says a box is reached through its SSH transport (agent/ssh_transport.ts), as its status shows. */
+  setTransport(name: string, transport: "tls" | "ssh"): void {
+    const connection = this.#connections.get(name);
+    if (connection && connection.record.kind === "tls") connection.status.transport = transport;
   }
 
   /** How each box is reached over SSH, when `dock add ssh` added it. */
@@ -206,20 +251,74 @@ export class Boxes {
       box.credential ?? null,
     );
     this.#connect(full, box.kind === "tls" ? { caCerts: [box.ca_pem!], credential: box.credential! } : null);
-    this.#bus.publish({ type: "box.added", origin, data: { box: full.name, kind: full.kind } });
+    const fp = box.ca_pem ? caFingerprint({ caCerts: [box.ca_pem], credential: "" }) : null;
+    this.#bus.publish({
+      type: "box.added",
+      origin,
+      data: { box: full.name, kind: full.kind, ...(fp ? { fp } : {}) },
+    });
     await this.check(full.name);
     return this.#status(full.name);
   }
 
-  /** Forgets a box. */
+  /**
+   * Points a paired box at a new address and credential (it was paired again: it moved, or its old
+   * credential stopped working) and checks it. It is the same box, the same CA: its name, its event
+   * cursor and its records stay, and it is announced as `box.changed`, not `box.removed` + `box.added`
+   * (which made the merge copy its whole journal again: every hook and flow ran twice, issue 33).
+   */
+  async repair(
+    name: string,
+    box: { address: string; ca_pem: string; credential: string },
+    origin: string,
+  ): Promise<BoxStatus> {
+    const connection = this.#get(name);
+    if (
+      connection.record.kind !== "tls" || caFingerprint(connection.secrets) !== caFingerprint({
+          caCerts: [box.ca_pem],
+          credential: box.credential,
+        })
+    ) {
+      throw new DockError("exists", `box '${name}' is another box (another CA): forget it first`, {
+        status: 409,
+      });
+    }
+    this.#store.run(
+      "UPDATE boxes SET address = ?, ca_pem = ?, credential = ? WHERE name = ?",
+      box.address,
+      box.ca_pem,
+      box.credential,
+      name,
+    );
+    connection.client.close();
+    connection.http.close();
+    const record = { ...connection.record, address: box.address };
+    const secrets = { caCerts: [box.ca_pem], credential: box.credential };
+    Object.assign(connection, { record, secrets, failures: 0, nextCheck: 0 }, clients(record, secrets));
+    connection.status.address = box.address;
+    this.#bus.publish({ type: "box.changed", origin, data: { box: name, address: box.address } });
+    await this.check(name);
+    return this.#status(name);
+  }
+
+  /** The SHA-256 fingerprint of the CA pinned for a TLS box (what pairing links name), or null. */
+  fingerprint(name: string): string | null {
+    return caFingerprint(this.#get(name).secrets);
+  }
+
+  /**
+   * Forgets a box. A TLS box's `box.removed` names its CA's fingerprint (`fp`, public: pairing links
+   * carry it) so that the event merge can keep its cursor for when the same box is paired again.
+   */
   remove(name: string, origin: string): BoxRecord {
     const connection = this.#get(name);
+    const fp = caFingerprint(connection.secrets);
     this.#store.run("DELETE FROM boxes WHERE name = ?", name);
     this.#connections.delete(name);
     connection.client.close();
     connection.http.close();
     for (const listener of connection.listeners) listener(false);
-    this.#bus.publish({ type: "box.removed", origin, data: { box: name } });
+    this.#bus.publish({ type: "box.removed", origin, data: { box: name, ...(fp ? { fp } : {}) } });
     return connection.record;
   }
 
@@ -341,6 +440,7 @@ export class Boxes {
       status: {
         name: record.name,
         kind: record.kind,
+        transport: record.kind === "socket" ? "socket" : "tls",
         address: record.address,
         online: false,
         since: null,
@@ -375,6 +475,20 @@ export class Boxes {
     const connection = this.#connections.get(name);
     if (!connection) throw notFound("box", name);
     return connection;
+  }
+}
+
+/**
+ * The SHA-256 of the pinned CA's DER (as `fingerprintOf`, synchronously: `box.removed` is published
+ * in the same turn as the removal, before the merge drops the box's cursor).
+ */
+function caFingerprint(secrets: TlsSecrets | null): string | null {
+  const pem = secrets?.caCerts[0];
+  if (!pem) return null;
+  try {
+    return createHash("sha256").update(pemToDer(pem)).digest("hex");
+  } catch {
+    return null; // a CA stored damaged (a database edited by hand): no identity to keep
   }
 }
 

@@ -1,6 +1,6 @@
 /**
  * `dock agent` tells the person through the OS (`notify-send`, `osascript`) when an agent waits or
- * finishes, or a flow's `notify` step speaks, but only while no app view is open: an open view notifies
+ * finishes, a flow's `notify` step speaks, or a session is started with `open` (`session.open`), but only while no app view is open: an open view notifies
  * through the browser itself, and twice would be noise. Closing the browser loses nothing. A view is
  * an open `GET /v1/events` stream whose request says `x-dock-origin: app`.
  *
@@ -29,6 +29,13 @@ export function noticeFor(event: DockEvent): Notice | null {
   const where = [event.box, typeof data.session === "string" ? data.session : null].filter(Boolean).join("/");
   if (event.type === "agent.waiting") return { title: `dock: ${where || "an agent"} needs you`, body: "" };
   if (event.type === "agent.finished") return { title: `dock: ${where || "an agent"} finished`, body: "" };
+  // `POST sessions` with `open`: the app would bring its terminal forward; with no app open, say where.
+  if (event.type === "session.open" && event.box && typeof data.session === "string") {
+    return {
+      title: `dock: ${where} was opened for you`,
+      body: `open the app, or attach: dock attach ${where}`,
+    };
+  }
   if (event.type === "notify" && typeof data.title === "string") {
     return { title: data.title, body: typeof data.text === "string" ? data.text : "" };
   }

@@ -54,3 +54,20 @@ Deno.test("desktop notices: notify-send where it exists, osascript on macOS, not
   ]);
   assertEquals(noticeFor({ type: "session.sent", time: "" }), null);
 });
+
+Deno.test("desktop notices: a session started with open (session.open) says where it is, only with no view open", () => {
+  const bus = fakeBus();
+  const shown: Notice[] = [];
+  const notifier = new DesktopNotifier({ bus, show: (notice) => Promise.resolve(void shown.push(notice)) });
+  notifier.start();
+  const close = notifier.viewOpened();
+  bus.emit("session.open", { session: "s1" }, "box1"); // the open app brings it forward instead
+  close();
+  bus.emit("session.open", { session: "s2" }, "box1");
+  bus.emit("session.open", {}, "box1"); // no session named: nothing to point at
+  notifier.close();
+  assertEquals(shown, [{
+    title: "dock: box1/s2 was opened for you",
+    body: "open the app, or attach: dock attach box1/s2",
+  }]);
+});

@@ -100,8 +100,16 @@ export function editors(agent: Pick<EditorsBackend, "path">): EditorInfo[] {
 /** Opens a box's folder (a location, a worktree, or a path) or a file in it, in `editor`. */
 export async function openEditor(agent: EditorsBackend, request: EditorOpen): Promise<EditorOpened> {
   const editor = EDITORS.find((e) => e.id === request.editor);
+  if (!editor) {
+    // A name dock does not know is a mistake in the request, not a missing install (issue 33).
+    throw new DockError(
+      "unknown_editor",
+      `unknown editor '${request.editor}': dock knows ${EDITORS.map((e) => e.id).join(", ")}`,
+      { status: 400, detail: { field: "editor" } },
+    );
+  }
   const installed = editors(agent).find((e) => e.id === request.editor);
-  if (!editor || !installed) {
+  if (!installed) {
     const here = editors(agent).map((e) => e.id);
     throw new DockError(
       "no_editor",

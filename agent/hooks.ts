@@ -80,7 +80,8 @@ export class LaptopHooks extends HooksHost {
     const pluginHooks = extraShellHooksFor(this.#o.extra?.() ?? [], event);
     if (hooks.length === 0 && pluginHooks.length === 0) return;
     if (event.box && (this.#shared.get(event.box) ?? this.#o.guessShared(event.box))) return;
-    const env = { ...Deno.env.toObject(), ...eventVariables(event) };
+    const own = Deno.env.toObject();
+    const env = { ...own, ...eventVariables(event, { keep: own }) };
     const modules = { moduleBase: dirname(this.file.path), moduleRoot: dirname(this.file.path) };
     for (const hook of hooks) {
       this.runner.submit({ hook, source: this.file.path, event, cwd: this.#o.home, env, ...modules });

@@ -2,7 +2,10 @@
  * The merged event stream: every online box's events, copied into the agent's own journal with
  * `box` set, beside the laptop's own events. Each box is followed from the last event id the agent
  * stored for it, so a reconnect (or an agent restart) misses nothing the box's journal still holds,
- * and laptop clients resume from the agent's journal with `Last-Event-ID`.
+ * and laptop clients resume from the agent's journal with `Last-Event-ID`. A box paired again is the same
+ * box to the merge (its CA's fingerprint): paired again in place it keeps its name and cursor; forgotten,
+ * its cursor is kept under the fingerprint and taken up again when that CA is paired anew, so none of its
+ * events is copied twice (re-adding a box once replayed its journal: every hook ran twice, issue 33).
  *
  * Events that arrive together are journaled together: one transaction holds a batch and the box's
  * cursor after it, so the two never disagree (a crash re-fetches the batch, it never skips or repeats
@@ -10,6 +13,7 @@
  *
  * @module
  */
+import { DockError } from "../client/errors.ts";
 import { sleep } from "../client/timers.ts";
 import type { DockEvent } from "../client/wire.ts";
 import type { EventBus } from "../core/events.ts";
@@ -17,6 +21,11 @@ import type { Store } from "../core/store.ts";
 import type { Boxes } from "./boxes.ts";
 
 const SCHEMA = `CREATE TABLE IF NOT EXISTS box_cursors (box TEXT PRIMARY KEY, last_id INTEGER NOT NULL);`;
+/**
+ * The prefix of a forgotten TLS box's cursor, kept under its CA's fingerprint (not a box name: names
+ * have no `:`): a box forgotten and paired again resumes from it, so no event of it arrives twice.
+ */
+const KEPT = "fp:";
 /** The most events one transaction journals; more wait for the next. */
 const MAX_BATCH = 500;
 
@@ -41,11 +50,17 @@ export class EventMerge {
     this.#unsubscribe = this.#bus.subscribe((event) => {
       const box = typeof event.data?.box === "string" ? event.data.box : undefined;
       if (!box || event.box) return;
-      if (event.type === "box.added") this.#follow(box);
+      const fp = typeof event.data?.fp === "string" ? event.data.fp : undefined;
+      if (event.type === "box.added") {
+        // The same box (its CA) paired again: followed from where it was left, not from its first event.
+        if (fp) this.#move(`${KEPT}${fp}`, box);
+        this.#follow(box);
+      }
       if (event.type === "box.removed") {
         this.#followers.get(box)?.abort();
         this.#followers.delete(box);
-        this.#store.run("DELETE FROM box_cursors WHERE box = ?", box);
+        if (fp) this.#move(box, `${KEPT}${fp}`);
+        else this.#store.run("DELETE FROM box_cursors WHERE box = ?", box);
       }
     });
   }
@@ -99,8 +114,17 @@ export class EventMerge {
           if (batch.length >= MAX_BATCH) flush();
           else timer ??= setTimeout(flush, 0);
         }
-      } catch {
+      } catch (error) {
         flush();
+        if (error instanceof DockError && error.code === "after_last_event" && !signal.aborted) {
+          // The box's journal is behind the cursor: its database was made anew (ids start again from
+          // 1), so all it holds is new here. Asking from the cursor again would be refused for good.
+          console.error(
+            `events of ${name}: ${error.message}; its journal was reset: copying it from the start`,
+          );
+          this.#store.run("UPDATE box_cursors SET last_id = 0 WHERE box = ?", name);
+          continue;
+        }
         // The stream broke: let the health check decide whether the box is still there.
         if (!signal.aborted) await this.#boxes.check(name);
       } finally {
@@ -131,6 +155,14 @@ export class EventMerge {
         );
       },
     );
+  }
+
+  /** Moves the cursor kept as `from` to `to` (none kept: `to` starts from the box's first event). */
+  #move(from: string, to: string): void {
+    this.#store.transaction(() => {
+      this.#store.run("DELETE FROM box_cursors WHERE box = ?", to);
+      this.#store.run("UPDATE box_cursors SET box = ? WHERE box = ?", to, from);
+    });
   }
 
   /** The last box event id copied (0: the box's whole journal on first contact). */

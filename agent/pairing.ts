@@ -26,7 +26,7 @@ import { BoxClient } from "../client/box.ts";
 import type { PairRedeemed, PairRequest } from "../client/wire.ts";
 import { fingerprintOf, parseLink } from "../core/pairing_link.ts";
 import type { ForgottenBox } from "../client/agent.ts";
-import { type Boxes, type BoxStatus, checkBoxName } from "./boxes.ts";
+import { type Boxes, type BoxStatus, checkBoxName, type TlsSecrets } from "./boxes.ts";
 
 /** Options of {@linkcode pairBox}. */
 export interface PairOptions {
@@ -38,30 +38,63 @@ export interface PairOptions {
   timeoutMs?: number;
 }
 
-/** Pairs with the box a link names and registers it; returns its status. */
+/**
+ * Pairs with the box a link names and registers it; returns its status. A box paired already (the
+ * link's CA is pinned for it) that answers is refused (409: nothing to do, the code is not spent); one
+ * that does not answer where it was (it moved, or was set up again with the same CA) is paired again
+ * in place: same name, same event cursor, announced as `box.changed` (issue 33: re-adding a box replayed
+ * its history), and its old credential revoked on the box, best effort.
+ */
 export async function pairBox(boxes: Boxes, request: PairRequest, options: PairOptions): Promise<BoxStatus> {
   const link = parseLink(request.link);
-  // Refuse what can be refused before the code is spent: a taken or invalid name, a box known already.
-  if (request.name !== undefined) boxes.checkNew(request.name);
-  const timeoutMs = options.timeoutMs ?? 15_000;
-  const caPem = await pinnedCa(link.host, link.port, link.fp, { timeoutMs });
-  for (const known of boxes.list()) {
-    const pinned = boxes.tlsCredentials(known.name)?.caCerts[0];
-    if (pinned && await fingerprintOf(pinned) === link.fp) {
+  // Refuse what can be refused before the code is spent: a taken or invalid name, a box known and reachable.
+  const known = await boxWithFingerprint(boxes, link.fp);
+  if (known) {
+    await boxes.check(known);
+    if (boxes.online(known)) {
       throw new DockError(
         "exists",
-        `Cannot pair: this box is paired already, as '${known.name}'; forget it first (dock forget ${known.name})`,
-        { status: 409, detail: { box: known.name } },
+        `Cannot pair: this box is paired already, as '${known}'; forget it first (dock forget ${known})`,
+        { status: 409, detail: { box: known } },
       );
     }
-  }
+    if (request.name !== undefined && request.name !== known) {
+      throw new DockError(
+        "exists",
+        `Cannot pair as '${request.name}': this box is paired already, as '${known}' (it is paired again ` +
+          `under that name; to rename it, forget it first: dock forget ${known})`,
+        { status: 409, detail: { box: known } },
+      );
+    }
+  } else if (request.name !== undefined) boxes.checkNew(request.name);
+  const timeoutMs = options.timeoutMs ?? 15_000;
+  const caPem = await pinnedCa(link.host, link.port, link.fp, { timeoutMs });
   const address = `https://${link.host.includes(":") ? `[${link.host}]` : link.host}:${link.port}`;
   const redeemed = await redeem(address, caPem, link.code, options.laptopName ?? Deno.hostname(), timeoutMs);
+  if (known && boxes.has(known)) {
+    const old = boxes.tlsCredentials(known);
+    const status = await boxes.repair(
+      known,
+      { address, ca_pem: caPem, credential: redeemed.credential },
+      options.origin,
+    );
+    if (old && old.credential !== redeemed.credential) await revoke(address, old, 3000).catch(() => {});
+    return status;
+  }
   const name = request.name ?? freeName(boxes, redeemed.box);
   return await boxes.add(
     { name, kind: "tls", address, ca_pem: caPem, credential: redeemed.credential },
     options.origin,
   );
+}
+
+/** The name of the box whose pinned CA has the SHA-256 fingerprint `fp`, if any. */
+export async function boxWithFingerprint(boxes: Boxes, fp: string): Promise<string | undefined> {
+  for (const box of boxes.list()) {
+    const pinned = boxes.tlsCredentials(box.name)?.caCerts[0];
+    if (pinned && await fingerprintOf(pinned) === fp) return box.name;
+  }
+  return undefined;
 }
 
 /**
@@ -182,14 +215,8 @@ export async function forgetBox(boxes: Boxes, name: string, options: ForgetOptio
   if (!secrets) return { ...record, revoked: null };
   // The credential is `<id>.<secret>`: the id is what `dockd laptops` lists on the box.
   const laptop = secrets.credential.split(".")[0];
-  const box = new BoxClient({
-    url: record.address,
-    token: secrets.credential,
-    caCerts: secrets.caCerts,
-    origin: "dock",
-  });
   try {
-    await box.unpair({ signal: AbortSignal.timeout(options.timeoutMs ?? 3000) });
+    await revoke(record.address, secrets, options.timeoutMs ?? 3000);
     return { ...record, revoked: true, laptop };
   } catch (error) {
     // The box no longer knows the credential (revoked there already): it trusts this laptop no more.
@@ -200,6 +227,19 @@ export async function forgetBox(boxes: Boxes, name: string, options: ForgetOptio
       ? causeChain(error.cause).split("\n")[0]
       : (error as Error).message;
     return { ...record, revoked: false, laptop, revoke_error: reason };
+  }
+}
+
+/** Unpairs this laptop's credential `secrets` on the box at `address` (`DELETE /v1/pair`). */
+async function revoke(address: string, secrets: TlsSecrets, timeoutMs: number): Promise<void> {
+  const box = new BoxClient({
+    url: address,
+    token: secrets.credential,
+    caCerts: secrets.caCerts,
+    origin: "dock",
+  });
+  try {
+    await box.unpair({ signal: AbortSignal.timeout(timeoutMs) });
   } finally {
     box.close();
   }

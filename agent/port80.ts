@@ -62,6 +62,12 @@ export async function* setupPort80(options: Port80Options): AsyncGenerator<Strea
   const path = options.path ?? Deno.env.get("PATH") ?? "";
   const iptables = options.iptables ?? which("iptables", path);
   if (!iptables || !isExecutable(iptables)) {
+    if (options.remove) {
+      // Without iptables no rule of dock's can be in place: there is nothing to install to remove it.
+      yield { line: "iptables is not installed here, so no redirect of dock's is set: nothing to remove" };
+      yield { done: true };
+      return;
+    }
     yield {
       done: true,
       error: "iptables is not installed: install it (sudo apt-get install -y iptables), then run this again",

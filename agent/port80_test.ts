@@ -58,6 +58,14 @@ Deno.test("setupPort80: as root, the rule once, removed once; not root, the exac
 
     const missing = await collect(setupPort80({ proxyPort: 1377, root: true, path: dir + "/nowhere" }));
     assertStringIncludes(missing.at(-1)?.error ?? "", "iptables is not installed");
+    // Removing without iptables: nothing can be set, so nothing to do (not a request to install it).
+    const none = await collect(
+      setupPort80({ proxyPort: 1377, root: true, remove: true, path: dir + "/nowhere" }),
+    );
+    assertEquals(none, [
+      { line: "iptables is not installed here, so no redirect of dock's is set: nothing to remove" },
+      { done: true },
+    ]);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

@@ -11,6 +11,7 @@
  */
 import http from "node:http";
 import { DockError } from "../client/errors.ts";
+import { originPath } from "../core/forward_path.ts";
 import { errorResponse } from "../core/http.ts";
 import { pump, webSocketEnd } from "../core/pump.ts";
 import { acceptWebSocket, isWebSocketUpgrade } from "../core/websocket.ts";
@@ -70,19 +71,18 @@ export class Proxy {
   /** Serves one request of the proxy listener. */
   async handle(request: Request): Promise<Response> {
     try {
+      // The worktree's server is the route's whole scope; its path still passes the one check.
+      const path = originPath(new URL(request.url));
       const host = (request.headers.get("host") ?? "").toLowerCase();
       const name = host.replace(/:\d+$/, "");
       const target = this.#route(name) ?? await this.#worktree(name);
       const end = await this.#end(target.box, target.port);
-      const url = new URL(request.url);
       const upstreamHost = `localhost:${target.port}`;
-      if (isWebSocketUpgrade(request)) {
-        return this.#websocket(request, `ws://127.0.0.1:${end}${url.pathname}${url.search}`);
-      }
+      if (isWebSocketUpgrade(request)) return this.#websocket(request, `ws://127.0.0.1:${end}${path}`);
       const headers = new Headers(request.headers);
       headers.set("host", upstreamHost);
       if (headers.has("origin")) headers.set("origin", `http://${upstreamHost}`);
-      const upstream = await upstreamFetch(end, `${url.pathname}${url.search}`, request, headers);
+      const upstream = await upstreamFetch(end, path, request, headers);
       const out = new Headers(upstream.headers);
       // Hop-by-hop headers describe the upstream connection, not this one.
       for (const name of ["connection", "keep-alive", "transfer-encoding", "upgrade", "proxy-connection"]) {

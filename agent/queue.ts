@@ -10,7 +10,9 @@
  *   released when the session's agent is not `running` (read from the box's `GET sessions`, re-read
  *   after the box's `agent.*` / `session.*` events reach the agent's bus) and not waiting on a
  *   permission prompt (`reason` `permission`: the turn has not ended, and text typed into that prompt
- *   would answer it on the person's behalf); an item without `wait` goes as soon as it is its turn.
+ *   would answer it on the person's behalf). The box checks that again in the step that types
+ *   (`unless_waiting`): a prompt raised after the read sends the item back to `queued`, not `failed`.
+ *   An item without `wait` goes as soon as it is its turn.
  * - Per session (box + session, a "lane") one item is in flight at a time, oldest `seq` first; lanes
  *   proceed in parallel. A `failed` item holds the items behind it (`blocked`) until it is retried,
  *   edited or removed.
@@ -19,7 +21,9 @@
  *   item, the generation grows with every edit and retry, so changed text is a new key). A send whose
  *   outcome is unknown (the agent killed mid-send, a broken connection, a timeout) is repeated with
  *   the same key, and the box answers the first outcome instead of typing again. Items found
- *   `sending` when the agent starts are resent that way.
+ *   `sending` when the agent starts are resent that way once their box is online; one whose box is
+ *   forgotten becomes `failed` ("may or may not have been typed"): nothing can resend it with its key.
+ *   `DELETE` of a `sending` item is 409 always (spec 3.1).
  * - A send the box never answered (unreachable, 5xx, timeout) goes back to `queued` without counting
  *   as failed, and the lane backs off (1 s doubling to 30 s) while the health check decides whether the
  *   box is still there. A 4xx from the box (unknown session 404, gate refusal 403, an exited program
@@ -96,6 +100,8 @@ export function blockedIds(slots: readonly Slot[]): Set<string> {
 
 /** What the plan asks of the world. */
 export interface PlanContext {
+  /** True while the box is paired (not forgotten), online or not. */
+  known(box: string): boolean;
   /** True when the box is known and its last health check succeeded. */
   online(box: string): boolean;
   /** True while the lane has a send in flight or is backing off after an unreachable box. */
@@ -124,6 +130,11 @@ export interface Plan {
   send: string[];
   /** Boxes whose sessions must be read before a waiting item can go. */
   read: string[];
+  /**
+   * Items left `sending` whose box was forgotten: to `failed`, since nothing can ever resend them with
+   * their key, nor ask the box whether it typed them.
+   */
+  forgotten: string[];
 }
 
 /**
@@ -133,10 +144,14 @@ export interface Plan {
  * waiting on a permission prompt.
  */
 export function planQueue(slots: readonly Slot[], context: PlanContext): Plan {
-  const plan: Plan = { waiting: [], queued: [], send: [], read: [] };
+  const plan: Plan = { waiting: [], queued: [], send: [], read: [], forgotten: [] };
   const lanes = new Map<string, Slot>();
   for (const slot of [...slots].sort((a, b) => a.seq - b.seq)) {
     if (slot.state === "delivered") continue;
+    if (slot.state === "sending" && !context.known(slot.box)) {
+      plan.forgotten.push(slot.id);
+      continue;
+    }
     const online = context.online(slot.box);
     if (slot.state === "waiting" && !online) plan.queued.push(slot.id);
     if (slot.state === "queued" && slot.wait && online) plan.waiting.push(slot.id);
@@ -172,7 +187,7 @@ export interface QueueBoxClient {
   send(
     name: string,
     text: string,
-    options: { enter?: boolean; key?: string; signal?: AbortSignal },
+    options: { enter?: boolean; key?: string; unlessWaiting?: "permission"; signal?: AbortSignal },
   ): Promise<Session>;
 }
 
@@ -299,9 +314,14 @@ export class Queue {
 
   /**
    * Adds an item, `queued`, at the end of the line. A client-supplied `id` that is already in the
-   * queue returns that item instead (`created` false).
+   * queue returns that item instead (`created` false). `nonce` fixes the item's first send key
+   * ({@linkcode queueSendKey}); by default it is random.
    */
-  add(request: QueueCreate, origin: string): { item: QueueItem; created: boolean } {
+  add(
+    request: QueueCreate,
+    origin: string,
+    options: { nonce?: string } = {},
+  ): { item: QueueItem; created: boolean } {
     if (request.id !== undefined) {
       const existing = this.#find(request.id);
       if (existing) return { item: this.#item(existing), created: false };
@@ -320,7 +340,9 @@ export class Queue {
         request.enter === false ? 0 : 1,
         request.wait === false ? 0 : 1,
         this.#now(),
-        crypto.randomUUID(),
+        // A broadcast names the nonce: its own send to the session used the same key, so whichever of
+        // the two reaches the box second replays the first instead of typing again.
+        options.nonce ?? crypto.randomUUID(),
       );
     });
     const row = this.#row(id);
@@ -409,17 +431,20 @@ export class Queue {
   }
 
   /**
-   * Removes an item and returns it as it was. 409 while it is being sent: in flight, or left `sending`
-   * by an earlier agent and about to be sent again because its box is online. One left `sending` for
-   * a box that is offline (or forgotten) can go: nothing is sending it, and it may never come back.
+   * Removes an item and returns it as it was. 409 while it is `sending` (spec 3.1), whatever its box:
+   * one left `sending` by an earlier agent may have been typed, and only its box can tell, by its key.
+   * It leaves `sending` on its own: resent with that key once its box is online (the box answers the
+   * first outcome instead of typing again), or `failed` once its box is forgotten.
    */
   remove(id: string, origin: string): QueueItem {
     const row = this.#row(id);
-    const boxUp = this.#o.boxes.has(row.box) && this.#o.boxes.online(row.box);
-    if (row.state === "sending" && (this.#inFlight.get(laneOf(row))?.id === id || boxUp)) {
-      throw new DockError("sending", `queue item '${id}' is being sent; try again once it is done`, {
-        status: 409,
-      });
+    if (row.state === "sending") {
+      const waiting = this.#inFlight.get(laneOf(row))?.id === id ||
+          (this.#o.boxes.has(row.box) && this.#o.boxes.online(row.box))
+        ? "try again once it is done"
+        : `its box '${row.box}' is offline: it is sent again with the same key once the box is back (never ` +
+          "typed twice), or fails if the box is forgotten";
+      throw new DockError("sending", `queue item '${id}' is being sent; ${waiting}`, { status: 409 });
     }
     const item = this.#item(row);
     this.#store.run("DELETE FROM queue WHERE id = ?", id);
@@ -502,6 +527,7 @@ export class Queue {
     if (!slots.length) return;
     const now = Date.now();
     const plan = planQueue(slots, {
+      known: (box) => this.#o.boxes.has(box),
       online: (box) => this.#o.boxes.has(box) && this.#o.boxes.online(box),
       busy: (lane) => this.#inFlight.has(lane) || (this.#backoff.get(lane)?.until ?? 0) > now,
       agentState: (box, session) => {
@@ -513,6 +539,11 @@ export class Queue {
     for (const id of plan.queued) this.#move(this.#row(id), "queued", "dock");
     for (const id of plan.waiting) this.#move(this.#row(id), "waiting", "dock");
     for (const box of plan.read) this.#readSessions(box);
+    for (const id of plan.forgotten) {
+      const row = this.#row(id);
+      if (this.#inFlight.get(laneOf(row))?.id === id) continue; // its send settles it
+      this.#move(row, "failed", "dock", { error: forgottenError(row.box) });
+    }
     for (const id of plan.send) this.#start(this.#row(id), "dock");
   }
 
@@ -541,10 +572,20 @@ export class Queue {
       session = await this.#o.boxes.client(sending.box).send(sending.session, sending.text, {
         enter: sending.enter === 1,
         key: sendKey(sending),
+        // The box checks the permission prompt as it types: one raised since the plan read the session
+        // would otherwise be answered by this text.
+        unlessWaiting: sending.wait === 1 ? "permission" : undefined,
         signal: AbortSignal.any([this.#abort.signal, AbortSignal.timeout(this.#o.sendTimeoutMs ?? 60_000)]),
       });
     } catch (error) {
       if (this.#closed) return;
+      if (error instanceof DockError && error.code === "permission_prompt" && sending.wait === 1) {
+        // Not typed: back in line, held (the sessions read again) until the person answers.
+        this.#backoff.delete(lane);
+        this.#move(this.#row(sending.id), "queued", origin);
+        this.#sessions.delete(sending.box);
+        return;
+      }
       if (
         error instanceof DockError && error.status >= 400 && error.status < 500 &&
         ![408, 429].includes(error.status)
@@ -701,9 +742,19 @@ export class Queue {
   }
 }
 
+/** Why an item left `sending` for a box that was then forgotten failed. */
+function forgottenError(box: string): string {
+  return `its box '${box}' was forgotten while it was being sent: it may or may not have been typed`;
+}
+
 /** The idempotency key of an item's current content: a new one after every edit or retry. */
 function sendKey(row: QueueRow): string {
-  return `q-${row.nonce}-${row.generation}`;
+  return queueSendKey(row.nonce, row.generation);
+}
+
+/** The key the queue sends an item with, from its nonce and generation (0 until edited or retried). */
+export function queueSendKey(nonce: string, generation = 0): string {
+  return `q-${nonce}-${generation}`;
 }
 
 function toSlot(row: QueueRow): Slot {

@@ -1,4 +1,4 @@
-import { assert, assertEquals, assertRejects, assertThrows } from "../tests/assert.ts";
+import { assert, assertEquals, assertRejects, assertStringIncludes, assertThrows } from "../tests/assert.ts";
 import { DockError } from "../client/errors.ts";
 import type { AgentState, QueueState, Session } from "../client/wire.ts";
 import { EventBus } from "../core/events.ts";
@@ -24,7 +24,7 @@ function slot(id: string, seq: number, state: QueueState, options: Partial<Slot>
 }
 
 function context(options: Partial<PlanContext> = {}): PlanContext {
-  return { online: () => true, busy: () => false, agentState: () => "idle", ...options };
+  return { known: () => true, online: () => true, busy: () => false, agentState: () => "idle", ...options };
 }
 
 Deno.test("the lifecycle: forward, the back edges spec 3.1 names, and delivered is final", () => {
@@ -115,16 +115,33 @@ class FakeBox implements QueueBoxClient {
   failures: Error[] = [];
   state: AgentState = "idle";
   reason: Session["reason"] = null;
+  /** Runs once after the next read of the sessions has been answered (a change the reader missed). */
+  afterRead?: () => void;
   sessions(): Promise<Session[]> {
-    return Promise.resolve(
-      [...this.sessionsKnown].map((name) => ({ ...session(name, this.state), reason: this.reason })),
-    );
+    const answer = [...this.sessionsKnown].map((name) => ({
+      ...session(name, this.state),
+      reason: this.reason,
+    }));
+    const after = this.afterRead;
+    this.afterRead = undefined;
+    after?.();
+    return Promise.resolve(answer);
   }
-  send(name: string, text: string, options: { key?: string }): Promise<Session> {
+  send(
+    name: string,
+    text: string,
+    options: { key?: string; unlessWaiting?: "permission" },
+  ): Promise<Session> {
     const failure = this.failures.shift();
     if (failure) return Promise.reject(failure);
     if (!this.sessionsKnown.has(name)) {
       return Promise.reject(new DockError("not_found", `session '${name}' not found`, { status: 404 }));
+    }
+    // As the box does: checked in the step that types (daemon/sessions.ts).
+    if (options.unlessWaiting && this.state === "waiting" && this.reason === options.unlessWaiting) {
+      return Promise.reject(
+        new DockError("permission_prompt", "waits on a permission prompt", { status: 409 }),
+      );
     }
     const earlier = options.key && this.keys.get(options.key);
     if (earlier) return Promise.resolve(earlier);
@@ -153,18 +170,22 @@ function session(name: string, state: AgentState): Session {
 }
 
 async function withQueue(
-  fn: (queue: Queue, box: FakeBox, world: { online: boolean; store: Store; bus: EventBus }) => Promise<void>,
+  fn: (
+    queue: Queue,
+    box: FakeBox,
+    world: { online: boolean; known: boolean; store: Store; bus: EventBus },
+  ) => Promise<void>,
 ) {
   const dir = await Deno.makeTempDir();
   const store = new Store(`${dir}/agent.db`);
   const bus = new EventBus(store);
   const box = new FakeBox();
-  const world = { online: true, store, bus };
+  const world = { online: true, known: true, store, bus };
   const queue = new Queue({
     store,
     bus,
     boxes: {
-      has: (name) => name === "b",
+      has: (name) => name === "b" && world.known,
       online: () => world.online,
       client: () => box,
       check: () => Promise.resolve(),
@@ -241,6 +262,22 @@ Deno.test("the engine holds a wait item while the agent waits on a permission pr
   });
 });
 
+Deno.test("the engine: a permission prompt raised after the sessions were read is not answered by the item", async () => {
+  await withQueue(async (queue, box, world) => {
+    box.state = "finished";
+    // The plan reads "finished"; the agent then asks for permission before the item's send reaches the box.
+    box.afterRead = () => [box.state, box.reason] = ["waiting", "permission"];
+    queue.add({ id: "p", box: "b", session: "s1", text: "next task" }, "t");
+    await settled(queue, () => queue.get("p").attempts === 1 && queue.get("p").state === "waiting");
+    assertEquals(box.typed, [], "nothing typed into the permission prompt");
+    assertEquals(queue.get("p").error, undefined, "held, not failed");
+    [box.state, box.reason] = ["finished", null];
+    world.bus.publish({ type: "agent.finished", box: "b", data: { session: "s1" } });
+    await settled(queue, () => queue.get("p").state === "delivered");
+    assertEquals(box.typed.map((t) => t.text), ["next task"]);
+  });
+});
+
 Deno.test("the engine resends an item left sending with the same key; an edit makes a new key", async () => {
   await withQueue(async (queue, box, world) => {
     world.online = false;
@@ -251,10 +288,17 @@ Deno.test("the engine resends an item left sending with the same key; an edit ma
     const nonce = world.store.get<{ nonce: string }>("SELECT nonce FROM queue WHERE id = 'k'")!.nonce;
     box.keys.set(`q-${nonce}-0`, session("s1", "idle"));
     await assertRejects(() => queue.sendNow("k", "t"), DockError, "offline");
-    // Left sending for an offline box: nothing sends it, so it may go; online, it is about to be sent.
+    // Left sending for an offline box: 409 all the same (spec 3.1), since it may have been typed; it is
+    // resent with its key once the box is back.
     queue.add({ id: "left", box: "b", session: "s2", text: "left", wait: false }, "t");
     world.store.run("UPDATE queue SET state = 'sending' WHERE id = 'left'");
-    assertEquals(queue.remove("left", "t").state, "sending");
+    const left = world.store.get<{ nonce: string }>("SELECT nonce FROM queue WHERE id = 'left'")!.nonce;
+    box.keys.set(`q-${left}-0`, session("s2", "idle"));
+    assertEquals(
+      (assertThrows(() => queue.remove("left", "t"), DockError, "same key once the box is back") as DockError)
+        .status,
+      409,
+    );
     world.online = true;
     assertThrows(() => queue.remove("k", "t"), DockError, "being sent");
     world.online = false;
@@ -283,6 +327,36 @@ Deno.test("the engine resends an item left sending with the same key; an edit ma
     assertEquals(queue.remove("e", "t").id, "e");
     assertThrows(() => queue.get("e"), DockError, "not found");
   });
+});
+
+Deno.test("spec 3.1: DELETE of a sending item is 409; a forgotten box's sending item fails, never typed", async () => {
+  await withQueue(async (queue, box, world) => {
+    world.online = false;
+    queue.add({ id: "k", box: "b", session: "s1", text: "one", wait: false }, "t");
+    queue.add({ id: "q", box: "b", session: "s2", text: "two", wait: false }, "t");
+    // As if an earlier agent marked it sending and died: nobody knows whether the box typed it.
+    world.store.run("UPDATE queue SET state = 'sending', attempts = 1 WHERE id = 'k'");
+    const refused = assertThrows(() => queue.remove("k", "t"), DockError, "being sent") as DockError;
+    assertEquals([refused.status, queue.get("k").state], [409, "sending"]);
+    // The box is forgotten (`DELETE /v1/boxes/b` announces box.removed): nothing can ever resend the
+    // item with its key, nor ask the box. It fails, saying so, and is typed nowhere.
+    world.known = false;
+    world.bus.publish({ type: "box.removed", data: { box: "b" } });
+    await settled(queue, (states) => states[0] === "failed");
+    const failed = queue.get("k");
+    assertStringIncludes(failed.error ?? "", "may or may not have been typed");
+    assertEquals([queue.get("q").state, box.typed.length], ["queued", 0]);
+    // Now it may go, as any item not being sent.
+    assertEquals(queue.remove("k", "t").state, "failed");
+  });
+});
+
+Deno.test("the plan: an item left sending for a forgotten box is failed, not sent", () => {
+  const plan = planQueue(
+    [slot("s", 1, "sending"), slot("q", 2, "queued"), slot("t", 3, "sending", { box: "kept" })],
+    context({ known: (box) => box === "kept", online: () => false }),
+  );
+  assertEquals([plan.forgotten, plan.send], [["s"], []]);
 });
 
 Deno.test("delivered items are pruned past 24 hours and beyond the newest 1,000", async () => {

@@ -8,6 +8,7 @@
  */
 import { causeChain, TransportError } from "../client/errors.ts";
 import { failedBeforeSending } from "../client/http.ts";
+import { forwardPath } from "../core/forward_path.ts";
 import type { Boxes } from "./boxes.ts";
 
 // Only what describes the request itself goes through; the laptop's token, Host and Origin stay here.
@@ -15,11 +16,17 @@ const FORWARDED = ["content-type", "accept", "last-event-id"];
 const RETURNED = ["content-type", "cache-control", "x-accel-buffering"];
 
 /**
- * Forwards `request` to `box` as `/v1/{path}` (`path` still percent-encoded, as it came; the query is
- * taken from the request). The path through here is kept lean, since every relayed request pays it:
- * the box's endpoint is built once per connection, and headers go as plain records.
+ * Forwards `request` to `box` as `/v1/{segments}` (checked by `core/forward_path.ts`, so the box is
+ * asked nothing outside its `/v1/`; the query is taken from the request). The path through here is kept
+ * lean, since every relayed request pays it: the box's endpoint is built once per connection, and
+ * headers go as plain records.
  */
-export async function relay(boxes: Boxes, box: string, path: string, request: Request): Promise<Response> {
+export async function relay(
+  boxes: Boxes,
+  box: string,
+  segments: readonly string[],
+  request: Request,
+): Promise<Response> {
   const { http, base, authorization } = boxes.endpoint(box);
   const url = request.url;
   const query = url.indexOf("?");
@@ -41,13 +48,16 @@ export async function relay(boxes: Boxes, box: string, path: string, request: Re
   const body = hasBody ? await request.arrayBuffer() : undefined;
   let upstream: Response;
   try {
-    upstream = await fetch(`${base}/v1/${path}${query < 0 ? "" : withoutToken(url.slice(query))}`, {
-      method: request.method,
-      headers,
-      body,
-      signal: request.signal,
-      client: http,
-    } as RequestInit);
+    upstream = await fetch(
+      `${base}${forwardPath("/v1/", segments)}${query < 0 ? "" : withoutToken(url.slice(query))}`,
+      {
+        method: request.method,
+        headers,
+        body,
+        signal: request.signal,
+        client: http,
+      } as RequestInit,
+    );
   } catch (cause) {
     boxes.reset(box);
     const reason = firstLine(causeChain(cause));

@@ -18,7 +18,7 @@ export const INCLUDE_LINE = "Include config.d/dock";
 
 /** What the SSH config uses of the agent. */
 export interface SshConfigBackend {
-  boxes: Pick<Boxes, "list" | "sshDestinations">;
+  boxes: Pick<Boxes, "list" | "sshDestinations"> & Partial<Pick<Boxes, "sshAccess">>;
 }
 
 /** The SSH host name dock gives a box. */
@@ -29,9 +29,26 @@ export function sshAlias(box: string): string {
 /** The hosts dock manages: one per box it can reach over SSH. */
 export function sshHosts(agent: SshConfigBackend): SshHost[] {
   const destinations = agent.boxes.sshDestinations();
+  const access = agent.boxes.sshAccess?.() ?? new Map();
   const hosts: SshHost[] = [];
   for (const box of agent.boxes.list()) {
-    const destination = destinations.get(box.name) ?? (box.kind === "tls" ? boxHost(box.address) : null);
+    // What `add ssh` resolved (a Host of the person's config among them: its HostName, not its alias,
+    // which `ssh dock-BOX` would not resolve again) and the key it was told to use.
+    const resolved = access.get(box.name);
+    if (resolved) {
+      hosts.push({
+        host: sshAlias(box.name),
+        box: box.name,
+        hostname: resolved.hostname,
+        ...(resolved.user ? { user: resolved.user } : {}),
+        ...(resolved.port && resolved.port !== 22 ? { port: resolved.port } : {}),
+        ...(resolved.identity ? { identity: resolved.identity } : {}),
+      });
+      continue;
+    }
+    // A paired box's host, bracketed when an IPv6 address (read below as the destination's own form).
+    const paired = box.kind === "tls" ? boxHost(box.address) : null;
+    const destination = destinations.get(box.name) ?? (paired?.includes(":") ? `[${paired}]` : paired);
     if (!destination) continue;
     const match = /^(?:([^@\s]+)@)?(\[[^\]]+\]|[^:\s]+)(?::(\d+))?$/.exec(destination);
     if (!match) continue;
@@ -46,14 +63,21 @@ export function sshHosts(agent: SshConfigBackend): SshHost[] {
   return hosts;
 }
 
-/** The text of `~/.ssh/config.d/dock`. */
+/**
+ * The text of `~/.ssh/config.d/dock`. A value ssh could read otherwise than written (a control
+ * character would start a line of its own, a `"` end a quoted one) leaves its host out; one with a
+ * space is quoted (a key file under "My Keys").
+ */
 export function renderHosts(hosts: SshHost[]): string {
-  const blocks = hosts.map((h) =>
+  const blocks = hosts.filter((h) =>
+    [h.hostname, h.user, h.identity].every((v) => v === undefined || configValue(v) !== null)
+  ).map((h) =>
     [
       `Host ${h.host}`,
-      `  HostName ${h.hostname}`,
-      ...(h.user ? [`  User ${h.user}`] : []),
+      `  HostName ${configValue(h.hostname)}`,
+      ...(h.user ? [`  User ${configValue(h.user)}`] : []),
       ...(h.port ? [`  Port ${h.port}`] : []),
+      ...(h.identity ? [`  IdentityFile ${configValue(h.identity)}`, "  IdentitiesOnly yes"] : []),
     ].join("\n")
   );
   return `# Written by dock (dock ssh-config): one Host per box. Edits here are replaced.\n\n${
@@ -107,6 +131,13 @@ export async function writeSshConfig(
     changed.push(at.config);
   }
   return { file: at.hosts, included: true, hosts, changed };
+}
+
+/** `value` as an ssh_config argument: quoted when it has a space; null when it cannot be written. */
+export function configValue(value: string): string | null {
+  // deno-lint-ignore no-control-regex -- control characters are what is refused
+  if (!value || /[\x00-\x1f\x7f"]/.test(value)) return null;
+  return /\s/.test(value) ? `"${value}"` : value;
 }
 
 function hasInclude(config: string): boolean {

@@ -15,7 +15,14 @@ const ROOT = join(APP, "..");
 const SRC = join(APP, "src");
 const TARGET = join(APP, "assets.generated.ts");
 /** The npm packages in the bundle: a change of version is a change of the app. */
-const PACKAGES = ["preact", "@preact/signals", "@xterm/xterm", "@xterm/addon-fit", "@xterm/addon-web-links"];
+const PACKAGES = [
+  "preact",
+  "@preact/signals",
+  "@xterm/xterm",
+  "@xterm/addon-fit",
+  "@xterm/addon-web-links",
+  "@xterm/addon-search",
+];
 
 /** What goes into the bundle, read in a fixed order: app/src, this script, the packages' versions. */
 async function sources(): Promise<[string, string][]> {
@@ -114,6 +121,11 @@ async function main(): Promise<void> {
     "app.css": {
       type: "text/css; charset=utf-8",
       body: `${xterm}\n${await Deno.readTextFile(join(SRC, "style.css"))}`,
+    },
+    // The service worker, as written (a worker is its own script, never part of the bundle).
+    "sw.js": {
+      type: "text/javascript; charset=utf-8",
+      body: await Deno.readTextFile(join(SRC, "sw.js")),
     },
   };
   await Deno.writeTextFile(TARGET, renderModule(assets, await sourceHash()));

@@ -46,11 +46,15 @@ Deno.test("app: a sessions list read before an agent event does not put the old 
   const { boxes, Sync } = await import("./src/store.ts");
   const session = (state: string) => ({ name: "s1", agent_state: state }) as unknown as Session;
   // The box's answers to `GET sessions`, in the order they are asked for, each answered when the test says.
+  // Anything else the store reads on the way (a waiting session's last screen line) answers empty.
   const answers: { resolve: (list: Session[]) => void }[] = [];
   const api = {
     agent: true,
     box: (box: string, path: string) => `/v1/boxes/${box}/api/${path}`,
-    json: () => new Promise<Session[]>((resolve) => answers.push({ resolve })),
+    json: (path: string) =>
+      path.endsWith("/api/sessions")
+        ? new Promise<Session[]>((resolve) => answers.push({ resolve }))
+        : Promise.resolve({ screen: "" }),
   } as unknown as Api;
   boxes.value = {
     remote: { status: {}, locations: [], sessions: [session("running")], git: [], ports: [], services: {} },

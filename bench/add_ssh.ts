@@ -22,10 +22,12 @@
  */
 import { join } from "node:path";
 import { AgentClient } from "../client/agent.ts";
-import { killProcessesUnder, makeDirs, startAgent } from "../tests/harness.ts";
+import { killProcessesUnder, makeDirs, makeRepo, startAgent } from "../tests/harness.ts";
 import { startSshBox } from "../tests/ssh_box.ts";
 import { shellQuote } from "../core/runner.ts";
-import { buildPackage, targetName, TARGETS } from "../package/build.ts";
+import { buildPackage, hostTarget, sourceFingerprint, targetName, TARGETS } from "../package/build.ts";
+import { keepInstalled } from "../agent/packages.ts";
+import { BrowserTerminal, echoLatency } from "./attach_relay.ts";
 import { type Row, summarize } from "./stats.ts";
 import { sleep } from "../client/timers.ts";
 
@@ -273,4 +275,174 @@ async function packageSizes(): Promise<Row[]> {
     await Deno.remove(out, { recursive: true });
   }
   return rows;
+}
+
+/**
+ * The SSH transport and the package `deno task install` keeps (issue 33), one box over TLS and one whose
+ * port is closed to the laptop (reached at 127.0.0.2, its daemon on 127.0.0.1: tests/ssh_box.ts):
+ *
+ * - First `dock add ssh` to a fresh box with the laptop's package cache as `deno task install` leaves it
+ *   (`keepInstalled`), against an empty cache (the package built or packed first: what every first add
+ *   did) and against `scp` of the same archive plus unpacking it on the box by hand. Goal ≤ 1.5×.
+ * - `GET info` and an attach echo through the agent, over the SSH transport against the TLS one
+ *   (alternating, the same daemon build). Goal ≤ +1.5 ms at the median.
+ */
+export async function benchSshTransport(options: { quick?: boolean } = {}): Promise<Row[]> {
+  const samples = options.quick ? 40 : 200;
+  const runs = options.quick ? 1 : 3;
+  await using direct = await startSshBox();
+  await using behind = await startSshBox({ address: "127.0.0.2" });
+  await direct.trust();
+  await behind.trust();
+  const dirs = await makeDirs();
+  // One SSH configuration naming both: Host testbox (reachable) and testbox2 (its port closed).
+  const config = join(dirs.root, "ssh_config");
+  await Deno.writeTextFile(
+    config,
+    await Deno.readTextFile(direct.clientConfig) +
+      (await Deno.readTextFile(behind.clientConfig)).replace("Host testbox", "Host testbox2"),
+  );
+  await using agent = await startAgent(dirs, { env: { DOCK_SSH_CONFIG: config } });
+  const client = new AgentClient({ url: agent.url, token: agent.token, origin: "bench" });
+  const ssh = ["-F", config, "-o", "BatchMode=yes"];
+  const packages = join(dirs.state, "client", "packages");
+  const add = async (host: string, name: string, via?: "tls" | "ssh") => {
+    const started = performance.now();
+    let last;
+    for await (const progress of client.addSsh({ host, name, via })) last = progress;
+    if (!last?.done || last.error) throw new Error(`dock add ssh ${host} failed: ${last?.error}`);
+    return performance.now() - started;
+  };
+  const wipe = async (box: { home: string }, name: string) => {
+    killProcessesUnder(box.home);
+    await Deno.remove(join(box.home, ".dock"), { recursive: true });
+    await Deno.remove(join(box.home, ".local"), { recursive: true });
+    await client.removeBox(name);
+  };
+  const dist = await Deno.makeTempDir({ prefix: "dock-bench-dist-" });
+  try {
+    // Before: an empty cache, the package made by the first add.
+    const cold = await add("testbox", "direct");
+    // What `deno task install` builds (into dist/) and now keeps for the agent it installs; its sources'
+    // fingerprint is the checkout's here (the agent runs from it), an installed agent's its release id.
+    const built = await buildPackage({ target: hostTarget()!, out: dist });
+    const seeded: number[] = [];
+    const byHand: number[] = [];
+    for (let i = 0; i < runs; i++) {
+      await wipe(direct, "direct");
+      await Deno.remove(packages, { recursive: true });
+      await keepInstalled({ client: join(dirs.state, "client") }, built, {
+        sources: await sourceFingerprint(),
+      });
+      await timed("sync", []);
+      seeded.push(await add("testbox", "direct"));
+      const archive = built.zstd?.file ?? built.file;
+      const unpack = built.zstd ? "zstd -dcq" : "gzip -dc";
+      const into = `/tmp/dock-bench-hand-${crypto.randomUUID()}`;
+      await timed("sync", []);
+      byHand.push(
+        await timed("scp", ["-q", ...ssh, archive, `testbox:${into}.archive`]) +
+          await timed("ssh", [
+            ...ssh,
+            "testbox",
+            `mkdir ${into} && ${unpack} ${into}.archive | tar -xf - -C ${into}`,
+          ]),
+      );
+      await timed("ssh", [...ssh, "testbox", `rm -rf ${into} ${into}.archive`]);
+    }
+    await add("testbox2", "behind", "ssh");
+
+    // The same requests to each, alternating: over TLS to its port, and over the SSH transport.
+    const info = { direct: [] as number[], behind: [] as number[] };
+    for (let i = 0; i < samples; i++) {
+      for (const name of ["direct", "behind"] as const) {
+        const started = performance.now();
+        await client.box(name).info();
+        info[name].push(performance.now() - started);
+      }
+    }
+    const echo = { direct: [] as number[], behind: [] as number[] };
+    const terms: BrowserTerminal[] = [];
+    try {
+      for (const [name, box] of [["direct", direct], ["behind", behind]] as const) {
+        const on = client.box(name);
+        await on.addLocation({ name: "app", path: await makeRepo(join(box.root, "work")) });
+        await on.createSession({ location: "app", command: "cat", name: "echo" });
+        const term = await BrowserTerminal.open(
+          `ws://127.0.0.1:${agent.port}/v1/boxes/${name}/sessions/echo/attach?cols=80&rows=24&token=${agent.token}`,
+        );
+        terms.push(term);
+        await term.until(() => term.bytes > 0, 10_000, `the first draw of ${name}`);
+        await term.settle(50);
+        await echoLatency(term, 10);
+      }
+      for (let round = 0; round * 10 < samples; round++) {
+        echo.direct.push(...await echoLatency(terms[0], 10));
+        echo.behind.push(...await echoLatency(terms[1], 10));
+      }
+    } finally {
+      for (const term of terms) await term.close();
+    }
+    const hand = summarize(byHand);
+    const first = summarize(seeded);
+    const plus = (a: number[], b: number[]) => summarize(b).p50 - summarize(a).p50;
+    const rows: Row[] = [
+      {
+        label: "ssh transport: `scp` of the package + unpacking it on the box by hand",
+        summary: hand,
+        isBaseline: true,
+      },
+      {
+        label:
+          "ssh transport: first `dock add ssh` after `deno task install` (its package kept for the agent)",
+        summary: first,
+        baseline: hand,
+        note: `goal ≤ 1.5×: ${first.p50 <= 1.5 * hand.p50 ? "met" : "**not met**"}`,
+      },
+      {
+        label:
+          "ssh transport: first `dock add ssh` with an empty package cache (before: made on the first add)",
+        summary: summarize([cold]),
+        baseline: hand,
+      },
+      {
+        label: "ssh transport: `GET info` through the agent, TLS to the box's port",
+        summary: summarize(info.direct),
+        isBaseline: true,
+      },
+      {
+        label: "ssh transport: `GET info` through the agent, over the SSH transport",
+        summary: summarize(info.behind),
+        baseline: summarize(info.direct),
+        note: `+${plus(info.direct, info.behind).toFixed(2)} ms; goal ≤ +1.5 ms: ${
+          plus(info.direct, info.behind) <= 1.5 ? "met" : "**not met**"
+        }`,
+      },
+      {
+        label: "ssh transport: attach echo through the agent, TLS to the box's port",
+        summary: summarize(echo.direct),
+        isBaseline: true,
+      },
+      {
+        label: "ssh transport: attach echo through the agent, over the SSH transport",
+        summary: summarize(echo.behind),
+        baseline: summarize(echo.direct),
+        note: `+${plus(echo.direct, echo.behind).toFixed(2)} ms; goal ≤ +1.5 ms: ${
+          plus(echo.direct, echo.behind) <= 1.5 ? "met" : "**not met**"
+        }`,
+      },
+    ];
+    return rows;
+  } finally {
+    client.close();
+    await Deno.remove(dist, { recursive: true }).catch(() => {});
+    await Deno.remove(dirs.root, { recursive: true }).catch(() => {});
+  }
+}
+
+if (import.meta.main) {
+  // `deno run -A bench/add_ssh.ts [--quick]`: the SSH transport's rows alone.
+  for (const row of await benchSshTransport({ quick: Deno.args.includes("--quick") })) {
+    console.log(`${row.label}: p50 ${row.summary.p50.toFixed(2)} ms${row.note ? ` (${row.note})` : ""}`);
+  }
 }

@@ -33,7 +33,7 @@ const ESCAPES = /\x1b\[[0-?]*[ -/]*[@-~]|\x1b[\]P^_][^\x07\x1b]*(?:\x07|\x1b\\)?
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** A terminal's output: a byte count and a bounded tail of the text, with waits on what arrived. */
-abstract class Terminal {
+export abstract class Terminal {
   bytes = 0;
   /** UTF-16 units decoded so far; `#tail` holds the last of them. */
   length = 0;
@@ -85,7 +85,7 @@ abstract class Terminal {
 }
 
 /** The platform WebSocket, as the app uses it. */
-class BrowserTerminal extends Terminal {
+export class BrowserTerminal extends Terminal {
   #ws: WebSocket;
   #closed: Promise<unknown>;
 
@@ -172,7 +172,7 @@ class PtyTerminal extends Terminal {
 }
 
 /** Times one typed byte until its echo is visible, `samples` times. */
-async function echoLatency(term: Terminal, samples: number): Promise<number[]> {
+export async function echoLatency(term: Terminal, samples: number): Promise<number[]> {
   const keys = "qwertyuiop";
   const times: number[] = [];
   for (let i = 0; i < samples; i++) {

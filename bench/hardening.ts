@@ -9,19 +9,29 @@
  * 2. **Idle connections against the TLS port.** Requests of a paired laptop straight to the box's TLS
  *    listener (`GET info` with its credential): p50/p99 quiet, then while 10,000 idle connections are
  *    held against the same port (goal: p99 within 2× of quiet); how many of the 10,000 the box refused
- *    at once or closed at its handshake deadline.
+ *    at once or closed at its handshake deadline. Then a box under `ulimit -n 256` with its phone
+ *    listener on: 300 connections held on each of its listeners in turn (the socket, the laptop and phone
+ *    TLS ports, and every other TCP port it has open, found from `/proc`: the TLS hop's loopback port
+ *    included), each until the box closes them; goal: the daemon up and answering after every one.
  * 3. **Prompt soak** (bench/queue_soak.ts): 1,000 queued prompts while the agent and dockd are killed
  *    with SIGKILL 50 times at random moments, alternately: prompts lost and duplicated (goal 0 and 0).
  *
- * `deno run -A bench/hardening.ts [--quick] [journals|idle|soak]…`
+ * 4. **A heap bomb among plugins** (issue 29): 4 plugins' `fetch` calls in flight (each answers after
+ *    300 ms) when a fifth plugin's call fills its heap, which ends the shared host process: calls of
+ *    the other plugins lost (goal 0: they are run again on a fresh host).
+ *
+ * `deno run -A bench/hardening.ts [--quick] [journals|idle|soak|heap-bomb]…`
  *
  * @module
  */
 import { join } from "node:path";
 import { AgentClient } from "../client/agent.ts";
 import { parseLink } from "../core/pairing_link.ts";
-import { makeDirs, startAgent, startBox, stopWithin } from "../tests/harness.ts";
+import { listeningPorts, makeDirs, startAgent, startBox, stopWithin } from "../tests/harness.ts";
 import { benchQueueSoak } from "./queue_soak.ts";
+import { EventBus } from "../core/events.ts";
+import { Store } from "../core/store.ts";
+import { Plugins } from "../plugins/plugins.ts";
 import { ms, type Row, summarize } from "./stats.ts";
 
 const QUICK = Deno.args.includes("--quick");
@@ -199,10 +209,84 @@ export async function benchIdleConnections(): Promise<Row[]> {
         baseline: quiet,
         note: `p99 ${ms(loaded.p99)} vs ${ms(quiet.p99)} ms; all ${closedBy.length} closed by the box`,
       },
+      await benchHeldOnEveryListener(),
     ];
   } finally {
     client.close();
   }
+}
+
+/** Reads `conn` until the server ends it (an alert, a reset or a close), then closes it. */
+async function readUntilClosed(conn: Deno.Conn): Promise<void> {
+  const buffer = new Uint8Array(512);
+  try {
+    while (await conn.read(buffer) !== null) { /* an alert */ }
+  } catch {
+    /* reset */
+  } finally {
+    try {
+      conn.close();
+    } catch { /* closed */ }
+  }
+}
+
+/**
+ * 300 connections held on each listener of a dockd under `ulimit -n 256` in turn (socket, laptop TLS,
+ * phone TLS, and every other TCP port it has open, loopback hops included): how long until the box
+ * closed them all, and whether it still answered after each.
+ */
+async function benchHeldOnEveryListener(): Promise<Row> {
+  const count = 300;
+  const dirs = await makeDirs();
+  await using box = await startBox({
+    dirs,
+    openFiles: 256,
+    env: { DOCK_LISTEN: "127.0.0.1:0", DOCK_LISTEN_HANDSHAKE_MS: "500", DOCK_LISTEN_HEADER_MS: "500" },
+  });
+  const printed = await box.cli(["pair", "--host", "127.0.0.1"]);
+  const laptop = parseLink(/dock:\/\/[^\s']+/.exec(printed.stdout)![0]).port;
+  const phoneState = await box.client.setPhone({ enabled: true, listen: "127.0.0.1:0" });
+  const phone = Number(new URL(phoneState.url!).port);
+  const listeners = [
+    { name: "socket", dial: () => Deno.connect({ transport: "unix", path: dirs.socket }) },
+    ...listeningPorts(box.process.pid).map((port) => ({
+      name: port === laptop ? "laptop TLS" : port === phone ? "phone TLS" : `loopback :${port}`,
+      dial: () => Deno.connect({ hostname: "127.0.0.1", port }),
+    })),
+  ];
+  let exited = false;
+  box.process.status.then(() => exited = true);
+  const times: number[] = [];
+  const held: string[] = [];
+  for (const listener of listeners) {
+    const conns: Deno.Conn[] = [];
+    for (let i = 0; i < count; i++) {
+      try {
+        conns.push(await listener.dial());
+      } catch {
+        break; // the kernel's backlog is full
+      }
+    }
+    const started = performance.now();
+    // Each is closed by the box (past a cap at once, else at a deadline), unless the daemon died.
+    await Promise.race([Promise.all(conns.map(readUntilClosed)), box.process.status]);
+    times.push(performance.now() - started);
+    for (const conn of conns) {
+      try {
+        conn.close();
+      } catch { /* closed */ }
+    }
+    const answered = !exited && await box.client.info().then(() => true, () => false);
+    held.push(`${listener.name} ${conns.length}${answered ? "" : " (no answer after it)"}`);
+    if (!answered) break;
+  }
+  return {
+    label: "hardening: connections held on every listener (inner ones included) without a crash",
+    summary: summarize(times),
+    note: `ulimit -n 256, time until the box closed them; ${held.join(", ")}; dockd ${
+      exited ? "CRASHED (goal: up)" : "up, answering after each"
+    }`,
+  };
 }
 
 /**
@@ -242,6 +326,73 @@ export async function benchFuzz(): Promise<Row[]> {
   }
 }
 
+/**
+ * Calls of other plugins lost when one plugin's heap bomb ends the shared plugin host: `calm-1`…`calm-4`
+ * each get 10 `fetch` calls (answered after 300 ms), then `bomb`'s call fills its 64 MB heap while they
+ * are in flight. Goal 0 lost.
+ */
+export async function benchPluginHeapBomb(): Promise<Row[]> {
+  const root = await Deno.makeTempDir({ prefix: "dock-bench-bomb-" });
+  const home = join(root, "home");
+  const state = join(root, "state");
+  const plugin = async (id: string, fetchBody: string) => {
+    await Deno.mkdir(join(home, "plugins", id), { recursive: true });
+    await Deno.writeTextFile(
+      join(home, "plugins", id, "dock-plugin.json"),
+      JSON.stringify({ id, name: id, version: "1.0.0", main: "main.ts" }),
+    );
+    await Deno.writeTextFile(
+      join(home, "plugins", id, "main.ts"),
+      `export default { async fetch() { ${fetchBody} } };`,
+    );
+  };
+  const calm = ["calm-1", "calm-2", "calm-3", "calm-4"];
+  for (const id of calm) {
+    await plugin(id, `await new Promise((r) => setTimeout(r, 300)); return new Response("ok");`);
+  }
+  await plugin("bomb", `const a = []; while (true) a.push(new Array(1e5).fill(Math.random()));`);
+  await Deno.mkdir(state, { recursive: true });
+  const store = new Store(join(state, "bench.db"));
+  const bus = new EventBus(store);
+  const plugins = new Plugins({
+    home,
+    state,
+    where: "bench",
+    side: "box",
+    bus,
+    memoryMb: 64,
+    scanMs: 60_000,
+  });
+  try {
+    await plugins.start();
+    for (const info of plugins.list()) await plugins.enable(info.id, info.permissions ?? {});
+    // Warm: every worker started, so the calls below are in flight together.
+    await Promise.all(calm.map((id) => plugins.fetch(id, "/", new Request("http://bench/"))));
+    const started = performance.now();
+    const calls = calm.flatMap((id) =>
+      Array.from(
+        { length: 10 },
+        () => plugins.fetch(id, "/", new Request("http://bench/")).then((r) => r.ok, () => false),
+      )
+    );
+    const bombed = plugins.fetch("bomb", "/", new Request("http://bench/")).then(() => false, () => true);
+    const answered = await Promise.all(calls);
+    const wall = performance.now() - started;
+    const lost = answered.filter((ok) => !ok).length;
+    return [{
+      label: "hardening: plugin calls of other plugins lost during a heap bomb",
+      summary: summarize([wall]),
+      note: `${lost} of ${answered.length} lost (goal 0); the bomb's call ${
+        await bombed ? "failed" : "answered"
+      }; host restarts ${plugins.hostStats().restarts}`,
+    }];
+  } finally {
+    plugins.close();
+    store.close();
+    await Deno.remove(root, { recursive: true });
+  }
+}
+
 if (import.meta.main) {
   const only = Deno.args.filter((arg) => !arg.startsWith("--"));
   const rows = [
@@ -249,6 +400,7 @@ if (import.meta.main) {
     ...(only.length === 0 || only.includes("idle") ? await benchIdleConnections() : []),
     ...(only.length === 0 || only.includes("soak") ? await benchQueueSoak({ quick: QUICK }) : []),
     ...(only.length === 0 || only.includes("fuzz") ? await benchFuzz() : []),
+    ...(only.length === 0 || only.includes("heap-bomb") ? await benchPluginHeapBomb() : []),
   ];
   for (const row of rows) {
     const ratio = row.baseline ? ` (${(row.summary.p50 / row.baseline.p50).toFixed(2)}×)` : "";

@@ -96,10 +96,10 @@ import { benchMcp } from "./mcp.ts";
 import { benchKits } from "./kits.ts";
 import { benchUpgrade } from "./upgrade.ts";
 import { benchQueue } from "./queue.ts";
-import { benchFuzz, benchIdleConnections, benchJournals } from "./hardening.ts";
+import { benchFuzz, benchIdleConnections, benchJournals, benchPluginHeapBomb } from "./hardening.ts";
 import { benchQueueSoak } from "./queue_soak.ts";
 import { benchCli } from "./cli.ts";
-import { benchAddSsh } from "./add_ssh.ts";
+import { benchAddSsh, benchSshTransport } from "./add_ssh.ts";
 import { ms, ratio, type Row, summarize, table, time } from "./stats.ts";
 
 const QUICK = Deno.args.includes("--quick");
@@ -544,7 +544,7 @@ const SECTIONS: Record<string, string[]> = {
   mcp: [],
   kits: ["review"],
   queue: [],
-  hardening: ["journals", "idle", "soak", "fuzz"],
+  hardening: ["journals", "idle", "soak", "fuzz", "heap-bomb"],
   cli: [],
   ssh: ["add-ssh", "package"],
   upgrade: [],
@@ -630,6 +630,7 @@ async function main(): Promise<void> {
         ...await benchIdleConnections(),
         ...await benchQueueSoak({ quick: QUICK }),
         ...await benchFuzz(),
+        ...await benchPluginHeapBomb(),
       ]),
     );
   }
@@ -638,6 +639,7 @@ async function main(): Promise<void> {
     // A minute idle first when sections ran before it (bench/add_ssh.ts says why).
     const settleMs = QUICK || ![...chosen].some((name) => name !== "ssh" && name !== "upgrade") ? 0 : 60_000;
     rows.push(...await section("ssh", () => benchAddSsh({ quick: QUICK, settleMs })));
+    rows.push(...await section("ssh transport", () => benchSshTransport({ quick: QUICK })));
   }
   if (chosen.has("upgrade")) rows.push(...await section("upgrade", () => benchUpgrade({ quick: QUICK })));
 

@@ -28,6 +28,8 @@ import { shellExecutor } from "../core/hooks.ts";
 import { Store } from "../core/store.ts";
 import { Plugins } from "../plugins/plugins.ts";
 import { pluginRoutes } from "../plugins/routes.ts";
+import { AgentClient } from "../client/agent.ts";
+import { makeDirs, startAgent, startBox } from "../tests/harness.ts";
 import { busLag } from "./bus_lag.ts";
 import { type Row, summarize, table } from "./stats.ts";
 
@@ -49,6 +51,7 @@ interface Rig {
 async function rig(
   files: Record<string, Record<string, string>>,
   idle: { idleMs?: number; hostIdleMs?: number } = {},
+  side: "box" | "laptop" = "box",
 ): Promise<Rig> {
   const root = await Deno.makeTempDir({ prefix: "dock-bench-plugins-" });
   const home = join(root, "home");
@@ -62,7 +65,7 @@ async function rig(
   await Deno.mkdir(state, { recursive: true });
   const store = new Store(join(state, "bench.db"));
   const bus = new EventBus(store);
-  const plugins = new Plugins({ home, state, where: "bench", side: "box", bus, ...idle, scanMs: 60_000 });
+  const plugins = new Plugins({ home, state, where: "bench", side, bus, ...idle, scanMs: 60_000 });
   await plugins.start();
   for (const info of plugins.list()) await plugins.enable(info.id, info.permissions ?? {});
   return {
@@ -101,15 +104,19 @@ function nextEvent(bus: EventBus, predicate: (type: string, data: Record<string,
   });
 }
 
-async function eventToHandler(n: number): Promise<Row[]> {
-  const r = await rig({
-    echo: {
-      "dock-plugin.json": manifest("echo", [{ on: "bench.ping" }], ["events:emit"]),
-      "main.ts":
-        // The handler stamps when it started, on the clock every process shares (epoch milliseconds).
-        `export default { async event(ev, ctx) { const at = performance.timeOrigin + performance.now(); await ctx.emit("bench.pong", { i: ev.data.i, at }); } };`,
+async function eventToHandler(n: number, side: "box" | "laptop" = "box"): Promise<Row[]> {
+  const r = await rig(
+    {
+      echo: {
+        "dock-plugin.json": manifest("echo", [{ on: "bench.ping" }], ["events:emit"]),
+        "main.ts":
+          // The handler stamps when it started, on the clock every process shares (epoch milliseconds).
+          `export default { async event(ev, ctx) { const at = performance.timeOrigin + performance.now(); await ctx.emit("bench.pong", { i: ev.data.i, at }); } };`,
+      },
     },
-  });
+    {},
+    side,
+  );
   try {
     // One way: from publishing to the handler's own stamp (both read the system clock at sub-millisecond
     // resolution). Round trip: until the handler's emit is back on the bus.
@@ -146,7 +153,7 @@ async function eventToHandler(n: number): Promise<Row[]> {
     return [
       { label: "plugins: shell hook, event → done (`sh -c true`)", summary: shellSummary, isBaseline: true },
       {
-        label: "plugins: module hook, event → handler running (warm)",
+        label: `plugins: module hook, event → handler running (warm, ${side})`,
         summary: summarize(oneWay),
         baseline: shellSummary,
         note: "goal p50 ≤ 1 ms, p99 ≤ 5 ms",
@@ -416,13 +423,117 @@ function rssOf(pid: number): number {
   }
 }
 
-/** Every plugin figure (`only`: the parts named: `hook`, `fetch`, `idle`, `storm`, `runaway`). */
+/**
+ * `fetch` of a plugin written with the SDK (`import { definePlugin } from "@dock/plugin"`) on a real box:
+ * warm through the box's socket against a bare `Deno.serve` on a unix socket, warm through the laptop
+ * agent's relay (`/v1/boxes/local/api/plugins/{id}/fn/`) against a bare `Deno.serve` on loopback TCP, and
+ * cold with the host process running (the worker stopped after its idle time).
+ */
+async function fetchOverTheWire(n: number, cold: number): Promise<Row[]> {
+  const dirs = await makeDirs();
+  const folder = join(dirs.dockHome, "plugins", "fn");
+  await Deno.mkdir(folder, { recursive: true });
+  await Deno.writeTextFile(join(folder, "dock-plugin.json"), manifest("fn", []));
+  await Deno.writeTextFile(
+    join(folder, "main.ts"),
+    `import { definePlugin } from "@dock/plugin";\nexport default definePlugin({ fetch() { return Response.json({ ok: true }); } });\n`,
+  );
+  await using box = await startBox({ dirs, env: { DOCK_PLUGIN_IDLE_MS: "300" } });
+  await using agent = await startAgent(dirs);
+  const client = new AgentClient({ url: agent.url, token: agent.token, origin: "bench" });
+  await client.addLocal();
+  await box.client.enablePlugin("fn", {});
+  const bareSocket = join(dirs.root, "bare.sock");
+  const bareUnix = Deno.serve({ path: bareSocket, onListen: () => {} }, () => Response.json({ ok: true }));
+  const bareTcp = Deno.serve(
+    { port: 0, hostname: "127.0.0.1", onListen: () => {} },
+    () => Response.json({ ok: true }),
+  );
+  const unix = (path: string) => Deno.createHttpClient({ proxy: { transport: "unix", path } });
+  const boxSocket = unix(box.dirs.socket);
+  const bareClient = unix(bareSocket);
+  const auth = { authorization: `Bearer ${agent.token}` };
+  const get = async (url: string, init: RequestInit & { client?: Deno.HttpClient } = {}) => {
+    const started = performance.now();
+    const response = await fetch(url, init);
+    if (!response.ok) throw new Error(`${url}: ${response.status} ${await response.text()}`);
+    await response.json();
+    return performance.now() - started;
+  };
+  const paths = {
+    bareSocket: () => get("http://localhost/", { client: bareClient }),
+    socket: () => get("http://localhost/v1/plugins/fn/fn/", { client: boxSocket }),
+    bareTcp: () => get(`http://127.0.0.1:${bareTcp.addr.port}/`),
+    relay: () => get(`${agent.url}/v1/boxes/local/api/plugins/fn/fn/`, { headers: auth }),
+  };
+  try {
+    const samples: Record<keyof typeof paths, number[]> = {
+      bareSocket: [],
+      socket: [],
+      bareTcp: [],
+      relay: [],
+    };
+    for (let i = 0; i < 50; i++) for (const path of Object.values(paths)) await path();
+    // Interleaved, so load on the machine falls on all four alike.
+    for (let i = 0; i < n; i++) {
+      for (const [name, path] of Object.entries(paths)) {
+        samples[name as keyof typeof paths].push(await path());
+      }
+    }
+    const colds: number[] = [];
+    for (let i = 0; i < cold; i++) {
+      // The worker stops after its idle time; the host process stays (its own idle is minutes).
+      while ((await box.client.plugin("fn", 0)).state !== "idle") await new Promise((r) => setTimeout(r, 50));
+      colds.push(await paths.socket());
+    }
+    const bareUnixSummary = summarize(samples.bareSocket);
+    const bareTcpSummary = summarize(samples.bareTcp);
+    return [
+      {
+        label: "plugins: bare Deno.serve on a unix socket, GET small JSON",
+        summary: bareUnixSummary,
+        isBaseline: true,
+      },
+      {
+        label: "plugins: box socket, GET /v1/plugins/{id}/fn/ (SDK plugin), warm",
+        summary: summarize(samples.socket),
+        baseline: bareUnixSummary,
+        note: "goal: p50 ≤ bare + 0.5 ms",
+      },
+      {
+        label: "plugins: bare Deno.serve on loopback TCP, GET small JSON",
+        summary: bareTcpSummary,
+        isBaseline: true,
+      },
+      {
+        label: "plugins: laptop relay, GET /v1/boxes/local/api/plugins/{id}/fn/, warm",
+        summary: summarize(samples.relay),
+        baseline: bareTcpSummary,
+        note: "goal: p50 ≤ bare + 1 ms",
+      },
+      {
+        label: "plugins: box socket, fn cold start (host running, worker stopped)",
+        summary: summarize(colds),
+        note: "goal ≤ 100 ms",
+      },
+    ];
+  } finally {
+    boxSocket.close();
+    bareClient.close();
+    await bareUnix.shutdown();
+    await bareTcp.shutdown();
+  }
+}
+
+/** Every plugin figure (`only`: the parts named: `hook`, `fetch`, `wire`, `idle`, `storm`, `runaway`). */
 export async function benchPlugins(options: PluginsBenchOptions = {}): Promise<Row[]> {
   const quick = options.quick ?? false;
   const only = options.only ?? [];
   const want = (part: string) => only.length === 0 || only.includes(part);
   return [
     ...want("hook") ? await eventToHandler(quick ? 200 : 1000) : [],
+    ...want("hook") ? (await eventToHandler(quick ? 200 : 1000, "laptop")).slice(1, 2) : [],
+    ...want("wire") ? await fetchOverTheWire(quick ? 200 : 1000, quick ? 5 : 20) : [],
     ...want("fetch") ? await fetchThroughPlugin(quick ? 200 : 1000, quick ? 5 : 20) : [],
     ...want("idle") ? await idlePlugins(50) : [],
     ...want("storm") ? await eventStorm(quick ? 2 : 10, 1000, 10) : [],

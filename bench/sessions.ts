@@ -13,6 +13,9 @@
  * 9. **Send → screen.** `client.send(name, token, { enter: false })` to a session running `cat`
  *    (the terminal echoes what is typed) and `client.screen(name)` polled back to back until the
  *    token shows, against `tmux send-keys -l` and `tmux capture-pane -p -J` polled the same way.
+ *    Then **keys**: `client.keys(name, ["x"])` (`POST sessions/{name}/keys`, keyed as every client
+ *    sends it: recorded in the send ledger, typed with its tmux slot claimed) from call to answer,
+ *    against spawning `tmux send-keys -l x` to its exit. The goal: keys/tmux ≤ 1.5× (issue 30).
  * 10. **Attach echo.** One byte typed over the attach WebSocket (`/v1/sessions/NAME/attach`) to a
  *    session running `cat` until its echo comes back, against a PTY running `tmux attach` in this
  *    process (node-pty, what the daemon's bridge runs), and as the floor a PTY running `cat` itself.
@@ -38,6 +41,8 @@ const DOCK_CONFIG = join(ROOT, "deno.json");
 const FIRST = 7;
 /** The goal for `dock hook` over an empty `deno run`, ratio of medians. */
 const HOOK_GOAL = 1.5;
+/** The goal for the keys route over a bare `tmux send-keys`, ratio of medians (issue 30). */
+const KEYS_GOAL = 1.5;
 /** Attached terminal size, the same for every attach. */
 const COLS = 120;
 const ROWS = 40;
@@ -698,6 +703,67 @@ async function benchSendScreen(ctx: Context): Promise<Row[]> {
   ];
 }
 
+/** Section 9, keys: the keys route from call to answer against a bare `tmux send-keys`. */
+async function benchKeys(ctx: Context): Promise<Row[]> {
+  const { box, client } = ctx;
+  const n = ctx.quick ? 20 : 100;
+  const warmup = 5;
+  const socket = join(box.dirs.state, "box", "tmux.sock");
+  const name = "bench-keys";
+  await client.createSession({ location: "app", command: "cat", name });
+  await waitForProgram(socket, name, "cat");
+  const route: number[] = [];
+  const bare: number[] = [];
+  const viaRoute = async (record: boolean) => {
+    const started = performance.now();
+    await client.keys(name, ["x"]);
+    if (record) route.push(performance.now() - started);
+  };
+  const viaTmux = async (record: boolean) => {
+    const started = performance.now();
+    await tmux(socket, "send-keys", "-t", `=${name}:`, "-l", "x");
+    if (record) bare.push(performance.now() - started);
+  };
+  try {
+    for (let i = 0; i < warmup; i++) {
+      await viaRoute(false);
+      await viaTmux(false);
+    }
+    for (let i = 0; i < n; i++) {
+      // Interleaved, each first half the time: load on the machine falls on both alike.
+      if (i % 2 === 0) {
+        await viaRoute(true);
+        await viaTmux(true);
+      } else {
+        await viaTmux(true);
+        await viaRoute(true);
+      }
+      if (i % 40 === 39) await tmux(socket, "send-keys", "-t", `=${name}:`, "Enter"); // a short line
+    }
+  } finally {
+    await client.removeSession(name).catch(() => {});
+  }
+  const keys = summarize(route);
+  const plain = summarize(bare);
+  const keysRatio = keys.p50 / plain.p50;
+  return [
+    {
+      label: label(2, 'keys route: `client.keys(name, ["x"])` call → answer (keyed)'),
+      summary: keys,
+      baseline: plain,
+      note: `goal ≤ ${KEYS_GOAL.toFixed(1)}× a bare \`tmux send-keys\`: ${
+        keysRatio <= KEYS_GOAL ? "met" : "NOT met"
+      }; ${p(keys, "p90")}; ${ratio(keysRatio)} the bare send-keys`,
+    },
+    {
+      label: label(2, "plain: spawn `tmux send-keys -l x` → exit"),
+      summary: plain,
+      isBaseline: true,
+      note: `${p(plain, "p90")}`,
+    },
+  ];
+}
+
 /** Section 10: echo latency of one typed byte. */
 async function benchEcho(ctx: Context): Promise<Row[]> {
   const { box, client } = ctx;
@@ -885,6 +951,7 @@ export async function benchSessions(options: { quick: boolean }): Promise<Row[]>
     const rows: Row[] = [];
     rows.push(...await benchHooks(ctx));
     rows.push(...await benchSendScreen(ctx));
+    rows.push(...await benchKeys(ctx));
     rows.push(...await benchEcho(ctx));
     rows.push(...await benchBulk(ctx));
     return rows;

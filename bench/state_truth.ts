@@ -15,6 +15,7 @@ import {
   type TruthBox,
   truthBox,
 } from "../tests/state_truth.ts";
+import { benchRealAgents } from "./real_agents.ts";
 import { type Row, summarize, table } from "./stats.ts";
 
 /** Turns timed per figure. */
@@ -86,6 +87,8 @@ export async function benchTruth(): Promise<Row[]> {
     });
   }
   rows.push(...await benchReconciliation(box));
+  // The real tools (issue 30): the suite's score per tool and the real Claude Code's hook → state.
+  rows.push(...await benchRealAgents());
   const { right, all } = score(checks);
   rows.unshift({
     label: "Truth score, all scenarios (goal ≥ 99 %)",

@@ -10,7 +10,7 @@
 import { sleep } from "../client/timers.ts";
 import type { Command } from "./commander.ts";
 import { ensureToken } from "../agent/token.ts";
-import { AgentClient, type BoxProgress } from "../client/agent.ts";
+import { AgentClient, type AgentStatus, type BoxProgress } from "../client/agent.ts";
 import { BUILD } from "../client/version.ts";
 import { DockError, TransportError } from "../client/errors.ts";
 import { clientPaths } from "../core/paths.ts";
@@ -98,6 +98,145 @@ async function answers(client: AgentClient): Promise<boolean> {
   }
 }
 
+/**
+ * What `dock status` says when the agent runs otherwise than this shell would start it: another build
+ * (a reinstall, `deno task install`, while it ran) or another value of a setting it read at its start
+ * (`DOCK_SSH_CONFIG`, the ports). Each line ends in what to do. Unset and empty are the same; the
+ * ports' defaults count as their values.
+ */
+export function agentDrift(
+  status: Pick<AgentStatus, "build" | "agent">,
+  shell: { build: string; env: (name: string) => string | undefined },
+): string[] {
+  const notes: string[] = [];
+  if (status.build !== shell.build) {
+    notes.push(`the agent runs ${status.build} but this dock is ${shell.build}: dock agent restart`);
+  }
+  const defaults: Record<string, string> = { DOCK_AGENT_PORT: "1378", DOCK_PROXY_PORT: "1377" };
+  for (const [name, value] of Object.entries(status.agent?.env ?? {})) {
+    const theirs = value || defaults[name] || null;
+    const ours = shell.env(name) || defaults[name] || null;
+    if (theirs === ours) continue;
+    notes.push(
+      `the agent runs with ${name}=${theirs ?? "(unset)"} but this shell has ${
+        ours === null ? `no ${name}` : `${name}=${ours}`
+      }: dock agent restart`,
+    );
+  }
+  return notes;
+}
+
+/**
+ * `text` cut to at most `max` characters at a word's end, with `…` when cut (a word longer than
+ * `max` is cut inside it): `dock status` once cut an offline reason mid-word.
+ */
+export function clip(text: string, max: number): string {
+  const flat = text.replace(/\s+/g, " ").trim();
+  if (flat.length <= max) return flat;
+  const head = flat.slice(0, max - 1);
+  const space = head.lastIndexOf(" ");
+  return `${(space >= max / 3 ? head.slice(0, space) : head).replace(/[\s,;:.]+$/, "")}…`;
+}
+
+/** The agent's status, or null when nothing answers: a client that never starts the agent. */
+async function runningAgent(): Promise<{ client: AgentClient; status: AgentStatus } | null> {
+  const token = await ensureToken(clientPaths().token);
+  const client = new AgentClient({
+    url: `http://127.0.0.1:${agentPort()}`,
+    token,
+    origin: "cli",
+    oneShotReads: true,
+  });
+  try {
+    return { client, status: await client.status() };
+  } catch (error) {
+    client.close();
+    if (error instanceof TransportError) return null;
+    throw error;
+  }
+}
+
+/** What {@linkcode stopAgent} did. */
+export interface StoppedAgent {
+  stopped: AgentStatus;
+  /** The agent a service manager (`dock agent install`) started again at once, if one did. */
+  successor: AgentStatus | null;
+}
+
+/**
+ * Stops the agent that answers on this shell's port and waits until its port is free (or another agent
+ * answers there: its service manager started it again); answers what it stopped (null: none ran). The
+ * CLI signals the pid the agent reports over its token-gated API (see `POST /v1/stop`, refused): a pid
+ * read from a file could be another process's by now, and the token proves the one answering is this
+ * user's agent.
+ */
+export async function stopAgent(): Promise<StoppedAgent | null> {
+  const running = await runningAgent();
+  if (!running) return null;
+  running.client.close();
+  const pid = running.status.agent?.pid;
+  if (!pid) {
+    throw new DockError(
+      "too_old",
+      `the agent (${running.status.build}) does not say its pid: stop it by hand (its log: ${clientPaths().log})`,
+    );
+  }
+  Deno.kill(pid, "SIGTERM");
+  const port = agentPort();
+  // Its listener closes first (SIGTERM aborts it), then it closes its database and exits: ~0.1 s here.
+  const deadline = Date.now() + 15_000;
+  while (Date.now() < deadline) {
+    try {
+      (await Deno.connect({ hostname: "127.0.0.1", port })).close();
+    } catch {
+      return { stopped: running.status, successor: null };
+    }
+    const now = await runningAgent();
+    now?.client.close();
+    if (now && now.status.agent?.pid !== pid) return { stopped: running.status, successor: now.status };
+    await sleep(50);
+  }
+  throw new DockError(
+    "agent_stuck",
+    `the agent (pid ${pid}) did not stop within 15 s; see ${clientPaths().log}`,
+  );
+}
+
+/**
+ * After an install of `build` (`deno task install`): stops the agent when it runs another build, so the
+ * next command starts the one installed (issue 33: the old agent went on, and said nothing was behind).
+ * Answers the build it stopped, or null.
+ */
+export async function replaceAgent(build: string): Promise<string | null> {
+  const running = await runningAgent();
+  running?.client.close();
+  if (!running || running.status.build === build) return null;
+  return (await stopAgent())?.stopped.build ?? null;
+}
+
+/** Prints the agent's process and what differs from this shell (`dock agent status`). */
+async function agentStatus(json: boolean | undefined): Promise<void> {
+  const running = await runningAgent();
+  running?.client.close();
+  if (json) {
+    return printJson(
+      running ? { running: true, build: running.status.build, ...running.status.agent } : { running: false },
+    );
+  }
+  if (!running) return console.log(`the agent is not running (the next dock command starts it)`);
+  const { status } = running;
+  console.log(
+    [
+      `the agent runs: pid ${status.agent?.pid ?? "?"}, ${status.build}, http://127.0.0.1:${agentPort()}`,
+      `  since ${status.agent?.started ?? "?"}; log ${clientPaths().log}`,
+      ...Object.entries(status.agent?.env ?? {}).map(([name, value]) => `  ${name}=${value ?? ""}`),
+    ].join("\n"),
+  );
+  for (const note of agentDrift(status, { build: BUILD, env: (name) => Deno.env.get(name) })) {
+    console.error(`dock: ${note}`);
+  }
+}
+
 /** Adds the agent commands. */
 export function agentCommands(program: Command): void {
   const agent = program.command("agent").description("run the laptop agent in the foreground").action(() =>
@@ -116,6 +255,34 @@ export function agentCommands(program: Command): void {
       const result = await installService(agentService(clientPaths().log));
       console.log(`wrote ${result.file} (${result.manager})${result.started ? "; the agent runs now" : ""}`);
       for (const note of result.notes) console.log(note);
+    }, "dock")
+  );
+
+  agent.command("status").description("whether the agent runs: its pid, build, log and start settings")
+    .option("--json", "print JSON").action((o) => guarded(() => agentStatus(o.json), "dock"));
+  agent.command("stop").description("stop the agent (the next dock command starts it again)").action(() =>
+    guarded(async () => {
+      const done = await stopAgent();
+      if (!done) return console.log("the agent is not running");
+      console.log(`stopped the agent (pid ${done.stopped.agent?.pid}, ${done.stopped.build})`);
+      if (done.successor) {
+        console.error(
+          `dock: its service manager started it again (pid ${done.successor.agent?.pid}): to keep it stopped, ` +
+            "stop the service (systemctl --user stop dock-agent; on macOS launchctl unload the dev.dock.agent agent)",
+        );
+      }
+    }, "dock")
+  );
+  agent.command("restart").description(
+    "stop the agent and start it again from this dock, with this shell's environment",
+  ).action(() =>
+    guarded(async () => {
+      const done = await stopAgent();
+      const client = await agentClient();
+      // Nothing answers now (this starts it), or the one its service manager started again.
+      const status = done?.successor ?? await client.status();
+      client.close();
+      console.log(`the agent runs: pid ${status.agent?.pid}, ${status.build}`);
     }, "dock")
   );
 
@@ -172,11 +339,26 @@ export function agentCommands(program: Command): void {
   ).argument("<destination>", "[user@]host[:port], or a Host of your SSH config")
     .option("--name <name>", "the box's name here (default: its own name)")
     .option("--identity <file>", "the private key to use (ssh -i)")
+    .option(
+      "--via <transport>",
+      "tls: dial the box's port; ssh: through one SSH connection, no inbound port on the box " +
+        "(default: tls when the port answers from here, else ssh)",
+    )
+    .option(
+      "--listen <address>",
+      "where the box's dockd listens for laptops (DOCK_LISTEN): HOST:PORT such as 127.0.0.1:1379, or off " +
+        "(default: 0.0.0.0:1379)",
+    )
     .option("--json", "print each step as a line of JSON").action((destination, o) =>
       guarded(async () => {
         const client = await agentClient();
         const identity = o.identity === undefined ? undefined : resolvePath(o.identity);
-        const last = await follow(client.addSsh({ host: destination, name: o.name, identity }), o.json);
+        const via = o.via === undefined ? undefined : viaOption(o.via);
+        const listen: string | undefined = o.listen;
+        const last = await follow(
+          client.addSsh({ host: destination, name: o.name, identity, via, ...(listen ? { listen } : {}) }),
+          o.json,
+        );
         if (!o.json && last.box) {
           console.log(
             `added box ${last.box.name} (${last.box.address}): ${last.box.online ? "online" : "offline"}`,
@@ -241,16 +423,19 @@ export function agentCommands(program: Command): void {
         const status = await (await agentClient()).status();
         if (o.json) return printJson(status);
         table(
-          ["BOX", "KIND", "STATE", "LATENCY", "BUILD", "ADDRESS"],
+          ["BOX", "VIA", "STATE", "LATENCY", "BUILD", "ADDRESS"],
           status.boxes.map((b) => [
             b.name,
-            b.kind,
-            b.online ? "online" : `offline${b.error ? `: ${b.error.slice(0, 60)}` : ""}`,
+            b.transport ?? b.kind,
+            b.online ? "online" : `offline${b.error ? `: ${clip(b.error, 60)}` : ""}`,
             b.latency_ms === null ? "-" : `${b.latency_ms} ms`,
             b.build ? `${b.build}${b.behind ? " (behind: dock upgrade)" : ""}` : "-",
             b.address,
           ]),
         );
+        for (const note of agentDrift(status, { build: BUILD, env: (name) => Deno.env.get(name) })) {
+          console.error(`dock: ${note}`);
+        }
       }, "dock")
     );
 
@@ -342,4 +527,12 @@ async function upgradeSelf(file: string, json: boolean | undefined): Promise<voi
     "upgrade_timeout",
     `the agent did not come back as ${started.to}; see dock agent's log`,
   );
+}
+
+/** `--via`'s value, checked. */
+function viaOption(value: string): "tls" | "ssh" {
+  if (value === "tls" || value === "ssh") return value;
+  throw new DockError("invalid_request", `--via: expected tls or ssh, got ${JSON.stringify(value)}`, {
+    status: 400,
+  });
 }

@@ -9,7 +9,7 @@ export const DOCK_COMMANDS: readonly CommandEntry[] = [
     "family": "agent",
     "term": "agent",
     "description": "run the laptop agent in the foreground",
-    "subcommands": [["install"]],
+    "subcommands": [["install"], ["status"], ["stop"], ["restart"]],
   },
   {
     "name": "up",
@@ -156,7 +156,9 @@ export const DOCK_COMMANDS: readonly CommandEntry[] = [
     "family": "session",
     "term": "session",
     "description": "terminal sessions (usually coding agents)",
-    "subcommands": [["new"], ["list", "ls"], ["show"], ["rm", "remove"], ["screen"], ["send"], ["wait"]],
+    "subcommands": [["new"], ["list", "ls"], ["show"], ["rm", "remove"], ["screen"], ["send"], ["keys"], [
+      "answer",
+    ], ["wait"]],
   },
   {
     "name": "task",
@@ -212,7 +214,21 @@ export const DOCK_COMMANDS: readonly CommandEntry[] = [
     "family": "plugin",
     "term": "plugin",
     "description": "the laptop's plugins, and its boxes'",
-    "subcommands": [["list"], ["show"], ["logs"], ["enable"], ["disable"], ["new"]],
+    "subcommands": [
+      ["list"],
+      ["show"],
+      ["logs"],
+      ["dev"],
+      ["call"],
+      ["emit"],
+      ["config"],
+      ["enable"],
+      ["disable"],
+      ["install"],
+      ["update"],
+      ["remove"],
+      ["new"],
+    ],
   },
   {
     "name": "phone",
@@ -229,6 +245,15 @@ export const DOCK_COMMANDS: readonly CommandEntry[] = [
     "term": "review [options] [box]",
     "description":
       "worktrees with work to review: commits ahead of their base, uncommitted changes, agents finished unseen",
+    "subcommands": [],
+  },
+  {
+    "name": "diff",
+    "aliases": [],
+    "family": "review",
+    "term": "diff [options] <box/location/worktree>",
+    "description":
+      "a worktree's review: commits ahead of its base and upstream, its diff (committed and not) against where it left its base, untracked files",
     "subcommands": [],
   },
   {
@@ -268,13 +293,29 @@ export const DOCK_COMMANDS: readonly CommandEntry[] = [
     "subcommands": [["list", "ls"], ["send"], ["retry"], ["edit"], ["rm", "remove"]],
   },
   {
+    "name": "broadcast",
+    "aliases": [],
+    "family": "broadcast",
+    "term": "broadcast [options] <text>",
+    "description": "type one prompt into several sessions ({{session}}, {{branch}}, …)",
+    "subcommands": [],
+  },
+  {
+    "name": "attach",
+    "aliases": [],
+    "family": "attach",
+    "term": "attach <target>",
+    "description": "attach this terminal to a session (detach: Ctrl+])",
+    "subcommands": [],
+  },
+  {
     "name": "mcp",
     "aliases": [],
     "family": "mcp",
     "term": "mcp",
     "description":
       "serve dock's tools (sessions, tasks, prompts, wait, screen, exec, flows) to an MCP client on stdin/stdout, for every box",
-    "subcommands": [["allow"], ["deny"], ["allowed"]],
+    "subcommands": [["allow"], ["deny"], ["allow-exec"], ["deny-exec"], ["allowed"]],
   },
   {
     "name": "kit",
@@ -332,7 +373,7 @@ export const DOCK_COMMANDS: readonly CommandEntry[] = [
     "aliases": [],
     "family": "integrations",
     "term": "integrations",
-    "description": "hook agent tools (claude, cursor, codex) into dock and give them dock's skills",
+    "description": "hook agent tools (claude, cursor, codex, gemini) into dock and give them dock's skills",
     "subcommands": [["install"]],
   },
   {
@@ -359,7 +400,7 @@ export const DOCKD_COMMANDS: readonly CommandEntry[] = [
     "name": "install",
     "aliases": [],
     "family": "daemon",
-    "term": "install",
+    "term": "install [options]",
     "description":
       "install the box daemon as a service that runs permanently (systemd user unit, launchd agent)",
     "subcommands": [],
@@ -427,7 +468,9 @@ export const DOCKD_COMMANDS: readonly CommandEntry[] = [
     "family": "session",
     "term": "session",
     "description": "terminal sessions (usually coding agents)",
-    "subcommands": [["new"], ["list", "ls"], ["show"], ["rm", "remove"], ["screen"], ["send"], ["wait"]],
+    "subcommands": [["new"], ["list", "ls"], ["show"], ["rm", "remove"], ["screen"], ["send"], ["keys"], [
+      "answer",
+    ], ["wait"]],
   },
   {
     "name": "task",
@@ -483,7 +526,21 @@ export const DOCKD_COMMANDS: readonly CommandEntry[] = [
     "family": "plugin",
     "term": "plugin",
     "description": "the box's plugins (~/.dock/plugins)",
-    "subcommands": [["list"], ["show"], ["logs"], ["enable"], ["disable"], ["new"]],
+    "subcommands": [
+      ["list"],
+      ["show"],
+      ["logs"],
+      ["dev"],
+      ["call"],
+      ["emit"],
+      ["config"],
+      ["enable"],
+      ["disable"],
+      ["install"],
+      ["update"],
+      ["remove"],
+      ["new"],
+    ],
   },
   {
     "name": "phone",
@@ -500,6 +557,15 @@ export const DOCKD_COMMANDS: readonly CommandEntry[] = [
     "term": "review [options]",
     "description":
       "worktrees with work to review: commits ahead of their base, uncommitted changes, agents finished unseen",
+    "subcommands": [],
+  },
+  {
+    "name": "diff",
+    "aliases": [],
+    "family": "review",
+    "term": "diff [options] <location/worktree>",
+    "description":
+      "a worktree's review: commits ahead of its base and upstream, its diff (committed and not) against where it left its base, untracked files",
     "subcommands": [],
   },
   {
@@ -630,7 +696,7 @@ export const DOCKD_COMMANDS: readonly CommandEntry[] = [
     "name": "mcp",
     "aliases": [],
     "family": "mcp",
-    "term": "mcp",
+    "term": "mcp [options]",
     "description":
       "serve dock's tools (sessions, tasks, prompts, wait, screen, exec, flows) to an MCP client on stdin/stdout, for this box",
     "subcommands": [],
@@ -648,7 +714,7 @@ export const DOCKD_COMMANDS: readonly CommandEntry[] = [
     "aliases": [],
     "family": "integrations",
     "term": "integrations",
-    "description": "hook agent tools (claude, cursor, codex) into dock and give them dock's skills",
+    "description": "hook agent tools (claude, cursor, codex, gemini) into dock and give them dock's skills",
     "subcommands": [["install"]],
   },
   {

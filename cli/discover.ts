@@ -6,6 +6,7 @@
  * @module
  */
 import type { Command } from "./commander.ts";
+import { DockError } from "../client/errors.ts";
 import { agentClient } from "./agent.ts";
 import { guarded, printJson, table } from "./output.ts";
 
@@ -17,6 +18,16 @@ export function discoverCommands(program: Command): void {
       guarded(async () => {
         const client = await agentClient();
         if (o.login) {
+          // A network this laptop lacks: what to install, before the agent is asked to log in to it.
+          const { networks, hint } = await client.networks();
+          if (!networks.some((n) => n.name === o.network)) {
+            throw new DockError(
+              "no_network",
+              o.network === "tailscale" && hint
+                ? hint
+                : `no network '${o.network}' here: dock knows tailscale`,
+            );
+          }
           for await (const line of client.networkLogin(o.network)) {
             if (line.line) console.log(line.line);
             if (line.error) console.error(`dock: ${line.error}`);

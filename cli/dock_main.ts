@@ -29,6 +29,8 @@ export function dockFamilies(): Families {
     pair: async () => (await load<typeof import("./pair.ts")>("./pair.ts")).pairCommands,
     ...boxFamilies(scope),
     queue: async () => (await load<typeof import("./queue.ts")>("./queue.ts")).queueCommands,
+    broadcast: async () => (await load<typeof import("./broadcast.ts")>("./broadcast.ts")).broadcastCommands,
+    attach: async () => (await load<typeof import("./attach.ts")>("./attach.ts")).attachCommands,
     mcp: async () => (await load<typeof import("./mcp.ts")>("./mcp.ts")).mcpCommands,
     kit: async () => (await load<typeof import("./kit.ts")>("./kit.ts")).kitCommands,
     edit: async () => (await load<typeof import("./edit.ts")>("./edit.ts")).editCommands,

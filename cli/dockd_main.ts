@@ -29,17 +29,27 @@ function daemonCommands(program: Command): void {
   );
   program.command("install").description(
     "install the box daemon as a service that runs permanently (systemd user unit, launchd agent)",
-  ).action(() =>
-    guarded(async () => {
-      const { daemonService, installService } = await load<typeof import("../core/service_install.ts")>(
-        "../core/service_install.ts",
-      );
-      const { boxPaths } = await load<typeof import("../core/paths.ts")>("../core/paths.ts");
-      const result = await installService(daemonService(`${boxPaths().box}/dockd.log`));
-      console.log(`wrote ${result.file} (${result.manager})${result.started ? "; dockd runs now" : ""}`);
-      for (const note of result.notes) console.log(note);
-    })
-  );
+  ).option("--cron", "instead, a user crontab @reboot entry (where there is no systemd user session)")
+    .option("--remove", "with --cron: remove that entry").action((o) =>
+      guarded(async () => {
+        const { daemonService, installCron, installService } = await load<
+          typeof import("../core/service_install.ts")
+        >(
+          "../core/service_install.ts",
+        );
+        const { boxPaths } = await load<typeof import("../core/paths.ts")>("../core/paths.ts");
+        const spec = daemonService(`${boxPaths().box}/dockd.log`);
+        if (o.cron) {
+          await installCron(spec, { remove: o.remove === true });
+          return console.log(
+            o.remove ? "removed the crontab @reboot entry" : "crontab @reboot entry installed",
+          );
+        }
+        const result = await installService(spec);
+        console.log(`wrote ${result.file} (${result.manager})${result.started ? "; dockd runs now" : ""}`);
+        for (const note of result.notes) console.log(note);
+      })
+    );
 }
 
 /** `dockd`'s families in the order its help lists them. */

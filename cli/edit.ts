@@ -26,7 +26,7 @@ export function editCommands(program: Command): void {
     "open a box's location, worktree or file in an editor here (remote SSH)",
   )
     .argument("<target>", "BOX/LOCATION or BOX/LOCATION/WORKTREE").argument("[file]", "FILE[:LINE[:COL]]")
-    .option("--editor <id>", "vscode, cursor, windsurf or zed (default: the first installed)")
+    .option("--editor <id>", "vscode, cursor, windsurf, zed or gateway (default: the first installed)")
     .option("--json", "print JSON").action((target, spec, o) =>
       guarded(async () => {
         const parts = target.split("/");
@@ -37,7 +37,10 @@ export function editCommands(program: Command): void {
         const client = await agentClient();
         const editor = o.editor ?? (await client.editors())[0]?.id;
         if (!editor) {
-          throw new DockError("no_editor", "no editor found here: install VS Code, Cursor, Windsurf or Zed");
+          throw new DockError(
+            "no_editor",
+            "no editor found here: install VS Code, Cursor, Windsurf, Zed or JetBrains Gateway",
+          );
         }
         const opened = await client.openEditor({
           editor,

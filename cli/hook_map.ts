@@ -12,7 +12,7 @@
  * |---|---|---|---|---|
  * | claude | UserPromptSubmit | SessionStart | Notification (permission_prompt, elicitation_dialog), PermissionRequest | Stop, StopFailure |
  * | cursor | beforeSubmitPrompt | sessionStart | — | stop (any status) |
- * | codex | UserPromptSubmit | SessionStart | — | notify (`agent-turn-complete`), Stop |
+ * | codex | UserPromptSubmit | SessionStart | PermissionRequest, Interrupt (input) | notify (`agent-turn-complete`), Stop |
  * | gemini | BeforeAgent | SessionStart | Notification | AfterAgent |
  * | opencode | chat.message | session.created | permission.asked, permission.updated | session.idle |
  *
@@ -89,6 +89,9 @@ const RULES: Record<string, Record<string, Rule>> = {
     userpromptsubmit: "agent.started",
     sessionstart: "agent.ready",
     notify: codexNotify,
+    // Codex 0.169's approval prompt; Interrupt is an Esc mid-turn: back at its prompt, no Stop follows.
+    permissionrequest: PERMISSION,
+    interrupt: INPUT,
     stop: "agent.finished",
   },
   gemini: {

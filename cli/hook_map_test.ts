@@ -131,6 +131,10 @@ Deno.test("mapHook maps Codex notify and its Claude-style hooks", () => {
   assertNoText(started);
   assertEquals(mapHook("codex", "SessionStart", hook, ENV)?.type, "agent.ready");
   assertEquals(mapHook("codex", "Stop", hook, ENV)?.type, "agent.finished");
+  // Codex 0.169's approval prompt and its Esc mid-turn (hooks.json, installed by `integrations install`).
+  assertEquals(mapHook("codex", "PermissionRequest", hook, ENV)?.data.reason, "permission");
+  assertEquals(mapHook("codex", "Interrupt", hook, ENV)?.type, "agent.waiting");
+  assertEquals(mapHook("codex", "Interrupt", hook, ENV)?.data.reason, "input");
 });
 
 Deno.test("mapHook maps Gemini's agent loop", () => {

@@ -27,7 +27,7 @@ export function integrationCommands(program: Command, options: IntegrationComman
   const name = program.name();
 
   const integrations = program.command("integrations").description(
-    "hook agent tools (claude, cursor, codex) into dock and give them dock's skills",
+    "hook agent tools (claude, cursor, codex, gemini) into dock and give them dock's skills",
   );
   integrations.command("install").description(
     "install the hooks and skills of one tool, or of every tool found here (all); safe to run again",
@@ -44,7 +44,7 @@ export function integrationCommands(program: Command, options: IntegrationComman
         const { installAll, installIntegration } = await load<typeof import("../daemon/integrations.ts")>(
           "../daemon/integrations.ts",
         );
-        const base = { ...here(), hookCommand: options.hookCommand() };
+        const base = { ...here(), hookCommand: options.hookCommand(), mcpCommand: defaultMcpCommand(name) };
         const results = tool === "all"
           ? await installAll(base)
           : [await installIntegration(tool as IntegrationTool, base)];
@@ -67,6 +67,16 @@ export function defaultHookCommand(program: "dock" | "dockd"): string {
   if (installed) return `${shellQuote(installed)} hook`;
   const self = selfCommand(Deno.env.get("DOCK_BIN") ? program : "dock", "hook");
   return self.map(shellQuote).join(" ");
+}
+
+/**
+ * dock's MCP server for installs by `program`: `<program on PATH> mcp`, else how this dock runs that
+ * program. `dockd` registers `dockd mcp` (the box's own sessions), even when its hooks run `dock hook`.
+ */
+function defaultMcpCommand(program: string): string[] {
+  const own = program === "dockd" ? "dockd" : "dock";
+  const installed = findOnPath(own, Deno.env.get("PATH") ?? "");
+  return installed ? [installed, "mcp"] : selfCommand(own, "mcp");
 }
 
 function findOnPath(command: string, path: string): string | null {

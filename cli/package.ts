@@ -8,7 +8,7 @@
 import { buildPackage, hostTarget, parseTarget, type Target, targetName, TARGETS } from "../package/build.ts";
 import { installHere } from "../package/install.ts";
 import { clientPaths } from "../core/paths.ts";
-import { megabytes } from "../agent/packages.ts";
+import { keepInstalled, megabytes } from "../agent/packages.ts";
 
 const args = Deno.args;
 const install = args.includes("--install");
@@ -52,6 +52,15 @@ for (const target of targets) {
         again ? "installed already" : "installed"
       }: dock ${release.version}+${release.commit} in ${home}/versions/${folder}`,
     );
+    // The agent this installs sends this very package to boxes: kept for it, it is not packed again.
+    console.log(`kept for dock add ssh and upgrade: ${await keepInstalled(clientPaths(), built)}`);
+    // The agent running an older build goes: the next dock command starts the one just installed.
+    const { replaceAgent } = await import("./agent.ts");
+    const replaced = await replaceAgent(`${release.version}+${release.commit}`).catch((error) => {
+      console.error(`dock: the running agent could not be stopped (${error.message}): dock agent restart`);
+      return null;
+    });
+    if (replaced) console.log(`stopped the agent (${replaced}): the next dock command starts this one`);
     const onPath = (Deno.env.get("PATH") ?? "").split(":").includes(bin);
     console.log(onPath ? `${bin}/dock and dockd are on your PATH` : `add ${bin} to your PATH`);
   }

@@ -1,12 +1,16 @@
 /**
- * `plugin new ID`: a working plugin skeleton, a manifest with one typed module hook and a `fetch`
- * function, and a test that runs its handlers with a stand-in `ctx` (`deno test main_test.ts`).
+ * `plugin new ID`: a working plugin skeleton: a manifest (with `$schema`), a module typed with the SDK
+ * (`import { definePlugin } from "@dock/plugin"`), a test with the SDK's testing module, and a `deno.json`
+ * whose import map resolves `@dock/plugin` for the author's editor and `deno test`. Where the plugin runs,
+ * the plugin host resolves the same specifier to its own SDK (plugins/sdk_map.ts): the module names no
+ * path of this machine, so the folder can be installed on any box as it is.
  *
  * @module
  */
 import { join } from "../core/posix_path.ts";
 import { DockError } from "../client/errors.ts";
 import { boxPaths } from "../core/paths.ts";
+import { SDK_DIR } from "../plugins/sdk_map.ts";
 
 /** Writes the skeleton of plugin `id` into `dir` (default `~/.dock/plugins/<id>`); returns the folder. */
 export async function newPlugin(id: string, dir?: string): Promise<string> {
@@ -21,14 +25,23 @@ export async function newPlugin(id: string, dir?: string): Promise<string> {
     if (!(error instanceof Deno.errors.NotFound)) throw error;
   }
   await Deno.mkdir(folder, { recursive: true });
-  const dock = new URL("../mod.ts", import.meta.url).href;
-  const files: Record<string, string> = {
+  for (const [name, text] of Object.entries(scaffoldFiles(id))) {
+    await Deno.writeTextFile(join(folder, name), text);
+  }
+  return folder;
+}
+
+/** The skeleton's files by name: what `plugin new` writes. */
+export function scaffoldFiles(id: string, sdk: string = SDK_DIR): Record<string, string> {
+  const file = (name: string) => `file://${join(sdk, name)}`;
+  return {
     "dock-plugin.json": JSON.stringify(
       {
+        $schema: file("plugin.schema.json"),
         id,
         name: id,
         version: "0.1.0",
-        description: "Counts finished turns; GET /v1/plugins/" + id + "/fn/ answers the count.",
+        description: `Counts finished turns; GET /v1/plugins/${id}/fn/ answers the count.`,
         main: "main.ts",
         hooks: [{ on: "agent.finished", module: "main.ts" }],
         permissions: {},
@@ -36,57 +49,45 @@ export async function newPlugin(id: string, dir?: string): Promise<string> {
       null,
       2,
     ) + "\n",
+    // The editor's and `deno test`'s resolution; the plugin host never reads it (it maps the same names
+    // to its own SDK). Once the SDK is published, "jsr:@dock/plugin@^0.1" works here as well.
+    "deno.json": JSON.stringify(
+      { imports: { "@dock/plugin": file("mod.ts"), "@dock/plugin/testing": file("testing.ts") } },
+      null,
+      2,
+    ) + "\n",
     "main.ts": `/**
- * The ${id} plugin. It runs in a sandboxed worker that may read only this folder: dock's types are
- * imported with \`import type\` (erased when it runs). Hooks in dock-plugin.json say which events reach
- * \`event\`; \`fetch\` answers /v1/plugins/${id}/fn/*.
+ * The ${id} plugin. It runs in a sandboxed worker that may read only this folder (and the SDK).
+ * dock-plugin.json's hooks say which events reach \`event\`; \`fetch\` answers /v1/plugins/${id}/fn/*.
+ * Every event, gate and API route is typed: see the SDK's reference (docs/plugin-reference.md).
  */
-import type { DockPlugin } from "${dock}";
+import { definePlugin } from "@dock/plugin";
 
-export default {
+export default definePlugin({
   async event(event, ctx) {
+    if (event.type !== "agent.finished") return;
     const seen = ((await ctx.kv.get<number>("seen")) ?? 0) + 1;
     await ctx.kv.set("seen", seen);
-    ctx.log(\`\${event.type} #\${seen}\`);
+    ctx.log(\`\${event.data.session ?? "a session"} finished (#\${seen})\`);
   },
   async fetch(_request, ctx) {
     return Response.json({ seen: (await ctx.kv.get<number>("seen")) ?? 0 });
   },
-} satisfies DockPlugin;
+});
 `,
     "main_test.ts": `import assert from "node:assert/strict";
-import type { DockEvent, PluginContext } from "${dock}";
+import { callFetch, fakeContext, fakeEvent } from "@dock/plugin/testing";
 import plugin from "./main.ts";
-
-/** A stand-in for dock's \`ctx\`: a store in memory, a log in an array. */
-function fakeContext(): PluginContext & { lines: string[] } {
-  const store = new Map<string, unknown>();
-  const lines: string[] = [];
-  return {
-    lines,
-    api: () => Promise.reject(new Error("no API in this test")),
-    emit: () => Promise.resolve(),
-    log: (...values: unknown[]) => void lines.push(values.join(" ")),
-    kv: {
-      get: <T>(key: string) => Promise.resolve((store.get(key) ?? null) as T | null),
-      set: (key: string, value: unknown) => Promise.resolve(void store.set(key, value)),
-      delete: (key: string) => Promise.resolve(void store.delete(key)),
-      list: (prefix = "") => Promise.resolve([...store.keys()].filter((k) => k.startsWith(prefix))),
-    },
-  };
-}
 
 Deno.test("${id} counts finished turns and tells the count", async () => {
   const ctx = fakeContext();
-  const event: DockEvent = { id: 1, type: "agent.finished", time: new Date().toISOString(), data: {} };
-  await plugin.event(event, ctx);
-  await plugin.event(event, ctx);
-  const answer = await plugin.fetch(new Request("http://${id}.plugin/"), ctx);
+  await plugin.event(fakeEvent("agent.finished", { session: "web-1", agent: "claude" }), ctx);
+  await plugin.event(fakeEvent("agent.finished", { session: "web-1", agent: "claude" }), ctx);
+  await plugin.event(fakeEvent("agent.waiting", { session: "web-1" }), ctx);
+  const answer = await callFetch(plugin, "/", {}, ctx);
   assert.deepEqual(await answer.json(), { seen: 2 });
-  assert.deepEqual(ctx.lines, ["agent.finished #1", "agent.finished #2"]);
+  assert.deepEqual(ctx.logs, ["web-1 finished (#1)", "web-1 finished (#2)"]);
 });
 `,
   };
-  for (const [name, text] of Object.entries(files)) await Deno.writeTextFile(join(folder, name), text);
-  return folder;
 }

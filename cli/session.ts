@@ -1,5 +1,5 @@
 /**
- * `session new|list|rm|screen|send|wait`, `task new` and `loop` (spec 4.4): `dock session send
+ * `session new|list|rm|screen|send|keys|answer|wait`, `task new` and `loop` (spec 4.4): `dock session send
  * devbox/s1 TEXT` from the laptop; on a box, `dockd` takes the same commands without the `BOX/` prefix.
  *
  * @module
@@ -7,7 +7,7 @@
 import { type Command, positiveInteger } from "./commander.ts";
 import type { BoxClient } from "../client/box.ts";
 import { DockError } from "../client/errors.ts";
-import type { WaitResult } from "../client/wire.ts";
+import { KEY_NAMES, type WaitResult } from "../client/wire.ts";
 import { printJson, table } from "./output.ts";
 import { gather, listing, named, type Scope } from "./target.ts";
 
@@ -146,6 +146,44 @@ export function sessionCommands(program: Command, scope: Scope): void {
     })
   );
 
+  session.command("keys").description(
+    "type keystrokes into a session: characters, or named keys (Enter, Escape, Tab, Up, Down, Left, Right, " +
+      "C-c, C-d, Space, BSpace); never pasted, so a menu takes them",
+  ).argument(scope.arg("name")).argument("<keys...>").option("--json", "print JSON")
+    .action((spec, keys, o) =>
+      scope.run(async () => {
+        const target = await scope.resolve(spec, "SESSION");
+        const { client, rest: [name] } = target;
+        // A word that is not a key name is its characters, one key each (`yes` is y, e, s).
+        const typed = await client.keys(name, splitKeys(keys));
+        if (o.json) return printJson(typed);
+        console.log(`typed ${typed.typed} key${typed.typed === 1 ? "" : "s"} into ${named(target, name)}`);
+      })
+    );
+
+  session.command("answer").description(
+    "answer the agent's permission prompt: yes, no or always (the keys its tool takes); refused when it " +
+      "waits on none",
+  ).argument(scope.arg("name")).argument("<answer>").option("--json", "print JSON")
+    .action((spec, answer, o) =>
+      scope.run(async () => {
+        if (answer !== "yes" && answer !== "no" && answer !== "always") {
+          throw new DockError(
+            "invalid_request",
+            `answer: must be yes, no or always, got ${JSON.stringify(answer)}`,
+            {
+              status: 400,
+            },
+          );
+        }
+        const target = await scope.resolve(spec, "SESSION");
+        const { client, rest: [name] } = target;
+        const answered = await client.answer(name, answer);
+        if (o.json) return printJson(answered);
+        console.log(`answered ${answer} to ${named(target, name)} (typed ${answered.keys.join(" ")})`);
+      })
+    );
+
   session.command("wait").description("wait until the agent is finished or waiting (or the given states)")
     .argument(scope.arg("name")).option("--for <states>", "comma-separated states", "finished,waiting")
     .option("--timeout <duration>", "how long to wait", "10m").option("--json", "print JSON")
@@ -278,4 +316,12 @@ function finish(result: WaitResult, asJson?: boolean): never {
       ? EXIT.waitingForHuman
       : EXIT.ok,
   );
+}
+
+/**
+ * The keys of `session keys`' words: a key name as it is, any other word one key per character (so
+ * `dock session keys s1 1 Enter` and `dock session keys s1 hi Enter` both work).
+ */
+export function splitKeys(words: readonly string[]): string[] {
+  return words.flatMap((word) => (KEY_NAMES as readonly string[]).includes(word) ? [word] : [...word]);
 }

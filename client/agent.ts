@@ -8,6 +8,8 @@ import { BoxClient } from "./box.ts";
 import { readNdjson, Transport } from "./http.ts";
 import type {
   BoxAddLocal,
+  BroadcastRequest,
+  BroadcastResult,
   DockConfig,
   DockEvent,
   EventAnnounce,
@@ -16,8 +18,15 @@ import type {
   InstalledKit,
   Kit,
   PairRequest,
+  PluginConfig,
+  PluginConfigRequest,
+  PluginFile,
+  PluginFnLink,
+  PluginFnLinkRequest,
   PluginInfo,
   PluginPermissions,
+  PluginTestEvent,
+  PluginTestEventResult,
   QueueCreate,
   QueueEdit,
   QueueItem,
@@ -31,6 +40,8 @@ const enc = encodeURIComponent;
 export interface BoxStatus {
   name: string;
   kind: "socket" | "tls";
+  /** How the agent reaches it: the daemon's socket, TLS to its port, or TLS through an SSH connection. */
+  transport: "socket" | "tls" | "ssh";
   address: string;
   online: boolean;
   since: string | null;
@@ -66,6 +77,16 @@ export interface AddSshRequest {
   name?: string;
   /** A private key file for `ssh -i`. @default {what the SSH config and agent offer} */
   identity?: string;
+  /**
+   * How the agent reaches the box: `tls` dials its port, `ssh` forwards to it through one SSH connection
+   * (no inbound port on the box). @default {tls when the box's port answers from here, else ssh}
+   */
+  via?: "tls" | "ssh";
+  /**
+   * Where the box's daemon listens for laptops (its `DOCK_LISTEN`): `HOST:PORT`, or `off`. Given, the
+   * daemon is restarted with it. @default {what the box has: 0.0.0.0:1379 at first}
+   */
+  listen?: string;
 }
 
 /**
@@ -237,6 +258,8 @@ export interface SshHost {
   hostname: string;
   user?: string;
   port?: number;
+  /** The private key `dock add ssh --identity` used: written as `IdentityFile` (`IdentitiesOnly yes`). */
+  identity?: string;
 }
 
 /** `GET /v1/ssh-config` (and `POST`, with what it `changed`). */
@@ -281,6 +304,17 @@ export interface AgentStatus {
   forwards: unknown[];
   routes: { pattern: string; box: string; port: number }[];
   proxy: { enabled: boolean; port?: number; error?: string };
+  /** The agent's process (absent from agents before issue 33). */
+  agent?: AgentProcess;
+}
+
+/** The agent's process, as `GET /v1/status` reports it (`dock agent status|stop|restart`). */
+export interface AgentProcess {
+  /** What `dock agent stop` signals. */
+  pid: number;
+  started: string;
+  /** The settings the agent read at its start (null: unset): a change after it needs a restart. */
+  env: Record<string, string | null>;
 }
 
 /** Typed access to the laptop agent. */
@@ -524,6 +558,47 @@ export class AgentClient {
     });
   }
 
+  /** `POST /v1/plugins/{id}/fn-link`: a signed link (GET, once, ≤ 60 s) to its `fn` page, for a browser. */
+  pluginFnLink(id: string, request: PluginFnLinkRequest = {}): Promise<PluginFnLink> {
+    return this.transport.json(`/v1/plugins/${enc(id)}/fn-link`, { method: "POST", body: request });
+  }
+
+  /** `PUT plugins/{id}/files`: installs (or replaces) a plugin's files; enabling it is a second call. */
+  installPlugin(id: string, files: PluginFile[]): Promise<PluginInfo> {
+    return this.transport.json(`/v1/plugins/${enc(id)}/files`, { method: "PUT", body: { files } });
+  }
+
+  /** `DELETE plugins/{id}`: disables and removes a plugin (its data folder is kept). */
+  removePlugin(id: string): Promise<{ id: string; where: string; removed: true }> {
+    return this.transport.json(`/v1/plugins/${enc(id)}`, { method: "DELETE" });
+  }
+
+  /** `GET plugins/{id}/config`: its settings' schema and values (a secret as its reference). */
+  pluginConfig(id: string): Promise<PluginConfig> {
+    return this.transport.json(`/v1/plugins/${enc(id)}/config`);
+  }
+
+  /** `PUT plugins/{id}/config`: replaces its settings (checked against its schema). */
+  setPluginConfig(id: string, values: PluginConfigRequest["values"]): Promise<PluginConfig> {
+    return this.transport.json(`/v1/plugins/${enc(id)}/config`, { method: "PUT", body: { values } });
+  }
+
+  /** `POST plugins/{id}/test-event`: one event to that plugin only (never the bus). */
+  pluginTestEvent(id: string, event: PluginTestEvent): Promise<PluginTestEventResult> {
+    return this.transport.json(`/v1/plugins/${enc(id)}/test-event`, { method: "POST", body: event });
+  }
+
+  /** A request to a plugin's `fetch` (`plugins/{id}/fn/{path}`), answered as it answers. */
+  callPlugin(id: string, path: string, init: { method?: string; body?: string } = {}): Promise<Response> {
+    const sub = path.replace(/^\/+/, "").split("/").map(enc).join("/");
+    return this.transport.fetch(`/v1/plugins/${enc(id)}/fn${sub ? `/${sub}` : ""}`, {
+      method: init.method ?? (init.body === undefined ? "GET" : "POST"),
+      ...(init.body === undefined
+        ? {}
+        : { upload: { data: new TextEncoder().encode(init.body), type: contentType(init.body) } }),
+    });
+  }
+
   /** `POST /v1/plugins/{id}/disable`. */
   disablePlugin(id: string): Promise<PluginInfo> {
     return this.transport.json(`/v1/plugins/${enc(id)}/disable`, { method: "POST" });
@@ -579,8 +654,26 @@ export class AgentClient {
     return this.transport.json(`/v1/queue/${enc(id)}`, { method: "DELETE" });
   }
 
+  /**
+   * `POST /v1/broadcast`: one prompt to several sessions, `{{variables}}` filled per session; answers
+   * each target's outcome. Sent again with the same `id`, no session is typed into twice.
+   */
+  broadcast(body: BroadcastRequest, signal?: AbortSignal): Promise<BroadcastResult> {
+    return this.transport.json("/v1/broadcast", { body, signal });
+  }
+
   /** Closes the connection pool. */
   close(): void {
     this.transport.close();
+  }
+}
+
+/** The content type of a body given as text: JSON when it parses as JSON, else plain text. */
+function contentType(text: string): string {
+  try {
+    JSON.parse(text);
+    return "application/json";
+  } catch {
+    return "text/plain; charset=utf-8";
   }
 }

@@ -9,6 +9,7 @@ import { sleep } from "./timers.ts";
 import { type Endpoint, readNdjson, Transport } from "./http.ts";
 import type {
   AgentReport,
+  AnswerResult,
   BoxInfo,
   Branch,
   Check,
@@ -28,6 +29,7 @@ import type {
   HookConfig,
   HooksState,
   InstalledKit,
+  KeysResult,
   Kit,
   KitsOnBox,
   Laptop,
@@ -41,15 +43,24 @@ import type {
   PairCodeRequest,
   PairRedeem,
   PairRedeemed,
+  PermissionAnswer,
   PhoneDevice,
   PhonePairCode,
   PhoneSettings,
   PhoneState,
+  PluginConfig,
+  PluginConfigRequest,
+  PluginFile,
   PluginInfo,
   PluginPermissions,
+  PluginTestEvent,
+  PluginTestEventResult,
   Port,
+  PrCreate,
   PreviewOpen,
   PreviewRequest,
+  PullRequest,
+  PushResult,
   ReviewItem,
   Screen,
   SecretReport,
@@ -72,10 +83,13 @@ import type {
   UpgradeStarted,
   WaitResult,
   Worktree,
+  WorktreeCommits,
   WorktreeCreate,
+  WorktreeDiff,
   WorktreePorts,
   WorktreeService,
   WorktreeStatus,
+  WorktreeUntracked,
 } from "./wire.ts";
 
 const enc = encodeURIComponent;
@@ -316,6 +330,42 @@ export class BoxClient {
     return this.transport.json(`/v1/locations/${enc(location)}/worktrees/${enc(name)}/sync`, { body });
   }
 
+  /** `GET …/worktrees/{wt}/diff`: the worktree against where it left its base, a page of patches. */
+  diff(
+    location: string,
+    name: string,
+    options: { offset?: number; maxBytes?: number; path?: string } = {},
+  ): Promise<WorktreeDiff> {
+    return this.transport.json(`/v1/locations/${enc(location)}/worktrees/${enc(name)}/diff`, {
+      query: { offset: options.offset, max_bytes: options.maxBytes, path: options.path },
+    });
+  }
+
+  /** `GET …/worktrees/{wt}/commits`: commits ahead of its base and of its upstream. */
+  worktreeCommits(location: string, name: string): Promise<WorktreeCommits> {
+    return this.transport.json(`/v1/locations/${enc(location)}/worktrees/${enc(name)}/commits`);
+  }
+
+  /** `GET …/worktrees/{wt}/untracked`. */
+  untracked(location: string, name: string): Promise<WorktreeUntracked> {
+    return this.transport.json(`/v1/locations/${enc(location)}/worktrees/${enc(name)}/untracked`);
+  }
+
+  /** `POST …/worktrees/{wt}/push`: pushes its branch to origin and sets the upstream. */
+  push(location: string, name: string): Promise<PushResult> {
+    return this.transport.json(`/v1/locations/${enc(location)}/worktrees/${enc(name)}/push`, { body: {} });
+  }
+
+  /** `POST …/worktrees/{wt}/pr`: a pull request made with the box's `gh` (422 `gh_not_found` without). */
+  createPr(location: string, name: string, body: PrCreate = {}): Promise<PullRequest> {
+    return this.transport.json(`/v1/locations/${enc(location)}/worktrees/${enc(name)}/pr`, { body });
+  }
+
+  /** `GET …/worktrees/{wt}/pr`: the branch's pull request (404 `no_pr` when none). */
+  pullRequest(location: string, name: string): Promise<PullRequest> {
+    return this.transport.json(`/v1/locations/${enc(location)}/worktrees/${enc(name)}/pr`);
+  }
+
   /** `POST exec`: runs to completion. */
   exec(body: ExecRequest): Promise<ExecResult> {
     return this.transport.json("/v1/exec", { body });
@@ -431,6 +481,42 @@ export class BoxClient {
     return this.transport.json(`/v1/plugins/${enc(id)}/enable`, { method: "POST", body: { permissions } });
   }
 
+  /** `PUT plugins/{id}/files`: installs (or replaces) a plugin's files; enabling it is a second call. */
+  installPlugin(id: string, files: PluginFile[]): Promise<PluginInfo> {
+    return this.transport.json(`/v1/plugins/${enc(id)}/files`, { method: "PUT", body: { files } });
+  }
+
+  /** `DELETE plugins/{id}`: disables and removes a plugin (its data folder is kept). */
+  removePlugin(id: string): Promise<{ id: string; where: string; removed: true }> {
+    return this.transport.json(`/v1/plugins/${enc(id)}`, { method: "DELETE" });
+  }
+
+  /** `GET plugins/{id}/config`: its settings' schema and values (a secret as its reference). */
+  pluginConfig(id: string): Promise<PluginConfig> {
+    return this.transport.json(`/v1/plugins/${enc(id)}/config`);
+  }
+
+  /** `PUT plugins/{id}/config`: replaces its settings (checked against its schema). */
+  setPluginConfig(id: string, values: PluginConfigRequest["values"]): Promise<PluginConfig> {
+    return this.transport.json(`/v1/plugins/${enc(id)}/config`, { method: "PUT", body: { values } });
+  }
+
+  /** `POST plugins/{id}/test-event`: one event to that plugin only (never the bus). */
+  pluginTestEvent(id: string, event: PluginTestEvent): Promise<PluginTestEventResult> {
+    return this.transport.json(`/v1/plugins/${enc(id)}/test-event`, { method: "POST", body: event });
+  }
+
+  /** A request to a plugin's `fetch` (`plugins/{id}/fn/{path}`), answered as it answers. */
+  callPlugin(id: string, path: string, init: { method?: string; body?: string } = {}): Promise<Response> {
+    const sub = path.replace(/^\/+/, "").split("/").map(enc).join("/");
+    return this.transport.fetch(`/v1/plugins/${enc(id)}/fn${sub ? `/${sub}` : ""}`, {
+      method: init.method ?? (init.body === undefined ? "GET" : "POST"),
+      ...(init.body === undefined
+        ? {}
+        : { upload: { data: new TextEncoder().encode(init.body), type: contentType(init.body) } }),
+    });
+  }
+
   /** `POST plugins/{id}/disable`. */
   disablePlugin(id: string): Promise<PluginInfo> {
     return this.transport.json(`/v1/plugins/${enc(id)}/disable`, { method: "POST" });
@@ -492,17 +578,37 @@ export class BoxClient {
 
   /**
    * `POST sessions/{name}/send`: pastes the text as one block, then Enter unless `enter` is false.
-   * With `key`, a repeat of the same key answers the first outcome and never types again.
+   * With `key`, a repeat of the same key answers the first outcome and never types again. With
+   * `unlessWaiting: "permission"`, an agent waiting on a permission prompt refuses it (409
+   * `permission_prompt`), checked by the box in the same step as the typing. A box older than that
+   * field (which refuses it as unknown) is asked the old way: its session read just before the send.
    */
-  send(
+  async send(
     name: string,
     text: string,
-    options: { enter?: boolean; key?: string; signal?: AbortSignal } = {},
+    options: { enter?: boolean; key?: string; unlessWaiting?: "permission"; signal?: AbortSignal } = {},
   ): Promise<Session> {
-    return this.transport.json(`/v1/sessions/${enc(name)}/send`, {
-      body: { text, enter: options.enter, key: options.key },
-      signal: options.signal,
-    });
+    const post = (unlessWaiting?: "permission"): Promise<Session> =>
+      this.transport.json(`/v1/sessions/${enc(name)}/send`, {
+        body: { text, enter: options.enter, key: options.key, unless_waiting: unlessWaiting },
+        signal: options.signal,
+      });
+    try {
+      return await post(options.unlessWaiting);
+    } catch (error) {
+      const older = options.unlessWaiting && error instanceof DockError && error.status === 400 &&
+        error.detail?.field === "unless_waiting";
+      if (!older) throw error;
+    }
+    const now = await this.session(name);
+    if (now.agent_state === "waiting" && now.reason === options.unlessWaiting) {
+      throw new DockError(
+        "permission_prompt",
+        `session '${name}' waits on a permission prompt: the text would answer it, so it was not typed`,
+        { status: 409, detail: { session: name, reason: options.unlessWaiting } },
+      );
+    }
+    return await post();
   }
 
   /**
@@ -517,7 +623,14 @@ export class BoxClient {
   async sendOnce(
     name: string,
     text: string,
-    options: { enter?: boolean; key?: string; signal?: AbortSignal; retries?: number; delayMs?: number } = {},
+    options: {
+      enter?: boolean;
+      key?: string;
+      unlessWaiting?: "permission";
+      signal?: AbortSignal;
+      retries?: number;
+      delayMs?: number;
+    } = {},
   ): Promise<Session> {
     const key = options.key ?? `once-${crypto.randomUUID()}`;
     const retries = options.retries ?? 5;
@@ -525,7 +638,12 @@ export class BoxClient {
     let uncertain = false;
     for (let attempt = 1;; attempt++) {
       try {
-        return await this.send(name, text, { enter: options.enter, key, signal: options.signal });
+        return await this.send(name, text, {
+          enter: options.enter,
+          key,
+          unlessWaiting: options.unlessWaiting,
+          signal: options.signal,
+        });
       } catch (error) {
         if (!(error instanceof DockError) || options.signal?.aborted) throw error;
         // A connection that never carried the request (refused, no socket) typed nothing; any other
@@ -547,6 +665,45 @@ export class BoxClient {
         delay = Math.min(delay * 2, 5000);
       }
     }
+  }
+
+  /**
+   * `POST sessions/{name}/keys`: types keystrokes (each entry one character, or a named key such as
+   * `Enter` or `Escape`), never a paste. Typed once even over a path that fails midway: with a fresh
+   * idempotency key (or `key`), asked again with it after an answer that leaves the outcome unknown, as
+   * {@linkcode BoxClient.sendOnce}. Answers when the box says they were typed.
+   */
+  keys(
+    name: string,
+    keys: string[],
+    options: { key?: string; signal?: AbortSignal; retries?: number; delayMs?: number } = {},
+  ): Promise<KeysResult> {
+    return once(
+      "keys",
+      options,
+      (key) =>
+        this.transport.json(`/v1/sessions/${enc(name)}/keys`, {
+          body: { keys, key },
+          signal: options.signal,
+        }),
+    );
+  }
+
+  /**
+   * `POST sessions/{name}/answer`: answers the agent's permission prompt `yes`, `no` or `always` with the
+   * keys its tool takes (the box's table); 409 `not_waiting_permission` when it waits on none. Typed once,
+   * as {@linkcode BoxClient.keys}.
+   */
+  answer(
+    name: string,
+    answer: PermissionAnswer,
+    options: { key?: string; signal?: AbortSignal; retries?: number; delayMs?: number } = {},
+  ): Promise<AnswerResult> {
+    return once("answer", options, (key) =>
+      this.transport.json(`/v1/sessions/${enc(name)}/answer`, {
+        body: { answer, key },
+        signal: options.signal,
+      }));
   }
 
   /** `GET sessions/{name}/wait`: until one of `states` (after `after`), the program's exit, or the timeout. */
@@ -623,5 +780,53 @@ export class BoxClient {
   /** `POST skills/uninstall`: removes only dock's own copies; answers what changed. */
   uninstallSkills(body: SkillsRequest = {}): Promise<SkillsResult> {
     return this.transport.json("/v1/skills/uninstall", { body });
+  }
+}
+
+/**
+ * Makes a keyed call whose outcome may be lost on the way (`keys`, `answer`): with `options.key` or a
+ * fresh one, asked again with the same key after an answer that leaves it unknown (502, a connection cut
+ * after the request went out), backing off, until the box answers; the box replays the first outcome.
+ */
+async function once<T>(
+  what: string,
+  options: { key?: string; signal?: AbortSignal; retries?: number; delayMs?: number },
+  call: (key: string) => Promise<T>,
+): Promise<T> {
+  const key = options.key ?? `${what}-${crypto.randomUUID()}`;
+  const retries = options.retries ?? 5;
+  let delay = options.delayMs ?? 500;
+  let uncertain = false;
+  for (let attempt = 1;; attempt++) {
+    try {
+      return await call(key);
+    } catch (error) {
+      if (!(error instanceof DockError) || options.signal?.aborted) throw error;
+      const cutShort = error instanceof TransportError && !error.neverSent;
+      const unknown = error.status === 502 || cutShort || (uncertain && error.status === 503);
+      if (!unknown) throw error;
+      uncertain = true;
+      if (attempt > retries) {
+        throw new DockError(
+          "send_unconfirmed",
+          `the box did not confirm the ${what} after ${attempt} tries (${error.message}); they may have been ` +
+            `typed. Asking again with key ${key} never types them twice`,
+          { status: 502, detail: { key } },
+        );
+      }
+      await sleep(delay, options.signal);
+      if (options.signal?.aborted) throw error;
+      delay = Math.min(delay * 2, 5000);
+    }
+  }
+}
+
+/** The content type of a body given as text: JSON when it parses as JSON, else plain text. */
+function contentType(text: string): string {
+  try {
+    JSON.parse(text);
+    return "application/json";
+  } catch {
+    return "text/plain; charset=utf-8";
   }
 }

@@ -134,3 +134,46 @@ Deno.test("sendOnce throws a refused connection at once: nothing was sent", asyn
     client.close();
   }
 });
+
+/** A box older than `unless_waiting`: refuses the field as unknown, and holds `s1` in `state`/`reason`. */
+function olderBox(state: string, reason: string | null) {
+  const typed: unknown[] = [];
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, async (request) => {
+    const session = { name: "s1", agent: "claude", agent_state: state, reason, exited: false };
+    if (request.method === "GET") return Response.json(session);
+    const body = await request.json();
+    if ("unless_waiting" in body) {
+      return Response.json({
+        error: { code: "invalid_request", message: "unless_waiting: unknown field", field: "unless_waiting" },
+      }, { status: 400 });
+    }
+    typed.push(body);
+    return Response.json(session);
+  });
+  const client = new BoxClient({ url: `http://127.0.0.1:${server.addr.port}` });
+  return {
+    typed,
+    client,
+    async [Symbol.asyncDispose]() {
+      client.close();
+      await server.shutdown();
+    },
+  };
+}
+
+Deno.test("send unlessWaiting to a box older than the field: its session read first, refused while it waits on a permission prompt", async () => {
+  {
+    await using box = olderBox("waiting", "permission");
+    const error = await assertRejects(
+      () => box.client.sendOnce("s1", "y", { unlessWaiting: "permission" }),
+      DockError,
+    ) as DockError;
+    assertEquals([error.status, error.code], [409, "permission_prompt"]);
+    assertEquals(box.typed, []);
+  }
+  {
+    await using box = olderBox("running", null);
+    await box.client.sendOnce("s1", "go on", { unlessWaiting: "permission", key: "k" });
+    assertEquals(box.typed, [{ text: "go on", key: "k" }], "sent without the field it does not know");
+  }
+});

@@ -177,16 +177,20 @@ export class Transport {
   }
 
   /**
-   * Follows an SSE stream of JSON messages from `after` (sent as `Last-Event-ID`) on, until
-   * `signal` aborts; the end of an aborted stream is not an error. A stream that breaks after it
-   * delivered events is followed again from the last one.
+   * Follows an SSE stream of JSON messages from `after` on, until `signal` aborts; the end of an aborted
+   * stream is not an error. A stream that breaks after it delivered events is followed again from the
+   * last one. The caller's `after` goes as `?after=` (an id past the server's last is a 400 naming it);
+   * a resume as `Last-Event-ID` (past the last id: the journal was made anew, and it starts over).
    */
   async *stream<T>(path: string, options: { after?: number; signal?: AbortSignal } = {}): AsyncGenerator<T> {
     let after = options.after;
+    let resume = false;
     while (true) {
       const headers: Record<string, string> = {};
-      if (after !== undefined) headers["last-event-id"] = String(after);
-      const response = await this.fetch(path, { headers, signal: options.signal });
+      if (after !== undefined && resume) headers["last-event-id"] = String(after);
+      const query = after !== undefined && !resume ? { after } : undefined;
+      const response = await this.fetch(path, { headers, query, signal: options.signal });
+      resume = true;
       let received = false;
       try {
         for await (const message of readSse(response.body!)) {

@@ -18,7 +18,7 @@
  *
  * @module
  */
-import type { DockEvent, PluginPermissions } from "./wire.ts";
+import type { DockEvent, PluginInfo, PluginPermissions } from "./wire.ts";
 
 /** What a `before:` gate is asked: the action, what it acts on, and who asks. */
 export interface GateRequest {
@@ -75,13 +75,37 @@ export function definePlugin<T extends DockPlugin>(plugin: T): T {
   return plugin;
 }
 
-/** What a grant gives, in words: shown when a plugin is enabled, and in the refusal when it asks for more. */
-export function describePermissions(permissions: PluginPermissions): string {
-  const parts: string[] = [];
-  if (permissions.read?.length) parts.push(`read ${permissions.read.join(", ")} (its data folder)`);
-  if (permissions.write?.length) parts.push(`write ${permissions.write.join(", ")} (its data folder)`);
-  if (permissions.net?.length) parts.push(`network ${permissions.net.join(", ")}`);
-  if (permissions.env?.length) parts.push(`environment ${permissions.env.join(", ")}`);
-  if (permissions.scopes?.length) parts.push(`API ${permissions.scopes.join(", ")}`);
-  return parts.length ? parts.join("; ") : "nothing beyond reading its own folder";
+/** What the consent shows beside the permissions (from `GET plugins/{id}`): what each scope can lead to and who runs the commands. */
+export type ConsentContext = Pick<PluginInfo, "scope_classes" | "runs_as">;
+
+/**
+ * What a grant gives, one line a kind: shown when a plugin is enabled (CLI and app), and in the refusal
+ * when it asks for more. A scope that can lead to commands says so; each shell command is quoted as JSON,
+ * so what runs is exactly what is read (a trailing space or a newline shows).
+ */
+export function permissionLines(permissions: PluginPermissions, context: ConsentContext = {}): string[] {
+  const lines: string[] = [];
+  if (permissions.read?.length) lines.push(`read ${permissions.read.join(", ")} (its data folder)`);
+  if (permissions.write?.length) lines.push(`write ${permissions.write.join(", ")} (its data folder)`);
+  if (permissions.net?.length) lines.push(`network ${permissions.net.join(", ")}`);
+  if (permissions.env?.length) lines.push(`environment ${permissions.env.join(", ")}`);
+  if (permissions.scopes?.length) {
+    const classes = context.scope_classes ?? {};
+    lines.push(`API ${permissions.scopes.map((s) => classes[s] ? `${s} (${classes[s]})` : s).join(", ")}`);
+  }
+  if (permissions.commands?.length) {
+    const who = context.runs_as ? `as ${context.runs_as}` : "as the user dock runs as";
+    lines.push(
+      `shell commands run outside the sandbox, ${who}: ${
+        permissions.commands.map((c) => JSON.stringify(c)).join(", ")
+      }`,
+    );
+  }
+  return lines;
+}
+
+/** What a grant gives, in one line (see {@linkcode permissionLines}). */
+export function describePermissions(permissions: PluginPermissions, context: ConsentContext = {}): string {
+  const lines = permissionLines(permissions, context);
+  return lines.length ? lines.join("; ") : "nothing beyond reading its own folder";
 }

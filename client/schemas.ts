@@ -16,6 +16,7 @@ import type {
   AgentReport,
   AgentReportType,
   BoxAddLocal,
+  BroadcastRequest,
   DockConfig,
   EnvFile,
   EventAnnounce,
@@ -39,14 +40,21 @@ import type {
   PanelApiRequest,
   PhoneRedeem,
   PhoneSettings,
+  PluginConfigRequest,
   PluginEnableRequest,
+  PluginFilesRequest,
+  PluginFnLinkRequest,
+  PluginTestEvent,
+  PrCreate,
   PreviewRequest,
   ProxyRoute,
   QueueCreate,
   QueueEdit,
   SecretReportRequest,
   SecretTest,
+  SessionAnswer,
   SessionCreate,
+  SessionKeys,
   SessionSend,
   ShareRequest,
   SkillsRequest,
@@ -55,6 +63,7 @@ import type {
   UnitCreate,
   WorktreeCreate,
 } from "./wire.ts";
+import { KEY_NAMES } from "./wire.ts";
 import { parseDuration } from "./duration.ts";
 
 // ---------------------------------------------------------------------------------------------------
@@ -203,7 +212,43 @@ export const SESSION_SEND = z.strictObject({
   // An idempotency key: a repeat with the same key never types the text again (Sessions.send).
   key: z.string().min(1).max(200).regex(/^[\x21-\x7e]+$/, "must be printable ASCII without spaces")
     .optional(),
+  // Checked by the box in the step that types (Sessions.send): no state change slips in between.
+  unless_waiting: z.literal("permission").optional(),
 }) satisfies z.ZodType<SessionSend>;
+
+/** The most keys one `POST sessions/{name}/keys` types. */
+export const KEYS_LIMIT = 64;
+
+/**
+ * True for an entry of `POST sessions/{name}/keys`: a named key, or one character that is not a control
+ * character (C0, DEL, C1) nor half of a surrogate pair (only named keys carry control).
+ */
+export function isKeyEntry(entry: string): boolean {
+  if ((KEY_NAMES as readonly string[]).includes(entry)) return true;
+  return [...entry].length === 1 && !/[\p{Cc}\p{Cs}]/u.test(entry);
+}
+
+// An idempotency key: a repeat with the same key never types again (Sessions.send, Sessions.keys).
+const IDEMPOTENCY_KEY = z.string().min(1).max(200).regex(
+  /^[\x21-\x7e]+$/,
+  "must be printable ASCII without spaces",
+);
+
+/** Body of `POST sessions/{name}/keys`. */
+export const SESSION_KEYS = z.strictObject({
+  keys: z.array(
+    z.string().refine(isKeyEntry, {
+      message: `must be one character (not a control character) or a key name (${KEY_NAMES.join(", ")})`,
+    }),
+  ).min(1).max(KEYS_LIMIT),
+  key: IDEMPOTENCY_KEY.optional(),
+}) satisfies z.ZodType<SessionKeys>;
+
+/** Body of `POST sessions/{name}/answer`. */
+export const SESSION_ANSWER = z.strictObject({
+  answer: z.enum(["yes", "no", "always"]),
+  key: IDEMPOTENCY_KEY.optional(),
+}) satisfies z.ZodType<SessionAnswer>;
 
 /** Body of `POST tasks`. */
 export const TASK_REQUEST = z.strictObject({
@@ -363,6 +408,17 @@ export const PREVIEW_REQUEST = z.strictObject({
   path: z.string().max(2048).regex(/^[^\s#]*$/, "must be a URL path without spaces").optional(),
 }) satisfies z.ZodType<PreviewRequest>;
 
+/** Body of `POST …/worktrees/{wt}/pr`. */
+export const PR_CREATE = z.strictObject({
+  // Both reach gh as one argument each (no shell); a NUL in any string of a body is refused before this.
+  title: z.string().min(1).max(256).optional(),
+  body: z.string().max(65_536).optional(),
+  draft: z.boolean().optional(),
+}).optional() satisfies z.ZodType<PrCreate | undefined>;
+
+/** Body of `POST …/worktrees/{wt}/push`: none, or an empty object. */
+export const PUSH_REQUEST = z.strictObject({}).optional();
+
 /** Body of `POST plugins/{id}/ui-api`. */
 export const PANEL_API_REQUEST = z.strictObject({
   method: z.enum(["GET", "POST", "PUT", "PATCH", "DELETE"]),
@@ -377,8 +433,34 @@ export const PLUGIN_ENABLE = z.strictObject({
     net: STRINGS,
     env: STRINGS,
     scopes: STRINGS,
+    commands: z.array(z.string()).max(64).optional(),
   }),
-}) satisfies z.ZodType<PluginEnableRequest>;
+}).optional() satisfies z.ZodType<PluginEnableRequest | undefined>;
+
+export const PLUGIN_CONFIG = z.strictObject({
+  values: z.record(z.string().max(64), z.union([z.string().max(4096), z.number(), z.boolean()])),
+}) satisfies z.ZodType<PluginConfigRequest>;
+
+export const PLUGIN_FILES = z.strictObject({
+  files: z.array(z.strictObject({
+    path: z.string().min(1).max(1024),
+    data: z.string(),
+    executable: z.boolean().optional(),
+  })).max(1000),
+}) satisfies z.ZodType<PluginFilesRequest>;
+
+export const PLUGIN_FN_LINK = z.strictObject({
+  where: z.string().min(1).max(64).optional(),
+  path: z.string().max(2048).optional(),
+}).optional() satisfies z.ZodType<PluginFnLinkRequest | undefined>;
+
+export const PLUGIN_TEST_EVENT = z.strictObject({
+  type: z.string().max(128).regex(
+    /^[a-z][a-z0-9_-]*(\.[a-z0-9_:-]+)+$/,
+    "must be an event type such as agent.finished",
+  ),
+  data: z.record(z.string(), z.unknown()).optional(),
+}) satisfies z.ZodType<PluginTestEvent>;
 
 export const SECRET_TEST = z.strictObject({ ref: z.string() }) satisfies z.ZodType<SecretTest>;
 
@@ -430,6 +512,8 @@ export const ADD_SSH_REQUEST = z.strictObject({
   host: z.string().min(1).max(300),
   name: z.string().max(63).optional(),
   identity: z.string().min(1).max(4096).optional(),
+  via: z.enum(["tls", "ssh"]).optional(),
+  listen: z.string().min(1).max(300).optional(),
 }) satisfies z.ZodType<AddSshRequest>;
 
 export const PAIR_REQUEST = z.strictObject({
@@ -483,6 +567,31 @@ export const QUEUE_CREATE = z.strictObject({
   wait: z.boolean().optional(),
   enter: z.boolean().optional(),
 }) satisfies z.ZodType<QueueCreate>;
+
+/** Most sessions one broadcast reaches. */
+export const BROADCAST_TARGETS_LIMIT = 200;
+
+/** Body of `POST /v1/broadcast`. */
+export const BROADCAST = z.strictObject({
+  id: QUEUE_ID.optional(),
+  text: QUEUE_TEXT,
+  to: z.array(
+    z.string().regex(
+      // deno-lint-ignore no-control-regex
+      /^[^/\x00-\x20\x7f]{1,63}\/[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/,
+      "must be BOX/SESSION (a session name: letters, digits, '_' and '-')",
+    ),
+  ).min(1).max(BROADCAST_TARGETS_LIMIT).optional(),
+  where: z.strictObject({
+    state: z.enum(["idle", "running", "waiting", "finished"]).optional(),
+    box: QUEUE_BOX.optional(),
+    location: z.string().min(1).max(200).optional(),
+    agent: z.string().min(1).max(64).optional(),
+  }).optional(),
+  enter: z.boolean().optional(),
+  queue: z.boolean().optional(),
+  dry_run: z.boolean().optional(),
+}) satisfies z.ZodType<BroadcastRequest>;
 
 /** Body of `PATCH /v1/queue/{id}`. */
 export const QUEUE_EDIT = z.strictObject({

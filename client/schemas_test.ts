@@ -107,3 +107,16 @@ Deno.test("AGENT_REPORT: a report's time must be an RFC 3339 time", () => {
     assertEquals(schemas.AGENT_REPORT.safeParse({ ...report, time }).success, false, time);
   }
 });
+
+Deno.test("SESSION_KEYS: one character or a key name each, 1 to 64, no control characters", () => {
+  const ok = (keys: string[]) => schemas.SESSION_KEYS.safeParse({ keys }).success;
+  assert(ok(["1"]) && ok(["y", "Enter"]) && ok(["é", "😀", ";", " ", "C-c", "BSpace"]));
+  assert(ok(Array(64).fill("x")) && !ok(Array(65).fill("x")) && !ok([]));
+  // Control only through named keys: NUL, ESC, CR, DEL, a C1 character; half a surrogate pair.
+  for (const bad of ["\0", "\x1b", "\r", "\x7f", "\x9b", "\ud800", "ab", "", "F1", "enter", "C-z"]) {
+    assert(!ok([bad]), JSON.stringify(bad));
+  }
+  assert(!schemas.SESSION_KEYS.safeParse({ keys: ["1"], text: "x" }).success);
+  assert(schemas.SESSION_ANSWER.safeParse({ answer: "always", key: "k-1" }).success);
+  assert(!schemas.SESSION_ANSWER.safeParse({ answer: "maybe" }).success);
+});

@@ -194,7 +194,15 @@ export interface PluginPermissions {
   env?: string[];
   /** What it may do through `ctx.api` and `ctx.emit` (`sessions:read`, `events:emit`, …). */
   scopes?: string[];
+  /**
+   * The shell commands its hooks run outside the sandbox, as the machine's user (`runs_as`): the exact
+   * `hooks[].run` strings of its manifest, listed by dock (a manifest does not write this list).
+   */
+  commands?: string[];
 }
+
+/** What a plugin scope can lead to (plugins/scopes.ts): reading, changing dock's state, or running commands. */
+export type ScopeClass = "read" | "write" | "runs commands";
 
 /**
  * Body of `POST plugins/{id}/ui-api`: a call a plugin's `ui` panel asks the app to make for it, as its
@@ -210,6 +218,60 @@ export interface PanelApiRequest {
 export interface PanelApiResult {
   status: number;
   body: unknown;
+}
+
+/** `GET /v1/plugins/{id}/config`: its settings' schema and stored values (a secret as its reference, never its value). */
+export interface PluginConfig {
+  id: string;
+  /** The manifest's `config` JSON Schema (none: the plugin has no settings). */
+  schema?: Record<string, unknown>;
+  /** What is stored; a secret setting holds a reference such as `env://NAME`. */
+  values: Record<string, string | number | boolean>;
+  /** What `ctx.config` gets: the plain settings with defaults filled in. */
+  effective: Record<string, string | number | boolean>;
+}
+
+/** Body of `PUT /v1/plugins/{id}/config`: every value (replacing what was stored). */
+export interface PluginConfigRequest {
+  values: Record<string, string | number | boolean>;
+}
+
+/** One file of a plugin as `PUT /v1/plugins/{id}/files` takes it: its path in the folder, its bytes in base64. */
+export interface PluginFile {
+  path: string;
+  data: string;
+  executable?: boolean;
+}
+
+/** Body of `PUT /v1/plugins/{id}/files`: every file of the plugin (the folder is replaced by them). */
+export interface PluginFilesRequest {
+  files: PluginFile[];
+}
+
+/** Body of the laptop's `POST /v1/plugins/{id}/fn-link`: which copy (`laptop` or a box) and which path. */
+export interface PluginFnLinkRequest {
+  where?: string;
+  path?: string;
+}
+
+/** A short-lived signed link to a plugin's `fn` page (GET only, once, for at most 60 s). */
+export interface PluginFnLink {
+  /** `/app/fn/<where>/<id>/<path>?exp=…&sig=…`, on the agent's origin. */
+  url: string;
+  expires: string;
+}
+
+/** Body of `POST /v1/plugins/{id}/test-event`: one event for that plugin's hooks only (never the bus). */
+export interface PluginTestEvent {
+  type: string;
+  data?: Record<string, unknown>;
+}
+
+/** What a test event did: the modules it reached, and each one's error. */
+export interface PluginTestEventResult {
+  id: string;
+  event: DockEvent;
+  delivered: { module: string; error?: string }[];
 }
 
 /** Where a plugin stands: not enabled (or not runnable), enabled with no worker, starting, running, failed. */
@@ -233,6 +295,10 @@ export interface PluginInfo {
   permissions?: PluginPermissions;
   /** What enabling granted (absent while off). */
   granted?: PluginPermissions;
+  /** What each scope it asks for can lead to (shown with the consent). */
+  scope_classes?: Record<string, ScopeClass>;
+  /** The user its `permissions.commands` run as: the daemon's on a box, the agent's on the laptop. */
+  runs_as?: string;
   main?: string;
   hooks?: HookConfig[];
   themes?: string[];
@@ -613,6 +679,92 @@ export interface PreviewOpen {
   url: string;
 }
 
+/** One changed file of `GET …/worktrees/{wt}/diff`. */
+export interface DiffFile {
+  path: string;
+  /** The path before a rename. */
+  old_path?: string;
+  status: "added" | "modified" | "deleted" | "renamed";
+  additions: number;
+  deletions: number;
+  binary: boolean;
+}
+
+/** One file's patch in a page of `GET …/worktrees/{wt}/diff`. */
+export interface DiffPatch {
+  path: string;
+  /** git's unified diff of this file (`diff --git …` first), cut at a line when `truncated`. */
+  patch: string;
+  truncated: boolean;
+}
+
+/**
+ * `GET …/worktrees/{wt}/diff[?offset=N][&max_bytes=B][&path=P]`: the worktree (committed and not) against
+ * the point where it left its base, one page of patches at a time.
+ */
+export interface WorktreeDiff {
+  location: string;
+  worktree: string;
+  /** The base branch, and the commit the diff starts from (its merge base with HEAD); HEAD when unknown. */
+  base: string;
+  from: string | null;
+  /** Every changed file, in git's order (untracked files are in `untracked`). */
+  files: DiffFile[];
+  additions: number;
+  deletions: number;
+  /** The index in `files` of the first patch of this page. */
+  offset: number;
+  patches: DiffPatch[];
+  /** Where the next page starts, or null on the last one. */
+  next_offset: number | null;
+  untracked: string[];
+}
+
+/** `GET …/worktrees/{wt}/commits`: what the worktree has that its base and its upstream have not. */
+export interface WorktreeCommits {
+  location: string;
+  worktree: string;
+  branch: string | null;
+  base: string;
+  /** Commits of HEAD its base has not (newest first, at most 200); null when the base is unknown. */
+  ahead: Commit[] | null;
+  behind: number | null;
+  /** The upstream branch (`origin/topic`), or null when none is set. */
+  upstream: string | null;
+  ahead_upstream: Commit[] | null;
+  behind_upstream: number | null;
+}
+
+/** `GET …/worktrees/{wt}/untracked`. */
+export interface WorktreeUntracked {
+  files: string[];
+  /** True when there were more than the files listed. */
+  truncated: boolean;
+}
+
+/** Answer of `POST …/worktrees/{wt}/push`. */
+export interface PushResult {
+  ok: boolean;
+  remote: string;
+  branch: string;
+  output: string;
+}
+
+/** Body of `POST …/worktrees/{wt}/pr`: a pull request made with the box's `gh`. */
+export interface PrCreate {
+  title?: string;
+  body?: string;
+  draft?: boolean;
+}
+
+/** A worktree's pull request (`GET …/worktrees/{wt}/pr`, `POST …/worktrees/{wt}/pr`). */
+export interface PullRequest {
+  url: string;
+  number: number | null;
+  state: string | null;
+  title: string | null;
+}
+
 /** A commit of `GET …/worktrees/{wt}/log`. */
 export interface Commit {
   hash: string;
@@ -759,6 +911,77 @@ export interface SessionSend {
    * repeat with the first outcome instead of typing again. Kept at least 7 days.
    */
   key?: string;
+  /**
+   * `permission`: refused with 409 `permission_prompt` when the agent waits on a permission prompt,
+   * checked by the box in the same step as the typing (a prompt typed there would answer it).
+   */
+  unless_waiting?: "permission";
+}
+
+/**
+ * A named key of `POST sessions/{name}/keys`, typed as tmux's key of that name (every other entry is
+ * one character, typed literally).
+ */
+export type KeyName =
+  | "Enter"
+  | "Escape"
+  | "Tab"
+  | "Up"
+  | "Down"
+  | "Left"
+  | "Right"
+  | "C-c"
+  | "C-d"
+  | "Space"
+  | "BSpace";
+
+/** The named keys `POST sessions/{name}/keys` types (tmux's names for them). */
+export const KEY_NAMES: readonly KeyName[] = [
+  "Enter",
+  "Escape",
+  "Tab",
+  "Up",
+  "Down",
+  "Left",
+  "Right",
+  "C-c",
+  "C-d",
+  "Space",
+  "BSpace",
+];
+
+/** Body of `POST sessions/{name}/keys`: keystrokes, never a paste. */
+export interface SessionKeys {
+  /** 1 to 64 entries, each one character (no control characters) or a {@linkcode KeyName}. */
+  keys: string[];
+  /** Idempotency key, as `send`'s: the keys are typed at most once per key. */
+  key?: string;
+}
+
+/** Answer of `POST sessions/{name}/keys` and `POST sessions/{name}/answer`. */
+export interface KeysResult {
+  /** The session after the keys were typed. */
+  session: Session;
+  /** How many keys were typed. */
+  typed: number;
+  /** When tmux had them (RFC 3339). */
+  at: string;
+}
+
+/** How a permission prompt is answered (`POST sessions/{name}/answer`). */
+export type PermissionAnswer = "yes" | "no" | "always";
+
+/** Body of `POST sessions/{name}/answer`. */
+export interface SessionAnswer {
+  answer: PermissionAnswer;
+  /** Idempotency key, as `send`'s. */
+  key?: string;
+}
+
+/** Answer of `POST sessions/{name}/answer`: the keys the session's tool takes for that answer. */
+export interface AnswerResult extends KeysResult {
+  answer: PermissionAnswer;
+  keys: string[];
 }
 
 /** Answer of `GET sessions/{name}/wait`. */
@@ -792,10 +1015,10 @@ export interface TaskResult {
 }
 
 /** The agent tools dock integrates with (`integrations install`). */
-export type IntegrationTool = "claude" | "cursor" | "codex";
+export type IntegrationTool = "claude" | "cursor" | "codex" | "gemini";
 
 /** Every integration tool, in the order `all` installs them. */
-export const INTEGRATION_TOOLS: readonly IntegrationTool[] = ["claude", "cursor", "codex"];
+export const INTEGRATION_TOOLS: readonly IntegrationTool[] = ["claude", "cursor", "codex", "gemini"];
 
 /** Agent tools that take skills. */
 export type SkillAgent = "claude" | "codex";
@@ -863,7 +1086,10 @@ export interface SkillsRequest {
   target?: SkillTarget;
   /** `LOC` or `LOC/WT`: the repository of the project target. */
   location?: string;
-  /** Install, project target: keep the folders out of `.git/info/exclude` so they can be committed. */
+  /**
+   * Project target: the copies are for git. Install keeps the folders out of `.git/info/exclude` so they
+   * can be committed; uninstall (which always leaves its removal visible to git) accepts it alike.
+   */
   commit?: boolean;
 }
 
@@ -926,6 +1152,57 @@ export interface QueueEdit {
   box?: string;
   session?: string;
   text?: string;
+}
+
+/**
+ * Body of `POST /v1/broadcast`: one prompt to several sessions, `{{variables}}` (`session`, `worktree`,
+ * `location`, `box`, `branch`) filled per session. Targets are `to` (`BOX/SESSION`), or every session
+ * of the laptop's view that `where` matches.
+ */
+export interface BroadcastRequest {
+  /** The broadcast's id: the same id again never types a prompt twice. @default {a new one} */
+  id?: string;
+  text: string;
+  to?: string[];
+  where?: BroadcastWhere;
+  /** @default {true} */
+  enter?: boolean;
+  /** Put a prompt the box cannot take now (offline, a permission prompt) in the offline queue. @default {true} */
+  queue?: boolean;
+  /** Resolve the targets and fill the text, send nothing. @default {false} */
+  dry_run?: boolean;
+}
+
+/** The filter of a broadcast over the laptop's view of sessions (all fields must match). */
+export interface BroadcastWhere {
+  state?: AgentState;
+  box?: string;
+  location?: string;
+  agent?: string;
+}
+
+/** What a broadcast did for one session. */
+export interface BroadcastTarget {
+  box: string;
+  session: string;
+  /**
+   * `sent`: typed now (or by an earlier try of the same id); `queued`: in the offline queue
+   * (`queue_id`), typed once the box can take it; `skipped`: left alone (`reason`); `failed`: `error`.
+   * `planned`: a dry run's target.
+   */
+  outcome: "sent" | "queued" | "skipped" | "failed" | "planned";
+  /** Why it was queued, skipped or failed: `box_offline`, `waiting_permission`, `unconfirmed`, or an error code. */
+  reason?: string;
+  error?: string;
+  queue_id?: string;
+  /** The prompt as filled for this session (dry runs only). */
+  text?: string;
+}
+
+/** Answer of `POST /v1/broadcast`. */
+export interface BroadcastResult {
+  id: string;
+  targets: BroadcastTarget[];
 }
 
 /** Body of `POST /v1/boxes/add-local`. */

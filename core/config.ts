@@ -12,7 +12,15 @@
 import * as z from "zod";
 import { join } from "./posix_path.ts";
 import { parseDuration } from "../client/duration.ts";
-import type { AgentPreset, DockConfig, FlowConfig, HookConfig, Kit, ServiceConfig } from "../client/wire.ts";
+import type {
+  AgentPreset,
+  ConfigProblem,
+  DockConfig,
+  FlowConfig,
+  HookConfig,
+  Kit,
+  ServiceConfig,
+} from "../client/wire.ts";
 import { DockError } from "../client/errors.ts";
 import { ConfigError, parseUserFile, readUserFile, validateUserFile } from "./user_files.ts";
 
@@ -309,7 +317,7 @@ const STEP_FIELDS: Record<StepKind, { uses: string[]; requires: string[] }> = {
 };
 const STEP_COMMON = ["id", "kind", "when", "timeout"];
 
-/** True for an http or https URL; `{{variables}}` are allowed anywhere in it. */
+/** True for an http or https URL; `{{variables}}` may stand in its path, query and fragment. */
 function isHttpUrl(value: string): boolean {
   if (!/^https?:\/\//i.test(value)) return false;
   try {
@@ -341,6 +349,11 @@ const stepSchema = z.strictObject({
   name: text().describe("start_agent: name of the new worktree.").optional(),
   url: z.string()
     .refine(isHttpUrl, "must be an http or https URL")
+    // A value choosing where the request goes would send the run's variables anywhere (issue 29).
+    .refine(
+      (value) => !/^[^/?#]*\{\{/.test(value.replace(/^[^:/?#]*:\/\//, "")) && !/^[^:]*\{\{/.test(value),
+      "may hold a {{variable}} only in its path, query or fragment, never in its scheme, host or port",
+    )
     .meta({ pattern: "^[Hh][Tt][Tt][Pp][Ss]?://" })
     .describe("webhook: the URL (required).")
     .optional(),
@@ -425,7 +438,20 @@ export type { Kit };
 const KIT_PATH_PATTERN =
   "^(?![/\\\\]|[A-Za-z]:)(?!(.*[/\\\\])?\\.{1,2}([/\\\\]|$))(?!.*[/\\\\]([/\\\\]|$))[^\\u0000]+$";
 
-/** Why a kit file path would leave the kit (or is not a plain relative path), or undefined. */
+/**
+ * The most bytes (UTF-8) of one segment of a kit file's path: the file systems dock runs on take 255
+ * (`NAME_MAX`); a longer name failed the write with "File name too long", a 500.
+ */
+export const KIT_SEGMENT_BYTES = 255;
+/**
+ * The most bytes (UTF-8) of a kit file's whole path. The kernel takes 4,096 (`PATH_MAX`) for the path a
+ * write names, which also holds `<state>/box/kits/<location>/`: a quarter of it leaves the rest to those.
+ */
+export const KIT_PATH_BYTES = 1024;
+
+const utf8 = new TextEncoder();
+
+/** Why a kit file path would leave the kit (or is not a plain relative path, or too long to write), or undefined. */
 function kitPathProblem(path: string): string | undefined {
   if (path.startsWith("/") || path.startsWith("\\") || /^[A-Za-z]:/.test(path)) {
     return "must be a path relative to the kit, not absolute";
@@ -434,6 +460,14 @@ function kitPathProblem(path: string): string | undefined {
   if (segments.includes("..")) return "must stay inside the kit (no .. segment)";
   if (path.includes("\0") || segments.some((segment) => segment === "" || segment === ".")) {
     return "must be a plain relative path such as bin/setup.sh";
+  }
+  const bytes = utf8.encode(path).length;
+  if (bytes > KIT_PATH_BYTES) return `must be at most ${KIT_PATH_BYTES} bytes long, got ${bytes}`;
+  for (const segment of segments) {
+    const length = utf8.encode(segment).length;
+    if (length > KIT_SEGMENT_BYTES) {
+      return `each name in the path must be at most ${KIT_SEGMENT_BYTES} bytes long, got ${length}`;
+    }
   }
   return undefined;
 }
@@ -560,10 +594,31 @@ export function mergeConfigs(layers: (DockConfig | null | undefined)[]): DockCon
   return structuredClone(out);
 }
 
+/** Options of {@linkcode readRepoConfig}. */
+export interface ReadRepoConfigOptions {
+  /**
+   * Told of `env` variables dropped for a NUL or an unpaired surrogate in their value (each problem names
+   * the file and `env.KEY`); the rest of the file applies. Without it, such a value refuses the file.
+   */
+  onDropped?: (problems: ConfigProblem[]) => void;
+}
+
+/** Whether `path` is one variable of a file's `env`: what a poisoned value may cost, rather than the file. */
+export function isEnvEntry(path: readonly PropertyKey[]): boolean {
+  return path.length === 2 && path[0] === "env";
+}
+
 /** Reads `<repo>/.dock/config.json`: null when there is none, ConfigError when unreadable or invalid. */
-export async function readRepoConfig(repoPath: string): Promise<DockConfig | null> {
+export async function readRepoConfig(
+  repoPath: string,
+  options: ReadRepoConfigOptions = {},
+): Promise<DockConfig | null> {
   const file = join(repoPath, ".dock", "config.json");
-  const read = await readUserFile(file, configFileSchema, { missing: "absent" });
+  const onDropped = options.onDropped;
+  const read = await readUserFile(file, configFileSchema, {
+    missing: "absent",
+    ...onDropped ? { drop: { where: isEnvEntry, report: onDropped } } : {},
+  });
   if (read === undefined) return null;
   const { $schema: _, ...config } = read;
   return config;

@@ -7,7 +7,7 @@ import {
   assertThrows,
 } from "../tests/assert.ts";
 import { DockError } from "../client/errors.ts";
-import type { DockConfig, FlowConfig } from "../client/wire.ts";
+import type { ConfigProblem, DockConfig, FlowConfig } from "../client/wire.ts";
 import { ConfigError } from "./user_files.ts";
 import {
   configJsonSchema,
@@ -920,4 +920,72 @@ Deno.test("schemas/*.schema.json are the generated schemas (regenerate: deno tas
     const committed = await Deno.readTextFile(new URL(`../schemas/${name}`, import.meta.url));
     assertEquals(committed, JSON.stringify(schema, null, 2) + "\n", `schemas/${name} is stale`);
   }
+});
+
+Deno.test("kit files: a name past 255 bytes a segment, or a path past 1,024, is refused naming it", () => {
+  const cases: [string, string][] = [
+    ["a".repeat(256), "each name in the path must be at most 255 bytes long, got 256"],
+    [`bin/${"é".repeat(128)}`, "each name in the path must be at most 255 bytes long, got 256"],
+    [`${"d".repeat(200)}/`.repeat(6) + "f", "must be at most 1024 bytes long, got 1207"],
+  ];
+  for (const [path, message] of cases) {
+    const error = kitRefused({ id: "k", files: { [path]: "x" } });
+    assertEquals(error.problems.length, 1, error.message);
+    assert(error.problems[0].message.startsWith(message), error.problems[0].message);
+    assert(error.message.startsWith(`${KIT_FILE}: files`), error.message);
+  }
+  // At the limits, and multi-byte names counted in bytes.
+  const fits = {
+    ["a".repeat(255)]: "x",
+    [`bin/${"é".repeat(127)}`]: "x",
+    [`${"d".repeat(200)}/`.repeat(5) + "f".repeat(19)]: "x",
+  };
+  assertEquals(Object.keys(validateKit({ id: "k", files: fits }, KIT_FILE).files!).length, 3);
+});
+
+Deno.test("readRepoConfig: a NUL in an env value drops that variable, reported; elsewhere it refuses the file", async () => {
+  const repo = await Deno.makeTempDir();
+  try {
+    await Deno.mkdir(`${repo}/.dock`);
+    const file = `${repo}/.dock/config.json`;
+    await Deno.writeTextFile(file, '{ "ports": 3, "env": { "A": "1", "B": "x\\u0000", "C": "\\ud800" } }');
+    const dropped: ConfigProblem[] = [];
+    const config = await readRepoConfig(repo, { onDropped: (problems) => dropped.push(...problems) });
+    assertEquals(config, { ports: 3, env: { A: "1" } });
+    assertEquals(dropped.map((p) => [p.file, p.field]), [[file, "env.B"], [file, "env.C"]]);
+    assert(dropped[0].message.includes("NUL"), dropped[0].message);
+    assert(dropped[1].message.includes("unpaired surrogate"), dropped[1].message);
+    // Without a listener, or with the NUL in a command, the file is refused naming the field.
+    await assertRejects(() => readRepoConfig(repo), ConfigError, `${file}: env.B: must not contain a NUL`);
+    await Deno.writeTextFile(
+      file,
+      '{ "env": { "A": "1" }, "services": [{ "name": "web", "run": "a\\u0000" }] }',
+    );
+    await assertRejects(
+      () => readRepoConfig(repo, { onDropped: () => {} }),
+      ConfigError,
+      `${file}: services[0].run: must not contain a NUL`,
+    );
+  } finally {
+    await Deno.remove(repo, { recursive: true });
+  }
+});
+
+Deno.test("a kit or config file with a NUL in a command, an env value or a file's text is refused naming it", () => {
+  for (
+    const [kit, field] of [
+      [{ id: "k", config: { env: { A: "x\0" } } }, "config.env.A"],
+      [{ id: "k", config: { services: [{ name: "web", run: "serve\0" }] } }, "config.services[0].run"],
+      [{ id: "k", files: { "bin/run": "#!/bin/sh\n\0" } }, 'files["bin/run"]'],
+    ] as const
+  ) {
+    const error = kitRefused(kit);
+    assertEquals(error.problems.map((p) => p.field), [field]);
+    assertStringIncludes(error.problems[0].message, "NUL");
+  }
+  assertThrows(
+    () => validateConfig({ setup: "make\0", agents: [{ id: "a", command: "\ud800" }] }, "config.json"),
+    ConfigError,
+    "config.json: setup: must not contain a NUL",
+  );
 });

@@ -186,9 +186,16 @@ export class EventBus {
     );
   }
 
-  /** The id of the newest journaled event (0 when none). */
+  /**
+   * The id of the newest event ever journaled (0 when none): the table's AUTOINCREMENT sequence, so a
+   * journal trimmed to nothing still knows the ids it gave (`max(id)` would be 0, and a client resuming
+   * from an id it was given would look ahead of it).
+   */
   lastId(): number {
-    return this.#store.get<{ id: number | null }>("SELECT max(id) AS id FROM events")?.id ?? 0;
+    return this.#store.get<{ id: number | null }>(
+      `SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0),
+              coalesce((SELECT max(id) FROM events), 0)) AS id`,
+    )?.id ?? 0;
   }
 
   #journal(announce: EventAnnounce, oversized: "refuse" | "truncate"): DockEvent {

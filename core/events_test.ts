@@ -123,3 +123,23 @@ Deno.test("a journal reopened keeps its size accounting and prunes to the new bo
   second.close();
   await Deno.remove(dir, { recursive: true });
 });
+
+Deno.test("lastId is the newest id ever given, even when the journal was trimmed to nothing or reopened", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    let store = new Store(`${dir}/db`);
+    // A byte bound one event does not fit in: each publish trims the journal to nothing.
+    let bus = new EventBus(store, { journalBytes: 100 });
+    for (let i = 0; i < 5; i++) bus.publish({ type: "big.one", data: { blob: "x".repeat(200) } });
+    assertEquals(bus.since(0), []);
+    assertEquals(bus.lastId(), 5);
+    store.close();
+    store = new Store(`${dir}/db`);
+    bus = new EventBus(store);
+    assertEquals(bus.lastId(), 5);
+    assertEquals(bus.publish({ type: "next.one" }).id, 6);
+    store.close();
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

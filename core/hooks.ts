@@ -102,6 +102,57 @@ export function hookTimeoutMs(hook: HookConfig): number {
   return isGate(hook) ? GATE_TIMEOUT_MS : HOOK_TIMEOUT_MS;
 }
 
+/**
+ * The `DOCK_*` variables dock itself reads as its settings (where its state lives, which program, box
+ * and port it calls, the origin it reports, its tuning knobs). An event's data field never takes one of
+ * these names: a field `state_dir` or `bin` in an event (anyone who may emit one can choose it) would
+ * otherwise point the `dock` commands a hook runs at another state folder or program. Such a field is
+ * still in `DOCK_EVENT_DATA`. `core/hooks_test.ts` checks that every name the sources read from the
+ * environment is here, but for the few that say what an event is about (`DOCK_LOCATION`,
+ * `DOCK_WORKTREE_NAME`, `DOCK_WORKTREE_PATH`, `DOCK_SESSION`), which a field may set where the worktree's
+ * own environment does not.
+ */
+export const DOCK_SETTINGS: ReadonlySet<string> = new Set([
+  "DOCK_AGENT_HEALTH_MS",
+  "DOCK_AGENT_PORT",
+  "DOCK_BIN",
+  "DOCK_BOX",
+  "DOCK_BOX_PORT",
+  "DOCK_CGROUPS",
+  "DOCK_CLOCK_OFFSET_MS",
+  "DOCK_DESKTOP_NOTIFY",
+  "DOCK_FORGE_POLL_MS",
+  "DOCK_FORWARD_MAX_CONNECTIONS",
+  "DOCK_GUARD_INTERVAL_MS",
+  "DOCK_HOME",
+  "DOCK_HOOK_CONCURRENCY",
+  "DOCK_JOURNAL_BYTES",
+  "DOCK_JOURNAL_EVENTS",
+  "DOCK_LISTEN",
+  "DOCK_LISTEN_HANDSHAKE_MS",
+  "DOCK_LISTEN_HEADER_MS",
+  "DOCK_LISTEN_IDLE_MS",
+  "DOCK_LISTEN_MAX_CONNECTIONS",
+  "DOCK_LISTEN_MAX_PER_PEER",
+  "DOCK_ORIGIN",
+  "DOCK_PLUGIN_CONCURRENCY",
+  "DOCK_PLUGIN_DATA_QUOTA_MB",
+  "DOCK_PLUGIN_HOST_MEMORY_MB",
+  "DOCK_PLUGIN_IDLE_MS",
+  "DOCK_PLUGIN_MEMORY_MB",
+  "DOCK_PLUGIN_SCAN_MS",
+  "DOCK_PORT_RANGE",
+  "DOCK_PROXY_PORT",
+  "DOCK_QUEUE_TEST_SEND_DELAY_MS",
+  "DOCK_SERVICE_BACKOFF_MS",
+  "DOCK_SERVICE_LOG_BYTES",
+  "DOCK_SSH_CONFIG",
+  "DOCK_SSH_PORT",
+  "DOCK_STATE_DIR",
+  "DOCK_TLS_HOSTS",
+  "DOCK_WATCH_MS",
+]);
+
 /** `DOCK_<FIELD>` for a data field: upper case, anything but letters, digits and `_` becomes `_`. */
 export function fieldVariable(key: string): string {
   return `DOCK_${key.toUpperCase().replace(/[^A-Z0-9_]/g, "_")}`;
@@ -110,7 +161,8 @@ export function fieldVariable(key: string): string {
 /**
  * The event as `DOCK_*` variables: `DOCK_EVENT_TYPE`, `_TIME`, `_ORIGIN`, `_ID`, `_BOX`, `_DATA` (the
  * data as JSON), and `DOCK_<FIELD>` for each scalar data field (`DOCK_PATH`, `DOCK_AGENT`,
- * `DOCK_SESSION_ID` for agent events). Fields named like a variable in `keep` do not replace it.
+ * `DOCK_SESSION_ID` for agent events). Fields named like a variable in `keep`, or like one of
+ * {@linkcode DOCK_SETTINGS}, do not replace it.
  */
 export function eventVariables(
   event: DockEvent,
@@ -120,6 +172,7 @@ export function eventVariables(
   for (const [key, value] of Object.entries(event.data ?? {})) {
     if (typeof value !== "string" && typeof value !== "number" && typeof value !== "boolean") continue;
     const name = fieldVariable(key);
+    if (DOCK_SETTINGS.has(name) || name.startsWith("DOCK_EVENT_")) continue;
     if (options.keep && name in options.keep) continue;
     vars[name] = String(value);
   }

@@ -1,5 +1,6 @@
 import { assert, assertEquals } from "../tests/assert.ts";
 import {
+  DOCK_SETTINGS,
   eventVariables,
   fieldVariable,
   firstLine,
@@ -66,6 +67,46 @@ Deno.test("eventVariables: envelope, scalar fields, kept names stay", () => {
   assertEquals(vars.DOCK_LOCATION, undefined);
   assertEquals(JSON.parse(vars.DOCK_EVENT_DATA).nested, { a: 1 });
   assertEquals(fieldVariable("a.b"), "DOCK_A_B");
+});
+
+Deno.test("eventVariables: a data field never sets a variable dock reads as its settings", () => {
+  const vars = eventVariables({
+    id: 1,
+    type: "x.y",
+    time: "2026-01-01T00:00:00.000Z",
+    data: {
+      state_dir: "/tmp/evil",
+      home: "/tmp/evil",
+      bin: "/tmp/evil",
+      agent_port: 1,
+      event_type: "z",
+      ok: 1,
+    },
+  });
+  for (const name of ["DOCK_STATE_DIR", "DOCK_HOME", "DOCK_BIN", "DOCK_AGENT_PORT"]) {
+    assertEquals(vars[name], undefined, name);
+  }
+  assertEquals(vars.DOCK_EVENT_TYPE, "x.y");
+  assertEquals(vars.DOCK_OK, "1");
+  assertEquals(JSON.parse(vars.DOCK_EVENT_DATA).state_dir, "/tmp/evil");
+});
+
+Deno.test("DOCK_SETTINGS: every DOCK_ variable the sources read is one, but those naming what an event is about", async () => {
+  const about = new Set(["DOCK_LOCATION", "DOCK_WORKTREE_NAME", "DOCK_WORKTREE_PATH", "DOCK_SESSION"]);
+  const read = new Set<string>();
+  const root = new URL("../", import.meta.url);
+  for (const dir of ["core", "daemon", "agent", "cli", "client", "plugins", "package"]) {
+    for await (const entry of Deno.readDir(new URL(`${dir}/`, root))) {
+      if (!entry.isFile || !entry.name.endsWith(".ts") || entry.name.endsWith("_test.ts")) continue;
+      const text = await Deno.readTextFile(new URL(`${dir}/${entry.name}`, root));
+      for (const match of text.matchAll(/(?:env\.get|FromEnv|env)\(\s*"(DOCK_[A-Z0-9_]+)"/g)) {
+        read.add(match[1]);
+      }
+    }
+  }
+  assert(read.has("DOCK_STATE_DIR"), "the scan found the settings it must find");
+  const missing = [...read].filter((name) => !DOCK_SETTINGS.has(name) && !about.has(name));
+  assertEquals(missing, []);
 });
 
 Deno.test("firstLine: first non-empty line, trimmed and cut", () => {

@@ -10,7 +10,9 @@
  *   with no request in flight (a streaming answer, an upgraded WebSocket, counts as in flight);
  * - HTTP served per connection by `Deno.serveHttp` (hidden from Deno 2's types but kept: the one API that
  *   serves HTTP on a connection the caller accepted; measured ~0.25 ms a request above `Deno.serve` on
- *   loopback).
+ *   loopback);
+ * - TLS ended by `node:tls` on the connection this loop accepted, never by a listener of its own that a
+ *   local process could dial past these limits (see {@linkcode serveGuarded}).
  *
  * @module
  */
@@ -160,14 +162,65 @@ interface Slot {
   close(): void;
 }
 
+/** The part of `node:tls` the TLS hop uses, loaded once a TLS listener starts (~30 ms to import). */
+interface TlsTermination {
+  /** Wraps a stranger's TCP connection in the server side of TLS with the listener's certificate. */
+  wrap(conn: Deno.Conn): import("node:tls").TLSSocket;
+}
+
+/** Loads `node:tls` and makes the listener's secure context (once per listener). */
+async function tlsTermination(cert: string, key: string): Promise<TlsTermination> {
+  const [{ createSecureContext, TLSSocket }, { Duplex }] = await Promise.all([
+    import("node:tls"),
+    import("node:stream"),
+  ]);
+  const secureContext = createSecureContext({ cert, key });
+  return {
+    wrap(conn) {
+      const raw = Duplex.from({ readable: conn.readable, writable: conn.writable });
+      // An unheard 'error' event throws in the event loop: every close below may raise one.
+      raw.on("error", () => {});
+      const secure = new TLSSocket(raw, { isServer: true, secureContext });
+      secure.on("error", () => {});
+      return secure;
+    },
+  };
+}
+
+/** Resolves with `event` once `socket` emits it, or with "close" once it closes first. */
+function settled(socket: import("node:tls").TLSSocket, event: string): Promise<string> {
+  return new Promise((resolve) => {
+    if (socket.destroyed) return resolve("close");
+    const done = (what: string) => () => {
+      socket.off(event, onEvent);
+      socket.off("close", onClose);
+      resolve(what);
+    };
+    const onEvent = done(event);
+    const onClose = done("close");
+    socket.once(event, onEvent);
+    socket.once("close", onClose);
+  });
+}
+
+/** Resolves once `socket` can take more bytes (its buffer drained) or has closed. */
+async function drained(socket: import("node:tls").TLSSocket): Promise<void> {
+  await settled(socket, "drain");
+}
+
 /**
  * Serves `handler` on a TCP (or TLS) port with the limits of {@linkcode ListenLimits}.
  *
- * TLS goes through a hop: `Deno.listenTls` keeps a connection's descriptor until the peer closes it when
- * its handshake never started — `close()` does not release it (measured: 300 silent connections held
- * 300 descriptors after every close; a plain TCP connection's close releases at once). So strangers
- * meet a plain TCP accept loop, whose closes work, and each connection within the limits is piped to a
- * TLS listener on a loopback port of its own, where the handshake happens. Closing the pipe ends both.
+ * TLS is terminated here, by `node:tls` on the connection this loop accepted, not by `Deno.listenTls`:
+ * a `Deno.listenTls` connection whose handshake never started keeps its descriptor after `close()` until
+ * the peer closes it (measured on Deno 2.9.6: 50 silent connections, each closed, still held 50
+ * descriptors; a plain TCP connection's and a `node:tls` socket's close release at once). It used to
+ * sit behind this loop on a loopback port with no cap of its own, which any local process could dial:
+ * 240 connections held there under `ulimit -n 256` ended dockd. The decrypted bytes still reach HTTP
+ * through a hop, since `Deno.serveHttp` serves only a connection the runtime accepted: a plain TCP
+ * listener on a loopback port, where a connection that is not one of this listener's pipes is closed at
+ * once (its close releases it) and no more than the pipes being dialled wait for theirs, so the inner
+ * port holds no more than the outer one lets in.
  */
 export function serveGuarded(
   target: ListenTarget,
@@ -176,7 +229,7 @@ export function serveGuarded(
 ): GuardedServer {
   options = Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined));
   const limits = {
-    // A TLS connection costs three descriptors (outer, pipe, loopback TLS), a plain one one.
+    // A TLS connection costs three descriptors (outer, pipe, its loopback end), a plain one one.
     maxConnections: options.maxConnections ??
       Math.min(1024, Math.floor(openFileLimit() / ("cert" in target ? 12 : 4))),
     maxPerPeer: "path" in target ? Infinity : options.maxPerPeer ?? 256,
@@ -190,9 +243,10 @@ export function serveGuarded(
     : Deno.listen({ hostname: target.hostname, port: target.port });
   const addr = "path" in target ? LOCAL_PEER : listener.addr as Deno.NetAddr;
   const where = "path" in target ? target.path : `${addr.hostname}:${addr.port}`;
-  const tls = "cert" in target
-    ? Deno.listenTls({ hostname: "127.0.0.1", port: 0, cert: target.cert, key: target.key })
-    : null;
+  const tls = "cert" in target ? tlsTermination(target.cert, target.key) : null;
+  // Settled now so that a certificate node:tls refuses is said once, not at every connection.
+  tls?.catch((error) => log(`listener ${where}: cannot serve TLS: ${(error as Error).message}`));
+  const hop = tls ? Deno.listen({ hostname: "127.0.0.1", port: 0 }) : null;
   const stats: ListenStats = { open: 0, accepted: 0, refused: 0, timedOut: 0, acceptErrors: 0 };
   // Every connection's handshake, header and idle deadline, checked together: a deadline fires up to a
   // quarter of the shortest limit late (at most a second).
@@ -201,10 +255,12 @@ export function serveGuarded(
   });
   const perPeer = new Map<string, number>();
   const slots = new Set<Slot>();
-  /** TLS hop: the slot of each pipe, by the pipe's local port on the loopback TLS listener. */
+  /** TLS hop: the slot of each pipe, by the pipe's local port on the loopback listener. */
   const pipes = new Map<number, Slot>();
   /** The loopback accept can run before the pipe's connect has resolved: it waits here for the slot. */
   const awaited = new Map<number, (slot: Slot) => void>();
+  /** Pipes dialling the loopback listener: no more accepted connections than this wait for a slot. */
+  let dialling = 0;
   let stopped = false;
 
   const take = (peer: Deno.NetAddr, sockets: { close(): void }[]): Slot => {
@@ -232,8 +288,8 @@ export function serveGuarded(
     return slot;
   };
 
-  /** Serves HTTP on `conn` (plain, or the TLS end of a pipe) for the stranger of `slot`. */
-  const serveHttpOn = async (conn: Deno.Conn, slot: Slot, handshake?: () => Promise<unknown>) => {
+  /** Serves HTTP on `conn` (plain, or the loopback end of a TLS pipe) for the stranger of `slot`. */
+  const serveHttpOn = async (conn: Deno.Conn, slot: Slot, piped: boolean) => {
     const closed = new AbortController();
     let inFlight = 0;
     let wasUpgraded = false;
@@ -250,10 +306,6 @@ export function serveGuarded(
       slot.close();
     });
     try {
-      if (handshake) {
-        deadline.arm(limits.handshakeMs);
-        await handshake();
-      }
       deadline.arm(limits.headerMs);
       http = serveHttp(conn);
       const info: ConnectionInfo = { remoteAddr: slot.peer, closed: closed.signal };
@@ -268,7 +320,7 @@ export function serveGuarded(
         });
       }
     } catch {
-      // A failed handshake, a reset, a timeout's close: the connection is done either way.
+      // A reset, a timeout's close: the connection is done either way.
     } finally {
       deadline.disarm();
       if (!wasUpgraded) {
@@ -277,69 +329,97 @@ export function serveGuarded(
           conn.close();
         } catch { /* closed */ }
       }
-      if (!wasUpgraded || !handshake) slot.close();
+      if (!wasUpgraded || !piped) slot.close();
     }
   };
 
-  /** Pipes a stranger's TCP connection to the loopback TLS listener, where it is served. */
+  /**
+   * Terminates TLS on a stranger's TCP connection (within the handshake deadline) and pipes the plain
+   * bytes to the loopback listener, where they are served.
+   */
   const pipe = async (outer: Deno.Conn, peer: Deno.NetAddr) => {
-    let inner: Deno.Conn | undefined;
     const sockets: { close(): void }[] = [outer];
     const slot = take(peer, sockets);
+    const handshake = deadlines.add(() => {
+      stats.timedOut++;
+      slot.close();
+    });
+    let port: number | undefined;
     try {
-      inner = await Deno.connect({ hostname: "127.0.0.1", port: (tls!.addr as Deno.NetAddr).port });
-      sockets.push(inner);
       // Without it Nagle and delayed ACKs stall each small answer ~40 ms on the hop (measured: p50 33 ms).
       (outer as Deno.TcpConn).setNoDelay(true);
-      (inner as Deno.TcpConn).setNoDelay(true);
-      const port = (inner.localAddr as Deno.NetAddr).port;
+      handshake.arm(limits.handshakeMs);
+      const termination = await tls!;
+      if (!slots.has(slot)) return; // the handshake deadline passed while node:tls loaded
+      const secure = termination.wrap(outer);
+      sockets.unshift({ close: () => secure.destroy() });
+      if (await settled(secure, "secure") === "close") return;
+      handshake.disarm();
+      dialling++;
+      let inner: Deno.TcpConn;
+      try {
+        inner = await Deno.connect({ hostname: "127.0.0.1", port: (hop!.addr as Deno.NetAddr).port });
+      } finally {
+        dialling--;
+      }
+      sockets.push(inner);
+      if (!slots.has(slot)) return inner.close(); // closed (shut down) while it dialled
+      inner.setNoDelay(true);
+      port = (inner.localAddr as Deno.NetAddr).port;
       pipes.set(port, slot);
       awaited.get(port)?.(slot);
-      const copy = async (from: Deno.Conn, to: Deno.Conn) => {
-        const buffer = new Uint8Array(64 * 1024);
+      const toInner = async () => {
         try {
-          while (true) {
-            const n = await from.read(buffer);
-            if (n === null) break;
+          for await (const chunk of secure) {
             let written = 0;
-            while (written < n) written += await to.write(buffer.subarray(written, n));
+            while (written < chunk.length) written += await inner.write(chunk.subarray(written));
           }
         } catch { /* either side closed */ }
       };
-      await Promise.race([copy(outer, inner), copy(inner, outer)]);
-      pipes.delete(port);
+      const toOuter = async () => {
+        const buffer = new Uint8Array(64 * 1024);
+        try {
+          while (true) {
+            const n = await inner.read(buffer);
+            if (n === null) break;
+            // node copies what it is given only once it is written: each write gets bytes of its own.
+            if (!secure.write(buffer.slice(0, n))) await drained(secure);
+          }
+        } catch { /* either side closed */ }
+      };
+      await Promise.race([toInner(), toOuter()]);
     } catch {
-      // The loopback listener is gone (shut down): nothing to serve.
+      // A failed or late handshake, the loopback listener gone (shut down): nothing to serve.
     } finally {
+      handshake.disarm();
+      if (port !== undefined) pipes.delete(port);
       slot.close();
     }
   };
 
-  const tlsAcceptLoop = async () => {
-    while (!stopped && tls) {
-      let conn: Deno.TlsConn;
-      try {
-        conn = await tls.accept();
-      } catch (error) {
-        if (stopped || error instanceof Deno.errors.BadResource) break;
-        await new Promise((resolve) => setTimeout(resolve, 10));
-        continue;
-      }
-      handOver(conn);
-    }
-  };
-
-  const handOver = async (conn: Deno.TlsConn) => {
+  /** Hands a loopback connection to the pipe that dialled it; anything else is closed at once. */
+  const handOver = async (conn: Deno.Conn) => {
     const port = (conn.remoteAddr as Deno.NetAddr).port;
-    const slot = pipes.get(port) ?? await new Promise<Slot | undefined>((resolve) => {
-      const timer = setTimeout(() => resolve(undefined), 1000);
-      awaited.set(port, (found) => (clearTimeout(timer), resolve(found)));
-    });
-    awaited.delete(port);
-    // Only our own pipes dial the loopback listener; anything else has no stranger behind it.
-    if (!slot) return conn.close();
-    (conn as unknown as Deno.TcpConn).setNoDelay?.(true);
-    serveHttpOn(conn, slot, () => conn.handshake());
+    let slot = pipes.get(port);
+    // Only this listener's pipes dial the loopback port, and only while one is dialling may an accept
+    // run ahead of the connect it answers; anything else has no stranger behind it.
+    if (!slot && awaited.size < dialling) {
+      slot = await new Promise<Slot | undefined>((resolve) => {
+        const timer = setTimeout(() => resolve(undefined), 1000);
+        awaited.set(port, (found) => (clearTimeout(timer), resolve(found)));
+      });
+      awaited.delete(port);
+    }
+    if (!slot) {
+      stats.refused++;
+      try {
+        return conn.close();
+      } catch {
+        return; /* gone */
+      }
+    }
+    (conn as Deno.TcpConn).setNoDelay(true);
+    serveHttpOn(conn, slot, true);
   };
 
   const respond = async (
@@ -347,9 +427,14 @@ export function serveGuarded(
     info: ConnectionInfo,
     onUpgrade: () => void,
   ) => {
+    const request = event.request;
+    // Behind the TLS hop the runtime saw plain HTTP and says `http:`; the stranger spoke TLS. The
+    // request itself must stay the runtime's (an upgrade to a WebSocket needs it), so only its `url` is
+    // shadowed.
+    if (tls) Object.defineProperty(request, "url", { value: request.url.replace(/^http:/, "https:") });
     let response: Response;
     try {
-      response = await handler(event.request, info);
+      response = await handler(request, info);
     } catch (error) {
       response = options.onError?.(error) ?? new Response("internal error", { status: 500 });
     }
@@ -357,44 +442,49 @@ export function serveGuarded(
     await event.respondWith(response).catch(() => {});
   };
 
-  const acceptLoop = async () => {
+  /** Accepts on `from` until stopped, outliving running out of file descriptors. */
+  const acceptLoop = async (from: Deno.Listener, name: string, onConn: (conn: Deno.Conn) => void) => {
     let backoff = 0;
     while (!stopped) {
       let conn: Deno.Conn;
       try {
-        conn = await listener.accept();
+        conn = await from.accept();
       } catch (error) {
         if (stopped || error instanceof Deno.errors.BadResource) break;
         // Out of file descriptors (EMFILE/ENFILE) or a transient accept error: the pending connections
         // wait in the kernel's backlog while open ones finish and give theirs back.
         stats.acceptErrors++;
         if (backoff === 0) {
-          log(`listener ${where}: cannot accept: ${(error as Error).message}`);
+          log(`listener ${name}: cannot accept: ${(error as Error).message}`);
         }
         backoff = Math.min(Math.max(backoff * 2, 10), 1000);
         await new Promise((resolve) => setTimeout(resolve, backoff));
         continue;
       }
       backoff = 0;
-      stats.accepted++;
-      const remote = "path" in target ? LOCAL_PEER : conn.remoteAddr as Deno.NetAddr;
-      const fromPeer = perPeer.get(remote.hostname) ?? 0;
-      if (stats.open >= limits.maxConnections || fromPeer >= limits.maxPerPeer) {
-        stats.refused++;
-        try {
-          conn.close();
-        } catch { /* gone */ }
-        continue;
-      }
-      if (tls) pipe(conn, remote);
-      else serveHttpOn(conn, take(remote, [conn]));
+      onConn(conn);
     }
+  };
+
+  const admit = (conn: Deno.Conn) => {
+    stats.accepted++;
+    const remote = "path" in target ? LOCAL_PEER : conn.remoteAddr as Deno.NetAddr;
+    const fromPeer = perPeer.get(remote.hostname) ?? 0;
+    if (stats.open >= limits.maxConnections || fromPeer >= limits.maxPerPeer) {
+      stats.refused++;
+      try {
+        conn.close();
+      } catch { /* gone */ }
+      return;
+    }
+    if (tls) pipe(conn, remote);
+    else serveHttpOn(conn, take(remote, [conn]), false);
   };
   const { promise: finished, resolve: finish } = Promise.withResolvers<void>();
   const shutdown = () => {
     if (!stopped) {
       stopped = true;
-      for (const closable of [listener, tls]) {
+      for (const closable of [listener, hop]) {
         try {
           closable?.close();
         } catch { /* closed */ }
@@ -406,7 +496,7 @@ export function serveGuarded(
     return finished;
   };
   options.signal?.addEventListener("abort", () => shutdown(), { once: true });
-  acceptLoop();
-  tlsAcceptLoop();
+  acceptLoop(listener, where, admit);
+  if (hop) acceptLoop(hop, `${where} (loopback hop)`, handOver);
   return { addr, stats: () => ({ ...stats }), shutdown, finished };
 }

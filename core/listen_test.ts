@@ -1,5 +1,6 @@
 import { assert, assertEquals } from "../tests/assert.ts";
 import { ensureCertificates } from "../daemon/tls.ts";
+import { eventually, listeningPorts } from "../tests/harness.ts";
 import { serveGuarded, type ServeGuardedOptions } from "./listen.ts";
 
 function hello(request: Request): Response {
@@ -208,6 +209,51 @@ Deno.test("serveGuarded over TLS: served through the loopback hop with the stran
     }
     assert(descriptors() <= before, `${descriptors()} descriptors open, ${before} before`);
   } finally {
+    await server.shutdown();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("serveGuarded over TLS: the loopback hop closes at once what it did not dial, and a request says https", async () => {
+  const dir = await Deno.makeTempDir();
+  const certificates = await ensureCertificates(dir, { addresses: ["127.0.0.1"] });
+  const before = new Set(listeningPorts(Deno.pid));
+  const server = serveGuarded(
+    {
+      hostname: "127.0.0.1",
+      port: 0,
+      cert: certificates.certPem + certificates.caPem,
+      key: certificates.keyPem,
+    },
+    (request) => new Response(new URL(request.url).protocol),
+    { log: () => {} },
+  );
+  const client = Deno.createHttpClient({ caCerts: [certificates.caPem] });
+  try {
+    assertEquals(await (await fetch(`https://127.0.0.1:${server.addr.port}/`, { client })).text(), "https:");
+    const hops = listeningPorts(Deno.pid).filter((port) => !before.has(port) && port !== server.addr.port);
+    assertEquals(hops.length, 1, `loopback ports: ${hops}`);
+    const refused = server.stats().refused;
+    // A local process dialling the hop straight: each connection is closed by the server (read ends), so
+    // none holds a descriptor (a Deno.listenTls hop kept every one until its peer left).
+    const strangers = await Promise.all(
+      Array.from({ length: 50 }, () => Deno.connect({ hostname: "127.0.0.1", port: hops[0] })),
+    );
+    await eventually(() => Promise.resolve(server.stats().refused - refused === 50));
+    const ends = await Promise.all(strangers.map(async (conn) => {
+      try {
+        return await conn.read(new Uint8Array(8));
+      } catch {
+        return null;
+      } finally {
+        conn.close();
+      }
+    }));
+    assertEquals(ends, new Array(50).fill(null));
+    // The listener still serves.
+    assertEquals(await (await fetch(`https://127.0.0.1:${server.addr.port}/`, { client })).text(), "https:");
+  } finally {
+    client.close();
     await server.shutdown();
     await Deno.remove(dir, { recursive: true });
   }

@@ -7,7 +7,13 @@
  *
  * The dock-orchestrate skill's rule holds here too: an agent waiting on a permission prompt is the
  * person's to answer. `send_prompt` refuses such a session unless the person allowed it for that session
- * (on the laptop, the app settings document `mcp`: `{ "answer_permissions": ["box/session", …] }`).
+ * (on the laptop, the app settings document `mcp`: `{ "answer_permissions": ["box/session", …] }`); the
+ * box checks it in the same step as the typing (`unless_waiting`), so a prompt raised in between is not
+ * answered either. `answer_prompt` answers one (yes, no, always: `POST sessions/{name}/answer`, keys
+ * typed as keys) only for a session on that same list. Shell is off until the person allows it for a box (`{ "exec": ["box", …] }`, or
+ * `dockd mcp --allow-exec`): `exec`, a session running a command or a login shell, and a prompt typed
+ * into one (a shell runs what it is sent; with shell, a tool could type into any session through tmux).
+ * Nothing a tool does changes either setting.
  *
  * @module
  */
@@ -39,6 +45,14 @@ export interface McpDock {
   enqueue?(item: QueueCreate): Promise<QueueItem>;
   /** True when the person allowed MCP to answer this session's permission prompts. */
   answersPermissions(box: string, session: string): Promise<boolean>;
+  /** True when the person allowed MCP to run shell commands on this box. */
+  allowsExec(box: string): Promise<boolean>;
+}
+
+/** The app settings document `mcp` (written by `dock mcp allow|deny|allow-exec|deny-exec`, never a tool). */
+interface McpSettings {
+  answer_permissions?: unknown;
+  exec?: unknown;
 }
 
 /** Dock through the laptop agent: every box, the offline queue, the person's settings. */
@@ -49,18 +63,24 @@ export function laptopDock(client: AgentClient): McpDock {
     emit: (announce) => client.emit(announce),
     enqueue: (item) => client.enqueue(item),
     async answersPermissions(box, session) {
-      const settings = await client.appDocument<{ answer_permissions?: unknown }>("mcp").catch(() => null);
+      const settings = await client.appDocument<McpSettings>("mcp").catch(() => null);
       const list = settings?.answer_permissions;
       return Array.isArray(list) && list.includes(`${box}/${session}`);
+    },
+    async allowsExec(box) {
+      const settings = await client.appDocument<McpSettings>("mcp").catch(() => null);
+      const list = settings?.exec;
+      return Array.isArray(list) && list.includes(box);
     },
   };
 }
 
 /**
  * Dock through one box's daemon (`dockd mcp`, for agents on the box): that box alone, named `name`. It
- * keeps no person's settings, so a permission prompt is always the person's.
+ * keeps no person's settings, so a permission prompt is always the person's; shell only with
+ * `allowExec` (`dockd mcp --allow-exec`, in the MCP client's settings the person wrote).
  */
-export function boxDock(client: BoxClient, name: string): McpDock {
+export function boxDock(client: BoxClient, name: string, options: { allowExec?: boolean } = {}): McpDock {
   return {
     boxes: () => Promise.resolve([{ name, online: true }]),
     box: (box) => {
@@ -71,7 +91,31 @@ export function boxDock(client: BoxClient, name: string): McpDock {
     },
     emit: (announce) => client.emit(announce),
     answersPermissions: () => Promise.resolve(false),
+    allowsExec: () => Promise.resolve(options.allowExec === true),
   };
+}
+
+/** Refuses shell on `box` unless the person allowed it (403 `exec_not_allowed`); `what` says which. */
+async function checkExec(dock: McpDock, box: string, what: string): Promise<void> {
+  if (await dock.allowsExec(box)) return;
+  throw new DockError(
+    "exec_not_allowed",
+    `${what} on ${box} runs shell commands, which MCP clients may not do until the person allows it ` +
+      `for that box: \`dock mcp allow-exec ${box}\` on the laptop (the app settings document 'mcp', exec), ` +
+      `or \`dockd mcp --allow-exec\` on the box`,
+    { status: 403 },
+  );
+}
+
+/** The refusal of a prompt to a session waiting on a permission prompt, saying how the person allows it. */
+function permissionRefusal(box: string, session: string): DockError {
+  return new DockError(
+    "permission_prompt",
+    `${box}/${session} waits on a permission prompt: only the person answers those. They can allow it ` +
+      `for this session with \`dock mcp allow ${box}/${session}\` (the app settings document 'mcp', ` +
+      `answer_permissions)`,
+    { status: 409 },
+  );
 }
 
 const STATES = ["idle", "running", "waiting", "finished"] as const;
@@ -167,7 +211,8 @@ export function dockMcpServer(dock: McpDock): McpServer {
   });
 
   server.registerTool("create_session", {
-    description: "A session in a location or worktree: an agent (optionally prompted) or a command.",
+    description: "A session in a location or worktree: an agent (optionally prompted) or a command (a " +
+      "command or a login shell only where the person allowed shell for the box).",
     inputSchema: {
       box: SESSION.box,
       location: z.string().min(1).max(200).describe("`location` or `location/worktree`"),
@@ -176,13 +221,17 @@ export function dockMcpServer(dock: McpDock): McpServer {
       name: z.string().max(64).optional(),
       prompt: z.string().max(100_000).optional(),
     },
-  }, async ({ box, ...request }) => answer(brief(box, await dock.box(box).createSession(request))));
+  }, async ({ box, ...request }) => {
+    if (!request.agent) await checkExec(dock, box, "a session without an agent");
+    return answer(brief(box, await dock.box(box).createSession(request)));
+  });
 
   server.registerTool("send_prompt", {
     description:
       "Types a prompt into a session's agent, once even if the answer is lost. With wait, returns when the " +
       "turn it starts ends (finished or waiting). When the box cannot be reached, it is queued and sent when " +
-      "the box is back. Refused for an agent waiting on a permission prompt: that is the person's to answer.",
+      "the box is back. Refused for an agent waiting on a permission prompt: that is the person's to answer " +
+      "(checked by the box as it types). A session without an agent is a shell: only where shell is allowed.",
     inputSchema: {
       ...SESSION,
       text: z.string().min(1).max(100_000),
@@ -197,23 +246,19 @@ export function dockMcpServer(dock: McpDock): McpServer {
     } catch (error) {
       if (!(error instanceof DockError) || error.status !== 503) throw error;
     }
-    if (
-      now?.agent_state === "waiting" && now.reason === "permission" &&
-      !await dock.answersPermissions(box, session)
-    ) {
-      throw new DockError(
-        "permission_prompt",
-        `${box}/${session} waits on a permission prompt: only the person answers those. They can allow it ` +
-          `for this session with \`dock mcp allow ${box}/${session}\` (the app settings document 'mcp', ` +
-          `answer_permissions)`,
-        { status: 409 },
-      );
-    }
+    // A session's agent is fixed when it is made: a shell stays a shell.
+    if (now && now.agent === null) await checkExec(dock, box, "typing into a session without an agent");
+    // The permission prompt is checked by the box in the step that types: one raised after a check here
+    // would be answered by the text.
+    const unlessWaiting = await dock.answersPermissions(box, session) ? undefined : "permission";
     const before = new Date().toISOString();
     let sent: Session;
     try {
-      sent = await target.sendOnce(session, text);
+      sent = await target.sendOnce(session, text, { unlessWaiting });
     } catch (error) {
+      if (error instanceof DockError && error.code === "permission_prompt") {
+        throw permissionRefusal(box, session);
+      }
       // Only a request that never reached the box (503) is queued: after a 502 it may have been typed.
       if (!(error instanceof DockError) || error.status !== 503 || !dock.enqueue) throw error;
       const item = await dock.enqueue({ box, session, text });
@@ -222,6 +267,17 @@ export function dockMcpServer(dock: McpDock): McpServer {
     if (!wait) return answer(brief(box, sent));
     const after = sent.state_time && sent.state_time >= before ? sent.state_time : before;
     return answer(await target.wait(session, { after, timeout: timeout ?? "30m" }));
+  });
+
+  server.registerTool("answer_prompt", {
+    description: "Answers a session's permission prompt yes, no or always, with the keys its tool takes " +
+      "(typed as keystrokes, once). Only for a session the person allowed MCP to answer " +
+      "(`dock mcp allow BOX/SESSION`); refused when the agent waits on no permission prompt.",
+    inputSchema: { ...SESSION, answer: z.enum(["yes", "no", "always"]) },
+  }, async ({ box, session, answer: reply }) => {
+    if (!await dock.answersPermissions(box, session)) throw permissionRefusal(box, session);
+    const answered = await dock.box(box).answer(session, reply);
+    return answer({ ...brief(box, answered.session), answered: answered.answer, keys: answered.keys });
   });
 
   server.registerTool("wait", {
@@ -252,14 +308,18 @@ export function dockMcpServer(dock: McpDock): McpServer {
   });
 
   server.registerTool("exec", {
-    description: "Runs a shell command in a worktree on a box (the box's before:exec gates apply).",
+    description: "Runs a shell command in a worktree on a box (the box's before:exec gates apply). Off " +
+      "until the person allows shell for the box.",
     inputSchema: {
       box: SESSION.box,
       location: z.string().min(1).max(200).describe("`location` or `location/worktree`"),
       command: z.string().min(1).max(10_000),
       timeout: DURATION.optional(),
     },
-  }, async ({ box, ...request }) => answer(await dock.box(box).exec(request)));
+  }, async ({ box, ...request }) => {
+    await checkExec(dock, box, "exec");
+    return answer(await dock.box(box).exec(request));
+  });
 
   server.registerTool("list_flow_runs", {
     description: "A box's recent flow runs with each step's outcome; one flow's or all.",

@@ -14,7 +14,7 @@ import { selfCommand } from "./self_command.ts";
 /** What an install did. */
 export interface InstallResult {
   file: string;
-  manager: "systemd" | "launchd";
+  manager: "systemd" | "launchd" | "cron";
   /** Whether the service manager was told to start it now (false: print how). */
   started: boolean;
   notes: string[];
@@ -179,4 +179,68 @@ export async function installService(
     notes.push(`start it with: systemctl --user daemon-reload && systemctl --user enable --now ${spec.unit}`);
   }
   return { file, manager: "systemd", started, notes };
+}
+
+/** The comment that marks a crontab line as this home's `spec` entry (one per home: a user may have several). */
+function cronMarker(spec: Pick<ServiceSpec, "unit">, home: string): string {
+  return `# dock:${spec.unit} ${home}`;
+}
+
+/**
+ * The user crontab's `@reboot` line that starts `spec` at boot where no service manager will (no systemd
+ * user session): its command with the variables it was installed with, its output appended to its log.
+ * Cron runs it with `sh` and a bare environment; `%` is cron's newline, hence escaped.
+ */
+export function cronEntry(spec: ServiceSpec, env: Record<string, string | undefined>): string {
+  const home = env.HOME ?? "/";
+  const variables = Object.entries({ HOME: home, ...serviceEnvironment(spec, env) })
+    .map(([key, value]) => `${key}=${shellQuote(value)}`);
+  const command = [
+    "cd",
+    shellQuote(home),
+    "&&",
+    "env",
+    ...variables,
+    ...spec.command.map(shellQuote),
+    `>>${shellQuote(spec.log)}`,
+    "2>&1",
+  ].join(" ");
+  return `@reboot ${command.replaceAll("%", "\\%")} ${cronMarker(spec, home)}`;
+}
+
+/** `crontab` without this home's `spec` line, and with `line` when given. */
+export function withCronLine(
+  crontab: string,
+  spec: Pick<ServiceSpec, "unit">,
+  home: string,
+  line?: string,
+): string {
+  const marker = cronMarker(spec, home);
+  const kept = crontab.split("\n").filter((row) => row.trim() && !row.endsWith(marker));
+  return [...kept, ...(line ? [line] : [])].map((row) => `${row}\n`).join("");
+}
+
+/**
+ * Adds (or with `remove`, removes) the user crontab's `@reboot` entry of `spec` for this home
+ * ({@linkcode cronEntry}); other lines are kept as they were. Throws when there is no `crontab`.
+ */
+export async function installCron(
+  spec: ServiceSpec,
+  options: { env?: Record<string, string>; remove?: boolean } = {},
+): Promise<InstallResult> {
+  const env = options.env ?? Deno.env.toObject();
+  if (!which("crontab", env.PATH ?? "")) {
+    throw new Error(
+      "no crontab here: dockd cannot be started again after a reboot without a service manager",
+    );
+  }
+  const listed = await run("crontab", ["-l"], { timeoutMs: 15_000 });
+  // `crontab -l` exits 1 with "no crontab for USER" when there is none yet.
+  const current = listed.code === 0 ? listed.stdout : "";
+  const home = env.HOME ?? "/";
+  const next = withCronLine(current, spec, home, options.remove ? undefined : cronEntry(spec, env));
+  if (next === current) return { file: "crontab", manager: "cron", started: false, notes: [] };
+  const written = await run("crontab", ["-"], { stdin: next, timeoutMs: 15_000 });
+  if (written.code !== 0) throw new Error(`crontab: ${written.stderr.trim().split("\n").at(-1)}`);
+  return { file: "crontab", manager: "cron", started: false, notes: [] };
 }

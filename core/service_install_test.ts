@@ -1,11 +1,13 @@
 import { assertEquals, assertStringIncludes } from "../tests/assert.ts";
 import {
   agentService,
+  cronEntry,
   daemonService,
   installService,
   launchdPlist,
   serviceEnvironment,
   systemdUnit,
+  withCronLine,
 } from "./service_install.ts";
 
 Deno.test("the systemd unit runs the agent with dock's directories and restarts it", () => {
@@ -63,4 +65,32 @@ Deno.test("dockd install writes a systemd user unit that runs dockd serve and re
   } finally {
     await Deno.remove(config, { recursive: true });
   }
+});
+
+Deno.test("the crontab @reboot entry runs dockd with its variables in its home; only this home's line is replaced", () => {
+  const spec = {
+    ...daemonService("/h/.local/state/dock/box/dockd.log"),
+    command: ["/h/.dock/bin/dockd", "serve"],
+  };
+  const entry = cronEntry(spec, {
+    HOME: "/h",
+    PATH: "/usr/bin:/bin",
+    DOCK_LISTEN: "127.0.0.1:1379",
+    DOCK_TLS_HOSTS: "a b",
+    SECRET_TOKEN: "never",
+    DATE_FMT: "%Y",
+  });
+  assertEquals(
+    entry,
+    "@reboot cd /h && env HOME=/h DOCK_LISTEN=127.0.0.1:1379 DOCK_TLS_HOSTS='a b' PATH=/usr/bin:/bin " +
+      "/h/.dock/bin/dockd serve >>/h/.local/state/dock/box/dockd.log 2>&1 # dock:dockd /h",
+  );
+  // `%` is cron's newline: escaped wherever a value holds one.
+  assertStringIncludes(cronEntry(spec, { HOME: "/h", DOCK_LISTEN: "50%" }), "DOCK_LISTEN=50\\%");
+  const other = "@reboot cd /other && x # dock:dockd /other";
+  const mine = "@reboot old # dock:dockd /h";
+  const crontab = `MAILTO=me\n${other}\n${mine}\n`;
+  assertEquals(withCronLine(crontab, spec, "/h", entry), `MAILTO=me\n${other}\n${entry}\n`);
+  assertEquals(withCronLine(crontab, spec, "/h"), `MAILTO=me\n${other}\n`);
+  assertEquals(withCronLine("", spec, "/h", entry), `${entry}\n`);
 });

@@ -226,13 +226,37 @@ export function sse(
   });
 }
 
-/** Where a stream resumes: the `Last-Event-ID` header or `?after=`; undefined for live events only. */
-export function resumeFrom(c: Context): number | undefined {
-  const raw = c.req.header("last-event-id") ?? c.req.query("after");
+/**
+ * Where a stream starts: after the `Last-Event-ID` header's id or `?after=`'s, given the journal's last
+ * id; undefined for live events only.
+ *
+ * `?after=N` asks for the events after N: past the journal's last id it is a 400 naming that id, where it
+ * used to answer 200 and stay silent until ids caught up (forever, after a database was made anew).
+ * `Last-Event-ID` is a reconnecting client's last event: past the last id, the journal it came from is
+ * gone (the database was reset, or the client followed another one), so every event this journal holds is
+ * new to the client and the stream starts from its first. An EventSource or a reconnect loop cannot act on
+ * a 400: it would retry the same id for good. An id below the oldest kept (a trimmed journal) starts at
+ * the oldest kept.
+ */
+export function resumeFrom(c: Context, bus: Pick<EventBus, "lastId">): number | undefined {
+  const header = c.req.header("last-event-id");
+  const resuming = header !== undefined && header !== "";
+  const field = resuming ? "Last-Event-ID" : "after";
+  const raw = resuming ? header : c.req.query("after");
   if (raw === undefined || raw === "") return undefined;
   const after = Number(raw);
-  if (!Number.isInteger(after) || after < 0) {
-    throw new DockError("invalid_request", `Last-Event-ID: must be an event id, got ${JSON.stringify(raw)}`);
+  if (!/^\d+$/.test(raw.trim()) || !Number.isSafeInteger(after)) {
+    const got = JSON.stringify(raw.slice(0, 40));
+    throw new DockError("invalid_request", `${field}: must be an event id, got ${got}`, {
+      detail: { field },
+    });
   }
-  return after;
+  const last = bus.lastId();
+  if (after <= last) return after;
+  if (resuming) return 0;
+  throw new DockError(
+    "after_last_event",
+    `after: ${after} is beyond the journal: its last event id is ${last} (ask for after=${last} or less)`,
+    { status: 400, detail: { field, last_id: last } },
+  );
 }

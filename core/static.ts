@@ -17,35 +17,58 @@ export interface Asset {
 export interface ServeAppOptions {
   /** Answered as `/app/config.json`: how the page reaches its API (its transport and scope). */
   config: Record<string, unknown>;
+  /**
+   * The origin (`http://127.0.0.1:1378`) whose plugin panels (`/app/plugins/`) the page may frame: the
+   * laptop agent's own. @default {none: the page frames nothing (a box's phone listener serves no panel)}
+   */
+  panels?: string;
 }
 
 /** Where the app is served. */
 export const APP_PREFIX = "/app/";
 
+/** Where the plugins' ui panels are served, below the app. */
+export const PANEL_PREFIX = "/app/plugins/";
+
 /**
- * No inline script and no remote origin. Styles may be inline because xterm.js's renderer writes its
- * own `<style>` elements for the terminal's colours and cell sizes; a style cannot run code.
+ * The app page's policy: no inline script and no remote origin. Styles may be inline because xterm.js's
+ * renderer writes its own `<style>` elements for the terminal's colours and cell sizes; a style cannot
+ * run code. Frames: only the panel route of `panels` (an origin), or none. A frame's navigation is
+ * checked against this page's `frame-src` wherever it starts, the frame's own script included, so a
+ * panel cannot take what it was given to another origin, nor to the agent's API or app, by navigating
+ * itself (Chromium has no `navigate-to`, and a sandboxed frame may still set its own `location`;
+ * tests/panel_navigation_test.ts). A path ending in `/` matches every path below it.
  */
-export const APP_CSP = [
-  "default-src 'none'",
-  "script-src 'self'",
-  "style-src 'self' 'unsafe-inline'",
-  "img-src 'self' data:",
-  "font-src 'self'",
-  "connect-src 'self'",
-  "manifest-src 'self'",
-  // Plugins' ui panels, each in a sandboxed frame (PANEL_CSP).
-  "frame-src 'self'",
-  "base-uri 'none'",
-  "form-action 'none'",
-  "frame-ancestors 'none'",
-].join("; ");
+export function appCsp(panels?: string): string {
+  const frames = panels && /^https?:\/\/[a-z0-9.:[\]-]+$/i.test(panels)
+    ? `${panels}${PANEL_PREFIX}`
+    : "'none'";
+  return [
+    "default-src 'none'",
+    "script-src 'self'",
+    "style-src 'self' 'unsafe-inline'",
+    "img-src 'self' data:",
+    "font-src 'self'",
+    "connect-src 'self'",
+    "manifest-src 'self'",
+    // Plugins' ui panels, each in a sandboxed frame (PANEL_CSP), and nothing else.
+    `frame-src ${frames}`,
+    "base-uri 'none'",
+    "form-action 'none'",
+    "frame-ancestors 'none'",
+  ].join("; ");
+}
+
+/** The app page's policy where it frames nothing ({@linkcode appCsp} without panels). */
+export const APP_CSP: string = appCsp();
 
 /**
  * A plugin's `ui` panel (`/app/plugins/{where}/{id}/{file}`): served without the token, so it runs as a
  * sandbox of its own whatever frames it (an opaque origin: no storage, no cookies, nothing of the app's),
  * reaches no network at all, and may be framed only by the app. It asks the app for data by
- * `postMessage`; the app calls `POST plugins/{id}/ui-api`, where the plugin's scopes decide.
+ * `postMessage`; the app calls `POST plugins/{id}/ui-api`, where the plugin's scopes decide. It has no
+ * `navigate-to` (no browser enforces one): where it may navigate is the app page's `frame-src`
+ * ({@linkcode appCsp}); the sandbox already refuses popups, forms and the top window.
  */
 export const PANEL_CSP = [
   "sandbox allow-scripts",
@@ -59,9 +82,6 @@ export const PANEL_CSP = [
   "form-action 'none'",
   "frame-ancestors 'self'",
 ].join("; ");
-
-/** Where the plugins' ui panels are served, below the app. */
-export const PANEL_PREFIX = "/app/plugins/";
 
 /** Headers of a panel's file (see {@linkcode PANEL_CSP}). */
 export function panelHeaders(type: string): Record<string, string> {
@@ -103,14 +123,14 @@ export function serveApp(
     asset = { type: asset.type, body: asset.body.replace("<!--dock-config-->", meta) };
   }
   if (!asset) return null;
-  return assetResponse(asset, method);
+  return assetResponse(asset, method, appCsp(options.panels));
 }
 
-/** One file's answer to a GET or HEAD, with the app's security headers (its CSP above all). */
-export function assetResponse(asset: Asset, method: string): Response {
+/** One file's answer to a GET or HEAD, with the app's security headers (its CSP above all: `csp`). */
+export function assetResponse(asset: Asset, method: string, csp: string = APP_CSP): Response {
   const headers = {
     "content-type": asset.type,
-    "content-security-policy": APP_CSP,
+    "content-security-policy": csp,
     "x-content-type-options": "nosniff",
     "referrer-policy": "no-referrer",
     "x-frame-options": "DENY",

@@ -1,5 +1,5 @@
 import { assert, assertEquals } from "../tests/assert.ts";
-import { APP_CSP, serveApp } from "./static.ts";
+import { APP_CSP, appCsp, serveApp } from "./static.ts";
 
 const ASSETS = {
   "index.html": { type: "text/html; charset=utf-8", body: "<head><!--dock-config--></head><p>hi</p>" },
@@ -30,4 +30,17 @@ Deno.test("serveApp: unknown files, other methods and other paths are not its to
   assertEquals(serveApp(ASSETS, "POST", "/app/", { config: {} }), null);
   assertEquals(serveApp(ASSETS, "GET", "/v1/status", { config: {} }), null);
   assertEquals(serveApp(ASSETS, "GET", "/application", { config: {} }), null);
+});
+
+Deno.test("the app page frames only its own origin's panel route, and nothing where it has none", () => {
+  const agent = serveApp(ASSETS, "GET", "/app/", { config: {}, panels: "http://127.0.0.1:1378" })!;
+  const csp = agent.headers.get("content-security-policy") ?? "";
+  assert(csp.includes("frame-src http://127.0.0.1:1378/app/plugins/;"), csp);
+  assert(!csp.includes("frame-src 'self'"), csp);
+  assert(APP_CSP.includes("frame-src 'none'"), APP_CSP);
+  // An origin that is not one (a Host header made up to add a source) frames nothing.
+  for (const panels of ["http://a b", "http://x; frame-src *", "javascript:1", "*"]) {
+    const csp = appCsp(panels);
+    assert(csp.includes("frame-src 'none'") && !csp.includes("*"), csp);
+  }
 });

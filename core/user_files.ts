@@ -14,7 +14,7 @@
  * @module
  */
 import * as z from "zod";
-import { parse as parseJsonc, type ParseError, printParseErrorCode } from "jsonc-parser";
+import { createScanner, parse as parseJsonc, type ParseError, printParseErrorCode } from "jsonc-parser";
 import { dirname } from "./posix_path.ts";
 import { DockError, type ErrorStatus } from "../client/errors.ts";
 import type { ConfigProblem } from "../client/wire.ts";
@@ -72,6 +72,17 @@ function describeProblem(problem: LocatedProblem): string {
 // ---------------------------------------------------------------------------------------------------
 // Reading, checking, writing
 
+/**
+ * Values a reader would rather lose one at a time than the whole file for: a NUL or an unpaired
+ * surrogate at a path `where` accepts (one variable of an `env`) drops that entry, the rest of the file
+ * applies, and `report` hears the problems (each naming the file and the field). Anything else wrong
+ * still throws.
+ */
+export interface DropPoisoned {
+  where: (path: readonly PropertyKey[]) => boolean;
+  report: (problems: ConfigProblem[]) => void;
+}
+
 /** Options of {@linkcode readUserFile}. */
 export interface ReadUserFileOptions {
   /**
@@ -81,6 +92,8 @@ export interface ReadUserFileOptions {
   missing: "absent" | "default";
   /** The error code of a {@linkcode ConfigError}. @default {"invalid_config"} */
   code?: string;
+  /** Poisoned values dropped rather than refusing the file. @default {none: every problem throws} */
+  drop?: DropPoisoned;
 }
 
 /** Reads, parses (JSONC) and checks a user file; throws {@linkcode ConfigError} naming file and field. */
@@ -99,13 +112,13 @@ export async function readUserFile<S extends z.ZodType>(
   schema: S,
   options: ReadUserFileOptions,
 ): Promise<z.output<S> | undefined> {
-  let text: string;
+  let bytes: Uint8Array;
   try {
-    text = await Deno.readTextFile(path);
+    bytes = await Deno.readFile(path);
   } catch (cause) {
     return missingOrThrow(cause, path, schema, options);
   }
-  return parseUserFile(text, path, schema, options);
+  return parseUserFile(decodeText(bytes, path, options.code), path, schema, options);
 }
 
 /**
@@ -127,13 +140,32 @@ export function readUserFileSync<S extends z.ZodType>(
   schema: S,
   options: ReadUserFileOptions,
 ): z.output<S> | undefined {
-  let text: string;
+  let bytes: Uint8Array;
   try {
-    text = Deno.readTextFileSync(path);
+    bytes = Deno.readFileSync(path);
   } catch (cause) {
     return missingOrThrow(cause, path, schema, options);
   }
-  return parseUserFile(text, path, schema, options);
+  return parseUserFile(decodeText(bytes, path, options.code), path, schema, options);
+}
+
+const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
+
+/**
+ * A file's bytes as text, refusing what is not UTF-8: decoded loosely, a stray byte became U+FFFD in a
+ * value that then went on to a process or a file name, silently changed.
+ */
+function decodeText(bytes: Uint8Array, file: string, code?: string): string {
+  try {
+    return strictUtf8.decode(bytes);
+  } catch (cause) {
+    // Where: the first replacement character of a loose decoding (a real U+FFFD before it would
+    // misplace it by that much; the message still says what is wrong).
+    const loose = new TextDecoder().decode(bytes);
+    const at = Math.max(0, loose.indexOf("\uFFFD"));
+    const problem: LocatedProblem = { file, field: "", message: "is not UTF-8 text", ...position(loose, at) };
+    throw new ConfigError([problem], { code, cause });
+  }
 }
 
 function missingOrThrow<S extends z.ZodType>(
@@ -154,7 +186,7 @@ export function parseUserFile<S extends z.ZodType>(
   text: string,
   file: string,
   schema: S,
-  options: { code?: string } = {},
+  options: { code?: string; drop?: DropPoisoned } = {},
 ): z.output<S> {
   return validateUserFile(parseText(text, file, options.code), file, schema, options);
 }
@@ -191,11 +223,61 @@ export function validateUserFile<S extends z.ZodType>(
   value: unknown,
   file: string,
   schema: S,
-  options: { code?: string; status?: ErrorStatus } = {},
+  options: { code?: string; status?: ErrorStatus; drop?: DropPoisoned } = {},
 ): z.output<S> {
+  const poisoned = poisonedStrings(value);
+  const dropped = options.drop ? poisoned.filter((problem) => options.drop!.where(problem.path)) : [];
+  const kept = poisoned.filter((problem) => !dropped.includes(problem));
+  if (dropped.length) value = without(value, dropped.map((problem) => problem.path));
   const checked = checkSchema(schema as z.ZodType<z.output<S>>, value);
-  if (checked.ok) return checked.data;
-  throw new ConfigError(checked.problems.map((problem) => ({ file, ...problem })), options);
+  const asFile = (problems: PathProblem[]) =>
+    problems.map(({ path, message }) => ({ file, field: fieldPath(path), message }));
+  const problems = [
+    ...(checked.ok ? [] : checked.problems.map((problem) => ({ file, ...problem }))),
+    ...asFile(kept),
+  ];
+  if (problems.length || !checked.ok) {
+    throw new ConfigError([...problems, ...asFile(dropped)], { code: options.code, status: options.status });
+  }
+  if (dropped.length) options.drop!.report(asFile(dropped));
+  return checked.data;
+}
+
+/** Why a string may not go on to a process, a file name or git, or undefined. */
+function poisonIn(text: string): string | undefined {
+  if (text.includes("\0")) {
+    return "must not contain a NUL, which no process environment, argument or file name can hold";
+  }
+  if (!text.isWellFormed()) return "must not contain an unpaired surrogate (it is not Unicode text)";
+  return undefined;
+}
+
+/**
+ * Every key and string of a user file holding a NUL or an unpaired surrogate (`"\u0000"`, `"\ud800"` in
+ * its JSON): a NUL in an `env` value made every spawn in that worktree fail ("nul byte found in
+ * provided data", a 500 on each exec). Files on disk never pass the API's body check, so they get it here.
+ */
+function poisonedStrings(value: unknown, path: PropertyKey[] = []): PathProblem[] {
+  if (typeof value === "string") {
+    const message = poisonIn(value);
+    return message ? [{ path, message }] : [];
+  }
+  if (Array.isArray(value)) return value.flatMap((item, index) => poisonedStrings(item, [...path, index]));
+  if (!isRecord(value)) return [];
+  return Object.entries(value).flatMap(([key, item]) => {
+    const message = poisonIn(key);
+    return message ? [{ path: [...path, key], message }] : poisonedStrings(item, [...path, key]);
+  });
+}
+
+/** A copy of `value` without the entries at `paths` (keys of objects; items of arrays are kept). */
+function without(value: unknown, paths: readonly PropertyKey[][]): unknown {
+  const copy = structuredClone(value);
+  for (const path of paths) {
+    const parent = valueAt(copy, path.slice(0, -1));
+    if (isRecord(parent)) delete parent[String(path[path.length - 1])];
+  }
+  return copy;
 }
 
 /** Options of {@linkcode writeUserFile}. */
@@ -452,8 +534,41 @@ function position(text: string, offset: number): { line: number; column: number 
   return { line, column: offset - (before.lastIndexOf("\n") + 1) + 1 };
 }
 
+/** How deep a user file may nest arrays and objects: as a request body may (`core/http.ts` `MAX_DEPTH`). */
+const MAX_FILE_DEPTH = 64;
+
+// jsonc-parser's `SyntaxKind` values (a const enum, which isolated modules cannot read).
+const OPEN_BRACE = 1;
+const CLOSE_BRACE = 2;
+const OPEN_BRACKET = 3;
+const CLOSE_BRACKET = 4;
+const EOF = 17;
+
+/**
+ * Refuses a file nested deeper than {@linkcode MAX_FILE_DEPTH}, before parsing it: the parser recurses,
+ * and an `env.json` of 10,000 `[` ended it with "Maximum call stack size exceeded", a 500 on every exec.
+ * The scanner reads tokens one after another (strings and comments skipped), never recursing.
+ */
+function checkFileDepth(text: string, file: string, code?: string): void {
+  const scanner = createScanner(text, true);
+  let depth = 0;
+  for (let token = scanner.scan(); token !== EOF; token = scanner.scan()) {
+    if (token === OPEN_BRACE || token === OPEN_BRACKET) {
+      if (++depth <= MAX_FILE_DEPTH) continue;
+      const problem: LocatedProblem = {
+        file,
+        field: "",
+        message: `nests deeper than ${MAX_FILE_DEPTH} levels`,
+        ...position(text, scanner.getTokenOffset()),
+      };
+      throw new ConfigError([problem], { code });
+    } else if (token === CLOSE_BRACE || token === CLOSE_BRACKET) depth--;
+  }
+}
+
 /** Parses JSON with comments and trailing commas; a syntax error names the line, column and what was expected. */
 function parseText(text: string, file: string, code?: string): unknown {
+  checkFileDepth(text, file, code);
   const errors: ParseError[] = [];
   const value = parseJsonc(text, errors, { allowTrailingComma: true, disallowComments: false });
   if (!errors.length) return value;

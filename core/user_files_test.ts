@@ -210,3 +210,68 @@ Deno.test("fieldPath: dots for names, brackets for indexes and odd keys", () => 
   assertEquals(fieldPath(["files", "bin/setup.sh"]), 'files["bin/setup.sh"]');
   assertEquals(fieldPath([]), "");
 });
+
+Deno.test("a NUL or an unpaired surrogate anywhere in a user file is a problem naming the field", () => {
+  const error = assertThrows(
+    () => validateUserFile({ env: { A: "x\0", B: "ok" }, items: [{ name: "\ud800" }] }, "f.json", SCHEMA),
+    ConfigError,
+  ) as ConfigError;
+  assertEquals(error.problems.map((p) => p.field), ["env.A", "items[0].name"]);
+  assert(error.problems[0].message.includes("NUL"), error.problems[0].message);
+  assert(error.problems[1].message.includes("unpaired surrogate"), error.problems[1].message);
+  // A key too.
+  assertThrows(
+    () => validateUserFile({ env: { "A\0": "x" } }, "f.json", SCHEMA),
+    ConfigError,
+    'env["A\\u0000"]',
+  );
+});
+
+Deno.test("drop: a poisoned value where the reader allows it is dropped and reported; the rest applies", () => {
+  const reported: string[] = [];
+  const drop = {
+    where: (path: readonly PropertyKey[]) => path[0] === "env",
+    report: (problems: { file: string; field: string }[]) =>
+      reported.push(...problems.map((p) => `${p.file}: ${p.field}`)),
+  };
+  assertEquals(
+    validateUserFile({ enabled: true, env: { A: "1", B: "x\0y" } }, "f.json", SCHEMA, { drop }),
+    { enabled: true, memory_percent: 90, env: { A: "1" } },
+  );
+  assertEquals(reported, ["f.json: env.B"]);
+  // Anywhere else it still refuses the file, and a dropped value is listed with the other problems.
+  const error = assertThrows(
+    () => validateUserFile({ env: { B: "\0" }, items: [{ name: "\0" }] }, "f.json", SCHEMA, { drop }),
+    ConfigError,
+  ) as ConfigError;
+  assertEquals(error.problems.map((p) => p.field), ["items[0].name", "env.B"]);
+  assertEquals(reported.length, 1);
+});
+
+Deno.test("readUserFile: a file that is not UTF-8 is refused naming the line", async () => {
+  await inTempDir(async (dir) => {
+    const path = join(dir, "guard.json");
+    const bytes = new TextEncoder().encode('{\n  "mode": "fast",\n  "sustain": "30s?"\n}\n');
+    bytes[bytes.indexOf(0x3f)] = 0xff; // the "?" becomes a byte no UTF-8 text holds
+    await Deno.writeFile(path, bytes);
+    const error = await assertRejects(
+      () => readUserFile(path, SCHEMA, { missing: "absent" }),
+      ConfigError,
+      `${path}:3:`,
+    ) as ConfigError;
+    assert(error.message.endsWith("is not UTF-8 text"), error.message);
+    assertThrows(() => readUserFileSync(path, SCHEMA, { missing: "absent" }), ConfigError, "not UTF-8");
+  });
+});
+
+Deno.test("parseUserFile: a file nested past 64 levels is refused naming where, never a stack overflow", () => {
+  const deep = '{ "env": ' + "[".repeat(10_000) + "]".repeat(10_000) + " }";
+  assertThrows(
+    () => parseUserFile(deep, "env.json", SCHEMA),
+    ConfigError,
+    "env.json:1:73: nests deeper than 64 levels",
+  );
+  // Brackets in strings and comments are not nesting.
+  const text = `{ // [[[[\n "sustain": "${"[".repeat(100)}" }`;
+  assertEquals(parseUserFile(text, "f.json", SCHEMA).sustain, "[".repeat(100));
+});

@@ -60,6 +60,8 @@ interface SessionRow {
   path: string;
   agent: string | null;
   created: string;
+  agent_state: AgentState;
+  reason: string | null;
 }
 
 /** Dependencies of {@linkcode AgentStates}. */
@@ -68,6 +70,17 @@ export interface AgentStatesOptions {
   bus: Pick<EventBus, "publish">;
   /** The daemon's clock, for tests. @default {() => Date.now()} */
   now?: () => number;
+}
+
+/**
+ * Codex 0.169 runs its `notify` program (`agent-turn-complete`) when its approval prompt comes up, not
+ * only when the turn ends (measured on the real tool): taken as `finished`, it hid the prompt, and an
+ * answer was refused. A session waits on a permission prompt only by a lifecycle hook
+ * (`PermissionRequest`), so its `Stop` hook runs too and ends the turn: the notify changes nothing then.
+ */
+function notifyOverPrompt(report: AgentReport, session: SessionRow): boolean {
+  return report.type === "agent.finished" && report.data?.hook === "notify" &&
+    session.agent_state === "waiting" && session.reason === "permission";
 }
 
 /** Ingests agent reports into the sessions' state. */
@@ -99,7 +112,7 @@ export class AgentStates {
     const session = state
       ? this.#match(report.session, typeof data.path === "string" ? data.path : undefined)
       : null;
-    if (session && state) {
+    if (session && state && !notifyOverPrompt(report, session)) {
       const own = report.time ? Date.parse(report.time) : NaN;
       const time = Number.isNaN(own) ? undefined : new Date(own).toISOString();
       this.set(session.name, state, {
@@ -201,17 +214,22 @@ export class AgentStates {
   }
 
   #match(session: string | undefined, path: string | undefined): SessionRow | null {
+    let named: SessionRow | null = null;
     if (session) {
-      const row = this.#o.store.get<SessionRow>("SELECT * FROM sessions WHERE name = ?", session);
-      if (row) return row;
+      named = this.#o.store.get<SessionRow>("SELECT * FROM sessions WHERE name = ?", session) ?? null;
+      // A tool that runs its hooks from one process shared by its sessions (Codex 0.169's background
+      // server) hands every hook the DOCK_SESSION of the session that started that process: a report of
+      // a directory the named session's worktree does not hold goes by its directory instead.
+      if (named && (!path || path === named.path || path.startsWith(`${named.path}/`))) return named;
     }
-    if (!path) return null;
+    if (!path) return named;
     // Else the live session whose worktree holds the reported directory: the deepest, one running an
     // agent before a plain shell, the newest. One row, on every hook report that names no session.
+    // None (a path spelled through a symlink): the named session still.
     return this.#o.store.get<SessionRow>(
       `SELECT * FROM sessions WHERE exited = 0 AND ${PATH_HOLDS}
        ORDER BY length(path) DESC, coalesce(agent, '') != '' DESC, created DESC LIMIT 1`,
       path,
-    ) ?? null;
+    ) ?? named;
   }
 }

@@ -64,6 +64,43 @@ Deno.test("agent state: a report finds its session by DOCK_SESSION, else by the 
   assertEquals(held.changes(), 2);
 });
 
+Deno.test("agent state: DOCK_SESSION naming a session whose worktree does not hold the report's directory yields to the directory", async () => {
+  // Codex's shared background server runs every session's hooks with the first session's environment.
+  await using held = await states();
+  held.agentStates.ingest(
+    report("agent.started", "/srv/app", { session: "deep", time: "2024-01-01T10:00:00Z" }),
+  );
+  assertEquals(held.state("app").agent_state, "running");
+  assertEquals(held.state("deep").agent_state, "idle");
+  // A directory no live session holds (spelled through a symlink, say): the named session still.
+  held.agentStates.ingest(
+    report("agent.finished", "/elsewhere", { session: "deep", time: "2024-01-01T10:00:01Z" }),
+  );
+  assertEquals(held.state("deep").agent_state, "finished");
+});
+
+Deno.test("agent state: Codex's notify while its approval prompt is up leaves the session waiting", async () => {
+  await using held = await states();
+  const codex = (type: AgentReport["type"], hook: string, time: string, reason?: "permission") =>
+    held.agentStates.ingest({
+      type,
+      origin: "codex",
+      session: "app",
+      time,
+      data: { path: "/srv/app", agent: "codex", session_id: "t-1", hook, ...(reason ? { reason } : {}) },
+    });
+  codex("agent.waiting", "PermissionRequest", "2024-01-01T10:00:00Z", "permission");
+  const announced = codex("agent.finished", "notify", "2024-01-01T10:00:01Z");
+  assertEquals(announced?.type, "agent.finished"); // still announced
+  assertEquals(held.state("app").agent_state, "waiting");
+  // Its Stop hook ends the turn; a notify at any other time does too.
+  codex("agent.finished", "Stop", "2024-01-01T10:00:02Z");
+  assertEquals(held.state("app").agent_state, "finished");
+  codex("agent.started", "UserPromptSubmit", "2024-01-01T10:00:03Z");
+  codex("agent.finished", "notify", "2024-01-01T10:00:04Z");
+  assertEquals(held.state("app").agent_state, "finished");
+});
+
 Deno.test("agent state: by path, a live session running an agent before a plain shell, the newest first; a name that only starts the same holds nothing", async () => {
   const dir = await Deno.makeTempDir({ prefix: "dock-agent-state-" });
   const store = new Store(`${dir}/box.db`, { schema: BOX_SCHEMA });

@@ -10,7 +10,9 @@ import { pathTools } from "./tools.ts";
 /** The built-in presets. `prompt_flag` empty: the first prompt is the last argument. */
 export const BUILTIN_AGENTS: readonly AgentPreset[] = [
   { id: "claude", name: "Claude Code", command: "claude", prompt_flag: "" },
-  { id: "codex", name: "Codex", command: "codex", prompt_flag: "" },
+  // Codex 0.169 otherwise serves every TUI from one background server, started with the first session's
+  // environment: its hooks then report every session as that one (DOCK_SESSION), measured on the real tool.
+  { id: "codex", name: "Codex", command: "codex --no-daemon", prompt_flag: "" },
   { id: "opencode", name: "opencode", command: "opencode", prompt_flag: "--prompt" },
   { id: "gemini", name: "Gemini CLI", command: "gemini", prompt_flag: "-i" },
   { id: "cursor", name: "Cursor", command: "cursor-agent", prompt_flag: "" },

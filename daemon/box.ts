@@ -193,6 +193,11 @@ export class Box {
       where: this.settings.name,
       side: "box",
       bus: this.bus,
+      // Plugins' secret settings resolve as env.json's references do (spec 2.5), vaults included.
+      resolveSecret: async (ref) => {
+        const resolved = await this.secrets.resolve(ref);
+        return resolved.ok ? resolved.value : undefined;
+      },
       ...pluginKnobs(),
       // Module hooks of hooks.json and of locations' configs: one host covers where they may be.
       baseRead: () => [

@@ -7,7 +7,8 @@
  * @module
  */
 import { z } from "zod";
-import type { EnvFile } from "../client/wire.ts";
+import type { ConfigProblem, EnvFile } from "../client/wire.ts";
+import { isEnvEntry } from "../core/config.ts";
 import { readUserFile, validateUserFile, writeUserFile } from "../core/user_files.ts";
 import { isSecretReference, schemeOf, type SecretResolver } from "./secrets.ts";
 
@@ -126,15 +127,18 @@ export async function buildEnv(
     problems.push({ key, error: result.error });
     return undefined;
   };
-  for (const [key, value] of Object.entries(options.boxEnv)) {
-    const resolved = await resolve(key, value);
-    if (resolved !== undefined) env[key] = resolved;
-  }
+  // No process can be given a NUL (the spawn fails: "nul byte found in provided data"), whichever layer
+  // it came from: a secret's value, or a layer read without the files' check. The variable is left out.
+  const set = (key: string, value: string | undefined) => {
+    if (value === undefined) return;
+    if (value.includes("\0")) problems.push({ key, error: "its value holds a NUL byte; left out" });
+    else env[key] = value;
+  };
+  for (const [key, value] of Object.entries(options.boxEnv)) set(key, await resolve(key, value));
   Object.assign(env, options.dock);
   // Expansion sees DOCK_* and the daemon's environment (spec 2.5), and earlier config keys.
   for (const [key, value] of Object.entries(options.config)) {
-    const resolved = await resolve(key, isSecretReference(value) ? value : expand(value, env));
-    if (resolved !== undefined) env[key] = resolved;
+    set(key, await resolve(key, isSecretReference(value) ? value : expand(value, env)));
   }
   return { env, problems };
 }
@@ -152,6 +156,33 @@ export function validateEnvFile(value: unknown, file: string, status: 400 | 422 
 /** Reads `env.json`'s variables (missing → none); an invalid file is a 422 naming the file and key. */
 export async function readEnvFile(path: string): Promise<Record<string, string>> {
   return (await readUserFile(path, ENV_FILE, { missing: "default", code: "invalid_env" })).env;
+}
+
+/** Problems of `env.json` already logged, so a file left broken is said once, not at every spawn. */
+const logged = new Set<string>();
+
+/**
+ * `env.json`'s variables for a process about to start: as {@linkcode readEnvFile}, except that a variable
+ * whose value holds a NUL or an unpaired surrogate is left out (and logged, naming the file and the key)
+ * rather than failing the spawn: one such value once made every exec on the box a 500. `GET env` still
+ * refuses the file, naming it.
+ */
+export async function readEnvForProcesses(path: string): Promise<Record<string, string>> {
+  const report = (problems: ConfigProblem[]) => {
+    for (const problem of problems) {
+      const line = `${problem.file}: ${problem.field}: ${problem.message} (left out of every environment)`;
+      if (logged.has(line)) continue;
+      if (logged.size > 1000) logged.clear();
+      logged.add(line);
+      console.error(line);
+    }
+  };
+  const read = await readUserFile(path, ENV_FILE, {
+    missing: "default",
+    code: "invalid_env",
+    drop: { where: isEnvEntry, report },
+  });
+  return read.env;
 }
 
 /** Writes `env.json` atomically (pretty JSON, mode 0600: its values may be secrets). */

@@ -1,5 +1,14 @@
 import { assertEquals, assertRejects } from "../tests/assert.ts";
-import { buildEnv, dockVariables, expand, readEnvFile, slug, validateEnvFile, writeEnvFile } from "./env.ts";
+import {
+  buildEnv,
+  dockVariables,
+  expand,
+  readEnvFile,
+  readEnvForProcesses,
+  slug,
+  validateEnvFile,
+  writeEnvFile,
+} from "./env.ts";
 import { SecretResolver } from "./secrets.ts";
 import { DockError } from "../client/errors.ts";
 import { assertThrows } from "../tests/assert.ts";
@@ -105,6 +114,44 @@ Deno.test("env.json: missing is empty; comments are fine; a misspelt field is re
     ) as DockError;
     assertEquals([error.code, error.status], ["invalid_env", 422]);
   } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("buildEnv leaves out a value holding a NUL, from any layer, and says which", async () => {
+  // A secret whose value holds a NUL: the vault's answer reaches no file check.
+  const secrets = new SecretResolver({ env: (name) => ({ BIN: "a\0b" } as Record<string, string>)[name] });
+  const { env, problems } = await buildEnv({
+    base: { PATH: "/bin" },
+    boxEnv: { FROM_VAULT: "env://BIN", KEPT: "1" },
+    dock: { DOCK_BOX: "b" },
+    config: { RAW: "x\0", ALSO: "$KEPT-2" },
+    secrets,
+  });
+  assertEquals([env.KEPT, env.ALSO, "FROM_VAULT" in env, "RAW" in env], ["1", "1-2", false, false]);
+  assertEquals(problems.map((p) => p.key), ["FROM_VAULT", "RAW"]);
+  assertEquals(JSON.stringify(problems).includes("a\\u0000b"), false);
+});
+
+Deno.test("env.json for a process: a NUL drops that variable, logged once naming file and key; GET env refuses it", async () => {
+  const dir = await Deno.makeTempDir();
+  const errors: string[] = [];
+  const original = console.error;
+  console.error = (line: string) => errors.push(line);
+  try {
+    const path = `${dir}/env.json`;
+    await Deno.writeTextFile(path, '{ "env": { "A": "1", "BAD": "x\\u0000y" } }');
+    assertEquals(await readEnvForProcesses(path), { A: "1" });
+    assertEquals(await readEnvForProcesses(path), { A: "1" });
+    assertEquals(errors.length, 1, errors.join("\n"));
+    assertEquals(errors[0].startsWith(`${path}: env.BAD: must not contain a NUL`), true, errors[0]);
+    const error = await assertRejects(() => readEnvFile(path), DockError, `${path}: env.BAD`) as DockError;
+    assertEquals([error.code, error.status], ["invalid_env", 422]);
+    // Any other problem still refuses the file, for processes too.
+    await Deno.writeTextFile(path, '{ "env": { "9A": "1" } }');
+    await assertRejects(() => readEnvForProcesses(path), DockError, "env.9A");
+  } finally {
+    console.error = original;
     await Deno.remove(dir, { recursive: true });
   }
 });

@@ -1,13 +1,13 @@
 /**
  * The pure parts of flows (spec 2.5, 3.4, 6, 8): which flows an event starts, where they apply, which
- * steps run after a failure, the `{{variables}}` of text fields, and how a `run` command receives them
- * (as environment variables it references, never pasted into the shell text). No I/O here: the engine
- * (`flows.ts`) runs what these decide.
+ * steps run after the step before them, the `{{variables}}` of text fields and webhook URLs (a `run` command's
+ * are `flow_shell.ts`'s). No I/O here: the engine (`flows.ts`) runs what these decide.
  *
  * @module
  */
 import type { DockEvent, FlowConfig } from "../client/wire.ts";
 import { parseDuration } from "../client/duration.ts";
+import { DockError } from "../client/errors.ts";
 
 /** Output kept per step, and what `{{prev.output}}`/`{{steps.ID.output}}` give: the newest characters. */
 export const OUTPUT_CHARS = 4000;
@@ -71,10 +71,34 @@ export function stepTimeoutMs(step: FlowStep): number {
   return Math.min(own ?? STEP_TIMEOUT_MS[step.kind] ?? 60_000, STEP_MAX_MS);
 }
 
-/** Whether a step runs, given whether the flow has failed so far (spec 3.4 rule 4). */
-export function stepRuns(when: FlowStep["when"], failed: boolean): boolean {
+/** A step's status in its run: what the next step's `when` is judged on. */
+export type StepStatus = "succeeded" | "failed" | "skipped";
+
+/**
+ * Whether a step runs (spec 3.4 rule 2), judged on the step right before it in the list as written:
+ * `success` (the default) when it succeeded, `failure` when it failed, `always` regardless. A skipped
+ * step neither succeeded nor failed, so only an `always` step runs after one: a chain of `success`
+ * (or `failure`) steps stops at its first skip. The first step has no step before it: pass
+ * `"succeeded"` (the run's start), so a first `failure` step never runs.
+ */
+export function stepRuns(when: FlowStep["when"], previous: StepStatus): boolean {
   const w = when ?? "success";
-  return w === "always" || (w === "failure") === failed;
+  if (w === "always") return true;
+  return previous === (w === "success" ? "succeeded" : "failed");
+}
+
+/**
+ * Whether a finished run failed (spec 3.4 rule 4): a step failed and no later step handled it. A
+ * `failure` step that runs and succeeds handles every failure before it; an `always` step does not
+ * (it runs whatever happened), and a step failing after a handler fails the run again.
+ */
+export function runFailed(steps: readonly { when?: FlowStep["when"]; status: StepStatus }[]): boolean {
+  let unhandled = false;
+  for (const step of steps) {
+    if (step.status === "failed") unhandled = true;
+    else if (step.status === "succeeded" && step.when === "failure") unhandled = false;
+  }
+  return unhandled;
 }
 
 /** The hourly budget of a flow: its own, else 20 when absent or 0. */
@@ -122,7 +146,9 @@ export function flowStarts(
   return whereMatches(flow.trigger.where as Record<string, unknown> | undefined, place);
 }
 
-const VARIABLE = /\{\{\s*([A-Za-z0-9_.-]+)\s*\}\}/g;
+/** A `{{name}}` in a text field, a URL or a command; the name is its first group. */
+export const VARIABLE_PATTERN = /\{\{\s*([A-Za-z0-9_.-]+)\s*\}\}/;
+const VARIABLE = new RegExp(VARIABLE_PATTERN.source, "g");
 
 /** The value of one variable name in `vars` (an unknown name is empty). */
 export function variable(vars: Record<string, string>, name: string): string {
@@ -134,55 +160,40 @@ export function substitute(text: string, vars: Record<string, string>): string {
   return text.replace(VARIABLE, (_, name: string) => variable(vars, name));
 }
 
+/** Whether a webhook URL holds a `{{variable}}` in its scheme, user, host or port. */
+export function templatedOrigin(url: string): boolean {
+  const authority = /^[^:/?#]*:\/\/([^/?#]*)/.exec(url);
+  return url.split(/[/?#]/, 1)[0].includes("{{") || (authority?.[1] ?? "").includes("{{");
+}
+
 /**
- * A `run` command with each `{{name}}` replaced by a reference to an environment variable that holds
- * the value: a value (a review comment) can never become shell text. The reference fits the quoting it
- * stands in, so it stays one word with nothing expanded in it: `"$V"` outside quotes, `$V` inside double
- * quotes, and inside single quotes (where nothing expands) the quote is closed around a `"$V"`. Returns
- * the command and the variables to add to its environment.
+ * A webhook step's URL: each `{{name}}` of its path, query or fragment becomes its value with every
+ * reserved character percent-encoded, so a value stays one segment or one query value (a `/`, `?`,
+ * `#`, `&` or `@` in it changes nothing else). A variable in the scheme, user, host or port would let
+ * a value choose where the request goes: refused (the config refuses it too).
  */
-export function shellCommand(
-  command: string,
-  vars: Record<string, string>,
-): { command: string; env: Record<string, string> } {
-  const env: Record<string, string> = {};
-  const names = new Map<string, string>();
-  const keyOf = (name: string) => {
-    let key = names.get(name);
-    if (!key) {
-      key = `DOCK_FLOW_VAR_${names.size + 1}`;
-      names.set(name, key);
-      env[key] = variable(vars, name);
-    }
-    return key;
-  };
-  let out = "";
-  let quote: "" | "'" | '"' = "";
-  for (let i = 0; i < command.length;) {
-    const char = command[i];
-    if (char === "{" && command[i + 1] === "{") {
-      const match = new RegExp(VARIABLE.source, "y");
-      match.lastIndex = i;
-      const found = match.exec(command);
-      if (found) {
-        const key = keyOf(found[1]);
-        const reference = `\${${key}}`;
-        out += quote === '"' ? reference : quote === "'" ? `'"${reference}"'` : `"${reference}"`;
-        i += found[0].length;
-        continue;
-      }
-    }
-    if (char === "\\" && quote !== "'") {
-      out += command.slice(i, i + 2); // an escaped character changes no quoting
-      i += 2;
-      continue;
-    }
-    if (quote === "" && (char === "'" || char === '"')) quote = char;
-    else if (char === quote) quote = "";
-    out += char;
-    i++;
+export function webhookUrl(template: string, vars: Record<string, string>): string {
+  if (templatedOrigin(template)) {
+    throw new DockError(
+      "invalid_request",
+      "webhook: a {{variable}} may not stand in the URL's scheme, host or port",
+      { status: 400 },
+    );
   }
-  return { command: out, env };
+  return template.replace(VARIABLE, (_, name: string) => {
+    const value = variable(vars, name);
+    // A whole `.` or `..` segment is a step up even percent-encoded (`%2e%2e`): the URL parser says so.
+    if (value === "." || value === "..") {
+      throw new DockError(
+        "invalid_request",
+        `webhook: {{${name}}} is "${value}", which would leave its path`,
+        {
+          status: 400,
+        },
+      );
+    }
+    return encodeURIComponent(value);
+  });
 }
 
 /** What the variables of a run are made of. */

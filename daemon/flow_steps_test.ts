@@ -1,17 +1,22 @@
-import { assertEquals } from "../tests/assert.ts";
+import { assertEquals, assertThrows } from "../tests/assert.ts";
+import { DockError } from "../client/errors.ts";
 import type { FlowConfig } from "../client/wire.ts";
 import {
   eventTypeMatches,
   flowStarts,
+  type FlowStep,
   flowVariables,
   OUTPUT_CHARS,
+  runFailed,
   runsPerHour,
-  shellCommand,
   stepName,
   stepRuns,
+  type StepStatus,
   stepTimeoutMs,
   substitute,
   tail,
+  templatedOrigin,
+  webhookUrl,
   whereMatches,
 } from "./flow_steps.ts";
 
@@ -32,45 +37,81 @@ Deno.test("flow steps: substitution; an unknown variable is empty", () => {
   assertEquals(substitute("{{constructor}}{{__proto__}}", vars), "");
 });
 
-Deno.test("flow steps: a run command references variables, never holds their text", () => {
-  const vars = { "event.body": "$(rm -rf ~); `x`", "location": "app" };
-  const { command, env } = shellCommand("echo {{event.body}} {{location}} {{event.body}} {{none}}", vars);
+Deno.test("flow steps: a webhook URL takes values in its path and query, encoded, never in its origin", () => {
+  const vars = { "event.pr": "7/../../admin?x=1#y", "event.q": "a&b=c d", "event.host": "evil.example" };
   assertEquals(
-    command,
-    'echo "${DOCK_FLOW_VAR_1}" "${DOCK_FLOW_VAR_2}" "${DOCK_FLOW_VAR_1}" "${DOCK_FLOW_VAR_3}"',
+    webhookUrl("https://ci.example/hook/{{event.pr}}?q={{event.q}}&n={{none}}", vars),
+    "https://ci.example/hook/7%2F..%2F..%2Fadmin%3Fx%3D1%23y?q=a%26b%3Dc%20d&n=",
   );
-  assertEquals(env, { DOCK_FLOW_VAR_1: "$(rm -rf ~); `x`", DOCK_FLOW_VAR_2: "app", DOCK_FLOW_VAR_3: "" });
+  assertEquals(
+    new URL(webhookUrl("https://ci.example/a/{{event.pr}}/b", vars)).pathname.split("/").length,
+    4,
+  );
+  for (const template of ["https://{{event.host}}/x", "http://ci.example:{{event.pr}}/", "{{event.host}}"]) {
+    assertThrows(() => webhookUrl(template, vars), DockError, "scheme, host or port");
+  }
+  assertThrows(() => webhookUrl("https://ci.example/a/{{x}}/b", { x: ".." }), DockError, "leave its path");
+  assertEquals(templatedOrigin("https://user:{{t}}@ci.example/"), true);
+  assertEquals(templatedOrigin("https://ci.example/{{t}}"), false);
 });
 
-Deno.test("flow steps: a variable inside quotes stays one word and expands nothing, as sh runs it", async () => {
-  const value = "a  b * $(echo no) `x` \\ ' \" $HOME";
-  const vars = { "event.body": value, "location": "app" };
-  const cases: [string, string[]][] = [
-    ["printf '%s\\n' {{event.body}}", [value]],
-    ["printf '%s\\n' \"said: {{event.body}} in {{location}}\"", [`said: ${value} in app`]],
-    ["printf '%s\\n' 'said: {{event.body}}!'", [`said: ${value}!`]],
-    ['printf \'%s\\n\' "\\"{{location}}\\"" x{{location}}y', ['"app"', "xappy"]],
+Deno.test("flow steps: when is judged on the previous step (spec 3.4 rule 2), every pair", () => {
+  // Spec: "`success` runs when the previous step succeeded, `failure` when it failed, `always`
+  // regardless." A skipped previous step neither succeeded nor failed.
+  const table: [FlowStep["when"], StepStatus, boolean][] = [
+    [undefined, "succeeded", true],
+    [undefined, "failed", false],
+    [undefined, "skipped", false],
+    ["success", "succeeded", true],
+    ["success", "failed", false],
+    ["success", "skipped", false],
+    ["failure", "succeeded", false],
+    ["failure", "failed", true],
+    ["failure", "skipped", false],
+    ["always", "succeeded", true],
+    ["always", "failed", true],
+    ["always", "skipped", true],
   ];
-  for (const [template, lines] of cases) {
-    const { command, env } = shellCommand(template, vars);
-    const output = await new Deno.Command("/bin/sh", { args: ["-c", command], env, stdout: "piped" })
-      .output();
-    assertEquals(
-      new TextDecoder().decode(output.stdout),
-      lines.map((line) => `${line}\n`).join(""),
-      template,
-    );
+  for (const [when, previous, runs] of table) {
+    assertEquals(stepRuns(when, previous), runs, `when ${when ?? "(default)"} after a step ${previous}`);
   }
 });
 
-Deno.test("flow steps: when selects steps by whether the flow has failed", () => {
-  assertEquals(stepRuns(undefined, false), true);
-  assertEquals(stepRuns(undefined, true), false);
-  assertEquals(stepRuns("success", true), false);
-  assertEquals(stepRuns("failure", false), false);
-  assertEquals(stepRuns("failure", true), true);
-  assertEquals(stepRuns("always", true), true);
-  assertEquals(stepRuns("always", false), true);
+/** Runs `whens` as the engine does, each step ending as `outcomes` says when it runs. */
+function judge(whens: FlowStep["when"][], outcomes: ("succeeded" | "failed")[]) {
+  let previous: StepStatus = "succeeded";
+  const steps = whens.map((when, i) => {
+    previous = stepRuns(when, previous) ? outcomes[i] : "skipped";
+    return { when, status: previous };
+  });
+  return { statuses: steps.map((s) => s.status), failed: runFailed(steps) };
+}
+
+Deno.test("flow steps: the issue's cases and the run's status (spec 3.4 rule 4)", () => {
+  // A failed step handled by a `failure` step: the next `success` step runs (the step before it succeeded).
+  assertEquals(judge([undefined, "failure", "success"], ["failed", "succeeded", "succeeded"]), {
+    statuses: ["failed", "succeeded", "succeeded"],
+    failed: false,
+  });
+  // A `failure` step after a successful `always` step does not run, though an earlier step failed.
+  assertEquals(judge([undefined, "always", "failure"], ["failed", "succeeded", "succeeded"]), {
+    statuses: ["failed", "succeeded", "skipped"],
+    failed: true, // no later step handled the failure: `always` is not a handler
+  });
+  // Nothing failed: the failure step is skipped, and so is the success step right after the skip.
+  assertEquals(
+    judge([undefined, "failure", "success", "always"], ["succeeded", "succeeded", "succeeded", "succeeded"]),
+    {
+      statuses: ["succeeded", "skipped", "skipped", "succeeded"],
+      failed: false,
+    },
+  );
+  // The first step has no step before it: a first `failure` step never runs.
+  assertEquals(judge(["failure", "always"], ["succeeded", "succeeded"]).statuses, ["skipped", "succeeded"]);
+  // A handler that fails leaves the run failed; a step failing after a handler fails it again.
+  assertEquals(judge([undefined, "failure"], ["failed", "failed"]).failed, true);
+  assertEquals(judge([undefined, "failure", "always"], ["failed", "succeeded", "failed"]).failed, true);
+  assertEquals(judge([undefined, "failure", "always"], ["failed", "succeeded", "succeeded"]).failed, false);
 });
 
 Deno.test("flow steps: event matching: type, prefix, *; never before: or flow.*", () => {

@@ -46,14 +46,17 @@ import {
   flowStarts,
   type FlowStep,
   flowVariables,
+  runFailed,
   runsPerHour,
-  shellCommand,
   stepName,
   stepRuns,
+  type StepStatus,
   stepTimeoutMs,
   substitute,
   tail,
+  webhookUrl,
 } from "./flow_steps.ts";
+import { shellCommand } from "./flow_shell.ts";
 import type { Exec } from "./exec.ts";
 import type { Locations } from "./locations.ts";
 import type { Sessions } from "./sessions.ts";
@@ -517,16 +520,19 @@ export class Flows {
       });
       const steps: FlowStepRun[] = [];
       const done: { name: string; exit_code?: number; output?: string }[] = [];
-      let failed = false;
-      let unhandled = false;
+      // What the next step's `when` is judged on (spec 3.4 rule 2); the run's start counts as a success.
+      let previous: StepStatus = "succeeded";
+      const judged: { when?: FlowStep["when"]; status: StepStatus }[] = [];
       let reason: string | undefined;
       const state: RunState = {};
       for (const [index, raw] of flow.steps.entries()) {
         const step = raw as unknown as FlowStep;
         const name = stepName(step, index);
         if (this.#closing.signal.aborted) return run; // interrupted: close() marked it
-        if (!stepRuns(step.when, failed)) {
+        if (!stepRuns(step.when, previous)) {
           steps.push({ id: name, kind: step.kind, status: "skipped" });
+          previous = "skipped";
+          judged.push({ when: step.when, status: previous });
           continue;
         }
         const vars = flowVariables({
@@ -555,18 +561,14 @@ export class Flows {
           ...(output !== undefined ? { output } : {}),
           ...(outcome.error ? { error: outcome.error } : {}),
         });
+        previous = outcome.ok ? "succeeded" : "failed";
+        judged.push({ when: step.when, status: previous });
         if (!outcome.ok) {
-          failed = true;
-          unhandled = true;
           reason = `step ${name} (${step.kind}) failed${outcome.error ? `: ${outcome.error}` : ""}`;
-        } else if (unhandled && step.when === "failure") {
-          // Handled (spec 3.4 rule 4): the run succeeds, but steps for success still do not run after it.
-          unhandled = false;
-          reason = undefined;
-        }
+        } else if (!runFailed(judged)) reason = undefined; // handled (spec 3.4 rule 4)
         this.#o.store.run("UPDATE flow_runs SET steps = ? WHERE id = ?", JSON.stringify(steps), run.id);
       }
-      const status: FlowRunStatus = unhandled ? "failed" : "succeeded";
+      const status: FlowRunStatus = runFailed(judged) ? "failed" : "succeeded";
       this.#o.store.run(
         "UPDATE flow_runs SET status = ?, reason = ?, end = ?, steps = ? WHERE id = ? AND status = 'running'",
         status,
@@ -652,8 +654,11 @@ export class Flows {
       }
       case "prompt": {
         const session = this.#session(step, place, context.state);
+        // Never typed into a permission prompt: text from a flow (an event's, a forge comment's) would
+        // answer it for the person. The box checks it in the same step as the typing.
         await this.#o.sessions.send(session, substitute(step.text!, vars), true, origin, {
           key: `flow-${context.run}-${name}`,
+          unlessWaiting: "permission",
         });
         return { ok: true, output: "" };
       }
@@ -681,7 +686,7 @@ export class Flows {
         return { ok: true, output: text };
       }
       case "webhook": {
-        const url = substitute(step.url!, vars);
+        const url = webhookUrl(step.url!, vars);
         const body = step.text === undefined ? JSON.stringify(vars) : substitute(step.text, vars);
         const response = await fetch(url, {
           method: "POST",

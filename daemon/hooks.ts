@@ -20,6 +20,7 @@ import type { DockEvent, HookConfig, Worktree } from "../client/wire.ts";
 import { DockError } from "../client/errors.ts";
 import type { EventBus } from "../core/events.ts";
 import {
+  DOCK_SETTINGS,
   eventVariables,
   type ExtraHook,
   extraShellHooksFor,
@@ -160,7 +161,8 @@ export class Hooks extends HooksHost {
       if (STDIN_ONLY.has(key)) continue;
       if (typeof value === "string" || typeof value === "number" || typeof value === "boolean") {
         const name = fieldVariable(key);
-        if (!(name in base)) env[name] = String(value);
+        // Never over what is set above or over one of dock's own settings (see DOCK_SETTINGS).
+        if (!(name in env) && !DOCK_SETTINGS.has(name)) env[name] = String(value);
       }
     }
     const stdin = JSON.stringify({

@@ -6,9 +6,11 @@
  * - Claude Code: the four skills in its user skills folder, four hooks in its `settings.json`, and dock's
  *   MCP server (`dock mcp`, or `dockd mcp` on a box) as a user-scope server in `~/.claude.json`.
  * - Cursor: one `stop` hook appended to `~/.cursor/hooks.json`, the MCP server in `~/.cursor/mcp.json`.
- * - Codex: the skills in `~/.agents/skills/`, an older copy in `$CODEX_HOME/skills/` removed, and the
- *   `notify` line and the `[mcp_servers.dock]` table returned for the person to add (dock never edits
- *   Codex's TOML).
+ * - Codex: the skills in `~/.agents/skills/`, an older copy in `$CODEX_HOME/skills/` removed, five
+ *   lifecycle hooks in `$CODEX_HOME/hooks.json` (Codex runs them once the person trusts them in its
+ *   `/hooks` screen), and the `notify` line and the `[mcp_servers.dock]` table returned for the person to
+ *   add (dock never edits Codex's TOML).
+ * - Gemini CLI: four hooks in `~/.gemini/settings.json` (its `hooks`, Claude's shape).
  *
  * Settings files belong to the person and are edited in place (`tool_settings.ts`); skills are written
  * by `skills.ts`. Running an install twice changes nothing the second time.
@@ -27,7 +29,14 @@ import {
 import { SKILLS } from "../skills/mod.ts";
 import { exists, readTextOrNull } from "../core/files.ts";
 import { installSkills, isDockSkill } from "./skills.ts";
-import { claudeDir, claudeStateFile, codexHomeDir, cursorDir, type HomeOptions } from "./tool_homes.ts";
+import {
+  claudeDir,
+  claudeStateFile,
+  codexHomeDir,
+  cursorDir,
+  geminiDir,
+  type HomeOptions,
+} from "./tool_homes.ts";
 import { arrayField, edit, objectField, parseObject, readJsonObject, saveJson } from "./tool_settings.ts";
 
 // Wire types (the CLI prints them); re-exported for the CLI, which loads this module only when it runs.
@@ -37,6 +46,12 @@ export type { FileChange, IntegrationTool };
 export interface IntegrationOptions extends HomeOptions {
   /** The shell command hooks run, e.g. `/usr/local/bin/dock hook`; `<tool> <event>` is appended. */
   hookCommand: string;
+  /**
+   * dock's MCP server as argv (`dockd mcp` on a box). Default: the hook command's program with `mcp`,
+   * which on a box run from a checkout is the laptop's `dock mcp`, seeing no box (the real Claude Code
+   * listed no session through it).
+   */
+  mcpCommand?: string[];
 }
 
 /** What installing one tool's integration did. */
@@ -56,6 +71,16 @@ export interface IntegrationResult {
 /** The Claude Code hook events dock listens to (spec 1, rule 1). */
 const CLAUDE_EVENTS = ["Stop", "Notification", "SessionStart", "UserPromptSubmit"] as const;
 
+/**
+ * Codex's lifecycle hooks dock listens to (`hooks.json`, Claude's shape, Codex 0.169): without them Codex
+ * reports only the end of a turn (`notify`). `PermissionRequest` is its approval prompt; `Interrupt` an
+ * Esc mid-turn.
+ */
+const CODEX_EVENTS = ["SessionStart", "UserPromptSubmit", "PermissionRequest", "Stop", "Interrupt"] as const;
+
+/** Gemini CLI's hook events dock listens to (`settings.json` `hooks`); `Notification` is its tool permission. */
+const GEMINI_EVENTS = ["SessionStart", "BeforeAgent", "AfterAgent", "Notification"] as const;
+
 /** Seconds a tool waits for `dock hook`; it returns in milliseconds, this only bounds a wedged one. */
 const HOOK_TIMEOUT = 10;
 
@@ -71,6 +96,8 @@ export async function installIntegration(
       return await installCursor(options);
     case "codex":
       return await installCodex(options);
+    case "gemini":
+      return await installGemini(options);
     default:
       throw new DockError("usage", `unknown tool '${tool}': expected ${INTEGRATION_TOOLS.join(", ")} or all`);
   }
@@ -153,25 +180,15 @@ async function installClaude(options: IntegrationOptions): Promise<IntegrationRe
   const settings = join(dir, "settings.json");
   // Work out the edits first, so a refused file leaves no half install behind.
   const current = await readJsonObject(settings);
-  const mcp = mcpArgv(options.hookCommand);
+  const mcp = options.mcpCommand ?? mcpArgv(options.hookCommand);
   const server = mcp && await planMcpServer(claudeStateFile(options), mcp, { typed: true });
-  let text = current.text;
-  for (const event of CLAUDE_EVENTS) {
-    const command = `${options.hookCommand} claude ${event}`;
-    const hooks = objectField(parseObject(text), "hooks", settings, "hooks");
-    const groups = arrayField(hooks, event, settings, `hooks.${event}`);
-    const found = findClaudeHook(groups ?? []);
-    if (found) {
-      const [group, index, hook] = found;
-      const path = ["hooks", event, group, "hooks", index];
-      if (hook.type !== "command") text = edit(text, [...path, "type"], "command");
-      if (hook.command !== command) text = edit(text, [...path, "command"], command);
-      if (hook.timeout !== HOOK_TIMEOUT) text = edit(text, [...path, "timeout"], HOOK_TIMEOUT);
-    } else {
-      const entry = { matcher: "", hooks: [{ type: "command", command, timeout: HOOK_TIMEOUT }] };
-      text = edit(text, ["hooks", event, -1], entry);
-    }
-  }
+  const text = withHooks(current.text, settings, {
+    tool: "claude",
+    events: CLAUDE_EVENTS,
+    hookCommand: options.hookCommand,
+    timeout: HOOK_TIMEOUT,
+    group: { matcher: "" },
+  });
   const skills = await installSkills({ ...options, agent: "claude", target: "user" });
   const files = skillFiles(skills);
   const notes = skippedNotes(skills);
@@ -201,7 +218,7 @@ async function installCursor(options: IntegrationOptions): Promise<IntegrationRe
     // Appended after the person's own stop hooks (spec 1, rule 2): theirs keep running first.
     text = edit(text, ["hooks", "stop", -1], { command, timeout: HOOK_TIMEOUT });
   }
-  const mcp = mcpArgv(options.hookCommand);
+  const mcp = options.mcpCommand ?? mcpArgv(options.hookCommand);
   const server = mcp && await planMcpServer(join(cursorDir(options), "mcp.json"), mcp, { typed: false });
   const files = [await saveJson(file, current, text)];
   if (server) files.push(await server.save());
@@ -212,10 +229,27 @@ async function installCursor(options: IntegrationOptions): Promise<IntegrationRe
 }
 
 async function installCodex(options: IntegrationOptions): Promise<IntegrationResult> {
+  const codexHome = codexHomeDir(options);
+  const hooksFile = join(codexHome, "hooks.json");
+  const hooksJson = await readJsonObject(hooksFile);
+  const hooksText = withHooks(hooksJson.text, hooksFile, {
+    tool: "codex",
+    events: CODEX_EVENTS,
+    hookCommand: options.hookCommand,
+    timeout: HOOK_TIMEOUT,
+    group: {},
+  });
   const skills = await installSkills({ ...options, agent: "codex", target: "user" });
   const files = skillFiles(skills);
   const notes = skippedNotes(skills);
-  const codexHome = codexHomeDir(options);
+  const hooks = await saveJson(hooksFile, hooksJson, hooksText);
+  files.push(hooks);
+  if (hooks.action !== "unchanged") {
+    // Codex skips a new or changed hook, without a word, until the person trusts it.
+    notes.push(
+      `open /hooks in Codex and trust dock's hooks in ${hooksFile}: Codex runs no hook it was not told to trust`,
+    );
+  }
   // Older dock versions wrote skills into $CODEX_HOME/skills, which Codex still reads (deprecated),
   // so every skill would be listed twice. Only our own copies go; anything else there is the person's.
   for (const skill of SKILLS) {
@@ -243,7 +277,7 @@ async function installCodex(options: IntegrationOptions): Promise<IntegrationRes
   } else {
     notes.push(`add this line to ${configPath}, at the top level (above the first [table]):`);
   }
-  const mcp = mcpArgv(options.hookCommand);
+  const mcp = options.mcpCommand ?? mcpArgv(options.hookCommand);
   const table = mcp && codexMcpTable(mcp);
   if (table && !config.includes("[mcp_servers.dock]")) {
     notes.push(`and, for dock's MCP server, this table at the end of ${configPath}:\n${table}`);
@@ -251,16 +285,77 @@ async function installCodex(options: IntegrationOptions): Promise<IntegrationRes
   return { tool: "codex", files, notes, notify };
 }
 
+/** Gemini CLI: dock's hooks in its user `settings.json` (timeouts there are in milliseconds). */
+async function installGemini(options: IntegrationOptions): Promise<IntegrationResult> {
+  const settings = join(geminiDir(options), "settings.json");
+  const current = await readJsonObject(settings);
+  const text = withHooks(current.text, settings, {
+    tool: "gemini",
+    events: GEMINI_EVENTS,
+    hookCommand: options.hookCommand,
+    timeout: HOOK_TIMEOUT * 1000,
+    group: {},
+    name: "dock",
+  });
+  const files = [await saveJson(settings, current, text)];
+  const notes = files.every((f) => f.action === "unchanged") ? [] : ["restart Gemini CLI to load the hooks"];
+  return { tool: "gemini", files, notes };
+}
+
+/** What {@linkcode withHooks} adds: one command hook per event, in Claude's shape of hooks file. */
+interface HookPlan {
+  tool: IntegrationTool;
+  events: readonly string[];
+  hookCommand: string;
+  /** In the tool's own unit. */
+  timeout: number;
+  /** Fields of a new matcher group besides `hooks` (Claude's `matcher: ""`). */
+  group: Record<string, unknown>;
+  /** The hook's `name`, for tools that show one. */
+  name?: string;
+}
+
+/**
+ * `text` (a settings file in Claude's hooks shape: event → matcher groups → `hooks`) with dock's hook on
+ * each event: ours brought up to date where found, else a group appended after the person's own.
+ */
+function withHooks(text: string, file: string, plan: HookPlan): string {
+  for (const event of plan.events) {
+    const command = `${plan.hookCommand} ${plan.tool} ${event}`;
+    const hooks = objectField(parseObject(text), "hooks", file, "hooks");
+    const groups = arrayField(hooks, event, file, `hooks.${event}`);
+    const found = findHook(groups ?? [], plan.tool);
+    const wanted: Record<string, unknown> = {
+      ...(plan.name ? { name: plan.name } : {}),
+      type: "command",
+      command,
+      timeout: plan.timeout,
+    };
+    if (found) {
+      const [group, index, hook] = found;
+      for (const [key, value] of Object.entries(wanted)) {
+        if (hook[key] !== value) text = edit(text, ["hooks", event, group, "hooks", index, key], value);
+      }
+    } else {
+      text = edit(text, ["hooks", event, -1], { ...plan.group, hooks: [wanted] });
+    }
+  }
+  return text;
+}
+
 /** Our own hook entry: its command runs ` hook <tool> ` (whatever the path to dock was then). */
 function isOurs(entry: unknown, tool: IntegrationTool): entry is Record<string, unknown> {
   return isRecord(entry) && typeof entry.command === "string" && entry.command.includes(` hook ${tool} `);
 }
 
-function findClaudeHook(groups: unknown[]): [number, number, Record<string, unknown>] | null {
+function findHook(
+  groups: unknown[],
+  tool: IntegrationTool,
+): [number, number, Record<string, unknown>] | null {
   for (const [g, group] of groups.entries()) {
     if (!isRecord(group) || !Array.isArray(group.hooks)) continue;
     for (const [h, hook] of group.hooks.entries()) {
-      if (isOurs(hook, "claude")) return [g, h, hook];
+      if (isOurs(hook, tool)) return [g, h, hook];
     }
   }
   return null;
@@ -272,6 +367,8 @@ async function toolAbsence(tool: IntegrationTool, options: IntegrationOptions): 
     ? claudeDir(options)
     : tool === "cursor"
     ? cursorDir(options)
+    : tool === "gemini"
+    ? geminiDir(options)
     : codexHomeDir(options);
   if (await exists(folder)) return null;
   // Cursor's CLI is also called plain `agent`, too common a name to take as proof; it keeps ~/.cursor.

@@ -277,6 +277,62 @@ test("codex: skills in ~/.agents/skills, our old copy in CODEX_HOME removed, a f
   assertEquals(await snapshot(home), before);
 });
 
+test("codex: lifecycle hooks in hooks.json, the person's own kept; the note says to trust them", async () => {
+  const home = await tempHome();
+  const file = join(home, ".codex/hooks.json");
+  await Deno.mkdir(join(home, ".codex"));
+  const mine = { hooks: [{ type: "command", command: "/usr/bin/true" }] };
+  await Deno.writeTextFile(file, JSON.stringify({ hooks: { Stop: [mine] } }, null, 2));
+  const result = await installIntegration("codex", { home, env: {}, hookCommand: HOOK });
+  const hooks = (await readJson(file)).hooks as Record<string, unknown[]>;
+  assertEquals(Object.keys(hooks).sort(), [
+    "Interrupt",
+    "PermissionRequest",
+    "SessionStart",
+    "Stop",
+    "UserPromptSubmit",
+  ]);
+  assertEquals(hooks.Stop, [mine, {
+    hooks: [{ type: "command", command: `${HOOK} codex Stop`, timeout: 10 }],
+  }]);
+  assert(result.notes.some((n) => n.includes("/hooks")), result.notes.join("\n"));
+  const before = await snapshot(home);
+  const again = await installIntegration("codex", { home, env: {}, hookCommand: HOOK });
+  // Codex asks to trust a changed hook again: a second install must leave the file byte-identical.
+  assertEquals(await snapshot(home), before);
+  assert(!again.notes.some((n) => n.includes("/hooks")));
+});
+
+test("gemini: four hooks in ~/.gemini/settings.json, timeouts in milliseconds, other settings kept", async () => {
+  const home = await tempHome();
+  const file = join(home, ".gemini/settings.json");
+  await Deno.mkdir(join(home, ".gemini"));
+  await Deno.writeTextFile(file, '{\n  "security": { "auth": { "selectedType": "gemini-api-key" } }\n}\n');
+  await installIntegration("gemini", { home, env: {}, hookCommand: HOOK });
+  const settings = await readJson(file);
+  assertEquals(settings.security, { auth: { selectedType: "gemini-api-key" } });
+  const hooks = settings.hooks as Record<string, unknown[]>;
+  assertEquals(Object.keys(hooks).sort(), ["AfterAgent", "BeforeAgent", "Notification", "SessionStart"]);
+  assertEquals(hooks.AfterAgent, [{
+    hooks: [{ name: "dock", type: "command", command: `${HOOK} gemini AfterAgent`, timeout: 10_000 }],
+  }]);
+  const before = await snapshot(home);
+  await installIntegration("gemini", { home, env: {}, hookCommand: HOOK });
+  assertEquals(await snapshot(home), before);
+});
+
+test("mcpCommand: the MCP server registered is the one given, not derived from the hook command", async () => {
+  const home = await tempHome();
+  await installIntegration("claude", {
+    home,
+    env: {},
+    hookCommand: HOOK,
+    mcpCommand: ["/opt/dock/bin/dockd", "mcp"],
+  });
+  const servers = (await readJson(join(home, ".claude.json"))).mcpServers as Record<string, unknown>;
+  assertEquals(servers.dock, { type: "stdio", command: "/opt/dock/bin/dockd", args: ["mcp"] });
+});
+
 test("codex: CODEX_HOME defaults to ~/.codex", async () => {
   const home = await tempHome();
   const old = join(home, ".codex/skills/dock-preview");
@@ -296,7 +352,7 @@ test("installAll: installs the tools found here and skips the others", async () 
   assertEquals(results.map((r) => [r.tool, !!r.skipped]), [["claude", true], ["cursor", false], [
     "codex",
     false,
-  ]]);
+  ], ["gemini", true]]);
   assert(!await exists(join(home, ".claude")));
   assert(await exists(join(home, ".cursor/hooks.json")));
   assert(await exists(join(home, ".agents/skills/dock/SKILL.md")));
@@ -308,7 +364,7 @@ test("installAll: a refused file fails only its own tool", async () => {
   await Deno.mkdir(join(home, ".cursor"));
   await Deno.writeTextFile(join(home, ".cursor/hooks.json"), "{oops");
   const results = await installAll({ home, env: {}, hookCommand: HOOK });
-  assertEquals(results.map((r) => r.tool), ["claude", "cursor", "codex"]);
+  assertEquals(results.map((r) => r.tool), ["claude", "cursor", "codex", "gemini"]);
   assert(!results[0].error && !results[0].skipped);
   assertStringIncludes(results[1].error ?? "", join(home, ".cursor/hooks.json"));
   assert(results[2].skipped);

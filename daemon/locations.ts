@@ -125,7 +125,8 @@ export class Locations {
     const errors: ConfigProblem[] = [];
     let repo: DockConfig | null = null;
     try {
-      repo = await readRepoConfig(location.path);
+      // A NUL in one `env` value costs that variable (reported below), not the whole file.
+      repo = await readRepoConfig(location.path, { onDropped: (problems) => errors.push(...problems) });
     } catch (error) {
       if (!(error instanceof ConfigError)) throw error;
       errors.push(...error.problems);

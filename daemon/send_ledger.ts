@@ -2,7 +2,9 @@
  * The send ledger: idempotency keys of prompts typed into sessions (`POST sessions/{name}/send` with
  * `key`, the `send_keys` table). A keyed prompt is typed at most once: its key is recorded before the
  * text may reach the terminal, and a repeat with the same key replays the first outcome (the session as
- * it was answered, or the same error) or waits for it while it is still being typed.
+ * it was answered, or the same error) or waits for it while it is still being typed. Keystrokes and
+ * answers (`POST sessions/{name}/keys` and `answer`) are kept here too, under keys of their own
+ * (`ledgerKey` in `sessions.ts`), with their own answer as the outcome.
  *
  * When the daemon stopped while typing it (a kill -9, a crash), the key is found without an outcome. A
  * send recorded `resumable` (its typing leaves a trace that tells how far it got: `Tmux.pasteOnce`)
@@ -41,7 +43,7 @@ interface SendKeyRow {
 export class SendLedger {
   #store: Store;
   /** Keyed sends being typed now, so a repeat waits for the same outcome. */
-  #sending = new Map<string, Promise<Session>>();
+  #sending = new Map<string, Promise<unknown>>();
   #sinceKeyPrune = 0;
 
   constructor(store: Store) {
@@ -61,20 +63,20 @@ export class SendLedger {
    * the send can be finished from where it stands by `resume`: a repeat that finds it unsettled (the
    * daemon stopped) calls `resume` instead of refusing.
    */
-  async once(
+  async once<T = Session>(
     key: string,
     session: string,
-    send: (commit: (options?: { resumable?: boolean }) => void) => Promise<Session>,
-    resume?: () => Promise<Session>,
-  ): Promise<Session> {
-    const inFlight = this.#sending.get(key);
+    send: (commit: (options?: { resumable?: boolean }) => void) => Promise<T>,
+    resume?: () => Promise<T>,
+  ): Promise<T> {
+    const inFlight = this.#sending.get(key) as Promise<T> | undefined;
     if (inFlight) return await inFlight;
     const row = this.#row(key);
-    let sending: Promise<Session>;
+    let sending: Promise<T>;
     if (!row) sending = this.#settled(key, session, send);
     else if (row.state === "resumable" && row.session === session && resume) {
       sending = this.#settled(key, session, resume, { recorded: true });
-    } else return replay(row, session);
+    } else return replay<T>(row, session);
     // Registered synchronously, before any await, so a concurrent repeat finds it.
     this.#sending.set(key, sending);
     try {
@@ -84,12 +86,12 @@ export class SendLedger {
     }
   }
 
-  async #settled(
+  async #settled<T>(
     key: string,
     session: string,
-    send: (commit: (options?: { resumable?: boolean }) => void) => Promise<Session>,
+    send: (commit: (options?: { resumable?: boolean }) => void) => Promise<T>,
     options: { recorded?: boolean } = {},
-  ): Promise<Session> {
+  ): Promise<T> {
     let committed = options.recorded ?? false;
     try {
       const answer = await send((commitOptions = {}) => {
@@ -147,7 +149,7 @@ export class SendLedger {
 }
 
 /** The outcome a repeated send key gets: the first answer, the same error, or why there is none. */
-function replay(row: SendKeyRow, name: string): Session {
+function replay<T>(row: SendKeyRow, name: string): T {
   if (row.session !== name) {
     throw new DockError(
       "key_conflict",
@@ -155,7 +157,7 @@ function replay(row: SendKeyRow, name: string): Session {
       { status: 409, detail: { field: "key" } },
     );
   }
-  if (row.state === "done") return JSON.parse(row.outcome!) as Session;
+  if (row.state === "done") return JSON.parse(row.outcome!) as T;
   if (row.state === "failed") {
     const { status, error: { code, message, ...detail } } = JSON.parse(row.outcome!) as {
       status: ErrorStatus;

@@ -17,6 +17,9 @@ import { DockError, notFound } from "../client/errors.ts";
 import type {
   AgentPreset,
   AgentState,
+  AnswerResult,
+  KeysResult,
+  PermissionAnswer,
   Session,
   SessionCreate,
   WaitingReason,
@@ -24,6 +27,7 @@ import type {
   Worktree,
 } from "../client/wire.ts";
 import { agentArgs, availableAgents } from "./agents.ts";
+import { answerKeys, answerTool } from "./answers.ts";
 import type { AgentStates } from "./agent_state.ts";
 import type { EventBus } from "../core/events.ts";
 import type { ExitWatcher } from "./exit_watcher.ts";
@@ -76,6 +80,7 @@ export interface SessionsOptions {
     | "capture"
     | "paste"
     | "pasteOnce"
+    | "typeKeys"
     | "pressEnter"
     | "dropSlot"
     | "writeConfig"
@@ -104,7 +109,21 @@ export class Sessions {
     options.store.addColumn("sessions", "seen TEXT"); // a box made before review
     this.#checks = new TurnChecks({
       tmux: options.tmux,
-      states: options.states,
+      // No tool reports an interrupted turn: the box decides it, and announces it as a hook's report
+      // would be, or the app (and hooks, notices) learned of it only at their next reload.
+      states: {
+        set: (name, state, setting) => {
+          const changed = options.states.set(name, state, setting);
+          if (changed && state === "waiting") {
+            options.bus.publish({
+              type: "agent.waiting",
+              origin: "dock",
+              data: { session: name, reason: setting.reason ?? null, cause: setting.cause },
+            });
+          }
+          return changed;
+        },
+      },
       row: (name) => {
         const row = this.#row(name);
         return row
@@ -301,23 +320,192 @@ export class Sessions {
 
   /**
    * Types a prompt: one pasted block, then Enter unless `enter` is false. Never logs the text. With
-   * `key` (an idempotency key) the prompt is typed at most once per key (see `send_ledger.ts`).
+   * `key` (an idempotency key) the prompt is typed at most once per key (see `send_ledger.ts`). With
+   * `unlessWaiting: "permission"`, an agent waiting on a permission prompt refuses it (409
+   * `permission_prompt`): checked in the step that types, so no state change slips in between.
+   *
+   * A session's sends go one at a time, in order: a send's check and its typing are not interleaved
+   * with another send's typing (which could raise the prompt the check looked for).
    */
-  async send(
+  send(
     name: string,
     text: string,
     enter: boolean,
     origin: string,
-    options: { key?: string } = {},
+    options: { key?: string; unlessWaiting?: "permission" } = {},
   ): Promise<Session> {
-    const key = options.key;
-    if (key === undefined) return await this.#send(name, text, enter, origin, () => {});
+    return this.#inLane(name, () => this.#sendNow(name, text, enter, origin, options));
+  }
+
+  /**
+   * Types keystrokes (`POST sessions/{name}/keys`): each entry one character, typed literally, or a named
+   * key (`KEY_NAMES`), never a paste, in the same line as the session's sends. Never logs or announces
+   * the keys. Enter counts as input submitted and Esc or Ctrl-C as an interrupt, as typed through attach.
+   * With `key`, typed at most once per key (as `send`).
+   */
+  keys(
+    name: string,
+    keys: readonly string[],
+    origin: string,
+    options: { key?: string } = {},
+  ): Promise<KeysResult> {
+    return this.#inLane(name, () =>
+      this.#keystrokes(name, origin, {
+        key: options.key === undefined ? undefined : ledgerKey("keys", options.key),
+        choose: () => Promise.resolve(keys),
+        after: (at) => {
+          if (keys.includes("Enter")) this.#submitted(name, at);
+          if (keys.includes("Escape") || keys.includes("C-c")) this.interrupted(name);
+        },
+        announce: { type: "session.keys", data: { session: name, typed: keys.length } },
+        shape: (result) => result,
+      }));
+  }
+
+  /**
+   * Answers the agent's permission prompt (`POST sessions/{name}/answer`) with the keys its tool takes
+   * for `answer` (`answers.ts`). 409 `not_waiting_permission` unless the agent waits on a permission
+   * prompt, checked in the step that types (in the session's line, nothing awaited between the check and
+   * tmux's command but the read of the screen that shows the options). With `key`, typed at most once.
+   */
+  answer(
+    name: string,
+    answer: PermissionAnswer,
+    origin: string,
+    options: { key?: string } = {},
+  ): Promise<AnswerResult> {
+    return this.#inLane(name, () =>
+      this.#keystrokes(name, origin, {
+        key: options.key === undefined ? undefined : ledgerKey("answer", options.key),
+        choose: async (session, fresh) => {
+          if (!fresh) return answerKeys(session, answer);
+          if (session.agent_state !== "waiting" || session.reason !== "permission") {
+            throw new DockError(
+              "not_waiting_permission",
+              `session '${name}' is ${session.agent_state}${
+                session.reason ? ` (${session.reason})` : ""
+              }, not waiting on a permission prompt: nothing was typed`,
+              {
+                status: 409,
+                detail: { session: name, agent_state: session.agent_state, reason: session.reason },
+              },
+            );
+          }
+          answerKeys(session, answer); // 422 for a tool the table does not know, before reading the screen
+          const screen = await this.#o.tmux.capture(name, 0);
+          const now = this.get(name);
+          if (now.agent_state !== "waiting" || now.reason !== "permission") {
+            throw new DockError(
+              "not_waiting_permission",
+              `session '${name}' stopped waiting: nothing was typed`,
+              {
+                status: 409,
+                detail: { session: name, agent_state: now.agent_state, reason: now.reason },
+              },
+            );
+          }
+          return answerKeys(now, answer, screen);
+        },
+        // An answer is input to the agent: a turn goes on (or, for a denial, ends: the pane is checked).
+        after: (at) => {
+          const row = this.#row(name);
+          if (row?.agent && !row.exited) this.#inputStartsTurn(name, at);
+        },
+        announce: { type: "session.answered", data: { session: name, answer } },
+        // The keys an answer typed are the table's, not the caller's input: they are part of its outcome.
+        shape: (result, keys) => ({ ...result, answer, keys: [...keys] }),
+      }));
+  }
+
+  /** Runs `step` after the session's earlier sends and keys, in order, one at a time. */
+  #inLane<T>(name: string, step: () => Promise<T>): Promise<T> {
+    const previous = this.#lanes.get(name) ?? Promise.resolve();
+    const running = previous.then(step);
+    const lane = running.then(() => {}, () => {});
+    this.#lanes.set(name, lane);
+    lane.then(() => {
+      if (this.#lanes.get(name) === lane) this.#lanes.delete(name);
+    });
+    return running;
+  }
+
+  /** Each session's last send or keys, which the next one waits for. */
+  #lanes = new Map<string, Promise<void>>();
+
+  /**
+   * Types keys chosen by `choose` from the session as it is now (`fresh`: false when finishing a keyed
+   * call an earlier daemon recorded, whose checks passed then). With `key`, at most once (see
+   * `send_ledger.ts`): recorded before tmux may type them, and claimed in tmux's slot in the same step
+   * as the typing, so a repeat after a kill -9 types them only when the killed daemon had not.
+   */
+  async #keystrokes<T>(
+    name: string,
+    origin: string,
+    step: {
+      key?: string;
+      choose: (session: Session, fresh: boolean) => Promise<readonly string[]>;
+      after: (at: string) => void;
+      announce: { type: string; data: Record<string, unknown> };
+      /** The answer (what a repeat of the key replays). */
+      shape: (result: KeysResult, keys: readonly string[]) => T;
+    },
+  ): Promise<T> {
+    const type = async (keys: readonly string[], slot?: string, resumed = false): Promise<T> => {
+      const release = slot ? [...this.#settledSlots] : [];
+      if (slot) this.#settledSlots.clear();
+      const at = new Date().toISOString();
+      const done = await this.#o.tmux.typeKeys(name, keys, { slot, release });
+      if (done === "typed") {
+        // A resumed call's slot stays claimed: the killed daemon's own command may still come, and the
+        // claim is what stops it (as a resumed send's).
+        if (slot && !resumed) this.#claimed.add(slot);
+        step.after(at);
+        this.#o.bus.publish({ type: step.announce.type, origin, data: step.announce.data });
+      }
+      return step.shape({ session: this.get(name), typed: keys.length, at }, keys);
+    };
+    const fresh = async (commit: (options?: { resumable?: boolean }) => void, slot?: string) => {
+      const session = this.get(name);
+      if (session.exited) {
+        throw new DockError("exited", `session '${name}' has exited; its program no longer reads input`, {
+          status: 409,
+        });
+      }
+      const keys = await step.choose(session, true);
+      // From here on the keys may reach the terminal.
+      commit({ resumable: slot !== undefined });
+      return await type(keys, slot);
+    };
+    if (step.key === undefined) return await fresh(() => {});
+    const slot = `dock-keys-${await sha256Hex(step.key, 12)}`;
+    try {
+      return await this.#o.ledger.once<T>(
+        step.key,
+        name,
+        (commit) => fresh(commit, slot),
+        async () => await type(await step.choose(this.get(name), false), slot, true),
+      );
+    } finally {
+      if (this.#claimed.delete(slot)) this.#settledSlots.add(slot);
+    }
+  }
+
+  async #sendNow(
+    name: string,
+    text: string,
+    enter: boolean,
+    origin: string,
+    options: { key?: string; unlessWaiting?: "permission" },
+  ): Promise<Session> {
+    const { key, unlessWaiting } = options;
+    if (key === undefined) return await this.#send(name, text, enter, origin, () => {}, { unlessWaiting });
     const slot = await sendSlot(key);
     try {
       return await this.#o.ledger.once(
         key,
         name,
-        (commit) => this.#send(name, text, enter, origin, commit, slot),
+        (commit) => this.#send(name, text, enter, origin, commit, { slot, unlessWaiting }),
+        // Finishing a send recorded before a kill: its check passed when it was recorded.
         () => this.#typeOnce(name, text, slot, { enter, origin, resumed: true }),
       );
     } finally {
@@ -338,8 +526,9 @@ export class Sessions {
     enter: boolean,
     origin: string,
     commit: (options?: { resumable?: boolean }) => void,
-    slot?: string,
+    options: { slot?: string; unlessWaiting?: "permission" },
   ): Promise<Session> {
+    const { slot, unlessWaiting } = options;
     const session = this.get(name);
     if (session.exited) {
       throw new DockError("exited", `session '${name}' has exited; its program no longer reads input`, {
@@ -355,6 +544,8 @@ export class Sessions {
         timeoutMs: 10_000,
       });
     }
+    // The last look before the text may reach the terminal: nothing awaited from here to tmux's command.
+    if (unlessWaiting) refuseWhileWaiting(this.get(name), unlessWaiting);
     if (slot) {
       // Recorded before tmux may type it; tmux's slot tells a daemon started after a kill -9 how far
       // it got, so a repeat finishes it instead of refusing (send_ledger.ts).
@@ -364,7 +555,7 @@ export class Sessions {
     // From here on the text may reach the terminal.
     commit();
     const sent = new Date().toISOString();
-    await this.#o.tmux.paste(name, text, enter);
+    await this.#o.tmux.paste(name, text, enter, settlesBeforeEnter(this.get(name)));
     if (enter && session.agent) this.#inputStartsTurn(name, sent);
     this.#o.bus.publish({ type: "session.sent", origin, data: { session: name } });
     return this.get(name);
@@ -387,11 +578,12 @@ export class Sessions {
     this.#settledSlots.clear();
     let typed: boolean;
     try {
-      const paste = await this.#o.tmux.pasteOnce(name, slot, text, { enter: options.enter, release });
+      const settle = settlesBeforeEnter(session);
+      const paste = await this.#o.tmux.pasteOnce(name, slot, text, { enter: options.enter, release, settle });
       // A resumed send's slot stays claimed even when this call claimed it: the killed daemon's own
       // command may still come, and the claim is what stops it.
       if (paste === "claimed" && !options.resumed) this.#claimed.add(slot);
-      const entered = (options.enter || options.resumed) && await this.#o.tmux.pressEnter(name, slot);
+      const entered = (options.enter || options.resumed) && await this.#o.tmux.pressEnter(name, slot, settle);
       typed = paste !== "found" || entered;
       if (entered && session.agent) this.#inputStartsTurn(name, sent);
     } catch (error) {
@@ -407,8 +599,12 @@ export class Sessions {
    * `send` (Codex and Cursor report no start of one; a Claude hook confirms it).
    */
   typed(name: string): void {
+    this.#submitted(name);
+  }
+
+  #submitted(name: string, time?: string): void {
     const row = this.#row(name);
-    if (row?.agent && !row.exited && row.agent_state !== "running") this.#inputStartsTurn(name);
+    if (row?.agent && !row.exited && row.agent_state !== "running") this.#inputStartsTurn(name, time);
   }
 
   /**
@@ -538,6 +734,24 @@ export function envScript(env: Record<string, string>): string {
     .join("");
 }
 
+/**
+ * The send ledger's key of a keyed `keys` or `answer` call: apart from `send`'s keys (and each other's),
+ * so a key reused across routes never replays another route's answer.
+ */
+export function ledgerKey(route: "keys" | "answer", key: string): string {
+  return `${route}:${key}`;
+}
+
+/** Refuses a send to an agent waiting on `reason` (409 `permission_prompt`): typing would answer it. */
+function refuseWhileWaiting(session: Session, reason: "permission"): void {
+  if (session.agent_state !== "waiting" || session.reason !== reason) return;
+  throw new DockError(
+    "permission_prompt",
+    `session '${session.name}' waits on a permission prompt: the text would answer it, so it was not typed`,
+    { status: 409, detail: { session: session.name, reason } },
+  );
+}
+
 function toSession(row: SessionRow): Session {
   return {
     name: row.name,
@@ -563,4 +777,18 @@ function toSession(row: SessionRow): Session {
  */
 async function sendSlot(key: string): Promise<string> {
   return `dock-send-${await sha256Hex(key, 12)}`;
+}
+
+/**
+ * The tools whose Enter must wait until the program drew a paste (`Tmux` `#settleAfterPaste`): Gemini CLI
+ * 0.61 turns an Enter read within 40 ms of a bracketed paste into a newline, so its prompts were typed
+ * and never submitted (the real-agent suite). The wait costs 100 ms to 1 s, so every other program
+ * (Claude Code, Codex, a shell: none of them has that guard) gets its Enter at once.
+ */
+const SETTLE_BEFORE_ENTER: ReadonlySet<string> = new Set(["gemini"]);
+
+/** Whether a send into `session` waits for its program to draw the paste before pressing Enter. */
+function settlesBeforeEnter(session: Pick<Session, "agent" | "command">): boolean {
+  const tool = answerTool(session);
+  return tool !== null && SETTLE_BEFORE_ENTER.has(tool);
 }

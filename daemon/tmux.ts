@@ -7,6 +7,10 @@
  */
 import { DockError } from "../client/errors.ts";
 import { run } from "../core/runner.ts";
+import { KEY_NAMES as NAMED_KEYS } from "../client/wire.ts";
+
+/** The keys typed by tmux's name for them (every other entry of `typeKeys` is one literal character). */
+const KEY_NAMES: ReadonlySet<string> = new Set(NAMED_KEYS);
 
 // remain-on-exit keeps a finished program's pane (and its exit status) until dockd has seen it;
 // window-size latest lets the most recent client (an attach) decide the size; no status line, since
@@ -140,9 +144,13 @@ export class Tmux {
     return text.replace(/\n+$/, "\n");
   }
 
-  /** Pastes `text` as one block (bracketed when the program asked for it), optionally pressing Enter. */
-  async paste(name: string, text: string, enter: boolean): Promise<void> {
+  /**
+   * Pastes `text` as one block (bracketed when the program asked for it), optionally pressing Enter;
+   * with `settle`, the Enter waits for the program to draw the paste (see `#settleAfterPaste`).
+   */
+  async paste(name: string, text: string, enter: boolean, settle = false): Promise<void> {
     const buffer = `dock-${crypto.randomUUID().slice(0, 8)}`;
+    const drawn = enter && settle ? await this.#drawnBefore(name, text) : undefined;
     // Through stdin and a named buffer: tmux's command line fails past ~16 KB and would need quoting.
     // Loading and pasting are one tmux command sequence (one process instead of two, ~3 ms). Enter
     // stays a separate command: a TUI may read an Enter that follows the paste's end marker at once
@@ -151,7 +159,39 @@ export class Tmux {
       ["load-buffer", "-b", buffer, "-", ";", "paste-buffer", "-p", "-d", "-b", buffer, "-t", exact(name)],
       { stdin: text },
     );
-    if (enter) await this.command(["send-keys", "-t", exact(name), "Enter"]);
+    if (!enter) return;
+    if (settle) await this.#settleAfterPaste(name, drawn);
+    await this.command(["send-keys", "-t", exact(name), "Enter"]);
+  }
+
+  /**
+   * Types `keys` into session `name` as keystrokes, never a paste: one `send-keys -l` per character,
+   * one `send-keys` of tmux's name per named key (checked by the caller: `isKeyEntry`), all in one tmux
+   * command sequence (one process, ~3 ms). With `slot` (a keyed call), the slot is claimed (`set -o`)
+   * in the same step of the server, so the keys are typed at most once across daemons: `found` when
+   * another call had claimed it (and so typed them). `release`: settled slots to unset first.
+   */
+  async typeKeys(
+    name: string,
+    keys: readonly string[],
+    options: { slot?: string; release?: readonly string[] } = {},
+  ): Promise<"typed" | "found"> {
+    const release = (options.release ?? []).flatMap((old) => ["set-option", "-s", "-u", `@${old}`, ";"]);
+    const claim = options.slot ? ["set-option", "-s", "-o", `@${options.slot}`, "typed", ";"] : [];
+    const typing = keys.flatMap((key, i) => [
+      ...(i ? [";"] : []),
+      ...(KEY_NAMES.has(key)
+        // A lone `;` is tmux's command separator; `\;` is the character.
+        ? ["send-keys", "-t", exact(name), key]
+        : ["send-keys", "-t", exact(name), "-l", "--", key === ";" ? "\\;" : key]),
+    ]);
+    try {
+      await this.command([...release, ...claim, ...typing]);
+      return "typed";
+    } catch (error) {
+      if (options.slot && /already set/.test((error as Error).message)) return "found";
+      throw error;
+    }
   }
 
   /**
@@ -176,9 +216,10 @@ export class Tmux {
     name: string,
     slot: string,
     text: string,
-    options: { enter: boolean; release?: readonly string[] },
+    options: { enter: boolean; release?: readonly string[]; settle?: boolean },
   ): Promise<"claimed" | "finished" | "found"> {
     const release = (options.release ?? []).flatMap((old) => ["set-option", "-s", "-u", `@${old}`, ";"]);
+    if (options.enter && options.settle) this.#pasted.set(slot, await this.#drawnBefore(name, text));
     try {
       await this.command(
         [
@@ -216,7 +257,10 @@ export class Tmux {
    * a missing marker stops the step before the key (pressed already, or no Enter was asked). True
    * when it pressed it.
    */
-  async pressEnter(name: string, slot: string): Promise<boolean> {
+  async pressEnter(name: string, slot: string, settle = false): Promise<boolean> {
+    const drawn = this.#pasted.get(slot);
+    this.#pasted.delete(slot);
+    if (settle) await this.#settleAfterPaste(name, drawn);
     try {
       await this.command([
         "delete-buffer",
@@ -237,8 +281,46 @@ export class Tmux {
 
   /** Deletes what a keyed send that failed left in tmux: its buffer and its Enter marker. */
   async dropSlot(slot: string): Promise<void> {
+    this.#pasted.delete(slot);
     for (const buffer of [slot, enterMark(slot)]) {
       await this.command(["delete-buffer", "-b", buffer]).catch(() => {});
+    }
+  }
+
+  /** What each keyed send's paste will look like drawn, from its paste until its Enter. */
+  #pasted = new Map<string, Drawn>();
+
+  /** The end of `text` as a screen shows it, and how often the screen shows it before the paste. */
+  async #drawnBefore(name: string, text: string): Promise<Drawn> {
+    const tail = text.trim().split("\n").at(-1)?.replace(/\s+/g, " ").slice(-12) ?? "";
+    return { tail, count: tail ? countIn(await this.#screen(name), tail) : 0 };
+  }
+
+  async #screen(name: string): Promise<string> {
+    const screen = await this.command(["capture-pane", "-p", "-J", "-t", exact(name)]).catch(() => "");
+    return screen.replace(/\s+/g, " ");
+  }
+
+  /**
+   * Waits, before the Enter that follows a paste, until the program drew the paste (the end of its text
+   * once more on its screen: a long paste is drawn as a placeholder), then until its screen stayed the
+   * same for {@linkcode ENTER_AFTER_PASTE_MS}, at most {@linkcode PASTE_DRAWN_MS} in all: as a person
+   * sees the text, then presses Enter. Without `drawn` (a send resumed after a kill), the quiet alone.
+   */
+  async #settleAfterPaste(name: string, drawn: Drawn | undefined): Promise<void> {
+    const deadline = Date.now() + PASTE_DRAWN_MS;
+    let screen = await this.#screen(name);
+    while (drawn?.tail && Date.now() < deadline && countIn(screen, drawn.tail) <= drawn.count) {
+      await sleep(10);
+      screen = await this.#screen(name);
+    }
+    // Then quiet: a program still busy (Gemini CLI running its start-up hooks) read the paste and the
+    // Enter in one go even 100 ms apart; one whose screen never settles (a spinner) gets it at the bound.
+    let quietSince = Date.now();
+    while (Date.now() - quietSince < ENTER_AFTER_PASTE_MS && Date.now() < deadline) {
+      await sleep(20);
+      const now = await this.#screen(name);
+      if (now !== screen) [screen, quietSince] = [now, Date.now()];
     }
   }
 
@@ -308,6 +390,33 @@ function clientEnv(): Record<string, string> {
   if (env.LC_ALL !== undefined && !utf8.test(env.LC_ALL)) delete env.LC_ALL;
   const locale = env.LANG && utf8.test(env.LANG) ? env.LANG : "C.UTF-8";
   return { ...env, TERM: "xterm-256color", LANG: locale, LC_CTYPE: locale };
+}
+
+/**
+ * How long the screen stays the same, after a paste was drawn, before the Enter. Gemini CLI 0.61 turns an Enter read within 40 ms
+ * of a bracketed paste into a newline (its "unsafe paste" guard, off only under the kitty keyboard
+ * protocol, which tmux does not speak): dock's prompts were typed and never submitted (the real-agent
+ * suite). Measured: 5 ms after tmux's paste, a newline; 80 ms, submitted, on an idle box; a fixed 60 ms
+ * still lost prompts on a loaded one, and 100 ms after the draw lost the first prompt to a Gemini still
+ * running its start-up hooks: hence the draw, then the quiet.
+ */
+export const ENTER_AFTER_PASTE_MS = 100;
+
+/** At most this long for a program to draw a paste (one that draws nothing: the Enter goes anyway). */
+const PASTE_DRAWN_MS = 1000;
+
+/** A paste's end as drawn, and how often the screen showed it before. */
+interface Drawn {
+  tail: string;
+  count: number;
+}
+
+function countIn(screen: string, part: string): number {
+  return screen.split(part).length - 1;
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 /** A target that matches the session name exactly (tmux otherwise matches prefixes and patterns). */

@@ -110,3 +110,61 @@ Deno.test("pasteOnce after a killed daemon's tmux: claimed and pasted, claimed a
   await assertRejects(() => late, DockError, "already set");
   assertEquals(await box.read(3), "pasted\nfailed\nlate\n");
 });
+
+/** A tmux server whose session `k` runs the key echo (tests/fixtures/key_echo.ts): raw bytes, as hex. */
+async function keyServer() {
+  const dir = await Deno.makeTempDir({ prefix: "dock-tmux-keys-" });
+  const tmux = new Tmux({ socket: `${dir}/tmux.sock`, configFile: `${dir}/tmux.conf` });
+  await tmux.writeConfig();
+  const log = `${dir}/keys`;
+  const echo = new URL("../tests/fixtures/key_echo.ts", import.meta.url).pathname;
+  await tmux.newSession({
+    name: "k",
+    cwd: dir,
+    command: `'${Deno.execPath()}' run --cached-only --allow-write='${log}' '${echo}' '${log}'`,
+  });
+  const bytes = async () =>
+    (await Deno.readTextFile(log).catch(() => "")).split("\n").slice(1).join(" ").trim();
+  // The program is in raw mode once it says ready.
+  while (!(await Deno.readTextFile(log).catch(() => "")).startsWith("ready")) {
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  return {
+    tmux,
+    /** Every byte read so far, as hex, once it holds `want` bytes. */
+    async read(want: number): Promise<string> {
+      for (;;) {
+        const text = await bytes();
+        if (text.split(" ").filter(Boolean).length >= want) return text;
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    },
+    async [Symbol.asyncDispose]() {
+      await tmux.command(["kill-server"]).catch(() => {});
+      await Deno.remove(dir, { recursive: true });
+    },
+  };
+}
+
+Deno.test("typeKeys: characters and named keys reach the program as keystrokes, never a paste", async () => {
+  await using box = await keyServer();
+  const keys = ["a", ";", "-", "\\", "é", " ", "Enter", "Escape", "Tab", "Up", "Down", "Left", "Right"];
+  // What tmux's parser or a shell would read specially: each typed as itself.
+  const special = ["{", "}", "#", "$", "'", '"', "%", "~"];
+  assertEquals(await box.tmux.typeKeys("k", [...keys, "C-c", "C-d", "Space", "BSpace", ...special]), "typed");
+  // No `ESC [200~`: bracketed paste is on in the program, and nothing came as a paste.
+  assertEquals(
+    await box.read(34),
+    "61 3b 2d 5c c3 a9 20 0d 1b 09 1b 5b 41 1b 5b 42 1b 5b 44 1b 5b 43 03 04 20 7f 7b 7d 23 24 27 22 25 7e",
+  );
+});
+
+Deno.test("typeKeys with a slot: typed once; a second call with it finds them typed", async () => {
+  await using box = await keyServer();
+  assertEquals(await box.tmux.typeKeys("k", ["1"], { slot: "keys-1" }), "typed");
+  assertEquals(await box.tmux.typeKeys("k", ["1"], { slot: "keys-1" }), "found");
+  // Released, the slot is free again (a settled call's, freed by the next keyed one).
+  assertEquals(await box.tmux.typeKeys("k", ["2"], { slot: "keys-2", release: ["keys-1"] }), "typed");
+  assertEquals(await box.tmux.typeKeys("k", ["3"], { slot: "keys-1" }), "typed");
+  assertEquals(await box.read(3), "31 32 33");
+});

@@ -41,6 +41,11 @@ export function cursorDir(options: HomeOptions): string {
   return join(options.home, ".cursor");
 }
 
+/** `~/.gemini`, where Gemini CLI keeps its user `settings.json`. */
+export function geminiDir(options: HomeOptions): string {
+  return join(options.home, ".gemini");
+}
+
 function expandHome(path: string, home: string): string {
   if (path === "~") return home;
   if (path.startsWith("~/")) return join(home, path.slice(2));

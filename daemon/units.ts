@@ -16,7 +16,7 @@ import type { StreamLine, Unit, UnitCreate } from "../client/wire.ts";
 import type { EventBus } from "../core/events.ts";
 import type { BoxPaths } from "../core/paths.ts";
 import type { Store } from "../core/store.ts";
-import { buildEnv, readEnvFile } from "./env.ts";
+import { buildEnv, readEnvForProcesses } from "./env.ts";
 import type { Locations } from "./locations.ts";
 import type { SecretResolver } from "./secrets.ts";
 import { Services, type ServicesOptions } from "./services.ts";
@@ -185,7 +185,7 @@ export class Units {
     const row = this.#row(name);
     const built = await buildEnv({
       base: Deno.env.toObject(),
-      boxEnv: await readEnvFile(this.#o.paths.envFile),
+      boxEnv: await readEnvForProcesses(this.#o.paths.envFile),
       dock: { DOCK_BOX: this.#o.box(), DOCK_UNIT: name },
       config: JSON.parse(row.env),
       secrets: this.#o.secrets,

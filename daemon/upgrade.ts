@@ -14,7 +14,8 @@
  * and the queue are in files. `upgrade.json` in the daemon's state tells the new daemon it is one: it
  * announces `box.upgraded` once it serves, or, when it cannot start, switches `current` back, leaves
  * `upgrade-failed.json` for the old one (which announces `box.upgrade.failed`), starts it again and
- * exits. The laptop sees the result in `GET info`'s `build`.
+ * exits. The laptop sees the result in `GET info`'s `build`. Once the new daemon serves, the releases
+ * older than the one it replaced are removed from `~/.dock/versions/` (`pruneReleases`).
  *
  * @module
  */
@@ -27,7 +28,13 @@ import { isAlive } from "./procs.ts";
 import type { BoxPaths } from "../core/paths.ts";
 import { join } from "../core/posix_path.ts";
 import { launch } from "../core/runner.ts";
-import { installRelease, MAX_PACKAGE_BYTES, runningFolder, switchCurrent } from "../package/install.ts";
+import {
+  installRelease,
+  MAX_PACKAGE_BYTES,
+  pruneReleases,
+  runningFolder,
+  switchCurrent,
+} from "../package/install.ts";
 
 export { MAX_PACKAGE_BYTES };
 
@@ -191,6 +198,8 @@ export async function takeOver<T extends { bus: Pick<EventBus, "publish"> }>(
   }
   if (mine) {
     await Deno.remove(at.record).catch(() => {});
+    // The new release started: releases older than the one it replaced go (a rollback needs only that one).
+    await pruneReleases(paths.home, [record.to.folder, record.from.folder]).catch(() => []);
     started.bus.publish({
       type: "box.upgraded",
       origin: "dockd",

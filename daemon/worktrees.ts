@@ -12,7 +12,7 @@
 import { basename, dirname, join, sep } from "../core/posix_path.ts";
 import { DockError, notFound } from "../client/errors.ts";
 import type { SetupState, StreamLine, Worktree, WorktreeCreate, WorktreeOrigin } from "../client/wire.ts";
-import { buildEnv, dockVariables, readEnvFile, type SecretOutcome } from "./env.ts";
+import { buildEnv, dockVariables, readEnvForProcesses, type SecretOutcome } from "./env.ts";
 import { kitDir } from "./kits.ts";
 import type { EventBus } from "../core/events.ts";
 import * as git from "./git.ts";
@@ -323,7 +323,7 @@ export class Worktrees {
   ): Promise<WorktreeEnvironment> {
     const location = this.#o.locations.get(worktree.location);
     const config = (await this.#o.locations.config(worktree.location)).effective;
-    const boxEnv = await readEnvFile(this.#o.paths.envFile);
+    const boxEnv = await readEnvForProcesses(this.#o.paths.envFile);
     const built = await buildEnv({
       base: Deno.env.toObject(),
       boxEnv,

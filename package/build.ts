@@ -110,6 +110,7 @@ const RUNTIME_SOURCES = [
   "daemon",
   "agent",
   "plugins",
+  "sdk",
   "skills",
   "package",
   "mod.ts",

@@ -233,3 +233,28 @@ async function replaceLink(path: string, target: string): Promise<void> {
   await Deno.symlink(target, next);
   await Deno.rename(next, path);
 }
+
+/**
+ * Removes the releases under `<home>/versions/` but `keep` (folder names) and, when `keep` names one
+ * alone, the most recently installed of the others (the release before: what a rollback needs), after
+ * a new release has started successfully (a box's daemon after an upgrade or `dock add ssh`, the laptop's
+ * agent after an install). Folders being unpacked (`.incoming-…`) are left alone. Answers what it removed.
+ */
+export async function pruneReleases(home: string, keep: string[]): Promise<string[]> {
+  const versions = join(home, "versions");
+  const others: { name: string; at: number }[] = [];
+  try {
+    for await (const entry of Deno.readDir(versions)) {
+      if (!entry.isDirectory || entry.name.startsWith(".") || keep.includes(entry.name)) continue;
+      const stat = await Deno.stat(join(versions, entry.name)).catch(() => null);
+      others.push({ name: entry.name, at: stat?.mtime?.getTime() ?? 0 });
+    }
+  } catch {
+    return []; // no releases here
+  }
+  // Installed last = changed last: a release's folder is made (and filled) when it is unpacked.
+  others.sort((a, b) => b.at - a.at);
+  const doomed = (keep.length < 2 ? others.slice(1) : others).map((other) => other.name);
+  for (const name of doomed) await Deno.remove(join(versions, name), { recursive: true }).catch(() => {});
+  return doomed;
+}

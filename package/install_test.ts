@@ -3,7 +3,7 @@ import { assert, assertEquals, assertRejects } from "../tests/assert.ts";
 import { DockError } from "../client/errors.ts";
 import { run } from "../core/runner.ts";
 import { hashTree, hostTarget, type PackageRelease, targetName } from "./build.ts";
-import { installRelease } from "./install.ts";
+import { installRelease, pruneReleases } from "./install.ts";
 
 /**
  * A small package as `build.ts` lays one out (a stand-in runtime of a few bytes), archived whole and
@@ -78,5 +78,32 @@ Deno.test("a package without its runtime links the runtime of an installed relea
     assertEquals([(refused as DockError).status, (refused as DockError).code], [400, "bad_package"]);
   } finally {
     await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("pruneReleases keeps the release that runs and the one installed before it, and what is being unpacked", async () => {
+  const home = await Deno.makeTempDir({ prefix: "dock-prune-" });
+  try {
+    const versions = join(home, "versions");
+    // Installed in this order (their folders' times say so), then one being unpacked.
+    const order = ["0.1.0-aaaa", "0.1.0-bbbb", "0.1.0-cccc", "0.1.0-dddd"];
+    for (const [i, folder] of order.entries()) {
+      await Deno.mkdir(join(versions, folder, "bin"), { recursive: true });
+      await Deno.utime(join(versions, folder), 1_000_000 + i, 1_000_000 + i);
+    }
+    await Deno.mkdir(join(versions, ".incoming-x"));
+    await Deno.writeTextFile(join(versions, "stray-file"), "");
+    // The newest runs: the one before it stays.
+    assertEquals((await pruneReleases(home, ["0.1.0-dddd"])).sort(), ["0.1.0-aaaa", "0.1.0-bbbb"]);
+    const left = async () => (await Array.fromAsync(Deno.readDir(versions))).map((e) => e.name).sort();
+    assertEquals(await left(), [".incoming-x", "0.1.0-cccc", "0.1.0-dddd", "stray-file"]);
+    // Both named (an upgrade knows what it replaced): nothing else stays, whatever its time.
+    await Deno.mkdir(join(versions, "0.1.0-eeee"));
+    assertEquals(await pruneReleases(home, ["0.1.0-cccc", "0.1.0-dddd"]), ["0.1.0-eeee"]);
+    assertEquals(await left(), [".incoming-x", "0.1.0-cccc", "0.1.0-dddd", "stray-file"]);
+    // No versions folder: nothing to do.
+    assertEquals(await pruneReleases(join(home, "none"), ["x"]), []);
+  } finally {
+    await Deno.remove(home, { recursive: true });
   }
 });

@@ -55,6 +55,9 @@ export const ENTRY_BUNDLES: readonly string[] = ["package/place_cache.ts"];
 export const KEPT_SOURCES: readonly string[] = [
   "plugins/host_main.ts",
   "plugins/worker_main.ts",
+  // The plugin SDK, which the plugin host maps `@dock/plugin` to (plugins/sdk_map.ts).
+  "sdk/mod.ts",
+  "sdk/testing.ts",
   "mod.ts",
   "package/build.ts",
 ];

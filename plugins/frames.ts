@@ -20,10 +20,19 @@ export class FrameConnection<In, Out> {
     this.#conn = conn;
   }
 
-  /** Sends one message; messages go out in the order sent. A closed connection drops it. */
+  /**
+   * Sends one message; messages go out in the order sent. A closed connection drops it. Throws, sending
+   * nothing, when the message is not JSON (a cycle, a BigInt) or would be a frame over
+   * {@linkcode MAX_FRAME_BYTES} (which would end the connection).
+   */
   send(message: Out): Promise<void> {
     if (this.#closed) return Promise.resolve();
     const bytes = this.#encoder.encode(JSON.stringify(message) + "\n");
+    if (bytes.length > MAX_FRAME_BYTES) {
+      throw new RangeError(
+        `a message of ${bytes.length} bytes is over the ${MAX_FRAME_BYTES}-byte frame limit`,
+      );
+    }
     this.#writing = this.#writing.then(() => writeAll(this.#conn, bytes)).catch(() => this.close());
     return this.#writing;
   }

@@ -13,6 +13,7 @@
  */
 import { pathToFileURL } from "node:url";
 import { FrameConnection } from "./frames.ts";
+import { SDK_DIR } from "./sdk_map.ts";
 import {
   type CallKind,
   type FetchInput,
@@ -40,6 +41,8 @@ interface Hosted {
   /** Calls in flight on this worker, by id: their kind. */
   calls: Map<number, CallKind>;
   pong?: () => void;
+  /** Its log budget this minute. */
+  log: { minute: number; chars: number; dropped: number };
 }
 
 const socketPath = Deno.args[0];
@@ -50,8 +53,27 @@ const workers = new Map<string, Hosted>();
 // The hello goes first: the parent sends no call before it.
 parent.send({ t: "hello", v: PROTOCOL_VERSION, pid: Deno.pid });
 
+/**
+ * Sends a message to the parent. One a worker made unsendable (its `ctx` arguments hold a cycle or a
+ * BigInt, or are over the frame limit) must not end this process, and every other plugin's calls with it
+ * (measured: it did): its request is refused to the worker, its result fails, its log line is dropped.
+ */
 function send(message: FromHost): void {
-  parent.send(message);
+  try {
+    parent.send(message);
+  } catch (error) {
+    const why = `${(error as Error).message}`.slice(0, 200);
+    if (message.t === "request") {
+      workers.get(message.key)?.worker.postMessage({
+        t: "reply",
+        id: message.id,
+        ok: false,
+        error: `ctx.${String(message.op).slice(0, 20)}: its arguments cannot be sent (${why})`,
+      });
+    } else if (message.t === "result") {
+      parent.send({ t: "result", id: message.id, ok: false, error: `its answer cannot be sent (${why})` });
+    }
+  }
 }
 
 function start(spec: WorkerSpec): Hosted {
@@ -62,7 +84,8 @@ function start(spec: WorkerSpec): Hosted {
     name: spec.label,
     deno: {
       permissions: {
-        read: list(grant.read),
+        // The SDK too: a plugin's dynamic import of `@dock/plugin` is checked against this (sdk_map.ts).
+        read: list([...grant.read, SDK_DIR]),
         write: list(grant.write),
         net: list(grant.net),
         env: list(grant.env),
@@ -75,8 +98,19 @@ function start(spec: WorkerSpec): Hosted {
   });
   const { promise: ready, resolve, reject } = Promise.withResolvers<CallKind[]>();
   ready.catch(() => {});
-  const hosted: Hosted = { spec, worker, ready, calls: new Map() };
-  worker.onmessage = (e: MessageEvent<FromWorker>) => onWorkerMessage(hosted, e.data, resolve, reject);
+  const hosted: Hosted = { spec, worker, ready, calls: new Map(), log: { minute: -1, chars: 0, dropped: 0 } };
+  worker.onmessage = (e: MessageEvent<FromWorker>) => {
+    // What a worker posts is the plugin's to shape (it can call `self.postMessage` itself): a message
+    // that breaks its handling ends that worker, never this process.
+    try {
+      onWorkerMessage(hosted, e.data, resolve, reject);
+    } catch (error) {
+      end(
+        hosted,
+        `it sent a message the host cannot read: ${String((error as Error)?.message).slice(0, 200)}`,
+      );
+    }
+  };
   worker.onerror = (e) => {
     // An error outside a handler (a rejection nobody awaited, a throw in a timer): the worker is ended,
     // since its module's state can no longer be trusted; the next call starts it afresh.
@@ -84,7 +118,12 @@ function start(spec: WorkerSpec): Hosted {
     reject(new Error(e.message));
     end(hosted, `uncaught: ${e.message}`);
   };
-  worker.postMessage({ t: "init", module: pathToFileURL(spec.module).href, label: spec.label });
+  worker.postMessage({
+    t: "init",
+    module: pathToFileURL(spec.module).href,
+    label: spec.label,
+    ...(spec.context ? { context: spec.context } : {}),
+  });
   return hosted;
 }
 
@@ -106,6 +145,7 @@ function onWorkerMessage(
       hosted.pong?.();
       return;
     case "log":
+      if (!logBudget(hosted, String(message.text).length)) return;
       send({
         t: "log",
         key: hosted.spec.key,
@@ -134,6 +174,26 @@ function onWorkerMessage(
       return;
     }
   }
+}
+
+/** Characters of log one worker may send a minute; past them its lines are dropped, and that said once. */
+const LOG_CHARS_PER_MINUTE = 256 * 1024;
+
+/** Whether a worker's log line of `chars` fits its minute's budget (a loop that logs floods no one). */
+function logBudget(hosted: Hosted, chars: number): boolean {
+  const minute = Math.floor(performance.now() / 60_000);
+  if (hosted.log.minute !== minute) hosted.log = { minute, chars: 0, dropped: 0 };
+  hosted.log.chars += Math.min(chars, 8192);
+  if (hosted.log.chars <= LOG_CHARS_PER_MINUTE) return true;
+  if (hosted.log.dropped++ === 0) {
+    send({
+      t: "log",
+      key: hosted.spec.key,
+      level: "warn",
+      text: `more than ${LOG_CHARS_PER_MINUTE} characters of output this minute: the rest is dropped`,
+    });
+  }
+  return false;
 }
 
 /** A handler's answer as it crosses the socket: a fetch body in base64, checked for size. */

@@ -8,7 +8,7 @@ import { positiveFromEnv } from "../core/knobs.ts";
 
 /**
  * `DOCK_PLUGIN_IDLE_MS`, `DOCK_PLUGIN_MEMORY_MB`, `DOCK_PLUGIN_HOST_MEMORY_MB`, `DOCK_PLUGIN_CONCURRENCY`,
- * `DOCK_PLUGIN_SCAN_MS`.
+ * `DOCK_PLUGIN_SCAN_MS`, `DOCK_PLUGIN_DATA_QUOTA_MB`.
  */
 export function pluginKnobs(): {
   idleMs?: number;
@@ -16,6 +16,7 @@ export function pluginKnobs(): {
   rssLimitMb?: number;
   concurrency?: number;
   scanMs?: number;
+  dataQuotaMb?: number;
 } {
   return {
     rssLimitMb: positiveFromEnv("DOCK_PLUGIN_HOST_MEMORY_MB"),
@@ -23,5 +24,6 @@ export function pluginKnobs(): {
     memoryMb: positiveFromEnv("DOCK_PLUGIN_MEMORY_MB"),
     concurrency: positiveFromEnv("DOCK_PLUGIN_CONCURRENCY"),
     scanMs: positiveFromEnv("DOCK_PLUGIN_SCAN_MS"),
+    dataQuotaMb: positiveFromEnv("DOCK_PLUGIN_DATA_QUOTA_MB"),
   };
 }

@@ -34,6 +34,7 @@ Deno.test("a manifest that asks for what is never granted, or points outside its
     [{ ...BASE, permissions: { run: ["sh"] } }, "permissions.run: is never granted"],
     [{ ...BASE, permissions: { ffi: true } }, "permissions.ffi: is never granted"],
     [{ ...BASE, permissions: { import: ["x.com"] } }, "permissions.import: is never granted"],
+    [{ ...BASE, permissions: { commands: ["true"] } }, "permissions.commands: is listed by dock"],
     [{ ...BASE, main: "../other/main.ts" }, "main"],
     [{ ...BASE, main: "/etc/x.ts" }, "main"],
     [{ ...BASE, main: "https://example.com/x.ts" }, "main"],
@@ -64,10 +65,56 @@ Deno.test("grants compare as sets; a manifest that asks for more is not covered"
     net: [],
     env: ["A", "B"],
     scopes: [],
+    commands: [],
   });
+});
+
+Deno.test("a manifest's shell hooks are asked for: their exact commands, which a grant must cover", async () => {
+  const parsed = await (await manifest({
+    ...BASE,
+    hooks: [
+      { on: "agent.waiting", run: "notify-send 'waiting'" },
+      { on: "before:exec", run: "true" },
+      { on: "agent.finished", run: "true" },
+      { on: "agent.*", module: "main.ts" },
+    ],
+    permissions: { scopes: ["events:emit"] },
+  }))();
+  assertEquals(parsed.permissions, { scopes: ["events:emit"], commands: ["notify-send 'waiting'", "true"] });
+  const grant = normalizePermissions(parsed.permissions);
+  assert(grantCovers(grant, parsed.permissions!));
+  // The grant of the same plugin before it had shell hooks (or before dock listed them) does not cover them.
+  assert(!grantCovers({ scopes: ["events:emit"] }, parsed.permissions!));
+  // A command changed by one character is a command not granted.
+  assert(!grantCovers(grant, { ...parsed.permissions, commands: ["notify-send 'waiting!'", "true"] }));
+  assertEquals((await (await manifest(BASE))()).permissions, undefined);
 });
 
 Deno.test("schemas/plugin.schema.json is the generated schema (regenerate: deno task schemas)", async () => {
   const file = JSON.parse(await Deno.readTextFile(new URL("../schemas/plugin.schema.json", import.meta.url)));
   assertEquals(file, JSON.parse(JSON.stringify(manifestJsonSchema())));
+});
+
+Deno.test("manifest: engines.dock ranges as npm writes them", async () => {
+  const { satisfies, parseRange } = await import("./manifest.ts");
+  const cases: [string, string, boolean][] = [
+    ["0.1.0", "^0.1", true],
+    ["0.2.0", "^0.1", false],
+    ["1.4.2", "^1.2", true],
+    ["2.0.0", "^1.2", false],
+    ["1.2.9", "~1.2.3", true],
+    ["1.3.0", "~1.2.3", false],
+    ["0.1.0", ">=0.1.0 <1", true],
+    ["1.0.0", ">=0.1.0 <1", false],
+    ["3.0.0", "^1 || >=3", true],
+    ["0.1.0", "*", true],
+    ["0.1.0", "0.1", true],
+    ["0.1.0", "0.1.1", false],
+    ["0.1.0-dev", ">=0.1.0", true],
+  ];
+  for (const [version, range, expected] of cases) {
+    assertEquals(satisfies(version, range), expected, `${version} in ${range}`);
+  }
+  assertEquals(parseRange("latest"), null);
+  assertEquals(parseRange(""), null);
 });

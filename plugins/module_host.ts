@@ -6,9 +6,16 @@
  * The host is kept in generations. A call whose grant the running host does not cover starts a wider
  * one; a worker stuck in synchronous code past its deadline (which `terminate()` cannot stop) retires
  * its generation: new calls go to a fresh host at once, the old one finishes what it still runs and is
- * then killed. A host that crashes (a memory bomb reaches the heap cap, which ends the whole process)
- * fails its calls in flight and is replaced on the next call. Nothing here blocks the caller's event
- * loop: a plugin can stop, slow or crash only its own calls.
+ * then killed. So does a host whose worker threads outnumber its workers for {@linkcode ORPHAN_GRACE_MS}
+ * (a nested `Worker` spinning after its parent was terminated: measured, it keeps a core busy).
+ *
+ * A host that crashes (a memory bomb reaches the heap cap, which ends the whole process, or the host
+ * passes its resident limit) cannot say which worker did it. Its calls in flight are sorted out by
+ * elimination: when they all belong to one worker, that worker did it and they fail; otherwise each
+ * worker's calls are run again, once, in a host of their own (a quarantine host, killed once they are
+ * done), so the bomb fails alone and the other plugins' calls are answered. A call may thus run twice
+ * (at least once, not exactly once). Nothing here blocks the caller's event loop: a plugin can stop,
+ * slow or crash only its own calls.
  *
  * @module
  */
@@ -16,6 +23,7 @@ import { join } from "../core/posix_path.ts";
 import { DockError } from "../client/errors.ts";
 import { startChild } from "../core/runner.ts";
 import { FrameConnection } from "./frames.ts";
+import { SDK_DIR, writeSdkImportMap } from "./sdk_map.ts";
 import {
   type CallKind,
   type ContextOp,
@@ -50,8 +58,12 @@ export interface ModuleHostOptions {
   onRequest(spec: WorkerSpec, op: ContextOp, args: unknown[]): Promise<unknown>;
   /** A worker's log line. */
   onLog?(spec: WorkerSpec, level: LogLevel, text: string): void;
-  /** A line the host process itself wrote (its own errors; a worker writing to stdout directly). */
-  onHostOutput?(line: string): void;
+  /**
+   * A line the host process wrote on stdout or stderr (its own errors; a worker writing there directly),
+   * within {@linkcode HOST_OUTPUT_BYTES} a minute. `spec` is the worker it must have come from, when the
+   * host ran one plugin's workers only.
+   */
+  onHostOutput?(line: string, spec?: WorkerSpec): void;
   /** A worker ended (idle stop, crash, deadline), with why when it was not asked to. */
   onWorkerStopped?(spec: WorkerSpec, error?: string): void;
 }
@@ -89,11 +101,27 @@ export interface ModuleHostStats {
 
 interface PendingCall {
   spec: WorkerSpec;
+  kind: CallKind;
+  input: unknown;
   resolve(result: CallResult): void;
   reject(error: Error): void;
   timer: ReturnType<typeof setTimeout>;
   generation: Generation;
+  /** Already run again after its host crashed (a call is retried once). */
+  retried: boolean;
 }
+
+/**
+ * How long a host may have more worker threads than workers before it is recycled: `terminate()`
+ * force-kills a worker's isolate after ~2 s (TOOLCHAIN.md), so a thread still there after 3 s is one
+ * nothing will stop (a nested `Worker` spinning: measured, 3.07 s of CPU in 3.5 s after its parent was
+ * terminated).
+ */
+export const ORPHAN_GRACE_MS = 3000;
+/** Bytes of output a host may write a minute (stdout and stderr together); past them lines are dropped. */
+export const HOST_OUTPUT_BYTES = 64 * 1024;
+/** Quarantine hosts (one per worker whose calls are retried after a crash) running at once. */
+export const QUARANTINE_HOSTS = 4;
 
 /** The workers' grants merged: what a host process is started with. */
 export function unionGrant(grants: WorkerGrant[]): WorkerGrant {
@@ -132,6 +160,12 @@ class Generation {
   retired = false;
   ended = false;
   lastOutput = "";
+  /** The one worker a quarantine host runs (its calls retried after a crash). */
+  quarantine?: string;
+  /** Since when it has had more worker threads than workers. */
+  excessSince?: number;
+  /** Output budget: bytes written in the current minute, and lines dropped. */
+  output = { window: 0, bytes: 0, dropped: 0 };
 
   constructor(number: number, grant: WorkerGrant, ready: Promise<void>) {
     this.number = number;
@@ -156,6 +190,8 @@ export class ModuleHost {
   #count = 0;
   #restarts = 0;
   #closed = false;
+  #quarantines = 0;
+  #quarantineWaiting: (() => void)[] = [];
 
   constructor(options: ModuleHostOptions) {
     this.#o = options;
@@ -175,7 +211,7 @@ export class ModuleHost {
     const id = this.#nextCall++;
     const { promise, resolve, reject } = Promise.withResolvers<CallResult>();
     const timer = setTimeout(() => this.#deadline(id), deadlineMs);
-    this.#calls.set(id, { spec, resolve, reject, timer, generation });
+    this.#calls.set(id, { spec, kind, input, resolve, reject, timer, generation, retried: false });
     this.#specs.set(spec.key, spec);
     generation.inFlight++;
     generation.workers.add(spec.key);
@@ -241,12 +277,17 @@ export class ModuleHost {
     }
   }
 
-  #start(grant: WorkerGrant): Generation {
+  #start(grant: WorkerGrant, quarantine?: string): Generation {
     const number = ++this.#count;
     const { promise, resolve, reject } = Promise.withResolvers<void>();
     promise.catch(() => {});
     const generation = new Generation(number, grant, promise);
-    this.#current = generation;
+    if (quarantine === undefined) this.#current = generation;
+    else {
+      // Never current, and killed as soon as its calls are done.
+      generation.quarantine = quarantine;
+      generation.retired = true;
+    }
     this.#generations.add(generation);
     this.#launch(generation).then(resolve, (error) => {
       this.#end(generation, `the plugin host did not start: ${(error as Error).message}`);
@@ -263,7 +304,16 @@ export class ModuleHost {
     try {
       const grant = generation.grant;
       // The host reads the worker bootstrap to start a worker (the check is the host's, not the worker's).
-      const read = unionList([...grant.read, ...(this.#o.baseRead?.() ?? []), socket, WORKER_MAIN.pathname]);
+      // The SDK (`@dock/plugin`, by the import map) is read with the host's permission (plugins/sdk_map.ts).
+      const importMap = await writeSdkImportMap(this.#o.dir);
+      const read = unionList([
+        ...grant.read,
+        ...(this.#o.baseRead?.() ?? []),
+        socket,
+        WORKER_MAIN.pathname,
+        SDK_DIR,
+        importMap,
+      ]);
       const flag = (name: string, values: string[]) =>
         values.length ? [`--allow-${name}=${values.join(",")}`] : [];
       const args = [
@@ -275,6 +325,7 @@ export class ModuleHost {
         "--no-npm",
         "--unstable-worker-options",
         `--v8-flags=--max-old-space-size=${this.#o.memoryMb ?? 128}`,
+        `--import-map=${importMap}`,
         ...flag("read", read),
         ...flag("write", unionList([...grant.write, socket])),
         // Deno asks for net access to a unix socket too (`unix:<path>`).
@@ -316,15 +367,18 @@ export class ModuleHost {
       }
       generation.frames = frames;
       this.#follow(generation, messages);
-      this.#watchMemory(generation, child.pid);
+      this.#watch(generation, child.pid);
     } finally {
       listener.close();
       await Deno.remove(socket).catch(() => {});
     }
   }
 
-  /** Kills the host past its memory limit (read from /proc twice a second; elsewhere not watched). */
-  #watchMemory(generation: Generation, pid: number): void {
+  /**
+   * Kills the host past its memory limit, and recycles it when it has worker threads no worker of it
+   * accounts for (read from /proc twice a second; elsewhere not watched).
+   */
+  #watch(generation: Generation, pid: number): void {
     if (Deno.build.os !== "linux") return;
     const limit = (this.#o.rssLimitMb ?? 1024) * 1024;
     generation.memoryTimer = setInterval(() => {
@@ -339,27 +393,74 @@ export class ModuleHost {
           `the plugin host used ${Math.round(kb / 1024)} MB, over its ${limit / 1024} MB: killed`,
         );
         this.#kill(generation, `the plugin host used more than ${limit / 1024} MB`);
+        return;
+      }
+      if (generation.retired) return;
+      const threads = workerThreads(pid);
+      if (threads <= generation.workers.size) {
+        generation.excessSince = undefined;
+        return;
+      }
+      generation.excessSince ??= performance.now();
+      if (performance.now() - generation.excessSince > ORPHAN_GRACE_MS) {
+        this.#o.onHostOutput?.(
+          `the plugin host runs ${threads} worker threads for ${generation.workers.size} workers ` +
+            `(a nested Worker left running?): recycled`,
+        );
+        this.#retire(generation);
       }
     }, 500);
   }
 
+  /**
+   * Reads what the host writes, within {@linkcode HOST_OUTPUT_BYTES} a minute: past it the bytes are read
+   * and dropped undecoded (a worker writing to stdout in a loop wrote 20 MB in 1.8 s into the daemon's
+   * log), and the drop is said once a minute. A line is attributed to the worker it must have come from
+   * when the host runs one plugin's workers only.
+   */
   async #readOutput(generation: Generation, stream: ReadableStream<Uint8Array>): Promise<void> {
     let buffered = "";
+    const decoder = new TextDecoder();
+    const budget = generation.output;
     try {
-      for await (const chunk of stream.pipeThrough(new TextDecoderStream())) {
-        buffered += chunk;
+      for await (const chunk of stream) {
+        const minute = Math.floor(performance.now() / 60_000);
+        if (minute !== budget.window) {
+          if (budget.dropped > 0) {
+            this.#o.onHostOutput?.(
+              `${budget.dropped} bytes of output dropped (over ${HOST_OUTPUT_BYTES} a minute)`,
+            );
+          }
+          budget.window = minute;
+          budget.bytes = 0;
+          budget.dropped = 0;
+        }
+        if (budget.bytes + chunk.length > HOST_OUTPUT_BYTES) {
+          budget.dropped += chunk.length;
+          buffered = "";
+          continue;
+        }
+        budget.bytes += chunk.length;
+        buffered += decoder.decode(chunk, { stream: true });
         const lines = buffered.split("\n");
         buffered = lines.pop()!.slice(-8192);
         for (const line of lines) {
           const text = stripAnsi(line).trim();
           if (!text) continue;
           generation.lastOutput = text.slice(0, 300);
-          this.#o.onHostOutput?.(text.slice(0, 8192));
+          this.#o.onHostOutput?.(text.slice(0, 8192), this.#soleWorker(generation));
         }
       }
     } catch {
       // the process is gone
     }
+  }
+
+  /** The spec of a host's workers when they all belong to one label (one plugin), else undefined. */
+  #soleWorker(generation: Generation): WorkerSpec | undefined {
+    const specs = [...generation.workers].map((key) => this.#specs.get(key));
+    const labels = new Set(specs.map((spec) => spec?.label));
+    return labels.size === 1 ? specs[0] : undefined;
   }
 
   async #follow(generation: Generation, messages: AsyncGenerator<FromHost>): Promise<void> {
@@ -485,16 +586,66 @@ export class ModuleHost {
     if (this.#current === generation) this.#current = null;
     // A retired host was counted when it was retired; an idle one or a closing one is no restart.
     if (!generation.retired && !this.#closed && why !== "idle") this.#restarts++;
-    for (const [id, call] of [...this.#calls]) {
-      if (call.generation !== generation) continue;
-      this.#finish(id, call);
-      call.reject(new CallError("crashed", why));
+    const orphaned = [...this.#calls].filter(([, call]) => call.generation === generation);
+    // By elimination: calls of one worker only, or in its own quarantine host, are that worker's doing.
+    const suspects = new Set(orphaned.map(([, call]) => call.spec.key));
+    const retry = new Map<string, [number, PendingCall][]>();
+    for (const [id, call] of orphaned) {
+      if (this.#closed || generation.quarantine || suspects.size < 2 || call.retried) {
+        this.#finish(id, call);
+        call.reject(new CallError("crashed", why));
+        continue;
+      }
+      call.retried = true;
+      generation.inFlight--;
+      retry.set(call.spec.key, [...retry.get(call.spec.key) ?? [], [id, call]]);
     }
-    for (const key of generation.workers) {
-      const spec = this.#specs.get(key);
-      if (spec) this.#o.onWorkerStopped?.(spec, why === "idle" || why === "retired" ? undefined : why);
-    }
+    for (const [key, calls] of retry) this.#quarantine(key, calls);
+    if (generation.quarantine) this.#releaseQuarantine();
+    const workers = [...generation.workers];
     generation.workers.clear();
+    for (const key of workers) {
+      const spec = this.#specs.get(key);
+      // A worker that also runs in another host (a quarantine host's twin) is not stopped.
+      if (spec && !this.running(key)) {
+        this.#o.onWorkerStopped?.(spec, why === "idle" || why === "retired" ? undefined : why);
+      }
+    }
+  }
+
+  /**
+   * Runs a worker's calls again in a host of its own, after the host they ran in crashed with other
+   * workers' calls in flight; at most {@linkcode QUARANTINE_HOSTS} such hosts at once.
+   */
+  async #quarantine(key: string, calls: [number, PendingCall][]): Promise<void> {
+    if (this.#quarantines >= QUARANTINE_HOSTS) {
+      await new Promise<void>((resolve) => this.#quarantineWaiting.push(resolve));
+    }
+    this.#quarantines++;
+    const live = () => calls.filter(([id]) => this.#calls.has(id));
+    if (this.#closed || live().length === 0) return this.#releaseQuarantine();
+    const generation = this.#start(calls[0][1].spec.grant, key);
+    try {
+      await generation.ready;
+    } catch (error) {
+      for (const [id, call] of live()) {
+        this.#finish(id, call);
+        call.reject(error instanceof CallError ? error : new CallError("crashed", String(error)));
+      }
+      return; // its end released the slot
+    }
+    for (const [id, call] of live()) {
+      call.generation = generation;
+      generation.inFlight++;
+      generation.workers.add(key);
+      generation.frames!.send({ t: "call", id, worker: call.spec, kind: call.kind, input: call.input });
+    }
+    if (generation.inFlight <= 0) this.#kill(generation, "retired");
+  }
+
+  #releaseQuarantine(): void {
+    this.#quarantines = Math.max(0, this.#quarantines - 1);
+    this.#quarantineWaiting.shift()?.();
   }
 
   /**
@@ -514,6 +665,23 @@ export class ModuleHost {
       }, this.#o.idleMs ?? 60_000);
     }
   }
+}
+
+/** The Web Worker threads of a process (`worker-<n>`, as Deno names them), nested ones included. */
+function workerThreads(pid: number): number {
+  let count = 0;
+  try {
+    for (const task of Deno.readDirSync(`/proc/${pid}/task`)) {
+      try {
+        if (Deno.readTextFileSync(`/proc/${pid}/task/${task.name}/comm`).startsWith("worker-")) count++;
+      } catch {
+        // the thread ended meanwhile
+      }
+    }
+  } catch {
+    return 0; // gone
+  }
+  return count;
 }
 
 function unionList(values: string[]): string[] {

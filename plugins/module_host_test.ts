@@ -219,3 +219,82 @@ function alive(pid: number): boolean {
     return false;
   }
 }
+
+Deno.test("a crash with several workers' calls in flight: each runs again in a host of its own, so only the bomb's fails", async () => {
+  const dir = await fixture({
+    // Slow enough to be in flight when the bomb goes off (it waits for the bomb's start, in the kv).
+    "slow.ts": `export default { async event(ev, ctx) {
+      while (!(await ctx.kv.get("bombing"))) await new Promise((r) => setTimeout(r, 20));
+      await new Promise((r) => setTimeout(r, 200));
+      return null;
+    } };`,
+    "bomb.ts": `export default { async event(ev, ctx) {
+      await ctx.kv.set("bombing", true);
+      const a = []; while (true) a.push(new Array(1e5).fill(Math.random()));
+    } };`,
+  });
+  let bombing = false;
+  const modules = new ModuleHost({
+    dir: join(dir, ".host"),
+    memoryMb: 64,
+    onRequest: (_spec, op) => {
+      if (op === "kv.set") bombing = true;
+      return Promise.resolve(op === "kv.get" ? bombing : null);
+    },
+  });
+  try {
+    const slow = [spec(dir, "slow.ts"), { ...spec(dir, "slow.ts"), key: "other-slow" }];
+    const calls = slow.map((s) => modules.call(s, "event", {}, 30_000));
+    const bomb = await assertRejects(
+      () => modules.call(spec(dir, "bomb.ts"), "event", {}, 30_000),
+      CallError,
+    );
+    assertEquals((bomb as CallError).failure, "crashed");
+    for (const result of await Promise.all(calls)) assertEquals(result.value, null);
+    assertEquals(
+      modules.stats().restarts,
+      1,
+      "one crash of the shared host; quarantine hosts are not restarts",
+    );
+  } finally {
+    modules.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("a host whose worker threads outnumber its workers (a nested Worker spinning) is recycled", async () => {
+  const dir = await fixture({
+    "spin.js": `while (true) {}`,
+    "nest.ts": `export default { async event() {
+      const { Worker } = await import("node:worker_threads");
+      new Worker(new URL("./spin.js", import.meta.url));
+      return null;
+    } };`,
+  });
+  const lines: string[] = [];
+  const modules = new ModuleHost({
+    dir: join(dir, ".host"),
+    onRequest: () => Promise.resolve(null),
+    onHostOutput: (line) => lines.push(line),
+  });
+  try {
+    const s = spec(dir, "nest.ts");
+    await modules.call(s, "event", {}, 10_000);
+    const pid = modules.stats().pid!;
+    modules.stop(s.key);
+    const gone = () => {
+      try {
+        return Deno.readTextFileSync(`/proc/${pid}/status`).includes("State:\tZ");
+      } catch {
+        return true;
+      }
+    };
+    const deadline = Date.now() + 20_000;
+    while (!gone() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
+    assert(gone(), "the host with the spinning thread is gone");
+    assert(lines.some((line) => line.includes("a nested Worker left running")), lines.join("\n"));
+  } finally {
+    modules.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});

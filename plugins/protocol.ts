@@ -41,6 +41,15 @@ export interface WorkerSpec {
   grant: WorkerGrant;
   /** Who it is in logs and events (`plugin:<id>`, `hook:<file>`). */
   label: string;
+  /** A plugin's `ctx.config`, `ctx.secrets` and `ctx.dataDir` (its workers restart when they change). */
+  context?: WorkerContext;
+}
+
+/** What a plugin's `ctx` holds besides its calls: its settings, its resolved secrets, its data folder. */
+export interface WorkerContext {
+  config: Record<string, string | number | boolean>;
+  secrets: Record<string, string>;
+  dataDir: string;
 }
 
 /**
@@ -115,7 +124,7 @@ export type FromHost =
 
 /** Host → worker. */
 export type ToWorker =
-  | { t: "init"; module: string; label: string }
+  | { t: "init"; module: string; label: string; context?: WorkerContext }
   | { t: "call"; id: number; kind: CallKind; input: unknown }
   | { t: "reply"; id: number; ok: boolean; value?: unknown; error?: string }
   | { t: "ping" };

@@ -1,6 +1,7 @@
 /**
  * The plugin routes, the same on a box (`/v1/plugins…` of its API) and on the laptop (`/v1/plugins…`,
- * spec 4.1): the list, one plugin with its log, enable (the body confirms the permissions granted) and
+ * spec 4.1): the list, one plugin with its log, enable (the body confirms the permissions granted; a bare
+ * POST enables only a plugin that asks for nothing) and
  * disable, a plugin's `fetch` function under `fn/`, the files its manifest offers to the app, and the
  * calls its `ui` panel asks the app to make (`ui-api`, with the plugin's scopes).
  *
@@ -8,7 +9,15 @@
  */
 import type { Context } from "hono";
 import type { PluginInfo } from "../client/wire.ts";
-import { PANEL_API_REQUEST, PLUGIN_ENABLE } from "../client/schemas.ts";
+import {
+  PANEL_API_REQUEST,
+  PLUGIN_CONFIG,
+  PLUGIN_ENABLE,
+  PLUGIN_FILES,
+  PLUGIN_TEST_EVENT,
+} from "../client/schemas.ts";
+import { INSTALL_MAX_BODY } from "./install.ts";
+import { forwardPath, wildcardSegments } from "../core/forward_path.ts";
 import { body, intQuery, json, type Method, param, requestOrigin, RouteTable } from "../core/http.ts";
 import type { Plugins } from "./plugins.ts";
 
@@ -39,12 +48,12 @@ export function pluginRoutes(plugins: Plugins, options: PluginRoutesOptions = {}
         ? [{
           action: "config.change",
           describe: ({ id, request }) => ({
-            target: { plugin: id, enabled: true, permissions: request.permissions },
+            target: { plugin: id, enabled: true, permissions: request?.permissions },
           }),
         }]
         : [],
       handler: async (c, { id, request }) =>
-        json(await plugins.enable(id, request.permissions, requestOrigin(c))),
+        json(await plugins.enable(id, request?.permissions, requestOrigin(c))),
     })
     .route({
       method: "POST",
@@ -55,6 +64,45 @@ export function pluginRoutes(plugins: Plugins, options: PluginRoutesOptions = {}
         : [],
       handler: async (c, { id }) => json(await plugins.disable(id, requestOrigin(c))),
     });
+  // Installing writes code that runs once enabled (and shell hooks once granted): a config change.
+  table.route({
+    method: "PUT",
+    path: "/plugins/:id/files",
+    input: async (c) => ({
+      id: param(c, "id"),
+      request: await body(c, PLUGIN_FILES, { limit: INSTALL_MAX_BODY }),
+    }),
+    gates: options.gated
+      ? [{ action: "config.change", describe: ({ id }) => ({ target: { plugin: id, install: true } }) }]
+      : [],
+    handler: async (c, { id, request }) => json(await plugins.install(id, request.files, requestOrigin(c))),
+  }).route({
+    method: "DELETE",
+    path: "/plugins/:id",
+    input: (c) => ({ id: param(c, "id") }),
+    gates: options.gated
+      ? [{ action: "config.change", describe: ({ id }) => ({ target: { plugin: id, removed: true } }) }]
+      : [],
+    handler: async (c, { id }) => json(await plugins.remove(id, requestOrigin(c))),
+  });
+  table.add("GET", "/plugins/:id/config", async (c) => json(await plugins.config(param(c, "id"))))
+    .route({
+      method: "PUT",
+      path: "/plugins/:id/config",
+      input: async (c) => ({ id: param(c, "id"), request: await body(c, PLUGIN_CONFIG) }),
+      // Settings may name secrets and URLs a plugin reaches: a config change, gated like enabling.
+      gates: options.gated
+        ? [{ action: "config.change", describe: ({ id }) => ({ target: { plugin: id, config: true } }) }]
+        : [],
+      handler: async (c, { id, request }) =>
+        json(await plugins.setConfig(id, request.values, requestOrigin(c))),
+    })
+    .add(
+      "POST",
+      "/plugins/:id/test-event",
+      async (c) =>
+        json(await plugins.testEvent(param(c, "id"), await body(c, PLUGIN_TEST_EVENT), requestOrigin(c))),
+    );
   // A ui panel's call, made as the plugin: no gate of its own, the call it makes passes the API's.
   table.add(
     "POST",
@@ -69,21 +117,18 @@ export function pluginRoutes(plugins: Plugins, options: PluginRoutesOptions = {}
   return table;
 }
 
-/** What follows `/fn` in the request's path, as it came (still percent-encoded). */
+/**
+ * What follows `/fn` in the request's path, for the plugin's `fetch` to see: its segments as they came,
+ * checked once (`core/forward_path.ts`), so the plugin is asked nothing but a path under its own `fn`.
+ */
 function fnPath(c: Context): string {
-  const path = new URL(c.req.url).pathname;
-  const at = path.indexOf("/fn/");
-  return path.slice(at + "/fn".length);
+  return forwardPath("/", wildcardSegments(c, { trailingSlash: true, empty: true }));
 }
 
-/** The file's path after the plugin's id, decoded. */
+/**
+ * The file's path after the plugin's id, decoded and checked (`core/forward_path.ts`): a decoded `/`
+ * splits no segment and no `..` climbs; the plugin host then serves only what the manifest lists.
+ */
 function filePath(c: Context): string {
-  const path = new URL(c.req.url).pathname;
-  const prefix = `/plugins/${encodeURIComponent(param(c, "id"))}/`;
-  const at = path.indexOf(prefix);
-  try {
-    return decodeURIComponent(path.slice(at + prefix.length));
-  } catch {
-    return "\0"; // malformed escapes: refused as an invalid path
-  }
+  return wildcardSegments(c).join("/");
 }

@@ -16,6 +16,7 @@ import type {
   FromWorker,
   LogLevel,
   ToWorker,
+  WorkerContext,
 } from "./protocol.ts";
 
 interface Handlers {
@@ -31,6 +32,15 @@ let nextRequest = 1;
 const waiting = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
 
 function request(op: ContextOp, args: unknown[]): Promise<unknown> {
+  // What crosses to dock is JSON: a cycle or a BigInt is refused here, to the caller (the host refuses
+  // it too, for a module that posts its own messages).
+  try {
+    JSON.stringify(args);
+  } catch (error) {
+    return Promise.reject(
+      new TypeError(`ctx.${op}: its arguments are not JSON (${(error as Error).message})`),
+    );
+  }
   const id = nextRequest++;
   return new Promise((resolve, reject) => {
     waiting.set(id, { resolve, reject });
@@ -66,6 +76,20 @@ for (
   (console as unknown as Record<string, unknown>)[name] = (...values: unknown[]) => log(level, values);
 }
 
+// Its stdout and stderr too: written directly, they would land unattributed in the daemon's log.
+const decoder = new TextDecoder();
+for (const [stream, level] of [[Deno.stdout, "info"], [Deno.stderr, "warn"]] as const) {
+  const write = (bytes: Uint8Array) => {
+    log(level, [decoder.decode(bytes).replace(/\n$/, "")]);
+    return bytes.length;
+  };
+  Object.defineProperties(stream, {
+    write: { value: (bytes: Uint8Array) => Promise.resolve(write(bytes)) },
+    writeSync: { value: write },
+    writable: { value: new WritableStream<Uint8Array>({ write: (bytes) => void write(bytes) }) },
+  });
+}
+
 /** An error answered by dock's API to `ctx.api`: its status and code as the API gave them. */
 class ApiError extends Error {
   status: number;
@@ -78,7 +102,7 @@ class ApiError extends Error {
   }
 }
 
-const ctx = Object.freeze({
+const calls = {
   /** Calls dock's API (the box's or the laptop's), within the scopes the plugin was granted. */
   async api(method: string, path: string, body?: unknown): Promise<unknown> {
     const answer = await request("api", [method, path, body]) as { status: number; body: unknown };
@@ -99,6 +123,14 @@ const ctx = Object.freeze({
     delete: async (key: string) => void await request("kv.delete", [key]),
     list: (prefix?: string) => request("kv.list", [prefix ?? ""]) as Promise<string[]>,
   }),
+};
+
+/** The handlers' `ctx`: set at `init` with the plugin's settings, secrets and data folder, then frozen. */
+let ctx: Readonly<typeof calls & WorkerContext> = Object.freeze({
+  ...calls,
+  config: Object.freeze({}),
+  secrets: Object.freeze({}),
+  dataDir: "",
 });
 
 async function call(kind: CallKind, input: unknown): Promise<unknown> {
@@ -151,6 +183,14 @@ self.onmessage = async (e: MessageEvent<ToWorker>) => {
       post({ t: "pong" });
       return;
     case "init":
+      if (message.context) {
+        ctx = Object.freeze({
+          ...calls,
+          config: Object.freeze({ ...message.context.config }),
+          secrets: Object.freeze({ ...message.context.secrets }),
+          dataDir: message.context.dataDir,
+        });
+      }
       try {
         const module = await import(message.module);
         handlers = (module.default ?? {}) as Handlers;

@@ -285,7 +285,9 @@ If your tool lists dock's MCP server (\`dock integrations install\` adds it: \`d
 a laptop), its tools do the same as the commands above: \`list_sessions\` (with each agent's state and, when it
 waits, \`reason\`: \`permission\`, \`question\` or \`input\`), \`create_task\`, \`create_session\`, \`send_prompt\` (with
 \`wait\`), \`wait\`, \`read_screen\`, \`exec\`, \`list_flow_runs\`, \`emit_event\`. \`send_prompt\` refuses a session
-waiting on a permission prompt: the rule above, enforced.
+waiting on a permission prompt: the rule above, enforced by the box as it types. \`exec\`, a session without an
+agent and a prompt into one are refused until the human allows shell for that box (\`dock mcp allow-exec BOX\`,
+or \`dockd mcp --allow-exec\`): ask them, never work around it.
 
 ## Good habits
 

@@ -56,10 +56,23 @@ Deno.test("app documents, templates and themes", async () => {
     join(dirs.dockHome, "templates", "broken.json"),
     JSON.stringify({ variables: [{ id: "1x" }] }),
   );
+  // A command with a first prompt would be refused by every `POST tasks` (only an agent takes a prompt),
+  // and so would an agent and a command both: each is listed with why, not as valid.
+  await Deno.writeTextFile(
+    join(dirs.dockHome, "templates", "script.json"),
+    JSON.stringify({ command: "make test", prompt: "run the tests" }),
+  );
+  await Deno.writeTextFile(
+    join(dirs.dockHome, "templates", "twice.json"),
+    JSON.stringify({ agent: "claude", command: "make test" }),
+  );
   const templates = (await get("/v1/templates")).body as { id: string; name?: string; error?: string }[];
-  assertEquals(templates.map((t) => t.id), ["broken", "bugfix"]);
+  assertEquals(templates.map((t) => t.id), ["broken", "bugfix", "script", "twice"]);
   assertEquals(templates[1].name, "Bug fix");
+  assertEquals(templates[1].error, undefined);
   assertStringIncludes(templates[0].error!, "variables[0].id");
+  assertStringIncludes(templates[2].error!, "prompt: a first prompt needs an agent");
+  assertStringIncludes(templates[3].error!, "command: give either agent or command, not both");
 
   await Deno.mkdir(join(dirs.dockHome, "themes"), { recursive: true });
   await Deno.writeTextFile(

@@ -44,11 +44,18 @@ const ROUTES: [string, string][] = [
   ["POST", "/v1/queue/:id/retry"],
   ["POST", "/v1/queue/:id/send"],
   ["DELETE", "/v1/queue/:id"],
+  ["POST", "/v1/broadcast"],
   ["GET", "/v1/plugins"],
   ["GET", "/v1/plugins/:id"],
   ["POST", "/v1/plugins/:id/enable"],
   ["POST", "/v1/plugins/:id/disable"],
   ["POST", "/v1/plugins/:id/ui-api"],
+  ["PUT", "/v1/plugins/:id/files"],
+  ["DELETE", "/v1/plugins/:id"],
+  ["GET", "/v1/plugins/:id/config"],
+  ["PUT", "/v1/plugins/:id/config"],
+  ["POST", "/v1/plugins/:id/test-event"],
+  ["POST", "/v1/plugins/:id/fn-link"],
   ["POST", "/v1/setup/port80"],
   ["POST", "/v1/upgrade"],
   ["GET", "/v1/networks"],
@@ -91,6 +98,8 @@ const APP_ROUTES: [string, string][] = [
   ["HEAD", "/app/*"],
   ["GET", "/app/plugins/*"],
   ["HEAD", "/app/plugins/*"],
+  // A plugin's `fn` page by a signed link that lasts a minute (agent/fn_links.ts): no token either.
+  ["GET", "/app/fn/*"],
 ];
 
 /** A concrete path for a route pattern. */

@@ -70,7 +70,8 @@ Deno.test({
       await card.locator('button[name="add-ssh"]').click();
       const refused = await card.locator('.run [role="alert"]').textContent();
       assertStringIncludes(refused ?? "", "connect: the box's host key is not known here");
-      assertStringIncludes(refused ?? "", "ssh testbox");
+      // The command to accept it, with the SSH config the agent was told to use (DOCK_SSH_CONFIG).
+      assert(/ssh -F \S+ssh_config testbox/.test(refused ?? ""), refused ?? "");
       assertEquals(await page.locator(".box").count(), 0);
 
       await box.trust();

@@ -2,12 +2,13 @@
  * The app (issue 14), whole: Debian's Chromium driven by Playwright against a real `dock agent` and
  * `dockd`, with a fake agent in a real worktree. The page is opened from `dock open --print`'s address;
  * everything it shows comes from the event stream. No step waits a fixed time: each waits for what the
- * page shows. Screenshots of the board, a terminal and Needs you are taken (into `docs/` with
- * `DOCK_SCREENSHOTS=1`).
+ * page shows. A screenshot of a terminal is taken (into `docs/` with `DOCK_SCREENSHOTS=1`; the board's
+ * and Needs you's are tests/app_board_test.ts's).
  *
  * Needs /usr/bin/chromium (`.ci/run` installs it); without it the test is skipped, saying so.
  */
 import { join } from "node:path";
+import { userInfo } from "node:os";
 import type { Page } from "playwright-core";
 import { CHROMIUM_MISSING, dropShots, launchChromium, shotsDir } from "./browser.ts";
 import { assert, assertEquals, assertStringIncludes } from "./assert.ts";
@@ -167,7 +168,11 @@ Deno.test({
           name: "Notify",
           version: "1.0.0",
           main: "main.ts",
-          hooks: [{ on: "agent.waiting", module: "main.ts", timeout: "15s" }],
+          // A shell hook (on an event nothing sends): its command is part of the consent.
+          hooks: [
+            { on: "agent.waiting", module: "main.ts", timeout: "15s" },
+            { on: "app.never", run: "true" },
+          ],
           ui: ["panel.html"],
           permissions: { env: ["NOTIFY_WEBHOOK_URL"], scopes: ["events:emit", "boxes:read"] },
         }),
@@ -204,12 +209,10 @@ Deno.test({
       await page.locator('[data-view="needs"]').click();
       const need = page.locator('.need[data-session="devbox/agent-1"]');
       await need.locator(".screen").waitFor();
-      await page.screenshot({ path: join(SHOTS, "app-needs-you.png") });
       await need.locator(".prompt-text").fill("y");
       await need.locator('button[type="submit"]').click();
       await page.locator('[data-view="board"]').click();
       await badgesWent(page, "devbox/agent-1", ["running", "waiting", "finished"]);
-      await page.screenshot({ path: join(SHOTS, "app-board.png") });
 
       // A terminal: attach, type, see the output; resize follows the pane.
       await box.client.createSession({ location: "app", command: "sh", name: "shell" });
@@ -288,6 +291,10 @@ Deno.test({
       const plugin = page.locator('.plugin[data-plugin="notify"]').first();
       await plugin.locator("button", { hasText: "enable" }).click();
       await plugin.locator(".confirm", { hasText: "NOTIFY_WEBHOOK_URL" }).waitFor();
+      // Each scope with what it can lead to; the shell command quoted, with the user it runs as.
+      await plugin.locator(".confirm", { hasText: "events:emit (write)" }).waitFor();
+      const commands = plugin.locator(`.confirm .commands[data-runs-as="${userInfo().username}"]`);
+      assertEquals(await commands.locator("code").allTextContents(), ['"true"']);
       await plugin.locator("button", { hasText: "Grant and enable" }).click();
       await page.locator('.plugin[data-plugin="notify"] button', { hasText: "disable" }).first().waitFor();
 
@@ -315,6 +322,7 @@ Deno.test({
       await box.client.enablePlugin("notify", {
         env: ["NOTIFY_WEBHOOK_URL"],
         scopes: ["events:emit", "boxes:read"],
+        commands: ["true"],
       });
       const fromBox = await fetch(boxPanel);
       assertEquals(fromBox.status, 200);
@@ -327,11 +335,15 @@ Deno.test({
         await refused.body?.cancel();
       }
 
-      // An agent shows its dev server: the page offers the private URL.
-      const shown = await box.client.preview({ location: "app", worktree: "issue-42", path: "/admin" });
+      // An agent shows its dev server: the page offers the private URL, through the laptop's proxy under
+      // the laptop's name for the box (the box's own URL names it by its own name).
+      await box.client.preview({ location: "app", worktree: "issue-42", path: "/admin" });
       const banner = page.locator('.preview[data-preview="devbox/app/issue-42"]');
       await banner.waitFor();
-      assertEquals(await banner.locator("a").getAttribute("href"), shown.url);
+      assertEquals(
+        await banner.locator("a").getAttribute("href"),
+        `http://issue-42.app.devbox.localhost:${agent.proxyPort}/admin`,
+      );
 
       // The panel's own fetch, refused by its CSP as it should be, is the only error the page saw.
       const refusedByPanel = (e: string) => e.includes("Content Security Policy") && e.includes("/v1/status");

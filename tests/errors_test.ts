@@ -140,3 +140,54 @@ Deno.test("fuzzed request bodies never get a 5xx", async () => {
   assertEquals((await box.client.info()).os, Deno.build.os);
   closeRaw(box);
 });
+
+Deno.test("fuzzed config files (.dock/config.json, env.json) never give a 5xx; exec and config answer", async () => {
+  await using box = await startBox();
+  const repo = await makeRepo(join(box.dirs.home, "work"));
+  await box.client.addLocation({ name: "app", path: repo });
+  await box.client.createWorktree("app", { name: "w" });
+  await Deno.mkdir(box.dirs.dockHome, { recursive: true });
+  const files = [
+    {
+      path: join(repo, ".dock", "config.json"),
+      valid: { ports: 2, env: { A: "b", C: "$A" }, services: [{ name: "web", run: "true" }] },
+    },
+    { path: join(box.dirs.dockHome, "env.json"), valid: { env: { A: "b", B: "env://HOME" } } },
+  ];
+  await Deno.mkdir(join(repo, ".dock"), { recursive: true });
+  const next = random(20261126);
+  let requests = 0;
+  let errors5xx = 0;
+  for (let round = 0; round < 40; round++) {
+    // Each file in turn: hostile values (NUL included), broken JSON and deep nesting, in the file or
+    // inside its `env` (where a value goes on to every process).
+    for (const file of files) {
+      const { env, ...rest } = file.valid;
+      const text = next() < 0.5 ? fuzzBody(next, file.valid, { round }) : JSON.stringify(rest).replace(
+        /}$/,
+        `${Object.keys(rest).length ? "," : ""}"env":${fuzzBody(next, env, { round })}}`,
+      );
+      await Deno.writeTextFile(file.path, text);
+    }
+    const asks: [string, string, string | undefined][] = [
+      ["POST", "/v1/exec", JSON.stringify({ location: "app/w", command: "true" })],
+      ["GET", "/v1/locations/app/config", undefined],
+      ["GET", "/v1/env", undefined],
+      ["GET", "/v1/locations/app/worktrees/w", undefined],
+    ];
+    for (const [method, path, body] of asks) {
+      const answer = await raw(box, method, path, body);
+      requests++;
+      if (answer.status >= 500) errors5xx++;
+      assert(
+        answer.status < 500,
+        `${method} ${path} with ${
+          files.map((f) => Deno.readTextFileSync(f.path).slice(0, 200)).join(" / ")
+        } → ${answer.status} ${JSON.stringify(answer.body).slice(0, 300)}`,
+      );
+    }
+  }
+  await reportFuzz("config files", requests, errors5xx);
+  assertEquals((await box.client.info()).os, Deno.build.os);
+  closeRaw(box);
+});

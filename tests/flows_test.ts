@@ -8,7 +8,7 @@ import { assert, assertEquals, assertRejects, assertStringIncludes } from "./ass
 import { DockError } from "../client/errors.ts";
 import type { BoxClient } from "../client/box.ts";
 import type { FlowConfig, FlowRun } from "../client/wire.ts";
-import { eventually, git, makeRepo, startBox, type TestBox, waitForEvent } from "./harness.ts";
+import { eventually, git, makeDirs, makeRepo, startBox, type TestBox, waitForEvent } from "./harness.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 
@@ -58,7 +58,7 @@ Deno.test("flows: an event runs a step in the worktree; on failure a notify carr
     steps: [
       { id: "tests", kind: "run", command: 'pwd; echo {{event.body}}; echo "$DOCK_LOCATION"; exit 3' },
       { kind: "notify", when: "failure", title: "{{worktree.name}} failed", text: "{{prev.output}}" },
-      { kind: "notify", title: "never: the flow failed before it" },
+      { kind: "notify", title: "runs: the step before it succeeded (spec 3.4 rule 2)" },
     ],
   }]);
   const hostile = "$(touch " + join(box.dirs.root, "pwned") + ") `id`";
@@ -91,7 +91,7 @@ Deno.test("flows: an event runs a step in the worktree; on failure a notify carr
   assertEquals(run.steps.map((s) => [s.id, s.status, s.exit_code]), [
     ["tests", "failed", 3],
     ["2", "succeeded", undefined],
-    ["3", "skipped", undefined],
+    ["3", "succeeded", undefined],
   ]);
   assert(run.end);
 
@@ -383,7 +383,7 @@ Deno.test("flows: agent.finished → a failing run → prompt the agent with its
           steps: [
             { id: "tests", kind: "run", command: "echo tests broke in {{worktree.name}}; exit 1" },
             { kind: "prompt", when: "failure", text: "fix: {{steps.tests.output}}" },
-            { kind: "wait", when: "failure", timeout: "30s" },
+            { kind: "wait", timeout: "30s" }, // after the prompt, which ran only when the tests failed
             { kind: "notify", when: "always", title: "{{agent.state}}", text: "{{prev.output}}" },
           ],
         }],
@@ -560,4 +560,101 @@ Deno.test("flows: dockd flow disable switches a repository's flow off in the box
   const missing = await box.cli(["flow", "enable", "nope"]);
   assertEquals(missing.code, 1);
   assertStringIncludes(missing.stderr, "no flow 'nope' in force");
+});
+
+Deno.test("flows: a hostile event value reaches run steps as data in every context; webhook origins take no variable", async () => {
+  await using box = await startBox();
+  await withApp(box);
+  const canary = join(box.dirs.root, "pwned");
+  const hostile = `hi; touch ${canary}\n$(touch ${canary}) \`touch ${canary}\` ' " * $HOME -n`;
+  const contexts = [
+    "printf '[%s]' {{event.x}}",
+    `printf '[%s]' "<{{event.x}}>"`,
+    `bash -c 'printf "[%s]" {{event.x}}'`, // issue 29: once pasted into the inner shell's code
+    `sh -c 'printf "[%s]" "{{event.x}}"'`,
+    `printf '[%s]' "$(printf '%s' {{event.x}})"`,
+    "cat <<EOF\n[{{event.x}}]\nEOF",
+    "# it's a comment\nprintf '[%s]' {{event.x}}",
+    `a={{event.x}}; printf '[%s]' "$a"`,
+  ];
+  await writeFlows(box, [{
+    id: "hostile",
+    name: "Hostile",
+    enabled: true,
+    trigger: { event: "forge.comment", where: { location: "app" } },
+    steps: [
+      ...contexts.map((command) => ({ kind: "run", command, when: "always" as const })),
+      { kind: "run", command: `bash -c "printf %s {{event.x}}"`, when: "always" },
+    ],
+  }]);
+  const sent = await box.client.emit({ type: "forge.comment", data: { location: "app", x: hostile } });
+  await waitForEvent(
+    box.client,
+    (e) => e.type === "flow.finished" && e.data?.flow === "hostile",
+    { after: sent.id },
+  );
+  const [run] = await runsOf(box.client, "hostile");
+  for (const [i, command] of contexts.entries()) {
+    const expected = command.startsWith("cat")
+      ? `[${hostile}]\n`
+      : `[${command.includes("<{{") ? `<${hostile}>` : hostile}]`;
+    assertEquals([run.steps[i].status, run.steps[i].output], ["succeeded", expected], command);
+  }
+  // The outer shell would expand it into bash's code: refused with a way out, nothing run.
+  const last = run.steps[contexts.length];
+  assertEquals([last.status, last.exit_code], ["failed", undefined]);
+  assertStringIncludes(last.error ?? "", "single quotes");
+  await Deno.stat(canary).then(() => assert(false, "a variable's value ran as shell code"), () => {});
+
+  const bad = await assertRejects(
+    () =>
+      box.client.putFlows([{
+        ...SENTINEL,
+        steps: [{ kind: "webhook", url: "https://{{event.host}}/hook" }],
+      }]),
+    DockError,
+  ) as DockError;
+  assertEquals(bad.status, 400);
+  assertStringIncludes(bad.message, "flows[0].steps[0].url");
+  assertStringIncludes(bad.message, "never in its scheme, host or port");
+});
+
+Deno.test("flows: a prompt step never types into a permission prompt (the text would answer it for the person)", async () => {
+  const dirs = await makeDirs();
+  const log = join(dirs.root, "prompts.log");
+  await using box = await startBox({
+    dirs,
+    env: { FAKE_AGENT_WORK_MS: "100", FAKE_AGENT_LOG: log, FAKE_AGENT_LOG_TEXT: "1" },
+  });
+  const fake = join(ROOT, "tests", "fixtures", "fake_agent.ts");
+  await withApp(box, {
+    ".dock/config.json": JSON.stringify({
+      agents: [{ id: "fake", name: "Fake", command: `'${Deno.execPath()}' run -A --cached-only '${fake}'` }],
+    }),
+  });
+  await writeFlows(box, [{
+    id: "nudge",
+    name: "Nudge the agent",
+    enabled: true,
+    trigger: { event: "ci.nudge" },
+    steps: [{ kind: "prompt", session: "s1", text: "{{event.text}}" }],
+  }]);
+  await box.client.createSession({ location: "app", agent: "fake", name: "s1" });
+  await box.client.wait("s1", { states: ["idle"], timeout: "30s" });
+  await box.client.send("s1", "ASK-PERMISSION");
+  await box.client.wait("s1", { states: ["waiting"], timeout: "30s" });
+
+  const sent = await box.client.emit({ type: "ci.nudge", data: { text: "y" } });
+  const finished = await waitForEvent(
+    box.client,
+    (e) => e.type === "flow.finished" && e.data?.flow === "nudge",
+    { after: sent.id, timeoutMs: 60_000 },
+  );
+  const [run] = await runsOf(box.client, "nudge");
+  assertEquals(finished.data?.status, "failed", JSON.stringify(run));
+  assertStringIncludes(run.steps[0].error ?? "", "permission prompt");
+  const now = await box.client.session("s1");
+  assertEquals([now.agent_state, now.reason], ["waiting", "permission"]);
+  const prompts = (await Deno.readTextFile(log)).trim().split("\n").map((l) => JSON.parse(l).text);
+  assertEquals(prompts, ["ASK-PERMISSION"]);
 });

@@ -165,6 +165,19 @@ export function boxBodyRoutes(options: { repo: string; safePath: string }): Body
       },
     },
     {
+      // File names past what a file system takes (255 bytes a name, 4,096 a path): once a 500.
+      method: "PUT",
+      path: "/v1/locations/app/kit",
+      valid: {
+        id: "fz-long",
+        files: {
+          ["a".repeat(256)]: "x",
+          [`${"d".repeat(200)}/`.repeat(25) + "f"]: "y",
+          [`bin/${"é".repeat(128)}`]: "z",
+        },
+      },
+    },
+    {
       method: "POST",
       path: "/v1/exec",
       valid: { location: "app", command: "true", timeout: "5s" },
@@ -235,4 +248,57 @@ export async function reportFuzz(name: string, requests: number, errors5xx: numb
   const file = Deno.env.get("DOCK_FUZZ_REPORT");
   if (!file) return;
   await Deno.writeTextFile(file, JSON.stringify({ name, requests, errors5xx }) + "\n", { append: true });
+}
+
+/** Pieces of a path trick that refuse a segment wherever they stand in it (escapes of separators etc.). */
+const INNER_TRICKS = [
+  "%2f",
+  "%2F",
+  "%5c",
+  "%5C",
+  "\\",
+  "%00",
+  "%0a",
+  "%0d",
+  "%09",
+  "%7f",
+  "%252e",
+  "%252f",
+  "%c0%ae",
+  "%c0%af",
+  "%e0%80%ae",
+  "%3f",
+  "%3F",
+  "%23",
+  "%",
+  "%zz",
+  "%ed%a0%80",
+  "%c2%85",
+];
+/** Segments that are a trick only as a whole segment: the dots, plain and encoded. */
+const DOT_TRICKS = ["..", ".", "%2e%2e", "%2E%2e", ".%2e", "%2e.", "%2e", "%252e%252e"];
+const PLAIN_SEGMENTS = ["ui", "panel.html", "info", "v1", "sessions", "fn", "x", "a%20b"];
+
+/**
+ * A forwarded path (no leading `/`) of 1–5 segments holding at least one trick: an encoded or raw
+ * separator, a dot segment (encoded or not), a second encoding, NUL or a control character, a smuggled
+ * `?`/`#`, overlong or invalid UTF-8, or an empty segment (`//`). No forwarding route may serve it.
+ */
+export function fuzzPathTrick(next: () => number): string {
+  const pick = <T>(list: readonly T[]): T => list[Math.floor(next() * list.length)];
+  const count = 1 + Math.floor(next() * 5);
+  const trickAt = Math.floor(next() * count);
+  const segments: string[] = [];
+  for (let i = 0; i < count; i++) {
+    if (i !== trickAt && next() < 0.6) {
+      segments.push(pick(PLAIN_SEGMENTS));
+      continue;
+    }
+    const kind = next();
+    if (kind < 0.4) segments.push(pick(DOT_TRICKS));
+    else if (kind < 0.9 || i === count - 1) {
+      segments.push(pick(PLAIN_SEGMENTS) + pick(INNER_TRICKS) + pick(["", "x"]));
+    } else segments.push(""); // `//` inside the path
+  }
+  return segments.join("/");
 }

@@ -596,3 +596,29 @@ export async function startAgent(
     [Symbol.asyncDispose]: () => stop(),
   } satisfies TestAgent;
 }
+
+/**
+ * The TCP ports process `pid` listens on: its socket descriptors matched against the LISTEN rows of
+ * `/proc/<pid>/net/tcp*`. Finds every port a local process could dial, loopback hops included, not only
+ * the ones the process announces.
+ */
+export function listeningPorts(pid: number): number[] {
+  const inodes = new Set<string>();
+  for (const entry of Deno.readDirSync(`/proc/${pid}/fd`)) {
+    try {
+      const inode = /^socket:\[(\d+)\]$/.exec(Deno.readLinkSync(`/proc/${pid}/fd/${entry.name}`))?.[1];
+      if (inode) inodes.add(inode);
+    } catch { /* closed meanwhile */ }
+  }
+  const ports = new Set<number>();
+  for (const table of ["tcp", "tcp6"]) {
+    for (const line of Deno.readTextFileSync(`/proc/${pid}/net/${table}`).split("\n").slice(1)) {
+      // local_address is HEXIP:HEXPORT, state 0A is LISTEN, the tenth field is the socket's inode.
+      const fields = line.trim().split(/\s+/);
+      if (fields.length > 9 && fields[3] === "0A" && inodes.has(fields[9])) {
+        ports.add(parseInt(fields[1].split(":")[1], 16));
+      }
+    }
+  }
+  return [...ports].sort((a, b) => a - b);
+}

@@ -23,6 +23,9 @@ Deno.test("installed Claude hooks report to the daemon; a second install changes
   for (const skill of ["dock", "dock-orchestrate", "dock-preview", "dock-hooks"]) {
     assert((await Deno.stat(join(box.dirs.home, ".claude", "skills", skill, "SKILL.md"))).isFile);
   }
+  // The box's own MCP server (`dockd mcp`): `dock mcp` on a box sees no box (it listed no session).
+  const servers = JSON.parse(await Deno.readTextFile(join(box.dirs.home, ".claude.json"))).mcpServers;
+  assertEquals(servers.dock.args.slice(-2), [new URL("../cli/dockd.ts", import.meta.url).pathname, "mcp"]);
   const before = await Deno.readTextFile(settingsFile);
   const second = await box.cli(["integrations", "install", "claude"]);
   assertEquals(second.code, 0, second.stderr);

@@ -100,6 +100,13 @@ function laptopRoutes(options: { link: string; forwardPort: number }): LaptopRou
     { method: "POST", path: "/v1/queue/:id/send", params: { id: "q-fuzz" } },
     { method: "DELETE", path: "/v1/queue/:id", params: { id: "q-gone" } },
     {
+      method: "POST",
+      path: "/v1/broadcast",
+      body: { text: "hi {{session}}", to: ["local/nobody"], queue: false },
+      // Nothing the fuzz sends is queued for later.
+      safe: (body) => void (body.queue = false),
+    },
+    {
       method: "GET",
       path: "/v1/boxes/:box/sessions/:name/attach",
       params: { box: "local", name: "nobody" },
@@ -123,6 +130,33 @@ function laptopRoutes(options: { link: string; forwardPort: number }): LaptopRou
       ];
     }),
     { method: "GET", path: "/v1/plugins/:id/*", params: { id: "fz" }, rest: "ui/index.html" },
+    // Installing writes only under its own id's folder (never fz's, which the walk keeps using).
+    {
+      method: "PUT",
+      path: "/v1/plugins/:id/files",
+      params: { id: "fzi" },
+      body: {
+        files: [{
+          path: "dock-plugin.json",
+          data: JSON.stringify({ id: "fzi", name: "fzi", version: "1.0.0", main: "main.ts" }),
+        }],
+      },
+    },
+    { method: "DELETE", path: "/v1/plugins/:id", params: { id: "ghost" } },
+    { method: "GET", path: "/v1/plugins/:id/config", params: { id: "fz" } },
+    { method: "PUT", path: "/v1/plugins/:id/config", params: { id: "fz" }, body: { values: { a: "b" } } },
+    {
+      method: "POST",
+      path: "/v1/plugins/:id/test-event",
+      params: { id: "fz" },
+      body: { type: "fuzz.event", data: { a: 1 } },
+    },
+    {
+      method: "POST",
+      path: "/v1/plugins/:id/fn-link",
+      params: { id: "fz" },
+      body: { where: "laptop", path: "a" },
+    },
     { method: "POST", path: "/v1/setup/port80", query: { remove: "1" }, stream: true },
     // The test agent runs from a checkout: its own upgrade is refused before a byte is read (409).
     { method: "POST", path: "/v1/upgrade", headers: { "content-type": "application/gzip" } },
@@ -187,6 +221,7 @@ function laptopRoutes(options: { link: string; forwardPort: number }): LaptopRou
     { method: "HEAD", path: "/app/*", rest: "index.html" },
     { method: "GET", path: "/app/plugins/*", rest: "laptop/fz/ui/index.html" },
     { method: "HEAD", path: "/app/plugins/*", rest: "devbox/fz/panel.html" },
+    { method: "GET", path: "/app/fn/*", rest: "laptop/fz/a", query: { sig: "00", exp: "1" } },
   ];
 }
 

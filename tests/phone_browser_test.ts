@@ -2,15 +2,15 @@
  * The phone companion in a real browser (Debian's Chromium through `playwright-core`) at a phone's
  * 360×800 viewport, against a real daemon: paired through the link `dockd phone pair` prints, the app
  * opened in box mode with its credential in an HttpOnly cookie no script can read, the board showing the
- * box's session, and exec refused. A screenshot of the phone layout goes to `docs/` with
- * `DOCK_SCREENSHOTS=1`.
+ * box's session, and exec refused. (The phone's screenshot, `docs/app-phone.png`, is
+ * tests/app_board_test.ts's, at 390×844.)
  *
  * Needs /usr/bin/chromium (`.ci/run` installs it); without it the test is skipped, saying so.
  */
 import { join } from "node:path";
 import { assert, assertEquals } from "./assert.ts";
 import type { PhonePairCode, PhoneState } from "../client/wire.ts";
-import { CHROMIUM_MISSING, dropShots, launchChromium, shotsDir } from "./browser.ts";
+import { CHROMIUM_MISSING, launchChromium } from "./browser.ts";
 import { makeRepo, startBox, type TestBox } from "./harness.ts";
 
 // What runs in the page: this file is type-checked without the DOM's types.
@@ -81,9 +81,6 @@ Deno.test({
         await page.evaluate(() => document.querySelector('link[rel="manifest"]')?.getAttribute("href")),
         "/manifest.webmanifest",
       );
-      const shots = await shotsDir();
-      await page.screenshot({ path: join(shots, "app-phone.png") });
-      await dropShots(shots);
 
       // Exec as the page would ask it (same origin, the cookie, the CSRF header): refused.
       const exec = await page.evaluate(async () => {

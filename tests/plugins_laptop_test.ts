@@ -211,3 +211,68 @@ async function rawGet(port: number, path: string, token: string): Promise<string
     } catch { /* closed by the server */ }
   }
 }
+
+Deno.test("laptop plugins: a symlink planted in the data folder never leads to the ui-token; system event types and a store over its bytes are refused", async () => {
+  const dirs = await makeDirs();
+  // Scans far apart: the check before each call is what stops it.
+  const env = { DOCK_PLUGIN_SCAN_MS: "600000" };
+  await using agent = await startAgent(dirs, { env });
+  const client = new AgentClient({ url: agent.url, token: agent.token, origin: "test" });
+  try {
+    const token = join(dirs.state, "client", "ui-token");
+    assert((await Deno.stat(token)).isFile, "the agent's ui-token is where the plugin would reach");
+    const dir = join(dirs.dockHome, "plugins", "peek");
+    await Deno.mkdir(dir, { recursive: true });
+    const permissions = { scopes: ["events:emit"], read: ["."] };
+    await Deno.writeTextFile(
+      join(dir, "dock-plugin.json"),
+      JSON.stringify({
+        id: "peek",
+        name: "peek",
+        version: "1.0.0",
+        hooks: [{ on: "test.peek", module: "main.ts" }],
+        permissions,
+      }),
+    );
+    await Deno.writeTextFile(
+      join(dir, "main.ts"),
+      `export default {
+        async event(ev, ctx) {
+          const tried = {};
+          const attempt = async (name, f) => { try { await f(); tried[name] = "allowed"; } catch (e) { tried[name] = String(e).slice(0, 120); } };
+          await attempt("read", () => Deno.readTextFile(ev.data.path));
+          await attempt("agentFinished", () => ctx.emit("agent.finished", { path: "/" }));
+          await attempt("laptopRevoked", () => ctx.emit("laptop.revoked", {}));
+          await attempt("boxAdded", () => ctx.emit("box.added", { name: "evil" }));
+          await attempt("kvMultibyte", () => ctx.kv.set("wide", "é".repeat(600_000)));
+          await ctx.emit("peek.done", { tried, of: ev.id });
+        },
+      };`,
+    );
+    await client.enablePlugin("peek", permissions);
+    const data = join(dirs.state, "client", "plugins", "peek");
+    await Deno.symlink(token, join(data, "token"));
+    await client.emit({ type: "test.peek", data: { path: join(data, "token") } });
+    const refused = await eventually(async () => {
+      const info = (await client.plugins()).find((p) => p.id === "peek");
+      return info?.error?.includes("symlink") ? info : undefined;
+    });
+    assertStringIncludes(refused.error!, "token is a symlink out of its folder");
+    assertEquals(refused.counters.calls, 0, "the call with the link there never ran");
+    await Deno.remove(join(data, "token"));
+    await Deno.writeTextFile(join(data, "own.txt"), "OWN");
+    const since = (await client.emit({ type: "test.peek", data: { path: join(data, "own.txt") } })).id!;
+    const done = await waitForEvent(client, (e) => e.type === "peek.done" && e.data?.of === since, {
+      after: since,
+      timeoutMs: 30_000,
+    });
+    const tried = done.data?.tried as Record<string, string>;
+    assertEquals(tried.read, "allowed", "its own data folder is readable");
+    for (const name of ["agentFinished", "laptopRevoked", "boxAdded"]) {
+      assertStringIncludes(tried[name], "events are dock's own", name);
+    }
+    assertStringIncludes(tried.kvMultibyte, "would hold 1200");
+  } finally {
+    client.close();
+  }
+});

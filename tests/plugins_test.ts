@@ -133,6 +133,7 @@ Deno.test("plugins: off until enabled with the permissions shown; a module hook 
 
 Deno.test("plugins: every escape is refused, visible in its log, and the daemon is unharmed", async () => {
   await using box = await startBox({ env: FAST });
+  const data = join(box.dirs.state, "box", "plugins", "escape");
   const secretDir = join(box.dirs.home, ".ssh");
   await Deno.mkdir(secretDir);
   await Deno.writeTextFile(join(secretDir, "id_ed25519"), "PRIVATE");
@@ -142,10 +143,11 @@ Deno.test("plugins: every escape is refused, visible in its log, and the daemon 
     db: join(box.dirs.state, "box", "dockd.db"),
     socket: box.dirs.socket,
     outside: join(box.dirs.root, "written-by-plugin"),
+    data,
   };
   await writePlugin(box, "escape", {
-    hooks: [{ on: "test.escape", module: "main.ts", timeout: "20s" }],
-    permissions: { scopes: ["events:emit", "sessions:read"], write: ["cache"] },
+    hooks: [{ on: "test.escape", module: "main.ts", timeout: "60s" }],
+    permissions: { scopes: ["events:emit", "sessions:read", "system:read"], write: ["cache", "."] },
   }, {
     "main.ts": `const t = ${JSON.stringify(targets)};
       const attempts = {
@@ -163,6 +165,25 @@ Deno.test("plugins: every escape is refused, visible in its log, and the daemon 
         apiOutsideScopes: (ctx) => ctx.api("POST", "exec", { location: "x", command: "true" }),
         apiPlugins: (ctx) => ctx.api("POST", "plugins/escape/enable", { permissions: {} }),
         apiDotDot: (ctx) => ctx.api("POST", "sessions/%2e%2e/exec", {}),
+        // Types dock itself announces: a plugin's agent.finished could start flows, its plugin.enabled lie.
+        emitSystem: (ctx) => ctx.emit("agent.finished", { path: "/" }),
+        emitPluginFamily: (ctx) => ctx.emit("plugin.enabled", { id: "other" }),
+        // What cannot cross as JSON stopped the whole host (every plugin's calls with it).
+        emitCycle: (ctx) => { const o = {}; o.self = o; return ctx.emit("escape.cycle", o); },
+        emitBigInt: (ctx) => ctx.emit("escape.big", { n: 1n }),
+        // 3,000 calls at once slowed every client of the daemon to 2.5 s: 16 chains, as fast as answered.
+        apiFlood: (ctx) => Promise.all(Array.from({ length: 16 }, async () => {
+          for (let i = 0; i < 400; i++) await ctx.api("GET", "info");
+        })),
+        // kv.json is the plugin's to write: one of 2 MB was read whole (450 MB took the daemon to 1 GB).
+        kvHugeFile: async (ctx) => {
+          await Deno.writeTextFile(${
+      JSON.stringify(join("DATA", "kv.json"))
+    }.replace("DATA", t.data), JSON.stringify({ x: "a".repeat(2e6) }));
+          try { return await ctx.kv.get("x"); } finally { await Deno.remove(t.data + "/kv.json"); }
+        },
+        // The cap is in bytes: 600,000 "é" are 1.2 MB, under a cap that counted characters.
+        kvMultibyte: (ctx) => ctx.kv.set("wide", "é".repeat(600_000)),
       };
       export default {
         async event(ev, ctx) {
@@ -177,36 +198,70 @@ Deno.test("plugins: every escape is refused, visible in its log, and the daemon 
           await Promise.all(
             Array.from({ length: 5000 }, (_, i) => ctx.emit("escape.flood", { i }).catch(() => refusedEmits++)),
           );
+          // A message posted past ctx (it owns self.postMessage) that cannot cross as JSON: the host lives.
+          self.postMessage({ t: "request", id: 1e9, op: "emit", args: ["escape.raw", { n: 1n }] });
+          await ctx.kv.set("after-raw", true);
+          // Its stdout, written past console: into its own log, bounded, never the daemon's.
+          (await import("node:process")).default.stdout.write("raw-stdout-marker\\n");
+          const line = new TextEncoder().encode("stdout-flood ".repeat(80) + "\\n");
+          for (let i = 0; i < 20_000; i++) Deno.stdout.writeSync(line);
           // What it was granted works.
           await Deno.writeTextFile(${
       JSON.stringify(join(box.dirs.state, "box", "plugins", "escape", "cache", "ok"))
     }, "ok");
           const sessions = await ctx.api("GET", "sessions");
           await new Promise((resolve) => setTimeout(resolve, 50)); // a token back for the report
-          await ctx.emit("escape.done", { results, sessions: Array.isArray(sessions), refusedEmits });
+          await ctx.emit("escape.done", {
+            results, sessions: Array.isArray(sessions), refusedEmits, afterRaw: await ctx.kv.get("after-raw"),
+          });
         },
       };`,
   });
   await enable(box, "escape");
   const since = await announce(box, "test.escape");
-  const done = await after(box, since, (e) => e.type === "escape.done", 30_000);
+  const done = await after(box, since, (e) => e.type === "escape.done", 90_000).catch(async (error) => {
+    throw new Error(`${error.message}: ${JSON.stringify(await box.client.plugin("escape", 30))}`);
+  });
   const results = done.data?.results as Record<string, string>;
-  assertEquals(Object.keys(results).length, 14);
+  assertEquals(Object.keys(results).length, 21);
   for (const [name, outcome] of Object.entries(results)) {
     assert(outcome !== "allowed", `${name} was allowed`);
-    assert(/Requires|escalate|not open to plugins|needs the scope/.test(outcome), `${name}: ${outcome}`);
+    assert(
+      /Requires|escalate|not open to plugins|needs the scope|dock's own|not JSON|calls a second|byte limit|bytes; the limit/
+        .test(outcome),
+      `${name}: ${outcome}`,
+    );
   }
+  assertStringIncludes(results.emitSystem, "agent.* events are dock's own");
+  assertStringIncludes(results.apiFlood, "more than 100 calls a second");
+  assertStringIncludes(results.kvHugeFile, "over the 1048576-byte limit");
+  assertStringIncludes(results.kvMultibyte, "would hold 1200");
+  assertEquals(done.data?.afterRaw, true, "the host outlived a message it cannot send");
+  const journal = await Array.fromAsync(
+    (async function* () {
+      for await (const e of box.client.events({ after: since, signal: AbortSignal.timeout(2000) })) yield e;
+    })(),
+  ).catch(() => [] as DockEvent[]);
+  assert(
+    !journal.some((e) => e.type === "agent.finished" || e.type === "plugin.enabled"),
+    "no system type got out",
+  );
   assertEquals(done.data?.sessions, true, "a granted scope works");
   assert((done.data?.refusedEmits as number) > 0, "an emitting loop is cut off");
   assertEquals(await Deno.readTextFile(join(box.dirs.home, ".ssh", "id_ed25519")), "PRIVATE");
   await assertRejects(() => Deno.stat(targets.outside), Deno.errors.NotFound);
-  const info = await box.client.plugin("escape", 100);
-  assertEquals(
-    info.counters.refused - (done.data?.refusedEmits as number),
-    3,
-    "three ctx.api calls outside its scopes, counted",
+  const info = await box.client.plugin("escape", 500);
+  assert(
+    info.counters.refused - (done.data?.refusedEmits as number) > 5,
+    "three ctx.api calls outside its scopes, two system types and the API flood, counted",
   );
   const log = info.log!.join("\n");
+  assertStringIncludes(log, "more than 262144 characters of output this minute");
+  assertStringIncludes(log, "stdout-flood");
+  // 20,000 lines of 1,041 characters written; 256 KiB of them a minute kept.
+  const kept = info.log!.filter((line) => line.includes("stdout-flood")).length;
+  assert(kept > 0 && kept <= Math.ceil(262144 / 1040), `its output is bounded: ${kept} lines`);
+  assertStringIncludes(log, "raw-stdout-marker", "a write through node:process is attributed to it");
   // The flood is said once, however long it lasted: it does not push the refusals above out of the log.
   assertEquals(log.split("more than 200 events a second").length - 1, 1, log);
   assertStringIncludes(log, "readSsh refused");
@@ -438,4 +493,211 @@ Deno.test("module hooks in hooks.json and a repository's config run sandboxed: r
     DockError,
     "the worktree is locked",
   );
+});
+
+Deno.test("plugins: a heap bomb ends its host, and the other plugins' calls in flight run again on a fresh host: none lost", async () => {
+  await using box = await startBox({ env: { ...FAST, DOCK_PLUGIN_MEMORY_MB: "64" } });
+  const calm = ["calm-a", "calm-b", "calm-c"];
+  for (const id of calm) {
+    const go = join(box.dirs.state, "box", "plugins", id, "go");
+    await writePlugin(box, id, {
+      hooks: [{ on: "test.calm", module: "main.ts", timeout: "60s" }],
+      permissions: { scopes: ["events:emit"], read: ["."] },
+    }, {
+      // In flight until the test says so (a file in its data folder), which it does after the bomb.
+      "main.ts": `export default {
+        async event(ev, ctx) {
+          await ctx.emit("calm.started", { id: ${JSON.stringify(id)} });
+          while (!(await Deno.stat(${
+        JSON.stringify(go)
+      }).catch(() => null))) await new Promise((r) => setTimeout(r, 50));
+          await ctx.emit("calm.done", { id: ${JSON.stringify(id)}, of: ev.id });
+        },
+      };`,
+    });
+  }
+  await writePlugin(box, "bomb", { hooks: [{ on: "test.bomb", module: "main.ts", timeout: "30s" }] }, {
+    "main.ts":
+      `export default { event() { const a = []; while (true) a.push(new Array(1e5).fill(Math.random())); } };`,
+  });
+  for (const id of [...calm, "bomb"]) await enable(box, id);
+  const since = await announce(box, "test.calm");
+  const started = new Set<string>();
+  await waitForEvent(box.client, (e) => {
+    if (e.type === "calm.started") started.add(e.data?.id as string);
+    return started.size === calm.length;
+  }, { after: since, timeoutMs: 30_000 });
+  const generations = (await box.client.plugins()).length; // (a round trip: the calls are in flight)
+  assert(generations > 0);
+  await announce(box, "test.bomb");
+  await eventually(async () => (await box.client.plugin("bomb", 0)).counters.failures >= 1, 30_000);
+  for (const id of calm) await Deno.writeTextFile(join(box.dirs.state, "box", "plugins", id, "go"), "");
+  const done = new Set<string>();
+  await waitForEvent(box.client, (e) => {
+    if (e.type === "calm.done" && e.data?.of === since) done.add(e.data?.id as string);
+    return done.size === calm.length;
+  }, { after: since, timeoutMs: 60_000 }).catch(async (error) => {
+    throw new Error(`${error.message}: done ${[...done]}; ${JSON.stringify(await box.client.plugins())}`);
+  });
+  for (const id of calm) {
+    const info = await box.client.plugin(id, 0);
+    assertEquals(info.counters.failures, 0, `${id} lost no call: ${JSON.stringify(info)}`);
+  }
+  const bomb = await box.client.plugin("bomb", 20);
+  assertStringIncludes(bomb.log!.join("\n"), "event failed");
+  assertEquals((await box.client.info()).name.length > 0, true, "the daemon still answers");
+});
+
+Deno.test("plugins: a symlink planted in its data folder, or in its folder before a scan notices, is never followed out", async () => {
+  // Scans far apart: the check before each call is what stops it.
+  await using box = await startBox({ env: { DOCK_PLUGIN_SCAN_MS: "600000" } });
+  const secret = join(box.dirs.root, "ui-token");
+  await Deno.writeTextFile(secret, "SECRET");
+  const dir = await writePlugin(box, "reader", {
+    hooks: [{ on: "test.read", module: "main.ts" }],
+    permissions: { scopes: ["events:emit"], read: ["."] },
+  }, {
+    "main.ts": `export default {
+      async event(ev, ctx) {
+        let text;
+        try { text = await Deno.readTextFile(ev.data.path); } catch (e) { text = String(e).slice(0, 80); }
+        await ctx.emit("reader.read", { text, of: ev.id });
+      },
+    };`,
+  });
+  await box.client.enablePlugin("reader", { scopes: ["events:emit"], read: ["."] });
+  const data = join(box.dirs.state, "box", "plugins", "reader");
+  const read = async (path: string) => {
+    const since = await announce(box, "test.read", { path });
+    return await after(box, since, (e) => e.type === "reader.read" && e.data?.of === since);
+  };
+  // It runs, and reads its own data folder.
+  await Deno.writeTextFile(join(data, "own.txt"), "OWN");
+  assertEquals((await read(join(data, "own.txt"))).data?.text, "OWN");
+
+  for (const [where, link] of [["data folder", join(data, "link")], ["plugin folder", join(dir, "link")]]) {
+    await Deno.symlink(secret, link);
+    const since = await announce(box, "test.read", { path: link });
+    const refused = await eventually(async () => {
+      const info = await box.client.plugin("reader", 20);
+      return info.error?.includes("symlink") ? info : undefined;
+    });
+    assertStringIncludes(refused.error!, "link is a symlink out of its folder", where);
+    assertEquals(refused.state, "off", where);
+    await Deno.remove(link);
+    // Gone again, it runs again; the event sent while the link was there never ran (nothing read it).
+    const next = await read(join(data, "own.txt"));
+    assertEquals(next.data?.text, "OWN", where);
+    const seen = await Array.fromAsync(
+      (async function* () {
+        for await (const e of box.client.events({ after: since, signal: AbortSignal.timeout(1000) })) yield e;
+      })(),
+    ).catch(() => [] as DockEvent[]);
+    assert(
+      !seen.some((e) => e.type === "reader.read" && e.data?.text === "SECRET"),
+      `${where}: read through`,
+    );
+  }
+});
+
+Deno.test("plugins: nothing a plugin started runs on after its last answer (10 s) or a nested Worker's spin", async () => {
+  await using box = await startBox({ env: FAST });
+  await writePlugin(box, "ticker", {
+    hooks: [{ on: "test.tick", module: "main.ts" }],
+    permissions: { scopes: ["events:emit"] },
+  }, {
+    "main.ts": `export default {
+      event(ev, ctx) { setInterval(() => ctx.emit("ticker.tick", {}).catch(() => {}), 200); },
+    };`,
+  });
+  await writePlugin(box, "nest", {
+    hooks: [{ on: "test.nest", module: "main.ts" }],
+    permissions: { scopes: ["events:emit"] },
+  }, {
+    "spin.js": `while (true) {}`,
+    "main.ts": `export default {
+      async event(ev, ctx) {
+        const { Worker } = await import("node:worker_threads");
+        new Worker(new URL("./spin.js", import.meta.url));
+        await ctx.emit("nest.spun", {});
+      },
+    };`,
+  });
+  await enable(box, "ticker");
+  await enable(box, "nest");
+  const since = await announce(box, "test.tick");
+  await after(box, since, (e) => e.type === "ticker.tick");
+  // Its worker is ended at the bound after its answer (it was kept 5 minutes, ticking on).
+  await eventually(async () => (await box.client.plugin("ticker", 0)).state === "idle", 30_000);
+  const mark = await announce(box, "test.mark");
+
+  const spun = await announce(box, "test.nest");
+  await after(box, spun, (e) => e.type === "nest.spun");
+  const host = hostPids(box.dirs.state);
+  assertEquals(host.length, 1, "one plugin host");
+  await box.client.disablePlugin("nest");
+  // The spinning thread outlives terminate(): its host is recycled, and nothing of it runs on.
+  await eventually(() => Promise.resolve(!hostPids(box.dirs.state).includes(host[0])), 30_000);
+  const ticks = await Array.fromAsync(
+    (async function* () {
+      for await (const e of box.client.events({ after: mark, signal: AbortSignal.timeout(1000) })) yield e;
+    })(),
+  ).catch(() => [] as DockEvent[]);
+  assertEquals(ticks.filter((e) => e.type === "ticker.tick").length, 0, "no tick after its worker ended");
+});
+
+/** Pids of the plugin hosts of the box whose state folder is `state` (their command line names it). */
+function hostPids(state: string): number[] {
+  const pids: number[] = [];
+  for (const entry of Deno.readDirSync("/proc")) {
+    if (!/^\d+$/.test(entry.name)) continue;
+    try {
+      const cmdline = Deno.readTextFileSync(`/proc/${entry.name}/cmdline`);
+      if (cmdline.includes("host_main.ts") && cmdline.includes(state)) pids.push(Number(entry.name));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return pids;
+}
+
+Deno.test("plugins: a data folder over its quota becomes read-only to its plugin", async () => {
+  await using box = await startBox({ env: { ...FAST, DOCK_PLUGIN_DATA_QUOTA_MB: "1" } });
+  const data = join(box.dirs.state, "box", "plugins", "hoard");
+  await writePlugin(box, "hoard", {
+    hooks: [{ on: "test.hoard", module: "main.ts" }],
+    permissions: { scopes: ["events:emit"], write: ["."] },
+  }, {
+    "main.ts": `export default {
+      async event(ev, ctx) {
+        const tried = {};
+        try { await Deno.writeFile(${
+      JSON.stringify(data)
+    } + "/" + ev.data.name, new Uint8Array(ev.data.bytes)); tried.write = "allowed"; }
+        catch (e) { tried.write = String(e).slice(0, 100); }
+        try { await ctx.kv.set("k", ev.data.name); tried.kv = "allowed"; } catch (e) { tried.kv = String(e).slice(0, 100); }
+        await ctx.emit("hoard.tried", { tried, of: ev.id });
+      },
+    };`,
+  });
+  await enable(box, "hoard");
+  const attempt = async (name: string, bytes: number) => {
+    const since = await announce(box, "test.hoard", { name, bytes });
+    return (await after(box, since, (e) => e.type === "hoard.tried" && e.data?.of === since)).data
+      ?.tried as Record<string, string>;
+  };
+  assertEquals(await attempt("first.bin", 2 * 1024 * 1024), { write: "allowed", kv: "allowed" });
+  // Measured every 2 s at most: within a few calls it is read-only.
+  let n = 0;
+  const refused = await eventually(async () => {
+    const tried = await attempt(`small-${n++}.bin`, 10);
+    return tried.write !== "allowed" ? tried : undefined;
+  }, 30_000);
+  assertStringIncludes(refused.write, "Requires write access");
+  assertStringIncludes(refused.kv, "over its quota");
+  const log = (await box.client.plugin("hoard", 50)).log!.join("\n");
+  assertStringIncludes(log, "over its 1048576: read-only until it is below");
+  // Below again (the user removed what it hoarded), it may write again.
+  await Deno.remove(join(data, "first.bin"));
+  await eventually(async () => (await attempt(`again-${n++}.bin`, 10)).write === "allowed", 30_000);
 });

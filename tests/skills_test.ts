@@ -283,7 +283,7 @@ Deno.test("skills API: bad input is a JSON 4xx naming the field, before anything
     ["install", { target: "user", location: "app" }, 400, "location", "only the project target"],
     ["install", { commit: true }, 400, "commit", "project"],
     ["install", { location: "app/a/b" }, 400, "location", "LOC/WT"],
-    ["uninstall", { skills: ["dock"], commit: true }, 400, "commit", "only install"],
+    ["uninstall", { skills: ["dock"], target: "user", commit: true }, 400, "commit", "project"],
     ["uninstall", { skills: "dock" }, 400, "skills", "array"],
   ];
   for (const [path, body, status, field, words] of cases) {

@@ -19,6 +19,8 @@ export interface SshBox {
   port: number;
   /** The port the box's daemon listens on for laptops (`DOCK_LISTEN`). */
   tlsPort: number;
+  /** The file the box's `crontab` keeps the user crontab in (with the `crontab` option). */
+  crontab: string;
   /** The client configuration (`ssh -F`): Host `testbox`. */
   clientConfig: string;
   /** The known_hosts file the client configuration names (empty until {@linkcode SshBox.trust}). */
@@ -35,8 +37,24 @@ export interface SshBox {
 
 const SSHD = "/usr/sbin/sshd";
 
+/** Options of {@linkcode startSshBox}. */
+export interface SshBoxOptions {
+  /**
+   * The address the laptop reaches the box at (sshd listens there too, and the client configuration's
+   * HostName names it). Another loopback address than `127.0.0.1`, where the box's daemon listens, makes
+   * the daemon's port closed to the laptop: only SSH reaches it, as behind NAT. @default {"127.0.0.1"}
+   */
+  address?: string;
+  /**
+   * Gives the box a `crontab` (this machine may have no cron): a user crontab kept in {@linkcode
+   * SshBox.crontab}'s file rather than the machine's, which other tests and people share.
+   */
+  crontab?: boolean;
+}
+
 /** Starts the server; resolves once it accepts connections. */
-export async function startSshBox(): Promise<SshBox> {
+export async function startSshBox(options: SshBoxOptions = {}): Promise<SshBox> {
+  const address = options.address ?? "127.0.0.1";
   const root = await Deno.makeTempDir({ prefix: "dock-ssh-" });
   const home = join(root, "home");
   await Deno.mkdir(home);
@@ -63,6 +81,23 @@ export async function startSshBox(): Promise<SshBox> {
       );
     }
   }
+  const crontab = join(root, "crontab");
+  if (options.crontab) {
+    await Deno.remove(join(path, "crontab")).catch(() => {});
+    await Deno.writeTextFile(
+      join(path, "crontab"),
+      [
+        "#!/bin/sh",
+        `file=${crontab}`,
+        'case "$1" in',
+        '-l) [ -f "$file" ] || { echo "no crontab for $(id -un)" >&2; exit 1; }; cat "$file" ;;',
+        '-) cat >"$file" ;;',
+        '*) echo "crontab: only -l and - here" >&2; exit 2 ;;',
+        "esac",
+      ].join("\n") + "\n",
+      { mode: 0o755 },
+    );
+  }
   // sshd refuses to start as root without its privilege separation folder (the package makes it at boot).
   if (Deno.uid() === 0) await Deno.mkdir("/run/sshd", { recursive: true, mode: 0o755 });
   await Deno.writeTextFile(
@@ -70,6 +105,7 @@ export async function startSshBox(): Promise<SshBox> {
     [
       `Port ${port}`,
       "ListenAddress 127.0.0.1",
+      ...(address === "127.0.0.1" ? [] : [`ListenAddress ${address}`]),
       `HostKey ${join(root, "host_key")}`,
       `PidFile ${join(root, "sshd.pid")}`,
       `AuthorizedKeysFile ${join(root, "authorized_keys")}`,
@@ -79,7 +115,7 @@ export async function startSshBox(): Promise<SshBox> {
       "UsePAM no",
       "StrictModes no",
       "Subsystem sftp internal-sftp",
-      `SetEnv HOME=${home} PATH=${path} DOCK_LISTEN=127.0.0.1:${tlsPort} DOCK_TLS_HOSTS=127.0.0.1 NO_COLOR=1`,
+      `SetEnv HOME=${home} PATH=${path} DOCK_LISTEN=127.0.0.1:${tlsPort} DOCK_TLS_HOSTS=${address} NO_COLOR=1`,
     ].join("\n") + "\n",
   );
   const knownHosts = join(root, "known_hosts");
@@ -89,7 +125,7 @@ export async function startSshBox(): Promise<SshBox> {
     clientConfig,
     [
       "Host testbox",
-      "  HostName 127.0.0.1",
+      `  HostName ${address}`,
       `  Port ${port}`,
       `  User ${user}`,
       `  IdentityFile ${join(root, "client_key")}`,
@@ -125,10 +161,11 @@ export async function startSshBox(): Promise<SshBox> {
     home,
     port,
     tlsPort,
+    crontab,
     clientConfig,
     knownHosts,
     async trust() {
-      const scan = await new Deno.Command("ssh-keyscan", { args: ["-p", String(port), "127.0.0.1"] })
+      const scan = await new Deno.Command("ssh-keyscan", { args: ["-p", String(port), address] })
         .output();
       await Deno.writeTextFile(knownHosts, new TextDecoder().decode(scan.stdout));
     },

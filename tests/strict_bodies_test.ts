@@ -229,6 +229,13 @@ const LAPTOP: Case[] = [
     meant: "wait",
   },
   { method: "PATCH", path: "/v1/queue/q1", body: { txt: "hi" }, field: "txt", meant: "text" },
+  {
+    method: "POST",
+    path: "/v1/broadcast",
+    body: { text: "hi", too: ["local/s"] },
+    field: "too",
+    meant: "to",
+  },
   { method: "POST", path: "/v1/kits/add", body: { folde: "/x" }, field: "folde", meant: "folder" },
   {
     method: "POST",

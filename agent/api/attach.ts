@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { checkSegment } from "../../core/forward_path.ts";
 import { param, RouteTable } from "../../core/http.ts";
 import { attachRelay, type BoxTarget, boxTarget } from "../attach_relay.ts";
 import type { Boxes } from "../boxes.ts";
@@ -21,12 +22,14 @@ export const ATTACH_PATH = /^\/v1\/boxes\/[^/]+\/sessions\/[^/]+\/attach$/;
 export function attachRoutes(boxes: Boxes, options: AttachRouteOptions = {}): RouteTable {
   const target = options.target ?? ((box: string) => boxTarget(boxes, box));
   return new RouteTable("attach").add("GET", "/boxes/:box/sessions/:name/attach", async (c) => {
-    const box = param(c, "box");
+    // The session's name goes into the box's path: checked like every forwarded segment.
+    const box = checkSegment(param(c, "box"), "the box's name");
+    const session = checkSegment(param(c, "name"), "the session's name");
     const url = new URL(c.req.url);
     return await attachRelay(c.req.raw, {
       box,
       target: await target(box),
-      session: param(c, "name"),
+      session,
       cols: url.searchParams.get("cols"),
       rows: url.searchParams.get("rows"),
     });

@@ -12,6 +12,7 @@ import { ADD_SSH_REQUEST, PAIR_REQUEST } from "../../client/schemas.ts";
 import { body, json, ndjson, param, requestOrigin, RouteTable } from "../../core/http.ts";
 import type { ClientPaths } from "../../core/paths.ts";
 import type { Boxes } from "../boxes.ts";
+import type { SshTransports } from "../ssh_transport.ts";
 import { addSsh, checkAddSsh } from "../add_ssh.ts";
 import { pairBox } from "../pairing.ts";
 import { throughNetwork } from "../networks.ts";
@@ -21,6 +22,7 @@ import { checkUpgrade, upgradeBox } from "../upgrade.ts";
 export interface PairRoutesBackend {
   paths: Pick<ClientPaths, "client">;
   boxes: Boxes;
+  transports: SshTransports;
 }
 
 /** The routes that bring boxes in and up to date: pairing by a link, `add-ssh` and `upgrade` (NDJSON). */

@@ -9,7 +9,8 @@
  */
 import type { Context } from "hono";
 import { DockError } from "../../client/errors.ts";
-import { PANEL_PREFIX, panelHeaders } from "../../core/static.ts";
+import { forwardPath, invalidPath, wildcardSegments } from "../../core/forward_path.ts";
+import { panelHeaders } from "../../core/static.ts";
 import type { Boxes } from "../boxes.ts";
 import type { Plugins } from "../../plugins/plugins.ts";
 
@@ -19,33 +20,37 @@ export interface PanelBackend {
   boxes: Pick<Boxes, "has" | "client">;
 }
 
-/** The answer to a GET or HEAD of a panel's file. */
+/**
+ * The answer to a GET or HEAD of a panel's file. Its box, plugin and file come from the path as it came,
+ * each segment checked in `core/forward_path.ts`: the file of a box's plugin is fetched with this
+ * laptop's credential, so a path that climbed (`x%2F..%2F..%2Fsessions`) would read the box's whole
+ * API without a token.
+ */
 export async function panelFile(agent: PanelBackend, c: Context): Promise<Response> {
-  const [where, id, ...rest] = new URL(c.req.url).pathname.slice(PANEL_PREFIX.length).split("/");
-  let path: string;
-  try {
-    path = rest.map(decodeURIComponent).join("/");
-  } catch {
-    throw new DockError("invalid_path", "malformed escapes in the panel's path", { status: 400 });
-  }
+  const [where, id, ...file] = wildcardSegments(c);
+  if (id === undefined || file.length === 0) throw invalidPath("a panel's path is {where}/{plugin}/{file}");
   const gone = () => new DockError("not_found", `no enabled plugin '${id}' on ${where}`, { status: 404 });
-  let file: Response;
+  let answer: Response;
   if (where === "laptop") {
     if (!agent.plugins.isOn(id)) throw gone();
-    file = await agent.plugins.file(id, path);
+    answer = await agent.plugins.file(id, file.join("/"));
   } else {
-    if (!where || !agent.boxes.has(where)) throw gone();
+    if (!agent.boxes.has(where)) throw gone();
     const client = agent.boxes.client(where);
     const info = await client.plugin(id, 0).catch(() => null);
     if (!info?.enabled || info.error) throw gone();
-    file = await client.transport.fetch(
-      `/v1/plugins/${encodeURIComponent(id)}/${path.split("/").map(encodeURIComponent).join("/")}`,
-    );
+    answer = await client.transport.fetch(forwardPath(`/v1/plugins/${encodeURIComponent(id)}/`, file));
+    if (!answer.ok) {
+      await answer.body?.cancel();
+      throw new DockError("not_found", `plugin '${id}' on ${where} does not offer ${file.join("/")}`, {
+        status: 404,
+      });
+    }
   }
-  const headers = panelHeaders(file.headers.get("content-type") ?? "application/octet-stream");
+  const headers = panelHeaders(answer.headers.get("content-type") ?? "application/octet-stream");
   if (c.req.method === "HEAD") {
-    await file.body?.cancel();
+    await answer.body?.cancel();
     return new Response(null, { headers });
   }
-  return new Response(file.body, { headers });
+  return new Response(answer.body, { headers });
 }

@@ -12,12 +12,16 @@ import { resumeFrom, sse } from "../../core/sse.ts";
 import { body, errorResponse, json, mount, param, requestOrigin, RouteTable } from "../../core/http.ts";
 import type { Agent } from "../agent.ts";
 import { forgetBox } from "../pairing.ts";
+import { removeAutostart } from "../add_ssh.ts";
 import { relay } from "../relay.ts";
+import { checkSegment, wildcardSegments } from "../../core/forward_path.ts";
 import { ATTACH_PATH, attachRoutes } from "./attach.ts";
 import { gate } from "./gate.ts";
 import { hooksRoutes } from "./hooks.ts";
 import { pairRoutes } from "./pair.ts";
 import { queueRoutes } from "./queue.ts";
+import { broadcastRoutes } from "./broadcast.ts";
+import { Broadcaster } from "../broadcast.ts";
 import { settingsRoutes } from "./settings.ts";
 import { pluginRoutes } from "../../plugins/routes.ts";
 import type { PluginInfo } from "../../client/wire.ts";
@@ -28,6 +32,7 @@ import { BUILD } from "../../client/version.ts";
 import { mcpRoutes } from "./mcp.ts";
 import { kitRoutes } from "./kits.ts";
 import { localToolRoutes } from "./local_tools.ts";
+import { FN_LINK_PREFIX, fnLinkPage, fnLinkRoutes, FnLinks } from "../fn_links.ts";
 import { APP_ASSETS } from "../../app/assets.generated.ts";
 
 /** Builds the agent's API app for a listener on `port`. */
@@ -50,12 +55,19 @@ export function agentApp(agent: Agent, options: { port: number }): Hono {
   );
   // Plugins' ui panels: static files too, sandboxed (panels.ts); before the app's own files.
   app.on(["GET", "HEAD"], `${PANEL_PREFIX}*`, (c) => panelFile(agent, c));
+  // A plugin's fn page through a signed, short-lived link (fn_links.ts): open like the app's files.
+  const fnLinks = new FnLinks();
+  app.get(`${FN_LINK_PREFIX}*`, (c) => fnLinkPage(fnLinks, agent, c));
   // The view (issue 14): static files only; everything it shows comes from /v1 with the token.
   app.on(
     ["GET", "HEAD"],
     ["/app", "/app/*"],
     (c) =>
-      serveApp(APP_ASSETS, c.req.method, c.req.path, { config: { mode: "agent" } }) ??
+      // The page frames only this agent's own panel route (its origin as the browser named it).
+      serveApp(APP_ASSETS, c.req.method, c.req.path, {
+        config: { mode: "agent" },
+        panels: new URL(c.req.url).origin,
+      }) ??
         errorResponse(new DockError("not_found", `no such file: ${c.req.path}`, { status: 404 })),
   );
   const status = () => ({
@@ -64,6 +76,7 @@ export function agentApp(agent: Agent, options: { port: number }): Hono {
     forwards: agent.forwards.list(),
     routes: agent.proxy.routes(),
     proxy: agent.proxyState,
+    agent: agent.process,
   });
   const core = new RouteTable("agent")
     .add("GET", "/status", () => json(status()))
@@ -77,7 +90,7 @@ export function agentApp(agent: Agent, options: { port: number }): Hono {
       if (requestOrigin(c) === "app" && !signal.aborted) {
         signal.addEventListener("abort", agent.notifier.viewOpened(), { once: true });
       }
-      return sse(agent.bus, resumeFrom(c), signal);
+      return sse(agent.bus, resumeFrom(c, agent.bus), signal);
     })
     .add("POST", "/events", async (c) => {
       const announce = await body(c, EVENT_ANNOUNCE);
@@ -100,6 +113,9 @@ export function agentApp(agent: Agent, options: { port: number }): Hono {
       );
     })
     .add("POST", "/stop", () => {
+      // Refused on purpose: every holder of the token (the app in a browser, a plugin through ctx.api)
+      // could call it. `dock agent stop` signals the pid GET /v1/status reports instead: only a process
+      // of this user can signal the agent, which is what the CLI is.
       throw new DockError("refused", "the agent cannot be stopped through its API", { status: 403 });
     });
   const boxes = new RouteTable("boxes")
@@ -115,7 +131,16 @@ export function agentApp(agent: Agent, options: { port: number }): Hono {
     .add(
       "DELETE",
       "/boxes/:box",
-      async (c) => json(await forgetBox(agent.boxes, param(c, "box"), { origin: requestOrigin(c) })),
+      async (c) => {
+        const name = param(c, "box");
+        const ssh = agent.boxes.has(name) ? agent.boxes.sshDestinations().get(name) : undefined;
+        // Unpaired through its SSH transport (when it has one), which is closed only then; a box added
+        // over SSH loses its crontab @reboot entry too.
+        const forgotten = await forgetBox(agent.boxes, name, { origin: requestOrigin(c) });
+        if (ssh) await removeAutostart(ssh, agent.transports.identity(name));
+        await agent.transports.remove(name);
+        return json(forgotten);
+      },
     );
   const forwards = new RouteTable("forwards")
     .add(
@@ -135,7 +160,9 @@ export function agentApp(agent: Agent, options: { port: number }): Hono {
     pairRoutes(agent),
     attachRoutes(agent.boxes),
     queueRoutes(agent),
+    broadcastRoutes(new Broadcaster({ store: agent.store, boxes: agent.boxes, queue: agent.queue })),
     pluginRoutes(agent.plugins, { list: () => allPlugins(agent) }),
+    fnLinkRoutes(fnLinks, agent),
     mcpRoutes(agent, options),
     kitRoutes(agent.kits),
     localToolRoutes({
@@ -157,16 +184,18 @@ export function agentApp(agent: Agent, options: { port: number }): Hono {
     headers.set("authorization", `Bearer ${agent.token}`);
     return await app.fetch(new Request(request, { headers }));
   });
-  // The relay takes every method and any path below the box's api/.
-  app.all("/v1/boxes/:box/api/*", (c) => {
-    // The path goes on as it came (still percent-encoded): decoding it here could change its meaning.
-    // It starts after the box's segment, whatever the box is called (a box may be named `api`).
-    const url = c.req.url;
-    const query = url.indexOf("?");
-    const boxStart = url.indexOf("/v1/boxes/") + "/v1/boxes/".length;
-    const path = url.slice(url.indexOf("/", boxStart) + "/api/".length, query < 0 ? undefined : query);
-    return relay(agent.boxes, param(c, "box"), path, c.req.raw);
-  });
+  // The relay takes every method and any path below the box's api/: its segments as they came, each
+  // checked once (core/forward_path.ts), so the box is asked nothing outside its /v1/.
+  app.all(
+    "/v1/boxes/:box/api/*",
+    (c) =>
+      relay(
+        agent.boxes,
+        checkSegment(param(c, "box"), "the box's name"),
+        wildcardSegments(c, { trailingSlash: true }),
+        c.req.raw,
+      ),
+  );
   return app;
 }
 

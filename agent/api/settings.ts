@@ -44,7 +44,22 @@ const TEMPLATE = z.object({
       multiline: z.boolean().optional(),
     }).strict(),
   ).optional(),
-}).strict() satisfies z.ZodType<Omit<TaskTemplate, "id" | "error"> & { id?: string }>;
+}).strict().superRefine((template, context) => {
+  // What `POST tasks` would refuse every time is refused here, so the list says so before it is picked.
+  if (template.agent && template.command) {
+    context.addIssue({
+      code: "custom",
+      path: ["command"],
+      message: "give either agent or command, not both",
+    });
+  } else if (template.command && template.prompt !== undefined) {
+    context.addIssue({
+      code: "custom",
+      path: ["prompt"],
+      message: "a first prompt needs an agent: a command takes none (give agent, or drop prompt)",
+    });
+  }
+}) satisfies z.ZodType<Omit<TaskTemplate, "id" | "error"> & { id?: string }>;
 
 export type { TaskTemplate };
 

@@ -11,7 +11,14 @@
  * @module
  */
 import type { BoxStatus } from "../../client/agent.ts";
-import type { DockEvent, QueueItem, Session } from "../../client/wire.ts";
+import type {
+  AnswerResult,
+  DockEvent,
+  KeysResult,
+  PermissionAnswer,
+  QueueItem,
+  Session,
+} from "../../client/wire.ts";
 
 /** What `/app/config.json` says. */
 export type AppConfig = { mode: "agent" } | { mode: "box"; box: string };
@@ -179,6 +186,7 @@ export class Api {
     return [{
       name: this.config.box,
       kind: "tls",
+      transport: "tls",
       address: location.host,
       online: true,
       since: null,
@@ -230,20 +238,46 @@ export class Api {
   }
 
   /**
-   * Presses keys in a session as its terminal would (Esc, Enter, a digit): `send` pastes text as one
-   * bracketed block, which a permission prompt reads as a paste, not as a key.
+   * Presses keys in a session as its terminal would (`POST sessions/{name}/keys`: a character each, or
+   * `Enter`, `Escape`, …), never a paste, which a permission prompt ignores. Resolves only when the box
+   * says they were typed; typed at most once, asked again with the same key when the answer is lost.
    */
-  keys(box: string, session: string, keys: string): Promise<void> {
-    return new Promise((resolve, reject) => {
-      const socket = new WebSocket(this.attachUrl(box, session));
-      socket.binaryType = "arraybuffer";
-      socket.onopen = () => {
-        socket.send(new TextEncoder().encode(keys));
-        socket.close();
-        resolve();
-      };
-      socket.onerror = () => reject(new ApiError("unreachable", "cannot reach the session's terminal", 0));
-    });
+  keys(box: string, session: string, keys: string[]): Promise<KeysResult> {
+    return this.#once((key) =>
+      this.json<KeysResult>(this.box(box, `sessions/${enc(session)}/keys`), {
+        method: "POST",
+        body: { keys, key },
+      })
+    );
+  }
+
+  /**
+   * Answers a session's permission prompt (`POST sessions/{name}/answer`) with the keys its tool takes for
+   * `answer`; the box refuses (409) when it waits on none. Resolves only when the box says they were typed.
+   */
+  answer(box: string, session: string, answer: PermissionAnswer): Promise<AnswerResult> {
+    return this.#once((key) =>
+      this.json<AnswerResult>(this.box(box, `sessions/${enc(session)}/answer`), {
+        method: "POST",
+        body: { answer, key },
+      })
+    );
+  }
+
+  /** A keyed call asked again with the same key after an answer that leaves its outcome unknown. */
+  async #once<T>(call: (key: string) => Promise<T>, retries = 4): Promise<T> {
+    const key = `app-${crypto.randomUUID()}`;
+    let delay = 300;
+    for (let attempt = 0;; attempt++) {
+      try {
+        return await call(key);
+      } catch (error) {
+        const unknown = error instanceof ApiError && (error.status === 502 || error.code === "unreachable");
+        if (!unknown || attempt >= retries) throw error;
+        await new Promise((resolve) => setTimeout(resolve, delay));
+        delay = Math.min(delay * 2, 3000);
+      }
+    }
   }
 
   /**

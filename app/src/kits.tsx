@@ -110,21 +110,33 @@ export function KitsView(props: { api: Api }) {
   );
 }
 
-/** Picks a kit and a box location, previews what applying would change, then applies it. */
+/**
+ * Picks a kit and a box location, previews what applying would change, then applies it. A kit with
+ * `match.slug` offers the locations cloned from that repository (`GET /v1/kits/{id}`'s `matching`; spec
+ * 2.7: it selects, nothing enforces it), and every location once asked.
+ */
 function ApplyKit(props: { api: Api; library: KitSummary[]; onApplied: (text: string) => void }) {
-  const places = Object.values(boxes.value).filter((b) => b.status.online).flatMap((b) =>
+  const online = Object.values(boxes.value).filter((b) => b.status.online);
+  const all = online.flatMap((b) =>
     b.locations.map((location) => ({ box: b.status.name, location: location.name }))
   );
   const [kitId, setKitId] = useState("");
   const [place, setPlace] = useState("");
+  const [everywhere, setEverywhere] = useState(false);
   const [preview, setPreview] = useState<KitPreview | null>(null);
   const [outcome, run] = useOutcome();
   const usable = props.library.filter((kit) => !kit.error);
   const kit = usable.find((k) => k.id === (kitId || usable[0]?.id));
-  const target = places.find((p) =>
-    `${p.box}/${p.location}` === (place || `${places[0]?.box}/${places[0]?.location}`)
+  const slug = kit?.match?.slug;
+  const [shown] = useJson<{ matching: { box: string; location: string }[] }>(
+    props.api,
+    slug ? props.api.own(`kits/${encodeURIComponent(kit!.id)}`) : null,
+    [all.length],
   );
-  if (!kit || !target) return null;
+  const matching = new Set((shown?.matching ?? []).map((m) => `${m.box}/${m.location}`));
+  const places = slug && !everywhere ? all.filter((p) => matching.has(`${p.box}/${p.location}`)) : all;
+  const target = places.find((p) => `${p.box}/${p.location}` === place) ?? places[0];
+  if (!kit || all.length === 0) return null;
   return (
     <section class="card">
       <h2>Apply a kit</h2>
@@ -133,6 +145,7 @@ function ApplyKit(props: { api: Api; library: KitSummary[]; onApplied: (text: st
         onSubmit={async (e) => {
           e.preventDefault();
           setPreview(null);
+          if (!target) return;
           await run(async () =>
             setPreview(
               await props.api.json<KitPreview>(props.api.own("kits/preview"), {
@@ -160,12 +173,13 @@ function ApplyKit(props: { api: Api; library: KitSummary[]; onApplied: (text: st
           Location
           <select
             name="place"
-            value={`${target.box}/${target.location}`}
+            value={target ? `${target.box}/${target.location}` : ""}
             onChange={(e) => {
               setPlace(e.currentTarget.value);
               setPreview(null);
             }}
           >
+            {places.length === 0 && <option value="">no location is a clone of {slug}</option>}
             {places.map((p) => (
               <option key={`${p.box}/${p.location}`} value={`${p.box}/${p.location}`}>
                 {p.box}/{p.location}
@@ -173,7 +187,18 @@ function ApplyKit(props: { api: Api; library: KitSummary[]; onApplied: (text: st
             ))}
           </select>
         </label>
-        <button type="submit">Preview</button>
+        {slug && (
+          <label class="check">
+            <input
+              type="checkbox"
+              name="every-location"
+              checked={everywhere}
+              onChange={(e) => setEverywhere(e.currentTarget.checked)}
+            />
+            every location, not only the clones of {slug}
+          </label>
+        )}
+        <button type="submit" disabled={!target}>Preview</button>
       </form>
       {outcome?.error && <p class="error" role="alert">{outcome.text}</p>}
       {preview && (

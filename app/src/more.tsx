@@ -1,6 +1,6 @@
 /**
- * The views beyond the board and the terminals: New task from templates, the offline queue, the event
- * stream, hooks and flows, plugins, and settings (themes, notifications, app settings documents).
+ * The views beyond the board and the terminals: the offline queue, the event stream, hooks and flows,
+ * plugins, and settings (themes, notifications, app settings documents). New task is `create.tsx`.
  *
  * @module
  */
@@ -8,142 +8,20 @@ import { useState } from "preact/hooks";
 import type {
   FlowRun,
   FlowsState,
+  HookConfig,
   HooksState,
+  LocationConfig,
   PluginInfo,
   PluginPermissions,
   QueueItem,
-  TaskResult,
 } from "../../client/wire.ts";
-import type { TaskTemplate } from "../../client/agent.ts";
 import type { Api } from "./api.ts";
 import { useJson } from "./use_json.ts";
 import { boxes, events, eventsSeen, queue } from "./store.ts";
 import { notifySettings, saveNotifySettings } from "./notify.ts";
-import { openTerminal } from "./views.ts";
-import { fill } from "./template.ts";
+import { applyTheme, BUILT_IN, theme, themeName } from "./theme.ts";
 import { panelPages, PluginPanel } from "./panel.tsx";
-
-/** The New task dialog: a template's variables filled in, then box, location, agent and branch. */
-export function TaskView(props: { api: Api }) {
-  const [templates, loadError] = useJson<TaskTemplate[]>(props.api, props.api.own("templates"));
-  const [chosen, setChosen] = useState<TaskTemplate | null>(null);
-  const [values, setValues] = useState<Record<string, string>>({});
-  const [form, setForm] = useState({ box: "", location: "", name: "", agent: "", branch: "", prompt: "" });
-  const [result, setResult] = useState<string | null>(null);
-  const boxNames = Object.keys(boxes.value);
-  const pick = (template: TaskTemplate | null) => {
-    setChosen(template);
-    const defaults = Object.fromEntries((template?.variables ?? []).map((v) => [v.id, v.default ?? ""]));
-    setValues(defaults);
-    setForm({
-      box: template?.box ?? boxNames[0] ?? "",
-      location: template?.location ?? "",
-      name: "",
-      agent: template?.agent ?? "",
-      branch: template?.branch ?? "",
-      prompt: template?.prompt ?? "",
-    });
-  };
-  const locations = boxes.value[form.box]?.locations ?? [];
-  const submit = async (event: Event) => {
-    event.preventDefault();
-    const vars = { ...values, name: form.name };
-    const body: Record<string, string> = { location: form.location, name: form.name };
-    if (form.agent) body.agent = form.agent;
-    if (chosen?.command) body.command = fill(chosen.command, vars);
-    if (form.branch) body.branch = fill(form.branch, vars);
-    if (chosen?.base) body.base = fill(chosen.base, vars);
-    if (form.prompt) body.prompt = fill(form.prompt, vars);
-    try {
-      const created = await props.api.json<TaskResult>(props.api.box(form.box, "tasks"), {
-        method: "POST",
-        body,
-      });
-      setResult(`created ${form.box}/${created.session.name}`);
-      openTerminal(form.box, created.session.name);
-    } catch (error) {
-      setResult((error as Error).message);
-    }
-  };
-  const field = (key: keyof typeof form) => ({
-    value: form[key],
-    onInput: (e: Event) => setForm({ ...form, [key]: (e.target as HTMLInputElement).value }),
-  });
-  return (
-    <div class="task">
-      {loadError && <p class="error">{loadError}</p>}
-      <div class="templates">
-        <button type="button" class={chosen === null ? "active" : ""} onClick={() => pick(null)}>
-          Blank
-        </button>
-        {(templates ?? []).map((t) => (
-          <button
-            type="button"
-            key={t.id}
-            class={chosen?.id === t.id ? "active" : ""}
-            disabled={Boolean(t.error)}
-            title={t.error ?? t.description}
-            data-template={t.id}
-            onClick={() => pick(t)}
-          >
-            {t.name ?? t.id}
-            {t.error && <span class="error">(invalid)</span>}
-          </button>
-        ))}
-      </div>
-      <form class="card form" onSubmit={submit}>
-        {(chosen?.variables ?? []).map((v) => (
-          <label key={v.id}>
-            {v.label ?? v.id}
-            {v.multiline
-              ? (
-                <textarea
-                  name={`var-${v.id}`}
-                  value={values[v.id] ?? ""}
-                  onInput={(e) => setValues({ ...values, [v.id]: (e.target as HTMLTextAreaElement).value })}
-                />
-              )
-              : (
-                <input
-                  name={`var-${v.id}`}
-                  value={values[v.id] ?? ""}
-                  onInput={(e) => setValues({ ...values, [v.id]: (e.target as HTMLInputElement).value })}
-                />
-              )}
-          </label>
-        ))}
-        <label>
-          Box
-          <select name="box" {...field("box")}>
-            <option value="">—</option>
-            {boxNames.map((b) => <option key={b} value={b}>{b}</option>)}
-          </select>
-        </label>
-        <label>
-          Location
-          <select name="location" {...field("location")}>
-            <option value="">—</option>
-            {locations.map((l) => <option key={l.name} value={l.name}>{l.name}</option>)}
-          </select>
-        </label>
-        <label>
-          Name <input name="name" required {...field("name")} />
-        </label>
-        <label>
-          Agent <input name="agent" {...field("agent")} />
-        </label>
-        <label>
-          Branch <input name="branch" {...field("branch")} />
-        </label>
-        <label>
-          Prompt <textarea name="prompt" {...field("prompt")} />
-        </label>
-        <button type="submit">Create task</button>
-        {result && <p role="status">{result}</p>}
-      </form>
-    </div>
-  );
-}
+import { openFnPage, PluginSettings } from "./plugin_settings.tsx";
 
 /** The offline queue: items and their states, with retry, send now, edit and delete. */
 export function QueueView(props: { api: Api }) {
@@ -172,10 +50,19 @@ export function QueueView(props: { api: Api }) {
             <span>{item.box}/{item.session}</span>
             <span class="muted text">{item.text}</span>
             {item.error && <span class="error">{item.error}</span>}
-            <button type="button" class="small" onClick={() => act(item, "send")}>send</button>
-            <button type="button" class="small" onClick={() => act(item, "retry")}>retry</button>
-            <button type="button" class="small" onClick={() => act(item, "edit")}>edit</button>
-            <button type="button" class="small" onClick={() => act(item, "delete")}>delete</button>
+            {
+              // A delivered prompt was typed: sending, retrying or editing it again would type it twice.
+              item.state !== "delivered" && (
+                <>
+                  <button type="button" class="small" onClick={() => act(item, "send")}>send</button>
+                  <button type="button" class="small" onClick={() => act(item, "retry")}>retry</button>
+                  <button type="button" class="small" onClick={() => act(item, "edit")}>edit</button>
+                </>
+              )
+            }
+            <button type="button" class="small" onClick={() => act(item, "delete")}>
+              {item.state === "delivered" ? "remove" : "delete"}
+            </button>
           </li>
         ))}
       </ul>
@@ -199,6 +86,13 @@ export function EventsView() {
         value={filter}
         onInput={(e) => setFilter((e.target as HTMLInputElement).value)}
       />
+      {list.length === 0 && (
+        <p class="muted empty" role="status">
+          {events.value.length === 0
+            ? "No event yet: they appear here as boxes, agents and the laptop announce them."
+            : "No event matches the filter."}
+        </p>
+      )}
       <ul class="list mono">
         {list.map((e, i) => (
           <li key={`${e.id ?? i}-${e.time}`}>
@@ -214,7 +108,13 @@ export function EventsView() {
 
 /** The laptop's hooks, and each box's hooks, flows and recent flow runs with their steps' outputs. */
 export function AutomationView(props: { api: Api }) {
-  const [hooks, hooksError] = useJson<HooksState>(props.api, props.api.agent ? props.api.own("hooks") : null);
+  const [hooks, hooksError] = useJson<HooksState>(
+    props.api,
+    props.api.agent ? props.api.own("hooks") : null,
+    [
+      eventsSeen("hooks.changed"),
+    ],
+  );
   const online = Object.values(boxes.value).filter((b) => b.status.online).map((b) => b.status.name);
   return (
     <div class="automation">
@@ -230,27 +130,42 @@ export function AutomationView(props: { api: Api }) {
   );
 }
 
+/** Hooks as they read: the event each runs on, what it runs, and where it comes from. */
 function HooksList(props: { state: HooksState }) {
+  const hooks: HookConfig[] = props.state.hooks;
   return (
     <>
-      <p class="muted mono">{props.state.path}</p>
-      {props.state.error && <p class="error field-error">{props.state.error}</p>}
-      <ul class="list mono">
-        {props.state.hooks.map((hook, i) => <li key={i}>{JSON.stringify(hook)}</li>)}
+      {props.state.error && <p class="error field-error" role="alert">{props.state.error}</p>}
+      {hooks.length === 0 && !props.state.error && <p class="muted empty">No hook.</p>}
+      <ul class="list hooks">
+        {hooks.map((hook, i) => (
+          <li key={i} class="hook" data-on={hook.on}>
+            <span class="tag">{hook.on}</span>
+            {hook.run !== undefined ? <code>{hook.run}</code> : <code>module {hook.module}</code>}
+            {hook.timeout && <span class="muted">within {hook.timeout}</span>}
+            {hook.tool && <span class="muted">for {hook.tool}</span>}
+          </li>
+        ))}
       </ul>
+      <p class="muted mono">{props.state.path}</p>
     </>
   );
 }
 
 function BoxAutomation(props: { api: Api; box: string }) {
-  const [hooks, hooksError] = useJson<HooksState>(props.api, props.api.box(props.box, "hooks"));
-  const [flows, flowsError] = useJson<FlowsState>(props.api, props.api.box(props.box, "flows"));
+  // Hooks and flows come from files a person (or a config change) edits: read again on their events.
+  const changed = eventsSeen("hooks.changed") + eventsSeen("config.changed");
+  const [hooks, hooksError] = useJson<HooksState>(props.api, props.api.box(props.box, "hooks"), [changed]);
+  const [flows, flowsError] = useJson<FlowsState>(props.api, props.api.box(props.box, "flows"), [changed]);
   const [runs] = useJson<FlowRun[]>(props.api, props.api.box(props.box, "flows/runs?limit=20"), [
     eventsSeen("flow."),
   ]);
   return (
     <section class="card">
       <h2>{props.box}</h2>
+      {(boxes.value[props.box]?.locations ?? []).map((l) => (
+        <ConfigProblems api={props.api} box={props.box} location={l.name} changed={changed} key={l.name} />
+      ))}
       <h3>Hooks</h3>
       {hooksError && <p class="error">{hooksError}</p>}
       {hooks && <HooksList state={hooks} />}
@@ -290,11 +205,69 @@ function BoxAutomation(props: { api: Api; box: string }) {
   );
 }
 
-/** Describes a plugin's permissions in words, for the enable confirmation. */
-export function permissionLines(permissions: PluginPermissions | undefined): string[] {
-  if (!permissions) return ["nothing beyond its own folder"];
-  return Object.entries(permissions).map(([key, value]) =>
-    `${key}: ${Array.isArray(value) ? value.join(", ") : JSON.stringify(value)}`
+/**
+ * A location's config that does not load (spec 2.5, 7 rule 2: `GET locations/{name}/config`'s `errors`):
+ * each file and field with what is wrong; nothing when it loads.
+ */
+export function ConfigProblems(props: { api: Api; box: string; location: string; changed: number }) {
+  const [config] = useJson<LocationConfig>(
+    props.api,
+    props.api.box(props.box, `locations/${encodeURIComponent(props.location)}/config`),
+    [props.changed],
+  );
+  const errors = config?.errors ?? [];
+  if (errors.length === 0) return null;
+  return (
+    <div class="config-errors" role="alert" data-location={props.location}>
+      <p class="error">The config of {props.location} does not load; what is wrong:</p>
+      <ul class="list mono">
+        {errors.map((p, i) => (
+          <li key={i} class="error">{p.file}: {p.field ? `${p.field}: ` : ""}{p.message}</li>
+        ))}
+      </ul>
+    </div>
+  );
+}
+
+/**
+ * Describes a plugin's permissions in words, for the enable confirmation: each scope with what it can
+ * lead to (`GET plugins`' `scope_classes`), and apart, each shell command it runs outside the sandbox and
+ * as whom, quoted exactly (the CLI's prompt says the same: client/plugin.ts).
+ */
+export function permissionLines(
+  info: Pick<PluginInfo, "permissions" | "scope_classes" | "runs_as">,
+): { lines: string[]; commands: string[]; runsAs: string } {
+  const { commands = [], scopes = [], ...rest } = info.permissions ?? {};
+  const lines: string[] = Object.entries(rest as PluginPermissions)
+    .filter(([, value]) => Array.isArray(value) && value.length > 0)
+    .map(([key, value]) => `${key}: ${(value as string[]).join(", ")}`);
+  if (scopes.length) {
+    const classes = info.scope_classes ?? {};
+    lines.push(`API: ${scopes.map((s) => classes[s] ? `${s} (${classes[s]})` : s).join(", ")}`);
+  }
+  if (lines.length === 0 && commands.length === 0) lines.push("nothing beyond reading its own folder");
+  return { lines, commands: commands.map((c) => JSON.stringify(c)), runsAs: info.runs_as ?? "dock's user" };
+}
+
+/** What enabling a plugin grants, as its confirmation shows it: commands apart, each with its user. */
+function Consent(props: { plugin: PluginInfo }) {
+  const { lines, commands, runsAs } = permissionLines(props.plugin);
+  return (
+    <div class="consent">
+      <ul>{lines.map((line) => <li key={line}>{line}</li>)}</ul>
+      {commands.length > 0 && (
+        <div class="commands" data-runs-as={runsAs}>
+          <p class="error">Runs these shell commands outside the sandbox, as {runsAs}:</p>
+          <ul>
+            {commands.map((c) => (
+              <li key={c}>
+                <code>{c}</code>
+              </li>
+            ))}
+          </ul>
+        </div>
+      )}
+    </div>
   );
 }
 
@@ -307,6 +280,7 @@ export function PluginsView(props: { api: Api }) {
   const [log, setLog] = useState<{ id: string; lines: string[] } | null>(null);
   const [actError, setActError] = useState<string | null>(null);
   const [panel, setPanel] = useState<{ key: string; file: string } | null>(null);
+  const [settings, setSettings] = useState<string | null>(null);
   const base = (p: PluginInfo) =>
     p.where === "laptop"
       ? props.api.own(`plugins/${encodeURIComponent(p.id)}`)
@@ -328,6 +302,13 @@ export function PluginsView(props: { api: Api }) {
     <div class="plugins">
       {error && <p class="error">{error}</p>}
       {actError && <p class="error">{actError}</p>}
+      {plugins && plugins.length === 0 && (
+        <p class="muted empty" role="status">
+          No plugin on the laptop or any box. A plugin is a folder with a <code>dock-plugin.json</code> under
+          {" "}
+          <code>~/.dock/plugins/</code> (<code>dock plugin new ID</code> writes a skeleton there).
+        </p>
+      )}
       <ul class="list">
         {(plugins ?? []).map((p) => (
           <li key={`${p.where}/${p.id}`} class="plugin" data-plugin={p.id}>
@@ -364,10 +345,37 @@ export function PluginsView(props: { api: Api }) {
                   {file}
                 </button>
               ))}
+            {p.permissions && (
+              <button
+                type="button"
+                class="small"
+                data-settings={p.id}
+                onClick={() => setSettings(settings === `${p.where}/${p.id}` ? null : `${p.where}/${p.id}`)}
+              >
+                settings
+              </button>
+            )}
+            {p.enabled && !p.error && p.main && props.api.agent && (
+              <button
+                type="button"
+                class="small"
+                data-open-fn={p.id}
+                onClick={() => openFnPage(props.api, p).catch((e) => setActError((e as Error).message))}
+              >
+                open
+              </button>
+            )}
+            {settings === `${p.where}/${p.id}` && (
+              <PluginSettings
+                api={props.api}
+                base={base(p)}
+                onDone={() => setSettings(null)}
+              />
+            )}
             {asking === p && (
               <div class="confirm" role="dialog" aria-label={`Enable ${p.id}`}>
                 <p>Enabling {p.id} grants:</p>
-                <ul>{permissionLines(p.permissions).map((line) => <li key={line}>{line}</li>)}</ul>
+                <Consent plugin={p} />
                 <button type="button" onClick={() => act(p, "enable")}>Grant and enable</button>
                 <button type="button" onClick={() => setAsking(null)}>Cancel</button>
               </div>
@@ -397,19 +405,22 @@ export function SettingsView(props: { api: Api }) {
     <div class="settings">
       <section class="card">
         <h2>Theme</h2>
-        <div class="row">
-          <button type="button" onClick={() => applyTheme(null)}>System</button>
-          <button type="button" onClick={() => applyTheme({ id: "light", scheme: "light" })}>Light</button>
-          <button type="button" onClick={() => applyTheme({ id: "dark", scheme: "dark" })}>Dark</button>
-          {(themes ?? []).filter((t) => !t.error).map((t) => (
-            <button
-              type="button"
-              key={String(t.id)}
-              onClick={() => applyTheme(t)}
-            >
-              {String(t.name ?? t.id)}
-            </button>
-          ))}
+        <div class="row themes">
+          {[...BUILT_IN, ...(themes ?? []).filter((t) => !t.error)].map((t) => {
+            const on = (t?.id ?? null) === (theme.value?.id ?? null);
+            return (
+              <button
+                type="button"
+                key={String(t?.id ?? "system")}
+                class={on ? "active" : ""}
+                aria-pressed={on}
+                data-theme-id={String(t?.id ?? "system")}
+                onClick={() => applyTheme(t)}
+              >
+                {themeName(t)}
+              </button>
+            );
+          })}
         </div>
       </section>
       <section class="card">
@@ -479,25 +490,4 @@ export function SettingsView(props: { api: Api }) {
       )}
     </div>
   );
-}
-
-/**
- * Applies a theme: `scheme` (`light`/`dark`) picks the base palette; `colors` (or top-level keys
- * starting with `--`) set CSS variables.
- */
-export function applyTheme(theme: Record<string, unknown> | null): void {
-  const root = document.documentElement;
-  root.removeAttribute("style");
-  root.dataset.theme = typeof theme?.scheme === "string" ? theme.scheme : "";
-  if (!theme) return localStorage.removeItem("dock.theme");
-  const colors = (typeof theme.colors === "object" && theme.colors ? theme.colors : {}) as Record<
-    string,
-    unknown
-  >;
-  for (const [name, value] of Object.entries({ ...theme, ...colors })) {
-    if (typeof value !== "string") continue;
-    if (name.startsWith("--")) root.style.setProperty(name, value);
-    else if (name in colors) root.style.setProperty(`--${name}`, value);
-  }
-  localStorage.setItem("dock.theme", JSON.stringify(theme));
 }

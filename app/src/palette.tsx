@@ -1,6 +1,6 @@
 /**
- * The command palette (Ctrl+K): jump to any view, session or worktree by typing part of its name; the
- * views' shortcut letters are listed beside them.
+ * The command palette (Ctrl+K): jump to any view, session or worktree by typing part of its name, or hand
+ * a session's work off to a new task; the views' shortcut letters are listed beside them.
  *
  * @module
  */
@@ -8,6 +8,8 @@ import { signal } from "@preact/signals";
 import { useState } from "preact/hooks";
 import { boxes, sessions } from "./store.ts";
 import { openTerminal, show, viewsFor } from "./views.ts";
+import { NEXT_WAITING_KEY, nextWaiting } from "./needs.tsx";
+import { startHandOff } from "./handoff.ts";
 
 /** True while the palette is open. */
 export const palette = signal(false);
@@ -24,12 +26,24 @@ function entries(agent: boolean): Entry[] {
     hint: `view · Alt+${v.key.toUpperCase()}`,
     run: () => show(v.id),
   }));
+  list.push({
+    label: "Next waiting agent",
+    hint: `opens its terminal · ${NEXT_WAITING_KEY}`,
+    run: nextWaiting,
+  });
   for (const { box, session } of sessions.value) {
     list.push({
       label: `${box}/${session.name}`,
       hint: `session · ${session.agent_state}`,
       run: () => openTerminal(box, session.name),
     });
+    if (agent && session.agent) {
+      list.push({
+        label: `Hand off ${box}/${session.name}`,
+        hint: "new task from this session",
+        run: () => startHandOff(box, session),
+      });
+    }
   }
   for (const view of Object.values(boxes.value)) {
     for (const location of view.locations) {

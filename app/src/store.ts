@@ -4,19 +4,21 @@
  *
  * @module
  */
-import { computed, signal } from "@preact/signals";
+import { computed, type ReadonlySignal, type Signal, signal } from "@preact/signals";
 import type { AgentStatus, BoxStatus } from "../../client/agent.ts";
 import type {
   AgentState,
   DockEvent,
   Location,
   QueueItem,
+  Screen,
   Session,
   WorktreePorts,
   WorktreeService,
   WorktreeStatus,
 } from "../../client/wire.ts";
 import type { Api } from "./api.ts";
+import { byNeed, plainError, previewUrl } from "./outage.ts";
 
 /** One box as the board shows it. */
 export interface BoxView {
@@ -53,8 +55,49 @@ export const proxyPort = signal<number | null>(null);
 export const laptopBuild = signal<string | null>(null);
 /** True while the event stream is open. */
 export const live = signal(false);
+/**
+ * Since when (ms) the page cannot reach the agent (in box mode: the box), the event stream or a status
+ * read having failed; null while it answers. The banner says so, with how long.
+ */
+export const unreachableSince = signal<number | null>(null);
+/** The time, ticked each second: only what reads it (the "for 2 min" labels) draws again. */
+export const clock = signal(Date.now());
+/**
+ * The last non-blank line of each `box/session`'s screen, read once per state change: a signal per session,
+ * so a line read redraws its row only (one map of them redrew all 200 rows per line read).
+ */
+const lastLines = new Map<string, Signal<string>>();
+
+/** The last line of a `box/session`'s screen, as its own signal ("" until read). */
+export function lastLine(key: string): Signal<string> {
+  let line = lastLines.get(key);
+  if (!line) lastLines.set(key, line = signal(""));
+  return line;
+}
+
+const offline = new Map<string, ReadonlySignal<number | null>>();
+
+/**
+ * Since when (ms) `box` is offline, or null while it answers (or not known): a signal per box that
+ * changes only when that does, so the "last known" marks are not redrawn on every change of the board.
+ */
+export function offlineSince(box: string): ReadonlySignal<number | null> {
+  let since = offline.get(box);
+  if (!since) {
+    since = computed(() => {
+      const status = boxes.value[box]?.status;
+      if (!status || status.online) return null;
+      const at = status.since ? Date.parse(status.since) : NaN;
+      return Number.isNaN(at) ? 0 : at;
+    });
+    offline.set(box, since);
+  }
+  return since;
+}
 
 const EVENT_LIMIT = 500;
+/** How long after a state change a screen is read again for its last line (above the box's 1.1 s). */
+const SETTLE_MS = 1500;
 
 /**
  * How many of the events the page holds have a type starting with `prefix`: a view that lists what such
@@ -98,13 +141,32 @@ export const sessions = computed<SessionRef[]>(() => {
   return all.sort((a, b) => b.changed - a.changed);
 });
 
-/** Sessions that need the person: waiting ones, and finished ones not yet looked at. */
+/**
+ * Sessions that need the person: waiting ones, and finished ones not yet looked at, in the order to take
+ * them: permission → question → input → finished, then the longest waiting first.
+ */
 export const needsYou = computed<SessionRef[]>(() =>
   sessions.value.filter(({ box, session }) =>
     !session.exited && (session.agent_state === "waiting" ||
       (session.agent_state === "finished" && !seen.value.has(sessionKey(box, session.name))))
-  )
+  ).map((ref) => ({ ref, since: stateSince(ref) })).sort((a, b) =>
+    byNeed(
+      { agent_state: a.ref.session.agent_state, reason: a.ref.session.reason, since: a.since },
+      { agent_state: b.ref.session.agent_state, reason: b.ref.session.reason, since: b.since },
+    )
+  ).map(({ ref }) => ref)
 );
+
+/** When a session entered its state (the record's `state_time`; else when the page saw it change). */
+export function stateSince(ref: SessionRef): number {
+  const at = ref.session.state_time ? Date.parse(ref.session.state_time) : NaN;
+  return Number.isNaN(at) ? ref.changed : at;
+}
+
+/** Whether `box` is known offline to the agent (its states are then the last known). */
+export function boxOffline(box: string): boolean {
+  return boxes.value[box]?.status.online === false;
+}
 
 /** Marks a session looked at (kept for this tab across reloads). */
 export function markSeen(box: string, name: string): void {
@@ -151,26 +213,38 @@ export class Sync {
    */
   async start(signal: AbortSignal): Promise<void> {
     this.reloadAll();
+    const tick = setInterval(() => clock.value = Date.now(), 1000);
+    signal.addEventListener("abort", () => clearInterval(tick));
     let opened = false;
     await this.#api.follow((event) => this.apply(event), {
       signal,
       onOpen: () => {
         live.value = true;
+        unreachableSince.value = null;
         if (opened) return this.reloadAll();
         opened = true;
         for (const name of Object.keys(boxes.value)) this.reloadSessions(name);
       },
-      onClose: () => live.value = false,
+      onClose: () => {
+        live.value = false;
+        unreachableSince.value ??= Date.now();
+      },
     });
   }
 
   /** Reloads the boxes and everything on each. */
   reloadAll(): void {
     this.#once("boxes", async () => {
-      const [list, status] = await Promise.all([
-        this.#api.boxes(),
-        this.#api.agent ? this.#api.json<AgentStatus>(this.#api.own("status")) : null,
-      ]);
+      let list: BoxStatus[], status: AgentStatus | null;
+      try {
+        [list, status] = await Promise.all([
+          this.#api.boxes(),
+          this.#api.agent ? this.#api.json<AgentStatus>(this.#api.own("status")) : null,
+        ]);
+      } catch (error) {
+        unreachableSince.value ??= Date.now();
+        throw error;
+      }
       if (status) proxyPort.value = status.proxy.enabled ? status.proxy.port ?? null : null;
       if (status) laptopBuild.value = status.build;
       const next: Record<string, BoxView> = {};
@@ -211,10 +285,51 @@ export class Sync {
       const sessions = list.map((session) => {
         if ((this.#stateSetAt.get(sessionKey(box, session.name)) ?? 0) <= asked) return session;
         const newer = shown.find((s) => s.name === session.name);
-        return newer ? { ...session, agent_state: newer.agent_state } : session;
+        return newer
+          ? { ...session, agent_state: newer.agent_state, reason: newer.reason, state_time: newer.state_time }
+          : session;
       });
       this.#patch(box, { sessions });
+      this.#readLastLines(box, sessions);
     });
+  }
+
+  /** The screens' last lines, asked again for the sessions whose state changed, two at a time. */
+  #lineAsked = new Map<string, string>();
+  #lineQueue: { box: string; name: string }[] = [];
+  #lineRunning = 0;
+
+  #readLastLines(box: string, list: Session[]): void {
+    for (const session of list) {
+      const key = sessionKey(box, session.name);
+      const mark = `${session.agent_state}@${session.state_time}@${session.exited}`;
+      if (session.exited || this.#lineAsked.get(key) === mark) continue;
+      this.#lineAsked.set(key, mark);
+      this.#lineQueue.push({ box, name: session.name });
+      // A tool draws its prompt just after the hook that changed its state (the box waits 1.1 s for a
+      // screen to settle, daemon/turn_check.ts): read once more after that, or the line is the one before.
+      setTimeout(() => {
+        if (this.#lineAsked.get(key) !== mark) return;
+        this.#lineQueue.push({ box, name: session.name });
+        while (this.#lineRunning < 2 && this.#lineQueue.length > 0) this.#nextLine();
+      }, SETTLE_MS);
+    }
+    // Two at a time, after the lists: 200 sessions never hold the board's own requests back.
+    while (this.#lineRunning < 2 && this.#lineQueue.length > 0) this.#nextLine();
+  }
+
+  async #nextLine(): Promise<void> {
+    const next = this.#lineQueue.shift();
+    if (!next) return;
+    this.#lineRunning++;
+    try {
+      const path = this.#api.box(next.box, `sessions/${encodeURIComponent(next.name)}/screen`);
+      const { screen } = await this.#api.json<Screen>(path);
+      const line = screen.split("\n").map((l) => l.trimEnd()).filter(Boolean).at(-1) ?? "";
+      lastLine(sessionKey(next.box, next.name)).value = line;
+    } catch { /* gone, or its box is down: the line shown stays the last known */ }
+    this.#lineRunning--;
+    if (this.#lineQueue.length > 0) this.#nextLine();
   }
 
   /** Reloads one worktree's services. */
@@ -246,12 +361,18 @@ export class Sync {
     const type = event.type;
     const data = event.data ?? {};
     if (type === "preview.open" && box && typeof data.url === "string") {
-      const shown: Preview = {
+      const place = {
         box,
         location: String(data.location),
         worktree: String(data.worktree),
+        path: typeof data.path === "string" ? data.path : undefined,
+      };
+      // The box names itself in its URL (`vm`); the laptop's proxy knows it by the laptop's name.
+      const port = proxyPort.value;
+      const shown: Preview = {
+        ...place,
         port: Number(data.port),
-        url: data.url,
+        url: this.#api.agent && port !== null ? previewUrl(place, port) : data.url,
       };
       previews.value = [...previews.value.filter((p) => p.url !== shown.url), shown].slice(-5);
       return;
@@ -260,7 +381,8 @@ export class Sync {
     if (type.startsWith("queue.")) return this.reloadQueue();
     if (!box) return;
     if (type in STATE_OF && typeof data.session === "string") {
-      this.#setState(box, data.session, STATE_OF[type]);
+      const reason = typeof data.reason === "string" ? data.reason as Session["reason"] : null;
+      this.#setState(box, data.session, STATE_OF[type], reason, event.time);
       return this.reloadSessions(box);
     }
     if (type.startsWith("session.") || type.startsWith("agent.") || type === "task.created") {
@@ -282,7 +404,7 @@ export class Sync {
     if (type.startsWith("location.") || type.startsWith("worktree.")) this.reloadBox(box);
   }
 
-  #setState(box: string, name: string, state: AgentState): void {
+  #setState(box: string, name: string, state: AgentState, reason: Session["reason"], time: string): void {
     const view = boxes.value[box];
     if (!view) return;
     const key = sessionKey(box, name);
@@ -294,7 +416,16 @@ export class Sync {
       seen.value = next;
     }
     this.#patch(box, {
-      sessions: view.sessions.map((s) => s.name === name ? { ...s, agent_state: state } : s),
+      sessions: view.sessions.map((s) =>
+        s.name === name
+          ? {
+            ...s,
+            agent_state: state,
+            reason: state === "waiting" ? reason : null,
+            state_time: time ?? s.state_time,
+          }
+          : s
+      ),
     });
   }
 
@@ -320,7 +451,7 @@ export class Sync {
           await load();
         } catch (error) {
           const box = key.includes(":") ? key.slice(key.indexOf(":") + 1).split("/")[0] : undefined;
-          if (box) this.#patch(box, { error: (error as Error).message });
+          if (box) this.#patch(box, { error: plainError((error as Error).message) });
         }
       } while (entry.again);
       entry.running = false;

@@ -16,6 +16,7 @@ export const VIEWS = [
   { id: "board", label: "Board", key: "b", agentOnly: false },
   { id: "needs", label: "Needs you", key: "n", agentOnly: false },
   { id: "terminals", label: "Terminals", key: "t", agentOnly: false },
+  { id: "review", label: "Review", key: "r", agentOnly: true },
   { id: "task", label: "New task", key: "a", agentOnly: true },
   { id: "queue", label: "Queue", key: "q", agentOnly: true },
   { id: "events", label: "Events", key: "e", agentOnly: false },
@@ -36,8 +37,18 @@ export type ViewId = typeof VIEWS[number]["id"];
 
 /** The view shown. */
 export const view = signal<ViewId>(viewOf(location.hash));
-/** Terminals open side by side, as `box/session`. */
+/** Terminals open side by side, as `box/session`, oldest first; they stay attached while other views show. */
 export const terminals = signal<{ box: string; session: string }[]>([]);
+/** Terminals kept attached at once: opening one more detaches the oldest (each holds a socket and a tmux client). */
+export const TERMINAL_POOL = 8;
+/** The worktree the review view shows. */
+export const reviewing = signal<{ box: string; location: string; worktree: string } | null>(null);
+
+/** Shows a worktree's review (its commits, diff and actions). */
+export function openReview(box: string, location: string, worktree: string): void {
+  reviewing.value = { box, location, worktree };
+  show("review");
+}
 
 /** Shows a view. */
 export function show(id: ViewId): void {
@@ -49,7 +60,7 @@ export function show(id: ViewId): void {
 export function openTerminal(box: string, session: string): void {
   markSeen(box, session);
   if (!terminals.value.some((t) => t.box === box && t.session === session)) {
-    terminals.value = [...terminals.value, { box, session }];
+    terminals.value = [...terminals.value, { box, session }].slice(-TERMINAL_POOL);
   }
   show("terminals");
 }

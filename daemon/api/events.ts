@@ -20,7 +20,7 @@ export interface EventRoutesBackend {
 /** The event routes. */
 export function eventRoutes(box: EventRoutesBackend): RouteTable {
   return new RouteTable("events")
-    .add("GET", "/events", (c) => sse(box.bus, resumeFrom(c), c.req.raw.signal))
+    .add("GET", "/events", (c) => sse(box.bus, resumeFrom(c, box.bus), c.req.raw.signal))
     .add("POST", "/events", async (c) => {
       const announce = await body(c, BOX_EVENT);
       if (isAgentReport(announce)) {

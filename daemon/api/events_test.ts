@@ -145,3 +145,62 @@ Deno.test("events route: GET replays the journal after Last-Event-ID, then live 
   leave.abort();
   await reader.cancel();
 });
+
+/** The ids of the first `count` frames of an events answer (then it is left). */
+async function firstIds(response: Response, count: number): Promise<string[]> {
+  const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
+  const ids: string[] = [];
+  let text = "";
+  while (ids.length < count) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    text += value;
+    const frames = text.split("\n\n");
+    text = frames.pop()!;
+    for (const frame of frames) {
+      const id = frame.match(/^id: (\d+)$/m)?.[1];
+      if (id) ids.push(id);
+    }
+  }
+  await reader.cancel();
+  return ids;
+}
+
+Deno.test("events route: ?after= past the last id is a 400 naming it; a Last-Event-ID past it starts over", async () => {
+  const { app, bus } = eventsApp();
+  for (const n of [1, 2, 3]) bus.publish({ type: "build.step", data: { n } });
+  const get = (query: string, headers: Record<string, string> = {}) =>
+    app.request(new Request(`http://box/v1/events${query}`, { headers }));
+
+  const ahead = await get("?after=40");
+  assertEquals(ahead.status, 400);
+  const error = (await ahead.json()).error;
+  assertEquals([error.code, error.field, error.last_id], ["after_last_event", "after", 3]);
+  assertEquals(
+    error.message,
+    "after: 40 is beyond the journal: its last event id is 3 (ask for after=3 or less)",
+  );
+
+  // At the last id it streams (what comes next); below it, it replays.
+  assertEquals(await firstIds(await get("?after=1"), 2), ["2", "3"]);
+  const atLast = await get("?after=3");
+  assertEquals(atLast.status, 200);
+  await atLast.body!.cancel();
+
+  // A reconnecting client's id past the journal came from one made anew: everything here is new to it.
+  assertEquals(await firstIds(await get("", { "last-event-id": "40" }), 3), ["1", "2", "3"]);
+
+  for (
+    const [query, headers, field] of [
+      ["?after=-1", {}, "after"],
+      ["?after=1.5", {}, "after"],
+      ["?after=1e3", {}, "after"],
+      ["?after=99999999999999999999", {}, "after"],
+      ["", { "last-event-id": "x" }, "Last-Event-ID"],
+    ] as const
+  ) {
+    const bad = await get(query, headers);
+    assertEquals(bad.status, 400, `${query} ${JSON.stringify(headers)}`);
+    assertEquals((await bad.json()).error.field, field);
+  }
+});

@@ -35,7 +35,7 @@ import { linkHost, remoteAddress } from "./pair.ts";
 
 /**
  * What a phone may do, as `METHOD /path` exactly as the box's route tables declare them: read sessions
- * and events, attach, send prompts (keys go over the attach socket) and answer "needs you", plus the
+ * and events, attach, send prompts and keys and answer "needs you" (a permission prompt too), plus the
  * read-only status the board shows beside them (locations, worktrees' git status, services' states and
  * ports). Not exec, config, hooks, flows, env, plugins, services' logs or control, worktree changes or
  * pairing. The one place this is decided;
@@ -54,6 +54,9 @@ export const PHONE_SCOPE: readonly string[] = [
   "GET /sessions/:name/wait",
   "GET /sessions/:name/attach",
   "POST /sessions/:name/send",
+  // Needs you's answers and quick keys: keystrokes, as send is input.
+  "POST /sessions/:name/keys",
+  "POST /sessions/:name/answer",
   "GET /events",
   // Needs no credential: the gate lets it through to pair the phone.
   "POST /phone/pair",

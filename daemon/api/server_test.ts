@@ -33,6 +33,8 @@ const ACTING: Record<string, string[]> = {
   "DELETE /locations/:name/kit": ["config.change"],
   "POST /sessions": ["session.create", "session.send"],
   "POST /sessions/:name/send": ["session.send"],
+  "POST /sessions/:name/keys": ["session.send"],
+  "POST /sessions/:name/answer": ["session.send"],
   "POST /tasks": ["worktree.create", "session.create", "session.send"],
   "POST /skills/install": ["skills.install"],
   "POST /skills/uninstall": ["skills.uninstall"],
@@ -43,6 +45,8 @@ const ACTING: Record<string, string[]> = {
   "POST /locations/new": [],
   "DELETE /locations/:name": [],
   "POST /locations/:name/worktrees/:wt/sync": [],
+  "POST /locations/:name/worktrees/:wt/push": [],
+  "POST /locations/:name/worktrees/:wt/pr": [],
   "POST /locations/:name/worktrees/:wt/services/:service/start": [],
   "POST /locations/:name/worktrees/:wt/services/:service/stop": [],
   "POST /locations/:name/worktrees/:wt/services/:service/restart": [],
@@ -66,6 +70,12 @@ const ACTING: Record<string, string[]> = {
   // Turning a plugin on grants it permissions: whoever may change config may refuse that.
   "POST /plugins/:id/enable": ["config.change"],
   "POST /plugins/:id/disable": ["config.change"],
+  // Installing, removing and configuring a plugin change what runs on the box, as enabling does.
+  "PUT /plugins/:id/files": ["config.change"],
+  "DELETE /plugins/:id": ["config.change"],
+  "PUT /plugins/:id/config": ["config.change"],
+  // One test event to one plugin: it reaches no bus, no hook and no flow.
+  "POST /plugins/:id/test-event": [],
   // A ui panel's call runs as the plugin, through the API: the route it reaches runs its own gates.
   "POST /plugins/:id/ui-api": [],
   // A plugin's own HTTP function: what it does is the plugin's (its grant and scopes bound it).

@@ -1,5 +1,5 @@
 /**
- * Routes of sessions and tasks: create, list, end, screen, send, wait, attach (WebSocket), and
+ * Routes of sessions and tasks: create, list, end, screen, send, keys, answer, wait, attach (WebSocket), and
  * `POST tasks` (a worktree with an agent already running in it: `daemon/tasks.ts`).
  *
  * @module
@@ -7,12 +7,18 @@
 import { parseDuration } from "../../client/duration.ts";
 import { DockError } from "../../client/errors.ts";
 import type { AgentState } from "../../client/wire.ts";
-import { SESSION_CREATE, SESSION_SEND, TASK_REQUEST } from "../../client/schemas.ts";
+import {
+  SESSION_ANSWER,
+  SESSION_CREATE,
+  SESSION_KEYS,
+  SESSION_SEND,
+  TASK_REQUEST,
+} from "../../client/schemas.ts";
 import { attachSession, attachSize } from "../attach.ts";
 import type { TlsEnv } from "./pair.ts";
 import type { EventBus } from "../../core/events.ts";
 import type { SendLedger } from "../send_ledger.ts";
-import type { Sessions } from "../sessions.ts";
+import { ledgerKey, type Sessions } from "../sessions.ts";
 import type { Tasks } from "../tasks.ts";
 import type { Tmux } from "../tmux.ts";
 import type { Worktrees } from "../worktrees.ts";
@@ -33,6 +39,8 @@ export interface SessionRoutesBackend {
     | "remove"
     | "screen"
     | "send"
+    | "keys"
+    | "answer"
     | "wait"
     | "typed"
     | "interrupted"
@@ -121,7 +129,45 @@ export function sessionRoutes(box: SessionRoutesBackend): RouteTable {
         json(
           await box.sessions.send(param(c, "name"), request.text, request.enter ?? true, requestOrigin(c), {
             key: request.key,
+            unlessWaiting: request.unless_waiting,
           }),
+        ),
+    })
+    .route({
+      method: "POST",
+      path: "/sessions/:name/keys",
+      input: (c) => body(c, SESSION_KEYS),
+      gates: [{
+        // Keys are input to the session as a prompt is: the same gate, told they are keys (on stdin only,
+        // like a prompt's text). A repeat of a key already typed only replays its outcome.
+        action: "session.send",
+        describe: (request, c) =>
+          request.key !== undefined && box.sendLedger.known(ledgerKey("keys", request.key)) ? null : {
+            target: { session: param(c, "name"), keys: request.keys },
+          },
+      }],
+      handler: async (c, request) =>
+        json(await box.sessions.keys(param(c, "name"), request.keys, requestOrigin(c), { key: request.key })),
+    })
+    .route({
+      method: "POST",
+      path: "/sessions/:name/answer",
+      input: (c) => {
+        box.sessions.get(param(c, "name")); // 404 before the gates run
+        return body(c, SESSION_ANSWER);
+      },
+      gates: [{
+        // An answer is keys typed into the session: the gate sees the answer (the keys depend on what the
+        // prompt shows, and are chosen in the step that types).
+        action: "session.send",
+        describe: (request, c) =>
+          request.key !== undefined && box.sendLedger.known(ledgerKey("answer", request.key)) ? null : {
+            target: { session: param(c, "name"), answer: request.answer },
+          },
+      }],
+      handler: async (c, request) =>
+        json(
+          await box.sessions.answer(param(c, "name"), request.answer, requestOrigin(c), { key: request.key }),
         ),
     })
     .add("GET", "/sessions/:name/wait", async (c) => {

@@ -86,7 +86,7 @@ function change(
   return {
     method: "POST",
     path: `/skills/${action}`,
-    input: async (c) => resolveRequest(box, await body(c, SKILLS_REQUEST) ?? {}, action),
+    input: async (c) => resolveRequest(box, await body(c, SKILLS_REQUEST) ?? {}),
     gates: [{
       action: `skills.${action}`,
       // The gate sees what will be done (defaults filled in), before anything is touched; a refusal
@@ -99,7 +99,7 @@ function change(
             agent: request.agent,
             target: request.target,
             location: request.location,
-            ...(action === "install" ? { commit: request.commit } : {}),
+            commit: request.commit,
           },
           location,
           worktree,
@@ -137,18 +137,17 @@ function change(
   };
 }
 
-/** Fills in the defaults and checks what fits together; the location's folder comes from the box. */
+/**
+ * Fills in the defaults and checks what fits together; the location's folder comes from the box.
+ * Install and uninstall take the same fields (spec 4.2). `commit` says the project copies are for git:
+ * an install with it leaves the addition visible to git (not in `.git/info/exclude`), and an uninstall
+ * always leaves its removal visible (tracked copies show as deleted, their exclude lines go), so on
+ * uninstall it is accepted, checked as on install, and changes nothing more. Neither makes a commit.
+ */
 function resolveRequest(
   box: SkillRoutesBackend,
   request: SkillsRequestBody,
-  action: "install" | "uninstall",
 ): Resolved {
-  if (request.commit !== undefined && action === "uninstall") {
-    throw new DockError("invalid_request", "commit: only install takes commit", {
-      status: 400,
-      detail: { field: "commit" },
-    });
-  }
   const target = request.target ?? (request.location === undefined ? "user" : "project");
   if (target === "project" && request.location === undefined) {
     throw new DockError("invalid_request", "location: the project target needs a location (LOC or LOC/WT)", {

@@ -100,7 +100,7 @@ Deno.test("skills routes: the gate sees the request with its defaults, the origi
   await box.post("uninstall", { skills: ["dock"] });
   assertEquals(box.calls[1], {
     action: "skills.uninstall",
-    target: { skills: ["dock"], agent: "all", target: "user", location: undefined },
+    target: { skills: ["dock"], agent: "all", target: "user", location: undefined, commit: false },
     context: { origin: "my-tool", location: undefined, worktree: undefined },
   });
   assertEquals(box.events.length, 1, "nothing was removed, so nothing announced");

@@ -1,0 +1,119 @@
+/**
+ * Sessions.send's `unlessWaiting` and its serial lane, over a real database, agent state and send
+ * ledger with tmux replaced by a recorder whose paste can be held: the permission check is made after
+ * the typing of every send before it (a prompt raised meanwhile is seen), and sends to one session never
+ * interleave.
+ */
+import { DockError } from "../client/errors.ts";
+import { EventBus } from "../core/events.ts";
+import { Store } from "../core/store.ts";
+import { assertEquals, assertRejects } from "../tests/assert.ts";
+import { AgentStates } from "./agent_state.ts";
+import { BOX_SCHEMA } from "./schema.ts";
+import { SendLedger } from "./send_ledger.ts";
+import { Sessions, type SessionsOptions } from "./sessions.ts";
+
+const CREATED = "2024-01-01T00:00:00.000Z";
+
+/** Sessions over a fresh database with agent session `s1` at rest, and a tmux that records each step. */
+async function world() {
+  const dir = await Deno.makeTempDir({ prefix: "dock-sessions-" });
+  const store = new Store(`${dir}/box.db`, { schema: BOX_SCHEMA });
+  // Reported since it started (state_time after created): a send does not wait for it to be ready.
+  store.run(
+    `INSERT INTO sessions (name, location, worktree, path, command, agent, state_time, created)
+     VALUES ('s1', 'app', 'main', '/srv/app', 'claude', 'claude', ?, ?)`,
+    "2024-01-01T00:00:01.000Z",
+    CREATED,
+  );
+  const bus = new EventBus(store);
+  const states = new AgentStates({ store, bus });
+  const steps: string[] = [];
+  /** Pastes of these texts wait for their resolver. */
+  const held = new Map<string, PromiseWithResolvers<void>>();
+  const pasting = new Map<string, PromiseWithResolvers<void>>();
+  const tmux = {
+    async paste(_name: string, text: string, enter: boolean) {
+      steps.push(`paste ${text}`);
+      pasting.get(text)?.resolve();
+      await held.get(text)?.promise;
+      if (enter) steps.push(`enter ${text}`);
+    },
+  };
+  const sessions = new Sessions({
+    store,
+    bus,
+    tmux: tmux as unknown as SessionsOptions["tmux"],
+    locations: {} as SessionsOptions["locations"],
+    worktrees: {} as SessionsOptions["worktrees"],
+    states,
+    exits: { making() {}, made() {}, abandoned() {}, onChange: () => () => {} },
+    ledger: new SendLedger(store),
+    dir: `${dir}/sessions`,
+  });
+  return {
+    sessions,
+    states,
+    steps,
+    /** Holds the paste of `text` until the answer's `release`; `started` resolves when it begins. */
+    hold(text: string) {
+      const gate = Promise.withResolvers<void>();
+      const started = Promise.withResolvers<void>();
+      held.set(text, gate);
+      pasting.set(text, started);
+      return { started: started.promise, release: () => gate.resolve() };
+    },
+    async [Symbol.asyncDispose]() {
+      sessions.close();
+      store.close();
+      await Deno.remove(dir, { recursive: true });
+    },
+  };
+}
+
+Deno.test("send unlessWaiting: refused while the agent waits on a permission prompt, typed otherwise", async () => {
+  await using w = await world();
+  await w.sessions.send("s1", "first", true, "test", { unlessWaiting: "permission" });
+  w.states.set("s1", "waiting", { cause: "hook:Notification", reason: "permission" });
+  const refused = await assertRejects(
+    () => w.sessions.send("s1", "y", true, "test", { unlessWaiting: "permission" }),
+    DockError,
+    "waits on a permission prompt",
+  ) as DockError;
+  assertEquals([refused.code, refused.status], ["permission_prompt", 409]);
+  // Keyed the same: refused before the key is recorded, so the key types it once the prompt is answered.
+  await assertRejects(
+    () => w.sessions.send("s1", "keyed", true, "test", { unlessWaiting: "permission", key: "k" }),
+    DockError,
+    "permission prompt",
+  );
+  // Another reason to wait is not a permission prompt: typed.
+  w.states.set("s1", "waiting", { cause: "hook:Notification", reason: "question" });
+  await w.sessions.send("s1", "an answer", true, "test", { unlessWaiting: "permission" });
+  assertEquals(w.steps, ["paste first", "enter first", "paste an answer", "enter an answer"]);
+});
+
+Deno.test("send unlessWaiting: checked after the typing of the sends before it, never between", async () => {
+  await using w = await world();
+  const first = w.hold("ASK-PERMISSION");
+  const began = Date.now();
+  const asking = w.sessions.send("s1", "ASK-PERMISSION", true, "test");
+  await first.started;
+  // A send arrives while the first is being typed; the agent raises its prompt before that typing ends.
+  const answer = w.sessions.send("s1", "y", true, "test", { unlessWaiting: "permission" });
+  const second = w.sessions.send("s1", "plain", true, "test");
+  // Reported after the first send began (times are to the millisecond, and a tie goes to the later write).
+  await clockPast(began);
+  w.states.set("s1", "waiting", { cause: "hook:Notification", reason: "permission" });
+  first.release();
+  await asking;
+  await assertRejects(() => answer, DockError, "permission prompt");
+  await second;
+  // One send at a time, whole, in order: the refused one typed nothing.
+  assertEquals(w.steps, ["paste ASK-PERMISSION", "enter ASK-PERMISSION", "paste plain", "enter plain"]);
+});
+
+/** Resolves once the clock reads a later millisecond than `time`. */
+async function clockPast(time: number): Promise<void> {
+  while (Date.now() <= time) await new Promise((resolve) => setTimeout(resolve, 1));
+}

@@ -1,0 +1,636 @@
+/**
+ * What plugins run, and how it ends: each call of a plugin's module (an event batch, a gate, a `fetch`)
+ * in a sandboxed worker (see `module_host.ts`) with a deadline, a concurrency limit and a bounded
+ * backlog; workers started on the first call and stopped after being idle (5 minutes by default), so
+ * installed plugins cost nothing while nothing calls them; failures counted, and a plugin that fails or
+ * times out 5 times in a row made `failed` until it is enabled again. Events only queue here, on the
+ * publishing path, so nothing a plugin does holds up the bus.
+ *
+ * Module hooks of `hooks.json` and a location's config, and flows' `module` steps, run under the same
+ * sandbox: read of the module's folder and of the worktree, nothing else.
+ *
+ * @module
+ */
+import { dirname, join, relative } from "../core/posix_path.ts";
+import type { DockEvent, HookConfig } from "../client/wire.ts";
+import { DockError } from "../client/errors.ts";
+import type { EventBus } from "../core/events.ts";
+import {
+  type ExtraHook,
+  type HookExecutor,
+  type HookResult,
+  hooksFor,
+  hookTimeoutMs,
+  isGate,
+  shellExecutor,
+} from "../core/hooks.ts";
+import {
+  CallError,
+  callErrorToDock,
+  type CallResult,
+  ModuleHost,
+  type ModuleHostStats,
+} from "./module_host.ts";
+import {
+  type CallKind,
+  type ContextOp,
+  type EventsOutput,
+  type FetchOutput,
+  fromBase64,
+  handlerOf,
+  toBase64,
+  type WorkerSpec,
+} from "./protocol.ts";
+import { inside, type Job, modulesOf, type Plugin, type PluginRegistry, workerKey } from "./registry.ts";
+import { readBounded } from "./context.ts";
+
+/** Failures in a row that make a plugin `failed`. */
+export const FAILURES_TO_FAIL = 5;
+/**
+ * How long a worker lives after its last call answered, at most (as Cloudflare's `waitUntil` allows work
+ * after a response, for a bounded time): then it is terminated, and its timers with it. Without a bound,
+ * a timer left by a handler ran on for the 5 minutes a worker was kept warm. A cold start costs a worker
+ * (not a process: the host is kept for {@linkcode HOST_IDLE_MS}).
+ */
+export const WORK_AFTER_RESPONSE_MS = 10_000;
+/** How long the host process is kept with no worker (a worker's cold start then costs no process). */
+export const HOST_IDLE_MS = 5 * 60_000;
+/** Default calls one plugin runs at once. */
+export const PLUGIN_CONCURRENCY = 4;
+/** Default calls one plugin may have waiting (fetch, gates); past it a call is refused with 429. */
+export const PLUGIN_BACKLOG = 1000;
+/**
+ * Events one plugin may have waiting; past it the oldest are dropped and counted. As many as the
+ * journal keeps: a queued event is the bus's own object, shared by every plugin that waits for it.
+ */
+export const PLUGIN_EVENT_BACKLOG = 10_000;
+/** Events one call carries at most. */
+export const EVENT_BATCH = 64;
+/** Deadline of a `fetch` call. */
+export const FETCH_TIMEOUT_MS = 60_000;
+
+/** Options of {@linkcode PluginSupervisor}. */
+export interface SupervisorOptions {
+  registry: PluginRegistry;
+  bus: EventBus;
+  /** `laptop`, or the box's name (in `plugin.failed`). */
+  where: string;
+  /** The host's private folder (its socket). */
+  dir: string;
+  /** What a worker asks of dock (its `ctx`). */
+  onRequest(spec: WorkerSpec, op: ContextOp, args: unknown[]): Promise<unknown>;
+  /** V8 heap cap per worker and host, MB. @default {128} */
+  memoryMb?: number;
+  /** Resident memory at which the host process is killed, MB. @default {1024} */
+  rssLimitMb?: number;
+  /** How long a worker is kept after its last call; never more than the default. @default {WORK_AFTER_RESPONSE_MS} */
+  idleMs?: number;
+  /** How long the host process is kept with no worker. @default {idleMs when set, else HOST_IDLE_MS} */
+  hostIdleMs?: number;
+  /** @default {PLUGIN_CONCURRENCY} */
+  concurrency?: number;
+  /** Folders module hooks of hooks files and configs may be in (so one host covers them). */
+  baseRead?: () => string[];
+  /** Whether another process's copy of plugin `id` handles `event` instead (the laptop and a local box). */
+  shadowed?: (id: string, event: DockEvent) => boolean;
+}
+
+/** A flow's `module` step, as `Plugins.runStep` runs it. */
+export interface StepRun {
+  /** The module, relative to `base`. */
+  module: string;
+  base: string;
+  /** The folder it must stay inside (symlinks included). */
+  root: string;
+  /** Where it runs: readable too. */
+  cwd?: string;
+  /** Its events' origin (`flow:<id>`). */
+  label: string;
+  input: Record<string, string>;
+  timeoutMs: number;
+}
+
+/** Headers a plugin's `fetch` never sees: the caller's credentials are dock's, not the plugin's. */
+const PRIVATE_HEADERS = new Set(["authorization", "cookie", "proxy-authorization", "x-dock-token"]);
+const HOP_HEADERS = new Set(["connection", "keep-alive", "transfer-encoding", "upgrade", "content-length"]);
+
+/** Runs plugins' calls in the module host, within their limits. */
+export class PluginSupervisor {
+  #o: SupervisorOptions;
+  #host: ModuleHost;
+  #incoming: DockEvent[] = [];
+  #closed = false;
+
+  constructor(options: SupervisorOptions) {
+    this.#o = options;
+    const registry = options.registry;
+    this.#host = new ModuleHost({
+      dir: options.dir,
+      memoryMb: options.memoryMb,
+      rssLimitMb: options.rssLimitMb,
+      idleMs: options.hostIdleMs ?? options.idleMs ?? HOST_IDLE_MS,
+      baseRead: options.baseRead,
+      knownGrants: () => registry.knownGrants(),
+      env: (names) =>
+        Object.fromEntries(names.flatMap((n) => {
+          const value = Deno.env.get(n);
+          return value === undefined ? [] : [[n, value]];
+        })),
+      onRequest: (spec, op, args) => options.onRequest(spec, op, args),
+      onLog: (spec, level, text) => {
+        const plugin = registry.pluginOf(spec);
+        if (plugin) plugin.log.write(level, text);
+        else console.error(`${spec.label}: ${text}`); // a hook file's module: the process's own log
+      },
+      onHostOutput: (line, spec) => {
+        // Written past its console (straight to the process's stdout): into its log when it can only be
+        // its; the process's own log otherwise (bounded by the host's output budget either way).
+        const plugin = spec && registry.pluginOf(spec);
+        if (plugin) plugin.log.write("info", `output: ${line}`);
+        else console.error(`plugin host: ${line}`);
+      },
+      onWorkerStopped: (spec, error) => {
+        const plugin = registry.pluginOf(spec);
+        if (!plugin) return;
+        clearTimeout(plugin.idle.get(spec.key));
+        plugin.idle.delete(spec.key);
+        plugin.workers.delete(spec.key);
+        if (error) plugin.log.write("error", `worker ended: ${error}`);
+      },
+    });
+  }
+
+  /** The host's counters (generations, restarts, workers). */
+  stats(): ModuleHostStats {
+    return this.#host.stats();
+  }
+
+  /** Whether one of the plugin's workers runs now. */
+  running(plugin: Plugin): boolean {
+    return [...modulesOf(plugin.manifest)].some((m) => this.#host.running(workerKey(plugin, m)));
+  }
+
+  /** Fails what is queued and kills the host (calls in flight fail). */
+  close(): void {
+    this.#closed = true;
+    for (const plugin of this.#o.registry.all()) {
+      for (const timer of plugin.idle.values()) clearTimeout(timer);
+      plugin.log.close();
+      plugin.queuedEvents = 0;
+      for (const job of plugin.queue.splice(0)) {
+        job.reject(new DockError("plugin_closed", "the plugin host is closing", { status: 503 }));
+      }
+    }
+    this.#host.close();
+  }
+
+  /** Stops a plugin's workers and fails what it has queued (it was disabled). */
+  halt(plugin: Plugin): void {
+    this.stopWorkers(plugin);
+    plugin.queuedEvents = 0;
+    for (const job of plugin.queue.splice(0)) {
+      job.reject(new DockError("plugin_off", `plugin '${plugin.id}' was disabled`, { status: 409 }));
+    }
+  }
+
+  /** Stops a plugin's workers (the next call starts them again). */
+  stopWorkers(plugin: Plugin): void {
+    plugin.context = undefined;
+    for (const timer of plugin.idle.values()) clearTimeout(timer);
+    plugin.idle.clear();
+    for (const key of plugin.workers) this.#host.stop(key);
+    plugin.workers.clear();
+  }
+
+  // -------------------------------------------------------------------------------------------------
+  // Calls
+
+  /** Runs one handler of a plugin's module, waiting for a slot (the plugin's concurrency). */
+  #call(
+    plugin: Plugin,
+    module: string,
+    kind: CallKind,
+    input: unknown,
+    deadlineMs: number,
+  ): Promise<unknown> {
+    const { promise, resolve, reject } = Promise.withResolvers<unknown>();
+    plugin.queue.push({ module, kind, input, deadlineMs, resolve, reject });
+    if (plugin.queue.length > PLUGIN_BACKLOG) {
+      plugin.counters.dropped++;
+      plugin.queue.pop();
+      reject(
+        new DockError("plugin_busy", `plugin '${plugin.id}' has ${PLUGIN_BACKLOG} calls waiting`, {
+          status: 429,
+        }),
+      );
+    }
+    this.#next(plugin);
+    return promise;
+  }
+
+  /**
+   * Queues an event for a module: joined to the batch waiting for that module (one call for many
+   * events when they come faster than the plugin's calls return). Past the backlog, the oldest queued
+   * events are dropped and counted.
+   */
+  #deliver(plugin: Plugin, module: string, event: DockEvent, deadlineMs: number): void {
+    const last = plugin.queue.findLast((job) => job.kind === "events" && job.module === module);
+    if (last && last.deadlineMs === deadlineMs && (last.input as DockEvent[]).length < EVENT_BATCH) {
+      (last.input as DockEvent[]).push(event);
+    } else {
+      plugin.queue.push({
+        module,
+        kind: "events",
+        input: [event],
+        deadlineMs,
+        resolve: () => {},
+        reject: () => {},
+      });
+    }
+    plugin.queuedEvents++;
+    while (plugin.queuedEvents > PLUGIN_EVENT_BACKLOG) {
+      const oldest = plugin.queue.find((job) => job.kind === "events")!;
+      const events = oldest.input as DockEvent[];
+      events.shift();
+      plugin.queuedEvents--;
+      plugin.counters.dropped++;
+      if (events.length === 0) plugin.queue.splice(plugin.queue.indexOf(oldest), 1);
+    }
+    this.#next(plugin);
+  }
+
+  #next(plugin: Plugin): void {
+    const limit = this.#o.concurrency ?? PLUGIN_CONCURRENCY;
+    while (plugin.running < limit && plugin.queue.length) {
+      const job = plugin.queue.shift()!;
+      if (job.kind === "events") plugin.queuedEvents -= (job.input as DockEvent[]).length;
+      plugin.running++;
+      this.#run(plugin, job).then(job.resolve, job.reject).finally(() => {
+        plugin.running--;
+        this.#next(plugin);
+      });
+    }
+  }
+
+  async #run(plugin: Plugin, job: Job): Promise<unknown> {
+    const count = job.kind === "events" ? (job.input as DockEvent[]).length : 1;
+    if (!this.#o.registry.runnable(plugin)) {
+      if (job.kind === "events") plugin.counters.dropped += count;
+      throw new DockError("plugin_off", `plugin '${plugin.id}' is ${plugin.failed ? "failed" : "off"}`, {
+        status: 409,
+      });
+    }
+    const unsafe = await this.#o.registry.guard(plugin);
+    if (unsafe) {
+      if (job.kind === "events") plugin.counters.dropped += count;
+      throw new DockError("plugin_off", `plugin '${plugin.id}' is off: ${unsafe}`, { status: 409 });
+    }
+    const spec = await this.#spec(plugin, job.module);
+    const cold = !this.#host.running(spec.key);
+    if (cold) plugin.starting++;
+    plugin.counters.calls += count;
+    plugin.workers.add(spec.key);
+    plugin.busy.set(spec.key, (plugin.busy.get(spec.key) ?? 0) + 1);
+    clearTimeout(plugin.idle.get(spec.key));
+    let result: CallResult;
+    try {
+      result = await this.#host.call(spec, job.kind, job.input, job.deadlineMs);
+    } catch (error) {
+      this.#failure(plugin, job, error, count);
+      throw error;
+    } finally {
+      if (cold) plugin.starting--;
+      const busy = (plugin.busy.get(spec.key) ?? 1) - 1;
+      if (busy > 0) plugin.busy.set(spec.key, busy);
+      else {
+        plugin.busy.delete(spec.key);
+        this.#keepWarm(plugin, spec.key);
+      }
+    }
+    if (result.coldMs !== undefined) plugin.counters.cold_starts++;
+    if (job.kind === "events") {
+      const errors = (result.value as EventsOutput | null)?.errors ?? [];
+      if (errors.length > 0) {
+        const [, first] = errors[0];
+        this.#failure(plugin, job, new CallError("failed", first), errors.length);
+        if (errors.length < count) plugin.inARow = 0; // some of the batch went through
+        return result.value;
+      }
+    }
+    plugin.inARow = 0;
+    plugin.lastError = undefined; // a call went through: the last one's error is stale
+    return result.value;
+  }
+
+  /** Counts a failed call (`count` events, for a batch) and fails the plugin after too many in a row. */
+  #failure(plugin: Plugin, job: Job, error: unknown, count = 1): void {
+    plugin.counters.failures += count;
+    const failure = error instanceof CallError ? error.failure : "failed";
+    const message = (error as Error).message ?? String(error);
+    const broken = failure === "failed" && message.startsWith("the module did not load");
+    // A `fetch` handler's own throw answers its caller 500 and is logged, but never counts toward
+    // switching the plugin off: the caller chose the request, and a stranger's malformed ones must not
+    // be able to turn a plugin off. What is the plugin's alone counts: a load failure, a timeout, a crash,
+    // a throw of an event or gate handler (whose input is dock's).
+    const callersDoing = job.kind === "fetch" && failure === "failed" && !broken;
+    if (!callersDoing) plugin.inARow++;
+    if (failure === "timeout") plugin.counters.timeouts++;
+    if (failure === "crashed") plugin.counters.restarts++;
+    plugin.lastError = `${handlerOf(job.kind)} ${failure === "timeout" ? "timed out" : "failed"}: ${message}`
+      .slice(0, 1000);
+    plugin.log.write("error", plugin.lastError);
+    // A module that does not load will not load on the next call either: failed at once (until its
+    // files change: the registry tries it again then).
+    if ((plugin.inARow >= FAILURES_TO_FAIL || broken) && !plugin.failed) {
+      plugin.failed = broken
+        ? `${plugin.lastError}; fix it (it is tried again when its files change)`
+        : `failed ${FAILURES_TO_FAIL} times in a row (last: ${plugin.lastError}); change its files or enable it again`;
+      plugin.log.write("error", plugin.failed);
+      this.stopWorkers(plugin);
+      this.#o.bus.publish({
+        type: "plugin.failed",
+        origin: "dock",
+        data: { id: plugin.id, where: this.#o.where, error: plugin.lastError },
+      });
+    }
+  }
+
+  #keepWarm(plugin: Plugin, key: string): void {
+    clearTimeout(plugin.idle.get(key));
+    if (this.#closed) return;
+    const timer = setTimeout(() => {
+      plugin.idle.delete(key);
+      this.#host.stop(key);
+    }, Math.min(this.#o.idleMs ?? WORK_AFTER_RESPONSE_MS, WORK_AFTER_RESPONSE_MS));
+    plugin.idle.set(key, timer);
+  }
+
+  async #spec(plugin: Plugin, module: string): Promise<WorkerSpec> {
+    const path = await this.#o.registry.modulePath(plugin, module);
+    return {
+      key: workerKey(plugin, module),
+      module: path,
+      grant: this.#o.registry.workerGrant(plugin),
+      label: `plugin:${plugin.id}`,
+      // Read once per start, not per call (a warm call costs no file read): stopWorkers drops it.
+      context: plugin.context ??= await this.#o.registry.workerContext(plugin),
+    };
+  }
+
+  // -------------------------------------------------------------------------------------------------
+  // Events and gates
+
+  /**
+   * Called by the bus as it publishes: only keeps the event. Matching and queueing for every plugin
+   * happen in a microtask after the publish, so the bus's other subscribers (SSE clients) never wait
+   * for them.
+   */
+  onEvent(event: DockEvent): void {
+    if (event.type.startsWith("hook.")) return;
+    this.#incoming.push(event);
+    if (this.#incoming.length === 1) queueMicrotask(() => this.#dispatchIncoming());
+  }
+
+  #dispatchIncoming(): void {
+    for (const event of this.#incoming.splice(0)) this.#dispatch(event);
+  }
+
+  #dispatch(event: DockEvent): void {
+    for (const plugin of this.#o.registry.all()) {
+      const hooks = plugin.manifest?.hooks;
+      if (!hooks || event.origin === `plugin:${plugin.id}` || !this.#o.registry.runnable(plugin)) continue;
+      if (this.#o.shadowed?.(plugin.id, event)) continue;
+      for (const hook of hooksFor(hooks, event)) {
+        if (!hook.module) continue; // shell hooks run with the host's own (see `extraHooks`)
+        this.#deliver(plugin, hook.module, event, hookTimeoutMs(hook));
+      }
+    }
+  }
+
+  /**
+   * Sends one event to one plugin's module hooks that match its type, and to nothing else (never the
+   * bus: other plugins, flows and clients do not see it), waiting for each call; what failed is said per
+   * module. Counted like any event call: it is the plugin's handler that runs.
+   */
+  async testEvent(plugin: Plugin, event: DockEvent): Promise<{ module: string; error?: string }[]> {
+    if (!this.#o.registry.runnable(plugin)) {
+      throw new DockError(
+        "plugin_off",
+        `plugin '${plugin.id}' is ${plugin.failed ? "failed" : "not enabled"}`,
+        {
+          status: 409,
+        },
+      );
+    }
+    const hooks = (plugin.manifest?.hooks ?? []).filter((hook) => hook.module && !isGate(hook));
+    const modules = [...new Set(hooksFor(hooks, event).map((hook) => hook.module!))];
+    if (modules.length === 0) {
+      const on = [...new Set(hooks.map((hook) => hook.on))];
+      throw new DockError(
+        "no_hook",
+        `plugin '${plugin.id}' has no module hook on ${event.type}; it listens to ${
+          on.join(", ") || "nothing"
+        }`,
+        { status: 422 },
+      );
+    }
+    return await Promise.all(modules.map(async (module) => {
+      const timeout = hookTimeoutMs(hooks.find((hook) => hook.module === module)!);
+      try {
+        const answer = await this.#call(plugin, module, "events", [event], timeout) as EventsOutput | null;
+        const error = answer?.errors?.[0]?.[1];
+        return error === undefined ? { module } : { module, error };
+      } catch (error) {
+        return { module, error: (error as Error).message };
+      }
+    }));
+  }
+
+  /** Enabled plugins' gates (module and shell) and shell hooks, for the host's hooks engine. */
+  extraHooks(): ExtraHook[] {
+    const extra: ExtraHook[] = [];
+    for (const plugin of this.#o.registry.all()) {
+      if (!plugin.manifest?.hooks || !this.#o.registry.runnable(plugin)) continue;
+      for (const hook of plugin.manifest.hooks) {
+        const source = `plugin '${plugin.id}'`;
+        const ownOrigin = `plugin:${plugin.id}`;
+        if (hook.run !== undefined) {
+          // Outside the sandbox: only a command its grant names exactly (runnable says so already).
+          if (this.#o.registry.granted(plugin).commands.includes(hook.run)) {
+            extra.push({ hook, source, ownOrigin });
+          }
+        } else if (isGate(hook)) {
+          extra.push({ hook, source, ownOrigin, run: (input) => this.#gate(plugin, hook, input) });
+        }
+      }
+    }
+    return extra;
+  }
+
+  async #gate(plugin: Plugin, hook: HookConfig, input: string): Promise<HookResult> {
+    const started = performance.now();
+    try {
+      const answer = await this.#call(
+        plugin,
+        hook.module!,
+        "gate",
+        JSON.parse(input),
+        hookTimeoutMs(hook),
+      ) as {
+        allow?: boolean;
+        reason?: string;
+      };
+      const allow = answer?.allow !== false;
+      return {
+        code: allow ? 0 : 1,
+        timedOut: false,
+        durationMs: performance.now() - started,
+        stderr: allow ? "" : (answer.reason || `refused by plugin '${plugin.id}'`),
+      };
+    } catch (error) {
+      // A gate that cannot answer refuses: a broken guard must not let everything through.
+      const timedOut = error instanceof CallError && error.failure === "timeout";
+      return {
+        code: timedOut ? null : 1,
+        timedOut,
+        durationMs: performance.now() - started,
+        stderr: `plugin '${plugin.id}' could not answer its gate: ${(error as Error).message}`,
+      };
+    }
+  }
+
+  /**
+   * Runs module hooks and gates of hooks files and configs (`"module": "./hooks/x.ts"`) in the sandbox,
+   * with read of the module's folder and of where it runs; shell hooks go to `shell`.
+   */
+  executor(shell: HookExecutor = shellExecutor): HookExecutor {
+    return {
+      run: (hook, input, context) => {
+        if (hook.module === undefined) return shell.run(hook, input, context);
+        return this.#runFileModule(hook, input, context.moduleBase, context.moduleRoot, context.cwd);
+      },
+    };
+  }
+
+  async #runFileModule(
+    hook: HookConfig,
+    input: string,
+    base: string | undefined,
+    root: string | undefined,
+    cwd: string | undefined,
+  ): Promise<HookResult> {
+    const started = performance.now();
+    if (!base || !root) throw new Error(`module hook ${hook.module}: no folder to find it in`);
+    const spec = await fileModuleSpec({ module: hook.module!, base, root, cwd }, "hook");
+    const gate = isGate(hook);
+    try {
+      const { value } = await this.#host.call(
+        spec,
+        gate ? "gate" : "event",
+        JSON.parse(input),
+        hookTimeoutMs(hook),
+      );
+      this.#host.stop(spec.key); // a hook file's module is not kept warm: files change under it
+      const answer = value as { allow?: boolean; reason?: string } | null;
+      const refused = gate && answer?.allow === false;
+      return {
+        code: refused ? 1 : 0,
+        timedOut: false,
+        durationMs: performance.now() - started,
+        stderr: refused ? answer?.reason || `refused by ${hook.module}` : "",
+      };
+    } catch (error) {
+      this.#host.stop(spec.key);
+      const timedOut = error instanceof CallError && error.failure === "timeout";
+      return {
+        code: timedOut ? null : 1,
+        timedOut,
+        durationMs: performance.now() - started,
+        stderr: `${hook.module}: ${(error as Error).message}`,
+      };
+    }
+  }
+
+  /**
+   * Runs a flow's `module` step: the module's default export `step(vars, ctx)` in the sandbox, with read
+   * of the module's folder and of `cwd`; what it returns is the step's output. Its `ctx.emit` events
+   * carry `origin` = `label` (`flow:<id>`). Throws on failure; a timeout is a `CallError` "timeout".
+   */
+  async runStep(options: StepRun): Promise<unknown> {
+    const spec = { ...await fileModuleSpec(options, "step"), label: options.label };
+    try {
+      return (await this.#host.call(spec, "step", options.input, options.timeoutMs)).value;
+    } finally {
+      this.#host.stop(spec.key); // not kept warm: the module's file may change before the next run
+    }
+  }
+
+  // -------------------------------------------------------------------------------------------------
+  // fetch
+
+  /** Runs a plugin's `fetch` with `request`; the plugin sees the path after `/fn` (`subpath`). */
+  async fetch(plugin: Plugin, subpath: string, request: Request): Promise<Response> {
+    const id = plugin.id;
+    if (!this.#o.registry.runnable(plugin)) {
+      throw new DockError("plugin_off", `plugin '${id}' is ${plugin.failed ? "failed" : "not enabled"}`, {
+        status: 409,
+      });
+    }
+    if (!plugin.manifest?.main) {
+      throw new DockError("not_found", `plugin '${id}' has no main module`, { status: 404 });
+    }
+    const body = request.method === "GET" || request.method === "HEAD"
+      ? undefined
+      : await readBounded(request);
+    const url = new URL(request.url);
+    const headers = [...request.headers].filter(([name]) => !PRIVATE_HEADERS.has(name.toLowerCase()));
+    let answer: FetchOutput;
+    try {
+      answer = await this.#call(plugin, plugin.manifest.main, "fetch", {
+        method: request.method,
+        url: `http://${id}.plugin${subpath}${url.search}`,
+        headers,
+        ...(body ? { body: toBase64(body) } : {}),
+      }, FETCH_TIMEOUT_MS) as FetchOutput;
+    } catch (error) {
+      throw callErrorToDock(error, `plugin '${id}'`);
+    }
+    const status = Number.isInteger(answer?.status) && answer.status >= 200 && answer.status <= 599
+      ? answer.status
+      : 502;
+    const responseHeaders = new Headers();
+    for (const [name, value] of Array.isArray(answer?.headers) ? answer.headers : []) {
+      try {
+        if (!HOP_HEADERS.has(String(name).toLowerCase())) responseHeaders.append(String(name), String(value));
+      } catch {
+        // a header the plugin got wrong is left out
+      }
+    }
+    const bytes = typeof answer?.body === "string" ? fromBase64(answer.body) : new Uint8Array();
+    const noBody = status === 204 || status === 304 || request.method === "HEAD";
+    return new Response(noBody ? null : bytes, { status, headers: responseHeaders });
+  }
+}
+
+/**
+ * The worker of a module named by a file outside any plugin (a hook file, a flow step): found relative to
+ * `base`, never outside `root`, granted read of its own folder and of `cwd`, nothing else.
+ */
+async function fileModuleSpec(
+  where: { module: string; base: string; root: string; cwd?: string },
+  kind: "hook" | "step",
+): Promise<WorkerSpec> {
+  const path = await Deno.realPath(join(where.base, where.module)).catch(() => null);
+  const realRoot = await Deno.realPath(where.root).catch(() => where.root);
+  if (!path || !inside(path, realRoot)) {
+    throw new Error(`module ${where.module}: ${path ? "leads outside " + realRoot : "does not exist"}`);
+  }
+  const cwd = where.cwd ? await Deno.realPath(where.cwd).catch(() => where.cwd!) : undefined;
+  const read = [dirname(path), ...(cwd ? [cwd] : [])];
+  return {
+    key: `${kind}:${path}:${read.join(":")}`,
+    module: path,
+    grant: { read, write: [], net: [], env: [] },
+    label: `${kind}:${relative(realRoot, path)}`,
+  };
+}
