@@ -477,8 +477,16 @@ export function serveGuarded(
       } catch { /* gone */ }
       return;
     }
-    if (tls) pipe(conn, remote);
-    else serveHttpOn(conn, take(remote, [conn]), false);
+    if (tls) {
+      pipe(conn, remote);
+      return;
+    }
+    // An answer goes out in more than one write when its body streams (the relay's, SSE, a compressed
+    // body's last bytes): with Nagle the last write waits for the client's delayed ACK (~40 ms).
+    // Measured: `GET info` through the agent over the SSH transport p50 47 ms → 2.6 ms, over TLS 4.7 →
+    // 2.4 ms (the headers came at ~4 ms either way; the body's 11-byte tail waited).
+    if (!("path" in target)) (conn as Deno.TcpConn).setNoDelay(true);
+    serveHttpOn(conn, take(remote, [conn]), false);
   };
   const { promise: finished, resolve: finish } = Promise.withResolvers<void>();
   const shutdown = () => {

@@ -258,3 +258,49 @@ Deno.test("serveGuarded over TLS: the loopback hop closes at once what it did no
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+/**
+ * Whether TCP_NODELAY is set on this process's socket from `localPort` to `remotePort`: its inode read
+ * from /proc/net/tcp, its descriptor found under /proc/self/fd, the option read with getsockopt(2).
+ */
+function noDelayOf(localPort: number, remotePort: number): boolean {
+  const hex = (port: number) => port.toString(16).toUpperCase().padStart(4, "0");
+  const row = Deno.readTextFileSync("/proc/net/tcp").split("\n").map((line) => line.trim().split(/\s+/))
+    .find((cols) => cols[1]?.endsWith(`:${hex(localPort)}`) && cols[2]?.endsWith(`:${hex(remotePort)}`));
+  assert(row, `no socket ${localPort} → ${remotePort} in /proc/net/tcp`);
+  const fd = [...Deno.readDirSync("/proc/self/fd")].map((entry) => Number(entry.name)).find((n) => {
+    try {
+      return Deno.readLinkSync(`/proc/self/fd/${n}`) === `socket:[${row[9]}]`;
+    } catch {
+      return false;
+    }
+  });
+  assert(fd !== undefined, `no descriptor of socket ${row[9]}`);
+  const libc = Deno.dlopen("libc.so.6", {
+    getsockopt: { parameters: ["i32", "i32", "i32", "buffer", "buffer"], result: "i32" },
+  });
+  try {
+    const value = new Int32Array(1);
+    const length = new Uint32Array([4]);
+    const IPPROTO_TCP = 6, TCP_NODELAY = 1;
+    assertEquals(libc.symbols.getsockopt(fd, IPPROTO_TCP, TCP_NODELAY, value, length), 0);
+    return value[0] !== 0;
+  } finally {
+    libc.close();
+  }
+}
+
+Deno.test("serveGuarded: an accepted TCP connection has Nagle off, so an answer's last write is not held for the client's delayed ACK", async () => {
+  await withServer({}, async (port) => {
+    const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+    try {
+      await conn.write(new TextEncoder().encode("GET / HTTP/1.1\r\nhost: x\r\n\r\n"));
+      const answer = new Uint8Array(1024);
+      assert(((await conn.read(answer)) ?? 0) > 0, "an answer");
+      const clientPort = (conn.localAddr as Deno.NetAddr).port;
+      assertEquals(noDelayOf(port, clientPort), true, "the server's end");
+    } finally {
+      conn.close();
+    }
+  });
+});

@@ -22,7 +22,25 @@ for (const tool of Object.values(REAL_TOOLS)) {
       if (!installed.ok) return;
       await using t = await RealBox.start(tool, installed.tools);
       const checks: Check[] = [];
-      for (const scenario of scenariosOf(tool)) checks.push(...await runScenario(t, scenario));
+      for (const scenario of scenariosOf(tool)) {
+        let result = await runScenario(t, scenario);
+        const missed = result.filter((c) => !c.ok);
+        if (missed.length && !tool.scoredOnly) {
+          // The real tools are not ours: under a loaded CI machine a tool now and then takes a prompt late
+          // (seen once in a full parallel run: Claude Code's first prompt after a denied permission). A
+          // scenario that misses runs once more, in new sessions, and only its second run counts; the
+          // first is printed, so a miss that repeats still fails and one that does not is still seen.
+          for (const miss of missed) {
+            console.warn(
+              `real ${tool.id}: ${scenario.name}: ${miss.step}: expected ${miss.expected}, got ${
+                miss.actual.slice(0, 200)
+              }; running the scenario once more`,
+            );
+          }
+          result = await runScenario(t, scenario);
+        }
+        checks.push(...result);
+      }
       const wrong = checks.filter((c) => !c.ok).map((c) =>
         `${c.scenario}: ${c.step}: expected ${c.expected}, got ${c.actual}`
       );
