@@ -373,6 +373,8 @@ export class Box {
     clearInterval(this.#spoolTimer);
     this.exits.close();
     this.sessions.close();
+    // The tmux client kept ready for keys has been given nothing: its input ends and it runs nothing.
+    await this.tmux.close();
     killAll();
     await this.worktrees.settled().catch(() => {});
     this.store.close();

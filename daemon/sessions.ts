@@ -27,7 +27,7 @@ import type {
   Worktree,
 } from "../client/wire.ts";
 import { agentArgs, availableAgents } from "./agents.ts";
-import { answerKeys, answerTool } from "./answers.ts";
+import { answerKeys } from "./answers.ts";
 import type { AgentStates } from "./agent_state.ts";
 import type { EventBus } from "../core/events.ts";
 import type { ExitWatcher } from "./exit_watcher.ts";
@@ -780,15 +780,13 @@ async function sendSlot(key: string): Promise<string> {
 }
 
 /**
- * The tools whose Enter must wait until the program drew a paste (`Tmux` `#settleAfterPaste`): Gemini CLI
- * 0.61 turns an Enter read within 40 ms of a bracketed paste into a newline, so its prompts were typed
- * and never submitted (the real-agent suite). The wait costs 100 ms to 1 s, so every other program
- * (Claude Code, Codex, a shell: none of them has that guard) gets its Enter at once.
+ * Whether a send into `session` waits, before its Enter, for the program to draw the paste and go quiet
+ * (`Tmux` `#settleAfterPaste`, 100 ms to 1 s): every agent does. Gemini CLI 0.61 turns an Enter read
+ * within 40 ms of a bracketed paste into a newline, and Codex 0.169 takes keys that come in a burst with
+ * the paste as part of it; on a loaded machine Claude Code too has been seen to miss a prompt whose Enter
+ * came 3 ms after its paste (the real-agent suite, in a full parallel run: "reached the model: no"). A
+ * plain shell session has no such guard and gets its Enter at once.
  */
-const SETTLE_BEFORE_ENTER: ReadonlySet<string> = new Set(["gemini"]);
-
-/** Whether a send into `session` waits for its program to draw the paste before pressing Enter. */
-function settlesBeforeEnter(session: Pick<Session, "agent" | "command">): boolean {
-  const tool = answerTool(session);
-  return tool !== null && SETTLE_BEFORE_ENTER.has(tool);
+function settlesBeforeEnter(session: Pick<Session, "agent">): boolean {
+  return Boolean(session.agent);
 }

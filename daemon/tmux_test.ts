@@ -24,6 +24,7 @@ async function server() {
       }
     },
     async [Symbol.asyncDispose]() {
+      await tmux.close();
       await tmux.command(["kill-server"]).catch(() => {});
       await Deno.remove(dir, { recursive: true });
     },
@@ -140,6 +141,7 @@ async function keyServer() {
       }
     },
     async [Symbol.asyncDispose]() {
+      await tmux.close();
       await tmux.command(["kill-server"]).catch(() => {});
       await Deno.remove(dir, { recursive: true });
     },
@@ -167,4 +169,33 @@ Deno.test("typeKeys with a slot: typed once; a second call with it finds them ty
   assertEquals(await box.tmux.typeKeys("k", ["2"], { slot: "keys-2", release: ["keys-1"] }), "typed");
   assertEquals(await box.tmux.typeKeys("k", ["3"], { slot: "keys-1" }), "typed");
   assertEquals(await box.read(3), "31 32 33");
+});
+
+Deno.test("typeKeys through the client kept ready: the same keystrokes, the same slot claims, and a spawn when it is gone", async () => {
+  await using box = await keyServer();
+  const ready = async () => {
+    while (!box.tmux.ready) await new Promise((resolve) => setTimeout(resolve, 10));
+  };
+  assertEquals(box.tmux.ready, false, "none before the first keys");
+  assertEquals(await box.tmux.typeKeys("k", ["0"]), "typed");
+  await ready();
+  // Each word goes through tmux's command syntax here: what it would read specially is typed as itself.
+  const special = [";", "'", '"', "\\", "$", "~", "#", "{", "}", "%", " ", "é"];
+  assertEquals(await box.tmux.typeKeys("k", [...special, "Enter", "C-c"], { slot: "ready-1" }), "typed");
+  assertEquals(box.tmux.ready, false, "taken by that call");
+  await ready();
+  assertEquals(await box.tmux.typeKeys("k", ["x"], { slot: "ready-1" }), "found");
+  await ready();
+  assertEquals(await box.tmux.typeKeys("k", ["1"], { slot: "ready-2", release: ["ready-1"] }), "typed");
+  await ready();
+  await assertRejects(() => box.tmux.typeKeys("gone", ["x"]), DockError, "can't find session");
+  // The server restarted since the client was started: it reached nothing, so the keys are spawned.
+  await ready();
+  await box.tmux.command(["kill-server"]);
+  await box.tmux.newSession({ name: "k2", cwd: "/", command: "cat" });
+  assertEquals(await box.tmux.typeKeys("k2", ["z"]), "typed");
+  assertEquals(
+    await box.read(17),
+    "30 3b 27 22 5c 24 7e 23 7b 7d 25 20 c3 a9 0d 03 31",
+  );
 });

@@ -37,7 +37,9 @@ export const BUNDLED_SOURCES: readonly string[] = [
   "../daemon/env.ts",
   "../daemon/integrations.ts",
   "../daemon/secrets.ts",
+  "../plugins/install.ts",
   "../plugins/manifest.ts",
+  "../plugins/plugin_config.ts",
 ];
 
 /**
