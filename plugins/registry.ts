@@ -149,6 +149,7 @@ export class PluginRegistry {
   #enabled: EnabledFile = { enabled: {} };
   #enabledPath: string;
   #scanning: Promise<void> | null = null;
+  #again: Promise<void> | null = null;
 
   constructor(options: RegistryOptions) {
     this.#o = options;
@@ -200,8 +201,18 @@ export class PluginRegistry {
 
   /** Checks every plugin folder now; a changed one is read again and its workers stopped. */
   scan(): Promise<void> {
-    this.#scanning ??= this.#scan().finally(() => this.#scanning = null);
-    return this.#scanning;
+    if (!this.#scanning) {
+      this.#scanning = this.#scan().finally(() => this.#scanning = null);
+      return this.#scanning;
+    }
+    // A scan asked for while one runs may be asked because of a change that one read too early to see
+    // (a plugin removed or installed a moment ago): it runs once more after it, and every such ask
+    // meanwhile shares that one (seen: a removed plugin still listed after its removal's own scan).
+    this.#again ??= this.#scanning.catch(() => {}).then(() => {
+      this.#again = null;
+      return this.scan();
+    });
+    return this.#again;
   }
 
   async #scan(): Promise<void> {
