@@ -96,13 +96,16 @@ Deno.test("send unlessWaiting: refused while the agent waits on a permission pro
 Deno.test("send unlessWaiting: checked after the typing of the sends before it, never between", async () => {
   await using w = await world();
   const first = w.hold("ASK-PERMISSION");
-  const began = Date.now();
   const asking = w.sessions.send("s1", "ASK-PERMISSION", true, "test");
   await first.started;
+  // The send took its time (the turn it starts is dated) before its paste began: now is after it.
+  const began = Date.now();
   // A send arrives while the first is being typed; the agent raises its prompt before that typing ends.
   const answer = w.sessions.send("s1", "y", true, "test", { unlessWaiting: "permission" });
   const second = w.sessions.send("s1", "plain", true, "test");
-  // Reported after the first send began (times are to the millisecond, and a tie goes to the later write).
+  // Reported after the first send's own time (times are to the millisecond; a report dated before it would
+  // be dropped as older than the turn the send started: seen on a loaded machine when dated from before
+  // the send was asked for).
   await clockPast(began);
   w.states.set("s1", "waiting", { cause: "hook:Notification", reason: "permission" });
   first.release();
