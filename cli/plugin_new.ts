@@ -50,7 +50,7 @@ export function scaffoldFiles(id: string, sdk: string = SDK_DIR): Record<string,
       2,
     ) + "\n",
     // The editor's and `deno test`'s resolution; the plugin host never reads it (it maps the same names
-    // to its own SDK). Once the SDK is published, "jsr:@dock/plugin@^0.1" works here as well.
+    // to its own SDK). Once the SDK is published on npm, "npm:@dock/plugin@^0.1" works here as well.
     "deno.json": JSON.stringify(
       { imports: { "@dock/plugin": file("mod.ts"), "@dock/plugin/testing": file("testing.ts") } },
       null,

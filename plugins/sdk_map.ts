@@ -18,8 +18,9 @@ export function sdkImportMap(): { imports: Record<string, string> } {
   const mod = `file://${join(SDK_DIR, "mod.ts")}`;
   const testing = `file://${join(SDK_DIR, "testing.ts")}`;
   const imports: Record<string, string> = {};
-  // `jsr:` and `npm:` as written without a version: the host has neither registry (--no-remote, --no-npm).
-  for (const name of ["@dock/plugin", "jsr:@dock/plugin", "npm:@dock/plugin"]) {
+  // `npm:` as written without a version too (the name it is published under): the host reaches no
+  // registry (--no-remote, --no-npm). No `jsr:` form: JSR is not reachable where dock is built and tested.
+  for (const name of ["@dock/plugin", "npm:@dock/plugin"]) {
     imports[name] = mod;
     imports[`${name}/testing`] = testing;
   }

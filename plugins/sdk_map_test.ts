@@ -15,7 +15,7 @@ Deno.test("a sandboxed plugin imports definePlugin from @dock/plugin at run time
   await Deno.writeTextFile(
     join(dir, "main.ts"),
     `import { definePlugin, SDK_VERSION, BOX_ROUTES } from "@dock/plugin";
-import { definePlugin as fromJsr } from "jsr:@dock/plugin";
+import { definePlugin as fromNpm } from "npm:@dock/plugin";
 export default definePlugin({
   async fetch(request) {
     if (new URL(request.url).pathname === "/outside") {
@@ -23,7 +23,7 @@ export default definePlugin({
       JSON.stringify(new URL("../mod.ts", import.meta.url).pathname)
     }));
     }
-    return Response.json({ version: SDK_VERSION, routes: BOX_ROUTES.length > 0, same: fromJsr === definePlugin });
+    return Response.json({ version: SDK_VERSION, routes: BOX_ROUTES.length > 0, same: fromNpm === definePlugin });
   },
 });
 `,

@@ -5,14 +5,14 @@
  * typed events and gate requests.
  *
  * ```ts
- * import { assertEquals } from "jsr:@std/assert";
+ * import assert from "node:assert/strict";
  * import { fakeContext, fakeEvent } from "@dock/plugin/testing";
  * import plugin from "./main.ts";
  *
  * Deno.test("counts finished turns", async () => {
  *   const ctx = fakeContext();
  *   await plugin.event!(fakeEvent("agent.finished", { session: "web-1" }), ctx);
- *   assertEquals(await ctx.kv.get("seen"), 1);
+ *   assert.equal(await ctx.kv.get("seen"), 1);
  * });
  * ```
  *
