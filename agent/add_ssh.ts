@@ -26,16 +26,11 @@ import { DockError } from "../client/errors.ts";
 import type { AddSshProgress, AddSshRequest, BoxStatus } from "../client/agent.ts";
 import { exists } from "../core/files.ts";
 import { parseListenAddress } from "../core/listen.ts";
-import { Turns } from "../core/turns.ts";
+import { Turns } from "./turns.ts";
 import type { ClientPaths } from "../core/paths.ts";
 import { run, type RunResult, shellQuote } from "../core/runner.ts";
-import {
-  packageName,
-  type PackageRelease,
-  sourceFingerprint,
-  type Target,
-  targetName,
-} from "../package/build.ts";
+import { packageName, type PackageRelease, type Target, targetName } from "../package/release.ts";
+import { sourceFingerprint } from "../package/sources.ts";
 import { megabytes, packageFor, targetOfMachine, upload, zstdEnd } from "./packages.ts";
 import { link as makeLink, parseLink } from "../core/pairing_link.ts";
 import type { Boxes, SshAccess } from "./boxes.ts";

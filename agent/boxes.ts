@@ -7,30 +7,21 @@
  * A TLS box's CA and this laptop's credential for it live in the agent's database (`<state>/client/`,
  * a 0700 folder) and never leave the agent: records and statuses the API returns do not carry them.
  *
- * Connection pooling differs by transport, from what was measured (Deno 2.9.6). Over a unix socket
- * a daemon that dies mid-request closes the connection with a clean EOF, and the HTTP stack sends a
- * request on a reused connection that ended that way again on a fresh one: a POST that had reached a
- * killed daemon ran twice. So the socket relay keeps no idle connection (a fresh one costs ~0.1 ms,
- * but with Deno's client about one in 25 fresh unix-socket connections stalls 5 s — seen against
- * Deno.serve and a Python server alike, not with curl: an open problem of the socket path). Measured
- * again (Deno 2.9.6): GET, POST, PUT and DELETE are all resent that way, so pooling only GETs would
- * still turn a GET that reached a box killed mid-way into a 503; pooled connections would save about
- * 0.15 ms a request. HTTP/2 over the socket (`http2: true`) is not resent (a killed box gives "stream
- * closed", a 502), but Deno.serve caps a connection at 200 concurrent streams, so 200 open event
- * streams or waits would stall every other request to that box, and it was no faster here.
- * Over TLS a box that dies (SIGKILL) or shuts down (SIGTERM) mid-request ends the connection without
- * a TLS close_notify, which the stack reports as an error and does not retry: the POST reached the
- * box once and the relay answered 502 (3 of 3 and 2 of 2 runs, and the pairing test). Only a server
- * that reads a request and then closes with a clean close_notify without answering makes it resend
- * — Deno.serve does not do that, and nothing between laptop and box can forge a close_notify. So the
- * TLS relay pools: a fresh TLS connection per request cost p50 4–7 ms instead of 2.2–2.7 ms and p99
- * ~90 ms instead of 7–9 ms through the agent on loopback (delayed-ACK stalls in one handshake of
- * four), and two more round trips on a real network.
+ * The relay reaches a box over kept connections of its own HTTP/1.1 client (`box_http.ts`), whose
+ * retry rules never send a request twice unless it is idempotent or provably never left. Deno's `fetch`
+ * was not used for it, from what was measured (Deno 2.9.6): a pooled `fetch` resends a request of any
+ * method on a reused connection that ended before answering (a POST that had reached a killed daemon
+ * ran twice over the socket), and an unpooled one paid a fresh connection per request (~0.5 ms of the
+ * relay's +1.0–1.2 ms p50 over the socket; over TLS p50 4–7 ms instead of 2.2–2.7 ms, p99 ~90 ms from
+ * delayed-ACK stalls in the handshake). With Deno's client about one in 25 fresh unix-socket
+ * connections stalled 5 s (not with curl): kept connections make fresh ones rare. The typed client
+ * (`BoxClient`, the health checks) still uses `fetch`, unpooled over the socket.
  *
  * @module
  */
 import type { BoxStatus } from "../client/agent.ts";
 import { BoxClient } from "../client/box.ts";
+import { BoxHttp } from "./box_http.ts";
 import { badField, DockError, notFound } from "../client/errors.ts";
 import { BUILD, isBehind } from "../client/version.ts";
 import type { EventBus } from "../core/events.ts";
@@ -103,9 +94,8 @@ const BOX_NAME = /^[a-z0-9][a-z0-9-]{0,62}$/;
 
 /** What the relay needs to reach a box's API, built once per connection (not per request). */
 export interface BoxEndpoint {
-  http: Deno.HttpClient;
-  /** `http://localhost` for a socket box (the socket is the transport), else the box's URL. */
-  base: string;
+  /** The box's kept connections. */
+  http: BoxHttp;
   /** A TLS box's `Bearer <credential>`: the relay must add it to every request. */
   authorization: string | null;
 }
@@ -113,7 +103,7 @@ export interface BoxEndpoint {
 interface Connection {
   record: BoxRecord;
   secrets: TlsSecrets | null;
-  http: Deno.HttpClient;
+  http: BoxHttp;
   client: BoxClient;
   endpoint: BoxEndpoint;
   status: BoxStatus;
@@ -510,28 +500,21 @@ export function checkBoxName(name: string): void {
 function clients(
   record: BoxRecord,
   secrets: TlsSecrets | null,
-): { http: Deno.HttpClient; client: BoxClient; endpoint: BoxEndpoint } {
+): { http: BoxHttp; client: BoxClient; endpoint: BoxEndpoint } {
   if (record.kind === "socket") {
-    const http = Deno.createHttpClient({
-      proxy: { transport: "unix", path: record.address },
-      poolMaxIdlePerHost: 0,
-    });
+    const http = new BoxHttp({ socket: record.address });
     return {
       http,
       client: new BoxClient({ socket: record.address, origin: "dock" }),
-      endpoint: { http, base: "http://localhost", authorization: null },
+      endpoint: { http, authorization: null },
     };
   }
   // A TLS box stored without its CA and credential (a database edited by hand) stays offline: 401.
   const caCerts = secrets?.caCerts ?? [];
-  const http = Deno.createHttpClient({ caCerts });
+  const http = new BoxHttp({ url: record.address, caCerts });
   return {
     http,
     client: new BoxClient({ url: record.address, token: secrets?.credential, caCerts, origin: "dock" }),
-    endpoint: {
-      http,
-      base: record.address,
-      authorization: secrets ? `Bearer ${secrets.credential}` : null,
-    },
+    endpoint: { http, authorization: secrets ? `Bearer ${secrets.credential}` : null },
   };
 }

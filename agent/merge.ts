@@ -28,6 +28,11 @@ const SCHEMA = `CREATE TABLE IF NOT EXISTS box_cursors (box TEXT PRIMARY KEY, la
 const KEPT = "fp:";
 /** The most events one transaction journals; more wait for the next. */
 const MAX_BATCH = 500;
+/**
+ * The most bytes of event data (as JSON) one batch holds: full, it is journaled at once. Without it a
+ * batch of 500 events of 64 KiB (a box's bound) would have been 32 MiB held at a time.
+ */
+export const MAX_BATCH_BYTES = 1024 * 1024;
 
 /** Follows every box's event stream into the agent's bus. */
 export class EventMerge {
@@ -89,12 +94,14 @@ export class EventMerge {
       signal.addEventListener("abort", stop, { once: true });
       const unwatch = this.#boxes.watch(name, (online) => online || stream.abort());
       // What arrived since the last turn of the event loop, journaled in one go on the next.
-      const batch: DockEvent[] = [];
+      const batch: { event: DockEvent; json: string }[] = [];
+      let bytes = 0;
       let timer: ReturnType<typeof setTimeout> | undefined;
       const flush = () => {
         clearTimeout(timer);
         timer = undefined;
         const events = batch.splice(0);
+        bytes = 0;
         // A removed box (the signal) has had its cursor deleted: writing it back would skip its events
         // should a box of that name be added again. Not journaled here, not lost: the box still has them.
         if (events.length === 0 || signal.aborted) return;
@@ -110,8 +117,11 @@ export class EventMerge {
         for await (
           const event of this.#boxes.client(name).events({ after: this.#cursor(name), signal: stream.signal })
         ) {
-          batch.push(event);
-          if (batch.length >= MAX_BATCH) flush();
+          // Measured once here; the journal takes the same JSON.
+          const json = JSON.stringify(event.data ?? {});
+          batch.push({ event, json });
+          bytes += json.length;
+          if (batch.length >= MAX_BATCH || bytes >= MAX_BATCH_BYTES) flush();
           else timer ??= setTimeout(flush, 0);
         }
       } catch (error) {
@@ -136,15 +146,16 @@ export class EventMerge {
     }
   }
 
-  #copy(box: string, events: readonly DockEvent[]): void {
-    const last = events.findLast((event) => event.id !== undefined)?.id;
+  #copy(box: string, events: readonly { event: DockEvent; json: string }[]): void {
+    const last = events.findLast(({ event }) => event.id !== undefined)?.event.id;
     this.#bus.publishAll(
-      events.map((event) => ({
+      events.map(({ event, json }) => ({
         type: event.type,
         origin: event.origin,
         data: event.data,
         time: event.time,
         box,
+        json,
       })),
       () => {
         if (last === undefined) return;

@@ -11,22 +11,21 @@ import { sleep } from "../client/timers.ts";
 import { run } from "../core/runner.ts";
 import { cacheMembers } from "../package/cache.ts";
 import { END_OF_ARCHIVE, type TarMember, tarMembers } from "../package/tar.ts";
-import { Turns } from "../core/turns.ts";
+import { Turns } from "./turns.ts";
 import type { ClientPaths } from "../core/paths.ts";
 import { join } from "../core/posix_path.ts";
 import { pruneReleases, runningFolder } from "../package/install.ts";
+import { buildPackage, type BuiltPackage } from "../package/build.ts";
 import {
-  buildPackage,
-  type BuiltPackage,
   packageName,
   type PackageRelease,
   parseTarget,
-  sourceFingerprint,
   type Target,
   targetName,
   withoutRuntimeName,
   zstdName,
-} from "../package/build.ts";
+} from "../package/release.ts";
+import { sourceFingerprint } from "../package/sources.ts";
 
 /** A file to send and its size. */
 export interface PackageFile {
@@ -143,7 +142,7 @@ export async function keepInstalled(
   const template = join(folder, `${packageName(release)}.cache-template`);
   await Deno.remove(template, { recursive: true }).catch(() => {});
   if (built.cacheTemplate) await linkTree(built.cacheTemplate, template);
-  // What sourceFingerprint() says in the installed release (package/build.ts).
+  // What sourceFingerprint() says in the installed release (package/sources.ts).
   const kept = {
     sources: options.sources ?? `release:${release.id}`,
     release,

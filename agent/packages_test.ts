@@ -7,7 +7,7 @@ import {
   targetName,
   withoutRuntimeName,
   zstdName,
-} from "../package/build.ts";
+} from "../package/release.ts";
 import { keepInstalled, packageFor, pruneKept } from "./packages.ts";
 
 /** A release's files as a build leaves them in `dir` (small stand-ins: what is kept is their identity). */

@@ -42,25 +42,30 @@ import type { AgentState, QueueCreate, QueueEdit, QueueItem, QueueState, Session
 import type { EventBus } from "../core/events.ts";
 import type { Store } from "../core/store.ts";
 import { sleep } from "../client/timers.ts";
+import { transition, transitions, type TransitionTable } from "../core/transition.ts";
+
+/** What moves a queue item along its lifecycle. */
+export type QueueEvent = "edit" | "hold" | "offline" | "send" | "deliver" | "fail" | "requeue" | "retry";
 
 /**
- * The allowed state changes, written once. Forward (`queued → waiting → sending → delivered |
- * failed`) except the rows spec 3.1 names: an edit puts any editable item back in line (`queued`), a
- * retry puts a failed one back, the box going offline returns `waiting` to `queued`, and a send the
- * box never answered returns to `queued`. `sending → sending` is a resend with the same key (after
- * the agent restarted). `delivered` is final.
+ * The allowed state changes, written once (core/transition.ts). Forward (`queued → waiting → sending →
+ * delivered | failed`) except the rows spec 3.1 names: an edit puts any editable item back in line
+ * (`queued`), a retry puts a failed one back, the box going offline returns `waiting` to `queued`, and a
+ * send the box never answered (or that a permission prompt kept from typing) is requeued. `send` from
+ * `sending` is a resend with the same key (after the agent restarted). A failed item is sent again only
+ * once it is back in line (`sendNow` retries it first). `delivered` is final.
  */
-export const QUEUE_TRANSITIONS: Readonly<Record<QueueState, readonly QueueState[]>> = {
-  queued: ["queued", "waiting", "sending"],
-  waiting: ["queued", "sending"],
-  sending: ["sending", "delivered", "failed", "queued"],
-  failed: ["queued", "sending"],
-  delivered: [],
+export const QUEUE_TRANSITIONS: TransitionTable<QueueState, QueueEvent> = {
+  queued: { edit: "queued", hold: "waiting", send: "sending" },
+  waiting: { edit: "queued", offline: "queued", send: "sending" },
+  sending: { send: "sending", deliver: "delivered", fail: "failed", requeue: "queued" },
+  failed: { edit: "queued", retry: "queued" },
+  delivered: {},
 };
 
-/** True when the lifecycle allows `from → to`. */
+/** True when some event of the lifecycle leads from `from` to `to`. */
 export function canTransition(from: QueueState, to: QueueState): boolean {
-  return QUEUE_TRANSITIONS[from].includes(to);
+  return transitions(QUEUE_TRANSITIONS).some(([a, , b]) => a === from && b === to);
 }
 
 /** Delivered items kept at most (the newest). */
@@ -219,6 +224,8 @@ export interface QueueOptions {
   pollMs?: number;
   /** Clock. @default {() => new Date()} */
   now?: () => Date;
+  /** Told of each state change (diagnostics; the lifecycle's conformance test). */
+  trace?: (change: { id: string; from: QueueState; event: QueueEvent; to: QueueState }) => void;
 }
 
 const SCHEMA = `
@@ -372,7 +379,7 @@ export class Queue {
     }
     if (next.box !== row.box) this.#checkBox(next.box);
     this.#store.transaction(() => {
-      this.#check(row, "queued");
+      this.#check(row, "edit");
       this.#store.run(
         `UPDATE queue SET box = ?, session = ?, text = ?, state = 'queued', error = NULL, seq = ?,
          generation = generation + 1 WHERE id = ?`,
@@ -397,7 +404,7 @@ export class Queue {
         status: 409,
       });
     }
-    const updated = this.#move(row, "queued", origin, { newKey: true });
+    const updated = this.#move(row, "retry", origin, { newKey: true });
     this.#kick();
     return this.#item(updated);
   }
@@ -425,7 +432,7 @@ export class Queue {
     }
     if (row.state === "delivered") return this.#item(row);
     if (this.#closed) throw new DockError("closing", "the agent is stopping", { status: 503 });
-    if (row.state === "failed") row = this.#move(row, "queued", origin, { newKey: true });
+    if (row.state === "failed") row = this.#move(row, "retry", origin, { newKey: true });
     await this.#start(row, origin);
     return this.get(id);
   }
@@ -536,13 +543,13 @@ export class Queue {
         return known.states.get(session)?.state ?? null;
       },
     });
-    for (const id of plan.queued) this.#move(this.#row(id), "queued", "dock");
-    for (const id of plan.waiting) this.#move(this.#row(id), "waiting", "dock");
+    for (const id of plan.queued) this.#move(this.#row(id), "offline", "dock");
+    for (const id of plan.waiting) this.#move(this.#row(id), "hold", "dock");
     for (const box of plan.read) this.#readSessions(box);
     for (const id of plan.forgotten) {
       const row = this.#row(id);
       if (this.#inFlight.get(laneOf(row))?.id === id) continue; // its send settles it
-      this.#move(row, "failed", "dock", { error: forgottenError(row.box) });
+      this.#move(row, "fail", "dock", { error: forgottenError(row.box) });
     }
     for (const id of plan.send) this.#start(this.#row(id), "dock");
   }
@@ -563,7 +570,7 @@ export class Queue {
   async #deliver(row: QueueRow, origin: string): Promise<void> {
     // Committed before the request exists: a kill -9 from here on leaves `sending`, and the next
     // start repeats the request with the same key.
-    const sending = this.#move(row, "sending", origin, { attempt: true });
+    const sending = this.#move(row, "send", origin, { attempt: true });
     const lane = laneOf(sending);
     if (this.#o.sendDelayMs) await sleep(this.#o.sendDelayMs, this.#abort.signal);
     if (this.#closed) return;
@@ -582,7 +589,7 @@ export class Queue {
       if (error instanceof DockError && error.code === "permission_prompt" && sending.wait === 1) {
         // Not typed: back in line, held (the sessions read again) until the person answers.
         this.#backoff.delete(lane);
-        this.#move(this.#row(sending.id), "queued", origin);
+        this.#move(this.#row(sending.id), "requeue", origin);
         this.#sessions.delete(sending.box);
         return;
       }
@@ -591,20 +598,20 @@ export class Queue {
         ![408, 429].includes(error.status)
       ) {
         this.#backoff.delete(lane);
-        this.#move(this.#row(sending.id), "failed", origin, { error: redact(error.message, sending.text) });
+        this.#move(this.#row(sending.id), "fail", origin, { error: redact(error.message, sending.text) });
         return;
       }
       // Never answered: the box may be gone (the health check decides) or may have typed it (the key
       // makes the next attempt replay that instead of typing again).
       const failures = (this.#backoff.get(lane)?.failures ?? 0) + 1;
       this.#backoff.set(lane, { failures, until: Date.now() + Math.min(1000 * 2 ** (failures - 1), 30_000) });
-      this.#move(this.#row(sending.id), "queued", origin);
+      this.#move(this.#row(sending.id), "requeue", origin);
       this.#sessions.delete(sending.box);
       this.#o.boxes.check(sending.box).catch(() => {});
       return;
     }
     this.#backoff.delete(lane);
-    this.#move(this.#row(sending.id), "delivered", origin);
+    this.#move(this.#row(sending.id), "deliver", origin);
     this.#learn(sending.box, session);
     if (++this.#sincePrune >= 100) this.#prune();
   }
@@ -651,12 +658,13 @@ export class Queue {
   /** Moves an item along its lifecycle (the one place states change) and announces it. */
   #move(
     row: QueueRow,
-    to: QueueState,
+    event: QueueEvent,
     origin: string,
     options: { error?: string; attempt?: boolean; newKey?: boolean } = {},
   ): QueueRow {
+    let to: QueueState = row.state;
     this.#store.transaction(() => {
-      this.#check(row, to);
+      to = this.#check(row, event);
       this.#store.run(
         `UPDATE queue SET state = ?, error = ?, attempts = attempts + ?, last_attempt = coalesce(?, last_attempt),
          generation = generation + ? WHERE id = ?`,
@@ -673,10 +681,19 @@ export class Queue {
     return updated;
   }
 
-  #check(row: QueueRow, to: QueueState): void {
-    if (!canTransition(row.state, to)) {
-      throw new Error(`queue item ${row.id}: ${row.state} → ${to} is not a transition of the lifecycle`);
+  /** The state `event` leads `row` to; a change the lifecycle does not name is logged and thrown. */
+  #check(row: QueueRow, event: QueueEvent): QueueState {
+    const to = transition(QUEUE_TRANSITIONS, row.state, event, {
+      name: `queue item ${row.id}`,
+      log: (message) => console.error(message),
+    });
+    if (to === null) {
+      throw new Error(
+        `queue item ${row.id}: '${event}' is not a transition of the lifecycle from ${row.state}`,
+      );
     }
+    this.#o.trace?.({ id: row.id, from: row.state, event, to });
+    return to;
   }
 
   #announce(type: string, row: QueueRow, origin: string): void {

@@ -3,6 +3,7 @@ import { DockError } from "../client/errors.ts";
 import type { AgentState, QueueState, Session } from "../client/wire.ts";
 import { EventBus } from "../core/events.ts";
 import { Store } from "../core/store.ts";
+import { transition, transitions } from "../core/transition.ts";
 import {
   blockedIds,
   canTransition,
@@ -13,6 +14,8 @@ import {
   Queue,
   QUEUE_TRANSITIONS,
   type QueueBoxClient,
+  type QueueEvent,
+  type QueueOptions,
   redact,
   type Slot,
 } from "./queue.ts";
@@ -175,6 +178,7 @@ async function withQueue(
     box: FakeBox,
     world: { online: boolean; known: boolean; store: Store; bus: EventBus },
   ) => Promise<void>,
+  options: Pick<QueueOptions, "trace"> = {},
 ) {
   const dir = await Deno.makeTempDir();
   const store = new Store(`${dir}/agent.db`);
@@ -190,6 +194,7 @@ async function withQueue(
       client: () => box,
       check: () => Promise.resolve(),
     },
+    ...options,
   });
   queue.start();
   try {
@@ -394,5 +399,67 @@ Deno.test("delivered items are pruned past 24 hours and beyond the newest 1,000"
   } finally {
     store.close();
     await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("the lifecycle's conformance: every change the table allows is one the engine makes", async () => {
+  const seen = new Set<string>();
+  await withQueue(async (queue, box, world) => {
+    const item = (id: string, session: string, wait = false) =>
+      queue.add({ id, box: "b", session, text: id, wait }, "t");
+    const state = (id: string, wanted: QueueState) => settled(queue, () => queue.get(id).state === wanted);
+    // queued → sending → delivered.
+    item("a", "s1");
+    await state("a", "delivered");
+    // A 4xx fails it; a retry, and then an edit of a failed one, put it back in line.
+    box.failures = [new DockError("not_found", "no such session", { status: 404 })];
+    item("f", "s2");
+    await state("f", "failed");
+    queue.retry("f", "t");
+    await state("f", "delivered");
+    box.failures = [new DockError("not_found", "no such session", { status: 404 })];
+    item("g", "s2");
+    await state("g", "failed");
+    queue.edit("g", { text: "g2" }, "t");
+    await state("g", "delivered");
+    // A queued item edited while its box is offline.
+    world.online = false;
+    item("e", "s1");
+    queue.edit("e", { text: "e2" }, "t");
+    // Left `sending` by an agent that died mid-send: resent with its key once the box is back.
+    item("k", "s2");
+    world.store.run("UPDATE queue SET state = 'sending', attempts = 1 WHERE id = 'k'");
+    world.online = true;
+    world.bus.publish({ type: "box.online", data: { box: "b" } });
+    await settled(queue, () => queue.get("e").state === "delivered" && queue.get("k").state === "delivered");
+    // A permission prompt raised after the read: requeued, then held (waiting); edited while held; the box
+    // going offline puts it back in line; the turn's end sends it.
+    box.state = "finished";
+    box.afterRead = () => [box.state, box.reason] = ["waiting", "permission"];
+    item("p", "s1", true);
+    await settled(queue, () => queue.get("p").attempts === 1 && queue.get("p").state === "waiting");
+    queue.edit("p", { text: "p2" }, "t");
+    await state("p", "waiting");
+    world.online = false;
+    world.bus.publish({ type: "box.offline", data: { box: "b" } });
+    await state("p", "queued");
+    [box.state, box.reason] = ["finished", null];
+    world.online = true;
+    world.bus.publish({ type: "box.online", data: { box: "b" } });
+    world.bus.publish({ type: "agent.finished", box: "b", data: { session: "s1" } });
+    await state("p", "delivered");
+  }, { trace: ({ from, event, to }) => seen.add(`${from} ${event} ${to}`) });
+  assertEquals([...seen].sort(), transitions(QUEUE_TRANSITIONS).map((t) => t.join(" ")).sort());
+});
+
+Deno.test("the lifecycle refuses, and says, every change the table does not name", () => {
+  const events: QueueEvent[] = ["edit", "hold", "offline", "send", "deliver", "fail", "requeue", "retry"];
+  for (const from of STATES) {
+    for (const event of events) {
+      const said: string[] = [];
+      const to = transition(QUEUE_TRANSITIONS, from, event, { log: (m) => said.push(m) });
+      const allowed = transitions(QUEUE_TRANSITIONS).some(([a, e]) => a === from && e === event);
+      assertEquals([to !== null, said.length], [allowed, allowed ? 0 : 1], `${from} ${event}`);
+    }
   }
 });

@@ -2,24 +2,27 @@
  * The relay: `ANY /v1/boxes/{box}/api/{path}` forwarded to the box's `/v1/{path}` with its query and
  * body, and the answer streamed back as it comes (SSE, NDJSON and log follows pass through unbuffered).
  * Spec 7: 503 when the request never reached the box (safe to retry or queue), 502 when the connection
- * failed after the request went out (the box may have acted).
+ * failed after the request went out (the box may have acted). Requests go over the box's kept
+ * connections (agent/box_http.ts, which owns when a request may be sent again).
  *
  * @module
  */
 import { causeChain, TransportError } from "../client/errors.ts";
-import { failedBeforeSending } from "../client/http.ts";
 import { forwardPath } from "../core/forward_path.ts";
+import type { BoxAnswer } from "./box_http.ts";
 import type { Boxes } from "./boxes.ts";
 
 // Only what describes the request itself goes through; the laptop's token, Host and Origin stay here.
-const FORWARDED = ["content-type", "accept", "last-event-id"];
-const RETURNED = ["content-type", "cache-control", "x-accel-buffering"];
+// The box's encoding is what the client accepts, so its answer passes through as it was compressed:
+// fetch decoded every answer and the agent's server encoded it again.
+const FORWARDED = ["content-type", "accept", "accept-encoding", "last-event-id"];
+const RETURNED = ["content-type", "content-encoding", "vary", "cache-control", "x-accel-buffering"];
 
 /**
  * Forwards `request` to `box` as `/v1/{segments}` (checked by `core/forward_path.ts`, so the box is
  * asked nothing outside its `/v1/`; the query is taken from the request). The path through here is kept
- * lean, since every relayed request pays it: the box's endpoint is built once per connection, and
- * headers go as plain records.
+ * lean, since every relayed request pays it: the box's endpoint is built once per box, and headers go
+ * as plain records.
  */
 export async function relay(
   boxes: Boxes,
@@ -27,7 +30,7 @@ export async function relay(
   segments: readonly string[],
   request: Request,
 ): Promise<Response> {
-  const { http, base, authorization } = boxes.endpoint(box);
+  const { http, authorization } = boxes.endpoint(box);
   const url = request.url;
   const query = url.indexOf("?");
   const requestHeaders = request.headers;
@@ -45,23 +48,21 @@ export async function relay(
   if (authorization) headers.authorization = authorization;
   const hasBody = request.method !== "GET" && request.method !== "HEAD";
   // Buffer the (small, JSON) request body: a streamed body that fails to send would be ambiguous.
-  const body = hasBody ? await request.arrayBuffer() : undefined;
-  let upstream: Response;
+  const body = hasBody ? new Uint8Array(await request.arrayBuffer()) : undefined;
+  let upstream: BoxAnswer;
   try {
-    upstream = await fetch(
-      `${base}${forwardPath("/v1/", segments)}${query < 0 ? "" : withoutToken(url.slice(query))}`,
-      {
-        method: request.method,
-        headers,
-        body,
-        signal: request.signal,
-        client: http,
-      } as RequestInit,
-    );
+    upstream = await http.request({
+      method: request.method,
+      path: `${forwardPath("/v1/", segments)}${query < 0 ? "" : withoutToken(url.slice(query))}`,
+      headers,
+      body,
+      signal: request.signal,
+    });
   } catch (cause) {
-    boxes.reset(box);
+    // A caller that left says nothing about the box's connections.
+    if (!request.signal.aborted) boxes.reset(box);
     const reason = firstLine(causeChain(cause));
-    const neverSent = failedBeforeSending(cause);
+    const neverSent = cause instanceof TransportError && cause.neverSent;
     throw new TransportError(
       neverSent
         ? `box '${box}' cannot be reached: ${reason}`
@@ -78,8 +79,9 @@ export async function relay(
   const out: Record<string, string> = {};
   for (const name of RETURNED) {
     const value = upstream.headers.get(name);
-    if (value !== null) out[name] = value;
+    if (value !== undefined) out[name] = value;
   }
+  // A small answer comes as bytes: the agent's server sends it with its length in one write.
   return new Response(upstream.body, { status: upstream.status, headers: out });
 }
 

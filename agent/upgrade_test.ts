@@ -2,7 +2,8 @@ import { assertEquals } from "../tests/assert.ts";
 import { DockError } from "../client/errors.ts";
 import type { DockEvent, UpgradeStarted } from "../client/wire.ts";
 import { join } from "../core/posix_path.ts";
-import { packageName, type PackageRelease, sourceFingerprint, withoutRuntimeName } from "../package/build.ts";
+import { packageName, type PackageRelease, withoutRuntimeName } from "../package/release.ts";
+import { sourceFingerprint } from "../package/sources.ts";
 import type { Boxes } from "./boxes.ts";
 import { upgradeBox } from "./upgrade.ts";
 

@@ -6,7 +6,7 @@
  */
 import { assert, assertEquals } from "../tests/assert.ts";
 import { APP_ASSETS, APP_SOURCE_HASH } from "./assets.generated.ts";
-import { sourceHash } from "./build.ts";
+import { sourceHash, staticImports, withPreloads } from "./build.ts";
 
 Deno.test("app: the embedded bundle is built from the current sources (run deno task app)", async () => {
   assert(APP_SOURCE_HASH === await sourceHash(), "app/assets.generated.ts is stale: run deno task app");
@@ -24,4 +24,29 @@ Deno.test("app: index.html loads only the bundle's own files, with no inline scr
   assertEquals(scripts.map((s) => s[2].trim()), [""]);
   assert(/src="app\.js"/.test(scripts[0][1]));
   assert(!/https?:\/\//.test(html), "index.html names no other origin");
+});
+
+Deno.test("app: index.html preloads exactly the chunks app.js imports statically, not the lazy ones", () => {
+  const html = APP_ASSETS["index.html"].body;
+  const preloaded = [...html.matchAll(/<link rel="modulepreload" href="([^"]+)"/g)].map((m) => m[1]);
+  const scripts = Object.fromEntries(Object.entries(APP_ASSETS).map(([name, a]) => [name, a.body]));
+  assertEquals(preloaded, staticImports(scripts, "app.js"));
+  assert(preloaded.length > 0 && preloaded.every((name) => name in APP_ASSETS), preloaded.join(", "));
+  assert(!preloaded.some((name) => /^(terminal|review|create)-/.test(name)), preloaded.join(", "));
+});
+
+Deno.test("staticImports: static imports, transitively; dynamic ones and unknown files left out", () => {
+  const scripts = {
+    "app.js": 'import{a as b}from"./c1.js";import"./c2.js";const t=()=>import("./lazy.js");',
+    "c1.js": 'import*as x from"./c3.js";export{x};import{y}from"./gone.js";',
+    "c2.js": "",
+    "c3.js": 'import{z}from"./c1.js";',
+    "lazy.js": 'import"./c4.js";',
+    "c4.js": "",
+  };
+  assertEquals(staticImports(scripts, "app.js"), ["c1.js", "c3.js", "c2.js"]);
+  assertEquals(
+    withPreloads('<head><script type="module" src="app.js"></script></head>', ["c1.js"]),
+    '<head><link rel="modulepreload" href="c1.js" />\n    <script type="module" src="app.js"></script></head>',
+  );
 });

@@ -79,6 +79,35 @@ async function bundle(): Promise<Record<string, string>> {
   }
 }
 
+/** The chunks a script imports statically, and theirs, in the order found (dynamic imports left out). */
+export function staticImports(scripts: Record<string, string>, entry: string): string[] {
+  const found: string[] = [];
+  const visit = (name: string) => {
+    for (
+      const match of (scripts[name] ?? "").matchAll(
+        /\bimport\s*(?:[\w*{}\s,$]+from\s*)?["']\.\/([\w.-]+\.js)["']/g,
+      )
+    ) {
+      if (found.includes(match[1]) || !(match[1] in scripts)) continue;
+      found.push(match[1]);
+      visit(match[1]);
+    }
+  };
+  visit(entry);
+  return found;
+}
+
+/**
+ * `index.html` with a `modulepreload` for each chunk `app.js` imports: fetched with `app.js`, not after
+ * it was parsed (with 200 sessions on 10 boxes the chunks came ~250 ms after the first paint, under load).
+ */
+export function withPreloads(html: string, chunks: string[]): string {
+  const links = chunks.map((name) => `<link rel="modulepreload" href="${name}" />\n    `).join("");
+  const script = '<script type="module" src="app.js"></script>';
+  if (!html.includes(script)) throw new Error(`index.html has no ${script}`);
+  return html.replace(script, links + script);
+}
+
 /** Generates the text of `app/assets.generated.ts`. */
 export function renderModule(assets: Record<string, { type: string; body: string }>, hash: string): string {
   const entries = Object.entries(assets).map(([path, asset]) =>
@@ -111,7 +140,7 @@ async function main(): Promise<void> {
   const assets: Record<string, { type: string; body: string }> = {
     "index.html": {
       type: "text/html; charset=utf-8",
-      body: await Deno.readTextFile(join(SRC, "index.html")),
+      body: withPreloads(await Deno.readTextFile(join(SRC, "index.html")), staticImports(scripts, "app.js")),
     },
     ...Object.fromEntries(
       Object.keys(scripts).sort().map((

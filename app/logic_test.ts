@@ -81,3 +81,40 @@ Deno.test("app: a sessions list read before an agent event does not put the old 
   await settled();
   assertEquals(shown(), "finished");
 });
+
+Deno.test("app: at start every box's sessions are asked first; the rest and the last lines wait for them", async () => {
+  const { Sync } = await import("./src/store.ts");
+  // Every read held until the test answers it, in the order the store asks.
+  const asked: { path: string; resolve: (value: unknown) => void }[] = [];
+  const api = {
+    agent: true,
+    own: (path: string) => `/v1/${path}`,
+    box: (box: string, path: string) => `/v1/boxes/${box}/api/${path}`,
+    boxes: () => new Promise((resolve) => asked.push({ path: "/v1/boxes", resolve })),
+    json: (path: string) => new Promise((resolve) => asked.push({ path, resolve })),
+  } as unknown as Api;
+  const settled = () => new Promise((resolve) => setTimeout(resolve, 0));
+  const answer = async (path: string, value: unknown) => {
+    asked.find((a) => a.path === path)!.resolve(value);
+    await settled();
+  };
+  const names = ["b1", "b2", "b3"];
+  new Sync(api).reloadAll();
+  await answer("/v1/status", { proxy: { enabled: false }, build: "x" });
+  await answer("/v1/boxes", names.map((name) => ({ name, online: true })));
+  const sessions = names.map((box) => `/v1/boxes/${box}/api/sessions`);
+  assertEquals(asked.slice(2).map((a) => a.path), sessions);
+  const list = [{ name: "s1", agent_state: "running", state_time: "t", exited: false }];
+  await answer(sessions[0], list);
+  await answer(sessions[1], list);
+  // Two of three lists in: nothing else asked yet (no locations, git status, services or screens).
+  assertEquals(asked.slice(2).map((a) => a.path), sessions);
+  await answer(sessions[2], list);
+  const after = asked.slice(5).map((a) => a.path);
+  for (const box of names) {
+    for (const what of ["locations", "worktrees", "services"]) {
+      assertEquals(after.includes(`/v1/boxes/${box}/api/${what}`), true, `${box} ${what}: ${after}`);
+    }
+  }
+  assertEquals(after.filter((p) => p.endsWith("/screen")).length, 2, "the last lines, two at a time");
+});

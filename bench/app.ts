@@ -11,9 +11,14 @@
  * 4. **Keystroke → echo**: a key pressed in a terminal attached to `cat`, until the attach socket brings its
  *    echo into the page, and until xterm.js has drawn it; beside it a direct `tmux attach` in a PTY (the
  *    floor: what the box's attach runs itself). Goal: p50 ≤ 5 ms over the relay.
- * 5. **200 sessions on 5 boxes**: the board of one socket box and four paired over TLS, 40 sessions each;
- *    an agent report changes one badge, and Chromium's own count of script time (the DevTools protocol's
- *    `ScriptDuration`) is read before and after: the page's whole work for one change. Goal ≤ 16 ms.
+ *    The goal of issue 32 is on the echo drawn: p50 ≤ +5 ms over the PTY floor.
+ * 5. **200 sessions on 10 boxes**: the board of one socket box and nine paired over TLS, 20 sessions
+ *    each (shells). Ready: fresh tabs, from the browser's first paint to the frame that drew all 200 (the
+ *    board's `dock:board` mark, app/src/marks.ts). Goal ≤ 500 ms. Then an agent report changes one badge,
+ *    and Chromium's own count of script time (the DevTools protocol's `ScriptDuration`) is read before and
+ *    after: the page's whole work for one change. Goal ≤ 16 ms.
+ * 6. **A 2,000-line diff in the review** (bench/app_review.ts): click to the diff drawn, against `git diff`
+ *    by hand. Goal ≤ 300 ms.
  *
  * Part of `deno task bench` (`deno task bench app`); alone: `deno run -A bench/app.ts [--quick] [--scale]`.
  * Needs /usr/bin/chromium.
@@ -26,6 +31,8 @@ import { AgentClient } from "../client/agent.ts";
 import { APP_ASSETS } from "../app/assets.generated.ts";
 import { makeDirs, makeRepo, startAgent, startBox } from "../tests/harness.ts";
 import { launchChromium } from "../tests/browser.ts";
+import type { Browser } from "playwright-core";
+import { benchReviewDiff } from "./app_review.ts";
 import { type Row, summarize, table } from "./stats.ts";
 
 // deno-lint-ignore no-explicit-any
@@ -221,18 +228,45 @@ export async function benchApp(options: AppBenchOptions = {}): Promise<Row[]> {
       baseline: floor,
       note: `p50 ${(echo.p50 - floor.p50).toFixed(2)} ms over the PTY floor`,
     });
-    rows.push({ label: "App: keystroke in the page → echo drawn by xterm.js", summary: summarize(drawn) });
+    // xterm.js draws on the next animation frame: the page's frame interval, measured beside it.
+    const frame = await page.evaluate(() =>
+      new Promise<number>((resolve) => {
+        const times: number[] = [];
+        const tick = (now: number) => {
+          times.push(now);
+          if (times.length <= 60) globalThis.requestAnimationFrame(tick);
+          else resolve((times[60] - times[0]) / 60);
+        };
+        globalThis.requestAnimationFrame(tick);
+      })
+    );
+    const shown = summarize(drawn);
+    rows.push({
+      label: "App: keystroke in the page → echo drawn by xterm.js (goal p50 ≤ +5 ms over the PTY floor)",
+      summary: shown,
+      baseline: floor,
+      note: `p50 ${
+        (shown.p50 - floor.p50).toFixed(2)
+      } ms over the PTY floor; drawn on the next frame (every ${frame.toFixed(1)} ms here)`,
+    });
     await page.close();
   } finally {
     await browser.close();
     client.close();
   }
-  rows.push(...await benchScale({ boxes: 5, perBox: 40, samples: options.quick ? 10 : 30 }));
+  rows.push(...await benchScale({ boxes: 10, perBox: 20, samples: options.quick ? 10 : 30, loads }));
+  rows.push(...await benchReviewDiff(options));
   return rows;
 }
 
-/** Section 5: a state change on a board of `boxes` × `perBox` sessions, in script time. */
-async function benchScale(options: { boxes: number; perBox: number; samples: number }): Promise<Row[]> {
+/**
+ * Section 5: a board of `boxes` × `perBox` sessions: the page ready (its first paint to the frame that
+ * drew every session: the board's `dock:board` mark, app/src/marks.ts) over `loads` fresh tabs, and one
+ * state change in script time.
+ */
+async function benchScale(
+  options: { boxes: number; perBox: number; samples: number; loads: number },
+): Promise<Row[]> {
   const dirs = await makeDirs();
   await using local = await startBox({ dirs });
   const remotes: Awaited<ReturnType<typeof startBox>>[] = [];
@@ -263,8 +297,10 @@ async function benchScale(options: { boxes: number; perBox: number; samples: num
       }
     }
     const total = options.boxes * options.perBox;
+    const url = `${agent.url}/app/#token=${encodeURIComponent(agent.token)}`;
+    const ready = await readyTimes(browser, url, total, options.loads);
     const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-    await page.goto(`${agent.url}/app/#token=${encodeURIComponent(agent.token)}`);
+    await page.goto(url);
     await page.waitForFunction((n: number) => document.querySelectorAll(".sessions li").length >= n, total, {
       timeout: 60_000,
     });
@@ -306,6 +342,12 @@ async function benchScale(options: { boxes: number; perBox: number; samples: num
     }
     await page.close();
     return [{
+      label: `App: ${total} sessions on ${options.boxes} boxes, first paint → board ready (goal ≤ 500 ms)`,
+      summary: summarize(ready.map((r) => r.fromPaint)),
+      note: `navigation start → board ready p50 ${
+        summarize(ready.map((r) => r.fromStart)).p50.toFixed(0)
+      } ms`,
+    }, {
       label:
         `App: ${total} sessions on ${options.boxes} boxes, one state change → script time in the page (goal ≤ 16 ms)`,
       summary: summarize(times),
@@ -315,6 +357,39 @@ async function benchScale(options: { boxes: number; perBox: number; samples: num
     await browser.close();
     client.close();
   }
+}
+
+/**
+ * Fresh tabs on `url` until the board has drawn `count` sessions (its `dock:board` mark), `loads` times
+ * after one that warms the agent's and the boxes' caches: from the browser's first paint, and from the
+ * navigation's start, to that mark (set after the frame that drew them).
+ */
+async function readyTimes(
+  browser: Browser,
+  url: string,
+  count: number,
+  loads: number,
+): Promise<{ fromPaint: number; fromStart: number }[]> {
+  const times: { fromPaint: number; fromStart: number }[] = [];
+  for (let i = 0; i < loads + 1; i++) {
+    const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    await page.goto(url);
+    await page.waitForFunction(
+      (n: number) =>
+        performance.getEntriesByName("dock:board").some((m) => (m as PerformanceMark).detail >= n),
+      count,
+      { timeout: 60_000 },
+    );
+    const [paint, board] = await page.evaluate(() =>
+      [
+        performance.getEntriesByName("first-paint")[0]?.startTime ?? NaN,
+        performance.getEntriesByName("dock:board")[0].startTime,
+      ] as [number, number]
+    );
+    if (i > 0) times.push({ fromPaint: board - paint, fromStart: board });
+    await page.close();
+  }
+  return times;
 }
 
 /** One byte into `cat` through `tmux attach` in a PTY until its echo comes back, `samples` times. */
@@ -355,7 +430,7 @@ if (import.meta.main) {
   const quick = Deno.args.includes("--quick");
   // --scale: only the 200-session figure.
   const rows = Deno.args.includes("--scale")
-    ? await benchScale({ boxes: 5, perBox: 40, samples: quick ? 10 : 30 })
+    ? await benchScale({ boxes: 10, perBox: 20, samples: quick ? 10 : 30, loads: quick ? 3 : 10 })
     : await benchApp({ quick });
   console.log(table(rows));
 }

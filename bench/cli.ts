@@ -7,7 +7,7 @@
  *
  * Goals (ratio of medians to the empty run), for the commands as installed: `dock --version`,
  * `dockd --help`, `dock status` and `dockd worktree list` ≤ 1.5×; `dock hook claude Stop` (to the
- * running daemon) ≤ 1.3×. The empty run with dock's `deno.json` (`--config`) is shown too: what the
+ * running daemon) ≤ 1.1×. The empty run with dock's `deno.json` (`--config`) is shown too: what the
  * project's config costs any command.
  *
  * Each command is measured twice: from a package for this machine (`deno task package`: its launcher
@@ -22,7 +22,8 @@
 import { join } from "node:path";
 import { AgentClient } from "../client/agent.ts";
 import { makeDirs, makeRepo, startAgent, startBox, stopWithin } from "../tests/harness.ts";
-import { buildPackage, hostTarget } from "../package/build.ts";
+import { buildPackage } from "../package/build.ts";
+import { hostTarget } from "../package/release.ts";
 import { COMMAND_V8_FLAGS } from "../package/unbundled.ts";
 import { run as runProcess } from "../core/runner.ts";
 import { ms, ratio, type Row, summarize, type Summary } from "./stats.ts";
@@ -33,7 +34,8 @@ const DOCK = join(ROOT, "cli/dock.ts");
 const DOCKD = join(ROOT, "cli/dockd.ts");
 const CONFIG = join(ROOT, "deno.json");
 const GOAL = 1.5;
-const HOOK_GOAL = 1.3;
+/** The installed `dock hook` over an empty run (issue 36). */
+const HOOK_GOAL = 1.1;
 const CHECKOUT = "from the sources, for comparison (the goal is the installed command's, below)";
 
 /** One command measured: its `deno` arguments, its stdin, and what its output must show. */

@@ -43,6 +43,8 @@ const FIRST = 7;
 const HOOK_GOAL = 1.5;
 /** The goal for the keys route over a bare `tmux send-keys`, ratio of medians (issue 30). */
 const KEYS_GOAL = 1.5;
+/** The goal for send → visible over `tmux send-keys` + `capture-pane` by hand, ratio of medians (issue 36). */
+const SEND_GOAL = 1.3;
 /** Attached terminal size, the same for every attach. */
 const COLS = 120;
 const ROWS = 40;
@@ -684,12 +686,14 @@ async function benchSendScreen(ctx: Context): Promise<Row[]> {
   }
   const total = summarize(api.total);
   const plainTotal = summarize(plain.total);
+  const sendRatio = total.p50 / plainTotal.p50;
   return [
     {
       label: label(2, "`client.send` (no Enter) → token in `client.screen` (polled back to back)"),
       summary: total,
       baseline: plainTotal,
-      note: `${p(total, "p90")}; session running \`cat\`; the send answered after p50 ` +
+      note: `goal ≤ ${SEND_GOAL.toFixed(1)}× by hand: ${sendRatio <= SEND_GOAL ? "met" : "NOT met"}; ` +
+        `${p(total, "p90")}; session running \`cat\`; the send answered after p50 ` +
         `${ms(summarize(api.send).p50)} ms, one screen call takes p50 ${ms(summarize(api.screen).p50)} ms, ` +
         `${(api.polls / n).toFixed(1)} screen calls per sample`,
     },
@@ -936,7 +940,13 @@ async function benchBulk(ctx: Context): Promise<Row[]> {
 }
 
 /** Sections 7 to 11, on one box; everything started is stopped and removed, also on failure. */
-export async function benchSessions(options: { quick: boolean }): Promise<Row[]> {
+export async function benchSessions(
+  options: {
+    quick: boolean; /** Only these sections: `hook`, `send`, `keys`, `echo`, `bulk`. */
+    only?: string[];
+  },
+): Promise<Row[]> {
+  const chosen = (section: string) => !options.only?.length || options.only.includes(section);
   const scratch = await Deno.makeTempDir({ prefix: "dock-bench-sessions-" });
   let box: TestBox | undefined;
   let tap: EventTap | undefined;
@@ -949,11 +959,11 @@ export async function benchSessions(options: { quick: boolean }): Promise<Row[]>
     await Deno.mkdir(hookDir);
     const ctx: Context = { box, client: box.client, tap, scratch, hookDir, quick: options.quick };
     const rows: Row[] = [];
-    rows.push(...await benchHooks(ctx));
-    rows.push(...await benchSendScreen(ctx));
-    rows.push(...await benchKeys(ctx));
-    rows.push(...await benchEcho(ctx));
-    rows.push(...await benchBulk(ctx));
+    if (chosen("hook")) rows.push(...await benchHooks(ctx));
+    if (chosen("send")) rows.push(...await benchSendScreen(ctx));
+    if (chosen("keys")) rows.push(...await benchKeys(ctx));
+    if (chosen("echo")) rows.push(...await benchEcho(ctx));
+    if (chosen("bulk")) rows.push(...await benchBulk(ctx));
     return rows;
   } finally {
     await tap?.close().catch(() => {});
@@ -964,5 +974,15 @@ export async function benchSessions(options: { quick: boolean }): Promise<Row[]>
     }
     killProcessesUnder(scratch);
     await Deno.remove(scratch, { recursive: true }).catch(() => {});
+  }
+}
+
+// Alone: `deno run -A bench/sessions.ts [--quick] [hook|send|keys|echo|bulk…]`.
+if (import.meta.main) {
+  const only = Deno.args.filter((arg) => !arg.startsWith("--"));
+  for (const row of await benchSessions({ quick: Deno.args.includes("--quick"), only })) {
+    const s = row.summary;
+    const vs = row.baseline ? `, ${ratio(s.p50 / row.baseline.p50)} the plain` : "";
+    console.log(`${row.label}: p50 ${ms(s.p50)} ms${vs}${row.note ? ` (${row.note})` : ""}`);
   }
 }

@@ -5,15 +5,32 @@
  * of `GET info`, polled every 10 ms from the upload until the new build answers; goal p50 ≤ 1 s), and
  * whether the session and the service are the same processes, once each (goal: none lost or doubled).
  * Every other round sends the package without its runtime: how long `POST upgrade` takes to answer
- * with each.
+ * with each. And `dock upgrade --all` of three boxes against copying and unpacking the package three
+ * times (issue 33; {@linkcode benchUpgradeAll}, alone `deno run -A bench/upgrade.ts --all [--quick]`).
  *
  * @module
  */
 import { join } from "node:path";
+import { AgentClient } from "../client/agent.ts";
 import { BoxClient } from "../client/box.ts";
-import { buildPackage, hostTarget } from "../package/build.ts";
+import { keepInstalled } from "../agent/packages.ts";
+import { buildPackage } from "../package/build.ts";
+import { hostTarget } from "../package/release.ts";
+import { sourceFingerprint } from "../package/sources.ts";
 import { run } from "../core/runner.ts";
-import { eventually, installPackage, makeDirs, makeRepo, processesWith, startBox } from "../tests/harness.ts";
+import {
+  eventually,
+  freePort,
+  installPackage,
+  laptopEnv,
+  makeDirs,
+  makeRepo,
+  processesWith,
+  runCli,
+  startAgent,
+  startBox,
+  type TestBox,
+} from "../tests/harness.ts";
 import { type Row, summarize, table } from "./stats.ts";
 
 /** The figures. */
@@ -117,4 +134,141 @@ export async function benchUpgrade(options: { quick?: boolean } = {}): Promise<R
   }
 }
 
-if (import.meta.main) console.log(table(await benchUpgrade({ quick: Deno.args.includes("--quick") })));
+/** Boxes `dock upgrade --all` upgrades in {@linkcode benchUpgradeAll}. */
+const FLEET = 3;
+
+/**
+ * `dock upgrade --all` of {@linkcode FLEET} boxes (issue 33; goal ≤ 10 s): real daemons on loopback, each
+ * installed from an older package (as `dock add ssh` installs one) and paired to one agent by its `dockd
+ * pair` link, the agent's package kept in its package cache as `deno task install` leaves it (what is
+ * timed is the upgrade, not a build). Timed from the command's start until it exits, every box on the new
+ * build (it waits for each hand-over). Beside it, the plain tool: copying the package the upgrade sent and
+ * unpacking it with `tar`, once per box, one after the other. Fresh boxes each round (a box never takes an
+ * older build back). A round in which the agent built its package again (the sources changed under it: a
+ * shared checkout) is not counted, and said.
+ */
+export async function benchUpgradeAll(options: { quick?: boolean } = {}): Promise<Row[]> {
+  const rounds = options.quick ? 1 : 3;
+  const target = hostTarget();
+  if (!target) return [];
+  const out = await Deno.makeTempDir({ prefix: "dock-bench-upgrade-all-" });
+  const laptop = await makeDirs();
+  try {
+    const old = await buildPackage({
+      target,
+      out: join(out, "old"),
+      commit: "aaaaaaaaaaaa",
+      version: "0.0.9",
+    });
+    const built = await buildPackage({ target, out: join(out, "new") });
+    const build = `${built.release.version}+${built.release.commit}`;
+    await using agent = await startAgent(laptop);
+    const client = new AgentClient({ url: agent.url, token: agent.token, origin: "bench" });
+    const paths = { client: join(laptop.state, "client") };
+    const upgrades: number[] = [];
+    const plain: number[] = [];
+    let rebuilt = 0;
+    try {
+      for (let round = 0; round < rounds + rebuilt && round < rounds * 2; round++) {
+        const boxes = await Promise.all(
+          Array.from({ length: FLEET }, (_, i) => olderBox(`fleet${round}x${i}`, old)),
+        );
+        try {
+          for (const box of boxes) {
+            const link = /dock:\/\/[^\s']+/.exec((await box.cli(["pair", "--host", "127.0.0.1"])).stdout)
+              ?.[0];
+            if (!link) throw new Error("dockd pair printed no link");
+            await client.pairBox(link);
+          }
+          // Kept as `deno task install` keeps it, for sources as they are now (the agent runs the checkout).
+          await keepInstalled(paths, built, { sources: await sourceFingerprint() });
+          const started = performance.now();
+          const upgraded = await runCli("dock", ["upgrade", "--all", "--json"], {
+            env: laptopEnv(laptop, agent),
+            cwd: laptop.home,
+          });
+          const took = performance.now() - started;
+          if (upgraded.code !== 0) {
+            throw new Error(`dock upgrade --all: ${upgraded.stderr}${upgraded.stdout}`);
+          }
+          const kept = JSON.parse(
+            await Deno.readTextFile(join(paths.client, "packages", `dock-${built.release.target}.kept.json`)),
+          );
+          if (kept.release.id !== built.release.id) {
+            rebuilt++; // the agent packed the sources again: a build was timed, not an upgrade
+            continue;
+          }
+          for (const box of boxes) {
+            const now = await eventually(async () => (await box.client.info().catch(() => undefined))?.build);
+            if (now !== build) throw new Error(`${box.name} runs ${now}, not ${build}`);
+          }
+          upgrades.push(took);
+          plain.push(await copyAndUnpack(built.withoutRuntime.file, join(out, `plain${round}`)));
+        } finally {
+          for (const box of boxes) {
+            await client.removeBox(box.name).catch(() => {});
+            await box.box[Symbol.asyncDispose]();
+          }
+        }
+      }
+    } finally {
+      client.close();
+    }
+    if (upgrades.length === 0) return [];
+    const plainSummary = summarize(plain);
+    return [
+      {
+        label: `Upgrade: copy + tar -xzf of the package it sends, ${FLEET} times in a row (plain tool)`,
+        summary: plainSummary,
+        isBaseline: true,
+        note: `${(built.withoutRuntime.bytes / 1024 / 1024).toFixed(1)} MiB (without its runtime)`,
+      },
+      {
+        label: `Upgrade: dock upgrade --all of ${FLEET} boxes, until each runs the new build`,
+        summary: summarize(upgrades),
+        baseline: plainSummary,
+        note: `goal ≤ 10 s${
+          rebuilt ? `; ${rebuilt} rounds left out (the sources changed: the agent rebuilt)` : ""
+        }`,
+      },
+    ];
+  } finally {
+    await Deno.remove(out, { recursive: true }).catch(() => {});
+    await Deno.remove(laptop.root, { recursive: true }).catch(() => {});
+  }
+}
+
+/** A box called `name` on the older package, listening for laptops on a loopback port. */
+async function olderBox(name: string, old: { file: string; release: { version: string; id: string } }) {
+  const dirs = await makeDirs();
+  await Deno.mkdir(dirs.dockHome, { recursive: true });
+  await Deno.writeTextFile(join(dirs.dockHome, "box.json"), JSON.stringify({ name }));
+  await installPackage(dirs.dockHome, old);
+  const box: TestBox = await startBox({
+    dirs,
+    launcher: join(dirs.dockHome, "bin", "dockd"),
+    // A port of its own that its next daemon binds again (a box that moved would be another test).
+    env: { DOCK_LISTEN: `127.0.0.1:${freePort()}` },
+  });
+  return { name, box, client: box.client, cli: box.cli };
+}
+
+/** Copies `file` into `FLEET` folders under `into` and unpacks it in each, one after the other: ms. */
+async function copyAndUnpack(file: string, into: string): Promise<number> {
+  const started = performance.now();
+  for (let i = 0; i < FLEET; i++) {
+    const folder = join(into, String(i));
+    await Deno.mkdir(folder, { recursive: true });
+    const copy = await run("cp", [file, join(folder, "package.tar.gz")]);
+    if (copy.code !== 0) throw new Error(`cp: ${copy.stderr}`);
+    const unpacked = await run("tar", ["-xzf", join(folder, "package.tar.gz"), "-C", folder]);
+    if (unpacked.code !== 0) throw new Error(`tar: ${unpacked.stderr}`);
+  }
+  return performance.now() - started;
+}
+
+if (import.meta.main) {
+  const quick = Deno.args.includes("--quick");
+  const all = Deno.args.includes("--all");
+  console.log(table(all ? await benchUpgradeAll({ quick }) : await benchUpgrade({ quick })));
+}

@@ -18,10 +18,13 @@ import { load } from "./lazy.ts";
 import { eventLine, guarded, keyValues, printJson, progressBar, table } from "./output.ts";
 import { resolvePath } from "./cwd.ts";
 
-/** The agent's port: `$DOCK_AGENT_PORT`, default 1378 (spec 5). */
-export function agentPort(): number {
+/**
+ * The agent's port: `$DOCK_AGENT_PORT`, default 1378 (spec 5). `listen`: the port the agent itself binds,
+ * where 0 lets the system choose (its ready line on stdout names the port: cli/ready.ts).
+ */
+export function agentPort(options: { listen?: boolean } = {}): number {
   const port = Number(Deno.env.get("DOCK_AGENT_PORT") || 1378);
-  if (!Number.isInteger(port) || port < 1 || port > 65535) {
+  if (!Number.isInteger(port) || port < (options.listen ? 0 : 1) || port > 65535) {
     throw new DockError(
       "usage",
       `DOCK_AGENT_PORT must be a TCP port, got ${Deno.env.get("DOCK_AGENT_PORT")}`,
@@ -242,7 +245,7 @@ export function agentCommands(program: Command): void {
   const agent = program.command("agent").description("run the laptop agent in the foreground").action(() =>
     guarded(async () => {
       const { runAgent } = await load<typeof import("./run_agent.ts")>("./run_agent.ts");
-      await runAgent({ port: agentPort() });
+      await runAgent({ port: agentPort({ listen: true }) });
       // Tunnels and the proxy's loopback ends hold listeners open: leave without waiting for them.
       Deno.exit(0);
     }, "dock")
@@ -295,7 +298,7 @@ export function agentCommands(program: Command): void {
         const { runAgent } = await load<typeof import("./run_agent.ts")>("./run_agent.ts");
         const box = await startBox();
         await runAgent({
-          port: agentPort(),
+          port: agentPort({ listen: true }),
           onReady: async (url, token) => {
             const client = new AgentClient({ url, token, origin: "cli" });
             const known = (await client.status()).boxes.some((b) => b.name === "local");

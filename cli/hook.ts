@@ -2,18 +2,20 @@
  * `dock hook <TOOL> <EVENT> [PAYLOAD]`: run by an agent tool's own hook system on every agent turn.
  * It reads the tool's payload, keeps only identifiers and the directory (see `hook_map.ts`) and posts
  * an `agent.*` event to the box daemon's socket; when the daemon does not answer in time it leaves the
- * event in the spool (`daemon/spool.ts`) for the daemon to replay.
+ * event in the spool (`daemon/spool.ts` replays it; `core/hook_paths.ts` owns both paths and the
+ * spool's names).
  *
  * A hook must never fail, block or talk to the calling tool: Claude feeds SessionStart and
  * UserPromptSubmit stdout to the model and shows stderr to the user, and a non-zero exit can block a
  * turn. So this prints nothing (Cursor alone gets the `{}` it expects), swallows every error, caps how
- * long it waits for stdin and the daemon, and imports nothing but the pure mapper, since it starts
- * once per turn.
+ * long it waits for stdin and the daemon, and imports nothing but the pure mapper and its paths,
+ * since it starts once per turn.
  *
  * @module
  */
-// The report's type only: erased at run time, so the hook still loads nothing but the mapper.
+// The report's type only: erased at run time, so the hook loads nothing but the mapper and its paths.
 import type { AgentReport } from "../client/wire.ts";
+import { hookPaths, spoolName, spoolTempName, stateDirFrom } from "../core/hook_paths.ts";
 import { mapHook } from "./hook_map.ts";
 
 /** Where `dock hook` reads its payload: `Deno.stdin`, or a fake in tests. */
@@ -55,9 +57,9 @@ export async function runHook(args: string[], options: HookOptions = {}): Promis
       time: new Date().toISOString(),
     };
     const body = JSON.stringify(report);
-    const box = `${stateDir()}/box`;
-    if (await post(`${box}/dockd.sock`, body, mapped.data.agent)) return;
-    await spool(`${box}/spool`, body);
+    const paths = hookPaths(stateDirFrom(env));
+    if (await post(paths.socket, body, mapped.data.agent)) return;
+    await spool(paths.spool, body);
   } catch {
     // Nothing to report to: the tool must not see an error from dock.
   }
@@ -200,24 +202,16 @@ async function writeAll(conn: Deno.Conn, bytes: Uint8Array): Promise<true> {
   return true;
 }
 
-// One file per event; the name sorts by arrival (ms clock, then pid and a random tail for ties),
-// and the rename makes it appear whole, so a replay running meanwhile never reads half of it.
+// One file per event, named as core/hook_paths.ts says (sorting by arrival); the rename makes it
+// appear whole, so a replay running meanwhile never reads half of it.
 async function spool(dir: string, body: string): Promise<void> {
   await Deno.mkdir(dir, { recursive: true, mode: 0o700 });
   const tail = Math.random().toString(36).slice(2, 10);
-  const name = `${String(Date.now()).padStart(15, "0")}-${Deno.pid}-${tail}.json`;
-  const temp = `${dir}/.${name}.tmp`;
+  const name = spoolName({ now: Date.now(), pid: Deno.pid, tail });
+  const temp = `${dir}/${spoolTempName(name)}`;
   // The sync form: the first async file write in a fresh process costs ~3 ms more (measured).
   Deno.writeTextFileSync(temp, body, { mode: 0o600 });
   await Deno.rename(temp, `${dir}/${name}`);
-}
-
-// Same resolution as daemon/paths.ts, without importing it: this path must stay import-free.
-function stateDir(): string {
-  const explicit = env("DOCK_STATE_DIR");
-  if (explicit) return explicit;
-  const xdg = env("XDG_STATE_HOME") || `${env("HOME") ?? ""}/.local/state`;
-  return `${xdg}/dock`;
 }
 
 function env(key: string): string | undefined {

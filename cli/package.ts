@@ -5,7 +5,8 @@
  *
  * @module
  */
-import { buildPackage, hostTarget, parseTarget, type Target, targetName, TARGETS } from "../package/build.ts";
+import { buildPackage } from "../package/build.ts";
+import { hostTarget, parseTarget, type Target, targetName, TARGETS } from "../package/release.ts";
 import { installHere } from "../package/install.ts";
 import { clientPaths } from "../core/paths.ts";
 import { keepInstalled, megabytes } from "../agent/packages.ts";

@@ -9,10 +9,11 @@ import { Agent } from "../agent/agent.ts";
 import { agentApp } from "../agent/api/server.ts";
 import { listenLimitsFromEnv, serveGuarded } from "../core/listen.ts";
 import { clientPaths } from "../core/paths.ts";
+import { printReady } from "./ready.ts";
 
 /** Options of {@linkcode runAgent}. */
 export interface RunAgentOptions {
-  /** The port of the agent's API on 127.0.0.1. */
+  /** The port of the agent's API on 127.0.0.1: 0 lets the system choose (the ready line names it). */
   port: number;
   /** Called once the API listens, with its URL and the UI token. */
   onReady?: (url: string, token: string) => void | Promise<void>;
@@ -33,23 +34,37 @@ export async function runAgent(options: RunAgentOptions): Promise<void> {
   // Loopback, but any local process can connect (the proxy needs no token): the same guarded listener as
   // the box's TLS port (core/listen.ts), every connection from one address, so no per-peer cap.
   const limits = { ...listenLimitsFromEnv(), signal: stopping.signal, maxPerPeer: Number.MAX_SAFE_INTEGER };
-  const app = agentApp(agent, { port });
-  const server = serveGuarded({ hostname: "127.0.0.1", port }, (request) => app.fetch(request), limits);
-  const url = `http://127.0.0.1:${port}`;
+  // Port 0 lets the system choose: the app's gate checks the Host header against the port bound, so the
+  // app is built once the listener has one (no request is handled before this turn of the loop ends).
+  let app: ReturnType<typeof agentApp> | undefined;
+  const server = serveGuarded({ hostname: "127.0.0.1", port }, (request) => app!.fetch(request), limits);
+  const bound = server.addr.port;
+  app = agentApp(agent, { port: bound });
+  // What `GET /v1/status` reports it started with: the port bound, which a shell dials, not the 0 asked for.
+  if (bound !== port) agent.process.env.DOCK_AGENT_PORT = String(bound);
+  const url = `http://127.0.0.1:${bound}`;
   console.error(`dock: agent listening on ${url}`);
-  const proxyPort = Number(Deno.env.get("DOCK_PROXY_PORT") || 1377);
+  const askedProxy = Deno.env.get("DOCK_PROXY_PORT") || "1377";
+  let proxyPort = Number(askedProxy);
   try {
-    serveGuarded(
+    proxyPort = serveGuarded(
       { hostname: "127.0.0.1", port: proxyPort },
       (request) => agent.proxy.handle(request),
       limits,
-    );
+    ).addr.port;
     agent.proxyState = { enabled: true, port: proxyPort };
+    if (String(proxyPort) !== askedProxy) agent.process.env.DOCK_PROXY_PORT = String(proxyPort);
   } catch (error) {
     // The API works without the proxy; the status says why there is none.
     agent.proxyState = { enabled: false, port: proxyPort, error: (error as Error).message };
     console.error(`dock: no proxy on ${proxyPort}: ${(error as Error).message}`);
   }
+  printReady({
+    ready: "dock agent",
+    pid: Deno.pid,
+    api: `127.0.0.1:${bound}`,
+    proxy: agent.proxyState.enabled ? `127.0.0.1:${proxyPort}` : null,
+  });
   await options.onReady?.(url, agent.token);
   const stop = () => stopping.abort();
   agent.stopRequested = stop;

@@ -1,11 +1,13 @@
 /**
  * `dockd secret test REF`, `dockd secret exec [--location L[/WT]] -- CMD` and `dockd secret report
  * [L[/WT]]` (issue 16). `exec` runs a command
- * run here, in this terminal and folder, with the environment of a worktree (its `DOCK_*` variables, the
- * box's `env.json`, the location's config `env`) and every secret reference in it resolved. The values
- * go only into the child's environment: never onto a command line, never through the daemon's API (the
- * references are resolved by this process, as the daemon resolves them: `env://NAME` from this process's
- * environment, a vault's with its CLI). The worktree is `--location`, else the one `DOCK_LOCATION` and
+ * run here, in this terminal and folder, with the environment of a worktree (its `DOCK_*` variables and
+ * compatibility names, the box's `env.json`, the location's config `env`: the layers the daemon gives,
+ * `POST secrets/environment`, as it builds them for the worktree's own processes) and every secret
+ * reference in it resolved. The values go only into the child's environment: never onto a command line,
+ * never through the daemon's API (the references are resolved by this process, as the daemon resolves
+ * them: `env://NAME` from this process's environment, a vault's with its CLI). The worktree is
+ * `--location`, else the one `DOCK_LOCATION` and
  * `DOCK_WORKTREE_NAME` name (inside a dock session or service), else the one holding this folder.
  *
  * @module
@@ -71,28 +73,17 @@ export function secretCommands(program: Command): void {
       guarded(async () => {
         const client = localBox();
         const [location, name] = await whichWorktree(client, o.location);
-        const [info, worktree, config, envFile, env, runner] = await Promise.all([
-          client.info(),
-          client.worktree(location, name),
-          client.config(location),
-          client.env(),
+        const [layers, env, runner] = await Promise.all([
+          client.secretEnvironment(`${location}/${name}`),
           load<typeof import("../daemon/env.ts")>("../daemon/env.ts"),
           load<typeof import("../core/runner.ts")>("../core/runner.ts"),
         ]);
         const { SecretResolver } = await load<typeof import("../daemon/secrets.ts")>("../daemon/secrets.ts");
         const built = await env.buildEnv({
           base: Deno.env.toObject(),
-          boxEnv: envFile.env,
-          dock: env.dockVariables({
-            box: info.name,
-            location,
-            rootPath: (await client.location(location)).path,
-            name: worktree.name,
-            path: worktree.path,
-            branch: worktree.branch,
-            ports: worktree.ports,
-          }),
-          config: config.effective.env ?? {},
+          boxEnv: layers.box,
+          dock: layers.dock,
+          config: layers.config,
           secrets: new SecretResolver(),
         });
         for (const problem of built.problems) {

@@ -1,7 +1,8 @@
 /**
  * `dockd serve`: runs the box daemon in the foreground until SIGINT or SIGTERM: its API on its own
  * socket, and for paired laptops on TCP+TLS at `DOCK_LISTEN` (default `0.0.0.0:1379`; `off` disables
- * it; `127.0.0.1:0` lets the system pick a port, for tests). `DOCK_TLS_HOSTS` (comma-separated) adds
+ * it; `127.0.0.1:0` lets the system pick a port, for tests). Once its socket answers it prints one ready
+ * line on stdout naming what it bound (cli/ready.ts). `DOCK_TLS_HOSTS` (comma-separated) adds
  * names the box's certificate must cover beyond its own addresses (a DNS name, a NAT's public address).
  *
  * Loaded only by `dockd serve` and `dock up` (see `lazy.ts`): it brings the whole daemon.
@@ -17,6 +18,7 @@ import { type GuardedServer, listenLimitsFromEnv } from "../core/listen.ts";
 import { beginStart, type EarlyStart, type LaptopListener } from "./serve_early.ts";
 import { boxPaths } from "../core/paths.ts";
 import { takeOver } from "../daemon/upgrade.ts";
+import { printReady } from "./ready.ts";
 
 /** Runs the box daemon on this machine until SIGINT or SIGTERM. */
 export async function serveBox(early?: EarlyStart): Promise<void> {
@@ -60,6 +62,10 @@ export async function startBox(
   const server = await serveSocket(box, { signal: stopping.signal, limits: listenLimitsFromEnv() });
   await box.replaySpool();
   console.error(`dockd: box '${box.settings.name}' serving on ${paths.socket}`);
+  const laptops = box.tls
+    ? `${box.tls.hostname.includes(":") ? `[${box.tls.hostname}]` : box.tls.hostname}:${box.tls.port}`
+    : null;
+  printReady({ ready: "dockd", pid: Deno.pid, socket: paths.socket, laptops });
   const stop = () => stopping.abort();
   Deno.addSignalListener("SIGINT", stop);
   Deno.addSignalListener("SIGTERM", stop);

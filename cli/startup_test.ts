@@ -80,10 +80,11 @@ Deno.test("start-up: the hook path and --version load only their own leaves", as
     "cli/hook_map.ts",
     "cli/lazy.ts",
     "client/version.ts",
+    "core/hook_paths.ts",
   ]);
   // The top-level help: the command index, not commander.
   assertEquals(await loaded("./top_help.ts"), ["cli/commands.generated.ts", "cli/top_help.ts"]);
-  assertEquals(await loaded("./hook.ts"), ["cli/hook.ts", "cli/hook_map.ts"]);
+  assertEquals(await loaded("./hook.ts"), ["cli/hook.ts", "cli/hook_map.ts", "core/hook_paths.ts"]);
 });
 
 Deno.test("start-up: deno task compile includes every module imported by a computed specifier", async () => {
@@ -105,4 +106,17 @@ Deno.test("start-up: deno task compile includes every module imported by a compu
   }
   // Guards against a reader that finds nothing.
   assertEquals(lazy.has("cli/serve.ts") && lazy.has("cli/top_help.ts") && lazy.has("cli/dock_main.ts"), true);
+});
+
+Deno.test("start-up: the box daemon and the commands load a package's release record, never its builder", async () => {
+  // The builder (package/build.ts and what only it imports) loads only to build: `deno task package`,
+  // the laptop agent (cli/run_agent.ts) making a box's package. The box installs packages with the release record alone.
+  const builder = /^package\/(build|npm|sources|launcher)\.ts$/;
+  const families = [...await lazyImports("dock_main.ts"), ...await lazyImports("dockd_main.ts")];
+  for (const root of new Set(["serve.ts", "dock_main.ts", "dockd_main.ts", ...families])) {
+    assertEquals((await loaded(`./${root}`)).filter((module) => builder.test(module)), [], root);
+  }
+  // Guards against a graph that holds no package module at all: the daemon installs with these.
+  const serve = await loaded("./serve.ts");
+  assertEquals(serve.includes("package/release.ts") && serve.includes("package/install.ts"), true);
 });

@@ -86,6 +86,7 @@ import type {
   WorktreeCommits,
   WorktreeCreate,
   WorktreeDiff,
+  WorktreeEnvironmentLayers,
   WorktreePorts,
   WorktreeService,
   WorktreeStatus,
@@ -187,6 +188,14 @@ export class BoxClient {
    */
   secretReport(location: string): Promise<SecretReport> {
     return this.transport.json("/v1/secrets/report", { body: { location } });
+  }
+
+  /**
+   * `POST secrets/environment` (the box's own socket only): the layers of a worktree's environment
+   * (`LOCATION` or `LOCATION/WORKTREE`), secret references unresolved.
+   */
+  secretEnvironment(location: string): Promise<WorktreeEnvironmentLayers> {
+    return this.transport.json("/v1/secrets/environment", { body: { location } });
   }
 
   /** `GET units`: the box's own long-running processes. */

@@ -73,6 +73,24 @@ export interface RawEvent {
  */
 export const RAW_TEXT_BELOW = 16 * 1024;
 
+/**
+ * Bytes of announced events ({@linkcode EventBus.announce}) held for one transaction: full, the batch
+ * is journaled at once instead of at the end of the turn.
+ */
+export const ANNOUNCE_BATCH_BYTES = 256 * 1024;
+
+/** An announced event waiting for its batch's transaction. */
+interface Pending {
+  announce: EventAnnounce;
+  json: string;
+  size: number;
+  resolve(event: DockEvent): void;
+  reject(error: unknown): void;
+}
+
+/** An event to journal, with its data's JSON when the caller has it already (the merge measures it). */
+export type JournalAnnounce = EventAnnounce & { json?: string };
+
 /** A listener of published events. */
 export type EventListener = (event: DockEvent) => void;
 
@@ -96,6 +114,10 @@ export class EventBus {
   /** What the journal holds now, kept here so a publish never has to count it. */
   #count = 0;
   #bytes = 0;
+  /** Announced events not journaled yet, and their bytes. */
+  #pending: Pending[] = [];
+  #pendingBytes = 0;
+  #timer: ReturnType<typeof setTimeout> | undefined;
 
   constructor(store: Store, options: EventBusOptions = {}) {
     this.#store = store;
@@ -120,9 +142,58 @@ export class EventBus {
    * {@linkcode MAX_EVENT_DATA} is refused with a 413 naming the limit.
    */
   publish(announce: EventAnnounce): DockEvent {
+    this.#flushBefore();
     const event = this.#journal(announce, "refuse");
     this.#deliver(event);
     return event;
+  }
+
+  /**
+   * Journals an event with the others announced in the same turn of the event loop, in one transaction
+   * (at most {@linkcode ANNOUNCE_BATCH_BYTES} a batch), then delivers them in order; resolves with it.
+   * Data larger than {@linkcode MAX_EVENT_DATA} is refused at once (413). A commit per event was a
+   * fifth of what `dockd` spent taking 1,000 `POST events` a second.
+   */
+  announce(announce: EventAnnounce): Promise<DockEvent> {
+    const json = this.#measure(announce.data ?? {}, "refuse").json;
+    const size = json.length + announce.type.length + (announce.origin?.length ?? 0);
+    const { promise, resolve, reject } = Promise.withResolvers<DockEvent>();
+    this.#pending.push({ announce, json, size, resolve, reject });
+    this.#pendingBytes += size;
+    if (this.#pendingBytes >= ANNOUNCE_BATCH_BYTES) this.#flushBefore();
+    if (this.#pending.length) this.#timer ??= setTimeout(() => this.flush(), 0);
+    return promise;
+  }
+
+  /** Journals and delivers what {@linkcode announce} holds now (nothing: nothing happens). */
+  flush(): void {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    if (this.#pending.length === 0) return;
+    const batch = this.#pending;
+    this.#pending = [];
+    this.#pendingBytes = 0;
+    let events: DockEvent[];
+    try {
+      events = this.#store.transaction(() =>
+        batch.map(({ announce, json, size }) => this.#insert(announce, announce.data ?? {}, json, size))
+      );
+    } catch (error) {
+      // Nothing of the batch was kept (one transaction): each announcer hears why.
+      for (const pending of batch) pending.reject(error);
+      return;
+    }
+    for (const event of events) this.#deliver(event);
+    for (const [i, pending] of batch.entries()) pending.resolve(events[i]);
+  }
+
+  /**
+   * Announced before: journaled before, so ids keep the order events came in. Not inside a caller's
+   * transaction: announced events would commit (or roll back) with writes not theirs, after their
+   * announcers heard they were kept; they keep their turn's batch and come after this one.
+   */
+  #flushBefore(): void {
+    if (this.#pending.length && !this.#store.db.isTransaction) this.flush();
   }
 
   /** What the journal holds: events and bytes of their JSON. */
@@ -135,7 +206,8 @@ export class EventBus {
    * must commit with them, or not at all), then delivers them in order. One commit per event is what
    * limits how many events a second the journal takes.
    */
-  publishAll(announces: readonly EventAnnounce[], alongside?: () => void): DockEvent[] {
+  publishAll(announces: readonly JournalAnnounce[], alongside?: () => void): DockEvent[] {
+    this.#flushBefore();
     const events = this.#store.transaction(() => {
       // Copies of another journal's events (the laptop's merge) are never refused: an oversized one
       // keeps its envelope, so a follower cannot get stuck on it.
@@ -198,24 +270,35 @@ export class EventBus {
     )?.id ?? 0;
   }
 
-  #journal(announce: EventAnnounce, oversized: "refuse" | "truncate"): DockEvent {
-    const time = announce.time ?? this.#now().toISOString();
-    let data = announce.data ?? {};
-    let json = JSON.stringify(data);
+  #journal(announce: JournalAnnounce, oversized: "refuse" | "truncate"): DockEvent {
+    const { data, json } = this.#measure(announce.data ?? {}, oversized, announce.json);
+    const size = json.length + announce.type.length + (announce.origin?.length ?? 0);
+    return this.#insert(announce, data, json, size);
+  }
+
+  /** An event's data and its JSON, within {@linkcode MAX_EVENT_DATA}: refused (413) or truncated. */
+  #measure(
+    data: Record<string, unknown>,
+    oversized: "refuse" | "truncate",
+    known?: string,
+  ): { data: Record<string, unknown>; json: string } {
+    const json = known ?? JSON.stringify(data);
     // A character is at most three bytes of UTF-8: most events need no encoding to be measured.
     const bytes = json.length * 3 > MAX_EVENT_DATA ? new TextEncoder().encode(json).length : json.length;
-    if (bytes > MAX_EVENT_DATA) {
-      if (oversized === "refuse") {
-        throw new DockError(
-          "event_too_large",
-          `data: an event's data must be at most ${MAX_EVENT_DATA} bytes as JSON, got ${bytes}`,
-          { status: 413 },
-        );
-      }
-      data = { truncated: true, bytes };
-      json = JSON.stringify(data);
+    if (bytes <= MAX_EVENT_DATA) return { data, json };
+    if (oversized === "refuse") {
+      throw new DockError(
+        "event_too_large",
+        `data: an event's data must be at most ${MAX_EVENT_DATA} bytes as JSON, got ${bytes}`,
+        { status: 413 },
+      );
     }
-    const size = json.length + announce.type.length + (announce.origin?.length ?? 0);
+    const truncated = { truncated: true, bytes };
+    return { data: truncated, json: JSON.stringify(truncated) };
+  }
+
+  #insert(announce: EventAnnounce, data: Record<string, unknown>, json: string, size: number): DockEvent {
+    const time = announce.time ?? this.#now().toISOString();
     const { lastInsertRowid } = this.#store.run(
       "INSERT INTO events (type, time, origin, data, box, size) VALUES (?, ?, ?, ?, ?, ?)",
       announce.type,

@@ -1,7 +1,7 @@
 import { assertEquals, assertThrows } from "../tests/assert.ts";
 import type { DockEvent } from "../client/wire.ts";
 import { DockError } from "../client/errors.ts";
-import { EventBus, MAX_EVENT_DATA } from "./events.ts";
+import { ANNOUNCE_BATCH_BYTES, EventBus, MAX_EVENT_DATA } from "./events.ts";
 import { Store } from "./store.ts";
 
 Deno.test("events are journaled with increasing ids and delivered to subscribers", async () => {
@@ -142,4 +142,51 @@ Deno.test("lastId is the newest id ever given, even when the journal was trimmed
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+Deno.test("announce journals the events of one turn in one transaction, in order; a full batch at once", async () => {
+  const dir = await Deno.makeTempDir();
+  const store = new Store(`${dir}/db`);
+  const bus = new EventBus(store);
+  const commits: number[] = [];
+  const transaction = store.transaction.bind(store);
+  store.transaction = <T>(fn: () => T): T => {
+    const result = transaction(fn);
+    commits.push(bus.lastId());
+    return result;
+  };
+  const seen: number[] = [];
+  bus.subscribe((event) => seen.push(event.id!));
+  // One turn: 50 small events, one commit at the end of the turn, each announcer told its id.
+  const first = await Promise.all(
+    Array.from({ length: 50 }, (_, i) => bus.announce({ type: "a.e", data: { i } })),
+  );
+  assertEquals(first.map((event) => event.id), Array.from({ length: 50 }, (_, i) => i + 1));
+  assertEquals(first.map((event) => event.data!.i), Array.from({ length: 50 }, (_, i) => i));
+  assertEquals(commits, [50]);
+  // A turn past ANNOUNCE_BATCH_BYTES: the full batch is journaled before the turn ends.
+  const pad = "p".repeat(10_000);
+  const count = Math.ceil(ANNOUNCE_BATCH_BYTES / 10_000) + 5;
+  const second = Array.from({ length: count }, (_, i) => bus.announce({ type: "a.big", data: { i, pad } }));
+  assertEquals(commits.length, 2);
+  assertEquals(bus.journal().events > 50, true);
+  await Promise.all(second);
+  assertEquals(commits.length, 3);
+  // A publish after announces of the same turn comes after them: ids keep the order of arrival.
+  const announced = bus.announce({ type: "a.before" });
+  const published = bus.publish({ type: "a.after" });
+  assertEquals((await announced).id! < published.id!, true);
+  // Inside a caller's transaction a publish leaves them to their own batch (never rolled back with it).
+  const pending = bus.announce({ type: "a.pending" });
+  const inside = store.transaction(() => bus.publish({ type: "a.inside" }));
+  assertEquals((await pending).id, inside.id! + 1);
+  assertEquals(seen, Array.from({ length: bus.lastId() }, (_, i) => i + 1));
+  // Too large: refused at once, nothing queued.
+  assertThrows(
+    () => bus.announce({ type: "a.huge", data: { blob: "x".repeat(MAX_EVENT_DATA) } }),
+    DockError,
+    "at most",
+  );
+  store.close();
+  await Deno.remove(dir, { recursive: true });
 });

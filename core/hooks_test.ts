@@ -231,3 +231,27 @@ Deno.test("HookRunner: queued runs of a hook no longer wanted (removed from its 
   assertEquals([runner.stats().started, runner.stats().dropped], [1, 4]);
   runner.close();
 });
+
+Deno.test("HookRunner: the ten hooks one event matches all start at once by default (none waits for a slot)", async () => {
+  const release: (() => void)[] = [];
+  const started: string[] = [];
+  const runner = new HookRunner({
+    // Each run lasts until the test lets it end: a slot frees only then.
+    executor: {
+      run: (hook) =>
+        new Promise((resolve) => {
+          started.push(hook.run!);
+          release.push(() => resolve({ code: 0, timedOut: false, durationMs: 0, stderr: "" }));
+        }),
+    },
+  });
+  const event = { type: "x", time: "" };
+  for (let i = 0; i < 10; i++) {
+    runner.submit({ hook: { on: "x", run: `h${i}` }, source: "t", event, env: {} });
+  }
+  assertEquals(started, Array.from({ length: 10 }, (_, i) => `h${i}`), "started in their order, none queued");
+  assertEquals([runner.stats().running, runner.stats().queued], [10, 0]);
+  for (const end of release) end();
+  await runner.idle();
+  runner.close();
+});

@@ -12,13 +12,16 @@
  *   serves HTTP on a connection the caller accepted; measured ~0.25 ms a request above `Deno.serve` on
  *   loopback);
  * - TLS ended by `node:tls` on the connection this loop accepted, never by a listener of its own that a
- *   local process could dial past these limits (see {@linkcode serveGuarded}).
+ *   local process could dial past these limits (see {@linkcode serveGuarded}; the hop: `tls_hop.ts`,
+ *   its bytes through `pump.ts`).
  *
  * @module
  */
 import { Deadlines } from "./deadlines.ts";
 import { DockError } from "../client/errors.ts";
 import { positiveFromEnv } from "./knobs.ts";
+import { type Slot, Slots } from "./listen_slots.ts";
+import { TlsHop } from "./tls_hop.ts";
 
 /**
  * The process's soft limit on open files (Deno raises it to the hard limit at start; measured), from
@@ -152,83 +155,18 @@ interface HttpConn
   close(): void;
 }
 
+/** One request on a connection served by `Deno.serveHttp`. */
+type HttpEvent = { request: Request; respondWith(r: Response | Promise<Response>): Promise<void> };
+
 // Soft-removed from Deno 2's types, present and working at run time (see the module doc).
 const serveHttp = (Deno as unknown as { serveHttp(conn: Deno.Conn): HttpConn }).serveHttp;
 
-/** One accepted connection from a stranger, however many sockets serve it. */
-interface Slot {
-  peer: Deno.NetAddr;
-  /** Closes every socket of the connection and gives its place back. */
-  close(): void;
-}
+/** A listener's limits, every default filled in. */
+type Limits = Required<ListenLimits>;
 
-/** The part of `node:tls` the TLS hop uses, loaded once a TLS listener starts (~30 ms to import). */
-interface TlsTermination {
-  /** Wraps a stranger's TCP connection in the server side of TLS with the listener's certificate. */
-  wrap(conn: Deno.Conn): import("node:tls").TLSSocket;
-}
-
-/** Loads `node:tls` and makes the listener's secure context (once per listener). */
-async function tlsTermination(cert: string, key: string): Promise<TlsTermination> {
-  const [{ createSecureContext, TLSSocket }, { Duplex }] = await Promise.all([
-    import("node:tls"),
-    import("node:stream"),
-  ]);
-  const secureContext = createSecureContext({ cert, key });
+/** The limits of a listener on `target`: the options', else {@linkcode ListenLimits}' defaults. */
+function limitsOf(target: ListenTarget, options: ListenLimits): Limits {
   return {
-    wrap(conn) {
-      const raw = Duplex.from({ readable: conn.readable, writable: conn.writable });
-      // An unheard 'error' event throws in the event loop: every close below may raise one.
-      raw.on("error", () => {});
-      const secure = new TLSSocket(raw, { isServer: true, secureContext });
-      secure.on("error", () => {});
-      return secure;
-    },
-  };
-}
-
-/** Resolves with `event` once `socket` emits it, or with "close" once it closes first. */
-function settled(socket: import("node:tls").TLSSocket, event: string): Promise<string> {
-  return new Promise((resolve) => {
-    if (socket.destroyed) return resolve("close");
-    const done = (what: string) => () => {
-      socket.off(event, onEvent);
-      socket.off("close", onClose);
-      resolve(what);
-    };
-    const onEvent = done(event);
-    const onClose = done("close");
-    socket.once(event, onEvent);
-    socket.once("close", onClose);
-  });
-}
-
-/** Resolves once `socket` can take more bytes (its buffer drained) or has closed. */
-async function drained(socket: import("node:tls").TLSSocket): Promise<void> {
-  await settled(socket, "drain");
-}
-
-/**
- * Serves `handler` on a TCP (or TLS) port with the limits of {@linkcode ListenLimits}.
- *
- * TLS is terminated here, by `node:tls` on the connection this loop accepted, not by `Deno.listenTls`:
- * a `Deno.listenTls` connection whose handshake never started keeps its descriptor after `close()` until
- * the peer closes it (measured on Deno 2.9.6: 50 silent connections, each closed, still held 50
- * descriptors; a plain TCP connection's and a `node:tls` socket's close release at once). It used to
- * sit behind this loop on a loopback port with no cap of its own, which any local process could dial:
- * 240 connections held there under `ulimit -n 256` ended dockd. The decrypted bytes still reach HTTP
- * through a hop, since `Deno.serveHttp` serves only a connection the runtime accepted: a plain TCP
- * listener on a loopback port, where a connection that is not one of this listener's pipes is closed at
- * once (its close releases it) and no more than the pipes being dialled wait for theirs, so the inner
- * port holds no more than the outer one lets in.
- */
-export function serveGuarded(
-  target: ListenTarget,
-  handler: GuardedHandler,
-  options: ServeGuardedOptions = {},
-): GuardedServer {
-  options = Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined));
-  const limits = {
     // A TLS connection costs three descriptors (outer, pipe, its loopback end), a plain one one.
     maxConnections: options.maxConnections ??
       Math.min(1024, Math.floor(openFileLimit() / ("cert" in target ? 12 : 4))),
@@ -237,274 +175,217 @@ export function serveGuarded(
     headerMs: options.headerMs ?? 15_000,
     idleMs: options.idleMs ?? 120_000,
   };
+}
+
+/** What serving HTTP on a listener's connections needs. */
+interface HttpServing {
+  handler: GuardedHandler;
+  onError?: (error: unknown) => Response;
+  deadlines: Deadlines;
+  limits: Limits;
+  stats: ListenStats;
+  /** The requests came over TLS (through the hop), where the runtime saw plain HTTP. */
+  secure: boolean;
+}
+
+/**
+ * Serves HTTP on `conn` (plain, or the loopback end of a TLS pipe: `piped`) for the stranger of `slot`,
+ * closing it at the header deadline and when idle.
+ */
+async function serveHttpOn(conn: Deno.Conn, slot: Slot, piped: boolean, serving: HttpServing): Promise<void> {
+  const { deadlines, limits, stats } = serving;
+  const closed = new AbortController();
+  let inFlight = 0;
+  let wasUpgraded = false;
+  // Once HTTP is served on it, the connection belongs to the HTTP layer: closing it goes through it.
+  let http: HttpConn | undefined;
+  const deadline = deadlines.add(() => {
+    stats.timedOut++;
+    try {
+      http?.close();
+    } catch { /* closed */ }
+    try {
+      conn.close();
+    } catch { /* closed */ }
+    slot.close();
+  });
+  try {
+    deadline.arm(limits.headerMs);
+    http = serveHttp(conn);
+    const info: ConnectionInfo = { remoteAddr: slot.peer, closed: closed.signal };
+    for await (const event of http) {
+      deadline.disarm();
+      inFlight++;
+      // Not awaited: an HTTP/2 connection carries requests at once. A 101 (a WebSocket) ends the loop:
+      // the connection left HTTP. Behind the TLS hop the pipe keeps the slot until the socket closes;
+      // a plain connection is the socket's now.
+      respond(event, info, () => wasUpgraded = true, serving).finally(() => {
+        if (--inFlight === 0 && !wasUpgraded) deadline.arm(limits.idleMs);
+      });
+    }
+  } catch {
+    // A reset, a timeout's close: the connection is done either way.
+  } finally {
+    deadline.disarm();
+    if (!wasUpgraded) {
+      closed.abort();
+      try {
+        conn.close();
+      } catch { /* closed */ }
+    }
+    if (!wasUpgraded || !piped) slot.close();
+  }
+}
+
+/** Answers one request with the handler (a handler that threw: `onError`'s answer); tells `onUpgrade` of a 101. */
+async function respond(
+  event: HttpEvent,
+  info: ConnectionInfo,
+  onUpgrade: () => void,
+  serving: HttpServing,
+): Promise<void> {
+  const request = event.request;
+  // Behind the TLS hop the runtime saw plain HTTP and says `http:`; the stranger spoke TLS. The request
+  // itself must stay the runtime's (an upgrade to a WebSocket needs it), so only its `url` is shadowed.
+  if (serving.secure) {
+    Object.defineProperty(request, "url", { value: request.url.replace(/^http:/, "https:") });
+  }
+  let response: Response;
+  try {
+    response = await serving.handler(request, info);
+  } catch (error) {
+    response = serving.onError?.(error) ?? new Response("internal error", { status: 500 });
+  }
+  if (response.status === 101) onUpgrade();
+  await event.respondWith(response).catch(() => {});
+}
+
+/** What an accept loop shares with its listener. */
+interface Accepting {
+  stats: ListenStats;
+  log(line: string): void;
+  stopped(): boolean;
+}
+
+/** Accepts on `from` until stopped, outliving running out of file descriptors. */
+async function acceptLoop(
+  from: Deno.Listener,
+  name: string,
+  onConn: (conn: Deno.Conn) => void,
+  accepting: Accepting,
+): Promise<void> {
+  let backoff = 0;
+  while (!accepting.stopped()) {
+    let conn: Deno.Conn;
+    try {
+      conn = await from.accept();
+    } catch (error) {
+      if (accepting.stopped() || error instanceof Deno.errors.BadResource) break;
+      // Out of file descriptors (EMFILE/ENFILE) or a transient accept error: the pending connections
+      // wait in the kernel's backlog while open ones finish and give theirs back.
+      accepting.stats.acceptErrors++;
+      if (backoff === 0) accepting.log(`listener ${name}: cannot accept: ${(error as Error).message}`);
+      backoff = Math.min(Math.max(backoff * 2, 10), 1000);
+      await new Promise((resolve) => setTimeout(resolve, backoff));
+      continue;
+    }
+    backoff = 0;
+    onConn(conn);
+  }
+}
+
+/**
+ * Serves `handler` on a TCP (or TLS) port with the limits of {@linkcode ListenLimits}.
+ *
+ * TLS is terminated here, by `node:tls` on the connection this loop accepted (`tls_hop.ts`), not by
+ * `Deno.listenTls`: a `Deno.listenTls` connection whose handshake never started keeps its descriptor
+ * after `close()` until the peer closes it (measured on Deno 2.9.6: 50 silent connections, each closed,
+ * still held 50 descriptors; a plain TCP connection's and a `node:tls` socket's close release at once).
+ * It used to sit behind this loop on a loopback port with no cap of its own, which any local process
+ * could dial: 240 connections held there under `ulimit -n 256` ended dockd. The decrypted bytes still
+ * reach HTTP through a hop, since `Deno.serveHttp` serves only a connection the runtime accepted: a
+ * plain TCP listener on a loopback port, where a connection that is not one of this listener's pipes is
+ * closed at once (its close releases it) and no more than the pipes being dialled wait for theirs, so
+ * the inner port holds no more than the outer one lets in.
+ */
+export function serveGuarded(
+  target: ListenTarget,
+  handler: GuardedHandler,
+  options: ServeGuardedOptions = {},
+): GuardedServer {
+  options = Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined));
+  const limits = limitsOf(target, options);
   const log = options.log ?? ((line: string) => console.error(line));
   const listener = "path" in target
     ? Deno.listen({ transport: "unix", path: target.path })
     : Deno.listen({ hostname: target.hostname, port: target.port });
   const addr = "path" in target ? LOCAL_PEER : listener.addr as Deno.NetAddr;
   const where = "path" in target ? target.path : `${addr.hostname}:${addr.port}`;
-  const tls = "cert" in target ? tlsTermination(target.cert, target.key) : null;
-  // Settled now so that a certificate node:tls refuses is said once, not at every connection.
-  tls?.catch((error) => log(`listener ${where}: cannot serve TLS: ${(error as Error).message}`));
-  const hop = tls ? Deno.listen({ hostname: "127.0.0.1", port: 0 }) : null;
   const stats: ListenStats = { open: 0, accepted: 0, refused: 0, timedOut: 0, acceptErrors: 0 };
   // Every connection's handshake, header and idle deadline, checked together: a deadline fires up to a
   // quarter of the shortest limit late (at most a second).
   const deadlines = new Deadlines({
     tickMs: Math.max(5, Math.min(1000, Math.min(limits.handshakeMs, limits.headerMs, limits.idleMs) / 4)),
   });
-  const perPeer = new Map<string, number>();
-  const slots = new Set<Slot>();
-  /** TLS hop: the slot of each pipe, by the pipe's local port on the loopback listener. */
-  const pipes = new Map<number, Slot>();
-  /** The loopback accept can run before the pipe's connect has resolved: it waits here for the slot. */
-  const awaited = new Map<number, (slot: Slot) => void>();
-  /** Pipes dialling the loopback listener: no more accepted connections than this wait for a slot. */
-  let dialling = 0;
+  const slots = new Slots(stats);
+  const serving: HttpServing = {
+    handler,
+    onError: options.onError,
+    deadlines,
+    limits,
+    stats,
+    secure: "cert" in target,
+  };
+  const hop = "cert" in target
+    ? new TlsHop({
+      cert: target.cert,
+      key: target.key,
+      handshakeMs: limits.handshakeMs,
+      deadlines,
+      slots,
+      stats,
+      where,
+      log,
+      serve: (conn, slot) => void serveHttpOn(conn, slot, true, serving),
+    })
+    : null;
   let stopped = false;
-
-  const take = (peer: Deno.NetAddr, sockets: { close(): void }[]): Slot => {
-    let done = false;
-    const slot: Slot = {
-      peer,
-      close() {
-        if (done) return;
-        done = true;
-        slots.delete(slot);
-        stats.open--;
-        const left = (perPeer.get(peer.hostname) ?? 1) - 1;
-        if (left > 0) perPeer.set(peer.hostname, left);
-        else perPeer.delete(peer.hostname);
-        for (const socket of sockets) {
-          try {
-            socket.close();
-          } catch { /* already closed */ }
-        }
-      },
-    };
-    slots.add(slot);
-    stats.open++;
-    perPeer.set(peer.hostname, (perPeer.get(peer.hostname) ?? 0) + 1);
-    return slot;
-  };
-
-  /** Serves HTTP on `conn` (plain, or the loopback end of a TLS pipe) for the stranger of `slot`. */
-  const serveHttpOn = async (conn: Deno.Conn, slot: Slot, piped: boolean) => {
-    const closed = new AbortController();
-    let inFlight = 0;
-    let wasUpgraded = false;
-    // Once HTTP is served on it, the connection belongs to the HTTP layer: closing it goes through it.
-    let http: HttpConn | undefined;
-    const deadline = deadlines.add(() => {
-      stats.timedOut++;
-      try {
-        http?.close();
-      } catch { /* closed */ }
-      try {
-        conn.close();
-      } catch { /* closed */ }
-      slot.close();
-    });
-    try {
-      deadline.arm(limits.headerMs);
-      http = serveHttp(conn);
-      const info: ConnectionInfo = { remoteAddr: slot.peer, closed: closed.signal };
-      for await (const event of http) {
-        deadline.disarm();
-        inFlight++;
-        // Not awaited: an HTTP/2 connection carries requests at once. A 101 (a WebSocket) ends the loop:
-        // the connection left HTTP. Behind the TLS hop the pipe keeps the slot until the socket closes;
-        // a plain connection is the socket's now.
-        respond(event, info, () => wasUpgraded = true).finally(() => {
-          if (--inFlight === 0 && !wasUpgraded) deadline.arm(limits.idleMs);
-        });
-      }
-    } catch {
-      // A reset, a timeout's close: the connection is done either way.
-    } finally {
-      deadline.disarm();
-      if (!wasUpgraded) {
-        closed.abort();
-        try {
-          conn.close();
-        } catch { /* closed */ }
-      }
-      if (!wasUpgraded || !piped) slot.close();
-    }
-  };
-
-  /**
-   * Terminates TLS on a stranger's TCP connection (within the handshake deadline) and pipes the plain
-   * bytes to the loopback listener, where they are served.
-   */
-  const pipe = async (outer: Deno.Conn, peer: Deno.NetAddr) => {
-    const sockets: { close(): void }[] = [outer];
-    const slot = take(peer, sockets);
-    const handshake = deadlines.add(() => {
-      stats.timedOut++;
-      slot.close();
-    });
-    let port: number | undefined;
-    try {
-      // Without it Nagle and delayed ACKs stall each small answer ~40 ms on the hop (measured: p50 33 ms).
-      (outer as Deno.TcpConn).setNoDelay(true);
-      handshake.arm(limits.handshakeMs);
-      const termination = await tls!;
-      if (!slots.has(slot)) return; // the handshake deadline passed while node:tls loaded
-      const secure = termination.wrap(outer);
-      sockets.unshift({ close: () => secure.destroy() });
-      if (await settled(secure, "secure") === "close") return;
-      handshake.disarm();
-      dialling++;
-      let inner: Deno.TcpConn;
-      try {
-        inner = await Deno.connect({ hostname: "127.0.0.1", port: (hop!.addr as Deno.NetAddr).port });
-      } finally {
-        dialling--;
-      }
-      sockets.push(inner);
-      if (!slots.has(slot)) return inner.close(); // closed (shut down) while it dialled
-      inner.setNoDelay(true);
-      port = (inner.localAddr as Deno.NetAddr).port;
-      pipes.set(port, slot);
-      awaited.get(port)?.(slot);
-      const toInner = async () => {
-        try {
-          for await (const chunk of secure) {
-            let written = 0;
-            while (written < chunk.length) written += await inner.write(chunk.subarray(written));
-          }
-        } catch { /* either side closed */ }
-      };
-      const toOuter = async () => {
-        const buffer = new Uint8Array(64 * 1024);
-        try {
-          while (true) {
-            const n = await inner.read(buffer);
-            if (n === null) break;
-            // node copies what it is given only once it is written: each write gets bytes of its own.
-            if (!secure.write(buffer.slice(0, n))) await drained(secure);
-          }
-        } catch { /* either side closed */ }
-      };
-      await Promise.race([toInner(), toOuter()]);
-    } catch {
-      // A failed or late handshake, the loopback listener gone (shut down): nothing to serve.
-    } finally {
-      handshake.disarm();
-      if (port !== undefined) pipes.delete(port);
-      slot.close();
-    }
-  };
-
-  /** Hands a loopback connection to the pipe that dialled it; anything else is closed at once. */
-  const handOver = async (conn: Deno.Conn) => {
-    const port = (conn.remoteAddr as Deno.NetAddr).port;
-    let slot = pipes.get(port);
-    // Only this listener's pipes dial the loopback port, and only while one is dialling may an accept
-    // run ahead of the connect it answers; anything else has no stranger behind it.
-    if (!slot && awaited.size < dialling) {
-      slot = await new Promise<Slot | undefined>((resolve) => {
-        const timer = setTimeout(() => resolve(undefined), 1000);
-        awaited.set(port, (found) => (clearTimeout(timer), resolve(found)));
-      });
-      awaited.delete(port);
-    }
-    if (!slot) {
-      stats.refused++;
-      try {
-        return conn.close();
-      } catch {
-        return; /* gone */
-      }
-    }
-    (conn as Deno.TcpConn).setNoDelay(true);
-    serveHttpOn(conn, slot, true);
-  };
-
-  const respond = async (
-    event: { request: Request; respondWith(r: Response | Promise<Response>): Promise<void> },
-    info: ConnectionInfo,
-    onUpgrade: () => void,
-  ) => {
-    const request = event.request;
-    // Behind the TLS hop the runtime saw plain HTTP and says `http:`; the stranger spoke TLS. The
-    // request itself must stay the runtime's (an upgrade to a WebSocket needs it), so only its `url` is
-    // shadowed.
-    if (tls) Object.defineProperty(request, "url", { value: request.url.replace(/^http:/, "https:") });
-    let response: Response;
-    try {
-      response = await handler(request, info);
-    } catch (error) {
-      response = options.onError?.(error) ?? new Response("internal error", { status: 500 });
-    }
-    if (response.status === 101) onUpgrade();
-    await event.respondWith(response).catch(() => {});
-  };
-
-  /** Accepts on `from` until stopped, outliving running out of file descriptors. */
-  const acceptLoop = async (from: Deno.Listener, name: string, onConn: (conn: Deno.Conn) => void) => {
-    let backoff = 0;
-    while (!stopped) {
-      let conn: Deno.Conn;
-      try {
-        conn = await from.accept();
-      } catch (error) {
-        if (stopped || error instanceof Deno.errors.BadResource) break;
-        // Out of file descriptors (EMFILE/ENFILE) or a transient accept error: the pending connections
-        // wait in the kernel's backlog while open ones finish and give theirs back.
-        stats.acceptErrors++;
-        if (backoff === 0) {
-          log(`listener ${name}: cannot accept: ${(error as Error).message}`);
-        }
-        backoff = Math.min(Math.max(backoff * 2, 10), 1000);
-        await new Promise((resolve) => setTimeout(resolve, backoff));
-        continue;
-      }
-      backoff = 0;
-      onConn(conn);
-    }
-  };
+  const accepting: Accepting = { stats, log, stopped: () => stopped };
 
   const admit = (conn: Deno.Conn) => {
     stats.accepted++;
     const remote = "path" in target ? LOCAL_PEER : conn.remoteAddr as Deno.NetAddr;
-    const fromPeer = perPeer.get(remote.hostname) ?? 0;
-    if (stats.open >= limits.maxConnections || fromPeer >= limits.maxPerPeer) {
+    if (slots.full(remote, limits)) {
       stats.refused++;
       try {
         conn.close();
       } catch { /* gone */ }
       return;
     }
-    if (tls) {
-      pipe(conn, remote);
-      return;
-    }
+    if (hop) return void hop.pipe(conn, remote);
     // An answer goes out in more than one write when its body streams (the relay's, SSE, a compressed
     // body's last bytes): with Nagle the last write waits for the client's delayed ACK (~40 ms).
     // Measured: `GET info` through the agent over the SSH transport p50 47 ms → 2.6 ms, over TLS 4.7 →
     // 2.4 ms (the headers came at ~4 ms either way; the body's 11-byte tail waited).
     if (!("path" in target)) (conn as Deno.TcpConn).setNoDelay(true);
-    serveHttpOn(conn, take(remote, [conn]), false);
+    serveHttpOn(conn, slots.take(remote, [conn]), false, serving);
   };
   const { promise: finished, resolve: finish } = Promise.withResolvers<void>();
   const shutdown = () => {
     if (!stopped) {
       stopped = true;
-      for (const closable of [listener, hop]) {
-        try {
-          closable?.close();
-        } catch { /* closed */ }
-      }
-      for (const slot of [...slots]) slot.close();
+      try {
+        listener.close();
+      } catch { /* closed */ }
+      hop?.close();
+      slots.closeAll();
       deadlines.close();
       finish();
     }
     return finished;
   };
   options.signal?.addEventListener("abort", () => shutdown(), { once: true });
-  acceptLoop(listener, where, admit);
-  if (hop) acceptLoop(hop, `${where} (loopback hop)`, handOver);
+  acceptLoop(listener, where, admit, accepting);
+  if (hop) acceptLoop(hop.listener, `${where} (loopback hop)`, (conn) => void hop.handOver(conn), accepting);
   return { addr, stats: () => ({ ...stats }), shutdown, finished };
 }

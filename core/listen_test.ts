@@ -304,3 +304,37 @@ Deno.test("serveGuarded: an accepted TCP connection has Nagle off, so an answer'
     }
   });
 });
+
+Deno.test("serveGuarded over TLS: 8 MiB each way cross the hop's pump intact, past its per-connection window", async () => {
+  const dir = await Deno.makeTempDir();
+  const certificates = await ensureCertificates(dir, { addresses: ["127.0.0.1"] });
+  // Thirty-two times the hop's 256 KiB window each way: both directions pause and resume many times.
+  const bytes = new Uint8Array(8 * 1024 * 1024).map((_, i) => (i * 7 + (i >> 13)) % 251);
+  const digest = async (data: Uint8Array<ArrayBuffer>) =>
+    Array.from(new Uint8Array(await crypto.subtle.digest("SHA-256", data)), (b) => b.toString(16)).join("");
+  const server = serveGuarded(
+    {
+      hostname: "127.0.0.1",
+      port: 0,
+      cert: certificates.certPem + certificates.caPem,
+      key: certificates.keyPem,
+    },
+    async (request) =>
+      request.method === "POST"
+        ? new Response(await digest(new Uint8Array(await request.arrayBuffer())))
+        : new Response(bytes),
+    { log: () => {} },
+  );
+  const client = Deno.createHttpClient({ caCerts: [certificates.caPem] });
+  try {
+    const url = `https://127.0.0.1:${server.addr.port}/`;
+    const up = await (await fetch(url, { method: "POST", body: bytes, client })).text();
+    assertEquals(up, await digest(bytes));
+    const down = new Uint8Array(await (await fetch(url, { client })).arrayBuffer());
+    assertEquals([down.length, await digest(down)], [bytes.length, await digest(bytes)]);
+  } finally {
+    client.close();
+    await server.shutdown();
+    await Deno.remove(dir, { recursive: true });
+  }
+});

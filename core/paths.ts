@@ -6,6 +6,7 @@
  * @module
  */
 import { join } from "./posix_path.ts";
+import { stateDirFrom } from "./hook_paths.ts";
 
 /** The resolved directories and files of a box daemon. */
 export interface BoxPaths {
@@ -41,8 +42,8 @@ export interface BoxPaths {
 export function boxPaths(env: { get(key: string): string | undefined } = Deno.env): BoxPaths {
   const userHome = env.get("HOME") ?? "/";
   const home = env.get("DOCK_HOME") || join(userHome, ".dock");
-  const state = env.get("DOCK_STATE_DIR") ||
-    join(env.get("XDG_STATE_HOME") || join(userHome, ".local", "state"), "dock");
+  // The one resolution `dock hook` shares (core/hook_paths.ts).
+  const state = stateDirFrom((key) => env.get(key));
   const box = join(state, "box");
   return {
     userHome,

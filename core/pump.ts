@@ -27,7 +27,6 @@
  * @module
  */
 import { sleep } from "../client/timers.ts";
-import type { Pty } from "./pty.ts";
 
 /** One message crossing a pump: a WebSocket message, or a chunk of a byte stream (always binary). */
 export interface Message {
@@ -49,7 +48,7 @@ export interface Reader {
   end(close: Close): void;
 }
 
-/** One side of a pump. Adapters: {@linkcode webSocketEnd}, {@linkcode messageSocketEnd}, {@linkcode connEnd}, {@linkcode ptyEnd}. */
+/** One side of a pump. Adapters: {@linkcode webSocketEnd}, {@linkcode messageSocketEnd}, {@linkcode connEnd}, `ptyEnd` (`pty_end.ts`). */
 export interface End {
   /** Names the side in close reasons ("the client", "box 'b'"). */
   readonly name: string;
@@ -89,7 +88,7 @@ const HIGH_WATER_BYTES = 4 * 1024 * 1024;
 /** The default low-water mark: at it, a paused side is read again. */
 const LOW_WATER_BYTES = 1024 * 1024;
 /** Close code for "the connection was lost" (RFC 6455 "internal error"). */
-const CLOSE_LOST = 1011;
+export const CLOSE_LOST = 1011;
 /** Close code for a revoked laptop and for input past the limit (RFC 6455 "policy violation"). */
 const CLOSE_POLICY = 1008;
 const CLOSE_GOING_AWAY = 1001;
@@ -249,7 +248,7 @@ class Pump {
  * What every adapter shares: messages and the end that arrive before `start` are kept for it, the end
  * is told once, and `drained` waiters are woken as the backlog shrinks.
  */
-abstract class BaseEnd implements End {
+export abstract class BaseEnd implements End {
   readonly name: string;
   abstract readonly ready: Promise<void>;
   #reader: Reader | null = null;
@@ -563,131 +562,4 @@ class ConnEnd extends BaseEnd {
       this.#conn.close();
     } catch { /* closed already */ }
   }
-}
-
-/** Options of {@linkcode ptyEnd}. */
-export interface PtyEndOptions {
-  /** Starts the program in its PTY (`launchPty`, core/pty.ts); called once both sides are ready. */
-  launch(): Pty | Promise<Pty>;
-  /**
-   * Handles a text message (the PTY takes only bytes): act on it, or throw {@linkcode RefusedMessage}
-   * to close its sender. Text is dropped when absent.
-   */
-  control?(text: string, pty: Pty): void;
-  /**
-   * Holds input until the program's first output. A program that switches the terminal to raw mode
-   * (a tmux client) has not done so before it draws, and the line discipline would echo keys typed
-   * earlier as garbage.
-   */
-  holdInput?: boolean;
-  /** The close the other side gets when the program exits; `tail` is its last output. */
-  exited(exitCode: number, tail: Uint8Array): Close;
-}
-
-/** Bytes of recent output kept for {@linkcode PtyEndOptions.exited}. */
-const TAIL_BYTES = 256;
-
-/**
- * A program in a PTY as a side: its output becomes binary messages, binary messages are its input.
- * Reading pauses the PTY (the program blocks on a full terminal); closing hangs it up (SIGHUP).
- */
-export function ptyEnd(name: string, options: PtyEndOptions): End {
-  return new PtyEnd(name, options);
-}
-
-class PtyEnd extends BaseEnd {
-  readonly ready: Promise<void> = Promise.resolve();
-  #options: PtyEndOptions;
-  #pty: Pty | null = null;
-  /** Input that waits for the PTY (to start, or to draw with `holdInput`); null once it flows. */
-  #held: Uint8Array[] | null = [];
-  #tail = new Uint8Array(0);
-  #paused = false;
-  #closed = false;
-
-  constructor(name: string, options: PtyEndOptions) {
-    super(name);
-    this.#options = options;
-  }
-
-  get backlog(): number {
-    return 0;
-  }
-
-  protected override async read(): Promise<void> {
-    let pty: Pty;
-    try {
-      pty = await this.#options.launch();
-    } catch (error) {
-      this.end({ code: CLOSE_LOST, reason: (error as Error).message });
-      return;
-    }
-    if (this.#closed) {
-      kill(pty);
-      return;
-    }
-    this.#pty = pty;
-    if (this.#paused) pty.pause();
-    if (!this.#options.holdInput) this.#release(pty);
-    pty.onData((chunk) => {
-      this.#release(pty);
-      this.#keepTail(chunk);
-      this.deliver({ binary: true, data: chunk });
-    });
-    pty.onExit(({ code }) => this.end(this.#options.exited(code, this.#tail)));
-  }
-
-  pause(): void {
-    this.#paused = true;
-    this.#pty?.pause();
-  }
-
-  resume(): void {
-    this.#paused = false;
-    this.#pty?.resume();
-  }
-
-  send(message: Message): void {
-    if (!message.binary) {
-      if (this.#pty) this.#options.control?.(decoder.decode(message.data), this.#pty);
-      return;
-    }
-    if (this.#held) this.#held.push(message.data);
-    else this.#pty?.write(message.data);
-  }
-
-  close(): void {
-    if (this.#closed) return;
-    this.#closed = true;
-    this.finished = true;
-    // A paused PTY would never read the hang-up.
-    this.resume();
-    if (this.#pty) kill(this.#pty);
-  }
-
-  /** Writes the held input, and lets what follows through. */
-  #release(pty: Pty): void {
-    const held = this.#held;
-    if (!held) return;
-    this.#held = null;
-    for (const keys of held) pty.write(keys);
-  }
-
-  #keepTail(chunk: Uint8Array): void {
-    if (chunk.length >= TAIL_BYTES) {
-      this.#tail = chunk.slice(chunk.length - TAIL_BYTES);
-      return;
-    }
-    const joined = new Uint8Array(Math.min(TAIL_BYTES, this.#tail.length + chunk.length));
-    const keep = joined.length - chunk.length;
-    joined.set(this.#tail.subarray(this.#tail.length - keep));
-    joined.set(chunk, keep);
-    this.#tail = joined;
-  }
-}
-
-function kill(pty: Pty): void {
-  try {
-    pty.kill();
-  } catch { /* gone already: its exit raced the close */ }
 }

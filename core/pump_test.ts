@@ -10,13 +10,13 @@ import {
   fitReason,
   type Message,
   passOn,
-  ptyEnd,
   pump,
   type Reader,
   RefusedMessage,
   webSocketEnd,
 } from "./pump.ts";
 import { launchPty } from "./pty.ts";
+import { ptyEnd } from "./pty_end.ts";
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();

@@ -1,7 +1,7 @@
 import { assertEquals, assertRejects } from "../tests/assert.ts";
 import { readSse } from "../client/http.ts";
 import { EventBus } from "./events.ts";
-import { sse } from "./sse.ts";
+import { FANOUT_BATCH_BYTES, sse } from "./sse.ts";
 import { Store } from "./store.ts";
 
 async function withBus(fn: (bus: EventBus) => Promise<void>): Promise<void> {
@@ -166,5 +166,107 @@ Deno.test("sse: a replay of large events reads small pages", async () => {
     // The first page is the default 20 events; once their size is known, about 256 KiB a page.
     assertEquals(asked[0], 20);
     assertEquals(asked.slice(1).every((limit) => limit <= 5), true, String(asked));
+  });
+});
+
+/** Reads a stream's chunks until `count` events have come; returns the chunks' count and the ids, in order. */
+async function chunksOf(
+  body: ReadableStream<Uint8Array>,
+  count: number,
+): Promise<{ chunks: number; ids: number[] }> {
+  const reader = body.getReader();
+  const decoder = new TextDecoder();
+  let text = "";
+  let chunks = 0;
+  const ids: number[] = [];
+  while (ids.length < count) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    text += decoder.decode(value, { stream: true });
+    if (!decoder.decode(value).startsWith(":")) chunks++;
+    let end: number;
+    while ((end = text.indexOf("\n\n")) >= 0) {
+      const frame = text.slice(0, end);
+      text = text.slice(end + 2);
+      if (frame.startsWith("id: ")) ids.push(Number(frame.slice(4, frame.indexOf("\n"))));
+    }
+  }
+  await reader.cancel();
+  return { chunks, ids };
+}
+
+Deno.test("sse: events of one turn go to each client in one write; order holds across turns", async () => {
+  await withBus(async (bus) => {
+    const abort = new AbortController();
+    const clients = Array.from({ length: 3 }, () => chunksOf(sse(bus, undefined, abort.signal).body!, 300));
+    // Three turns of 100 small events each: one chunk per turn per client, where each event was one.
+    for (let turn = 0; turn < 3; turn++) {
+      for (let i = 0; i < 100; i++) bus.publish({ type: "n.e", data: { turn, i } });
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    const results = await Promise.all(clients);
+    abort.abort();
+    for (const { chunks, ids } of results) {
+      assertEquals(ids, Array.from({ length: 300 }, (_, i) => i + 1));
+      assertEquals(chunks <= 6, true, `${chunks} writes for 3 turns`);
+    }
+  });
+});
+
+Deno.test("sse: a full batch is written at once, without waiting for the end of the turn", async () => {
+  await withBus(async (bus) => {
+    const abort = new AbortController();
+    const reader = sse(bus, undefined, abort.signal).body!.getReader();
+    await reader.read(); // ": connected"
+    // One turn, past FANOUT_BATCH_BYTES: the first full batch goes out before the turn ends.
+    const pad = "p".repeat(1000);
+    for (let i = 0; i < 1.5 * FANOUT_BATCH_BYTES / 1000; i++) bus.publish({ type: "n.e", data: { i, pad } });
+    let first: Uint8Array | undefined;
+    reader.read().then(({ value }) => first = value);
+    // Only microtasks run here (no timer): a read that resolves had its bytes queued already.
+    for (let k = 0; k < 10 && !first; k++) await Promise.resolve();
+    abort.abort();
+    assertEquals(new TextDecoder().decode(first).startsWith("id: 1\n"), true);
+  });
+});
+
+Deno.test("sse: a stalled client is cut off while the others get every batch, in order", async () => {
+  await withBus(async (bus) => {
+    const abort = new AbortController();
+    const stalled = sse(bus, undefined, abort.signal, { maxBehind: 64 * 1024 });
+    const readers = Array.from(
+      { length: 3 },
+      () => chunksOf(sse(bus, undefined, abort.signal, { maxBehind: 64 * 1024 }).body!, 1000),
+    );
+    const pad = "p".repeat(1000);
+    // Bursts of 20 events (~20 KB) a turn: the readers keep up, the stalled client falls past 64 KiB.
+    for (let i = 0; i < 1000; i++) {
+      bus.publish({ type: "n.e", data: { i, pad } });
+      if (i % 20 === 19) await new Promise((resolve) => setTimeout(resolve, 1));
+    }
+    for (const { ids } of await Promise.all(readers)) {
+      assertEquals(ids, Array.from({ length: 1000 }, (_, i) => i + 1));
+    }
+    await assertRejects(async () => {
+      for await (const _ of readSse(stalled.body!)) { /* drain what was queued before the cut */ }
+    });
+    abort.abort();
+  });
+});
+
+Deno.test("sse: a resume that starts while a batch is pending gets each event once, in order", async () => {
+  await withBus(async (bus) => {
+    const abort = new AbortController();
+    const live = chunksOf(sse(bus, undefined, abort.signal).body!, 150);
+    for (let i = 0; i < 50; i++) bus.publish({ type: "n.e", data: { i } });
+    // In the same turn: a resume from 0 (its replay reads what the pending batch holds), then more.
+    const resumed = chunksOf(sse(bus, 0, abort.signal, { page: 7 }).body!, 150);
+    for (let i = 50; i < 100; i++) bus.publish({ type: "n.e", data: { i } });
+    await new Promise((resolve) => setTimeout(resolve, 1));
+    for (let i = 100; i < 150; i++) bus.publish({ type: "n.e", data: { i } });
+    const expected = Array.from({ length: 150 }, (_, i) => i + 1);
+    assertEquals((await resumed).ids, expected);
+    assertEquals((await live).ids, expected);
+    abort.abort();
   });
 });

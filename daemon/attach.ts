@@ -20,7 +20,8 @@
  * @module
  */
 import { badField } from "../client/errors.ts";
-import { type Close, ptyEnd, pump, RefusedMessage, webSocketEnd } from "../core/pump.ts";
+import { type Close, pump, RefusedMessage, webSocketEnd } from "../core/pump.ts";
+import { ptyEnd } from "../core/pty_end.ts";
 import { launchPty, type Pty } from "../core/pty.ts";
 import { acceptWebSocket } from "../core/websocket.ts";
 import { attachCommand } from "./tmux.ts";

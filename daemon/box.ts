@@ -39,7 +39,8 @@ import { dirname, join } from "../core/posix_path.ts";
 import { Hooks } from "./hooks.ts";
 import { Flows } from "./flows.ts";
 import { Schedules } from "./flow_schedule.ts";
-import { systemClock } from "../core/clock.ts";
+import { type Clock, every, SYSTEM_CLOCK, systemClock } from "../core/clock.ts";
+import { errorText, type Log, STDERR_LOG } from "../core/log.ts";
 import { Forge } from "./forge.ts";
 import { Plugins } from "../plugins/plugins.ts";
 import { pluginKnobs } from "../plugins/knobs.ts";
@@ -57,8 +58,20 @@ export interface TlsListener {
   fingerprint: string;
 }
 
+/** What the box's modules share besides its paths: time and where they report. */
+export interface BoxOptions {
+  /** What every module that orders or delays something by time reads. @default {SYSTEM_CLOCK} */
+  clock?: Clock;
+  /** Where modules report what no caller hears. @default {STDERR_LOG} */
+  log?: Log;
+}
+
 /** Every domain module of one box daemon. */
 export class Box {
+  /** The clock handed to every module that orders or delays something by time. */
+  readonly clock: Clock;
+  /** The log handed to every module that reports on its own. */
+  readonly log: Log;
   readonly paths: BoxPaths;
   readonly settings: BoxSettings;
   readonly store: Store;
@@ -95,11 +108,15 @@ export class Box {
   tls: TlsListener | null = null;
   /** Why the laptop listener is not running (`DOCK_LISTEN=off`, a taken port, no openssl), for `dockd pair`. */
   tlsDown: string | null = null;
-  readonly started = Date.now();
-  #spoolTimer?: ReturnType<typeof setInterval>;
+  /** When the box was built (milliseconds since the epoch, on its clock). */
+  readonly started: number;
+  #stopSpool?: () => void;
   #replaying = false;
 
-  constructor(paths: BoxPaths) {
+  constructor(paths: BoxPaths, options: BoxOptions = {}) {
+    this.clock = options.clock ?? SYSTEM_CLOCK;
+    this.log = options.log ?? STDERR_LOG;
+    this.started = this.clock.now();
     Deno.mkdirSync(paths.box, { recursive: true, mode: 0o700 });
     this.paths = paths;
     this.settings = loadSettings(paths);
@@ -166,8 +183,6 @@ export class Box {
       paths,
       secrets: this.secrets,
       box: () => this.settings.name,
-      locations: this.locations,
-      worktrees: this.worktrees,
       backoffMs: positiveFromEnv("DOCK_SERVICE_BACKOFF_MS"),
       logBytes: positiveFromEnv("DOCK_SERVICE_LOG_BYTES"),
     });
@@ -289,10 +304,12 @@ export class Box {
     await this.units.adopt({ cgroups });
     await this.sessions.start();
     await this.exits.start();
-    this.shares.start();
+    await this.shares.start({ cgroups });
     await this.replaySpool();
     // A hook that timed out on a busy daemon spools too: pick such reports up soon after.
-    this.#spoolTimer = setInterval(() => this.replaySpool().catch((e) => console.error("spool:", e)), 2000);
+    this.#stopSpool = every(this.clock, 2000, () => {
+      this.replaySpool().catch((error) => this.log.error(`spool: ${errorText(error)}`));
+    });
     this.guard.start();
     await this.plugins.start();
     this.hooks.start();
@@ -370,7 +387,7 @@ export class Box {
     this.forge.close();
     this.flows.close();
     this.plugins.close();
-    clearInterval(this.#spoolTimer);
+    this.#stopSpool?.();
     this.exits.close();
     this.sessions.close();
     // The tmux client kept ready for keys has been given nothing: its input ends and it runs nothing.

@@ -1,10 +1,7 @@
 /**
  * Flows (spec 2.5, 2.6, 2.9, 3.4, 6, 8): multi-step automations the box runs when an event occurs.
  *
- * - **Where they come from.** The box's `~/.dock/flows.json` (any project, or one `where.location`) and
- *   each location's effective config (repository, kit, box layer merged by id: a flow replaced by id
- *   never runs; a replacement with `enabled: false` switches it off on this box). The file is checked
- *   by its signature and configs are read again after a second, so edits take effect within a second.
+ * - **Where they come from**: `flow_sources.ts` (the box's flows file and each location's config).
  * - **What starts them.** Events on the bus (a type or a prefix, with `where`), never `before:` gates,
  *   never `flow.*`, never an event the flow itself caused (`origin: flow:<id>`). The bus only hands each
  *   event to a queue here; matching and running happen off the publishing path.
@@ -20,14 +17,10 @@
  *
  * @module
  */
-import { dirname, join } from "../core/posix_path.ts";
 import type {
+  AgentState,
   DockEvent,
-  FlowConfig,
-  FlowInfo,
   FlowRun,
-  FlowRunStatus,
-  FlowSource,
   FlowsState,
   FlowStepRun,
   FlowTestRequest,
@@ -35,43 +28,25 @@ import type {
 } from "../client/wire.ts";
 import { DockError } from "../client/errors.ts";
 import type { EventBus } from "../core/events.ts";
+import type { Clock } from "../core/clock.ts";
+import { errorText, type Log } from "../core/log.ts";
 import type { Store } from "../core/store.ts";
-import { FLOWS_FILE, type FlowsFile } from "../core/config.ts";
-import { readUserFileSync, validateUserFile, writeUserFile } from "../core/user_files.ts";
-import { shell } from "../core/runner.ts";
-import { SerialQueue } from "../core/serial_queue.ts";
-import { FileSignature } from "../core/files.ts";
-import type { StepRun } from "../plugins/plugins.ts";
-import {
-  flowStarts,
-  type FlowStep,
-  flowVariables,
-  runFailed,
-  runsPerHour,
-  stepName,
-  stepRuns,
-  type StepStatus,
-  stepTimeoutMs,
-  substitute,
-  tail,
-  webhookUrl,
-} from "./flow_steps.ts";
-import { shellCommand } from "./flow_shell.ts";
+import type { FlowsFile } from "../core/config.ts";
+import { FLOWS_FILE } from "../core/config.ts";
+import { validateUserFile, writeUserFile } from "../core/user_files.ts";
+import { SerialQueue } from "./serial_queue.ts";
+import { flowStarts, type FlowStep, flowVariables, runFailed, runsPerHour, stepName, stepRuns, type StepStatus, tail } from "./flow_steps.ts";
+import { runStatus } from "./flow_run_status.ts";
+import { type Candidate, type EffectiveFlow, FlowSources, type InactiveReason } from "./flow_sources.ts";
+import { FlowActions, type ModuleRunner, placeData, type RunPlace, type RunState, type StepOutcome } from "./flow_actions.ts";
+import { FlowRuns, type RunStart } from "./flow_runs.ts";
 import type { Exec } from "./exec.ts";
 import type { Locations } from "./locations.ts";
 import type { Sessions } from "./sessions.ts";
 import type { Worktrees } from "./worktrees.ts";
-import type { AgentState, Session } from "../client/wire.ts";
 
-/** Runs kept per box. */
-export const RUNS_KEPT = 200;
 /** Events waiting to be matched before the oldest are dropped (only when matching cannot keep up). */
 const BACKLOG = 10_000;
-/** How long a location's config flows are reused before the config is read again. */
-const CONFIG_TTL_MS = 1000;
-
-/** What a `module` step needs of the plugin host (`Plugins.runStep`). */
-export type ModuleRunner = (options: StepRun) => Promise<unknown>;
 
 /** What the flows engine needs from the rest of the daemon. */
 export interface FlowsOptions {
@@ -89,24 +64,11 @@ export interface FlowsOptions {
   module?: ModuleRunner;
   /** How often the flows file is checked for edits. @default {1000} */
   watchMs?: number;
+  /** Dates runs, counts the hourly budget and times steps out. */
+  clock: Clock;
+  /** Told of a run that failed outside its record and of a broken flows file. */
+  log: Log;
 }
-
-/** A flow that can run, with where it is written. */
-interface Candidate {
-  flow: FlowConfig;
-  scope: string;
-  source: FlowSource;
-  /** Where a `module` step's path is resolved and must stay inside. */
-  moduleBase?: string;
-  moduleRoot?: string;
-}
-
-/**
- * A flow in force on the box, as {@linkcode Flows.effective} lists it for trigger sources other than the
- * bus (schedules, the forge): enabled and not replaced by id in a later layer. `scope` is `box` (a box
- * flow for any project, or one whose `where.location` is a pattern) or `repo:<location>`.
- */
-export type EffectiveFlow = Readonly<Candidate>;
 
 /** What a trigger source other than the bus hands {@linkcode Flows.startTriggered}. */
 export interface TriggeredStart {
@@ -121,97 +83,51 @@ export interface TriggeredStart {
   place: { location?: string; worktree?: string };
 }
 
-/**
- * Why an effective flow cannot run on this box, from a trigger source (a schedule croner refuses, a forge
- * flow without the forge tool), or undefined. `GET flows` shows the first reason as `inactive_reason`.
- */
-export type InactiveReason = (flow: FlowConfig, scope: string) => string | undefined;
-
-/** Where a run happens. */
-interface RunPlace {
-  location?: string;
-  worktree?: Worktree;
-  agent?: string | null;
-  session?: string;
-}
-
-interface RunRow {
-  id: number;
-  flow: string;
-  scope: string;
-  trigger: string;
-  status: string;
-  reason: string | null;
-  location: string | null;
-  worktree: string | null;
-  start: string;
-  end: string | null;
-  steps: string;
-}
-
-/** What one run carries from step to step besides variables. */
-interface RunState {
-  /** The session a `start_agent` step started: later `prompt` and `wait` steps address it (spec 3.4 rule 5). */
-  session?: string;
-}
-
-interface StepOutcome {
-  ok: boolean;
-  exit_code?: number;
-  output?: string;
-  error?: string;
-}
-
 /** Runs the box's flows on its events. */
 export class Flows {
   #o: FlowsOptions;
-  #fileFlows: FlowConfig[] = [];
-  #fileError: string | undefined;
-  #file: FileSignature;
-  #configFlows = new Map<string, { candidates: Candidate[]; infos: FlowInfo[]; at: number }>();
-  // A read that began before a config.changed must not cache what it read.
-  #configGeneration = 0;
+  #sources: FlowSources;
+  #records: FlowRuns;
+  #actions: FlowActions;
   // Matching events to flows happens here, off the bus's publishing path.
-  #events = new SerialQueue<DockEvent>({
-    handle: (event) => this.#dispatch(event),
-    backlog: BACKLOG,
-    name: "flows",
-    describe: (event) => event.type,
-  });
+  #events: SerialQueue<DockEvent>;
   #running = new Set<string>();
   #runs = new Set<Promise<unknown>>();
   #closing = new AbortController();
   #unsubscribe?: () => void;
-  #timer?: ReturnType<typeof setInterval>;
-  #inactive: InactiveReason[] = [];
 
   constructor(options: FlowsOptions) {
     this.#o = options;
-    this.#file = new FileSignature(options.file);
-    this.#refresh();
+    this.#sources = new FlowSources({
+      file: options.file,
+      locations: options.locations,
+      clock: options.clock,
+      log: options.log,
+    });
+    this.#records = new FlowRuns(options.store);
+    this.#actions = new FlowActions({ ...options, closing: this.#closing.signal });
+    this.#events = new SerialQueue<DockEvent>({
+      handle: (event) => this.#dispatch(event),
+      backlog: BACKLOG,
+      name: "flows",
+      describe: (event) => event.type,
+      log: options.log,
+    });
   }
 
   /** Marks runs cut off by the last stop `interrupted`, follows the bus and watches the flows file. */
   start(): void {
-    this.#o.store.run(
-      "UPDATE flow_runs SET status = 'interrupted', end = ?, reason = 'the daemon stopped during the run' " +
-        "WHERE status = 'running'",
-      new Date().toISOString(),
-    );
+    this.#records.interruptRunning(this.#status("running", "interrupt"), this.#now());
     this.#unsubscribe = this.#o.bus.subscribe((event) => this.#onEvent(event));
-    this.#timer = setInterval(() => this.#refresh(), this.#o.watchMs ?? 1000);
+    this.#sources.watch(this.#o.watchMs ?? 1000);
   }
 
   /** Stops following events and ends running steps; their runs become `interrupted`. */
   close(): void {
     this.#unsubscribe?.();
-    clearInterval(this.#timer);
+    this.#sources.close();
     this.#closing.abort();
-    this.#o.store.run(
-      "UPDATE flow_runs SET status = 'interrupted', end = ?, reason = 'the daemon stopped during the run' " +
-        "WHERE status = 'running'",
-      new Date().toISOString(),
-    );
+    this.#records.interruptRunning(this.#status("running", "interrupt"), this.#now());
   }
 
   /** Resolves when every run in progress has ended (tests). */
@@ -219,118 +135,19 @@ export class Flows {
     while (this.#runs.size) await Promise.allSettled([...this.#runs]);
   }
 
-  // -------------------------------------------------------------------------------------------------
-  // Where flows come from
-
-  /** Checks the flows file's signature and reads it again when it changed; the last good flows stay. */
-  #refresh(): void {
-    const now = this.#file.changed();
-    if (!now) return;
-    if (now === "missing") {
-      this.#fileFlows = [];
-      this.#fileError = undefined;
-      return;
-    }
-    try {
-      this.#fileFlows =
-        readUserFileSync(this.#o.file, FLOWS_FILE, { missing: "absent", code: "invalid_flows" })
-          ?.flows ?? [];
-      this.#fileError = undefined;
-    } catch (error) {
-      this.#fileError = error instanceof Error ? error.message : String(error);
-      console.error(`flows: ${this.#fileError} (the last good flows stay in force)`);
-    }
-  }
-
-  #fileCandidates(): Candidate[] {
-    const dir = dirname(this.#o.file);
-    return this.#fileFlows.map((flow) => {
-      const location = (flow.trigger.where as { location?: string } | undefined)?.location;
-      return {
-        flow,
-        scope: location && !location.endsWith("*") ? `repo:${location}` : "box",
-        source: "box",
-        moduleBase: dir,
-        moduleRoot: dir,
-      };
-    });
-  }
-
-  /** A location's flows: the effective ones as candidates, and every layer's for the listing. */
-  async #locationFlows(location: string): Promise<{ candidates: Candidate[]; infos: FlowInfo[] }> {
-    const cached = this.#configFlows.get(location);
-    if (cached && performance.now() - cached.at < CONFIG_TTL_MS) return cached;
-    const generation = this.#configGeneration;
-    const config = await this.#o.locations.config(location).catch(() => null);
-    const scope = `repo:${location}`;
-    const layers: [FlowSource, FlowConfig[]][] = [
-      ["repo", config?.repo?.flows ?? []],
-      ["kit", config?.kit?.flows ?? []],
-      ["local", config?.local?.flows ?? []],
-    ];
-    const infos: FlowInfo[] = [];
-    const winner = new Map<string, FlowSource>();
-    for (const [source, flows] of layers) for (const flow of flows) winner.set(flow.id, source);
-    for (const [source, flows] of layers) {
-      for (const flow of flows) {
-        infos.push({ ...flow, scope, source, overridden: winner.get(flow.id) !== source });
-      }
-    }
-    let root: string | undefined;
-    try {
-      root = this.#o.locations.get(location).path;
-    } catch { /* forgotten meanwhile */ }
-    const candidates: Candidate[] = (config?.effective.flows ?? []).map((flow) => ({
-      flow,
-      scope,
-      source: winner.get(flow.id) ?? "repo",
-      moduleRoot: root,
-    }));
-    const entry = { candidates, infos, at: performance.now() };
-    if (generation === this.#configGeneration) this.#configFlows.set(location, entry);
-    return entry;
-  }
-
   /** `GET flows`: every flow on the box with its scope, source and whether it is overridden. */
-  async list(): Promise<FlowsState> {
-    this.#refresh();
-    const flows: FlowInfo[] = this.#fileCandidates().map(({ flow, scope }) => ({
-      ...flow,
-      scope,
-      source: "box",
-      overridden: false,
-    }));
-    for (const location of this.#o.locations.list()) {
-      this.#configFlows.delete(location.name); // a listing reads the configs as they are now
-      flows.push(...(await this.#locationFlows(location.name)).infos);
-    }
-    for (const info of flows) {
-      if (info.enabled !== true || info.overridden) continue;
-      const reason = this.#inactive.map((why) => why(info, info.scope)).find((r) => r !== undefined);
-      if (reason !== undefined) info.inactive_reason = reason;
-    }
-    const state: FlowsState = { path: this.#o.file, flows };
-    if (this.#fileError) state.error = this.#fileError;
-    return state;
+  list(): Promise<FlowsState> {
+    return this.#sources.list();
   }
 
   /** Adds a trigger source's explanation of why a flow cannot run, shown by `GET flows`. */
   explainInactive(reason: InactiveReason): void {
-    this.#inactive.push(reason);
+    this.#sources.explainInactive(reason);
   }
 
-  /**
-   * Every flow in force on the box for trigger sources other than the bus: the box's file and each
-   * location's effective config (the candidates the event path uses), enabled ones only. Configs are
-   * read again when older than a second, as for events.
-   */
-  async effective(): Promise<EffectiveFlow[]> {
-    this.#refresh();
-    const all: Candidate[] = [...this.#fileCandidates()];
-    for (const location of this.#o.locations.list()) {
-      all.push(...(await this.#locationFlows(location.name)).candidates);
-    }
-    return all.filter((candidate) => candidate.flow.enabled === true);
+  /** Every flow in force on the box for trigger sources other than the bus (`FlowSources.effective`). */
+  effective(): Promise<EffectiveFlow[]> {
+    return this.#sources.effective();
   }
 
   /**
@@ -368,7 +185,7 @@ export class Flows {
   async write(body: unknown): Promise<FlowsState> {
     const file = flowsBody(body);
     await writeUserFile(this.#o.file, file, { mode: 0o644 });
-    this.#refresh();
+    this.#sources.refresh();
     return await this.list();
   }
 
@@ -376,21 +193,18 @@ export class Flows {
   // Starting runs
 
   #onEvent(event: DockEvent): void {
-    if (event.type === "config.changed") {
-      // An edit through the API takes effect for the very next event, not a second later.
-      this.#configFlows.clear();
-      this.#configGeneration++;
-    }
+    // An edit through the API takes effect for the very next event, not a second later.
+    if (event.type === "config.changed") this.#sources.configChanged();
     if (event.type.startsWith("flow.") || event.type.startsWith("before:")) return;
     this.#events.push(event);
   }
 
   async #dispatch(event: DockEvent): Promise<void> {
-    this.#refresh();
+    this.#sources.refresh();
     const place = this.#eventPlace(event);
     const candidates = [
-      ...this.#fileCandidates(),
-      ...(place.location ? (await this.#locationFlows(place.location)).candidates : []),
+      ...this.#sources.fileCandidates(),
+      ...(place.location ? (await this.#sources.locationFlows(place.location)).candidates : []),
     ];
     const where = {
       location: place.location,
@@ -406,7 +220,7 @@ export class Flows {
 
   #track(run: Promise<unknown>): void {
     this.#runs.add(run);
-    run.catch((error) => console.error("flows:", error)).finally(() => this.#runs.delete(run));
+    run.catch((error) => this.#o.log.error(`flows: ${errorText(error)}`)).finally(() => this.#runs.delete(run));
   }
 
   /** The place of an event: its `location`/`worktree`, its `session`'s, or the worktree holding its `path`. */
@@ -450,15 +264,15 @@ export class Flows {
    * as the event's data; `data.path` picks the worktree) and answers the finished run.
    */
   async test(id: string, request: FlowTestRequest): Promise<FlowRun> {
-    this.#refresh();
+    this.#sources.refresh();
     const scope = request.scope ?? "box";
-    let candidates = this.#fileCandidates();
+    let candidates = this.#sources.fileCandidates();
     let location: string | undefined;
     if (scope.startsWith("repo:")) {
       location = scope.slice("repo:".length);
       this.#o.locations.get(location);
-      this.#configFlows.delete(location);
-      candidates = [...(await this.#locationFlows(location)).candidates, ...candidates];
+      this.#sources.forget(location);
+      candidates = [...(await this.#sources.locationFlows(location)).candidates, ...candidates];
     }
     const candidate = candidates.find((c) => c.flow.id === id);
     if (!candidate) {
@@ -469,7 +283,7 @@ export class Flows {
       type: typeof candidate.flow.trigger.event === "string" && !candidate.flow.trigger.event.endsWith("*")
         ? candidate.flow.trigger.event
         : "flow.test",
-      time: new Date().toISOString(),
+      time: this.#now(),
       box: this.#o.boxName,
       origin: "test",
       data,
@@ -482,36 +296,35 @@ export class Flows {
   async #start(candidate: Candidate, event: DockEvent, place: RunPlace, trigger: string): Promise<FlowRun> {
     const { flow, scope } = candidate;
     const runKey = `${scope}\0${flow.id}\0${place.location ?? ""}/${place.worktree?.name ?? ""}`;
-    const now = new Date();
+    const now = this.#o.clock.now();
     const base = {
       flow: flow.id,
       scope,
       trigger,
       location: place.location ?? null,
       worktree: place.worktree?.name ?? null,
-      start: now.toISOString(),
+      start: new Date(now).toISOString(),
     };
     if (this.#running.has(runKey)) {
-      return this.#record({ ...base, status: "skipped", reason: "already running there", end: base.start });
-    }
-    const hourAgo = new Date(now.getTime() - 3_600_000).toISOString();
-    const used = this.#o.store.get<{ n: number }>(
-      "SELECT count(*) AS n FROM flow_runs WHERE flow = ? AND scope = ? AND start > ? AND status != 'skipped'",
-      flow.id,
-      scope,
-      hourAgo,
-    )?.n ?? 0;
-    if (used >= runsPerHour(flow)) {
-      return this.#record({
+      return this.#records.record({
         ...base,
-        status: "skipped",
+        status: this.#status("new", "skip"),
+        reason: "already running there",
+        end: base.start,
+      });
+    }
+    const used = this.#records.startedSince(flow.id, scope, new Date(now - 3_600_000).toISOString());
+    if (used >= runsPerHour(flow)) {
+      return this.#records.record({
+        ...base,
+        status: this.#status("new", "skip"),
         reason: `over its budget of ${runsPerHour(flow)} runs per hour`,
         end: base.start,
       });
     }
     this.#running.add(runKey);
     try {
-      const run = this.#record({ ...base, status: "running" });
+      const run = this.#records.record({ ...base, status: this.#status("new", "begin") });
       const origin = `flow:${flow.id}`;
       this.#o.bus.publish({
         type: "flow.started",
@@ -542,11 +355,11 @@ export class Flows {
           worktree: place.worktree,
           agentState: this.#agentState(step.session ?? state.session ?? place.session),
           steps: done,
-          now: new Date(),
+          now: new Date(this.#o.clock.now()),
         });
         let outcome: StepOutcome;
         try {
-          outcome = await this.#step(step, name, vars, { candidate, place, run: run.id, state });
+          outcome = await this.#actions.run(step, name, vars, { candidate, place, run: run.id, state });
         } catch (error) {
           outcome = { ok: false, error: error instanceof Error ? error.message : String(error) };
         }
@@ -566,9 +379,9 @@ export class Flows {
         if (!outcome.ok) {
           reason = `step ${name} (${step.kind}) failed${outcome.error ? `: ${outcome.error}` : ""}`;
         } else if (!runFailed(judged)) reason = undefined; // handled (spec 3.4 rule 4)
-        this.#o.store.run("UPDATE flow_runs SET steps = ? WHERE id = ?", JSON.stringify(steps), run.id);
+        this.#records.steps(run.id, steps);
       }
-      const status: FlowRunStatus = runFailed(judged) ? "failed" : "succeeded";
+      const status = runStatus("running", runFailed(judged) ? "fail" : "succeed");
       this.#o.store.run(
         "UPDATE flow_runs SET status = ?, reason = ?, end = ?, steps = ? WHERE id = ? AND status = 'running'",
         status,

@@ -38,7 +38,7 @@ import {
   isGate,
 } from "../core/hooks.ts";
 import { dirname, join } from "../core/posix_path.ts";
-import { SerialQueue } from "../core/serial_queue.ts";
+import { SerialQueue } from "./serial_queue.ts";
 import type { Locations } from "./locations.ts";
 import type { Worktrees } from "./worktrees.ts";
 

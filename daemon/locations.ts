@@ -12,7 +12,7 @@ import { mergeConfigs, readRepoConfig, validateConfig } from "../core/config.ts"
 import { ConfigError } from "../core/user_files.ts";
 import type { EventBus } from "../core/events.ts";
 import * as git from "./git.ts";
-import { checkName } from "../core/names.ts";
+import { checkName } from "./names.ts";
 import type { Store } from "../core/store.ts";
 
 /** What a location keeps of its kit (the `kit` column of `locations`). */

@@ -12,6 +12,22 @@
  */
 export const PATH_HOLDS = "(path = ?1 OR substr(?1, 1, length(path) + 1) = path || '/')";
 
+/**
+ * A supervised child's columns (supervisor.ts `SupervisedRow`), written once: the services, units and
+ * tunnels tables each have them after their key.
+ */
+const SUPERVISED_COLUMNS = `
+  desired TEXT NOT NULL DEFAULT 'stopped',
+  state TEXT NOT NULL DEFAULT 'stopped',
+  pid INTEGER,
+  pid_start INTEGER,
+  restarts INTEGER NOT NULL DEFAULT 0,
+  crashes INTEGER NOT NULL DEFAULT 0,
+  started TEXT,
+  exit_code INTEGER,
+  error TEXT,
+  cgroup TEXT,`.trim();
+
 /** Run at every open; every statement is `IF NOT EXISTS`. */
 export const BOX_SCHEMA = `
 CREATE TABLE IF NOT EXISTS locations (
@@ -49,16 +65,7 @@ CREATE TABLE IF NOT EXISTS services (
   location TEXT NOT NULL,
   worktree TEXT NOT NULL,
   name TEXT NOT NULL,
-  desired TEXT NOT NULL DEFAULT 'stopped',
-  state TEXT NOT NULL DEFAULT 'stopped',
-  pid INTEGER,
-  pid_start INTEGER,
-  restarts INTEGER NOT NULL DEFAULT 0,
-  crashes INTEGER NOT NULL DEFAULT 0,
-  started TEXT,
-  exit_code INTEGER,
-  error TEXT,
-  cgroup TEXT,
+${SUPERVISED_COLUMNS}
   PRIMARY KEY (location, worktree, name),
   FOREIGN KEY (location, worktree) REFERENCES worktrees(location, name) ON DELETE CASCADE
 );
@@ -97,19 +104,11 @@ CREATE TABLE IF NOT EXISTS units (
   env TEXT NOT NULL DEFAULT '{}',
   autostart INTEGER NOT NULL DEFAULT 0,
   created TEXT,
-  desired TEXT NOT NULL DEFAULT 'stopped',
-  state TEXT NOT NULL DEFAULT 'stopped',
-  pid INTEGER,
-  pid_start INTEGER,
-  restarts INTEGER NOT NULL DEFAULT 0,
-  crashes INTEGER NOT NULL DEFAULT 0,
-  started TEXT,
-  exit_code INTEGER,
-  error TEXT,
-  cgroup TEXT,
+${SUPERVISED_COLUMNS}
   PRIMARY KEY (location, worktree, name)
 );
--- Public shares of a worktree's port (shares.ts): the tunnel's process group, adopted after a restart.
+-- Public shares of a worktree's port (shares.ts). Their tunnels run under the supervisor (the tunnels
+-- table, keyed by the share's id); pid and pid_start here are the tunnel's wrapper at its start.
 CREATE TABLE IF NOT EXISTS shares (
   id TEXT PRIMARY KEY,
   location TEXT NOT NULL,
@@ -120,6 +119,15 @@ CREATE TABLE IF NOT EXISTS shares (
   pid INTEGER NOT NULL,
   pid_start INTEGER NOT NULL,
   created TEXT NOT NULL
+);
+-- Shares' tunnels (shares.ts): supervised children, one per share (name = the share's id; location and
+-- worktree are empty), never restarted: a tunnel that ends ends its share.
+CREATE TABLE IF NOT EXISTS tunnels (
+  location TEXT NOT NULL DEFAULT '',
+  worktree TEXT NOT NULL DEFAULT '',
+  name TEXT NOT NULL,
+${SUPERVISED_COLUMNS}
+  PRIMARY KEY (location, worktree, name)
 );
 -- Idempotency keys of POST sessions/{name}/send: recorded before the text is typed, so a repeat with
 -- the same key replays the outcome instead of typing again (see send_ledger.ts).

@@ -4,7 +4,7 @@
  * text may reach the terminal, and a repeat with the same key replays the first outcome (the session as
  * it was answered, or the same error) or waits for it while it is still being typed. Keystrokes and
  * answers (`POST sessions/{name}/keys` and `answer`) are kept here too, under keys of their own
- * (`ledgerKey` in `sessions.ts`), with their own answer as the outcome.
+ * (`ledgerKey` in `session_input.ts`), with their own answer as the outcome.
  *
  * When the daemon stopped while typing it (a kill -9, a crash), the key is found without an outcome. A
  * send recorded `resumable` (its typing leaves a trace that tells how far it got: `Tmux.pasteOnce`)

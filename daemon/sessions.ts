@@ -11,7 +11,6 @@
  *
  * @module
  */
-import { sleep } from "../client/timers.ts";
 import { join } from "../core/posix_path.ts";
 import { DockError, notFound } from "../client/errors.ts";
 import type {
@@ -27,18 +26,18 @@ import type {
   Worktree,
 } from "../client/wire.ts";
 import { agentArgs, availableAgents } from "./agents.ts";
-import { answerKeys } from "./answers.ts";
 import type { AgentStates } from "./agent_state.ts";
 import type { EventBus } from "../core/events.ts";
 import type { ExitWatcher } from "./exit_watcher.ts";
 import type { Locations } from "./locations.ts";
 import { groupMembers, groupRss, processes } from "./procs.ts";
 import { killGroup, loginShell, shellQuote } from "../core/runner.ts";
-import { sha256Hex } from "../core/bytes.ts";
+import { type Clock, sleep } from "../core/clock.ts";
 import { SESSION_NAME } from "../client/schemas.ts";
 import type { Store } from "../core/store.ts";
 import type { SendLedger } from "./send_ledger.ts";
 import type { Tmux } from "./tmux.ts";
+import { SessionInput } from "./session_input.ts";
 import { TurnChecks } from "./turn_check.ts";
 import type { Worktrees } from "./worktrees.ts";
 
@@ -84,6 +83,7 @@ export interface SessionsOptions {
     | "pressEnter"
     | "dropSlot"
     | "writeConfig"
+    | "command"
   >;
   locations: Pick<Locations, "config">;
   worktrees: Pick<Worktrees, "target" | "environment">;
@@ -95,6 +95,8 @@ export interface SessionsOptions {
   ledger: Pick<SendLedger, "once">;
   /** Folder of the launcher files (`<state>/box/sessions`). */
   dir: string;
+  /** Dates sessions and input, and times `wait` and the end of a session's processes. */
+  clock: Clock;
 }
 
 /** Owns the sessions. */
@@ -103,11 +105,30 @@ export class Sessions {
   #changed = new Set<() => void>();
   #unsubscribe: (() => void)[];
   #checks: TurnChecks;
+  #input: SessionInput;
 
   constructor(options: SessionsOptions) {
     this.#o = options;
     options.store.addColumn("sessions", "seen TEXT"); // a box made before review
+    this.#input = new SessionInput({
+      tmux: options.tmux,
+      bus: options.bus,
+      ledger: options.ledger,
+      clock: options.clock,
+      sessions: this,
+      turns: {
+        started: (name, at) => this.#inputStartsTurn(name, at),
+        submitted: (name, at) => this.#submitted(name, at),
+        interrupted: (name) => this.interrupted(name),
+        // An answer is input to the agent: a turn goes on (or, for a denial, ends: the pane is checked).
+        answered: (name, at) => {
+          const row = this.#row(name);
+          if (row?.agent && !row.exited) this.#inputStartsTurn(name, at);
+        },
+      },
+    });
     this.#checks = new TurnChecks({
+      clock: options.clock,
       tmux: options.tmux,
       // No tool reports an interrupted turn: the box decides it, and announces it as a hook's report
       // would be, or the app (and hooks, notices) learned of it only at their next reload.
@@ -151,7 +172,7 @@ export class Sessions {
 
   /** A person attached to the session (a look at what its agent did: `GET review`'s `unseen`). */
   looked(name: string): void {
-    this.#o.store.run("UPDATE sessions SET seen = ? WHERE name = ?", new Date().toISOString(), name);
+    this.#o.store.run("UPDATE sessions SET seen = ? WHERE name = ?", this.#now(), name);
   }
 
   /** When a person last attached to the session, or null. */
@@ -242,7 +263,7 @@ export class Sessions {
         : `exec ${shellQuote(shell)} -l`,
     ].join("\n");
     await Deno.writeTextFile(join(dir, "launch.sh"), launch + "\n", { mode: 0o600 });
-    const created = new Date().toISOString();
+    const created = this.#now();
     this.#o.store.run(
       `INSERT INTO sessions (name, location, worktree, path, command, agent, agent_state, state_time, created,
        from_session) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -290,13 +311,14 @@ export class Sessions {
       // The pane's program leads its own process group: end the group, not just the shell.
       killGroup(pane.pid, "SIGTERM");
       killGroup(pane.pid, "SIGCONT");
-      const deadline = Date.now() + 2000;
-      while (groupMembers(pane.pid).length && Date.now() < deadline) await sleep(25);
+      const deadline = this.#o.clock.now() + 2000;
+      while (groupMembers(pane.pid).length && this.#o.clock.now() < deadline) await sleep(this.#o.clock, 25);
       killGroup(pane.pid, "SIGKILL");
     }
     await this.#o.tmux.kill(name);
     this.#o.store.run("DELETE FROM sessions WHERE name = ?", name);
     this.#o.states.forget(name);
+    this.#input.forget(name);
     await Deno.remove(join(this.#o.dir, name), { recursive: true }).catch(() => {});
     this.#o.bus.publish({ type: "session.removed", origin, data: { session: name } });
     this.#notify();
@@ -319,13 +341,9 @@ export class Sessions {
   }
 
   /**
-   * Types a prompt: one pasted block, then Enter unless `enter` is false. Never logs the text. With
-   * `key` (an idempotency key) the prompt is typed at most once per key (see `send_ledger.ts`). With
-   * `unlessWaiting: "permission"`, an agent waiting on a permission prompt refuses it (409
-   * `permission_prompt`): checked in the step that types, so no state change slips in between.
-   *
-   * A session's sends go one at a time, in order: a send's check and its typing are not interleaved
-   * with another send's typing (which could raise the prompt the check looked for).
+   * Types a prompt: one pasted block, then Enter unless `enter` is false; with `key`, at most once per
+   * key; with `unlessWaiting: "permission"`, refused (409) while the agent waits on a permission prompt.
+   * In the session's line of input, after its earlier sends and keys (`session_input.ts`).
    */
   send(
     name: string,
@@ -334,264 +352,27 @@ export class Sessions {
     origin: string,
     options: { key?: string; unlessWaiting?: "permission" } = {},
   ): Promise<Session> {
-    return this.#inLane(name, () => this.#sendNow(name, text, enter, origin, options));
+    return this.#input.send(name, text, enter, origin, options);
   }
 
-  /**
-   * Types keystrokes (`POST sessions/{name}/keys`): each entry one character, typed literally, or a named
-   * key (`KEY_NAMES`), never a paste, in the same line as the session's sends. Never logs or announces
-   * the keys. Enter counts as input submitted and Esc or Ctrl-C as an interrupt, as typed through attach.
-   * With `key`, typed at most once per key (as `send`).
-   */
+  /** Types keystrokes (`POST sessions/{name}/keys`), in the session's line of input (`session_input.ts`). */
   keys(
     name: string,
     keys: readonly string[],
     origin: string,
     options: { key?: string } = {},
   ): Promise<KeysResult> {
-    return this.#inLane(name, () =>
-      this.#keystrokes(name, origin, {
-        key: options.key === undefined ? undefined : ledgerKey("keys", options.key),
-        choose: () => Promise.resolve(keys),
-        after: (at) => {
-          if (keys.includes("Enter")) this.#submitted(name, at);
-          if (keys.includes("Escape") || keys.includes("C-c")) this.interrupted(name);
-        },
-        announce: { type: "session.keys", data: { session: name, typed: keys.length } },
-        shape: (result) => result,
-      }));
+    return this.#input.keys(name, keys, origin, options);
   }
 
-  /**
-   * Answers the agent's permission prompt (`POST sessions/{name}/answer`) with the keys its tool takes
-   * for `answer` (`answers.ts`). 409 `not_waiting_permission` unless the agent waits on a permission
-   * prompt, checked in the step that types (in the session's line, nothing awaited between the check and
-   * tmux's command but the read of the screen that shows the options). With `key`, typed at most once.
-   */
+  /** Answers the agent's permission prompt (`POST sessions/{name}/answer`; `session_input.ts`). */
   answer(
     name: string,
     answer: PermissionAnswer,
     origin: string,
     options: { key?: string } = {},
   ): Promise<AnswerResult> {
-    return this.#inLane(name, () =>
-      this.#keystrokes(name, origin, {
-        key: options.key === undefined ? undefined : ledgerKey("answer", options.key),
-        choose: async (session, fresh) => {
-          if (!fresh) return answerKeys(session, answer);
-          if (session.agent_state !== "waiting" || session.reason !== "permission") {
-            throw new DockError(
-              "not_waiting_permission",
-              `session '${name}' is ${session.agent_state}${
-                session.reason ? ` (${session.reason})` : ""
-              }, not waiting on a permission prompt: nothing was typed`,
-              {
-                status: 409,
-                detail: { session: name, agent_state: session.agent_state, reason: session.reason },
-              },
-            );
-          }
-          answerKeys(session, answer); // 422 for a tool the table does not know, before reading the screen
-          const screen = await this.#o.tmux.capture(name, 0);
-          const now = this.get(name);
-          if (now.agent_state !== "waiting" || now.reason !== "permission") {
-            throw new DockError(
-              "not_waiting_permission",
-              `session '${name}' stopped waiting: nothing was typed`,
-              {
-                status: 409,
-                detail: { session: name, agent_state: now.agent_state, reason: now.reason },
-              },
-            );
-          }
-          return answerKeys(now, answer, screen);
-        },
-        // An answer is input to the agent: a turn goes on (or, for a denial, ends: the pane is checked).
-        after: (at) => {
-          const row = this.#row(name);
-          if (row?.agent && !row.exited) this.#inputStartsTurn(name, at);
-        },
-        announce: { type: "session.answered", data: { session: name, answer } },
-        // The keys an answer typed are the table's, not the caller's input: they are part of its outcome.
-        shape: (result, keys) => ({ ...result, answer, keys: [...keys] }),
-      }));
-  }
-
-  /** Runs `step` after the session's earlier sends and keys, in order, one at a time. */
-  #inLane<T>(name: string, step: () => Promise<T>): Promise<T> {
-    const previous = this.#lanes.get(name) ?? Promise.resolve();
-    const running = previous.then(step);
-    const lane = running.then(() => {}, () => {});
-    this.#lanes.set(name, lane);
-    lane.then(() => {
-      if (this.#lanes.get(name) === lane) this.#lanes.delete(name);
-    });
-    return running;
-  }
-
-  /** Each session's last send or keys, which the next one waits for. */
-  #lanes = new Map<string, Promise<void>>();
-
-  /**
-   * Types keys chosen by `choose` from the session as it is now (`fresh`: false when finishing a keyed
-   * call an earlier daemon recorded, whose checks passed then). With `key`, at most once (see
-   * `send_ledger.ts`): recorded before tmux may type them, and claimed in tmux's slot in the same step
-   * as the typing, so a repeat after a kill -9 types them only when the killed daemon had not.
-   */
-  async #keystrokes<T>(
-    name: string,
-    origin: string,
-    step: {
-      key?: string;
-      choose: (session: Session, fresh: boolean) => Promise<readonly string[]>;
-      after: (at: string) => void;
-      announce: { type: string; data: Record<string, unknown> };
-      /** The answer (what a repeat of the key replays). */
-      shape: (result: KeysResult, keys: readonly string[]) => T;
-    },
-  ): Promise<T> {
-    const type = async (keys: readonly string[], slot?: string, resumed = false): Promise<T> => {
-      const release = slot ? [...this.#settledSlots] : [];
-      if (slot) this.#settledSlots.clear();
-      const at = new Date().toISOString();
-      const done = await this.#o.tmux.typeKeys(name, keys, { slot, release });
-      if (done === "typed") {
-        // A resumed call's slot stays claimed: the killed daemon's own command may still come, and the
-        // claim is what stops it (as a resumed send's).
-        if (slot && !resumed) this.#claimed.add(slot);
-        step.after(at);
-        this.#o.bus.publish({ type: step.announce.type, origin, data: step.announce.data });
-      }
-      return step.shape({ session: this.get(name), typed: keys.length, at }, keys);
-    };
-    const fresh = async (commit: (options?: { resumable?: boolean }) => void, slot?: string) => {
-      const session = this.get(name);
-      if (session.exited) {
-        throw new DockError("exited", `session '${name}' has exited; its program no longer reads input`, {
-          status: 409,
-        });
-      }
-      const keys = await step.choose(session, true);
-      // From here on the keys may reach the terminal.
-      commit({ resumable: slot !== undefined });
-      return await type(keys, slot);
-    };
-    if (step.key === undefined) return await fresh(() => {});
-    const slot = `dock-keys-${await sha256Hex(step.key, 12)}`;
-    try {
-      return await this.#o.ledger.once<T>(
-        step.key,
-        name,
-        (commit) => fresh(commit, slot),
-        async () => await type(await step.choose(this.get(name), false), slot, true),
-      );
-    } finally {
-      if (this.#claimed.delete(slot)) this.#settledSlots.add(slot);
-    }
-  }
-
-  async #sendNow(
-    name: string,
-    text: string,
-    enter: boolean,
-    origin: string,
-    options: { key?: string; unlessWaiting?: "permission" },
-  ): Promise<Session> {
-    const { key, unlessWaiting } = options;
-    if (key === undefined) return await this.#send(name, text, enter, origin, () => {}, { unlessWaiting });
-    const slot = await sendSlot(key);
-    try {
-      return await this.#o.ledger.once(
-        key,
-        name,
-        (commit) => this.#send(name, text, enter, origin, commit, { slot, unlessWaiting }),
-        // Finishing a send recorded before a kill: its check passed when it was recorded.
-        () => this.#typeOnce(name, text, slot, { enter, origin, resumed: true }),
-      );
-    } finally {
-      // Settled: no daemon looks at a slot this process claimed for a fresh send again, and no other
-      // process ever had a command for it. The next keyed send unsets it.
-      if (this.#claimed.delete(slot)) this.#settledSlots.add(slot);
-    }
-  }
-
-  /** Slots this process claimed for sends not settled yet. */
-  #claimed = new Set<string>();
-  /** Slots of this process's keyed sends settled since the last one, unset by the next. */
-  #settledSlots = new Set<string>();
-
-  async #send(
-    name: string,
-    text: string,
-    enter: boolean,
-    origin: string,
-    commit: (options?: { resumable?: boolean }) => void,
-    options: { slot?: string; unlessWaiting?: "permission" },
-  ): Promise<Session> {
-    const { slot, unlessWaiting } = options;
-    const session = this.get(name);
-    if (session.exited) {
-      throw new DockError("exited", `session '${name}' has exited; its program no longer reads input`, {
-        status: 409,
-      });
-    }
-    if (session.agent && session.state_time === session.created) {
-      // The agent has not reported since it started: its input may not be up yet, and a prompt pasted
-      // into a terminal nobody reads yet is lost or mangled. Give it a moment to say it is ready.
-      await this.wait(name, {
-        states: ["idle", "running", "waiting", "finished"],
-        after: new Date(session.created),
-        timeoutMs: 10_000,
-      });
-    }
-    // The last look before the text may reach the terminal: nothing awaited from here to tmux's command.
-    if (unlessWaiting) refuseWhileWaiting(this.get(name), unlessWaiting);
-    if (slot) {
-      // Recorded before tmux may type it; tmux's slot tells a daemon started after a kill -9 how far
-      // it got, so a repeat finishes it instead of refusing (send_ledger.ts).
-      commit({ resumable: true });
-      return await this.#typeOnce(name, text, slot, { enter, origin, resumed: false });
-    }
-    // From here on the text may reach the terminal.
-    commit();
-    const sent = new Date().toISOString();
-    await this.#o.tmux.paste(name, text, enter, settlesBeforeEnter(this.get(name)));
-    if (enter && session.agent) this.#inputStartsTurn(name, sent);
-    this.#o.bus.publish({ type: "session.sent", origin, data: { session: name } });
-    return this.get(name);
-  }
-
-  /**
-   * Types a keyed send once (see `Tmux.pasteOnce`), then presses Enter if that is still owed.
-   * `resumed`: finishing a send an earlier daemon recorded and never settled, where both steps may have
-   * happened already (and `enter` only matters if the paste had not).
-   */
-  async #typeOnce(
-    name: string,
-    text: string,
-    slot: string,
-    options: { enter: boolean; origin: string; resumed: boolean },
-  ): Promise<Session> {
-    const session = this.get(name);
-    const sent = new Date().toISOString();
-    const release = [...this.#settledSlots];
-    this.#settledSlots.clear();
-    let typed: boolean;
-    try {
-      const settle = settlesBeforeEnter(session);
-      const paste = await this.#o.tmux.pasteOnce(name, slot, text, { enter: options.enter, release, settle });
-      // A resumed send's slot stays claimed even when this call claimed it: the killed daemon's own
-      // command may still come, and the claim is what stops it.
-      if (paste === "claimed" && !options.resumed) this.#claimed.add(slot);
-      const entered = (options.enter || options.resumed) && await this.#o.tmux.pressEnter(name, slot, settle);
-      typed = paste !== "found" || entered;
-      if (entered && session.agent) this.#inputStartsTurn(name, sent);
-    } catch (error) {
-      await this.#o.tmux.dropSlot(slot);
-      throw error;
-    }
-    if (typed) this.#o.bus.publish({ type: "session.sent", origin: options.origin, data: { session: name } });
-    return this.get(name);
+    return this.#input.answer(name, answer, origin, options);
   }
 
   /**
@@ -634,7 +415,7 @@ export class Sessions {
     name: string,
     options: { states: AgentState[]; after?: Date; timeoutMs: number; signal?: AbortSignal },
   ): Promise<WaitResult> {
-    const deadline = Date.now() + options.timeoutMs;
+    const deadline = this.#o.clock.now() + options.timeoutMs;
     while (true) {
       const session = this.get(name);
       const reportedAfter = !options.after ||
@@ -642,7 +423,7 @@ export class Sessions {
       if (session.exited || (options.states.includes(session.agent_state) && reportedAfter)) {
         return { state: session.agent_state, timed_out: false, exited: session.exited };
       }
-      const left = deadline - Date.now();
+      const left = deadline - this.#o.clock.now();
       if (left <= 0 || options.signal?.aborted) {
         return { state: session.agent_state, timed_out: true, exited: false };
       }
@@ -703,6 +484,10 @@ export class Sessions {
     return name;
   }
 
+  #now(): string {
+    return new Date(this.#o.clock.now()).toISOString();
+  }
+
   #row(name: string): SessionRow | undefined {
     return this.#o.store.get<SessionRow>("SELECT * FROM sessions WHERE name = ?", name);
   }
@@ -714,12 +499,12 @@ export class Sessions {
   #nextChange(ms: number, signal?: AbortSignal): Promise<void> {
     return new Promise((resolve) => {
       const done = () => {
-        clearTimeout(timer);
+        cancel();
         this.#changed.delete(done);
         signal?.removeEventListener("abort", done);
         resolve();
       };
-      const timer = setTimeout(done, ms);
+      const cancel = this.#o.clock.after(ms, done);
       this.#changed.add(done);
       signal?.addEventListener("abort", done, { once: true });
     });
@@ -732,24 +517,6 @@ export function envScript(env: Record<string, string>): string {
     .filter(([key]) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(key))
     .map(([key, value]) => `${key}=${shellQuote(value)}\n`)
     .join("");
-}
-
-/**
- * The send ledger's key of a keyed `keys` or `answer` call: apart from `send`'s keys (and each other's),
- * so a key reused across routes never replays another route's answer.
- */
-export function ledgerKey(route: "keys" | "answer", key: string): string {
-  return `${route}:${key}`;
-}
-
-/** Refuses a send to an agent waiting on `reason` (409 `permission_prompt`): typing would answer it. */
-function refuseWhileWaiting(session: Session, reason: "permission"): void {
-  if (session.agent_state !== "waiting" || session.reason !== reason) return;
-  throw new DockError(
-    "permission_prompt",
-    `session '${session.name}' waits on a permission prompt: the text would answer it, so it was not typed`,
-    { status: 409, detail: { session: session.name, reason } },
-  );
 }
 
 function toSession(row: SessionRow): Session {
@@ -768,25 +535,4 @@ function toSession(row: SessionRow): Session {
     created: row.created,
     from_session: row.from_session,
   };
-}
-
-/**
- * The slot of a keyed send in tmux (the name of its claim, its buffer and its Enter marker): made
- * from its key, so every daemon finds the same. Hashed: a key may hold characters tmux's command line
- * treats specially (a trailing `;`).
- */
-async function sendSlot(key: string): Promise<string> {
-  return `dock-send-${await sha256Hex(key, 12)}`;
-}
-
-/**
- * Whether a send into `session` waits, before its Enter, for the program to draw the paste and go quiet
- * (`Tmux` `#settleAfterPaste`, 100 ms to 1 s): every agent does. Gemini CLI 0.61 turns an Enter read
- * within 40 ms of a bracketed paste into a newline, and Codex 0.169 takes keys that come in a burst with
- * the paste as part of it; on a loaded machine Claude Code too has been seen to miss a prompt whose Enter
- * came 3 ms after its paste (the real-agent suite, in a full parallel run: "reached the model: no"). A
- * plain shell session has no such guard and gets its Enter at once.
- */
-function settlesBeforeEnter(session: Pick<Session, "agent">): boolean {
-  return Boolean(session.agent);
 }

@@ -3,11 +3,12 @@
  * installed on the box: `cloudflared` (a quick tunnel: `cloudflared tunnel --url http://127.0.0.1:PORT`)
  * or `tailscale` (`tailscale funnel PORT`). Without one it is a 422 naming what to install.
  *
- * The tunnel runs as a process group of its own (`launch`), its output in a log beside the box's logs,
- * where its public URL is read once it prints one. What runs is kept with its pid and kernel start time:
- * a restarted daemon adopts a tunnel still running and forgets one that ended, so a share never goes on
- * unseen. A share ends when asked (`DELETE shares/{id}`), when its worktree is removed, or when its
- * tunnel exits. Events: `share.opened`, `share.closed` (with why), `share.failed`.
+ * The tunnel is a child of the box's one supervisor (`supervisor.ts`, the tunnels' scope: never
+ * restarted, since a new quick tunnel is a new URL), its output in a log beside the box's logs, where its
+ * public URL is read once it prints one. A restarted daemon adopts a tunnel still running and ends the
+ * share of one that ended, so a share never goes on unseen. A share ends when asked
+ * (`DELETE shares/{id}`), when its worktree is removed, or when its tunnel exits (TERM, then KILL after
+ * {@linkcode STOP_GRACE_MS}). Events: `share.opened`, `share.closed` (with why), `share.failed`.
  *
  * @module
  */
@@ -17,9 +18,11 @@ import { DockError } from "../client/errors.ts";
 import type { Share, ShareRequest, Worktree } from "../client/wire.ts";
 import type { EventBus } from "../core/events.ts";
 import type { BoxPaths } from "../core/paths.ts";
-import { killGroup, launch, which } from "../core/runner.ts";
+import { shellQuote, which } from "../core/runner.ts";
 import type { Store } from "../core/store.ts";
-import { isAlive, readProc } from "./procs.ts";
+import type { CgroupSupport } from "./cgroups.ts";
+import { isAlive } from "./procs.ts";
+import { Supervisor } from "./supervisor.ts";
 import type { Worktrees } from "./worktrees.ts";
 
 /** The tunnel CLIs dock knows, in the order it prefers them, and how each shares a local port. */
@@ -33,6 +36,10 @@ export const TUNNELS = [
 
 /** How long a tunnel may take to print its public URL. */
 const URL_WAIT_MS = 30_000;
+/** Between SIGTERM and SIGKILL of a tunnel: it has no state to save, so shorter than a service's. */
+const STOP_GRACE_MS = 3000;
+/** A tunnel's key in the supervisor is its share's id alone. */
+const NONE = "";
 
 interface ShareRow {
   id: string;
@@ -51,7 +58,7 @@ export interface SharesOptions {
   store: Store;
   bus: Pick<EventBus, "publish">;
   worktrees: Pick<Worktrees, "get">;
-  paths: Pick<BoxPaths, "logs">;
+  paths: Pick<BoxPaths, "logs" | "state">;
   /** Where tunnel CLIs are looked for. @default {the daemon's PATH} */
   path?: () => string;
   /** How often running tunnels are checked. @default {1000} */
@@ -61,21 +68,45 @@ export interface SharesOptions {
 /** The box's shares. */
 export class Shares {
   #o: SharesOptions;
-  #poller?: ReturnType<typeof setInterval>;
+  #tunnels: Supervisor;
 
   constructor(options: SharesOptions) {
     this.#o = options;
+    this.#tunnels = new Supervisor({
+      store: options.store,
+      bus: options.bus,
+      paths: options.paths,
+      stopTimeoutMs: STOP_GRACE_MS,
+      pollMs: options.pollMs ?? 1000,
+      scope: {
+        table: "tunnels",
+        noun: "tunnel",
+        restart: "never",
+        events: false, // the share's events say it
+        describe: (_location, _worktree, id) => ({ share: id }),
+        place: () => ({ path: "/" }),
+        environment: (_location, _worktree, _id, mark) =>
+          Promise.resolve({ ...Deno.env.toObject(), DOCK_SERVICE: mark }),
+        command: (_location, _worktree, id) => Promise.resolve(this.#command(id)),
+        logFile: (_location, _worktree, id) => this.#logFile(id),
+        ended: (_location, _worktree, id, whileDown) => this.#tunnelEnded(id, whileDown),
+      },
+    });
   }
 
-  /** Forgets tunnels that ended while the daemon was down, then watches the others. */
-  start(): void {
-    this.#check("restart");
-    this.#poller = setInterval(() => this.#check("exited"), this.#o.pollMs ?? 1000);
+  /** Adopts tunnels still running, ends the shares of those that ended while the daemon was down, watches. */
+  async start(options: { cgroups?: CgroupSupport } = {}): Promise<void> {
+    // A share opened by a daemon from before tunnels were supervised: its tunnel is adopted the same way.
+    this.#o.store.run(
+      `INSERT OR IGNORE INTO tunnels (location, worktree, name, desired, state, pid, pid_start, started)
+       SELECT '', '', id, 'running', 'running', pid, pid_start, created FROM shares`,
+    );
+    await this.#tunnels.adopt(options);
   }
 
   /** Stops watching (tunnels run on; the next daemon adopts them). */
   close(): void {
-    clearInterval(this.#poller);
+    this.#tunnels.close();
   }
 
   /** Every share. */
@@ -110,21 +141,28 @@ export class Shares {
     const id = `sh-${crypto.randomUUID().slice(0, 8)}`;
     const log = this.#logFile(id);
     await Deno.mkdir(this.#o.paths.logs, { recursive: true });
-    // The tunnel's output to its log, from a wrapper in its own group: nothing of it is a pipe to dockd.
-    const child = launch("/bin/sh", ["-c", 'exec "$@" >"$0" 2>&1', log, tunnel.tool, ...tunnel.args(port)]);
-    const start = readProc(child.pid)?.startTime ?? 0;
     this.#o.store.run(
-      "INSERT INTO shares (id, location, worktree, port, tool, url, pid, pid_start, created) VALUES (?, ?, ?, ?, ?, NULL, ?, ?, ?)",
+      "INSERT INTO shares (id, location, worktree, port, tool, url, pid, pid_start, created) VALUES (?, ?, ?, ?, ?, NULL, 0, 0, ?)",
       id,
       worktree.location,
       worktree.name,
       port,
       tunnel.tool,
-      child.pid,
-      start,
       new Date().toISOString(),
     );
-    const url = await this.#waitForUrl(id, child.pid);
+    const child = await this.#tunnels.start(NONE, NONE, id, origin).catch(async (error) => {
+      this.#o.store.run("DELETE FROM shares WHERE id = ?", id);
+      await this.#tunnels.remove(NONE, NONE, id, origin);
+      throw error;
+    });
+    // Kept for a daemon from before tunnels were supervised (a downgrade finds its tunnel as it left it).
+    this.#o.store.run(
+      "UPDATE shares SET pid = ?, pid_start = ? WHERE id = ?",
+      child.pid,
+      child.pid_start ?? 0,
+      id,
+    );
+    const url = await this.#waitForUrl(id, child.pid!, child.pid_start ?? undefined);
     if (!url) {
       const said = (await Deno.readTextFile(log).catch(() => "")).trim().split("\n").at(-1) ?? "";
       await this.#end(id, "failed", origin);
@@ -169,38 +207,47 @@ export class Shares {
   async #end(id: string, why: string, origin: string): Promise<void> {
     const row = this.#o.store.get<ShareRow>("SELECT * FROM shares WHERE id = ?", id);
     if (!row) return;
-    if (isAlive(row.pid, row.pid_start)) {
-      killGroup(row.pid, "SIGTERM");
-      const deadline = Date.now() + 3000;
-      while (isAlive(row.pid, row.pid_start) && Date.now() < deadline) {
-        await sleep(50);
-      }
-      if (isAlive(row.pid, row.pid_start)) killGroup(row.pid, "SIGKILL");
-    }
+    await this.#tunnels.remove(NONE, NONE, id, origin);
     this.#o.store.run("DELETE FROM shares WHERE id = ?", id);
-    await Deno.remove(this.#logFile(id)).catch(() => {});
+    for (const suffix of [".log", ".log.1", ".exit"]) {
+      await Deno.remove(this.#logFile(id).replace(/\.log$/, suffix)).catch(() => {});
+    }
     if (why !== "failed") {
       this.#o.bus.publish({ type: "share.closed", origin, data: { ...toShare(row), why } });
     }
   }
 
-  /** Tunnels that are gone end their shares. */
-  #check(why: "restart" | "exited"): void {
-    for (const row of this.#o.store.all<ShareRow>("SELECT * FROM shares")) {
-      if (row.url !== null && !isAlive(row.pid, row.pid_start)) {
-        this.#end(row.id, why === "restart" ? "ended while dockd was down" : "tunnel exited", "dockd")
-          .catch(() => {});
-      }
+  /** A tunnel that ended ends its share; one still opening is `open`'s to end (it says why). */
+  async #tunnelEnded(id: string, whileDown: boolean): Promise<void> {
+    const row = this.#o.store.get<ShareRow>("SELECT * FROM shares WHERE id = ?", id);
+    if (!row) {
+      await this.#tunnels.remove(NONE, NONE, id, "dockd"); // a tunnel whose share is gone
+      return;
     }
+    if (row.url === null && !whileDown) return;
+    await this.#end(id, whileDown ? "ended while dockd was down" : "tunnel exited", "dockd");
   }
 
-  async #waitForUrl(id: string, pid: number): Promise<string | null> {
+  /** The tunnel's command line: the CLI found on the daemon's PATH, by its full path. */
+  #command(id: string): string {
+    const row = this.#o.store.get<ShareRow>("SELECT * FROM shares WHERE id = ?", id);
+    const tunnel = TUNNELS.find((t) => t.tool === row?.tool);
+    const path = tunnel && which(tunnel.tool, this.#o.path?.() ?? Deno.env.get("PATH") ?? "");
+    if (!row || !tunnel || !path) {
+      throw new DockError("no_tunnel", `share ${id}: its tunnel CLI ${row?.tool ?? ""} is gone`, {
+        status: 422,
+      });
+    }
+    return `exec ${[path, ...tunnel.args(row.port)].map(shellQuote).join(" ")}`;
+  }
+
+  async #waitForUrl(id: string, pid: number, start?: number): Promise<string | null> {
     const deadline = Date.now() + URL_WAIT_MS;
     while (Date.now() < deadline) {
       const text = await Deno.readTextFile(this.#logFile(id)).catch(() => "");
       const url = /https:\/\/[A-Za-z0-9.-]+\.(?:trycloudflare\.com|ts\.net)\/?/.exec(text)?.[0];
       if (url) return url;
-      if (!isAlive(pid)) return null;
+      if (!isAlive(pid, start)) return null;
       await sleep(100);
     }
     return null;

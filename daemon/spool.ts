@@ -1,7 +1,8 @@
 /**
  * The hook spool: events `dock hook` could not deliver because the daemon was down, slow or
  * restarting. Each is one JSON file in `<state>/box/spool/`, named so that lexical order is arrival
- * order and written under a dot-name first, so a half-written file is never read. The daemon replays
+ * order and written under a dot-name first, so a half-written file is never read (the paths and names
+ * are `core/hook_paths.ts`'s, which `dock hook` writes by). The daemon replays
  * it when it starts and again from time to time (a hook that timed out against a busy daemon spools
  * while the daemon is up).
  *
@@ -10,10 +11,11 @@
 import { join } from "../core/posix_path.ts";
 import type { AgentReport } from "../client/wire.ts";
 import { AGENT_REPORT } from "../client/schemas.ts";
+import { hookPaths, isSpooledName } from "../core/hook_paths.ts";
 
-/** The spool folder of a state directory: `<state>/box/spool`. */
+/** The spool folder of a state directory: `<state>/box/spool` (where `dock hook` writes: core/hook_paths.ts). */
 export function spoolDir(stateDir: string): string {
-  return join(stateDir, "box", "spool");
+  return hookPaths(stateDir).spool;
 }
 
 /**
@@ -31,7 +33,7 @@ export async function replaySpool(
   try {
     for await (const entry of Deno.readDir(dir)) {
       // Dot-names are files a hook is still writing.
-      if (entry.isFile && entry.name.endsWith(".json") && !entry.name.startsWith(".")) names.push(entry.name);
+      if (entry.isFile && isSpooledName(entry.name)) names.push(entry.name);
     }
   } catch (error) {
     if (error instanceof Deno.errors.NotFound) return 0;

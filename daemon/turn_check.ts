@@ -12,13 +12,14 @@
  * @module
  */
 import type { AgentState } from "../client/wire.ts";
+import { type Clock, sleep } from "../core/clock.ts";
 import type { AgentStates } from "./agent_state.ts";
 import type { Tmux } from "./tmux.ts";
 
 /** How long the screen must stay the same: longer than the slowest redraw of a working tool (Codex's timer ticks each second). */
 export const QUIET_MS = 1100;
 /** How often the screen is read meanwhile. */
-const POLL_MS = 100;
+export const POLL_MS = 100;
 /** How long a check goes on before giving up (an interrupt the tool ignored). */
 export const CHECK_MS = 15_000;
 
@@ -35,9 +36,8 @@ export interface TurnChecksOptions {
   states: Pick<AgentStates, "set">;
   /** The session's state now, or null when it is gone. */
   row: (name: string) => TurnRow | null;
-  /** Clock and pause, for tests. */
-  now?: () => number;
-  sleep?: (ms: number) => Promise<void>;
+  /** Times the quiet period, the reads of the screen and the check's end. */
+  clock: Clock;
 }
 
 /** The running checks, one per session at most. */
@@ -80,13 +80,13 @@ export class TurnChecks {
   }
 
   async #check(name: string, start: TurnRow, check: { restart: boolean }): Promise<void> {
-    const now = this.#o.now ?? (() => performance.now());
-    const sleep = this.#o.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
+    const clock = this.#o.clock;
+    const now = () => clock.now();
     const deadline = now() + CHECK_MS;
     let screen = await this.#o.tmux.capture(name, 0);
     let since = now();
     while (!this.#closed && now() < deadline) {
-      await sleep(POLL_MS);
+      await sleep(clock, POLL_MS);
       const row = this.#o.row(name);
       // A hook reported, the program ended, or someone else set the state: the turn is accounted for.
       if (!row || row.exited || row.agent_state !== "running" || row.state_time !== start.state_time) return;

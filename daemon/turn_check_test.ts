@@ -1,6 +1,7 @@
 import type { AgentState } from "../client/wire.ts";
 import { assertEquals } from "../tests/assert.ts";
-import { CHECK_MS, QUIET_MS, readTyped, TurnChecks, type TurnRow } from "./turn_check.ts";
+import { FakeClock } from "../tests/fake_clock.ts";
+import { CHECK_MS, POLL_MS, QUIET_MS, readTyped, TurnChecks, type TurnRow } from "./turn_check.ts";
 
 const bytes = (text: string) => new TextEncoder().encode(text);
 
@@ -20,34 +21,37 @@ Deno.test("readTyped: Enter after keys submits; Esc alone and Ctrl-C interrupt; 
   assertEquals(readTyped(bytes("\x1b[A\r"), false).submits, 0);
 });
 
-/** A session whose screen and state the test drives, on a clock that moves only when the check sleeps. */
+/** A session whose screen and state the test drives, on a fake clock the test moves. */
 function fixture(screens: (t: number) => string) {
-  let clock = 0;
+  const clock = new FakeClock(0);
   const row: TurnRow = { agent_state: "running" as AgentState, state_time: "t0", exited: false };
   const sets: { state: string; reason?: string; cause: string; at: number }[] = [];
   const checks = new TurnChecks({
-    tmux: { capture: () => Promise.resolve(screens(clock)) },
+    tmux: { capture: () => Promise.resolve(screens(clock.now())) },
     states: {
       set: (_name, state, setting) => {
-        sets.push({ state, reason: setting.reason, cause: setting.cause, at: clock });
+        sets.push({ state, reason: setting.reason, cause: setting.cause, at: clock.now() });
         row.agent_state = state;
         return true;
       },
     },
     row: () => ({ ...row }),
-    now: () => clock,
-    sleep: (ms) => {
-      clock += ms;
-      return Promise.resolve();
-    },
+    clock,
   });
   return {
     checks,
     row,
     sets,
-    /** Lets the check run until it ends. */
+    /**
+     * Lets the check run until it ends: each turn of the loop lets it reach its next pause (the screen
+     * is read at once), then moves the clock to that pause's end. It never pauses past the check's end.
+     */
     async settle() {
-      while (checks.checking("s")) await new Promise((resolve) => setTimeout(resolve, 0));
+      while (checks.checking("s")) {
+        await new Promise((resolve) => setTimeout(resolve, 0));
+        clock.advance(POLL_MS);
+        if (clock.now() > CHECK_MS + 1000) throw new Error("the check outlived its deadline");
+      }
     },
   };
 }

@@ -1,7 +1,7 @@
 /**
  * Units (issue 16): the box's own long-running processes, which belong to no worktree (a database, a
- * tunnel, a queue worker for every project). They are supervised exactly as services are, by the same
- * code (`services.ts` with the units' scope): a process group of their own under the same wrapper, so
+ * tunnel, a queue worker for every project). They are supervised exactly as services are, by the box's
+ * one supervisor (`supervisor.ts`) with the units' scope: a process group of their own under the same wrapper, so
  * they survive daemon restarts and upgrades and are adopted, not doubled; restarted with backoff when
  * they crash and marked failed when they keep crashing; logs rotated. They run in the home folder with
  * the daemon's environment, `~/.dock/env.json` and their own `env` (secret references resolved) and
@@ -17,42 +17,27 @@ import type { EventBus } from "../core/events.ts";
 import type { BoxPaths } from "../core/paths.ts";
 import type { Store } from "../core/store.ts";
 import { buildEnv, readEnvForProcesses } from "./env.ts";
-import type { Locations } from "./locations.ts";
 import type { SecretResolver } from "./secrets.ts";
-import { Services, type ServicesOptions } from "./services.ts";
-import type { Worktrees } from "./worktrees.ts";
+import { Supervisor } from "./supervisor.ts";
+import type { SupervisedRow, SupervisorTunables } from "./supervised.ts";
 import type { CgroupSupport } from "./cgroups.ts";
 
-interface UnitRow {
-  name: string;
+/** A unit's row: the supervisor's columns and the unit's definition. */
+interface UnitRow extends SupervisedRow {
   run: string;
   env: string;
   autostart: number;
   created: string;
-  desired: "running" | "stopped";
-  state: Unit["state"];
-  pid: number | null;
-  restarts: number;
-  started: string | null;
-  exit_code: number | null;
-  error: string | null;
 }
 
 /** Dependencies of {@linkcode Units}. */
-export interface UnitsOptions extends
-  Pick<
-    ServicesOptions,
-    "backoffMs" | "maxBackoffMs" | "stableMs" | "maxCrashes" | "stopTimeoutMs" | "logBytes" | "pollMs"
-  > {
+export interface UnitsOptions extends SupervisorTunables {
   store: Store;
   bus: EventBus;
   paths: BoxPaths;
   secrets: SecretResolver;
   /** The box's name (`DOCK_BOX`). */
   box: () => string;
-  // The supervisor's own types want these; units never reach them.
-  locations: Locations;
-  worktrees: Worktrees;
 }
 
 /** A unit's key in the supervisor: no location, no worktree. */
@@ -61,11 +46,11 @@ const NONE = "";
 /** The box's units. */
 export class Units {
   #o: UnitsOptions;
-  #supervisor: Services;
+  #supervisor: Supervisor;
 
   constructor(options: UnitsOptions) {
     this.#o = options;
-    this.#supervisor = new Services({
+    this.#supervisor = new Supervisor({
       ...options,
       scope: {
         table: "units",

@@ -9,24 +9,33 @@
  *
  * @module
  */
-import { basename, dirname, join, sep } from "../core/posix_path.ts";
+import { basename, dirname, join } from "../core/posix_path.ts";
 import { DockError, notFound } from "../client/errors.ts";
-import type { SetupState, StreamLine, Worktree, WorktreeCreate, WorktreeOrigin } from "../client/wire.ts";
+import type {
+  SetupState,
+  StreamLine,
+  Worktree,
+  WorktreeCreate,
+  WorktreeEnvironmentLayers,
+  WorktreeOrigin,
+} from "../client/wire.ts";
 import { buildEnv, dockVariables, readEnvForProcesses, type SecretOutcome } from "./env.ts";
 import { kitDir } from "./kits.ts";
 import type { EventBus } from "../core/events.ts";
 import * as git from "./git.ts";
+import { prepareCreate } from "./worktree_plan.ts";
 import type { LocationRecord, Locations } from "./locations.ts";
-import { checkName, nameFromFolder } from "../core/names.ts";
+import { checkName, nameFromFolder } from "./names.ts";
 import type { BoxPaths } from "../core/paths.ts";
 import type { PortAllocator } from "./ports.ts";
 import { exists, statOrNull } from "../core/files.ts";
-import { run, shell, which } from "../core/runner.ts";
+import { run, shell } from "../core/runner.ts";
 import type { SecretResolver } from "./secrets.ts";
 import type { BoxSettings } from "./settings.ts";
 import type { Store } from "../core/store.ts";
 import { sleep } from "../client/timers.ts";
 import { PATH_HOLDS } from "./schema.ts";
+import { setupState as nextSetup } from "./setup_state.ts";
 
 /** Setup scripts may run this long (spec 8), then they are killed. */
 export const SETUP_TIMEOUT_MS = 30 * 60_000;
@@ -163,26 +172,15 @@ export class Worktrees {
     if (this.#row(location, name)) {
       throw new DockError("exists", `worktree '${location}/${name}' already exists`, { status: 409 });
     }
-    const config = await this.#o.locations.effectiveConfig(location);
-    // The parent is resolved first so the path recorded is the one git reports (no symlinked prefix).
-    await Deno.mkdir(join(this.#o.settings.worktreesDir, location), { recursive: true });
-    const parent = await Deno.realPath(join(this.#o.settings.worktreesDir, location));
-    const path = join(parent, name);
-    if (!path.startsWith(parent + sep)) {
-      throw new DockError("invalid_request", "name: escapes the worktrees folder");
-    }
-    if (await exists(path)) {
-      throw new DockError("exists", `${path} already exists on the box`, { status: 409 });
-    }
-    if (request.pr !== undefined && !which("gh")) {
-      throw new DockError(
-        "forge_cli_missing",
-        "pr: checking out a pull request needs the GitHub CLI (gh) on the box: install it (https://cli.github.com) and run gh auth login",
-        { status: 422, detail: { field: "pr" } },
-      );
-    }
-    const plan = await this.#plan(loc, name, request);
-    const setupState: SetupState = config.setup ? "pending" : "none";
+    const { config, path, plan } = await prepareCreate({
+      config: () => this.#o.locations.effectiveConfig(location),
+      parentDir: join(this.#o.settings.worktreesDir, location),
+      location: loc,
+      name,
+      request,
+      mainBranch: () => this.list(location).find((w) => w.main)?.branch ?? null,
+    });
+    const setupState: SetupState = config.setup ? nextSetup("new", "plan") : nextSetup("new", "skip");
     this.#creating.add(path);
     try {
       this.#o.store.transaction(() => {
@@ -213,16 +211,17 @@ export class Worktrees {
           .catch(() => {});
         throw error;
       }
-      const real = await Deno.realPath(path);
-      // Only a pull request's branch is unknown until gh has checked it out.
-      const branch = request.pr === undefined ? plan.branch : await git.currentBranch(real);
-      this.#o.store.run(
-        "UPDATE worktrees SET path = ?, branch = ? WHERE location = ? AND name = ?",
-        real,
-        branch,
-        location,
-        name,
-      );
+      // Only a pull request's branch is unknown until gh has checked it out. The path needs no realPath:
+      // its parent was resolved and git made the folder itself.
+      if (request.pr !== undefined) {
+        const branch = await git.currentBranch(path);
+        this.#o.store.run(
+          "UPDATE worktrees SET branch = ? WHERE location = ? AND name = ?",
+          branch,
+          location,
+          name,
+        );
+      }
     } finally {
       this.#creating.delete(path);
     }
@@ -321,26 +320,12 @@ export class Worktrees {
     worktree: Worktree,
     options: { onSecret?: (outcome: SecretOutcome) => void } = {},
   ): Promise<WorktreeEnvironment> {
-    const location = this.#o.locations.get(worktree.location);
-    const config = (await this.#o.locations.config(worktree.location)).effective;
-    const boxEnv = await readEnvForProcesses(this.#o.paths.envFile);
+    const layers = await this.environmentLayers(worktree);
     const built = await buildEnv({
       base: Deno.env.toObject(),
-      boxEnv,
-      dock: dockVariables(
-        {
-          box: this.#o.settings.name,
-          location: worktree.location,
-          rootPath: location.path,
-          name: worktree.name,
-          path: worktree.path,
-          branch: worktree.branch,
-          ports: worktree.ports,
-          kitDir: location.kit ? kitDir(this.#o.paths, location.name) : undefined,
-        },
-        this.#o.settings.compatPrefix,
-      ),
-      config: config.env ?? {},
+      boxEnv: layers.box,
+      dock: layers.dock,
+      config: layers.config,
       secrets: this.#o.secrets,
       onSecret: (outcome) => {
         options.onSecret?.(outcome);
@@ -358,7 +343,31 @@ export class Worktrees {
         });
       },
     });
-    return { ...built, setsPort: "PORT" in (config.env ?? {}) || "PORT" in boxEnv };
+    return { ...built, setsPort: "PORT" in layers.config || "PORT" in layers.box };
+  }
+
+  /**
+   * The layers the worktree's environment is built from, secret references unresolved: what
+   * {@linkcode Worktrees.environment} resolves here and `dockd secret exec` in its own process.
+   */
+  async environmentLayers(worktree: Worktree): Promise<WorktreeEnvironmentLayers> {
+    const location = this.#o.locations.get(worktree.location);
+    const config = (await this.#o.locations.config(worktree.location)).effective;
+    const dock = dockVariables(
+      {
+        box: this.#o.settings.name,
+        location: worktree.location,
+        rootPath: location.path,
+        name: worktree.name,
+        path: worktree.path,
+        branch: worktree.branch,
+        ports: worktree.ports,
+        kitDir: location.kit ? kitDir(this.#o.paths, location.name) : undefined,
+      },
+      this.#o.settings.compatPrefix,
+    );
+    const box = await readEnvForProcesses(this.#o.paths.envFile);
+    return { location: worktree.location, worktree: worktree.name, dock, box, config: config.env ?? {} };
   }
 
   /** Setup output, as lines; with `follow`, goes on until setup ends. */
@@ -416,8 +425,9 @@ export class Worktrees {
   /** Marks setups that a previous daemon left running as failed: nobody is waiting for them now. */
   recoverInterrupted(): void {
     this.#o.store.run(
-      `UPDATE worktrees SET setup_state = 'failed', setup_error = 'interrupted by a daemon restart',
+      `UPDATE worktrees SET setup_state = ?, setup_error = 'interrupted by a daemon restart',
        setup_finished = ? WHERE setup_state IN ('pending', 'running')`,
+      nextSetup("running", "interrupt"),
       new Date().toISOString(),
     );
   }
@@ -566,50 +576,6 @@ export class Worktrees {
     );
   }
 
-  /** What `git worktree add` gets: checked values, and every input after `--end-of-options`. */
-  async #plan(location: LocationRecord, name: string, request: WorktreeCreate) {
-    if (request.branch !== undefined) await git.checkBranch("branch", request.branch, location.path);
-    if (request.base !== undefined) git.checkRevision("base", request.base);
-    if (request.ref !== undefined) git.checkRevision("ref", request.ref);
-    const branch = request.branch ?? name;
-    const refs = await git.branchRefs(location.path, branch);
-    // The default branch: origin's HEAD, else what the main checkout has out (kept fresh by detection).
-    const mainBranch = this.list(location.name).find((w) => w.main)?.branch;
-    const base = request.base ?? refs.originHead ?? mainBranch ?? "HEAD";
-    if (request.pr !== undefined) {
-      return { branch: null, base, args: (path: string) => ["--detach", "--end-of-options", path, base] };
-    }
-    if (request.ref) {
-      const ref = request.ref;
-      return request.branch
-        ? {
-          branch: request.branch,
-          base: ref,
-          args: (path: string) => ["-b", branch, "--end-of-options", path, ref],
-        }
-        : { branch: null, base: ref, args: (path: string) => ["--detach", "--end-of-options", path, ref] };
-    }
-    if (refs.local) {
-      return {
-        branch,
-        base: request.base ?? null,
-        args: (path: string) => ["--end-of-options", path, branch],
-      };
-    }
-    if (refs.remote) {
-      return {
-        branch,
-        base: `origin/${branch}`,
-        args: (path: string) => ["--track", "-b", branch, "--end-of-options", path, `origin/${branch}`],
-      };
-    }
-    return {
-      branch,
-      base,
-      args: (path: string) => ["--no-track", "-b", branch, "--end-of-options", path, base],
-    };
-  }
-
   async #checkoutPr(path: string, pr: number): Promise<void> {
     const result = await run("gh", ["pr", "checkout", String(pr)], { cwd: path, timeoutMs: 120_000 });
     if (result.code !== 0) {
@@ -627,7 +593,7 @@ export class Worktrees {
     const key = `${worktree.location}/${worktree.name}`;
     const job = (async () => {
       const started = new Date().toISOString();
-      this.#setSetup(worktree, { state: "running", started });
+      this.#setSetup(worktree, { state: nextSetup("pending", "start"), started });
       this.#o.bus.publish({
         type: "worktree.setup.started",
         origin: "dockd",
@@ -645,7 +611,7 @@ export class Worktrees {
       }
       const ok = code === 0;
       this.#setSetup(worktree, {
-        state: ok ? "succeeded" : "failed",
+        state: nextSetup("running", ok ? "succeed" : "fail"),
         exit: code,
         finished: new Date().toISOString(),
         error: error ?? (timedOut ? "setup timed out after 30m and was killed" : undefined),

@@ -1,7 +1,8 @@
 import { assert, assertEquals } from "../tests/assert.ts";
 import { run } from "../core/runner.ts";
 import { join } from "../core/posix_path.ts";
-import { launcher, lockKey, npmClosure, npmFolders, prunable } from "./build.ts";
+import { launcher } from "./launcher.ts";
+import { lockKey, npmClosure, npmFolders, prunable } from "./npm.ts";
 import { BUNDLED_SOURCES, COMMAND_V8_FLAGS, SERVER_COMMANDS } from "./unbundled.ts";
 
 Deno.test("lockKey: a deno.lock key as name and version, scoped or not, with the peers it resolved with or not", () => {

@@ -13,7 +13,7 @@ import { exists, readJsonOrNull } from "../core/files.ts";
 import { join } from "../core/posix_path.ts";
 import { run } from "../core/runner.ts";
 import { placeCache } from "./cache.ts";
-import { hashTree, hostTarget, type PackageManifest, type PackageRelease, targetName } from "./build.ts";
+import { hashTree, hostTarget, type PackageManifest, type PackageRelease, targetName } from "./release.ts";
 
 /** The largest package taken (today's are ~45 MB). */
 export const MAX_PACKAGE_BYTES = 256 * 1024 * 1024;

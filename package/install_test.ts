@@ -2,7 +2,7 @@ import { join } from "node:path";
 import { assert, assertEquals, assertRejects } from "../tests/assert.ts";
 import { DockError } from "../client/errors.ts";
 import { run } from "../core/runner.ts";
-import { hashTree, hostTarget, type PackageRelease, targetName } from "./build.ts";
+import { hashTree, hostTarget, type PackageRelease, targetName } from "./release.ts";
 import { installRelease, pruneReleases } from "./install.ts";
 
 /**

@@ -7,7 +7,8 @@
 import { basename, extname, join } from "../core/posix_path.ts";
 import { DockError } from "../client/errors.ts";
 import { MAX_FETCH_BODY } from "./protocol.ts";
-import { inside, type Plugin } from "./registry.ts";
+import { inside } from "./folder_check.ts";
+import type { Plugin } from "./registry.ts";
 
 const CONTENT_TYPES: Record<string, string> = {
   ".html": "text/html; charset=utf-8",

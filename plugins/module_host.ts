@@ -23,6 +23,7 @@ import { join } from "../core/posix_path.ts";
 import { DockError } from "../client/errors.ts";
 import { startChild } from "../core/runner.ts";
 import { FrameConnection } from "./frames.ts";
+import { type HostEvent, type HostPhase, type HostPhaseChange, nextHostPhase } from "./host_phase.ts";
 import { SDK_DIR, writeSdkImportMap } from "./sdk_map.ts";
 import {
   type CallKind,
@@ -66,6 +67,8 @@ export interface ModuleHostOptions {
   onHostOutput?(line: string, spec?: WorkerSpec): void;
   /** A worker ended (idle stop, crash, deadline), with why when it was not asked to. */
   onWorkerStopped?(spec: WorkerSpec, error?: string): void;
+  /** Told of each change of a host generation's phase (plugins/host_phase.ts; its conformance test). */
+  onHostPhase?(change: HostPhaseChange): void;
 }
 
 /** How a call ended when it did not answer. */
@@ -157,8 +160,8 @@ class Generation {
   inFlight = 0;
   idleTimer?: ReturnType<typeof setTimeout>;
   memoryTimer?: ReturnType<typeof setInterval>;
-  retired = false;
-  ended = false;
+  /** Its lifecycle (plugins/host_phase.ts); changed only by {@linkcode Generation.move}. */
+  phase: HostPhase = "live";
   lastOutput = "";
   /** The one worker a quarantine host runs (its calls retried after a crash). */
   quarantine?: string;
@@ -167,10 +170,38 @@ class Generation {
   /** Output budget: bytes written in the current minute, and lines dropped. */
   output = { window: 0, bytes: 0, dropped: 0 };
 
-  constructor(number: number, grant: WorkerGrant, ready: Promise<void>) {
+  readonly #trace?: (change: HostPhaseChange) => void;
+
+  constructor(
+    number: number,
+    grant: WorkerGrant,
+    ready: Promise<void>,
+    trace?: (change: HostPhaseChange) => void,
+  ) {
     this.number = number;
     this.grant = grant;
     this.ready = ready;
+    this.#trace = trace;
+  }
+
+  /** New calls go elsewhere; it finishes its calls in flight. */
+  get retired(): boolean {
+    return this.phase === "retired";
+  }
+
+  /** Its process is gone. */
+  get ended(): boolean {
+    return this.phase === "ended";
+  }
+
+  /** Moves it along its lifecycle; false (and logged) for a change the lifecycle does not allow. */
+  move(event: HostEvent): boolean {
+    const from = this.phase;
+    const to = nextHostPhase(this.number, from, event);
+    if (to === null) return false;
+    this.phase = to;
+    this.#trace?.({ generation: this.number, from, event, to });
+    return true;
   }
 }
 
@@ -281,12 +312,12 @@ export class ModuleHost {
     const number = ++this.#count;
     const { promise, resolve, reject } = Promise.withResolvers<void>();
     promise.catch(() => {});
-    const generation = new Generation(number, grant, promise);
+    const generation = new Generation(number, grant, promise, this.#o.onHostPhase);
     if (quarantine === undefined) this.#current = generation;
     else {
       // Never current, and killed as soon as its calls are done.
       generation.quarantine = quarantine;
-      generation.retired = true;
+      generation.move("retire");
     }
     this.#generations.add(generation);
     this.#launch(generation).then(resolve, (error) => {
@@ -553,8 +584,8 @@ export class ModuleHost {
 
   /** New calls go elsewhere; the host is killed once its calls in flight are done. */
   #retire(generation: Generation): void {
-    if (generation.retired) return;
-    generation.retired = true;
+    if (generation.phase !== "live") return;
+    generation.move("retire");
     if (this.#current === generation) this.#current = null;
     this.#restarts++;
     if (generation.inFlight <= 0) this.#kill(generation, "retired");
@@ -578,14 +609,15 @@ export class ModuleHost {
   /** The host is gone: its calls fail as crashed, its workers are forgotten. */
   #end(generation: Generation, why: string): void {
     if (generation.ended) return;
-    generation.ended = true;
+    const wasRetired = generation.retired;
+    generation.move("end");
     clearTimeout(generation.idleTimer);
     clearInterval(generation.memoryTimer);
     generation.frames?.close();
     this.#generations.delete(generation);
     if (this.#current === generation) this.#current = null;
     // A retired host was counted when it was retired; an idle one or a closing one is no restart.
-    if (!generation.retired && !this.#closed && why !== "idle") this.#restarts++;
+    if (!wasRetired && !this.#closed && why !== "idle") this.#restarts++;
     const orphaned = [...this.#calls].filter(([, call]) => call.generation === generation);
     // By elimination: calls of one worker only, or in its own quarantine host, are that worker's doing.
     const suspects = new Set(orphaned.map(([, call]) => call.spec.key));

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { dirname, join, relative } from "../core/posix_path.ts";
+import { dirname, join } from "../core/posix_path.ts";
 import type { PluginInfo, PluginPermissions, PluginState } from "../client/wire.ts";
 import { DockError } from "../client/errors.ts";
 import { describePermissions } from "../client/plugin.ts";
@@ -23,6 +23,15 @@ import {
   readManifest,
   satisfies,
 } from "./manifest.ts";
+import {
+  folderSignature,
+  inside,
+  lstatOrNull,
+  type Stamps,
+  symlinkOut,
+  unchanged,
+  walkFolder,
+} from "./folder_check.ts";
 import { PluginKv } from "./kv.ts";
 import { PluginLog } from "./log.ts";
 import type { CallKind, WorkerContext, WorkerGrant, WorkerSpec } from "./protocol.ts";
@@ -413,7 +422,7 @@ export class PluginRegistry {
     const measure = performance.now() - plugin.measuredAt >= MEASURE_MS;
     // The quick check first: a call on a warm path costs a stat per directory, no realPath, no walk.
     const dataInfo = !unsafe && (measure || !await unchanged(plugin.dataStamps))
-      ? await Deno.lstat(plugin.data).catch(() => null)
+      ? lstatOrNull(plugin.data)
       : null;
     if (dataInfo?.isSymlink) unsafe = `${plugin.data} is a symlink`;
     const realData = dataInfo?.isDirectory ? await Deno.realPath(plugin.data).catch(() => null) : null;
@@ -573,127 +582,4 @@ export function modulesOf(manifest: PluginManifest | undefined): Set<string> {
   if (manifest?.main) modules.add(manifest.main);
   for (const hook of manifest?.hooks ?? []) if (hook.module) modules.add(hook.module);
   return modules;
-}
-
-/** Whether `path` is `root` or under it (both real paths). */
-export function inside(path: string, root: string): boolean {
-  return path === root || path.startsWith(root.endsWith("/") ? root : `${root}/`);
-}
-
-/** The deepest and the most entries {@linkcode symlinkOut} walks before it gives up (and refuses). */
-const SYMLINK_WALK = { depth: 32, entries: 20_000 };
-
-/**
- * The first symlink under `dir` that leads outside `realDir` (or nowhere), described, or null. Every
- * entry is looked at, `node_modules` included; a folder too big to check is refused the same way.
- */
-export async function symlinkOut(dir: string, realDir: string): Promise<string | null> {
-  let seen = 0;
-  const walk = async (folder: string, depth: number): Promise<string | null> => {
-    if (depth > SYMLINK_WALK.depth) return `${relative(dir, folder)} is nested too deep to check`;
-    for await (const entry of Deno.readDir(folder)) {
-      if (++seen > SYMLINK_WALK.entries) return `more than ${SYMLINK_WALK.entries} files to check`;
-      const path = join(folder, entry.name);
-      if (entry.isSymlink) {
-        const target = await Deno.realPath(path).catch(() => null);
-        if (!target || !inside(target, realDir)) {
-          return `${relative(dir, path)} is a symlink ${
-            target ? `out of its folder (to ${target})` : "to nothing"
-          }`;
-        }
-      } else if (entry.isDirectory) {
-        const found = await walk(path, depth + 1);
-        if (found) return found;
-      }
-    }
-    return null;
-  };
-  return await walk(dir, 0);
-}
-
-/** A folder's directories and their mtimes when it was last walked: what a quick check compares. */
-export type Stamps = Map<string, number>;
-
-/**
- * The first symlink under `dir` that leads outside `realDir` (or nowhere), the bytes of its files (when
- * `sizes`), and the stamps of its directories, in a walk bounded as {@linkcode symlinkOut}'s. A
- * directory changed in the last 2 s gets no stamp (a link made in the same millisecond as its mtime was
- * read would not show): it is walked again at the next check.
- */
-export async function walkFolder(
-  dir: string,
-  realDir: string,
-  sizes: boolean,
-): Promise<{ escape: string | null; bytes: number; stamps: Stamps }> {
-  let seen = 0;
-  let bytes = 0;
-  const stamps: Stamps = new Map();
-  const recent = Date.now() - 2000;
-  const walk = async (folder: string, depth: number): Promise<string | null> => {
-    if (depth > SYMLINK_WALK.depth) return `${relative(dir, folder)} is nested too deep to check`;
-    const mtime = (await Deno.lstat(folder)).mtime?.getTime() ?? NaN;
-    stamps.set(folder, mtime < recent ? mtime : NaN);
-    for await (const entry of Deno.readDir(folder)) {
-      if (++seen > SYMLINK_WALK.entries) return `more than ${SYMLINK_WALK.entries} files to check`;
-      const path = join(folder, entry.name);
-      if (entry.isSymlink) {
-        const target = await Deno.realPath(path).catch(() => null);
-        if (!target || !inside(target, realDir)) {
-          return `${relative(dir, path)} is a symlink ${
-            target ? `out of its folder (to ${target})` : "to nothing"
-          }`;
-        }
-      } else if (entry.isDirectory) {
-        const found = await walk(path, depth + 1);
-        if (found) return found;
-      } else if (sizes) {
-        bytes += (await Deno.lstat(path).catch(() => null))?.size ?? 0;
-      }
-    }
-    return null;
-  };
-  const escape = await walk(dir, 0);
-  return { escape, bytes, stamps };
-}
-
-/**
- * Whether no directory of a walked folder changed since (an entry made, removed or renamed in one changes
- * its mtime): a stat per directory instead of a walk of every entry (18,200 entries: 96-136 ms a walk).
- */
-export async function unchanged(stamps: Stamps | undefined): Promise<boolean> {
-  if (!stamps) return false;
-  for (const [folder, mtime] of stamps) {
-    const info = await Deno.lstat(folder).catch(() => null);
-    if (!info || !info.isDirectory || info.mtime?.getTime() !== mtime) return false;
-  }
-  return true;
-}
-
-/**
- * What changes when a plugin's files change: the path, size and mtime of each file in its folder (a
- * bounded walk). Null when the folder is not a folder.
- */
-async function folderSignature(dir: string): Promise<string | null> {
-  const info = await Deno.stat(dir).catch(() => null);
-  if (!info?.isDirectory) return null;
-  const parts: string[] = [];
-  const walk = async (folder: string, depth: number) => {
-    if (depth > 6 || parts.length > 2000) return;
-    let entries: Deno.DirEntry[];
-    try {
-      entries = await Array.fromAsync(Deno.readDir(folder));
-    } catch {
-      return;
-    }
-    for (const entry of entries.sort((a, b) => a.name.localeCompare(b.name))) {
-      if (entry.name === "node_modules" || entry.name === ".git") continue;
-      const path = join(folder, entry.name);
-      const stat = await Deno.stat(path).catch(() => null);
-      if (!stat) continue;
-      if (stat.isDirectory) await walk(path, depth + 1);
-      else parts.push(`${relative(dir, path)}:${stat.size}:${stat.mtime?.getTime()}`);
-    }
-  };
-  await walk(dir, 0);
-  return parts.join("|");
 }

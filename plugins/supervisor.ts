@@ -41,7 +41,8 @@ import {
   toBase64,
   type WorkerSpec,
 } from "./protocol.ts";
-import { inside, type Job, modulesOf, type Plugin, type PluginRegistry, workerKey } from "./registry.ts";
+import { inside } from "./folder_check.ts";
+import { type Job, modulesOf, type Plugin, type PluginRegistry, workerKey } from "./registry.ts";
 import { readBounded } from "./context.ts";
 
 /** Failures in a row that make a plugin `failed`. */
@@ -120,6 +121,8 @@ export class PluginSupervisor {
   #host: ModuleHost;
   #incoming: DockEvent[] = [];
   #closed = false;
+  /** The real path of each module of a plugin whose workers run (see `#spec`). */
+  #modulePaths = new WeakMap<Plugin, Map<string, string>>();
 
   constructor(options: SupervisorOptions) {
     this.#o = options;
@@ -196,6 +199,7 @@ export class PluginSupervisor {
   /** Stops a plugin's workers (the next call starts them again). */
   stopWorkers(plugin: Plugin): void {
     plugin.context = undefined;
+    this.#modulePaths.delete(plugin);
     for (const timer of plugin.idle.values()) clearTimeout(timer);
     plugin.idle.clear();
     for (const key of plugin.workers) this.#host.stop(key);
@@ -366,7 +370,12 @@ export class PluginSupervisor {
   }
 
   async #spec(plugin: Plugin, module: string): Promise<WorkerSpec> {
-    const path = await this.#o.registry.modulePath(plugin, module);
+    // Found once per start of its workers, as the context is: a module that becomes a link out changes
+    // its folder, which the guard before every call sees (and stops the workers, dropping this).
+    let paths = this.#modulePaths.get(plugin);
+    if (!paths) this.#modulePaths.set(plugin, paths = new Map());
+    let path = paths.get(module);
+    if (path === undefined) paths.set(module, path = await this.#o.registry.modulePath(plugin, module));
     return {
       key: workerKey(plugin, module),
       module: path,

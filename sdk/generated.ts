@@ -798,6 +798,7 @@ export type {
   StateChange,
   Stats,
   StreamLine,
+  SupervisedProcess,
   SyncRequest,
   SyncResult,
   TaskRequest,
@@ -811,13 +812,14 @@ export type {
   WorktreeCommits,
   WorktreeCreate,
   WorktreeDiff,
+  WorktreeEnvironmentLayers,
   WorktreeOrigin,
   WorktreePorts,
   WorktreeService,
   WorktreeStatus,
   WorktreeUntracked,
 } from "./wire.ts";
-export { INTEGRATION_TOOLS, KEY_NAMES } from "./wire.ts";
+export { INTEGRATION_TOOLS, KEY_NAMES, SERVICE_STATES } from "./wire.ts";
 
 /** What the box answers `M P` (`unknown` where the route's answer has no wire type). */
 export type BoxAnswer<M extends string, P extends string> = M extends never ? never

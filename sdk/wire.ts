@@ -593,17 +593,11 @@ export interface UnitCreate {
 }
 
 /** A unit (`GET units`): its definition and how it runs. */
-export interface Unit {
+export interface Unit extends SupervisedProcess {
   name: string;
   run: string;
   env: Record<string, string>;
   autostart: boolean;
-  state: ServiceState;
-  pid: number | null;
-  restarts: number;
-  started: string | null;
-  exit_code: number | null;
-  error: string | null;
   created: string;
 }
 
@@ -637,6 +631,21 @@ export interface SecretReport {
   location: string;
   worktree: string;
   secrets: { variable: string; scheme: string; ok: boolean; error?: string; length?: number }[];
+}
+
+/**
+ * The answer of `POST secrets/environment`: the layers a worktree's environment is built from, secret
+ * references unresolved (`dockd secret exec` resolves them in its own process). No values.
+ */
+export interface WorktreeEnvironmentLayers {
+  location: string;
+  worktree: string;
+  /** The `DOCK_*` variables (`DOCK_KIT_DIR` with a kit) and the compatibility names. */
+  dock: Record<string, string>;
+  /** The box's `env.json` (values may be secret references). */
+  box: Record<string, string>;
+  /** The effective config's `env` (may use `$NAME` or be secret references). */
+  config: Record<string, string>;
 }
 
 /** Why a worktree has work to review. */
@@ -806,17 +815,14 @@ export interface SecretTestResult {
   error?: string;
 }
 
-/** Lifecycle of a service. `failed` is final until someone starts it again. */
-export type ServiceState = "stopped" | "running" | "stopping" | "crashed" | "failed";
+/** Lifecycle of a supervised process (a service, a unit). `failed` is final until someone starts it again. */
+export const SERVICE_STATES = ["stopped", "running", "stopping", "crashed", "failed"] as const;
 
-/** A service of a worktree (`GET …/worktrees/{wt}/services`). */
-export interface WorktreeService {
-  name: string;
-  location: string;
-  worktree: string;
-  /** Its command, from the effective config (null when no longer configured). */
-  run: string | null;
-  autostart: boolean;
+/** A state of {@linkcode SERVICE_STATES}. */
+export type ServiceState = typeof SERVICE_STATES[number];
+
+/** How a supervised process (a service, a unit) runs: its state's fields, declared once. */
+export interface SupervisedProcess {
   state: ServiceState;
   /** The process group leader while it runs. */
   pid: number | null;
@@ -825,6 +831,16 @@ export interface WorktreeService {
   started: string | null;
   exit_code: number | null;
   error: string | null;
+}
+
+/** A service of a worktree (`GET …/worktrees/{wt}/services`). */
+export interface WorktreeService extends SupervisedProcess {
+  name: string;
+  location: string;
+  worktree: string;
+  /** Its command, from the effective config (null when no longer configured). */
+  run: string | null;
+  autostart: boolean;
   /** TCP ports its processes listen on. */
   ports: number[];
   /** False when the service is no longer in the effective config (it may still be running). */

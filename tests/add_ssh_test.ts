@@ -12,7 +12,7 @@ import { BoxClient } from "../client/box.ts";
 import { installPackage, makeDirs, runCli, startAgent, startBox } from "./harness.ts";
 import { startSshBox } from "./ssh_box.ts";
 import { isAlive } from "../daemon/procs.ts";
-import { packageName } from "../package/build.ts";
+import { packageName } from "../package/release.ts";
 import { which } from "../core/runner.ts";
 
 Deno.test("dock add ssh installs dock on a machine over SSH and pairs it; again, it changes nothing", async () => {

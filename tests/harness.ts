@@ -9,7 +9,8 @@ import { join } from "node:path";
 import { BoxClient } from "../client/box.ts";
 import type { DockEvent } from "../client/wire.ts";
 import { boxCgroupFolder, removeCgroup } from "../daemon/cgroups.ts";
-import { buildPackage, type BuiltPackage, hostTarget } from "../package/build.ts";
+import { buildPackage, type BuiltPackage } from "../package/build.ts";
+import { hostTarget } from "../package/release.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 
@@ -156,35 +157,15 @@ export async function startBox(options: StartBoxOptions = {}): Promise<TestBox> 
     stderr: "piped",
   }).spawn();
   const logs: string[] = [];
-  const drain = async (stream: ReadableStream<Uint8Array>) => {
-    for await (const chunk of stream.pipeThrough(new TextDecoderStream())) logs.push(chunk);
-  };
-  const drained = Promise.all([drain(process.stdout), drain(process.stderr)]);
+  const out = drainReady(process.stdout, logs);
+  const drained = Promise.all([out.drained, drainReady(process.stderr, logs).drained]);
   const client = new BoxClient({ socket: dirs.socket, origin: "test" });
-  const deadline = Date.now() + 20_000;
-  let exited = false;
-  process.status.then(() => exited = true);
-  while (true) {
-    try {
-      await client.info();
-      break;
-    } catch (error) {
-      if (exited || Date.now() > deadline) {
-        // A daemon still running holds its output open: end it, or waiting for its logs never ends.
-        const running = !exited;
-        try {
-          if (running) process.kill("SIGKILL");
-        } catch { /* it exited meanwhile */ }
-        client.close();
-        await drained;
-        throw new Error(
-          `dockd did not start${running ? " in 20 s (killed)" : ""}: ${(error as Error).message}\n${
-            logs.join("")
-          }`,
-        );
-      }
-      await new Promise((r) => setTimeout(r, 50));
-    }
+  // The daemon prints its ready line once its socket answers (cli/ready.ts): no polling for it.
+  const ready = await readyOrExit(process, out.ready, 20_000);
+  if (!ready) {
+    client.close();
+    await drained;
+    throw new Error(`dockd did not start (no ready line in 20 s, or it exited):\n${logs.join("")}`);
   }
   let stopped = false;
   const stop = async (stopOptions: { kill?: boolean } = {}) => {
@@ -533,17 +514,72 @@ export function freePort(): number {
   throw new Error(`no free port in ${PORT_RANGE.join("–")} after 500 tries (see ${PORT_LOCKS})`);
 }
 
+/** A parsed ready line (cli/ready.ts): the process and what it bound. */
+export type ReadyLine = Record<string, string | number | null>;
+
+/**
+ * Reads a child's output `stream` into `logs`; `ready` resolves with the first ready line (a JSON line
+ * with a `ready` field, cli/ready.ts), or null if the stream ends without one.
+ */
+function drainReady(
+  stream: ReadableStream<Uint8Array>,
+  logs: string[],
+): { ready: Promise<ReadyLine | null>; drained: Promise<void> } {
+  let found: (ready: ReadyLine | null) => void = () => {};
+  const ready = new Promise<ReadyLine | null>((resolve) => found = resolve);
+  const drained = (async () => {
+    let partial = "";
+    for await (const chunk of stream.pipeThrough(new TextDecoderStream())) {
+      logs.push(chunk);
+      const lines = (partial + chunk).split("\n");
+      partial = lines.pop() ?? "";
+      for (const line of lines) {
+        if (!line.startsWith(`{"ready":`)) continue;
+        try {
+          found(JSON.parse(line));
+        } catch { /* not a ready line after all */ }
+      }
+    }
+    found(null);
+  })();
+  return { ready, drained };
+}
+
+/**
+ * The ready line of `process`, or null when it exits first or gives none within `ms` (then it is killed:
+ * a process still running holds its output open, and waiting for its logs would never end).
+ */
+async function readyOrExit(
+  process: Deno.ChildProcess,
+  ready: Promise<ReadyLine | null>,
+  ms: number,
+): Promise<ReadyLine | null> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<null>((resolve) => timer = setTimeout(() => resolve(null), ms));
+  const line = await Promise.race([ready, process.status.then(() => null), late]);
+  clearTimeout(timer);
+  if (line) return line;
+  try {
+    process.kill("SIGKILL");
+  } catch { /* exited already */ }
+  return null;
+}
+
+/** The port of a `HOST:PORT` (or `[V6]:PORT`) a ready line names. */
+function portOf(address: string): number {
+  return Number(address.slice(address.lastIndexOf(":") + 1));
+}
+
 /** Starts `dock agent` sharing `dirs` (so `add local` pairs that box) and waits until it answers. */
 export async function startAgent(
   dirs: BoxDirs,
   options: { port?: number; env?: Record<string, string>; openFiles?: number } = {},
 ) {
-  const port = options.port ?? freePort();
-  const proxyPort = freePort();
   const env: Record<string, string> = {
     ...processEnv(dirs),
-    DOCK_AGENT_PORT: String(port),
-    DOCK_PROXY_PORT: String(proxyPort),
+    // Port 0: the agent binds what the system chooses and names it in its ready line (cli/ready.ts).
+    DOCK_AGENT_PORT: String(options.port ?? 0),
+    DOCK_PROXY_PORT: "0",
     ...options.env,
   };
   const args = ["run", "-A", "--cached-only", join(ROOT, "cli/dock.ts"), "agent"];
@@ -553,32 +589,22 @@ export async function startAgent(
       : args,
     env,
     clearEnv: true,
-    stdout: "null",
+    stdout: "piped",
     stderr: "piped",
   }).spawn();
   const logs: string[] = [];
-  const drained = (async () => {
-    for await (const chunk of process.stderr.pipeThrough(new TextDecoderStream())) logs.push(chunk);
-  })();
-  const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 20_000;
-  let token = "";
-  while (true) {
-    try {
-      token = token || (await Deno.readTextFile(join(dirs.state, "client", "ui-token"))).trim();
-      const response = await fetch(`${url}/v1/status`, { headers: { authorization: `Bearer ${token}` } });
-      await response.body?.cancel();
-      if (response.ok) break;
-    } catch { /* not yet */ }
-    if (Date.now() > deadline) {
-      try {
-        process.kill("SIGKILL"); // not left behind, holding its ports
-      } catch { /* exited already */ }
-      await drained;
-      throw new Error(`dock agent did not start:\n${logs.join("")}`);
-    }
-    await new Promise((r) => setTimeout(r, 50));
+  const out = drainReady(process.stdout, logs);
+  const drained = Promise.all([out.drained, drainReady(process.stderr, logs).drained]);
+  const ready = await readyOrExit(process, out.ready, 20_000);
+  if (!ready || typeof ready.api !== "string") {
+    await drained;
+    throw new Error(`dock agent did not start:\n${logs.join("")}`);
   }
+  const port = portOf(ready.api);
+  const proxyPort = typeof ready.proxy === "string" ? portOf(ready.proxy) : 0;
+  const url = `http://127.0.0.1:${port}`;
+  // Written before the agent listens, so there once it is ready.
+  const token = (await Deno.readTextFile(join(dirs.state, "client", "ui-token"))).trim();
   let stopped = false;
   const stop = async (stopOptions: { kill?: boolean } = {}) => {
     if (stopped) return;

@@ -11,15 +11,15 @@ import { VERSION } from "../client/version.ts";
 import type { DockEvent } from "../client/wire.ts";
 import { DOCK_COMMANDS, DOCKD_COMMANDS } from "../cli/commands.generated.ts";
 import { run, which } from "../core/runner.ts";
+import { buildPackage } from "../package/build.ts";
+import { NPM_LOCK } from "../package/npm.ts";
 import {
-  buildPackage,
   hashTree,
   hostTarget,
-  NPM_LOCK,
   type PackageManifest,
   type PackageRelease,
   targetName,
-} from "../package/build.ts";
+} from "../package/release.ts";
 import { checkPackage, installHere } from "../package/install.ts";
 import { zstdEnd } from "../agent/packages.ts";
 import { eventually, makeDirs, makeRepo, startBox } from "./harness.ts";
@@ -263,7 +263,8 @@ Deno.test("a package for this machine runs dockd and dock from itself, offline, 
     const probe = join(dirs.root, "repack.ts");
     await Deno.writeTextFile(
       probe,
-      `import { buildPackage, parseTarget } from ${JSON.stringify(`file://${root}/src/package/build.ts`)};
+      `import { buildPackage } from ${JSON.stringify(`file://${root}/src/package/build.ts`)};
+      import { parseTarget } from ${JSON.stringify(`file://${root}/src/package/release.ts`)};
       const [target, out] = Deno.args;
       try {
         const built = await buildPackage({ target: parseTarget(target), out });

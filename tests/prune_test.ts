@@ -5,7 +5,8 @@
  */
 import { join } from "node:path";
 import { assertEquals } from "./assert.ts";
-import { buildPackage, hostTarget } from "../package/build.ts";
+import { buildPackage } from "../package/build.ts";
+import { hostTarget } from "../package/release.ts";
 import { eventually, makeDirs, startOlderBox, waitForEvent } from "./harness.ts";
 
 Deno.test("after two upgrades a box keeps the release it runs and the one before, nothing older", async () => {

@@ -10,6 +10,7 @@ import { DockError } from "../client/errors.ts";
 import { isAlive } from "../daemon/procs.ts";
 import { eventually, makeDirs, makeRepo, startBox, waitForEvent } from "./harness.ts";
 import { exists } from "../core/files.ts";
+import { Store } from "../core/store.ts";
 
 const FAKE = new URL("./fixtures/fake_cloudflared.sh", import.meta.url).pathname;
 
@@ -137,4 +138,40 @@ Deno.test("shares: a before:share.open gate that refuses keeps the worktree off 
   const share = await box.client.share({ location: "app", worktree: "w", port: 4321 });
   assertEquals(share.port, 4321);
   await box.client.unshare(share.id);
+});
+
+Deno.test("shares: after an upgrade from a daemon that kept tunnels in the shares table alone, a running tunnel is adopted and a dead one's share ends", async () => {
+  const dirs = await makeDirs();
+  const bin = join(dirs.root, "bin");
+  await Deno.mkdir(bin, { recursive: true });
+  await Deno.symlink(FAKE, join(bin, "cloudflared"));
+  const env = { PATH: `${bin}:${Deno.env.get("PATH")}` };
+  let box = await startBox({ dirs, env });
+  try {
+    await box.client.addLocation({ name: "app", path: await makeRepo(join(dirs.home, "work"), "app") });
+    await box.client.createWorktree("app", { name: "w" });
+    const kept = await box.client.share({ location: "app", worktree: "w", port: 4101 });
+    const lost = await box.client.share({ location: "app", worktree: "w", port: 4102 });
+    const keptPid = Number(/fake-(\d+)-/.exec(kept.url!)![1]);
+    const lostPid = Number(/fake-(\d+)-/.exec(lost.url!)![1]);
+    await box.stop({ kill: true });
+    // What an older daemon left: the shares' rows (with the tunnel's pid), no supervisor rows.
+    const store = new Store(join(dirs.state, "box", "dockd.db"));
+    store.run("DELETE FROM tunnels");
+    store.close();
+    Deno.kill(lostPid, "SIGKILL"); // this tunnel ended while no daemon ran
+    await eventually(() => Promise.resolve(!isAlive(lostPid)));
+    box = await startBox({ dirs, env });
+    await eventually(async () => (await box.client.shares()).length === 1);
+    assertEquals((await box.client.shares()).map((s) => s.id), [kept.id]);
+    const closed = await waitForEvent(box.client, (e) => e.type === "share.closed", { after: 0 });
+    assertEquals([closed.data?.id, closed.data?.why], [lost.id, "ended while dockd was down"]);
+    assert(isAlive(keptPid));
+    // The adopted tunnel is the supervisor's: ending the share stops it.
+    await box.client.unshare(kept.id);
+    await eventually(() => Promise.resolve(!isAlive(keptPid)));
+    assertEquals(await box.client.shares(), []);
+  } finally {
+    await box[Symbol.asyncDispose]();
+  }
 });

@@ -7,13 +7,8 @@ import { join } from "node:path";
 import { assert, assertEquals, assertRejects, assertStringIncludes } from "./assert.ts";
 import { DockError } from "../client/errors.ts";
 import { run } from "../core/runner.ts";
-import {
-  buildPackage,
-  type BuiltPackage,
-  hashTree,
-  hostTarget,
-  type PackageManifest,
-} from "../package/build.ts";
+import { buildPackage, type BuiltPackage } from "../package/build.ts";
+import { hashTree, hostTarget, type PackageManifest } from "../package/release.ts";
 import { AgentClient } from "../client/agent.ts";
 import {
   eventually,

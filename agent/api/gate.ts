@@ -117,7 +117,11 @@ export function gate(options: GateOptions): MiddlewareHandler {
     // A WebSocket upgrade's response cannot take new headers.
     if (c.res.status === 101) return;
     const headers = c.res.headers;
+    // An answer marked no-transform (a small JSON one: core/http.ts json(), the relay's from a box) stays
+    // so: compressing it cost the agent ~0.2 ms of CPU a relayed `GET info` (0.38 → 0.59 ms) on loopback.
+    const noTransform = headers.get("cache-control")?.includes("no-transform");
     for (const [key, value] of SECURITY_ENTRIES) headers.set(key, value);
+    if (noTransform) headers.set("cache-control", "no-store, no-transform");
     if (origin !== undefined) {
       for (const [key, value] of Object.entries(corsHeaders(origin))) headers.set(key, value);
     }

@@ -7,15 +7,15 @@
 import { positiveFromEnv } from "../../core/knobs.ts";
 import { Hono } from "hono";
 import { DockError } from "../../client/errors.ts";
-import { BOX_ADD_LOCAL, EVENT_ANNOUNCE, FORWARD_CREATE, PROXY_ROUTE } from "../../client/schemas.ts";
-import { resumeFrom, sse } from "../../core/sse.ts";
-import { body, errorResponse, json, mount, param, requestOrigin, RouteTable } from "../../core/http.ts";
+import { errorResponse, mount, param } from "../../core/http.ts";
 import type { Agent } from "../agent.ts";
-import { forgetBox } from "../pairing.ts";
-import { removeAutostart } from "../add_ssh.ts";
 import { relay } from "../relay.ts";
 import { checkSegment, wildcardSegments } from "../../core/forward_path.ts";
 import { ATTACH_PATH, attachRoutes } from "./attach.ts";
+import { boxesRoutes, forgetEverywhere } from "./boxes.ts";
+import { eventRoutes } from "./events.ts";
+import { forwardRoutes } from "./forwards.ts";
+import { statusRoutes } from "./status.ts";
 import { gate } from "./gate.ts";
 import { hooksRoutes } from "./hooks.ts";
 import { pairRoutes } from "./pair.ts";
@@ -78,83 +78,24 @@ export function agentApp(agent: Agent, options: { port: number }): Hono {
     proxy: agent.proxyState,
     agent: agent.process,
   });
-  const core = new RouteTable("agent")
-    .add("GET", "/status", () => json(status()))
-    .add("POST", "/refresh", async () => {
-      await agent.boxes.refresh();
-      return json(status());
-    })
-    .add("GET", "/events", (c) => {
-      const signal = c.req.raw.signal;
-      // An app view follows events: the agent leaves notifying to it until the last one closes.
-      if (requestOrigin(c) === "app" && !signal.aborted) {
-        signal.addEventListener("abort", agent.notifier.viewOpened(), { once: true });
-      }
-      return sse(agent.bus, resumeFrom(c, agent.bus), signal);
-    })
-    .add("POST", "/events", async (c) => {
-      const announce = await body(c, EVENT_ANNOUNCE);
-      return json(agent.bus.publish({ ...announce, origin: announce.origin ?? requestOrigin(c) }), 201);
-    })
-    .add("POST", "/upgrade", async (c) => {
-      // The body is the package itself (a .tar.gz), not JSON (as a box's POST upgrade).
-      if (!/^application\/(gzip|x-gzip|octet-stream)\b/.test(c.req.header("content-type") ?? "")) {
-        throw new DockError("unsupported_type", "the body must be a package (.tar.gz), as application/gzip", {
-          status: 415,
-        });
-      }
-      if (!c.req.raw.body) {
-        throw new DockError("invalid_request", "the body must be a package", { status: 400 });
-      }
-      const stop = () => agent.stopRequested?.();
-      return json(
-        await upgradeSelf({ paths: agent.paths, bus: agent.bus, stop }, c.req.raw.body, requestOrigin(c)),
-        202,
-      );
-    })
-    .add("POST", "/stop", () => {
-      // Refused on purpose: every holder of the token (the app in a browser, a plugin through ctx.api)
-      // could call it. `dock agent stop` signals the pid GET /v1/status reports instead: only a process
-      // of this user can signal the agent, which is what the CLI is.
-      throw new DockError("refused", "the agent cannot be stopped through its API", { status: 403 });
-    });
-  const boxes = new RouteTable("boxes")
-    .add("GET", "/boxes", () => json(agent.boxes.status()))
-    .add("POST", "/boxes/add-local", async (c) => {
-      const request = await body(c, BOX_ADD_LOCAL);
-      const added = await agent.boxes.add(
-        { name: request?.name ?? "local", kind: "socket", address: agent.paths.localSocket },
-        requestOrigin(c),
-      );
-      return json(added, 201);
-    })
-    .add(
-      "DELETE",
-      "/boxes/:box",
-      async (c) => {
-        const name = param(c, "box");
-        const ssh = agent.boxes.has(name) ? agent.boxes.sshDestinations().get(name) : undefined;
-        // Unpaired through its SSH transport (when it has one), which is closed only then; a box added
-        // over SSH loses its crontab @reboot entry too.
-        const forgotten = await forgetBox(agent.boxes, name, { origin: requestOrigin(c) });
-        if (ssh) await removeAutostart(ssh, agent.transports.identity(name));
-        await agent.transports.remove(name);
-        return json(forgotten);
-      },
-    );
-  const forwards = new RouteTable("forwards")
-    .add(
-      "POST",
-      "/forwards",
-      async (c) => json(agent.forwards.create(await body(c, FORWARD_CREATE), requestOrigin(c)), 201),
-    )
-    .add("DELETE", "/forwards/:id", (c) => json(agent.forwards.remove(param(c, "id"), requestOrigin(c))))
-    .add("POST", "/routes", async (c) => json(agent.proxy.addRoute(await body(c, PROXY_ROUTE)), 201))
-    .add("DELETE", "/routes", (c) => json(agent.proxy.removeRoute(c.req.query("pattern") ?? "")));
   mount(app, "/v1", [
-    core,
-    boxes,
-    forwards,
+    statusRoutes({
+      status,
+      refresh: () => agent.boxes.refresh(),
+      upgrade: (body, origin) =>
+        upgradeSelf(
+          { paths: agent.paths, bus: agent.bus, stop: () => agent.stopRequested?.() },
+          body,
+          origin,
+        ),
+    }),
+    eventRoutes({ bus: agent.bus, viewOpened: () => agent.notifier.viewOpened() }),
+    boxesRoutes({
+      boxes: agent.boxes,
+      localSocket: agent.paths.localSocket,
+      forget: (name, origin) => forgetEverywhere(agent, name, origin),
+    }),
+    forwardRoutes(agent),
     settingsRoutes(agent),
     hooksRoutes(agent),
     pairRoutes(agent),

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { useState } from "preact/hooks";
+import { useEffect, useState } from "preact/hooks";
 import { signal, useComputed } from "@preact/signals";
 import { memo } from "preact/compat";
 import type { EditorInfo } from "../../client/agent.ts";
@@ -28,6 +28,7 @@ import {
 } from "./store.ts";
 import { openReview, openTerminal } from "./views.ts";
 import { useOutcome } from "./outcome.ts";
+import { mark } from "./marks.ts";
 import { AddMachine, Upgrade } from "./machines.tsx";
 import { BroadcastBar, SelectBox } from "./broadcast.tsx";
 import { ago, plainError, previewUrl, reasonText } from "./outage.ts";
@@ -145,6 +146,10 @@ export function Board(props: { api: Api }) {
   const words = boardQuery.value.toLowerCase().split(/\s+/).filter(Boolean);
   const narrowed = boardFilter.value !== "all" || words.length > 0;
   const matching = sessions.value.filter((ref) => shown(ref, boardFilter.value, words));
+  // After the frame that drew a new count of sessions (Preact runs effects after the paint): the bench's
+  // "board ready" mark.
+  const count = sessions.value.length;
+  useEffect(() => count > 0 ? mark("dock:board", count) : undefined, [count]);
   return (
     <div class="board">
       <section class="card board-tools" role="search">

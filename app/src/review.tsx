@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { useEffect, useState } from "preact/hooks";
+import { useEffect, useMemo, useState } from "preact/hooks";
 import type {
   DiffFile,
   DiffPatch,
@@ -20,6 +20,8 @@ import type {
 import type { Api } from "./api.ts";
 import { useOutcome } from "./outcome.ts";
 import { reviewing, show } from "./views.ts";
+import { mark } from "./marks.ts";
+import { patchHtml } from "./diff_html.ts";
 
 /** The review view of the worktree `reviewing` names. */
 export function ReviewView(props: { api: Api }) {
@@ -67,6 +69,10 @@ function Review(props: { api: Api; box: string; location: string; worktree: stri
     }
   };
   const reload = () => setReloads((n) => n + 1);
+  // After the frame that drew the diff (effects run after the paint): the bench's "diff shown" mark.
+  useEffect(() => {
+    if (diff) mark("dock:diff-shown", diff.additions + diff.deletions);
+  }, [diff]);
 
   return (
     <section class="review" data-review={`${box}/${location}/${worktree}`}>
@@ -240,86 +246,15 @@ function jump(event: Event, path: string): void {
 
 function Patch(props: { patch: DiffPatch }) {
   const { patch } = props;
-  const language = languageOf(patch.path);
-  const lines = patch.patch.replace(/\n$/, "").split("\n");
-  const hunksAt = lines.findIndex((line) => line.startsWith("@@"));
+  // One string of escaped HTML per file, not an element per token: see diff_html.ts for the figures.
+  const html = useMemo(() => patchHtml(patch.path, patch.patch), [patch.path, patch.patch]);
   return (
     <div class="patch" data-patch={patch.path}>
       <div class="patch-head">{patch.path}</div>
       <pre class="patch-body">
-        {(hunksAt < 0 ? lines.slice(1) : lines.slice(hunksAt)).map((line, i) => {
-          const kind = line.startsWith("@@")
-            ? "hunk"
-            : line.startsWith("+")
-            ? "add"
-            : line.startsWith("-")
-            ? "del"
-            : "ctx";
-          return (
-            <div class={`line ${kind}`} key={i}>
-              {kind === "hunk" ? line : (
-                <>
-                  <span class="sign">{line.slice(0, 1)}</span>
-                  {highlight(line.slice(1), language)}
-                </>
-              )}
-            </div>
-          );
-        })}
+        <div dangerouslySetInnerHTML={{ __html: html }} />
         {patch.truncated && <div class="line hunk">… cut here: this file's diff is larger than a page</div>}
       </pre>
     </div>
   );
-}
-
-type Language = "c" | "hash" | "none";
-
-/** Which comment style a file's name suggests (the tokenizer knows strings, numbers, keywords, comments). */
-function languageOf(path: string): Language {
-  const ext = path.slice(path.lastIndexOf(".") + 1).toLowerCase();
-  if (
-    ["ts", "tsx", "js", "jsx", "mjs", "go", "rs", "c", "h", "cc", "cpp", "java", "kt", "swift", "css", "json"]
-      .includes(ext)
-  ) {
-    return "c";
-  }
-  if (["py", "sh", "rb", "yml", "yaml", "toml", "pl"].includes(ext)) return "hash";
-  return "none";
-}
-
-const KEYWORDS = new Set(
-  ("as async await break case catch class const continue def default defer do elif else enum export extends " +
-    "false fn for from func function go if impl import in interface let match mod new nil none null package " +
-    "pub return self static struct super switch this throw true try type undefined use var while with yield")
-    .split(" "),
-);
-
-/** A light tokenizer: enough colour to read a diff by, in a few hundred bytes (a highlighter is ~100 KB). */
-function highlight(text: string, language: Language) {
-  if (language === "none" || text.length > 2000) return text;
-  const comment = language === "c" ? "\\/\\/.*|\\/\\*.*?(?:\\*\\/|$)" : "#.*";
-  const pattern = new RegExp(
-    `(${comment})|("(?:[^"\\\\]|\\\\.)*"?|'(?:[^'\\\\]|\\\\.)*'?|\`(?:[^\`\\\\]|\\\\.)*\`?)|(\\b\\d[\\w.]*\\b)|([A-Za-z_]\\w*)`,
-    "g",
-  );
-  const out: (string | preact.JSX.Element)[] = [];
-  let last = 0;
-  for (const match of text.matchAll(pattern)) {
-    const [token, isComment, isString, isNumber, word] = match;
-    const kind = isComment
-      ? "tok-c"
-      : isString
-      ? "tok-s"
-      : isNumber
-      ? "tok-n"
-      : word && KEYWORDS.has(word)
-      ? "tok-k"
-      : null;
-    if (!kind) continue;
-    if (match.index > last) out.push(text.slice(last, match.index));
-    out.push(<span class={kind}>{token}</span>);
-    last = match.index + token.length;
-  }
-  if (last < text.length) out.push(text.slice(last));
-  return out;
 }

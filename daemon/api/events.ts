@@ -12,7 +12,7 @@ import { body, json, requestOrigin, RouteTable } from "../../core/http.ts";
 
 /** What the event routes use of the box. */
 export interface EventRoutesBackend {
-  bus: Pick<EventBus, "publish" | "lastId" | "subscribe" | "sinceRaw">;
+  bus: Pick<EventBus, "announce" | "lastId" | "subscribe" | "sinceRaw">;
   /** Where `agent.*` reports go: they set a session's state before they are announced. */
   agentStates: Pick<AgentStates, "ingest">;
 }
@@ -28,6 +28,7 @@ export function eventRoutes(box: EventRoutesBackend): RouteTable {
         return json(event ?? { duplicate: true }, event ? 201 : 200);
       }
       const origin = announce.origin ?? requestOrigin(c);
-      return json(box.bus.publish({ type: announce.type, origin, data: announce.data }), 201);
+      // Journaled with the others of this turn, in one transaction (EventBus.announce).
+      return json(await box.bus.announce({ type: announce.type, origin, data: announce.data }), 201);
     });
 }

@@ -25,6 +25,10 @@ class MemoryBus implements Bus {
     return event;
   }
 
+  announce(announce: EventAnnounce): Promise<DockEvent> {
+    return Promise.resolve(this.publish(announce));
+  }
+
   lastId(): number {
     return this.journal.length;
   }

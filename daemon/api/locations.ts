@@ -14,7 +14,7 @@ import {
 import type { BoxPaths } from "../../core/paths.ts";
 import { defaultRepoPath, type Locations, nameFromUrl } from "../locations.ts";
 import type { Worktrees } from "../worktrees.ts";
-import { checkName } from "../../core/names.ts";
+import { checkName } from "../names.ts";
 import { Channel } from "../../core/channel.ts";
 import { run } from "../../core/runner.ts";
 import * as git from "../git.ts";

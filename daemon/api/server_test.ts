@@ -57,6 +57,7 @@ const ACTING: Record<string, string[]> = {
   "POST /secrets/test": [],
   // Socket only (403 over TLS and through the relay); it reads, and says no value.
   "POST /secrets/report": [],
+  "POST /secrets/environment": [],
   "POST /upgrade": [],
   "POST /stop": [],
   "POST /pair/code": [],

@@ -28,6 +28,10 @@ export interface Script {
   tool?: string;
   /** `[[mark:X]]`: names the prompt, so a test can tell which prompts reached the model. */
   mark?: string;
+  /** Every mark, in order: two prompts run together (one typed onto another) carry two. */
+  marks: string[];
+  /** The first 60 characters of the prompt's line with a directive: a stray key typed before it shows. */
+  head: string;
 }
 
 /** One request the server answered, for assertions (no prompt text kept beyond the script). */
@@ -55,12 +59,17 @@ const DIRECTIVE = /\[\[(slow|bash|tool|mark):([^\]]*)\]\]/g;
 
 /** The script of a prompt's text. */
 export function readScript(text: string): Script {
-  const script: Script = { slowMs: 0 };
+  // The line of the first directive (the text blocks are joined by lines): reminders the tool adds
+  // in blocks of their own before it are not part of it.
+  const first = text.search(/\[\[(slow|bash|tool|mark):/);
+  const head = first < 0 ? "" : text.slice(text.lastIndexOf("\n", first) + 1).split("\n")[0].slice(0, 60);
+  const script: Script = { slowMs: 0, marks: [], head };
   for (const [, kind, value] of text.matchAll(DIRECTIVE)) {
     if (kind === "slow") script.slowMs = Number(value) || 0;
     if (kind === "bash") script.bash = value;
     if (kind === "tool") script.tool = value;
     if (kind === "mark") script.mark = value;
+    if (kind === "mark") script.marks.push(value);
   }
   return script;
 }
@@ -173,7 +182,8 @@ function anthropic(body: Json, signal: AbortSignal, seen: Seen[], id: () => numb
   const toolResult = result ? textsOf(result.content).trim().slice(0, 4000) : undefined;
   seen.push({ api: "anthropic", path: "/v1/messages", tools, toolResult, script });
   const n = id();
-  const wantsTool = tools.length > 0 && !result && (script.bash !== undefined || script.tool !== undefined);
+  // A new prompt that rides with a refused tool's result is still a prompt: it asks for its tool.
+  const wantsTool = tools.length > 0 && (script.bash !== undefined || script.tool !== undefined);
   const content: Json[] = wantsTool
     ? [{
       type: "tool_use",
@@ -229,7 +239,7 @@ function openai(body: Json, signal: AbortSignal, seen: Seen[], id: () => number)
   const lastUser = input.findLastIndex((item) => item.role === "user");
   const lastOutput = input.findLastIndex((item) => String(item.type).endsWith("_call_output"));
   const result = lastOutput > lastUser ? input[lastOutput] : undefined;
-  const script = result ? { slowMs: 0 } : readScript(textsOf(input[lastUser]?.content));
+  const script = result ? { slowMs: 0, marks: [], head: "" } : readScript(textsOf(input[lastUser]?.content));
   const toolResult = result ? textsOf(result.output ?? result.content).trim().slice(0, 4000) : undefined;
   seen.push({ api: "openai", path: "/v1/responses", tools, toolResult, script });
   const n = id();
@@ -315,7 +325,7 @@ function gemini(body: Json, url: URL, signal: AbortSignal, seen: Seen[]): Respon
   const last = contents.at(-1);
   const parts = Array.isArray(last?.parts) ? last.parts.filter(isRecord) : [];
   const response = parts.find((p) => isRecord(p.functionResponse));
-  const script = response ? { slowMs: 0 } : readScript(textsOf(parts));
+  const script = response ? { slowMs: 0, marks: [], head: "" } : readScript(textsOf(parts));
   const toolResult = response
     ? JSON.stringify((response.functionResponse as Json).response).slice(0, 4000)
     : undefined;

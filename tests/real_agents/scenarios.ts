@@ -14,6 +14,7 @@ import { connectUnixWebSocket } from "../ws_unix.ts";
 import type { Installed } from "./install.ts";
 import { type ModelServer, startModelServer } from "./model_server.ts";
 import type { RealTool } from "./tools.ts";
+import { inputBoxText } from "../../daemon/restored_input.ts";
 
 /** One state (or outcome) checked. */
 export interface Check {
@@ -446,6 +447,38 @@ export const SCENARIOS: Scenario[] = [
         if (await Deno.stat(join(t.repo, `answer-${i}.txt`)).then(() => true, () => false)) reached++;
       }
       t.record("answers that reached Claude Code", "20/20", `${reached}/20`);
+    },
+  },
+  {
+    name: "the prompt after an Esc arrives alone",
+    only: "claude",
+    async run(t) {
+      const name = unique("alone");
+      await t.create(name);
+      const interrupted = "interrupted [[slow:120000]]";
+      let before = justBefore();
+      const asked = t.model.seen.length;
+      await t.send(name, interrupted);
+      await t.expect("running", name, "running", { after: before });
+      await eventually(
+        () => Promise.resolve(t.model.seen.slice(asked).some((s) => s.script.slowMs === 120000)),
+        30_000,
+      );
+      before = justBefore();
+      await t.keys(name, ["Escape"]);
+      await t.expect("Esc", name, "waiting", { after: before, reason: "input" });
+      // Esc before the model answered: Claude Code puts the prompt back in its input box.
+      const box = inputBoxText("claude", await t.screen(name));
+      t.record("the interrupted prompt is put back", interrupted, box ?? "(no input box)");
+      const sent = t.model.seen.length;
+      await t.turn(name, "alone");
+      // The next send reached the model alone, not typed after the prompt put back.
+      const prompts = t.model.seen.slice(sent).filter((s) => s.script.marks.length > 0);
+      t.record(
+        "the next prompt arrived alone",
+        "alone [[slow:1500]]",
+        prompts.map((s) => `${s.script.head.replace(/ \[\[mark:.*$/, "")}`).join(" | "),
+      );
     },
   },
   {
