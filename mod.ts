@@ -16,7 +16,9 @@ export * from "./client/wire.ts";
 export * from "./client/errors.ts";
 export { type Endpoint, readNdjson, readSse, type RequestOptions, Transport } from "./client/http.ts";
 export { BoxClient } from "./client/box.ts";
-export { AgentClient, type AgentStatus, type BoxStatus } from "./client/agent.ts";
+export { AgentClient } from "./client/agent.ts";
+export { PluginCalls } from "./client/plugin_calls.ts";
+export { SessionCalls } from "./client/session_calls.ts";
 export {
   definePlugin,
   type DockPlugin,

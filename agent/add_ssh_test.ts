@@ -1,6 +1,7 @@
 import { assertEquals, assertThrows } from "../tests/assert.ts";
 import { DockError } from "../client/errors.ts";
-import { aesGcmFirst, checkAddSsh, hostKeyHint, parseDestination } from "./add_ssh.ts";
+import { checkAddSsh } from "./add_ssh.ts";
+import { aesGcmFirst, hostKeyHint, parseDestination } from "./add_ssh_remote.ts";
 import { assertRejects, assertStringIncludes } from "../tests/assert.ts";
 
 Deno.test("aesGcmFirst: AES-GCM moves ahead of what the configuration allows, nothing added or dropped", () => {

@@ -9,6 +9,8 @@ import type { AgentProcess } from "../client/agent.ts";
 import { KitLibrary } from "./kits.ts";
 import { EventBus, journalBoundsFromEnv } from "../core/events.ts";
 import type { ClientPaths } from "../core/paths.ts";
+import { type Clock, SYSTEM_CLOCK } from "../core/clock.ts";
+import { type Log, STDERR_LOG } from "../core/log.ts";
 import { Store } from "../core/store.ts";
 import { positiveFromEnv } from "../core/knobs.ts";
 import { Boxes } from "./boxes.ts";
@@ -39,6 +41,10 @@ export interface AgentOptions {
   healthMs?: number;
   /** Test only: pause between marking a queue item `sending` and its request. @default {0} */
   queueSendDelayMs?: number;
+  /** The clock every module that orders or delays by time reads (tests: a FakeClock). @default {SYSTEM_CLOCK} */
+  clock?: Clock;
+  /** Where modules report what went wrong on their own (tests: a MemoryLog). @default {STDERR_LOG} */
+  log?: Log;
 }
 
 /** Every module of one laptop agent. */
@@ -58,6 +64,10 @@ export class Agent {
   readonly sharedPlugins: SharedPlugins;
   readonly kits: KitLibrary;
   readonly notifier: DesktopNotifier;
+  /** The clock the agent's modules read (the system's unless a test hands in its own). */
+  readonly clock: Clock;
+  /** Where the agent's modules report what went wrong on their own. */
+  readonly log: Log;
   /** The proxy's listener: its port, or why it is not listening. */
   proxyState: { enabled: boolean; port?: number; error?: string } = { enabled: false };
   token = "";
@@ -73,16 +83,21 @@ export class Agent {
   constructor(paths: ClientPaths, options: AgentOptions = {}) {
     Deno.mkdirSync(paths.client, { recursive: true, mode: 0o700 });
     this.paths = paths;
+    // The composition root: the one place the system's clock and stderr are chosen.
+    const clock = this.clock = options.clock ?? SYSTEM_CLOCK;
+    const log = this.log = options.log ?? STDERR_LOG;
     // Its own database: the event journal (the bus adds it) and the laptop modules' own tables.
     this.store = new Store(paths.db);
-    this.bus = new EventBus(this.store, journalBoundsFromEnv());
-    this.boxes = new Boxes(this.store, this.bus, options);
-    this.transports = new SshTransports({ store: this.store, boxes: this.boxes, paths });
-    this.merge = new EventMerge(this.store, this.bus, this.boxes);
+    this.bus = new EventBus(this.store, { ...journalBoundsFromEnv(), log });
+    this.boxes = new Boxes(this.store, this.bus, { healthMs: options.healthMs, clock });
+    this.transports = new SshTransports({ store: this.store, boxes: this.boxes, paths, clock });
+    this.merge = new EventMerge(this.store, this.bus, this.boxes, { clock, log });
     this.forwards = new Forwards(this.boxes, this.bus, {
       maxConnections: positiveFromEnv("DOCK_FORWARD_MAX_CONNECTIONS"),
+      clock,
+      log,
     });
-    this.proxy = new Proxy(this.boxes, this.forwards);
+    this.proxy = new Proxy(this.boxes, this.forwards, { clock });
     this.kits = new KitLibrary({ paths, boxes: this.boxes });
     this.plugins = new Plugins({
       home: paths.home,
@@ -93,6 +108,8 @@ export class Agent {
       // With a local box, one plugins folder: the box's copy of a plugin gets the box's events.
       shadowed: (id, event) => this.sharedPlugins.shadowed(id, event),
       ...pluginKnobs(),
+      clock,
+      log,
     });
     this.sharedPlugins = new SharedPlugins({
       boxes: this.boxes,
@@ -104,6 +121,8 @@ export class Agent {
       extra: () => this.plugins.extraHooks(),
       executor: this.plugins.executor(),
       file: paths.hooksFile,
+      clock,
+      log,
       home: Deno.env.get("HOME") ?? "/",
       onlineBoxes: () => this.boxes.list().map((b) => b.name).filter((name) => this.boxes.online(name)),
       boxHooksFile: async (name) => (await this.boxes.client(name).hooks()).path,
@@ -119,6 +138,8 @@ export class Agent {
       bus: this.bus,
       boxes: this.boxes,
       sendDelayMs: options.queueSendDelayMs,
+      clock,
+      log,
     });
   }
 

@@ -24,10 +24,9 @@
 import { DockError, notFound } from "../client/errors.ts";
 import type { Boxes } from "./boxes.ts";
 import { messageSocketEnd, pump, webSocketEnd } from "../core/pump.ts";
+import { connectTlsWebSocket, connectUnixWebSocket } from "../core/ws_client.ts";
 import {
   acceptWebSocket,
-  connectTlsWebSocket,
-  connectUnixWebSocket,
   type ConnWebSocket,
   requireWebSocket,
   WebSocketConnectionError,

@@ -24,6 +24,7 @@ import { BoxClient } from "../client/box.ts";
 import { BoxHttp } from "./box_http.ts";
 import { badField, DockError, notFound } from "../client/errors.ts";
 import { BUILD, isBehind } from "../client/version.ts";
+import { type Clock, every } from "../core/clock.ts";
 import type { EventBus } from "../core/events.ts";
 import type { Store } from "../core/store.ts";
 import { pemToDer } from "../core/pairing_link.ts";
@@ -130,20 +131,30 @@ export function afterFailedCheck(
   return { failures, nextCheck: now + backoff * (0.75 + random() * 0.5) };
 }
 
+/** Knobs of {@linkcode Boxes}. */
+export interface BoxesOptions {
+  /** How often each box is checked. @default {5000} */
+  healthMs?: number;
+  /** Orders the health checks and their backoff. */
+  clock: Clock;
+}
+
 /** The registry and the live connections. */
 export class Boxes {
   #store: Store;
   #bus: EventBus;
   #connections = new Map<string, Connection>();
-  #timer?: ReturnType<typeof setInterval>;
+  #stopLoop?: () => void;
   #healthMs: number;
+  #clock: Clock;
   /** The check under way for each box. */
   #checking = new Map<string, Promise<void>>();
 
-  constructor(store: Store, bus: EventBus, options: { healthMs?: number } = {}) {
+  constructor(store: Store, bus: EventBus, options: BoxesOptions) {
     this.#store = store;
     this.#bus = bus;
     this.#healthMs = options.healthMs ?? 5000;
+    this.#clock = options.clock;
     store.db.exec(SCHEMA);
     const columns = new Set(store.all<{ name: string }>("PRAGMA table_info(boxes)").map((c) => c.name));
     for (const column of ADDED_COLUMNS) {
@@ -229,7 +240,7 @@ export class Boxes {
       name: box.name,
       kind: box.kind,
       address: box.address,
-      created: new Date().toISOString(),
+      created: new Date(this.#clock.now()).toISOString(),
     };
     this.#store.run(
       "INSERT INTO boxes (name, kind, address, created, ca_pem, credential) VALUES (?, ?, ?, ?, ?, ?)",
@@ -381,14 +392,14 @@ export class Boxes {
     try {
       const info = await connection.client.infoWithin(2000);
       connection.failures = 0;
-      connection.nextCheck = Date.now() + this.#healthMs;
+      connection.nextCheck = this.#clock.now() + this.#healthMs;
       connection.status.latency_ms = Math.round((performance.now() - started) * 100) / 100;
       connection.status.build = info.build;
       connection.status.behind = isBehind(info.build, BUILD);
       connection.status.error = null;
       this.#set(connection, true);
     } catch (error) {
-      Object.assign(connection, afterFailedCheck(connection, Date.now()));
+      Object.assign(connection, afterFailedCheck(connection, this.#clock.now()));
       connection.status.error = (error as Error).message;
       connection.status.latency_ms = null;
       this.reset(name);
@@ -404,18 +415,19 @@ export class Boxes {
 
   /** Starts the health loop. */
   start(): void {
-    this.#timer = setInterval(() => {
+    this.#stopLoop = every(this.#clock, 250, () => {
+      const now = this.#clock.now();
       for (const connection of this.#connections.values()) {
         const name = connection.record.name;
         // The loop never queues behind a check under way; callers of check() do.
-        if (Date.now() >= connection.nextCheck && !this.#checking.has(name)) this.check(name);
+        if (now >= connection.nextCheck && !this.#checking.has(name)) this.check(name);
       }
-    }, 250);
+    });
   }
 
   /** Stops the health loop and closes every connection. */
   close(): void {
-    clearInterval(this.#timer);
+    this.#stopLoop?.();
     for (const connection of this.#connections.values()) {
       connection.client.close();
       connection.http.close();
@@ -448,7 +460,7 @@ export class Boxes {
   #set(connection: Connection, online: boolean): void {
     if (connection.status.online === online && connection.status.since !== null) return;
     connection.status.online = online;
-    connection.status.since = new Date().toISOString();
+    connection.status.since = new Date(this.#clock.now()).toISOString();
     this.#bus.publish({
       type: online ? "box.online" : "box.offline",
       origin: "dock",

@@ -1,5 +1,10 @@
 import { assertEquals } from "../tests/assert.ts";
-import { afterFailedCheck } from "./boxes.ts";
+import type { DockEvent } from "../client/wire.ts";
+import { BUILD } from "../client/version.ts";
+import { EventBus } from "../core/events.ts";
+import { Store } from "../core/store.ts";
+import { FakeClock } from "../tests/fake_clock.ts";
+import { afterFailedCheck, Boxes } from "./boxes.ts";
 
 Deno.test("a box's backoff doubles per due check only; checks asked for in between do not lengthen it", () => {
   const half = () => 0.5; // no jitter
@@ -13,4 +18,60 @@ Deno.test("a box's backoff doubles per due check only; checks asked for in betwe
   assertEquals(state, { failures: 2, nextCheck: 3000 });
   for (let i = 0; i < 10; i++) state = afterFailedCheck(state, state.nextCheck, half);
   assertEquals(state.nextCheck - afterFailedCheck(state, state.nextCheck, half).nextCheck, -30_000);
+});
+
+/** Resolves with the next event of `type` the bus carries. */
+function nextEvent(bus: EventBus, type: string): Promise<DockEvent> {
+  return new Promise((resolve) => {
+    const unsubscribe = bus.subscribe((event) => {
+      if (event.type !== type) return;
+      unsubscribe();
+      resolve(event);
+    });
+  });
+}
+
+Deno.test("health: the loop checks a box on the agent's clock, backs off after a failure, and says so in events", async () => {
+  const dir = await Deno.makeTempDir();
+  const socket = `${dir}/box.sock`;
+  // A box's `GET /v1/info` over its socket: answering, or failing with a 503, as `up` says.
+  let up = true;
+  let asked = 0;
+  const server = Deno.serve({ path: socket, onListen: () => {} }, () => {
+    asked++;
+    return up
+      ? Response.json({ build: BUILD })
+      : Response.json({ error: { code: "down", message: "down for the test" } }, { status: 503 });
+  });
+  const store = new Store(`${dir}/agent.db`);
+  const bus = new EventBus(store);
+  const clock = new FakeClock(Date.parse("2026-01-01T00:00:00Z"));
+  const boxes = new Boxes(store, bus, { healthMs: 5000, clock });
+  try {
+    assertEquals((await boxes.add({ name: "b1", kind: "socket", address: socket }, "t")).online, true);
+    boxes.start();
+    up = false;
+    clock.advance(4999);
+    assertEquals(asked, 1, "not due before healthMs");
+    const offline = nextEvent(bus, "box.offline");
+    clock.advance(1);
+    assertEquals((await offline).data?.box, "b1");
+    assertEquals([asked, boxes.online("b1")], [2, false]);
+    // The check's own bookkeeping ends a few microtasks after its event; the loop skips a box whose check
+    // is under way, so let it end before the clock moves on.
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    // The first retry is due 0.75–1.25 s after the failure (1 s with jitter).
+    up = true;
+    clock.advance(749);
+    assertEquals(asked, 2, "backing off");
+    const online = nextEvent(bus, "box.online");
+    clock.advance(501);
+    assertEquals((await online).data?.box, "b1");
+    assertEquals([asked, boxes.online("b1")], [3, true]);
+  } finally {
+    boxes.close();
+    await server.shutdown();
+    store.close();
+    await Deno.remove(dir, { recursive: true });
+  }
 });

@@ -33,7 +33,7 @@ import type {
 } from "../client/wire.ts";
 import { sha256Hex } from "../core/bytes.ts";
 import type { Store } from "../core/store.ts";
-import { queueSendKey, redact } from "./queue.ts";
+import { queueSendKey, redact } from "./queue_plan.ts";
 
 /**
  * The names a broadcast's text may use as `{{name}}`: spec 6 names the agent's branch, worktree, project

@@ -13,7 +13,7 @@ import {
   viewOf,
   type ViewSession,
 } from "./broadcast.ts";
-import { queueSendKey } from "./queue.ts";
+import { queueSendKey } from "./queue_plan.ts";
 
 const VALUES = {
   session: "s1",

@@ -10,9 +10,10 @@
  */
 import type { Context } from "hono";
 import { DockError } from "../client/errors.ts";
-import { PLUGIN_FN_LINK } from "../client/schemas.ts";
+import { PLUGIN_FN_LINK } from "../client/schemas_laptop.ts";
 import type { PluginFnLink } from "../client/wire.ts";
-import { forwardPath, wildcardSegments } from "../core/forward_path.ts";
+import type { Clock } from "../core/clock.ts";
+import { checkSegment, forwardPath, wildcardSegments } from "../core/forward_path.ts";
 import { body, json, param, RouteTable } from "../core/http.ts";
 import { panelHeaders } from "../core/static.ts";
 import type { Boxes } from "./boxes.ts";
@@ -34,16 +35,17 @@ export class FnLinks {
   #key: Promise<CryptoKey>;
   /** Signatures used, until they expire (a link works once). */
   #used = new Map<string, number>();
-  #now: () => number;
+  #clock: Clock;
 
-  constructor(options: { now?: () => number } = {}) {
-    this.#now = options.now ?? Date.now;
+  /** `clock`: what links expire by. */
+  constructor(options: { clock: Clock }) {
+    this.#clock = options.clock;
     this.#key = crypto.subtle.generateKey({ name: "HMAC", hash: "SHA-256" }, false, ["sign", "verify"]);
   }
 
   /** A link to `path` of plugin `id` on `where` (`laptop` or a box), good for {@linkcode FN_LINK_MS}. */
   async sign(where: string, id: string, path: string): Promise<PluginFnLink> {
-    const exp = this.#now() + FN_LINK_MS;
+    const exp = this.#clock.now() + FN_LINK_MS;
     const sig = await this.#mac(where, id, path, exp);
     // `path` is already a checked, encoded path (`forwardPath`), as the page will rebuild it.
     return {
@@ -56,7 +58,7 @@ export class FnLinks {
 
   /** Throws 403 unless `sig` signs these and has not expired or been used; then it is used. */
   async check(where: string, id: string, path: string, exp: number, sig: string): Promise<void> {
-    const now = this.#now();
+    const now = this.#clock.now();
     for (const [used, until] of this.#used) if (until < now) this.#used.delete(used);
     const refused = (why: string) =>
       new DockError("link_refused", `this link ${why}; open it from the app again`, { status: 403 });
@@ -81,7 +83,11 @@ export function fnLinkRoutes(links: FnLinks, agent: FnLinkBackend): RouteTable {
     const id = param(c, "id");
     const request = await body(c, PLUGIN_FN_LINK);
     const where = request?.where ?? "laptop";
-    const path = forwardPath("/", (request?.path ?? "/").split("/").filter(Boolean));
+    // Each segment checked as the page will check it (a `..` would make a link no page can accept).
+    const path = forwardPath(
+      "/",
+      (request?.path ?? "/").split("/").filter(Boolean).map((s) => checkSegment(s)),
+    );
     if (where === "laptop" ? !agent.plugins.isOn(id) : !agent.boxes.has(where)) {
       throw new DockError("not_found", `no enabled plugin '${id}' on ${where}`, { status: 404 });
     }

@@ -1,5 +1,6 @@
 import { assertEquals, assertRejects } from "../tests/assert.ts";
 import { DockError } from "../client/errors.ts";
+import { FakeClock } from "../tests/fake_clock.ts";
 import { FN_LINK_MS, FnLinks } from "./fn_links.ts";
 
 function parts(url: string): { exp: number; sig: string } {
@@ -8,12 +9,12 @@ function parts(url: string): { exp: number; sig: string } {
 }
 
 Deno.test("fn links: good once, for one plugin and path, until they expire", async () => {
-  let now = 1_000_000;
-  const links = new FnLinks({ now: () => now });
+  const clock = new FakeClock(1_000_000);
+  const links = new FnLinks({ clock });
   const link = await links.sign("laptop", "dash", "/a%20b");
   assertEquals(link.url.startsWith("/app/fn/laptop/dash/a%20b?exp="), true, link.url);
   const { exp, sig } = parts(link.url);
-  assertEquals(exp, now + FN_LINK_MS);
+  assertEquals(exp, clock.now() + FN_LINK_MS);
   // Another plugin, path, copy or expiry: not what was signed.
   await assertRejects(
     () => links.check("laptop", "other", "/a%20b", exp, sig),
@@ -31,11 +32,11 @@ Deno.test("fn links: good once, for one plugin and path, until they expire", asy
   await assertRejects(() => links.check("laptop", "dash", "/a%20b", exp, sig), DockError, "used already");
 
   const late = await links.sign("laptop", "dash", "/");
-  now += FN_LINK_MS + 1;
+  clock.advance(FN_LINK_MS + 1);
   const p = parts(late.url);
   await assertRejects(() => links.check("laptop", "dash", "/", p.exp, p.sig), DockError, "expired");
   // A link from another agent (another key) is refused.
-  const foreign = parts((await new FnLinks({ now: () => now }).sign("laptop", "dash", "/")).url);
+  const foreign = parts((await new FnLinks({ clock }).sign("laptop", "dash", "/")).url);
   await assertRejects(
     () => links.check("laptop", "dash", "/", foreign.exp, foreign.sig),
     DockError,

@@ -6,7 +6,9 @@
  * @module
  */
 import { DockError, notFound } from "../client/errors.ts";
+import { type Clock, sleep } from "../core/clock.ts";
 import type { EventBus } from "../core/events.ts";
+import { errorText, type Log } from "../core/log.ts";
 import { connEnd, messageSocketEnd, pump } from "../core/pump.ts";
 import type { ConnWebSocket } from "../core/websocket.ts";
 import { boxTarget, openBoxWebSocket } from "./attach_relay.ts";
@@ -28,18 +30,31 @@ interface Live {
   listener: Deno.Listener;
 }
 
+/** Knobs and seams of {@linkcode Forwards}. */
+export interface ForwardsOptions {
+  /** Connections one forward carries at once (more are closed at once). @default {256} */
+  maxConnections?: number;
+  /** Paces the retries of an accept that failed. */
+  clock: Clock;
+  /** Where a forward that cannot accept says so. */
+  log: Log;
+}
+
 /** The forwards of this laptop (they live as long as the agent). */
 export class Forwards {
   #boxes: Boxes;
   #bus: EventBus;
   #live = new Map<string, Live>();
   #maxConnections: number;
+  #clock: Clock;
+  #log: Log;
 
-  /** `maxConnections`: connections one forward carries at once (more are closed at once). @default {256} */
-  constructor(boxes: Boxes, bus: EventBus, options: { maxConnections?: number } = {}) {
+  constructor(boxes: Boxes, bus: EventBus, options: ForwardsOptions) {
     this.#boxes = boxes;
     this.#bus = bus;
     this.#maxConnections = options.maxConnections ?? 256;
+    this.#clock = options.clock;
+    this.#log = options.log;
   }
 
   /** Every forward. */
@@ -71,7 +86,7 @@ export class Forwards {
     const forward: Forward = {
       id: crypto.randomUUID().slice(0, 8),
       ...request,
-      created: new Date().toISOString(),
+      created: new Date(this.#clock.now()).toISOString(),
       connections: 0,
     };
     this.#live.set(forward.id, { forward, listener });
@@ -117,10 +132,10 @@ export class Forwards {
           return;
         }
         if (!failing) {
-          console.error(`forward ${forward.local}: cannot accept (${(error as Error).message}); retrying`);
+          this.#log.error(`forward ${forward.local}: cannot accept (${errorText(error)}); retrying`);
         }
         failing = true;
-        await new Promise((resolve) => setTimeout(resolve, 100));
+        await sleep(this.#clock, 100);
         continue;
       }
       failing = false;

@@ -15,7 +15,9 @@
  * @module
  */
 import type { DockEvent } from "../client/wire.ts";
+import type { Clock } from "../core/clock.ts";
 import type { EventBus } from "../core/events.ts";
+import type { Log } from "../core/log.ts";
 import {
   eventVariables,
   type ExtraHook,
@@ -45,6 +47,10 @@ export interface LaptopHooksOptions {
   extra?: () => ExtraHook[];
   /** What runs each hook (module hooks go to the plugin host). @default {shellExecutor} */
   executor?: HookExecutor;
+  /** What the hooks file's watch runs on. */
+  clock: Clock;
+  /** Told of a hooks file that stops parsing, a failed run, a full backlog. */
+  log: Log;
 }
 
 /** Runs the laptop's hooks on the agent's events. */
@@ -53,7 +59,14 @@ export class LaptopHooks extends HooksHost {
   #shared = new Map<string, boolean>();
 
   constructor(options: LaptopHooksOptions) {
-    super({ bus: options.bus, file: options.file, origin: "dock", executor: options.executor });
+    super({
+      bus: options.bus,
+      file: options.file,
+      origin: "dock",
+      executor: options.executor,
+      clock: options.clock,
+      log: options.log,
+    });
     this.#o = options;
   }
 

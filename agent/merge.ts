@@ -14,9 +14,10 @@
  * @module
  */
 import { DockError } from "../client/errors.ts";
-import { sleep } from "../client/timers.ts";
 import type { DockEvent } from "../client/wire.ts";
+import { type Clock, sleep } from "../core/clock.ts";
 import type { EventBus } from "../core/events.ts";
+import { errorText, type Log } from "../core/log.ts";
 import type { Store } from "../core/store.ts";
 import type { Boxes } from "./boxes.ts";
 
@@ -34,18 +35,30 @@ const MAX_BATCH = 500;
  */
 export const MAX_BATCH_BYTES = 1024 * 1024;
 
+/** Seams of {@linkcode EventMerge}. */
+export interface EventMergeOptions {
+  /** Paces the batches and the pause between a broken stream and the next. */
+  clock: Clock;
+  /** Where a box's stream that could not be journaled is reported. */
+  log: Log;
+}
+
 /** Follows every box's event stream into the agent's bus. */
 export class EventMerge {
   #store: Store;
   #bus: EventBus;
   #boxes: Boxes;
+  #clock: Clock;
+  #log: Log;
   #followers = new Map<string, AbortController>();
   #unsubscribe?: () => void;
 
-  constructor(store: Store, bus: EventBus, boxes: Boxes) {
+  constructor(store: Store, bus: EventBus, boxes: Boxes, options: EventMergeOptions) {
     this.#store = store;
     this.#bus = bus;
     this.#boxes = boxes;
+    this.#clock = options.clock;
+    this.#log = options.log;
     store.db.exec(SCHEMA);
   }
 
@@ -80,7 +93,9 @@ export class EventMerge {
     if (this.#followers.has(name)) return;
     const controller = new AbortController();
     this.#followers.set(name, controller);
-    this.#loop(name, controller.signal).catch((error) => console.error(`events of ${name}:`, error));
+    this.#loop(name, controller.signal).catch((error) =>
+      this.#log.error(`events of ${name}: ${errorText(error)}`)
+    );
   }
 
   async #loop(name: string, signal: AbortSignal): Promise<void> {
@@ -96,10 +111,10 @@ export class EventMerge {
       // What arrived since the last turn of the event loop, journaled in one go on the next.
       const batch: { event: DockEvent; json: string }[] = [];
       let bytes = 0;
-      let timer: ReturnType<typeof setTimeout> | undefined;
+      let cancel: (() => void) | undefined;
       const flush = () => {
-        clearTimeout(timer);
-        timer = undefined;
+        cancel?.();
+        cancel = undefined;
         const events = batch.splice(0);
         bytes = 0;
         // A removed box (the signal) has had its cursor deleted: writing it back would skip its events
@@ -109,7 +124,9 @@ export class EventMerge {
           this.#copy(name, events);
         } catch (error) {
           // Nothing of the batch was kept (one transaction): follow again from the cursor before it.
-          console.error(`events of ${name}: could not journal ${events.length} event(s):`, error);
+          this.#log.error(
+            `events of ${name}: could not journal ${events.length} event(s): ${errorText(error)}`,
+          );
           stream.abort();
         }
       };
@@ -122,14 +139,14 @@ export class EventMerge {
           batch.push({ event, json });
           bytes += json.length;
           if (batch.length >= MAX_BATCH || bytes >= MAX_BATCH_BYTES) flush();
-          else timer ??= setTimeout(flush, 0);
+          else cancel ??= this.#clock.after(0, flush);
         }
       } catch (error) {
         flush();
         if (error instanceof DockError && error.code === "after_last_event" && !signal.aborted) {
           // The box's journal is behind the cursor: its database was made anew (ids start again from
           // 1), so all it holds is new here. Asking from the cursor again would be refused for good.
-          console.error(
+          this.#log.warn(
             `events of ${name}: ${error.message}; its journal was reset: copying it from the start`,
           );
           this.#store.run("UPDATE box_cursors SET last_id = 0 WHERE box = ?", name);
@@ -142,7 +159,7 @@ export class EventMerge {
         unwatch();
         signal.removeEventListener("abort", stop);
       }
-      if (!signal.aborted) await sleep(250, signal);
+      if (!signal.aborted) await sleep(this.#clock, 250, signal).catch(() => {});
     }
   }
 

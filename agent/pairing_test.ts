@@ -2,6 +2,7 @@ import { assert, assertEquals, assertRejects, assertStringIncludes } from "../te
 import { DockError } from "../client/errors.ts";
 import { ensureCertificates } from "../daemon/tls.ts";
 import { fingerprintOf } from "../core/pairing_link.ts";
+import { SYSTEM_CLOCK } from "../core/clock.ts";
 import { EventBus } from "../core/events.ts";
 import { Store } from "../core/store.ts";
 import { Boxes } from "./boxes.ts";
@@ -99,7 +100,7 @@ Deno.test("pinnedCa: a server that never completes the handshake times out", asy
 Deno.test("pairBox: a link to an address the box's certificate does not cover stops before the code is sent", async () => {
   const dir = await Deno.makeTempDir();
   const store = new Store(`${dir}/agent.db`);
-  const boxes = new Boxes(store, new EventBus(store));
+  const boxes = new Boxes(store, new EventBus(store), { clock: SYSTEM_CLOCK });
   try {
     const box = await ensureCertificates(`${dir}/box`, { addresses: ["localhost"] });
     await using server = tlsServer(box.certPem + box.caPem, box.keyPem);

@@ -11,6 +11,7 @@
  */
 import http from "node:http";
 import { DockError } from "../client/errors.ts";
+import { type Clock } from "../core/clock.ts";
 import { originPath } from "../core/forward_path.ts";
 import { errorResponse } from "../core/http.ts";
 import { pump, webSocketEnd } from "../core/pump.ts";
@@ -32,10 +33,13 @@ export class Proxy {
   #routes: Route[] = [];
   #ends = new Map<string, Promise<number>>();
   #lookups = new Map<string, { port: number; until: number }>();
+  #clock: Clock;
 
-  constructor(boxes: Boxes, forwards: Forwards) {
+  /** `clock`: how long a worktree's port stays cached is measured on it. */
+  constructor(boxes: Boxes, forwards: Forwards, options: { clock: Clock }) {
     this.#boxes = boxes;
     this.#forwards = forwards;
+    this.#clock = options.clock;
   }
 
   /** The named routes. */
@@ -125,7 +129,7 @@ export class Proxy {
     const location = labels.at(-3)!;
     const worktree = labels.slice(0, -3).join(".");
     const cached = this.#lookups.get(name);
-    if (cached && cached.until > Date.now()) return { box, port: cached.port };
+    if (cached && cached.until > this.#clock.now()) return { box, port: cached.port };
     const client = this.#boxes.client(box);
     const listening = (await client.ports())
       .filter((p) => p.location === location && p.worktree === worktree)
@@ -140,7 +144,7 @@ export class Proxy {
         },
       );
     }
-    this.#lookups.set(name, { port: listening[0], until: Date.now() + 2000 });
+    this.#lookups.set(name, { port: listening[0], until: this.#clock.now() + 2000 });
     return { box, port: listening[0] };
   }
 

@@ -1,113 +1,17 @@
-import { assert, assertEquals, assertRejects, assertStringIncludes, assertThrows } from "../tests/assert.ts";
+import { assertEquals, assertRejects, assertStringIncludes, assertThrows } from "../tests/assert.ts";
 import { DockError } from "../client/errors.ts";
 import type { AgentState, QueueState, Session } from "../client/wire.ts";
 import { EventBus } from "../core/events.ts";
+import { MemoryLog } from "../core/log.ts";
 import { Store } from "../core/store.ts";
-import { transition, transitions } from "../core/transition.ts";
-import {
-  blockedIds,
-  canTransition,
-  DELIVERED_KEPT,
-  type HeldState,
-  type PlanContext,
-  planQueue,
-  Queue,
-  QUEUE_TRANSITIONS,
-  type QueueBoxClient,
-  type QueueEvent,
-  type QueueOptions,
-  redact,
-  type Slot,
-} from "./queue.ts";
+import { transitions } from "../core/transition.ts";
+import { FakeClock } from "../tests/fake_clock.ts";
+import { Queue, type QueueBoxClient, type QueueOptions } from "./queue.ts";
+import { DELIVERED_KEPT, QUEUE_TRANSITIONS } from "./queue_plan.ts";
 
-const STATES: QueueState[] = ["queued", "waiting", "sending", "failed", "delivered"];
-
-function slot(id: string, seq: number, state: QueueState, options: Partial<Slot> = {}): Slot {
-  return { id, seq, state, box: "b", session: "s", wait: false, ...options };
-}
-
-function context(options: Partial<PlanContext> = {}): PlanContext {
-  return { known: () => true, online: () => true, busy: () => false, agentState: () => "idle", ...options };
-}
-
-Deno.test("the lifecycle: forward, the back edges spec 3.1 names, and delivered is final", () => {
-  assertEquals(Object.keys(QUEUE_TRANSITIONS).sort(), [...STATES].sort());
-  assert(canTransition("queued", "waiting"));
-  assert(canTransition("waiting", "sending"));
-  assert(canTransition("sending", "delivered"));
-  assert(canTransition("sending", "failed"));
-  assert(canTransition("sending", "queued"), "a box never reached: back in the queue, not failed");
-  assert(canTransition("failed", "queued"), "retry and edit");
-  assert(canTransition("waiting", "queued"), "the box went away again");
-  assert(!canTransition("failed", "delivered"));
-  assert(!canTransition("queued", "failed"), "only a send can fail");
-  assert(!canTransition("waiting", "delivered"));
-  for (const to of STATES) assert(!canTransition("delivered", to), `delivered → ${to}`);
-});
-
-Deno.test("blocked: items behind a failed one of the same session, not other sessions", () => {
-  const slots = [
-    slot("a", 1, "delivered"),
-    slot("b", 2, "failed"),
-    slot("c", 3, "queued"),
-    slot("d", 4, "waiting"),
-    slot("e", 5, "failed"),
-    slot("x", 6, "queued", { session: "other" }),
-    slot("y", 7, "queued", { box: "b2" }),
-  ];
-  assertEquals([...blockedIds(slots)].sort(), ["c", "d", "e"]);
-  // Order is by seq, not by position in the list.
-  assertEquals([...blockedIds([...slots].reverse())].sort(), ["c", "d", "e"]);
-  assertEquals([...blockedIds([slot("c", 3, "queued"), slot("b", 4, "failed")])], []);
-});
-
-Deno.test("the plan: one send per session, oldest first, sessions in parallel", () => {
-  const slots = [
-    slot("s2", 2, "queued", { session: "two" }),
-    slot("a1", 1, "queued"),
-    slot("a3", 3, "queued"),
-    slot("d", 4, "delivered", { session: "three" }),
-    slot("t5", 5, "queued", { session: "three" }),
-  ];
-  assertEquals(planQueue(slots, context()).send, ["a1", "s2", "t5"]);
-  // A lane with a send in flight waits; the others go.
-  assertEquals(planQueue(slots, context({ busy: (lane) => lane === "b/s" })).send, ["s2", "t5"]);
-});
-
-Deno.test("the plan: a failed item holds its lane; an item left sending goes first", () => {
-  const held = planQueue([slot("f", 1, "failed"), slot("q", 2, "queued")], context());
-  assertEquals(held.send, []);
-  const resumed = planQueue([slot("q", 1, "queued"), slot("s", 2, "sending")], context());
-  assertEquals(resumed.send, ["s"], "a send cut short (explicit send, agent killed) is finished first");
-});
-
-Deno.test("the plan: offline boxes keep their items queued; waiting follows the agent's turn", () => {
-  const slots = [
-    slot("w1", 1, "queued", { wait: true }),
-    slot("n1", 2, "queued", { session: "n" }),
-    slot("w2", 3, "waiting", { box: "gone", wait: true }),
-  ];
-  const offline = planQueue(slots, context({ online: (box) => box === "nobox" }));
-  assertEquals([offline.send, offline.waiting, offline.queued], [[], [], ["w2"]]);
-
-  const states = new Map<string, HeldState | null | undefined>();
-  const plan = (state: HeldState | null | undefined) => {
-    states.set("s", state);
-    return planQueue(slots, context({ online: (box) => box === "b", agentState: (_, s) => states.get(s) }));
-  };
-  const unknown = plan(undefined);
-  assertEquals([unknown.send, unknown.waiting, unknown.read], [["n1"], ["w1"], ["b"]]);
-  assertEquals(plan("running").send, ["n1"], "mid-turn: the wait item is held, the other goes");
-  assertEquals(plan("finished").send, ["w1", "n1"]);
-  assertEquals(plan("waiting").send, ["w1", "n1"]);
-  assertEquals(plan("permission").send, ["n1"], "a permission prompt is the person's: the wait item is held");
-  assertEquals(plan(null).send, ["w1", "n1"], "no such session: sent, and the box answers 404");
-});
-
-Deno.test("redact removes a quoted prompt from an error message", () => {
-  assertEquals(redact("gate said: deploy to prod now", "deploy to prod"), "gate said: ‹prompt› now");
-  assertEquals(redact("session 's1' not found", "x"), "session 's1' not found");
-});
+// The engine runs on a FakeClock: its backoffs, re-reads and send deadlines move only when a test
+// advances it, and the tests await the queue's own events, never real time.
+const START = Date.parse("2026-01-01T00:00:00Z");
 
 /** A box in memory: records the keys it typed, answers like the real one. */
 class FakeBox implements QueueBoxClient {
@@ -118,6 +22,11 @@ class FakeBox implements QueueBoxClient {
   failures: Error[] = [];
   state: AgentState = "idle";
   reason: Session["reason"] = null;
+  /** Sends wait until their signal aborts (a box that never answers); the abort reasons' names. */
+  hang = false;
+  aborted: string[] = [];
+  /** The key of every send asked for, answered or not. */
+  keysSent: (string | undefined)[] = [];
   /** Runs once after the next read of the sessions has been answered (a change the reader missed). */
   afterRead?: () => void;
   sessions(): Promise<Session[]> {
@@ -133,8 +42,17 @@ class FakeBox implements QueueBoxClient {
   send(
     name: string,
     text: string,
-    options: { key?: string; unlessWaiting?: "permission" },
+    options: { key?: string; unlessWaiting?: "permission"; signal?: AbortSignal },
   ): Promise<Session> {
+    this.keysSent.push(options.key);
+    if (this.hang) {
+      return new Promise((_, reject) =>
+        options.signal?.addEventListener("abort", () => {
+          this.aborted.push((options.signal!.reason as Error).name);
+          reject(options.signal!.reason);
+        })
+      );
+    }
     const failure = this.failures.shift();
     if (failure) return Promise.reject(failure);
     if (!this.sessionsKnown.has(name)) {
@@ -172,19 +90,31 @@ function session(name: string, state: AgentState): Session {
   };
 }
 
+interface World {
+  online: boolean;
+  known: boolean;
+  store: Store;
+  bus: EventBus;
+  clock: FakeClock;
+  log: MemoryLog;
+}
+
 async function withQueue(
-  fn: (
-    queue: Queue,
-    box: FakeBox,
-    world: { online: boolean; known: boolean; store: Store; bus: EventBus },
-  ) => Promise<void>,
-  options: Pick<QueueOptions, "trace"> = {},
+  fn: (queue: Queue, box: FakeBox, world: World) => Promise<void>,
+  options: Pick<QueueOptions, "trace" | "sendTimeoutMs"> = {},
 ) {
   const dir = await Deno.makeTempDir();
   const store = new Store(`${dir}/agent.db`);
   const bus = new EventBus(store);
   const box = new FakeBox();
-  const world = { online: true, known: true, store, bus };
+  const world: World = {
+    online: true,
+    known: true,
+    store,
+    bus,
+    clock: new FakeClock(START),
+    log: new MemoryLog(),
+  };
   const queue = new Queue({
     store,
     bus,
@@ -194,11 +124,14 @@ async function withQueue(
       client: () => box,
       check: () => Promise.resolve(),
     },
+    clock: world.clock,
+    log: world.log,
     ...options,
   });
   queue.start();
   try {
     await fn(queue, box, world);
+    assertEquals(world.log.records, [], "nothing went wrong unexpectedly");
   } finally {
     queue.close();
     store.close();
@@ -206,21 +139,35 @@ async function withQueue(
   }
 }
 
-async function settled(queue: Queue, done: (states: QueueState[]) => boolean): Promise<void> {
-  for (let i = 0; i < 1000; i++) {
-    if (done(queue.list().map((item) => item.state))) return;
-    await new Promise((r) => setTimeout(r, 5));
-  }
-  throw new Error(`queue did not settle: ${JSON.stringify(queue.list().map((i) => [i.id, i.state]))}`);
+/**
+ * Resolves once `done` holds: checked now and after each event the bus carries (every state change
+ * announces one), so nothing is polled. A condition that never comes leaves no timer pending and Deno
+ * fails the test ("the event loop has already resolved").
+ */
+function settled(queue: Queue, bus: EventBus, done: (states: QueueState[]) => boolean): Promise<void> {
+  const check = () => done(queue.list().map((item) => item.state));
+  if (check()) return Promise.resolve();
+  return new Promise((resolve) => {
+    const unsubscribe = bus.subscribe(() => {
+      if (!check()) return;
+      unsubscribe();
+      resolve();
+    });
+  });
+}
+
+/** Lets a pass the queue planned run (a kick is a microtask; a send's first step is synchronous). */
+function passed(): Promise<void> {
+  return new Promise<void>((resolve) => queueMicrotask(resolve));
 }
 
 Deno.test("the engine delivers in order per session, once per key, and keeps failures", async () => {
-  await withQueue(async (queue, box) => {
+  await withQueue(async (queue, box, world) => {
     for (let i = 0; i < 5; i++) {
       queue.add({ id: `a${i}`, box: "b", session: "s1", text: `a${i}`, wait: false }, "t");
     }
     for (let i = 0; i < 3; i++) queue.add({ id: `b${i}`, box: "b", session: "s2", text: `b${i}` }, "t");
-    await settled(queue, (states) => states.every((s) => s === "delivered"));
+    await settled(queue, world.bus, (states) => states.every((s) => s === "delivered"));
     assertEquals(box.typed.filter((t) => t.session === "s1").map((t) => t.text), [
       "a0",
       "a1",
@@ -238,18 +185,48 @@ Deno.test("the engine delivers in order per session, once per key, and keeps fai
     // A 4xx fails the item and blocks the one behind it; an unreachable box only queues it again.
     queue.add({ id: "f", box: "b", session: "nope", text: "f" }, "t");
     queue.add({ id: "g", box: "b", session: "nope", text: "g" }, "t");
-    await settled(queue, () => queue.get("f").state === "failed");
+    await settled(queue, world.bus, () => queue.get("f").state === "failed");
     assertEquals(queue.get("f").error, "session 'nope' not found");
     assertEquals([queue.get("g").state === "failed", queue.get("g").blocked], [false, true]);
     box.sessionsKnown.add("nope");
     box.failures.push(new DockError("unreachable", "cannot reach", { status: 503 }));
     const retried = queue.retry("f", "t");
     assertEquals([retried.state, retried.blocked, retried.error], ["queued", false, undefined]);
-    await settled(queue, () => queue.get("g").state === "delivered");
+    await settled(queue, world.bus, () => queue.get("f").attempts === 2 && queue.get("f").state === "queued");
+    // The lane backs off 1 s on the queue's clock: nothing goes before it has passed.
+    world.clock.advance(999);
+    await passed();
+    assertEquals([queue.get("f").state, queue.get("f").attempts], ["queued", 2], "still backing off");
+    world.clock.advance(1);
+    await settled(queue, world.bus, () => queue.get("g").state === "delivered");
     assertEquals(queue.get("f").attempts, 3, "failed once, unreachable once, delivered");
     assertEquals(box.typed.slice(-2).map((t) => t.text), ["f", "g"]);
     assertThrows(() => queue.retry("f", "t"), DockError, "only a failed item");
   });
+});
+
+Deno.test("the engine: a send the box never answers times out on the queue's clock and is resent with its key", async () => {
+  await withQueue(async (queue, box, world) => {
+    box.hang = true;
+    queue.add({ id: "h", box: "b", session: "s1", text: "slow", wait: false }, "t");
+    await settled(queue, world.bus, () => queue.get("h").state === "sending");
+    world.clock.advance(29_999);
+    await passed();
+    assertEquals(queue.get("h").state, "sending", "its deadline has not come");
+    box.hang = false;
+    world.clock.advance(1);
+    await settled(queue, world.bus, () => queue.get("h").state === "queued");
+    assertEquals(
+      [box.typed.length, box.aborted],
+      [0, ["TimeoutError"]],
+      "the request was cut short, not answered",
+    );
+    // Backed off 1 s, then resent with the same key (the box, had it typed it, would answer that).
+    world.clock.advance(1000);
+    await settled(queue, world.bus, () => queue.get("h").state === "delivered");
+    assertEquals([queue.get("h").attempts, box.typed.length, box.keysSent.length], [2, 1, 2]);
+    assertEquals(box.keysSent[0], box.keysSent[1], "one key for both attempts");
+  }, { sendTimeoutMs: 30_000 });
 });
 
 Deno.test("the engine holds a wait item while the agent waits on a permission prompt, then sends it", async () => {
@@ -257,12 +234,16 @@ Deno.test("the engine holds a wait item while the agent waits on a permission pr
     [box.state, box.reason] = ["waiting", "permission"];
     queue.add({ id: "p", box: "b", session: "s1", text: "next task" }, "t");
     queue.add({ id: "n", box: "b", session: "s2", text: "no wait", wait: false }, "t");
-    await settled(queue, () => queue.get("p").state === "waiting" && queue.get("n").state === "delivered");
+    await settled(
+      queue,
+      world.bus,
+      () => queue.get("p").state === "waiting" && queue.get("n").state === "delivered",
+    );
     assertEquals(box.typed.map((t) => t.text), ["no wait"], "nothing typed into the permission prompt");
     // The person answers; the turn ends; the box's report makes the queue read its sessions again.
     [box.state, box.reason] = ["finished", null];
     world.bus.publish({ type: "agent.finished", box: "b", data: { session: "s1" } });
-    await settled(queue, () => queue.get("p").state === "delivered");
+    await settled(queue, world.bus, () => queue.get("p").state === "delivered");
     assertEquals(box.typed.map((t) => t.text), ["no wait", "next task"]);
   });
 });
@@ -273,12 +254,16 @@ Deno.test("the engine: a permission prompt raised after the sessions were read i
     // The plan reads "finished"; the agent then asks for permission before the item's send reaches the box.
     box.afterRead = () => [box.state, box.reason] = ["waiting", "permission"];
     queue.add({ id: "p", box: "b", session: "s1", text: "next task" }, "t");
-    await settled(queue, () => queue.get("p").attempts === 1 && queue.get("p").state === "waiting");
+    await settled(
+      queue,
+      world.bus,
+      () => queue.get("p").attempts === 1 && queue.get("p").state === "waiting",
+    );
     assertEquals(box.typed, [], "nothing typed into the permission prompt");
     assertEquals(queue.get("p").error, undefined, "held, not failed");
     [box.state, box.reason] = ["finished", null];
     world.bus.publish({ type: "agent.finished", box: "b", data: { session: "s1" } });
-    await settled(queue, () => queue.get("p").state === "delivered");
+    await settled(queue, world.bus, () => queue.get("p").state === "delivered");
     assertEquals(box.typed.map((t) => t.text), ["next task"]);
   });
 });
@@ -314,7 +299,7 @@ Deno.test("the engine resends an item left sending with the same key; an edit ma
     assertEquals([queue.get("k").state, box.typed.length], ["sending", 0]);
     world.online = true;
     world.bus.publish({ type: "box.online", data: { box: "b" } });
-    await settled(queue, (states) => states[0] === "delivered");
+    await settled(queue, world.bus, (states) => states[0] === "delivered");
     assertEquals(box.typed, [], "the box had typed it: replayed, not typed again");
 
     world.online = false;
@@ -323,7 +308,7 @@ Deno.test("the engine resends an item left sending with the same key; an edit ma
     assertEquals([edited.state, edited.text, edited.seq > item.seq], ["queued", "final", true]);
     world.online = true;
     world.bus.publish({ type: "box.online", data: { box: "b" } });
-    await settled(queue, (states) => states.every((s) => s === "delivered"));
+    await settled(queue, world.bus, (states) => states.every((s) => s === "delivered"));
     assertEquals(box.typed.map((t) => [t.text, t.key]), [[
       "final",
       `q-${world.store.get<{ nonce: string }>("SELECT nonce FROM queue WHERE id = 'e'")!.nonce}-1`,
@@ -347,21 +332,13 @@ Deno.test("spec 3.1: DELETE of a sending item is 409; a forgotten box's sending 
     // item with its key, nor ask the box. It fails, saying so, and is typed nowhere.
     world.known = false;
     world.bus.publish({ type: "box.removed", data: { box: "b" } });
-    await settled(queue, (states) => states[0] === "failed");
+    await settled(queue, world.bus, (states) => states[0] === "failed");
     const failed = queue.get("k");
     assertStringIncludes(failed.error ?? "", "may or may not have been typed");
     assertEquals([queue.get("q").state, box.typed.length], ["queued", 0]);
     // Now it may go, as any item not being sent.
     assertEquals(queue.remove("k", "t").state, "failed");
   });
-});
-
-Deno.test("the plan: an item left sending for a forgotten box is failed, not sent", () => {
-  const plan = planQueue(
-    [slot("s", 1, "sending"), slot("q", 2, "queued"), slot("t", 3, "sending", { box: "kept" })],
-    context({ known: (box) => box === "kept", online: () => false }),
-  );
-  assertEquals([plan.forgotten, plan.send], [["s"], []]);
 });
 
 Deno.test("delivered items are pruned past 24 hours and beyond the newest 1,000", async () => {
@@ -375,8 +352,10 @@ Deno.test("delivered items are pruned past 24 hours and beyond the newest 1,000"
     check: () => Promise.resolve(),
   };
   try {
-    const first = new Queue({ store, bus, boxes });
-    const now = Date.now();
+    const clock = new FakeClock(START);
+    const log = new MemoryLog();
+    const first = new Queue({ store, bus, boxes, clock, log });
+    const now = clock.now();
     store.transaction(() => {
       for (let i = 0; i < DELIVERED_KEPT + 10; i++) {
         first.add({ id: `d${i}`, box: "b", session: "s1", text: "x" }, "t");
@@ -390,12 +369,13 @@ Deno.test("delivered items are pruned past 24 hours and beyond the newest 1,000"
       }
       first.add({ id: "pending", box: "b", session: "s1", text: "x" }, "t");
     });
-    const queue = new Queue({ store, bus, boxes });
+    const queue = new Queue({ store, bus, boxes, clock, log });
     queue.start();
     queue.close();
     const ids = queue.list().map((item) => item.id);
     assertEquals(ids.length, DELIVERED_KEPT + 1);
     assertEquals([ids[0], ids.at(-1)], ["d10", "pending"], "the oldest delivered went; the pending stays");
+    assertEquals(log.records, []);
   } finally {
     store.close();
     await Deno.remove(dir, { recursive: true });
@@ -407,7 +387,8 @@ Deno.test("the lifecycle's conformance: every change the table allows is one the
   await withQueue(async (queue, box, world) => {
     const item = (id: string, session: string, wait = false) =>
       queue.add({ id, box: "b", session, text: id, wait }, "t");
-    const state = (id: string, wanted: QueueState) => settled(queue, () => queue.get(id).state === wanted);
+    const state = (id: string, wanted: QueueState) =>
+      settled(queue, world.bus, () => queue.get(id).state === wanted);
     // queued → sending → delivered.
     item("a", "s1");
     await state("a", "delivered");
@@ -431,13 +412,21 @@ Deno.test("the lifecycle's conformance: every change the table allows is one the
     world.store.run("UPDATE queue SET state = 'sending', attempts = 1 WHERE id = 'k'");
     world.online = true;
     world.bus.publish({ type: "box.online", data: { box: "b" } });
-    await settled(queue, () => queue.get("e").state === "delivered" && queue.get("k").state === "delivered");
+    await settled(
+      queue,
+      world.bus,
+      () => queue.get("e").state === "delivered" && queue.get("k").state === "delivered",
+    );
     // A permission prompt raised after the read: requeued, then held (waiting); edited while held; the box
     // going offline puts it back in line; the turn's end sends it.
     box.state = "finished";
     box.afterRead = () => [box.state, box.reason] = ["waiting", "permission"];
     item("p", "s1", true);
-    await settled(queue, () => queue.get("p").attempts === 1 && queue.get("p").state === "waiting");
+    await settled(
+      queue,
+      world.bus,
+      () => queue.get("p").attempts === 1 && queue.get("p").state === "waiting",
+    );
     queue.edit("p", { text: "p2" }, "t");
     await state("p", "waiting");
     world.online = false;
@@ -450,16 +439,4 @@ Deno.test("the lifecycle's conformance: every change the table allows is one the
     await state("p", "delivered");
   }, { trace: ({ from, event, to }) => seen.add(`${from} ${event} ${to}`) });
   assertEquals([...seen].sort(), transitions(QUEUE_TRANSITIONS).map((t) => t.join(" ")).sort());
-});
-
-Deno.test("the lifecycle refuses, and says, every change the table does not name", () => {
-  const events: QueueEvent[] = ["edit", "hold", "offline", "send", "deliver", "fail", "requeue", "retry"];
-  for (const from of STATES) {
-    for (const event of events) {
-      const said: string[] = [];
-      const to = transition(QUEUE_TRANSITIONS, from, event, { log: (m) => said.push(m) });
-      const allowed = transitions(QUEUE_TRANSITIONS).some(([a, e]) => a === from && e === event);
-      assertEquals([to !== null, said.length], [allowed, allowed ? 0 : 1], `${from} ${event}`);
-    }
-  }
 });

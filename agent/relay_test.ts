@@ -1,4 +1,5 @@
 import { TransportError } from "../client/errors.ts";
+import { SYSTEM_CLOCK } from "../core/clock.ts";
 import { EventBus } from "../core/events.ts";
 import { Store } from "../core/store.ts";
 import { assertEquals, assertRejects } from "../tests/assert.ts";
@@ -24,7 +25,7 @@ async function withRelay(
   const server = await rawServer(reply);
   const dir = await Deno.makeTempDir();
   const store = new Store(`${dir}/agent.db`);
-  const boxes = new Boxes(store, new EventBus(store), { healthMs: 3_600_000 });
+  const boxes = new Boxes(store, new EventBus(store), { healthMs: 3_600_000, clock: SYSTEM_CLOCK });
   try {
     await boxes.add({ name: "raw", kind: "socket", address: server.socket }, "test");
     await fn(server, (method, path, init) =>

@@ -12,6 +12,7 @@
 import { DockError } from "../client/errors.ts";
 import { BUILD } from "../client/version.ts";
 import type { UpgradeStarted } from "../client/wire.ts";
+import type { Clock } from "../core/clock.ts";
 import type { EventBus } from "../core/events.ts";
 import type { ClientPaths } from "../core/paths.ts";
 import { installRelease, runningFolder } from "../package/install.ts";
@@ -22,6 +23,8 @@ export interface SelfUpgradeOptions {
   bus: Pick<EventBus, "publish">;
   /** Stops the agent (its listeners; the process then exits). */
   stop: () => void;
+  /** Delays the stop until the answer has gone out. */
+  clock: Clock;
 }
 
 /** Installs `body` as this laptop's dock and stops the agent so the new one starts. */
@@ -42,7 +45,7 @@ export async function upgradeSelf(
   const to = `${release.version}+${release.commit}`;
   const announced = options.bus.publish({ type: "dock.upgrading", origin, data: { from: BUILD, to } });
   // After this answer has gone out: the listeners close, the process exits, the new one is started.
-  setTimeout(options.stop, 100);
+  options.clock.after(100, options.stop);
   const managed = Boolean(Deno.env.get("INVOCATION_ID") || Deno.env.get("XPC_SERVICE_NAME"));
   return { from: BUILD, to, mode: managed ? "manager" : "self", after: announced.id! };
 }

@@ -17,8 +17,8 @@
  * @module
  */
 import { DockError } from "../client/errors.ts";
+import { type Clock, sleep } from "../core/clock.ts";
 import { exists } from "../core/files.ts";
-import { sleep } from "../client/timers.ts";
 import type { ClientPaths } from "../core/paths.ts";
 import { join } from "../core/posix_path.ts";
 import { killGroup, run, startChild, TailBuffer } from "../core/runner.ts";
@@ -52,6 +52,8 @@ export interface SshTransportsOptions {
   store: Store;
   boxes: Boxes;
   paths: Pick<ClientPaths, "client">;
+  /** Paces the restarts' backoff, the forward's probes and the wait for it. */
+  clock: Clock;
 }
 
 /** Every box's SSH connection (one owner: nothing else starts these `ssh` processes). */
@@ -60,8 +62,10 @@ export class SshTransports {
   #boxes: Boxes;
   #folder: string;
   #running = new Map<string, Tunnel>();
+  #clock: Clock;
 
   constructor(options: SshTransportsOptions) {
+    this.#clock = options.clock;
     this.#store = options.store;
     this.#boxes = options.boxes;
     this.#folder = join(options.paths.client, "ssh");
@@ -162,6 +166,7 @@ export class SshTransports {
       route,
       control: join(this.#folder, `${key}.sock`),
       folder: this.#folder,
+      clock: this.#clock,
       onUp: () => {
         // Checked now, not at the health loop's next (backed off) turn: the merge follows it again.
         if (tunnel.box && this.#boxes.has(tunnel.box)) this.#boxes.check(tunnel.box).catch(() => {});
@@ -262,8 +267,12 @@ class Tunnel {
   #loop?: Promise<void>;
   #upWaiters = new Set<(error?: Error) => void>();
   #lastError = "";
+  #clock: Clock;
 
-  constructor(options: { route: SshRoute; control: string; folder: string; onUp: () => void }) {
+  constructor(
+    options: { route: SshRoute; control: string; folder: string; clock: Clock; onUp: () => void },
+  ) {
+    this.#clock = options.clock;
     this.route = options.route;
     this.#control = options.control;
     this.#folder = options.folder;
@@ -290,12 +299,12 @@ class Tunnel {
   /** Resolves once the forward answers; throws what ssh said when it ends first, or after `timeoutMs`. */
   up(timeoutMs: number): Promise<void> {
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
+      const cancel = this.#clock.after(timeoutMs, () => {
         this.#upWaiters.delete(settle);
         reject(new Error(`ssh did not forward within ${timeoutMs / 1000} s${this.#said()}`));
-      }, timeoutMs);
+      });
       const settle = (error?: Error) => {
-        clearTimeout(timer);
+        cancel();
         this.#upWaiters.delete(settle);
         if (error) reject(error);
         else resolve();
@@ -365,8 +374,10 @@ class Tunnel {
       }
       // Backing off with jitter, like the boxes' health checks; an established connection that dropped
       // is tried again after ~1 s.
-      backoff = afterFailedCheck(backoff, Date.now());
-      await sleep(Math.max(0, backoff.nextCheck - Date.now()), this.#wake.signal).catch(() => {});
+      backoff = afterFailedCheck(backoff, this.#clock.now());
+      await sleep(this.#clock, Math.max(0, backoff.nextCheck - this.#clock.now()), this.#wake.signal).catch(
+        () => {},
+      );
     }
     for (const waiter of [...this.#upWaiters]) waiter(new Error("the SSH transport was stopped"));
   }
@@ -380,7 +391,7 @@ class Tunnel {
         connection.close();
         return true;
       } catch { /* not yet */ }
-      await sleep(50, this.#wake.signal).catch(() => {});
+      await sleep(this.#clock, 50, this.#wake.signal).catch(() => {});
     }
     return false;
   }

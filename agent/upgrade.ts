@@ -13,11 +13,11 @@
  *
  * @module
  */
-import { sleep } from "../client/timers.ts";
 import type { BoxProgress } from "../client/agent.ts";
 import { DockError } from "../client/errors.ts";
 import { compareVersions } from "../client/version.ts";
 import type { DockEvent, UpgradeStarted } from "../client/wire.ts";
+import { type Clock, sleep, timeoutSignal } from "../core/clock.ts";
 import type { ClientPaths } from "../core/paths.ts";
 import type { Boxes } from "./boxes.ts";
 import { buildOf, megabytes, packageFor, targetOfMachine, upload } from "./packages.ts";
@@ -26,6 +26,8 @@ import { buildOf, megabytes, packageFor, targetOfMachine, upload } from "./packa
 export interface UpgradeBackend {
   paths: Pick<ClientPaths, "client">;
   boxes: Boxes;
+  /** Measures the hand-over's deadline and paces its retries. */
+  clock: Clock;
 }
 
 /** How long the hand-over may take before the laptop stops waiting (the box goes on regardless). */
@@ -107,21 +109,24 @@ export async function* upgradeBox(agent: UpgradeBackend, name: string): AsyncGen
  * failure drops the connection (`Boxes.reset`) and reads the journal again from the last event seen.
  */
 async function handOver(agent: UpgradeBackend, name: string, after: number): Promise<DockEvent> {
-  const deadline = Date.now() + HAND_OVER_MS;
+  const clock = agent.clock;
+  const deadline = clock.now() + HAND_OVER_MS;
   let seen = after;
-  while (Date.now() < deadline) {
-    const signal = AbortSignal.timeout(Math.max(1, deadline - Date.now()));
+  while (clock.now() < deadline) {
+    const timeout = timeoutSignal(clock, Math.max(1, deadline - clock.now()));
     try {
-      for await (const event of agent.boxes.client(name).events({ after: seen, signal })) {
+      for await (const event of agent.boxes.client(name).events({ after: seen, signal: timeout.signal })) {
         seen = event.id ?? seen;
         if (event.type === "box.upgraded" || event.type === "box.upgrade.failed") return event;
       }
     } catch {
       agent.boxes.reset(name);
+    } finally {
+      timeout.cancel();
     }
-    if (signal.aborted) break;
+    if (timeout.signal.aborted) break;
     // The new daemon binds its socket a moment after the old one left: try again shortly.
-    await sleep(100);
+    await sleep(clock, 100);
   }
   throw new DockError(
     "upgrade_timeout",

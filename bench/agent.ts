@@ -49,7 +49,7 @@ const MANY_BOXES = 50;
 const START_AT_ONCE = 6;
 
 /** `VmRSS` of a process, in MiB. */
-async function rssMiB(pid: number): Promise<number> {
+export async function rssMiB(pid: number): Promise<number> {
   const status = await Deno.readTextFile(`/proc/${pid}/status`);
   const kib = Number(/^VmRSS:\s+(\d+)\s+kB/m.exec(status)?.[1]);
   return kib / 1024;
@@ -65,7 +65,7 @@ async function cleanUp(boxes: (TestBox | undefined)[], dirs: BoxDirs[]): Promise
 }
 
 /** Runs `fn` over `items`, at most `limit` at once. */
-async function inBatches<T, R>(items: T[], limit: number, fn: (item: T, index: number) => Promise<R>) {
+export async function inBatches<T, R>(items: T[], limit: number, fn: (item: T, index: number) => Promise<R>) {
   const results: R[] = new Array(items.length);
   let next = 0;
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, async () => {
@@ -213,7 +213,7 @@ export async function benchRelay(options: { quick: boolean }): Promise<Row[]> {
 // 3. 50 paired boxes: status latency and the agent's memory
 
 /** `GET /v1/status` N times, after a warm-up. */
-async function statusLatencies(client: AgentClient, n: number): Promise<number[]> {
+export async function statusLatencies(client: AgentClient, n: number): Promise<number[]> {
   for (let i = 0; i < 20; i++) await client.status();
   const samples: number[] = [];
   for (let i = 0; i < n; i++) samples.push(await time(() => client.status()));

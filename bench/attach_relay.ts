@@ -21,7 +21,8 @@
 import { join } from "node:path";
 import { type IPty, spawn } from "@lydell/node-pty";
 import { AgentClient } from "../client/agent.ts";
-import { connectUnixWebSocket, type ConnWebSocket } from "../core/websocket.ts";
+import type { ConnWebSocket } from "../core/websocket.ts";
+import { connectUnixWebSocket } from "../core/ws_client.ts";
 import { makeDirs, makeRepo, startAgent, startBox } from "../tests/harness.ts";
 import { ms, ratio, type Row, summarize, type Summary } from "./stats.ts";
 

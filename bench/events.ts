@@ -14,6 +14,7 @@
 import { join } from "node:path";
 import { Boxes } from "../agent/boxes.ts";
 import { AgentClient } from "../client/agent.ts";
+import { SYSTEM_CLOCK } from "../core/clock.ts";
 import { EventBus } from "../core/events.ts";
 import { killGroup, launch } from "../core/runner.ts";
 import { Store } from "../core/store.ts";
@@ -83,7 +84,7 @@ async function registerSocketBoxes(laptop: BoxDirs, sockets: string[]): Promise<
   const client = join(laptop.state, "client");
   await Deno.mkdir(client, { recursive: true, mode: 0o700 });
   const store = new Store(join(client, "agent.db"));
-  const boxes = new Boxes(store, new EventBus(store));
+  const boxes = new Boxes(store, new EventBus(store), { clock: SYSTEM_CLOCK });
   try {
     for (const [i, socket] of sockets.entries()) {
       const added = await boxes.add({ name: `box${i}`, kind: "socket", address: socket }, "bench");

@@ -25,6 +25,8 @@
  * @module
  */
 import { join } from "node:path";
+import { SYSTEM_CLOCK } from "../core/clock.ts";
+import { STDERR_LOG } from "../core/log.ts";
 import { AgentClient } from "../client/agent.ts";
 import { parseLink } from "../core/pairing_link.ts";
 import { listeningPorts, makeDirs, startAgent, startBox, stopWithin } from "../tests/harness.ts";
@@ -360,6 +362,8 @@ export async function benchPluginHeapBomb(): Promise<Row[]> {
     where: "bench",
     side: "box",
     bus,
+    clock: SYSTEM_CLOCK,
+    log: STDERR_LOG,
     memoryMb: 64,
     scanMs: 60_000,
   });

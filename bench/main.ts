@@ -61,6 +61,10 @@
  * ≤ +5 ms), 200 sessions on 10 boxes from first paint to the board ready (goal ≤ 500 ms) and one change's
  * script time, a 2,000-line diff in the review against `git diff` (bench/app_review.ts, goal ≤ 300 ms).
  *
+ * **200 boxes** (bench/scale.ts, also run alone): one agent with 200 paired `dockd`s and 2,000 sessions:
+ * `GET /v1/status` against no box (goal ≤ 2×), the agent's peak memory (goal ≤ 250 MiB), the app from
+ * first paint to 2,000 sessions drawn (goal ≤ 1 s), one `dockd` killed → `box.offline` (goal ≤ 5 s).
+ *
  * **The truth score** (bench/state_truth.ts, also run alone): the truth suite's scenarios
  * (tests/state_truth.ts), right agent states over all checked (goal ≥ 99 %), per scenario, every miss
  * named; Esc in dock's terminal → waiting, a killed agent → `wait` returns.
@@ -76,7 +80,7 @@
  * commands as a package installs them; from the checkout for comparison).
  *
  * `deno task bench NAME…` runs only the sections named (`create`, `api` or `locations` or `info`,
- * `exec`, `services`, `sessions`, `agent`, `hooks`, `plugins`, `flows`, `app`, `truth`, `mcp`, `kits` or `review`, `queue`, `hardening`, `cli`,
+ * `exec`, `services`, `sessions`, `agent`, `hooks`, `plugins`, `flows`, `app`, `scale`, `truth`, `mcp`, `kits` or `review`, `queue`, `hardening`, `cli`,
  * `ssh`, `upgrade`): `deno task bench cli info`.
  * `--quick` divides every N by about five for a smoke run. All temporary folders are removed and the
  * daemons stopped at the end, also on failure.
@@ -93,6 +97,7 @@ import { benchHooks } from "./hooks.ts";
 import { benchPlugins } from "./plugins.ts";
 import { benchFlows } from "./flows.ts";
 import { benchApp } from "./app.ts";
+import { benchScale } from "./scale.ts";
 import { benchTruth } from "./state_truth.ts";
 import { benchMcp } from "./mcp.ts";
 import { benchKits } from "./kits.ts";
@@ -542,6 +547,7 @@ const SECTIONS: Record<string, string[]> = {
   plugins: [],
   flows: [],
   app: [],
+  scale: ["200-boxes"],
   truth: ["state"],
   mcp: [],
   kits: ["review"],
@@ -621,6 +627,7 @@ async function main(): Promise<void> {
   if (chosen.has("plugins")) rows.push(...await section("plugins", () => benchPlugins({ quick: QUICK })));
   if (chosen.has("flows")) rows.push(...await section("flows", () => benchFlows({ quick: QUICK })));
   if (chosen.has("app")) rows.push(...await section("app", () => benchApp({ quick: QUICK })));
+  if (chosen.has("scale")) rows.push(...await section("scale", () => benchScale({ quick: QUICK })));
   if (chosen.has("truth")) rows.push(...await section("truth", () => benchTruth()));
   if (chosen.has("mcp")) rows.push(...await section("mcp", () => benchMcp({ quick: QUICK })));
   if (chosen.has("kits")) rows.push(...await section("kits", () => benchKits({ quick: QUICK })));

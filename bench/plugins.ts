@@ -21,6 +21,8 @@
  * @module
  */
 import { join } from "node:path";
+import { SYSTEM_CLOCK } from "../core/clock.ts";
+import { STDERR_LOG } from "../core/log.ts";
 import { Hono } from "hono";
 import { EventBus } from "../core/events.ts";
 import { mount } from "../core/http.ts";
@@ -65,7 +67,17 @@ async function rig(
   await Deno.mkdir(state, { recursive: true });
   const store = new Store(join(state, "bench.db"));
   const bus = new EventBus(store);
-  const plugins = new Plugins({ home, state, where: "bench", side, bus, ...idle, scanMs: 60_000 });
+  const plugins = new Plugins({
+    home,
+    state,
+    where: "bench",
+    side,
+    bus,
+    clock: SYSTEM_CLOCK,
+    log: STDERR_LOG,
+    ...idle,
+    scanMs: 60_000,
+  });
   await plugins.start();
   for (const info of plugins.list()) await plugins.enable(info.id, info.permissions ?? {});
   return {

@@ -20,7 +20,8 @@ import { DockError, type ErrorStatus } from "../client/errors.ts";
 import type { BoxClient } from "../client/box.ts";
 import { ensureToken } from "../agent/token.ts";
 import { clientPaths } from "../core/paths.ts";
-import { type ConnWebSocket, openWebSocket, WebSocketHandshakeError } from "../core/websocket.ts";
+import { type ConnWebSocket, WebSocketHandshakeError } from "../core/websocket.ts";
+import { openWebSocket } from "../core/ws_client.ts";
 import { agentClient, agentPort } from "./agent.ts";
 import { guarded } from "./output.ts";
 

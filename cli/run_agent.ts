@@ -36,10 +36,14 @@ export async function runAgent(options: RunAgentOptions): Promise<void> {
   const limits = { ...listenLimitsFromEnv(), signal: stopping.signal, maxPerPeer: Number.MAX_SAFE_INTEGER };
   // Port 0 lets the system choose: the app's gate checks the Host header against the port bound, so the
   // app is built once the listener has one (no request is handled before this turn of the loop ends).
-  let app: ReturnType<typeof agentApp> | undefined;
-  const server = serveGuarded({ hostname: "127.0.0.1", port }, (request) => app!.fetch(request), limits);
+  const built: { app?: ReturnType<typeof agentApp> } = {};
+  const server = serveGuarded(
+    { hostname: "127.0.0.1", port },
+    (request) => built.app!.fetch(request),
+    limits,
+  );
   const bound = server.addr.port;
-  app = agentApp(agent, { port: bound });
+  built.app = agentApp(agent, { port: bound });
   // What `GET /v1/status` reports it started with: the port bound, which a shell dials, not the 0 asked for.
   if (bound !== port) agent.process.env.DOCK_AGENT_PORT = String(bound);
   const url = `http://127.0.0.1:${bound}`;

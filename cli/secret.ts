@@ -79,12 +79,13 @@ export function secretCommands(program: Command): void {
           load<typeof import("../core/runner.ts")>("../core/runner.ts"),
         ]);
         const { SecretResolver } = await load<typeof import("../daemon/secrets.ts")>("../daemon/secrets.ts");
+        const { SYSTEM_CLOCK } = await load<typeof import("../core/clock.ts")>("../core/clock.ts");
         const built = await env.buildEnv({
           base: Deno.env.toObject(),
           boxEnv: layers.box,
           dock: layers.dock,
           config: layers.config,
-          secrets: new SecretResolver(),
+          secrets: new SecretResolver({ clock: SYSTEM_CLOCK }),
         });
         for (const problem of built.problems) {
           console.error(`dockd: ${problem.key} left out: ${problem.error}`);

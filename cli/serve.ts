@@ -18,12 +18,13 @@ import { type GuardedServer, listenLimitsFromEnv } from "../core/listen.ts";
 import { beginStart, type EarlyStart, type LaptopListener } from "./serve_early.ts";
 import { boxPaths } from "../core/paths.ts";
 import { takeOver } from "../daemon/upgrade.ts";
+import { STDERR_LOG } from "../core/log.ts";
 import { printReady } from "./ready.ts";
 
 /** Runs the box daemon on this machine until SIGINT or SIGTERM. */
 export async function serveBox(early?: EarlyStart): Promise<void> {
   // After an upgrade this daemon takes over from the one before (daemon/upgrade.ts).
-  const started = await takeOver(boxPaths(), () => startBox(early));
+  const started = await takeOver(boxPaths(), () => startBox(early), { log: STDERR_LOG });
   await started.finished;
   // Services are detached children that outlive the daemon: exit without waiting for them.
   Deno.exit(0);

@@ -4,12 +4,10 @@
  *
  * @module
  */
-import { DockError, TransportError } from "./errors.ts";
-import { sleep } from "./timers.ts";
 import { type Endpoint, readNdjson, Transport } from "./http.ts";
+import { SessionCalls } from "./session_calls.ts";
 import type {
   AgentReport,
-  AnswerResult,
   BoxInfo,
   Branch,
   Check,
@@ -29,7 +27,6 @@ import type {
   HookConfig,
   HooksState,
   InstalledKit,
-  KeysResult,
   Kit,
   KitsOnBox,
   Laptop,
@@ -43,18 +40,10 @@ import type {
   PairCodeRequest,
   PairRedeem,
   PairRedeemed,
-  PermissionAnswer,
   PhoneDevice,
   PhonePairCode,
   PhoneSettings,
   PhoneState,
-  PluginConfig,
-  PluginConfigRequest,
-  PluginFile,
-  PluginInfo,
-  PluginPermissions,
-  PluginTestEvent,
-  PluginTestEventResult,
   Port,
   PrCreate,
   PreviewOpen,
@@ -62,11 +51,8 @@ import type {
   PullRequest,
   PushResult,
   ReviewItem,
-  Screen,
   SecretReport,
   SecretTestResult,
-  Session,
-  SessionCreate,
   Share,
   ShareRequest,
   SkillCopy,
@@ -76,12 +62,9 @@ import type {
   StreamLine,
   SyncRequest,
   SyncResult,
-  TaskRequest,
-  TaskResult,
   Unit,
   UnitCreate,
   UpgradeStarted,
-  WaitResult,
   Worktree,
   WorktreeCommits,
   WorktreeCreate,
@@ -95,12 +78,13 @@ import type {
 
 const enc = encodeURIComponent;
 
-/** Typed access to one box's `/v1/` API. */
-export class BoxClient {
-  readonly transport: Transport;
-
+/**
+ * Typed access to one box's `/v1/` API: its own calls here, its sessions' from {@linkcode SessionCalls}, its
+ * plugins' from {@linkcode PluginCalls} (which the laptop's {@linkcode AgentClient} shares).
+ */
+export class BoxClient extends SessionCalls {
   constructor(endpoint: Endpoint) {
-    this.transport = new Transport(endpoint);
+    super(new Transport(endpoint));
   }
 
   /** Closes the underlying connection pool. */
@@ -475,62 +459,6 @@ export class BoxClient {
   }
 
   /** `GET hooks`: the box's `~/.dock/hooks.json`. */
-  /** `GET plugins`: the box's plugins. */
-  plugins(options: { signal?: AbortSignal } = {}): Promise<PluginInfo[]> {
-    return this.transport.json("/v1/plugins", { signal: options.signal });
-  }
-
-  /** `GET plugins/{id}`: one plugin with its newest log lines. */
-  plugin(id: string, log?: number): Promise<PluginInfo> {
-    return this.transport.json(`/v1/plugins/${enc(id)}`, { query: { log } });
-  }
-
-  /** `POST plugins/{id}/enable`, granting `permissions` (exactly what it asks for). */
-  enablePlugin(id: string, permissions: PluginPermissions): Promise<PluginInfo> {
-    return this.transport.json(`/v1/plugins/${enc(id)}/enable`, { method: "POST", body: { permissions } });
-  }
-
-  /** `PUT plugins/{id}/files`: installs (or replaces) a plugin's files; enabling it is a second call. */
-  installPlugin(id: string, files: PluginFile[]): Promise<PluginInfo> {
-    return this.transport.json(`/v1/plugins/${enc(id)}/files`, { method: "PUT", body: { files } });
-  }
-
-  /** `DELETE plugins/{id}`: disables and removes a plugin (its data folder is kept). */
-  removePlugin(id: string): Promise<{ id: string; where: string; removed: true }> {
-    return this.transport.json(`/v1/plugins/${enc(id)}`, { method: "DELETE" });
-  }
-
-  /** `GET plugins/{id}/config`: its settings' schema and values (a secret as its reference). */
-  pluginConfig(id: string): Promise<PluginConfig> {
-    return this.transport.json(`/v1/plugins/${enc(id)}/config`);
-  }
-
-  /** `PUT plugins/{id}/config`: replaces its settings (checked against its schema). */
-  setPluginConfig(id: string, values: PluginConfigRequest["values"]): Promise<PluginConfig> {
-    return this.transport.json(`/v1/plugins/${enc(id)}/config`, { method: "PUT", body: { values } });
-  }
-
-  /** `POST plugins/{id}/test-event`: one event to that plugin only (never the bus). */
-  pluginTestEvent(id: string, event: PluginTestEvent): Promise<PluginTestEventResult> {
-    return this.transport.json(`/v1/plugins/${enc(id)}/test-event`, { method: "POST", body: event });
-  }
-
-  /** A request to a plugin's `fetch` (`plugins/{id}/fn/{path}`), answered as it answers. */
-  callPlugin(id: string, path: string, init: { method?: string; body?: string } = {}): Promise<Response> {
-    const sub = path.replace(/^\/+/, "").split("/").map(enc).join("/");
-    return this.transport.fetch(`/v1/plugins/${enc(id)}/fn${sub ? `/${sub}` : ""}`, {
-      method: init.method ?? (init.body === undefined ? "GET" : "POST"),
-      ...(init.body === undefined
-        ? {}
-        : { upload: { data: new TextEncoder().encode(init.body), type: contentType(init.body) } }),
-    });
-  }
-
-  /** `POST plugins/{id}/disable`. */
-  disablePlugin(id: string): Promise<PluginInfo> {
-    return this.transport.json(`/v1/plugins/${enc(id)}/disable`, { method: "POST" });
-  }
-
   hooks(): Promise<HooksState> {
     return this.transport.json("/v1/hooks");
   }
@@ -558,177 +486,6 @@ export class BoxClient {
   /** `POST flows/{id}/test`: runs the flow for real as if triggered in `scope`; answers the finished run. */
   testFlow(id: string, request: FlowTestRequest = {}): Promise<FlowRun> {
     return this.transport.json(`/v1/flows/${enc(id)}/test`, { method: "POST", body: request });
-  }
-
-  /** `GET sessions`. */
-  sessions(): Promise<Session[]> {
-    return this.transport.json("/v1/sessions");
-  }
-
-  /** `GET sessions/{name}`. */
-  session(name: string): Promise<Session> {
-    return this.transport.json(`/v1/sessions/${enc(name)}`);
-  }
-
-  /** `POST sessions`. */
-  createSession(body: SessionCreate): Promise<Session> {
-    return this.transport.json("/v1/sessions", { body });
-  }
-
-  /** `DELETE sessions/{name}`: ends the session and everything it started. */
-  removeSession(name: string): Promise<Session> {
-    return this.transport.json(`/v1/sessions/${enc(name)}`, { method: "DELETE" });
-  }
-
-  /** `GET sessions/{name}/screen?history=N`. */
-  screen(name: string, history?: number): Promise<Screen> {
-    return this.transport.json(`/v1/sessions/${enc(name)}/screen`, { query: { history } });
-  }
-
-  /**
-   * `POST sessions/{name}/send`: pastes the text as one block, then Enter unless `enter` is false.
-   * With `key`, a repeat of the same key answers the first outcome and never types again. With
-   * `unlessWaiting: "permission"`, an agent waiting on a permission prompt refuses it (409
-   * `permission_prompt`), checked by the box in the same step as the typing. A box older than that
-   * field (which refuses it as unknown) is asked the old way: its session read just before the send.
-   */
-  async send(
-    name: string,
-    text: string,
-    options: { enter?: boolean; key?: string; unlessWaiting?: "permission"; signal?: AbortSignal } = {},
-  ): Promise<Session> {
-    const post = (unlessWaiting?: "permission"): Promise<Session> =>
-      this.transport.json(`/v1/sessions/${enc(name)}/send`, {
-        body: { text, enter: options.enter, key: options.key, unless_waiting: unlessWaiting },
-        signal: options.signal,
-      });
-    try {
-      return await post(options.unlessWaiting);
-    } catch (error) {
-      const older = options.unlessWaiting && error instanceof DockError && error.status === 400 &&
-        error.detail?.field === "unless_waiting";
-      if (!older) throw error;
-    }
-    const now = await this.session(name);
-    if (now.agent_state === "waiting" && now.reason === options.unlessWaiting) {
-      throw new DockError(
-        "permission_prompt",
-        `session '${name}' waits on a permission prompt: the text would answer it, so it was not typed`,
-        { status: 409, detail: { session: name, reason: options.unlessWaiting } },
-      );
-    }
-    return await post();
-  }
-
-  /**
-   * Sends a prompt exactly once over a path that may fail midway: with a fresh idempotency key, and
-   * after an answer that leaves the outcome unknown (502 from the relay: the connection failed after
-   * the request went out; or a connection that failed under this client) it asks again with the same
-   * key, backing off, until the box answers. The box then replays the first outcome and never types
-   * twice. A first answer of 503 from the relay (never reached the box) is thrown at once: nothing was
-   * typed, so the caller may queue the prompt. After `retries` unanswered repeats it throws
-   * `send_unconfirmed` (502) with the key, which can be sent again safely.
-   */
-  async sendOnce(
-    name: string,
-    text: string,
-    options: {
-      enter?: boolean;
-      key?: string;
-      unlessWaiting?: "permission";
-      signal?: AbortSignal;
-      retries?: number;
-      delayMs?: number;
-    } = {},
-  ): Promise<Session> {
-    const key = options.key ?? `once-${crypto.randomUUID()}`;
-    const retries = options.retries ?? 5;
-    let delay = options.delayMs ?? 500;
-    let uncertain = false;
-    for (let attempt = 1;; attempt++) {
-      try {
-        return await this.send(name, text, {
-          enter: options.enter,
-          key,
-          unlessWaiting: options.unlessWaiting,
-          signal: options.signal,
-        });
-      } catch (error) {
-        if (!(error instanceof DockError) || options.signal?.aborted) throw error;
-        // A connection that never carried the request (refused, no socket) typed nothing; any other
-        // failure of this client's connection may have come after the request went out.
-        const cutShort = error instanceof TransportError && !error.neverSent;
-        const unknown = error.status === 502 || cutShort || (uncertain && error.status === 503);
-        if (!unknown) throw error;
-        uncertain = true;
-        if (attempt > retries) {
-          throw new DockError(
-            "send_unconfirmed",
-            `the box did not confirm the prompt after ${attempt} tries (${error.message}); it may have been ` +
-              `typed. Sending it again with key ${key} never types it twice`,
-            { status: 502, detail: { key } },
-          );
-        }
-        await sleep(delay, options.signal);
-        if (options.signal?.aborted) throw error;
-        delay = Math.min(delay * 2, 5000);
-      }
-    }
-  }
-
-  /**
-   * `POST sessions/{name}/keys`: types keystrokes (each entry one character, or a named key such as
-   * `Enter` or `Escape`), never a paste. Typed once even over a path that fails midway: with a fresh
-   * idempotency key (or `key`), asked again with it after an answer that leaves the outcome unknown, as
-   * {@linkcode BoxClient.sendOnce}. Answers when the box says they were typed.
-   */
-  keys(
-    name: string,
-    keys: string[],
-    options: { key?: string; signal?: AbortSignal; retries?: number; delayMs?: number } = {},
-  ): Promise<KeysResult> {
-    return once(
-      "keys",
-      options,
-      (key) =>
-        this.transport.json(`/v1/sessions/${enc(name)}/keys`, {
-          body: { keys, key },
-          signal: options.signal,
-        }),
-    );
-  }
-
-  /**
-   * `POST sessions/{name}/answer`: answers the agent's permission prompt `yes`, `no` or `always` with the
-   * keys its tool takes (the box's table); 409 `not_waiting_permission` when it waits on none. Typed once,
-   * as {@linkcode BoxClient.keys}.
-   */
-  answer(
-    name: string,
-    answer: PermissionAnswer,
-    options: { key?: string; signal?: AbortSignal; retries?: number; delayMs?: number } = {},
-  ): Promise<AnswerResult> {
-    return once("answer", options, (key) =>
-      this.transport.json(`/v1/sessions/${enc(name)}/answer`, {
-        body: { answer, key },
-        signal: options.signal,
-      }));
-  }
-
-  /** `GET sessions/{name}/wait`: until one of `states` (after `after`), the program's exit, or the timeout. */
-  wait(
-    name: string,
-    options: { states?: string[]; after?: string; timeout?: string; signal?: AbortSignal } = {},
-  ): Promise<WaitResult> {
-    return this.transport.json(`/v1/sessions/${enc(name)}/wait`, {
-      query: { for: options.states?.join(","), after: options.after, timeout: options.timeout },
-      signal: options.signal,
-    });
-  }
-
-  /** `POST tasks`: a new worktree with an agent running in it. */
-  createTask(body: TaskRequest): Promise<TaskResult> {
-    return this.transport.json("/v1/tasks", { body });
   }
 
   /** `POST pair/code` (the box's own socket only): a one-time link that pairs a laptop, for ten minutes. */
@@ -789,53 +546,5 @@ export class BoxClient {
   /** `POST skills/uninstall`: removes only dock's own copies; answers what changed. */
   uninstallSkills(body: SkillsRequest = {}): Promise<SkillsResult> {
     return this.transport.json("/v1/skills/uninstall", { body });
-  }
-}
-
-/**
- * Makes a keyed call whose outcome may be lost on the way (`keys`, `answer`): with `options.key` or a
- * fresh one, asked again with the same key after an answer that leaves it unknown (502, a connection cut
- * after the request went out), backing off, until the box answers; the box replays the first outcome.
- */
-async function once<T>(
-  what: string,
-  options: { key?: string; signal?: AbortSignal; retries?: number; delayMs?: number },
-  call: (key: string) => Promise<T>,
-): Promise<T> {
-  const key = options.key ?? `${what}-${crypto.randomUUID()}`;
-  const retries = options.retries ?? 5;
-  let delay = options.delayMs ?? 500;
-  let uncertain = false;
-  for (let attempt = 1;; attempt++) {
-    try {
-      return await call(key);
-    } catch (error) {
-      if (!(error instanceof DockError) || options.signal?.aborted) throw error;
-      const cutShort = error instanceof TransportError && !error.neverSent;
-      const unknown = error.status === 502 || cutShort || (uncertain && error.status === 503);
-      if (!unknown) throw error;
-      uncertain = true;
-      if (attempt > retries) {
-        throw new DockError(
-          "send_unconfirmed",
-          `the box did not confirm the ${what} after ${attempt} tries (${error.message}); they may have been ` +
-            `typed. Asking again with key ${key} never types them twice`,
-          { status: 502, detail: { key } },
-        );
-      }
-      await sleep(delay, options.signal);
-      if (options.signal?.aborted) throw error;
-      delay = Math.min(delay * 2, 5000);
-    }
-  }
-}
-
-/** The content type of a body given as text: JSON when it parses as JSON, else plain text. */
-function contentType(text: string): string {
-  try {
-    JSON.parse(text);
-    return "application/json";
-  } catch {
-    return "text/plain; charset=utf-8";
   }
 }

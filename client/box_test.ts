@@ -59,6 +59,21 @@ Deno.test("sendOnce gives up with send_unconfirmed and the key to send again", a
   assert(error.message.includes(box.keys[0]));
 });
 
+Deno.test("keys and answer retry as sendOnce does, each with its own key's prefix and its own words", async () => {
+  await using box = standIn([502, 200]);
+  await box.client.keys("s1", ["y"], { delayMs: 1 });
+  assertEquals(box.keys.length, 2);
+  assert(box.keys[0].startsWith("keys-") && box.keys[1] === box.keys[0], box.keys.join());
+  await using stuck = standIn([502]);
+  const error = await assertRejects(
+    () => stuck.client.answer("s1", "yes", { delayMs: 1, retries: 1 }),
+    DockError,
+  ) as DockError;
+  assertEquals([error.code, stuck.keys.length], ["send_unconfirmed", 2]);
+  assert(stuck.keys[0].startsWith("answer-"), stuck.keys[0]);
+  assert(error.message.startsWith("the box did not confirm the answer after 2 tries"), error.message);
+});
+
 Deno.test("sendOnce: each call has its own key; a 4xx is thrown as it is", async () => {
   await using box = standIn([200]);
   await box.client.sendOnce("s1", "a");

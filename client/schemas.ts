@@ -1,9 +1,9 @@
 /**
- * The rules of every request body the box API and the laptop agent's API parse, as zod schemas, each
- * tied to its wire type in `wire.ts` with `satisfies` (a field renamed on one side fails the type
- * check on the other). Every object is strict: a misspelt field is refused with a "did you mean", never
- * silently dropped (`core/http.ts` `body()` reports it; `schemas_test.ts` checks that no object here
- * lets unknown fields through).
+ * The rules of every request body the box API parses, as zod schemas, each tied to its wire type in
+ * `wire.ts` with `satisfies` (a field renamed on one side fails the type check on the other), and the
+ * field rules the laptop agent's own bodies (`schemas_laptop.ts`) share. Every object is strict: a
+ * misspelt field is refused with a "did you mean", never silently dropped (`core/http.ts` `body()` reports
+ * it; `schemas_test.ts` checks that no object here or there lets unknown fields through).
  *
  * Only servers import this module: it loads zod, which the CLI (through `wire.ts` and `mod.ts`) and
  * `dock hook` must not pay for. A script that wants the rules imports this file by its path.
@@ -11,12 +11,9 @@
  * @module
  */
 import { z } from "zod";
-import type { AddSshRequest, EditorOpen, KitAddRequest, KitSaveRequest, KitTarget } from "./agent.ts";
 import type {
   AgentReport,
   AgentReportType,
-  BoxAddLocal,
-  BroadcastRequest,
   DockConfig,
   EnvFile,
   EventAnnounce,
@@ -24,11 +21,9 @@ import type {
   FlowConfig,
   FlowsFile,
   FlowTestRequest,
-  ForwardCreate,
   GuardPut,
   HookConfig,
   HooksFile,
-  JsonValue,
   LocationClone,
   LocationConfigPut,
   LocationCreate,
@@ -36,20 +31,15 @@ import type {
   LocationScripts,
   PairCodeRequest,
   PairRedeem,
-  PairRequest,
   PanelApiRequest,
   PhoneRedeem,
   PhoneSettings,
   PluginConfigRequest,
   PluginEnableRequest,
   PluginFilesRequest,
-  PluginFnLinkRequest,
   PluginTestEvent,
   PrCreate,
   PreviewRequest,
-  ProxyRoute,
-  QueueCreate,
-  QueueEdit,
   SecretReportRequest,
   SecretTest,
   SessionAnswer,
@@ -72,12 +62,8 @@ import { parseDuration } from "./duration.ts";
 /** What a session name may be: letters, digits, `_` and `-`, at most 64 (tmux reads `.` and `:`). */
 export const SESSION_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
 
-/** The longest prompt the offline queue takes, in UTF-16 units. */
-export const QUEUE_TEXT_LIMIT = 1_000_000;
-
 // Paths are absolute (or ~/…): the daemon's own working directory means nothing to its callers.
 const BOX_PATH = z.string().regex(/^(\/|~\/|~$)/, "must be an absolute path (or start with ~/)");
-const PORT = z.number().int().min(1).max(65535);
 const EVENT_TYPE = /^[a-z][a-z0-9_-]*(\.[a-z0-9_-]+)*$/;
 
 // ---------------------------------------------------------------------------------------------------
@@ -325,56 +311,8 @@ export const FLOW_TEST = z.strictObject({
   data: z.record(z.string(), z.unknown()).optional(),
 }) satisfies z.ZodType<FlowTestRequest>;
 
-/** Body of `POST secrets/test`. */
+/** Paths, hosts, names or scopes a plugin asks for. */
 const STRINGS = z.array(z.string().max(256)).max(64).optional();
-
-/** A kit's id, as `kit.json` has it. */
-const KIT_ID = z.string().regex(
-  /^[a-z0-9][a-z0-9-]{0,47}$/,
-  "must be a kit id: [a-z0-9][a-z0-9-]*, at most 48",
-);
-const PATH_TEXT = z.string().min(1).max(4096);
-
-/** Body of `POST /v1/editors/open`. */
-export const EDITOR_OPEN = z.strictObject({
-  editor: z.string().min(1).max(32),
-  box: z.string().min(1).max(64),
-  location: z.string().min(1).max(64).optional(),
-  worktree: z.string().min(1).max(64).optional(),
-  path: z.string().min(1).max(4096).optional(),
-  file: z.string().min(1).max(4096).regex(/^[^\n\r]*$/, "must be one line").optional(),
-  line: z.number().int().min(1).optional(),
-  col: z.number().int().min(1).optional(),
-}) satisfies z.ZodType<EditorOpen>;
-
-/**
- * A file or folder on the laptop, absolute: the agent's working folder means nothing to whoever asks (the
- * CLI resolves a relative one against its own).
- */
-const LAPTOP_PATH = PATH_TEXT.regex(/^\//, "must be an absolute path");
-
-/** Body of `POST /v1/kits/add`. */
-export const KIT_ADD = z.strictObject({
-  file: LAPTOP_PATH.optional(),
-  folder: LAPTOP_PATH.optional(),
-  git: z.string().min(1).max(2048).optional(),
-}) satisfies z.ZodType<KitAddRequest>;
-
-/** Body of `POST /v1/kits/{id}/apply` and `POST /v1/kits/remove`. */
-export const KIT_TARGET = z.strictObject({
-  box: z.string().min(1).max(64),
-  location: z.string().min(1).max(64),
-}) satisfies z.ZodType<KitTarget>;
-
-/** Body of `POST /v1/kits/preview`. */
-export const KIT_PREVIEW = KIT_TARGET.extend({ id: KIT_ID }) satisfies z.ZodType<KitTarget & { id: string }>;
-
-/** Body of `POST /v1/kits/save`. */
-export const KIT_SAVE = KIT_TARGET.extend({
-  id: KIT_ID,
-  name: z.string().max(200).optional(),
-  version: z.string().regex(/^\d+(\.\d+)*$/, "must be dotted numbers such as 1.2.0").max(64).optional(),
-}) satisfies z.ZodType<KitSaveRequest>;
 
 /** Body of `POST units`. */
 export const UNIT_CREATE = z.strictObject({
@@ -449,11 +387,6 @@ export const PLUGIN_FILES = z.strictObject({
   })).max(1000),
 }) satisfies z.ZodType<PluginFilesRequest>;
 
-export const PLUGIN_FN_LINK = z.strictObject({
-  where: z.string().min(1).max(64).optional(),
-  path: z.string().max(2048).optional(),
-}).optional() satisfies z.ZodType<PluginFnLinkRequest | undefined>;
-
 export const PLUGIN_TEST_EVENT = z.strictObject({
   type: z.string().max(128).regex(
     /^[a-z][a-z0-9_-]*(\.[a-z0-9_:-]+)+$/,
@@ -506,96 +439,3 @@ export const PHONE_REDEEM = z.strictObject({
   code: z.string().max(200),
   name: z.string().max(200).optional(),
 }) satisfies z.ZodType<PhoneRedeem>;
-
-/** Body of `POST /v1/boxes/pair` on the laptop. */
-export const ADD_SSH_REQUEST = z.strictObject({
-  host: z.string().min(1).max(300),
-  name: z.string().max(63).optional(),
-  identity: z.string().min(1).max(4096).optional(),
-  via: z.enum(["tls", "ssh"]).optional(),
-  listen: z.string().min(1).max(300).optional(),
-}) satisfies z.ZodType<AddSshRequest>;
-
-export const PAIR_REQUEST = z.strictObject({
-  link: z.string().max(2000),
-  name: z.string().max(63).optional(),
-  network: z.string().min(1).max(64).optional(),
-}) satisfies z.ZodType<PairRequest>;
-
-// ---------------------------------------------------------------------------------------------------
-// The laptop agent
-
-/** Body of `POST /v1/boxes/add-local` (none: named `local`). */
-export const BOX_ADD_LOCAL = z.strictObject({
-  name: z.string().optional(),
-}).optional() satisfies z.ZodType<BoxAddLocal | undefined>;
-
-/** Body of `POST /v1/forwards`. */
-export const FORWARD_CREATE = z.strictObject({
-  box: z.string().min(1),
-  local: PORT,
-  remote: PORT,
-}) satisfies z.ZodType<ForwardCreate>;
-
-/** Body of `POST /v1/routes`. */
-export const PROXY_ROUTE = z.strictObject({
-  pattern: z.string().min(1),
-  box: z.string().min(1),
-  port: PORT,
-}) satisfies z.ZodType<ProxyRoute>;
-
-/** Body of `PUT /v1/app/{key}`: any JSON document (the app owns its settings). */
-export const APP_DOCUMENT = z.custom<JsonValue>(
-  (value) => value !== undefined,
-  "a JSON document is required",
-) satisfies z.ZodType<JsonValue>;
-
-const QUEUE_ID = z.string().regex(
-  /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/,
-  "must be letters, digits, '.', '_', ':' and '-', at most 128",
-);
-const QUEUE_BOX = z.string().min(1).max(63);
-const QUEUE_SESSION = z.string().regex(SESSION_NAME, "must be a session name (letters, digits, '_' and '-')");
-const QUEUE_TEXT = z.string().max(QUEUE_TEXT_LIMIT, `must be at most ${QUEUE_TEXT_LIMIT} characters`);
-
-/** Body of `POST /v1/queue`. */
-export const QUEUE_CREATE = z.strictObject({
-  id: QUEUE_ID.optional(),
-  box: QUEUE_BOX,
-  session: QUEUE_SESSION,
-  text: QUEUE_TEXT,
-  wait: z.boolean().optional(),
-  enter: z.boolean().optional(),
-}) satisfies z.ZodType<QueueCreate>;
-
-/** Most sessions one broadcast reaches. */
-export const BROADCAST_TARGETS_LIMIT = 200;
-
-/** Body of `POST /v1/broadcast`. */
-export const BROADCAST = z.strictObject({
-  id: QUEUE_ID.optional(),
-  text: QUEUE_TEXT,
-  to: z.array(
-    z.string().regex(
-      // deno-lint-ignore no-control-regex
-      /^[^/\x00-\x20\x7f]{1,63}\/[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/,
-      "must be BOX/SESSION (a session name: letters, digits, '_' and '-')",
-    ),
-  ).min(1).max(BROADCAST_TARGETS_LIMIT).optional(),
-  where: z.strictObject({
-    state: z.enum(["idle", "running", "waiting", "finished"]).optional(),
-    box: QUEUE_BOX.optional(),
-    location: z.string().min(1).max(200).optional(),
-    agent: z.string().min(1).max(64).optional(),
-  }).optional(),
-  enter: z.boolean().optional(),
-  queue: z.boolean().optional(),
-  dry_run: z.boolean().optional(),
-}) satisfies z.ZodType<BroadcastRequest>;
-
-/** Body of `PATCH /v1/queue/{id}`. */
-export const QUEUE_EDIT = z.strictObject({
-  box: QUEUE_BOX.optional(),
-  session: QUEUE_SESSION.optional(),
-  text: QUEUE_TEXT.optional(),
-}) satisfies z.ZodType<QueueEdit>;

@@ -3,6 +3,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { assert, assertEquals } from "../tests/assert.ts";
 import * as schemas from "./schemas.ts";
+import * as laptopSchemas from "./schemas_laptop.ts";
 import type { AgentReport } from "./wire.ts";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -26,10 +27,11 @@ function objects(schema: z.ZodType, at: string, out: [string, z.ZodObject][] = [
 
 Deno.test("every object of every request body schema refuses unknown fields", () => {
   const bodies: [string, z.ZodType][] = [["skillsRequest", schemas.skillsRequest(["dock"])]];
-  for (const [name, value] of Object.entries(schemas)) {
+  for (const [name, value] of [...Object.entries(schemas), ...Object.entries(laptopSchemas)]) {
     if (value instanceof z.ZodType) bodies.push([name, value]);
   }
   assert(bodies.length >= 25, `only ${bodies.length} schemas found`);
+  assert(bodies.some(([name]) => name === "QUEUE_CREATE"), "the laptop's bodies are read too");
   const found = bodies.flatMap(([name, schema]) => objects(schema, name));
   assert(found.length >= bodies.length - 2, "the walk found the objects"); // APP_DOCUMENT has none
   const loose = found.filter(([, object]) => !(object._zod.def.catchall instanceof z.ZodNever));
@@ -85,11 +87,17 @@ async function runtimeClosure(entry: string): Promise<string[]> {
 Deno.test("wire.ts, mod.ts and dock hook load neither zod nor the schemas", async () => {
   for (const entry of ["client/wire.ts", "mod.ts", "cli/hook.ts"]) {
     const loaded = await runtimeClosure(entry);
-    const heavy = loaded.filter((specifier) => /zod|client\/schemas\.ts$/.test(specifier));
+    const heavy = loaded.filter((specifier) => /zod|client\/schemas(_laptop)?\.ts$/.test(specifier));
     assertEquals(heavy, [], `${entry} loads ${heavy.join(", ")}`);
   }
-  // wire.ts imports nothing at all.
-  assertEquals(await runtimeClosure("client/wire.ts"), [`file://${join(ROOT, "client/wire.ts")}`]);
+  // wire.ts loads its own parts and nothing else; the parts import nothing at run time.
+  const wire = await runtimeClosure("client/wire.ts");
+  assertEquals(wire.filter((specifier) => !/\/client\/wire(_[a-z]+)?\.ts$/.test(specifier)), []);
+  assert(wire.length > 1 && wire.includes(`file://${join(ROOT, "client/wire_events.ts")}`));
+  for (const part of wire.filter((specifier) => specifier.includes("/client/wire_"))) {
+    const path = part.slice(`file://${ROOT}/`.length);
+    assertEquals(await runtimeClosure(path), [part], `${path} loads only itself`);
+  }
 });
 
 Deno.test("AGENT_REPORT: a report's time must be an RFC 3339 time", () => {

@@ -17,3 +17,4 @@ export * from "./wire_box.ts";
 export * from "./wire_review.ts";
 export * from "./wire_sessions.ts";
 export * from "./wire_laptop.ts";
+export * from "./wire_pairing.ts";

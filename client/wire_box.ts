@@ -1,6 +1,7 @@
 /**
- * Wire types of a box's own resources: `exec`, `upgrade`, `info`, `doctor`, `stats`, `fs`, worktree status,
- * supervised processes (services, units), shares, ports, the resource guard, and secrets' reports (never values).
+ * Wire types of a box's own resources: `exec`, `upgrade`, `info`, `doctor`, `stats`, `fs`, worktree
+ * status, supervised processes (services, units), shares, ports, the resource guard, and secrets' reports
+ * (never values).
  * Types and constant lists only, like every `wire_*.ts` module (`wire.ts` re-exports them all).
  *
  * @module

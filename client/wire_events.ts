@@ -1,6 +1,6 @@
 /**
- * Wire types of events: the envelope every journal and stream carries, what announces one, and the agent-state
- * reports `dock hook` posts (spec 2.1, 3.2).
+ * Wire types of events: the envelope every journal and stream carries, what announces one, the
+ * agent-state reports `dock hook` posts and the agent states they lead to (spec 2.1, 3.2).
  * Types and constant lists only, like every `wire_*.ts` module (`wire.ts` re-exports them all).
  *
  * @module

@@ -1,11 +1,13 @@
 /**
- * Wire types of the laptop agent (spec 2.2, 3.1) and of pairing: the offline queue, broadcasts, boxes,
- * forwards, private-URL routes, app settings, laptops and phones paired with a box.
+ * Wire types of the laptop agent's API (spec 2.2, 3.1, 4.1): the offline queue, broadcasts, its boxes
+ * and adding one, forwards, private-URL routes, app settings, task templates, the kit library, networks,
+ * ssh config, editors and its own status.
  * Types and constant lists only, like every `wire_*.ts` module (`wire.ts` re-exports them all).
  *
  * @module
  */
 import type { AgentState } from "./wire_events.ts";
+import type { DockConfig, InstalledKit } from "./wire_locations.ts";
 
 /**
  * State of an offline queue item (spec 3.1): `queued` (waiting for the box), `waiting` (the box is
@@ -142,92 +144,283 @@ export interface PairRequest {
   network?: string;
 }
 
-/** Body of `POST pair/code` on a box (its socket only). */
-export interface PairCodeRequest {
-  /** The address the laptop dials. @default {the box's first non-loopback address} */
-  host?: string;
-}
-
-/** Answer of `POST pair/code`: a one-time pairing link. */
-export interface PairCode {
-  /** `dock://HOST:PORT?code=…&fp=…`. */
-  link: string;
-  /** When the code expires (RFC 3339). */
-  expires: string;
-}
-
-/** Body of `POST pair` on a box's TLS listener: a laptop trades a one-time code for a credential. */
-export interface PairRedeem {
-  code: string;
-  /** How the box will list the laptop. */
+/** A box's connection as the agent reports it. */
+export interface BoxStatus {
   name: string;
+  kind: "socket" | "tls";
+  /** How the agent reaches it: the daemon's socket, TLS to its port, or TLS through an SSH connection. */
+  transport: "socket" | "tls" | "ssh";
+  address: string;
+  online: boolean;
+  since: string | null;
+  error: string | null;
+  latency_ms: number | null;
+  build: string | null;
+  /** Whether the box runs an older dock than this laptop's agent (`isBehind`): `dock upgrade` would send it one. */
+  behind: boolean;
 }
 
-/** Answer of `POST pair`. */
-export interface PairRedeemed {
-  /** The laptop's id on the box (what `dockd laptops` lists and `dockd revoke` takes). */
-  id: string;
-  /** `<id>.<secret>`: the laptop's bearer token for this box. */
-  credential: string;
-  /** The box's own name. */
-  box: string;
-}
-
-/** A laptop paired with a box (`GET laptops`, `DELETE laptops/{id}`, `DELETE pair`). */
-export interface Laptop {
-  id: string;
+/** What `DELETE /v1/boxes/{box}` answers: the forgotten box, and whether the box unpaired this laptop. */
+export interface ForgottenBox {
   name: string;
-  /** When it paired (RFC 3339). */
+  kind: "socket" | "tls";
+  address: string;
   created: string;
-  /** When it last authenticated (RFC 3339; refreshed at most once a minute). */
-  last_seen: string;
+  /**
+   * For a paired (TLS) box: true when the box revoked this laptop's credential, false when it could not
+   * be told (offline, unreachable; see `revoke_error`). Null for a socket box: there is no pairing to undo.
+   */
+  revoked: boolean | null;
+  /** This laptop's id on a paired box (what `dockd laptops` lists and `dockd revoke` takes). */
+  laptop?: string;
+  /** Why the box could not be told. */
+  revoke_error?: string;
 }
 
-/** Body of `PUT phone`: the phone companion on or off, and where it listens. */
-export interface PhoneSettings {
-  enabled: boolean;
-  /** `HOST:PORT` (`[::]:1380` for IPv6). @default {the current one; at first `0.0.0.0:1380`} */
+/** Body of `POST /v1/boxes/add-ssh`. */
+export interface AddSshRequest {
+  /** `[user@]host[:port]`, as `ssh` would take it (a `Host` of the SSH config included). */
+  host: string;
+  /** The box's name on this laptop. @default {the box's own name} */
+  name?: string;
+  /** A private key file for `ssh -i`. @default {what the SSH config and agent offer} */
+  identity?: string;
+  /**
+   * How the agent reaches the box: `tls` dials its port, `ssh` forwards to it through one SSH connection
+   * (no inbound port on the box). @default {tls when the box's port answers from here, else ssh}
+   */
+  via?: "tls" | "ssh";
+  /**
+   * Where the box's daemon listens for laptops (its `DOCK_LISTEN`): `HOST:PORT`, or `off`. Given, the
+   * daemon is restarted with it. @default {what the box has: 0.0.0.0:1379 at first}
+   */
   listen?: string;
 }
 
 /**
- * A phone paired with a box: the same record as a laptop's (`GET phone`, `dockd phone devices`). It never
- * carries its credential, which exists only in the phone's cookie and, hashed, on the box.
+ * One NDJSON line of `POST /v1/boxes/add-ssh` and `POST /v1/boxes/{box}/upgrade` (spec 4.1's
+ * `{ line?, done?, error? }`, with the step it belongs to, the upload's bytes for a progress bar, and the
+ * box on the last line).
  */
-export type PhoneDevice = Laptop;
-
-/** Answer of `GET phone` and `PUT phone`. */
-export interface PhoneState {
-  enabled: boolean;
-  /** Where it listens when on (`HOST:PORT`). */
-  listen: string;
-  /** The address a phone opens while it listens (`https://HOST:PORT/`), else null. */
-  url: string | null;
-  /** Why it does not listen although enabled (a taken port, no openssl). */
+export interface BoxProgress {
+  step?: string;
+  line?: string;
+  /** Bytes of the package sent so far, during `upload`. */
+  sent?: number;
+  total?: number;
+  done?: boolean;
+  /** Which step failed, why, and what to do. */
   error?: string;
-  devices: PhoneDevice[];
+  /** The box, on the last line of a success. */
+  box?: BoxStatus;
 }
 
-/** Answer of `POST phone/code`: a one-time link that pairs a phone (ten minutes, once). */
-export interface PhonePairCode {
-  /** `https://HOST:PORT/pair#CODE`: the code rides in the fragment, which no request carries. */
-  link: string;
-  /** When the code expires (RFC 3339). */
-  expires: string;
-  /** SHA-256 of the box CA the listener's certificate chains to (hex), to compare with the phone's view. */
-  fingerprint: string;
-}
+/** A line of `POST /v1/boxes/add-ssh`. */
+export type AddSshProgress = BoxProgress;
 
-/** Body of `POST phone/pair` on the phone listener: the phone trades a one-time code for its cookie. */
-export interface PhoneRedeem {
-  code: string;
-  /** How the box lists the phone. @default {"phone"} */
-  name?: string;
-}
-
-/** Answer of `POST phone/pair`: the credential itself travels only in the `Set-Cookie` header. */
-export interface PhoneRedeemed {
+/** A variable of a task template, filled in when a task is made from it. */
+export interface TemplateVariable {
+  /** Written `{{id}}` in the template's texts. */
   id: string;
-  /** The box's own name. */
+  label?: string;
+  default?: string;
+  multiline?: boolean;
+}
+
+/**
+ * A task template (spec 2.8: `~/.dock/templates/*.json`), as `GET /v1/templates` lists it: where a
+ * task goes and what it starts with. One that failed to load carries `error` naming the file and field.
+ */
+export interface TaskTemplate {
+  /** The file's name without `.json` unless the file says otherwise. */
+  id: string;
+  name?: string;
+  description?: string;
+  box?: string;
+  location?: string;
+  agent?: string;
+  command?: string;
+  branch?: string;
+  base?: string;
+  prompt?: string;
+  variables?: TemplateVariable[];
+  error?: string;
+}
+
+/** A kit of the laptop's library, as `GET /v1/kits` lists it (its files by name only). */
+export interface KitSummary {
+  id: string;
+  name: string;
+  version: string | null;
+  description?: string;
+  match?: { slug?: string };
+  files: string[];
+  /** Why its `kit.json` no longer loads. */
+  error?: string;
+}
+
+/** Body of `POST /v1/kits/add`: exactly one source. */
+export interface KitAddRequest {
+  /** A `kit.json` on this laptop. */
+  file?: string;
+  /** A folder holding `kit.json`; its other files become the kit's files. */
+  folder?: string;
+  /** A git repository this laptop can clone, holding `kit.json` at its root. */
+  git?: string;
+}
+
+/** Body of `POST /v1/kits/{id}/apply`, `POST /v1/kits/preview` (with `id`) and `POST /v1/kits/remove`. */
+export interface KitTarget {
   box: string;
+  location: string;
+}
+
+/** Body of `POST /v1/kits/save`: a location's effective config as a new kit. */
+export interface KitSaveRequest extends KitTarget {
+  id: string;
+  name?: string;
+  version?: string;
+}
+
+/** `POST /v1/kits/preview`: what applying would do, done nowhere. */
+export interface KitPreview {
+  kit: KitSummary;
+  box: string;
+  location: string;
+  /** The kit the location runs now, which applying replaces. */
+  replaces: { id: string; version: string | null } | null;
+  layers: {
+    repo: DockConfig | null;
+    kit_before: DockConfig | null;
+    kit_after: DockConfig | null;
+    local: DockConfig | null;
+  };
+  effective: { before: DockConfig; after: DockConfig };
+  /** Top-level fields of the effective config that change. */
+  changed: string[];
+  files: string[];
+  /** Missing `requires` tools, a kit replaced. */
+  warnings: string[];
+}
+
+/** `GET /v1/kits/installed`: a location running a kit, on which box, and whether the library has newer. */
+export interface KitInstallation extends InstalledKit {
+  box: string;
+  /** The library's version of it (null when the library has none, or no version). */
+  library: string | null;
+  older: boolean;
+}
+
+/** `POST /v1/kits/{id}/update`. */
+export interface KitUpdate {
+  updated: InstalledKit[];
+  failed: { box: string; location: string; error: string }[];
+}
+
+/** A network the laptop has joined (`GET /v1/networks`). */
+export interface NetworkInfo {
+  /** `tailscale`. */
+  name: string;
+  joined: boolean;
+  logged_in: boolean;
+  /** The network's own word for its state (tailscale's `BackendState`). */
+  state: string;
+  tailnet?: string;
+  /** This laptop's name on it. */
+  self?: string;
+}
+
+/** `GET /v1/networks`: the networks, or none and how to get one. */
+export interface Networks {
+  networks: NetworkInfo[];
+  hint?: string;
+}
+
+/** A machine of a network (`GET /v1/networks/{name}/peers`). */
+export interface NetworkPeer {
+  name: string;
+  dns: string | null;
+  addresses: string[];
+  os: string | null;
+  online: boolean;
+}
+
+/** `GET /v1/discover?network=`: a machine that could be a box. */
+export interface DiscoveredMachine {
+  name: string;
+  address: string;
+  dns: string | null;
+  /** Something answers on dockd's port (1379). */
+  dockd: boolean;
+  /** Something answers on SSH's port: `dock add ssh` can make it a box. */
+  ssh: boolean;
+  /** The box it is already, by name. */
+  box: string | null;
+}
+
+/** A host dock writes into `~/.ssh/config.d/dock` for a box. */
+export interface SshHost {
+  /** `dock-<box>`. */
+  host: string;
+  box: string;
+  hostname: string;
+  user?: string;
+  port?: number;
+  /** The private key `dock add ssh --identity` used: written as `IdentityFile` (`IdentitiesOnly yes`). */
+  identity?: string;
+}
+
+/** `GET /v1/ssh-config` (and `POST`, with what it `changed`). */
+export interface SshConfigState {
+  file: string;
+  /** Whether `~/.ssh/config` includes it. */
+  included: boolean;
+  hosts: SshHost[];
+  changed?: string[];
+}
+
+/** An editor installed on the laptop (`GET /v1/editors`). */
+export interface EditorInfo {
+  id: string;
+  name: string;
+  command: string;
+}
+
+/** Body of `POST /v1/editors/open`: a folder (location, worktree or absolute path) or a file in it. */
+export interface EditorOpen {
+  editor: string;
+  box: string;
+  location?: string;
+  worktree?: string;
+  path?: string;
+  file?: string;
+  line?: number;
+  col?: number;
+}
+
+/** The answer of `POST /v1/editors/open`: the command run. */
+export interface EditorOpened {
+  editor: string;
+  command: string[];
+}
+
+/** `GET /v1/status`. */
+export interface AgentStatus {
+  /** The agent's own build (`version+commit`, as a box's `GET info` says its). */
+  build: string;
+  boxes: BoxStatus[];
+  forwards: unknown[];
+  routes: { pattern: string; box: string; port: number }[];
+  proxy: { enabled: boolean; port?: number; error?: string };
+  /** The agent's process (absent from agents before issue 33). */
+  agent?: AgentProcess;
+}
+
+/** The agent's process, as `GET /v1/status` reports it (`dock agent status|stop|restart`). */
+export interface AgentProcess {
+  /** What `dock agent stop` signals. */
+  pid: number;
+  started: string;
+  /** The settings the agent read at its start (null: unset): a change after it needs a restart. */
+  env: Record<string, string | null>;
 }

@@ -1,6 +1,6 @@
 /**
- * Wire types of locations and their worktrees, and of the config that shapes them: a location's layers,
- * its services, agent presets, hooks, flows and kits (spec 2.5, 2.7, 2.9).
+ * Wire types of locations and their worktrees, and of the config that shapes them: a location's
+ * layers, its services, agent presets, hooks, flows and kits (spec 2.5, 2.7, 2.9).
  * Types and constant lists only, like every `wire_*.ts` module (`wire.ts` re-exports them all).
  *
  * @module

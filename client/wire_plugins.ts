@@ -1,6 +1,6 @@
 /**
- * Wire types of plugins: what `GET plugins` lists, the permissions a plugin asks for and is granted, and the
- * bodies of the routes that enable, configure, link and test one.
+ * Wire types of plugins: what `GET plugins` lists, the permissions a plugin asks for and is granted,
+ * and the bodies of the routes that enable, configure, link and test one.
  * Types and constant lists only, like every `wire_*.ts` module (`wire.ts` re-exports them all).
  *
  * @module

@@ -1,6 +1,6 @@
 /**
- * Wire types of reviewing a worktree's work: the review list, previews, diffs, commits, pushes, pull requests
- * and syncs.
+ * Wire types of reviewing a worktree's work: the review list, previews, diffs, commits, pushes, pull
+ * requests and syncs.
  * Types and constant lists only, like every `wire_*.ts` module (`wire.ts` re-exports them all).
  *
  * @module

@@ -1,6 +1,6 @@
 /**
- * Wire types of terminal sessions and the agents in them (spec 2.3, 3.2): sessions, keys and answers, tasks,
- * integrations and skills.
+ * Wire types of terminal sessions and the agents in them (spec 2.3, 3.2): sessions, keys and answers,
+ * tasks, integrations and skills.
  * Types and constant lists only, like every `wire_*.ts` module (`wire.ts` re-exports them all).
  *
  * @module

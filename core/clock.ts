@@ -66,3 +66,16 @@ export function sleep(clock: Clock, ms: number, signal?: AbortSignal): Promise<v
     signal?.addEventListener("abort", onAbort, { once: true });
   });
 }
+
+/**
+ * A signal that aborts `ms` from now on `clock` with a `TimeoutError` (as `AbortSignal.timeout`'s does),
+ * and what cancels that: a guard on a request that a test's clock can fire.
+ */
+export function timeoutSignal(clock: Clock, ms: number): { signal: AbortSignal; cancel: () => void } {
+  const controller = new AbortController();
+  const cancel = clock.after(
+    ms,
+    () => controller.abort(new DOMException(`timed out after ${ms} ms`, "TimeoutError")),
+  );
+  return { signal: controller.signal, cancel };
+}

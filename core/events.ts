@@ -12,6 +12,7 @@
 import { DockError } from "../client/errors.ts";
 import type { DockEvent, EventAnnounce } from "../client/wire.ts";
 import { positiveFromEnv } from "./knobs.ts";
+import { errorText, type Log, STDERR_LOG } from "./log.ts";
 import type { Store } from "./store.ts";
 
 // The journal; `box` (added later) is set on events the laptop merged from a box.
@@ -102,6 +103,8 @@ export interface EventBusOptions {
   journalBytes?: number;
   /** Clock, for tests. @default {() => new Date()} */
   now?: () => Date;
+  /** Told of a subscriber that threw (the others still get the event). @default {STDERR_LOG} */
+  log?: Log;
 }
 
 /** Publishes events to the journal and to live subscribers. */
@@ -118,6 +121,7 @@ export class EventBus {
   #pending: Pending[] = [];
   #pendingBytes = 0;
   #timer: ReturnType<typeof setTimeout> | undefined;
+  #log: Log;
 
   constructor(store: Store, options: EventBusOptions = {}) {
     this.#store = store;
@@ -129,6 +133,7 @@ export class EventBus {
     this.#journalSize = options.journalSize ?? JOURNAL_EVENTS;
     this.#journalBytes = options.journalBytes ?? JOURNAL_BYTES;
     this.#now = options.now ?? (() => new Date());
+    this.#log = options.log ?? STDERR_LOG;
     const held = store.get<{ count: number; bytes: number }>(
       "SELECT count(*) AS count, coalesce(sum(size), 0) AS bytes FROM events",
     );
@@ -322,7 +327,7 @@ export class EventBus {
       try {
         listener(event);
       } catch (error) {
-        console.error(`event listener failed on ${event.type}:`, error);
+        this.#log.error(`event listener failed on ${event.type}: ${errorText(error)}`);
       }
     }
   }

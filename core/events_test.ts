@@ -3,6 +3,7 @@ import type { DockEvent } from "../client/wire.ts";
 import { DockError } from "../client/errors.ts";
 import { ANNOUNCE_BATCH_BYTES, EventBus, MAX_EVENT_DATA } from "./events.ts";
 import { Store } from "./store.ts";
+import { MemoryLog } from "./log.ts";
 
 Deno.test("events are journaled with increasing ids and delivered to subscribers", async () => {
   const dir = await Deno.makeTempDir();
@@ -187,6 +188,25 @@ Deno.test("announce journals the events of one turn in one transaction, in order
     DockError,
     "at most",
   );
+  store.close();
+  await Deno.remove(dir, { recursive: true });
+});
+
+Deno.test("a subscriber that throws is said to the bus's log; the others still get the event", async () => {
+  const dir = await Deno.makeTempDir();
+  const store = new Store(`${dir}/db`);
+  const log = new MemoryLog();
+  const bus = new EventBus(store, { log });
+  const seen: string[] = [];
+  bus.subscribe(() => {
+    throw new Error("subscriber broke");
+  });
+  bus.subscribe((event) => seen.push(event.type));
+  bus.publish({ type: "x.y", origin: "test" });
+  assertEquals(seen, ["x.y"]);
+  assertEquals(log.records, [
+    { level: "error", message: "event listener failed on x.y: subscriber broke", fields: undefined },
+  ]);
   store.close();
   await Deno.remove(dir, { recursive: true });
 });

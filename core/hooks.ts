@@ -14,7 +14,7 @@
  * `hook.*` events (a hook failed) never run hooks, so a failing `*` hook cannot feed itself.
  *
  * This is the engine the box (`daemon/hooks.ts`) and the laptop (`agent/hooks.ts`) share: matching,
- * the watched hooks file, and the bounded runner. What runs a hook is behind {@linkcode HookExecutor}:
+ * the watched hooks file (`hooks_file.ts`), and the bounded runner. What runs a hook is behind {@linkcode HookExecutor}:
  * {@linkcode shellExecutor} (`/bin/sh -c`) is the first; the plugin host adds modules.
  *
  * @module
@@ -23,9 +23,11 @@ import type { Check, DockEvent, HookConfig, HooksState } from "../client/wire.ts
 import { parseDuration } from "../client/duration.ts";
 import { HOOKS_FILE, type HooksFile } from "./config.ts";
 import type { EventBus } from "./events.ts";
-import { readUserFileSync, validateUserFile, writeUserFile } from "./user_files.ts";
+import { validateUserFile } from "./user_files.ts";
 import { run } from "./runner.ts";
-import { FileSignature } from "./files.ts";
+import type { Clock } from "./clock.ts";
+import type { Log } from "./log.ts";
+import { HooksFileWatcher } from "./hooks_file.ts";
 
 /** Default hook timeout (spec 8). */
 export const HOOK_TIMEOUT_MS = 60_000;
@@ -198,102 +200,6 @@ export function firstLine(text: string): string {
 export type HooksFileState = HooksState;
 
 /**
- * A `hooks.json` kept current without a restart: its mtime, size and inode are checked before each use
- * (a stat costs microseconds; at most every `checkMs`), and a changed file is read again. A file that
- * stops parsing keeps the last good hooks (a typo must not silently drop a gate) and reports the error.
- */
-export class HooksFileWatcher {
-  readonly path: string;
-  #hooks: HookConfig[] = [];
-  #error: string | undefined;
-  #file: FileSignature;
-  #checked = 0;
-  #checkMs: number;
-  #unannounced = false;
-  #bus?: EventBus;
-  #timer?: ReturnType<typeof setInterval>;
-
-  constructor(path: string, options: { checkMs?: number; bus?: EventBus } = {}) {
-    this.path = path;
-    this.#file = new FileSignature(path);
-    this.#checkMs = options.checkMs ?? 0;
-    this.#bus = options.bus;
-    this.refresh();
-    this.#unannounced = false;
-  }
-
-  /** Checks the file every `everyMs` and announces an edit made by other means as `hooks.changed`. */
-  watch(everyMs = 1000): void {
-    this.#timer = setInterval(() => {
-      if (this.takeChange()) {
-        this.#bus?.publish({ type: "hooks.changed", origin: "file", data: { path: this.path } });
-      }
-    }, everyMs);
-  }
-
-  /** Stops watching. */
-  close(): void {
-    clearInterval(this.#timer);
-  }
-
-  /** True once after the file changed on disk by other means than {@linkcode write} (to announce it). */
-  takeChange(): boolean {
-    this.refresh();
-    const changed = this.#unannounced;
-    this.#unannounced = false;
-    return changed;
-  }
-
-  /** The current hooks (re-read first when the file changed since the last check). */
-  current(): HookConfig[] {
-    if (performance.now() - this.#checked >= this.#checkMs) this.refresh();
-    return this.#hooks;
-  }
-
-  /** The file's state as `GET hooks` reports it. */
-  state(): HooksFileState {
-    this.refresh();
-    const state: HooksFileState = { path: this.path, hooks: this.#hooks };
-    if (this.#error) state.error = this.#error;
-    return state;
-  }
-
-  /** Checks the file now; true when its hooks (or its error) changed. */
-  refresh(): boolean {
-    this.#checked = performance.now();
-    const now = this.#file.changed();
-    if (!now) return false;
-    this.#unannounced = true;
-    if (now === "missing") {
-      this.#hooks = [];
-      this.#error = undefined;
-      return true;
-    }
-    try {
-      const file = readUserFileSync(this.path, HOOKS_FILE, { missing: "absent", code: "invalid_hooks" });
-      this.#hooks = file?.hooks ?? [];
-      this.#error = undefined;
-    } catch (error) {
-      this.#error = error instanceof Error ? error.message : String(error);
-      console.error(`hooks: ${this.#error} (the last good hooks stay in force)`);
-    }
-    return true;
-  }
-
-  /**
-   * Writes the file (a validated `PUT hooks` body, see {@linkcode hooksBody}) and announces
-   * `hooks.changed` with the writer's origin; returns the new state.
-   */
-  async write(file: HooksFile, origin = "api"): Promise<HooksFileState> {
-    await writeUserFile(this.path, file, { mode: 0o644 });
-    this.refresh();
-    this.#unannounced = false; // announced here, with the writer's origin, not by the watch
-    this.#bus?.publish({ type: "hooks.changed", origin, data: { path: this.path } });
-    return this.state();
-  }
-}
-
-/**
  * The `onFailure` of a {@linkcode HookRunner} that logs a failed run and announces it as `hook.failed`
  * (`origin` is the announcing process: `dockd` or `dock`), never with the hook's output: a hook sees
  * the worktree's secrets and may print them.
@@ -301,6 +207,7 @@ export class HooksFileWatcher {
 export function announceHookFailure(
   bus: EventBus,
   origin: string,
+  log: Log,
 ): (job: HookJob, outcome: HookOutcome) => void {
   return (job, outcome) => {
     const what = outcome.timedOut
@@ -308,7 +215,7 @@ export function announceHookFailure(
       : outcome.error
       ? `could not start: ${outcome.error}`
       : `exited with ${outcome.exitCode}`;
-    console.error(`hook '${job.hook.on}' in ${job.source} for ${job.event.type} ${what}`);
+    log.warn(`hook '${job.hook.on}' in ${job.source} for ${job.event.type} ${what}`);
     bus.publish({
       type: "hook.failed",
       origin,
@@ -381,6 +288,8 @@ export interface HookRunnerStats {
 
 /** Options of {@linkcode HookRunner}. */
 export interface HookRunnerOptions {
+  /** Told once when the backlog starts dropping runs. */
+  log: Log;
   /** Hooks running at once. @default {HOOK_CONCURRENCY} */
   concurrency?: number;
   /** Runs waiting before the oldest are dropped. @default {HOOK_BACKLOG} */
@@ -407,7 +316,7 @@ export class HookRunner {
   #idle: (() => void)[] = [];
   #abort = new AbortController();
 
-  constructor(options: HookRunnerOptions = {}) {
+  constructor(options: HookRunnerOptions) {
     this.#o = options;
   }
 
@@ -419,7 +328,7 @@ export class HookRunner {
     if (this.#queue.length > backlog) {
       const dropped = this.#queue.splice(0, this.#queue.length - backlog);
       if (this.#stats.dropped === 0) {
-        console.error(`hooks: more than ${backlog} waiting; dropping the oldest`);
+        this.#o.log.warn(`hooks: more than ${backlog} waiting; dropping the oldest`);
       }
       this.#stats.dropped += dropped.length;
     }
@@ -587,15 +496,30 @@ export abstract class HooksHost {
   readonly executor: HookExecutor;
 
   constructor(
-    options: { bus: EventBus; file: string; origin: string; concurrency?: number; executor?: HookExecutor },
+    options: {
+      bus: EventBus;
+      file: string;
+      origin: string;
+      concurrency?: number;
+      executor?: HookExecutor;
+      /** What the file's watch runs on. */
+      clock: Clock;
+      /** Told of a file that stops parsing, a failed run, a full backlog. */
+      log: Log;
+    },
   ) {
     this.#bus = options.bus;
     this.executor = options.executor ?? shellExecutor;
-    this.file = new HooksFileWatcher(options.file, { bus: options.bus });
+    this.file = new HooksFileWatcher(options.file, {
+      bus: options.bus,
+      clock: options.clock,
+      log: options.log,
+    });
     this.runner = new HookRunner({
+      log: options.log,
       concurrency: options.concurrency,
       executor: this.executor,
-      onFailure: announceHookFailure(options.bus, options.origin),
+      onFailure: announceHookFailure(options.bus, options.origin, options.log),
       // A run of this file's hooks goes only while the file still has that hook (compared by value:
       // a reload makes new objects of the hooks it kept).
       stillWanted: (job) => {

@@ -10,10 +10,14 @@ import {
   type HookOutcome,
   HookRunner,
   hooksBody,
-  HooksFileWatcher,
   hooksFor,
   hookTimeoutMs,
 } from "./hooks.ts";
+import { HooksFileWatcher } from "./hooks_file.ts";
+import { SYSTEM_CLOCK } from "./clock.ts";
+import type { EventBus } from "./events.ts";
+import { MemoryLog } from "./log.ts";
+import { FakeClock } from "../tests/fake_clock.ts";
 import { DockError } from "../client/errors.ts";
 
 Deno.test("hookMatches: exact, prefix, star; gates never match events", () => {
@@ -134,7 +138,8 @@ Deno.test("hooksBody: a wrong field is a 400 naming it", () => {
 Deno.test("HooksFileWatcher: picks up edits, keeps the last good hooks when the file breaks", async () => {
   const dir = await Deno.makeTempDir();
   const path = `${dir}/hooks.json`;
-  const watcher = new HooksFileWatcher(path, { checkMs: 0 });
+  const log = new MemoryLog();
+  const watcher = new HooksFileWatcher(path, { checkMs: 0, clock: SYSTEM_CLOCK, log });
   assertEquals(watcher.current(), []);
   await Deno.writeTextFile(path, `{ // comments are fine\n "hooks": [{ "on": "*", "run": "true" }] }`);
   assertEquals(watcher.current().length, 1);
@@ -143,6 +148,8 @@ Deno.test("HooksFileWatcher: picks up edits, keeps the last good hooks when the 
   const state = watcher.state();
   assert(state.error?.includes(path), state.error);
   assert(state.error?.includes("run"), state.error);
+  // Said once in the process's log, as a warning, naming the file.
+  assertEquals(log.records.map((r) => [r.level, r.message.includes(path)]), [["warn", true]]);
   await watcher.write({ hooks: [{ on: "a", run: "1" }, { on: "b", run: "2" }] });
   assertEquals(watcher.current().map((h) => h.on), ["a", "b"]);
   assertEquals(watcher.state().error, undefined);
@@ -151,11 +158,41 @@ Deno.test("HooksFileWatcher: picks up edits, keeps the last good hooks when the 
   await Deno.remove(dir, { recursive: true });
 });
 
+Deno.test("HooksFileWatcher: an edit by hand is announced at the next tick of its clock, not before", async () => {
+  const dir = await Deno.makeTempDir();
+  const path = `${dir}/hooks.json`;
+  const published: string[] = [];
+  const bus = { publish: (event: { type: string }) => published.push(event.type) } as unknown as EventBus;
+  const clock = new FakeClock(0);
+  // checkMs on the same clock: a use before it has passed reads no file.
+  const watcher = new HooksFileWatcher(path, { checkMs: 1000, bus, clock, log: new MemoryLog() });
+  watcher.watch(1000);
+  try {
+    await Deno.writeTextFile(path, `{ "hooks": [{ "on": "*", "run": "true" }] }`);
+    assertEquals(watcher.current(), [], "not read again before checkMs");
+    clock.advance(999);
+    assertEquals(published, []);
+    clock.advance(1);
+    assertEquals(published, ["hooks.changed"]);
+    assertEquals(watcher.current().length, 1);
+    clock.advance(5000);
+    assertEquals(published, ["hooks.changed"], "announced once");
+    watcher.close();
+    await Deno.writeTextFile(path, `{ "hooks": [] }`);
+    clock.advance(5000);
+    assertEquals(published, ["hooks.changed"], "a closed watch announces nothing");
+  } finally {
+    watcher.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("HookRunner: event on stdin, bounded concurrency, timeout kills the group, failures reported", async () => {
   const dir = await Deno.makeTempDir();
   const failures: { job: HookJob; outcome: HookOutcome }[] = [];
   let started = 0;
   const runner = new HookRunner({
+    log: new MemoryLog(),
     concurrency: 2,
     onStart: () => started++,
     onFailure: (job, outcome) => failures.push({ job, outcome }),
@@ -206,12 +243,19 @@ Deno.test("HookRunner: event on stdin, bounded concurrency, timeout kills the gr
 });
 
 Deno.test("HookRunner: the backlog is bounded (oldest dropped, counted)", async () => {
-  const runner = new HookRunner({ concurrency: 1, backlog: 3 });
+  const log = new MemoryLog();
+  const runner = new HookRunner({ concurrency: 1, backlog: 3, log });
   const event = { type: "x", time: "" };
   for (let i = 0; i < 10; i++) runner.submit({ hook: { on: "x", run: "true" }, source: "t", event, env: {} });
   const stats = runner.stats();
   assertEquals(stats.queued, 3);
   assertEquals(stats.dropped, 6);
+  // Said once, when it starts dropping, not once per run dropped.
+  assertEquals(log.records, [{
+    level: "warn",
+    message: "hooks: more than 3 waiting; dropping the oldest",
+    fields: undefined,
+  }]);
   await runner.idle();
   assertEquals(runner.stats().started, 4);
   runner.close();
@@ -220,6 +264,7 @@ Deno.test("HookRunner: the backlog is bounded (oldest dropped, counted)", async 
 Deno.test("HookRunner: queued runs of a hook no longer wanted (removed from its file) are dropped", async () => {
   let wanted = true;
   const runner = new HookRunner({
+    log: new MemoryLog(),
     concurrency: 1,
     // The file loses the hook as soon as its first run starts.
     onStart: () => wanted = false,
@@ -236,6 +281,7 @@ Deno.test("HookRunner: the ten hooks one event matches all start at once by defa
   const release: (() => void)[] = [];
   const started: string[] = [];
   const runner = new HookRunner({
+    log: new MemoryLog(),
     // Each run lasts until the test lets it end: a slot frees only then.
     executor: {
       run: (hook) =>

@@ -12,6 +12,7 @@ import { z } from "zod";
 import { DockError } from "../client/errors.ts";
 import type { GateAction, GateContext } from "./hooks.ts";
 import { checkSchema } from "./user_files.ts";
+import { errorText, type Log, STDERR_LOG } from "./log.ts";
 
 /** HTTP methods the API routes. */
 export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
@@ -150,15 +151,20 @@ function gated(route: TableRoute, gate: GateRunner | undefined, key: string): Ha
   };
 }
 
-/** Turns any thrown error into the JSON error answer; unexpected errors are 500 and logged. */
-export function errorResponse(error: unknown): Response {
+/**
+ * Turns any thrown error into the JSON error answer; unexpected errors are 500 and logged to `log`
+ * (the process's: a server passes its own).
+ */
+export function errorResponse(error: unknown, log: Log = STDERR_LOG): Response {
   if (error instanceof DockError) {
     const body = error.toBody();
     // A message quotes what was sent ("got …"): bounded, so a 5 MB bad value is not echoed back whole.
     body.error.message = boundedMessage(body.error.message);
     return json(body, error.status);
   }
-  console.error("unexpected error:", error);
+  log.error(
+    `unexpected error: ${error instanceof Error ? (error.stack ?? errorText(error)) : errorText(error)}`,
+  );
   return json(
     { error: { code: "internal", message: boundedMessage((error as Error)?.message ?? String(error)) } },
     500,

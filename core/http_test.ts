@@ -5,6 +5,7 @@ import { BOX_EVENT } from "../client/schemas.ts";
 import { assertEquals, assertThrows } from "../tests/assert.ts";
 import type { GateContext } from "./hooks.ts";
 import { body, errorResponse, json, mount, RouteTable } from "./http.ts";
+import { MemoryLog } from "./log.ts";
 
 const NOTE = z.object({ text: z.string(), secret: z.boolean().optional() });
 
@@ -168,4 +169,18 @@ Deno.test("body: of a union, the option the caller meant is reported", async () 
     (await post({ type: "build.done", dta: {} })).body.error.message,
     'dta: unknown field (did you mean "data"?)',
   );
+});
+
+Deno.test("errorResponse: an unexpected error is a 500 said to the given log; a DockError is not logged", async () => {
+  const log = new MemoryLog();
+  const failed = errorResponse(new Error("disk on fire"), log);
+  assertEquals(failed.status, 500);
+  assertEquals((await failed.json()).error, { code: "internal", message: "disk on fire" });
+  assertEquals(log.records.length, 1);
+  assertEquals(log.records[0].level, "error");
+  assertEquals(log.records[0].message.startsWith("unexpected error: Error: disk on fire"), true);
+  const refused = errorResponse(new DockError("not_found", "no such thing", { status: 404 }), log);
+  assertEquals(refused.status, 404);
+  await refused.body?.cancel();
+  assertEquals(log.records.length, 1, "an answered refusal is not an error of the process");
 });

@@ -20,6 +20,7 @@
 import { Deadlines } from "./deadlines.ts";
 import { DockError } from "../client/errors.ts";
 import { positiveFromEnv } from "./knobs.ts";
+import { STDERR_LOG } from "./log.ts";
 import { type Slot, Slots } from "./listen_slots.ts";
 import { TlsHop } from "./tls_hop.ts";
 
@@ -144,7 +145,7 @@ export interface GuardedServer {
 export interface ServeGuardedOptions extends ListenLimits {
   /** Stops the listener. */
   signal?: AbortSignal;
-  /** Where the one line said on a run of accept errors goes. @default {console.error} */
+  /** Where the one line said on a run of accept errors goes. @default {STDERR_LOG's warn} */
   log?: (line: string) => void;
   /** Answers a handler that threw. @default {a plain 500} */
   onError?: (error: unknown) => Response;
@@ -315,7 +316,7 @@ export function serveGuarded(
 ): GuardedServer {
   options = Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined));
   const limits = limitsOf(target, options);
-  const log = options.log ?? ((line: string) => console.error(line));
+  const log = options.log ?? ((line: string) => STDERR_LOG.warn(line));
   const listener = "path" in target
     ? Deno.listen({ transport: "unix", path: target.path })
     : Deno.listen({ hostname: target.hostname, port: target.port });

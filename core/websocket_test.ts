@@ -5,13 +5,8 @@
 import { join } from "node:path";
 import { assert, assertEquals, assertRejects, assertStringIncludes } from "../tests/assert.ts";
 import { ensureCertificates } from "../daemon/tls.ts";
-import {
-  connectTlsWebSocket,
-  connectUnixWebSocket,
-  openWebSocket,
-  WebSocketConnectionError,
-  WebSocketHandshakeError,
-} from "./websocket.ts";
+import { WebSocketConnectionError, WebSocketHandshakeError } from "./websocket.ts";
+import { connectTlsWebSocket, connectUnixWebSocket, openWebSocket } from "./ws_client.ts";
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();

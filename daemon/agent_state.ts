@@ -25,6 +25,7 @@ import type {
   StateChange,
   WaitingReason,
 } from "../client/wire.ts";
+import type { Clock } from "../core/clock.ts";
 import type { EventBus } from "../core/events.ts";
 import type { Store } from "../core/store.ts";
 import { PATH_HOLDS } from "./schema.ts";
@@ -68,8 +69,8 @@ interface SessionRow {
 export interface AgentStatesOptions {
   store: Store;
   bus: Pick<EventBus, "publish">;
-  /** The daemon's clock, for tests. @default {() => Date.now()} */
-  now?: () => number;
+  /** The daemon's clock: a state is dated at the latest by its now. */
+  clock: Pick<Clock, "now">;
 }
 
 /**
@@ -136,7 +137,7 @@ export class AgentStates {
     // Times are stored in one form (ISO, UTC), so the database compares them: a report older than the
     // state held changes nothing, in the same statement. A held state dated after now is from before
     // the clock stepped back: any report replaces it.
-    const now = new Date(this.#o.now?.() ?? Date.now()).toISOString();
+    const now = new Date(this.#o.clock.now()).toISOString();
     const time = setting.time;
     const at = time === undefined || new Date(time).toISOString() > now ? now : new Date(time).toISOString();
     const reason = state === "waiting" ? setting.reason ?? null : null;

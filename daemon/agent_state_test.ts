@@ -1,4 +1,5 @@
 import type { AgentReport } from "../client/wire.ts";
+import { SYSTEM_CLOCK } from "../core/clock.ts";
 import { EventBus } from "../core/events.ts";
 import { Store } from "../core/store.ts";
 import { assertEquals } from "../tests/assert.ts";
@@ -27,7 +28,7 @@ async function states(now?: () => number) {
     );
   }
   const bus = new EventBus(store);
-  const agentStates = new AgentStates({ store, bus, now });
+  const agentStates = new AgentStates({ store, bus, clock: now ? { now } : SYSTEM_CLOCK });
   let changes = 0;
   agentStates.onChange(() => changes++);
   return {
@@ -123,7 +124,7 @@ Deno.test("agent state: by path, a live session running an agent before a plain 
         created,
       );
     }
-    const agentStates = new AgentStates({ store, bus: new EventBus(store) });
+    const agentStates = new AgentStates({ store, bus: new EventBus(store), clock: SYSTEM_CLOCK });
     assertEquals(agentStates.ingest(report("agent.started", "/srv/app/src"))?.data?.session, "new-agent");
     assertEquals(agentStates.ingest(report("agent.started", "/srv/app2"))?.data?.session, "sibling");
     assertEquals(agentStates.ingest(report("agent.started", "/srv/ap"))?.data?.session, undefined);

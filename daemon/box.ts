@@ -39,7 +39,7 @@ import { dirname, join } from "../core/posix_path.ts";
 import { Hooks } from "./hooks.ts";
 import { Flows } from "./flows.ts";
 import { Schedules } from "./flow_schedule.ts";
-import { type Clock, every, SYSTEM_CLOCK, systemClock } from "../core/clock.ts";
+import { type Clock, every, SYSTEM_CLOCK } from "../core/clock.ts";
 import { errorText, type Log, STDERR_LOG } from "../core/log.ts";
 import { Forge } from "./forge.ts";
 import { Plugins } from "../plugins/plugins.ts";
@@ -121,10 +121,10 @@ export class Box {
     this.paths = paths;
     this.settings = loadSettings(paths);
     this.store = new Store(paths.db, { schema: BOX_SCHEMA });
-    this.bus = new EventBus(this.store, journalBoundsFromEnv());
-    this.pairing = new PairingStore(this.store);
-    this.phone = new PhoneCompanion({ store: this.store, bus: this.bus });
-    this.upgrades = new Upgrades({ paths, bus: this.bus });
+    this.bus = new EventBus(this.store, { ...journalBoundsFromEnv(), log: this.log });
+    this.pairing = new PairingStore(this.store, { clock: this.clock });
+    this.phone = new PhoneCompanion({ store: this.store, bus: this.bus, clock: this.clock, log: this.log });
+    this.upgrades = new Upgrades({ paths, bus: this.bus, clock: this.clock });
     // Candidates are checked with a bind probe instead of reading /proc/net/tcp*: the kernel walks its
     // whole TCP table for that read (≈4 ms each, measured), the probe costs microseconds per port.
     this.ports = new PortAllocator(this.store, {
@@ -132,9 +132,15 @@ export class Box {
       listening: () => new Set(),
       probe: canBind,
     });
-    this.secrets = new SecretResolver();
-    this.locations = new Locations(this.store, this.bus);
-    this.kits = new Kits({ store: this.store, bus: this.bus, locations: this.locations, paths });
+    this.secrets = new SecretResolver({ clock: this.clock });
+    this.locations = new Locations(this.store, this.bus, this.clock);
+    this.kits = new Kits({
+      store: this.store,
+      bus: this.bus,
+      locations: this.locations,
+      paths,
+      clock: this.clock,
+    });
     this.worktrees = new Worktrees({
       store: this.store,
       bus: this.bus,
@@ -143,6 +149,8 @@ export class Box {
       settings: this.settings,
       paths,
       secrets: this.secrets,
+      clock: this.clock,
+      log: this.log,
     });
     this.exec = new Exec(this.worktrees);
     this.services = new Services({
@@ -153,19 +161,28 @@ export class Box {
       paths,
       backoffMs: positiveFromEnv("DOCK_SERVICE_BACKOFF_MS"),
       logBytes: positiveFromEnv("DOCK_SERVICE_LOG_BYTES"),
+      clock: this.clock,
+      log: this.log,
     });
     // Removing a worktree stops its services first; a worktree ready after setup starts its autostarts.
     this.worktrees.removalSteps.push((worktree) => this.services.stopAll(worktree));
     this.worktrees.readySteps.push((worktree) => this.services.autostart(worktree));
-    this.tmux = new Tmux({ socket: join(paths.box, "tmux.sock"), configFile: join(paths.box, "tmux.conf") });
-    this.agentStates = new AgentStates({ store: this.store, bus: this.bus });
+    this.tmux = new Tmux({
+      socket: join(paths.box, "tmux.sock"),
+      configFile: join(paths.box, "tmux.conf"),
+      clock: this.clock,
+    });
+    this.agentStates = new AgentStates({ store: this.store, bus: this.bus, clock: this.clock });
     this.exits = new ExitWatcher({
       store: this.store,
       bus: this.bus,
       tmux: this.tmux,
       states: this.agentStates,
+      pollMs: positiveFromEnv("DOCK_EXIT_POLL_MS"),
+      clock: this.clock,
+      log: this.log,
     });
-    this.sendLedger = new SendLedger(this.store);
+    this.sendLedger = new SendLedger({ store: this.store, clock: this.clock });
     this.sessions = new Sessions({
       store: this.store,
       bus: this.bus,
@@ -176,6 +193,7 @@ export class Box {
       exits: this.exits,
       ledger: this.sendLedger,
       dir: join(paths.box, "sessions"),
+      clock: this.clock,
     });
     this.units = new Units({
       store: this.store,
@@ -185,8 +203,17 @@ export class Box {
       box: () => this.settings.name,
       backoffMs: positiveFromEnv("DOCK_SERVICE_BACKOFF_MS"),
       logBytes: positiveFromEnv("DOCK_SERVICE_LOG_BYTES"),
+      clock: this.clock,
+      log: this.log,
     });
-    this.shares = new Shares({ store: this.store, bus: this.bus, worktrees: this.worktrees, paths });
+    this.shares = new Shares({
+      store: this.store,
+      bus: this.bus,
+      worktrees: this.worktrees,
+      paths,
+      clock: this.clock,
+      log: this.log,
+    });
     // A removed worktree's shares end first: nothing public may outlive what it showed.
     this.worktrees.removalSteps.push((worktree) => this.shares.closeAll(worktree));
     this.review = new Review({
@@ -220,6 +247,8 @@ export class Box {
         paths.worktrees,
         ...this.locations.list().map((l) => l.path),
       ],
+      clock: this.clock,
+      log: this.log,
     });
     this.hooks = new Hooks({
       extra: () => this.plugins.extraHooks(),
@@ -239,6 +268,8 @@ export class Box {
         }
       },
       concurrency: positiveFromEnv("DOCK_HOOK_CONCURRENCY"),
+      clock: this.clock,
+      log: this.log,
     });
     this.flows = new Flows({
       store: this.store,
@@ -251,21 +282,24 @@ export class Box {
       exec: this.exec,
       sessions: this.sessions,
       module: (options) => this.plugins.runStep(options),
+      clock: this.clock,
+      log: this.log,
     });
     this.schedules = new Schedules({
       flows: this.flows,
       store: this.store,
       locations: this.locations,
       worktrees: this.worktrees,
-      // DOCK_CLOCK_OFFSET_MS (tests and bench only): the schedules' clock runs this far ahead, so a
-      // minute boundary comes within seconds instead of a real minute's wait.
-      clock: systemClock(positiveFromEnv("DOCK_CLOCK_OFFSET_MS") ?? 0),
+      clock: aheadBy(this.clock, positiveFromEnv("DOCK_CLOCK_OFFSET_MS") ?? 0),
+      log: this.log,
     });
     this.forge = new Forge({
       flows: this.flows,
       worktrees: this.worktrees,
       store: this.store,
       pollMs: positiveFromEnv("DOCK_FORGE_POLL_MS"),
+      clock: this.clock,
+      log: this.log,
     });
     // Removing a worktree ends its sessions too (after its services, before archive).
     this.worktrees.removalSteps.push((worktree) => this.sessions.removeAll(worktree));
@@ -275,6 +309,8 @@ export class Box {
     this.guard = new Guard({
       settings: () => readGuardFile(paths.guardFile),
       intervalMs: positiveFromEnv("DOCK_GUARD_INTERVAL_MS"),
+      clock: this.clock,
+      log: this.log,
       actions: {
         memoryPercent,
         totalMemory: () => Deno.systemMemoryInfo().total,
@@ -396,4 +432,13 @@ export class Box {
     await this.worktrees.settled().catch(() => {});
     this.store.close();
   }
+}
+
+/**
+ * `clock`, `offsetMs` ahead. DOCK_CLOCK_OFFSET_MS (tests and bench only) puts the schedules' clock this
+ * far ahead, so a minute boundary comes within seconds instead of a real minute's wait.
+ */
+function aheadBy(clock: Clock, offsetMs: number): Clock {
+  if (offsetMs === 0) return clock;
+  return { now: () => clock.now() + offsetMs, after: (ms, fn) => clock.after(ms, fn) };
 }

@@ -25,9 +25,9 @@
  */
 import { sha256Hex } from "../core/bytes.ts";
 import { join } from "../core/posix_path.ts";
-import { sleep } from "../client/timers.ts";
 import type { Check } from "../client/wire.ts";
 import { CGROUP_ENTRY_FAILED, run } from "../core/runner.ts";
+import { pollUntil } from "./procs.ts";
 
 /** Which mechanism tracks services' processes on this box, and why. */
 export type CgroupSupport =
@@ -242,14 +242,12 @@ export function killCgroup(folder: string): void {
 }
 
 /** Kills everything in cgroup `folder` and waits (at most `timeoutMs`) until none of it is left. */
-export async function emptyCgroup(folder: string, timeoutMs = 5000): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  while (populated(folder)) {
-    if (Date.now() > deadline) return false;
+export function emptyCgroup(folder: string, timeoutMs = 5000): Promise<boolean> {
+  return pollUntil(() => {
+    if (!populated(folder)) return true;
     killCgroup(folder); // again: without cgroup.kill, a process forked meanwhile was missed
-    await sleep(10);
-  }
-  return true;
+    return false;
+  }, { everyMs: 10, timeoutMs });
 }
 
 /**
@@ -257,16 +255,18 @@ export async function emptyCgroup(folder: string, timeoutMs = 5000): Promise<boo
  * that will not die in `timeoutMs`, or no right to remove it); a folder already gone is not an error.
  */
 export async function removeCgroup(folder: string, timeoutMs = 5000): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  while (true) {
-    if (!(await emptyCgroup(folder, Math.max(0, deadline - Date.now())))) return false;
-    const removed = removeFolders(folder);
-    if (removed !== "busy") return removed;
-    // Not empty after all: a process that is exiting has left cgroup.procs, but rmdir says EBUSY until
-    // it has left the cgroup.
-    if (Date.now() > deadline) return false;
-    await sleep(10);
-  }
+  let removed = false as boolean | "busy";
+  const done = await pollUntil(() => {
+    if (populated(folder)) {
+      killCgroup(folder); // again: without cgroup.kill, a process forked meanwhile was missed
+      return false;
+    }
+    removed = removeFolders(folder);
+    // "busy": not empty after all: a process that is exiting has left cgroup.procs, but rmdir says EBUSY
+    // until it has left the cgroup.
+    return removed !== "busy";
+  }, { everyMs: 10, timeoutMs });
+  return done && removed === true;
 }
 
 /**

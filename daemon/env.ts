@@ -11,6 +11,7 @@ import type { ConfigProblem, EnvFile } from "../client/wire.ts";
 import { isEnvEntry } from "../core/config.ts";
 import { readUserFile, validateUserFile, writeUserFile } from "../core/user_files.ts";
 import { isSecretReference, schemeOf, type SecretResolver } from "./secrets.ts";
+import type { Log } from "../core/log.ts";
 
 /** The prefix of the compatibility names when the box config does not set one (Conductor's). */
 export const DEFAULT_COMPAT_PREFIX = "CONDUCTOR";
@@ -167,14 +168,17 @@ const logged = new Set<string>();
  * rather than failing the spawn: one such value once made every exec on the box a 500. `GET env` still
  * refuses the file, naming it.
  */
-export async function readEnvForProcesses(path: string): Promise<Record<string, string>> {
+export async function readEnvForProcesses(
+  path: string,
+  log: Pick<Log, "warn">,
+): Promise<Record<string, string>> {
   const report = (problems: ConfigProblem[]) => {
     for (const problem of problems) {
       const line = `${problem.file}: ${problem.field}: ${problem.message} (left out of every environment)`;
       if (logged.has(line)) continue;
       if (logged.size > 1000) logged.clear();
       logged.add(line);
-      console.error(line);
+      log.warn(line);
     }
   };
   const read = await readUserFile(path, ENV_FILE, {

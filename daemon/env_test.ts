@@ -10,8 +10,10 @@ import {
   writeEnvFile,
 } from "./env.ts";
 import { SecretResolver } from "./secrets.ts";
+import { SYSTEM_CLOCK } from "../core/clock.ts";
 import { DockError } from "../client/errors.ts";
 import { assertThrows } from "../tests/assert.ts";
+import { MemoryLog } from "../core/log.ts";
 
 const FACTS = {
   box: "devbox",
@@ -58,7 +60,10 @@ Deno.test("expand handles $NAME, ${NAME}, $$ and unknown names", () => {
 });
 
 Deno.test("buildEnv layers base, box env, DOCK_* and config env, resolving secrets", async () => {
-  const secrets = new SecretResolver({ env: (name) => ({ TOKEN: "t0k3n" } as Record<string, string>)[name] });
+  const secrets = new SecretResolver({
+    clock: SYSTEM_CLOCK,
+    env: (name) => ({ TOKEN: "t0k3n" } as Record<string, string>)[name],
+  });
   const { env, problems } = await buildEnv({
     base: { PATH: "/bin", HOME: "/h", DOCK_PORT: "stale" },
     boxEnv: { SHARED: "box", SECRET: "env://TOKEN", BROKEN: "env://NOPE" },
@@ -120,7 +125,10 @@ Deno.test("env.json: missing is empty; comments are fine; a misspelt field is re
 
 Deno.test("buildEnv leaves out a value holding a NUL, from any layer, and says which", async () => {
   // A secret whose value holds a NUL: the vault's answer reaches no file check.
-  const secrets = new SecretResolver({ env: (name) => ({ BIN: "a\0b" } as Record<string, string>)[name] });
+  const secrets = new SecretResolver({
+    clock: SYSTEM_CLOCK,
+    env: (name) => ({ BIN: "a\0b" } as Record<string, string>)[name],
+  });
   const { env, problems } = await buildEnv({
     base: { PATH: "/bin" },
     boxEnv: { FROM_VAULT: "env://BIN", KEPT: "1" },
@@ -135,23 +143,21 @@ Deno.test("buildEnv leaves out a value holding a NUL, from any layer, and says w
 
 Deno.test("env.json for a process: a NUL drops that variable, logged once naming file and key; GET env refuses it", async () => {
   const dir = await Deno.makeTempDir();
-  const errors: string[] = [];
-  const original = console.error;
-  console.error = (line: string) => errors.push(line);
+  const log = new MemoryLog();
   try {
     const path = `${dir}/env.json`;
     await Deno.writeTextFile(path, '{ "env": { "A": "1", "BAD": "x\\u0000y" } }');
-    assertEquals(await readEnvForProcesses(path), { A: "1" });
-    assertEquals(await readEnvForProcesses(path), { A: "1" });
+    assertEquals(await readEnvForProcesses(path, log), { A: "1" });
+    assertEquals(await readEnvForProcesses(path, log), { A: "1" });
+    const errors = log.records.map((record) => record.message);
     assertEquals(errors.length, 1, errors.join("\n"));
     assertEquals(errors[0].startsWith(`${path}: env.BAD: must not contain a NUL`), true, errors[0]);
     const error = await assertRejects(() => readEnvFile(path), DockError, `${path}: env.BAD`) as DockError;
     assertEquals([error.code, error.status], ["invalid_env", 422]);
     // Any other problem still refuses the file, for processes too.
     await Deno.writeTextFile(path, '{ "env": { "9A": "1" } }');
-    await assertRejects(() => readEnvForProcesses(path), DockError, "env.9A");
+    await assertRejects(() => readEnvForProcesses(path, log), DockError, "env.9A");
   } finally {
-    console.error = original;
     await Deno.remove(dir, { recursive: true });
   }
 });

@@ -7,7 +7,9 @@
  *
  * @module
  */
+import { type Clock, every } from "../core/clock.ts";
 import type { EventBus } from "../core/events.ts";
+import { errorText, type Log } from "../core/log.ts";
 import type { Store } from "../core/store.ts";
 import type { AgentStates } from "./agent_state.ts";
 import type { Pane, Tmux } from "./tmux.ts";
@@ -26,19 +28,26 @@ export interface ExitWatcherOptions {
   states: Pick<AgentStates, "endTurn">;
   /** How often tmux is asked which programs ended. @default {500} */
   pollMs?: number;
+  /** Times the polls, and how long a dead pane may go without a status. */
+  clock: Clock;
+  /** Told of a tmux server that stays unreachable, and of a poll that failed. */
+  log: Log;
 }
 
 /** Watches tmux for sessions whose program ended. */
 export class ExitWatcher {
   #o: ExitWatcherOptions;
-  #poller?: ReturnType<typeof setInterval>;
+  #stopPolling = () => {};
   #polling = false;
   #deadSince = new Map<string, number>();
   /**
-   * Sessions whose tmux session is being made (the row exists first), and when their making ended: a
-   * poll that listed tmux's panes before that moment cannot judge them.
+   * Sessions whose tmux session is being made (the row exists first), and how many lists of panes had
+   * begun when their making ended: a list begun before that cannot judge them. Counted, not timed: the
+   * order is what matters, and a count cannot tie or step back.
    */
   #creating = new Map<string, number | null>();
+  /** Lists of panes begun so far. */
+  #lists = 0;
   #unreachable = 0;
   /** The first poll judges what ended while the daemon was down (the cause `restart`). */
   #started = false;
@@ -61,7 +70,7 @@ export class ExitWatcher {
 
   /** tmux made the session: lists of panes taken from now on judge it. */
   made(name: string): void {
-    this.#creating.set(name, performance.now());
+    this.#creating.set(name, this.#lists);
   }
 
   /** tmux could not make the session (its row is gone again). */
@@ -73,12 +82,13 @@ export class ExitWatcher {
   async start(): Promise<void> {
     await this.#poll();
     this.#started = true;
-    this.#poller = setInterval(() => this.#poll(), this.#o.pollMs ?? 500);
+    this.#stopPolling();
+    this.#stopPolling = every(this.#o.clock, this.#o.pollMs ?? 500, () => void this.#poll());
   }
 
   /** Stops watching (sessions run on in tmux). */
   close(): void {
-    clearInterval(this.#poller);
+    this.#stopPolling();
   }
 
   async #poll(): Promise<void> {
@@ -87,7 +97,7 @@ export class ExitWatcher {
     try {
       const open = this.#o.store.all<{ name: string }>("SELECT name FROM sessions WHERE exited = 0");
       if (!open.length) return;
-      const listedAt = performance.now();
+      const list = ++this.#lists;
       let listed: Pane[];
       try {
         listed = await this.#o.tmux.panes();
@@ -96,7 +106,7 @@ export class ExitWatcher {
         // One failed connection says little (a busy server); a server that stays unreachable for a few
         // seconds is gone, and so are the programs it ran.
         if (++this.#unreachable < UNREACHABLE_POLLS) return;
-        console.error("tmux server unreachable; its sessions count as exited:", (error as Error).message);
+        this.#o.log.error(`tmux server unreachable; its sessions count as exited: ${errorText(error)}`);
         listed = [];
       }
       const panes = new Map(listed.map((p) => [p.session, p]));
@@ -104,17 +114,17 @@ export class ExitWatcher {
         // Its row is written before tmux makes the session: a list taken before that says nothing.
         const made = this.#creating.get(row.name);
         if (made !== undefined) {
-          if (made === null || made > listedAt) continue;
+          if (made === null || list <= made) continue;
           this.#creating.delete(row.name); // judged by every list from now on
         }
         const pane = panes.get(row.name);
         if (pane && !pane.dead) continue;
         if (pane && pane.deadStatus === null) {
           // Dead but no status yet: nudge tmux to reap it, and give up on the status after a while.
-          const since = this.#deadSince.get(row.name) ?? Date.now();
+          const since = this.#deadSince.get(row.name) ?? this.#o.clock.now();
           this.#deadSince.set(row.name, since);
           this.#o.tmux.nudge(pane.server);
-          if (Date.now() - since < STATUS_WAIT_MS) continue;
+          if (this.#o.clock.now() - since < STATUS_WAIT_MS) continue;
         }
         this.#deadSince.delete(row.name);
         const code = pane?.deadStatus ?? null;
@@ -132,7 +142,7 @@ export class ExitWatcher {
         for (const listener of [...this.#listeners]) listener();
       }
     } catch (error) {
-      console.error("session watcher:", (error as Error).message);
+      this.#o.log.error(`session watcher: ${errorText(error)}`);
     } finally {
       this.#polling = false;
     }

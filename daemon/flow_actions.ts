@@ -82,7 +82,12 @@ export class FlowActions {
   }
 
   /** Runs one step with its variables; resolves how it ended (a thrown error is the caller's failure). */
-  async run(step: FlowStep, name: string, vars: Record<string, string>, context: StepContext): Promise<StepOutcome> {
+  async run(
+    step: FlowStep,
+    name: string,
+    vars: Record<string, string>,
+    context: StepContext,
+  ): Promise<StepOutcome> {
     const timeoutMs = stepTimeoutMs(step);
     // The step's deadline on the box's clock, so a test moves it instead of waiting for it.
     const deadline = new AbortController();

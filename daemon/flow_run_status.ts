@@ -8,6 +8,7 @@
  */
 import type { FlowRunStatus } from "../client/wire.ts";
 import { transition, type TransitionTable } from "../core/transition.ts";
+import type { Log } from "../core/log.ts";
 
 /** Before a run is recorded. */
 export type FlowRunPhase = FlowRunStatus | "new";
@@ -29,9 +30,12 @@ export const FLOW_RUN_LIFECYCLE: TransitionTable<FlowRunPhase, FlowRunEvent> = {
 export function runStatus(
   from: FlowRunPhase,
   event: FlowRunEvent,
-  log: (message: string) => void = (message) => console.error(message),
+  log: Pick<Log, "error">,
 ): FlowRunStatus {
-  const to = transition(FLOW_RUN_LIFECYCLE, from, event, { name: "flow run", log });
+  const to = transition(FLOW_RUN_LIFECYCLE, from, event, {
+    name: "flow run",
+    log: (line) => log.error(line),
+  });
   if (to === null || to === "new") throw new Error(`flow run: '${event}' is not a change from '${from}'`);
   return to;
 }

@@ -6,6 +6,7 @@ import { assertEquals, assertThrows } from "../tests/assert.ts";
 import { engine, flow } from "../tests/flows_engine.ts";
 import { transition, transitions } from "../core/transition.ts";
 import { FLOW_RUN_LIFECYCLE, type FlowRunEvent, type FlowRunPhase, runStatus } from "./flow_run_status.ts";
+import { MemoryLog } from "../core/log.ts";
 
 Deno.test("flow run lifecycle: begin→succeed, begin→fail, skip and interrupt are each what the engine records", async () => {
   await using e = await engine({
@@ -44,7 +45,11 @@ Deno.test("flow run lifecycle: every change the table does not name is refused a
       const to = transition(FLOW_RUN_LIFECYCLE, from, event, { log: (m) => said.push(m) });
       const allowed = transitions(FLOW_RUN_LIFECYCLE).some(([a, e]) => a === from && e === event);
       assertEquals([to !== null, said.length], [allowed, allowed ? 0 : 1], `${from} ${event}`);
-      if (!allowed) assertThrows(() => runStatus(from, event, () => {}), Error, "is not a change");
+      if (!allowed) {
+        const log = new MemoryLog();
+        assertThrows(() => runStatus(from, event, log), Error, "is not a change");
+        assertEquals(log.records.map((r) => r.message), [`flow run: '${event}' refused in state '${from}'`]);
+      }
     }
   }
 });

@@ -73,7 +73,10 @@ export class FlowRuns {
   }
 
   /** Ends a run that is still `running` (one close() interrupted meanwhile keeps its end). */
-  finish(id: number, end: { status: FlowRunStatus; reason?: string; end: string; steps: FlowStepRun[] }): void {
+  finish(
+    id: number,
+    end: { status: FlowRunStatus; reason?: string; end: string; steps: FlowStepRun[] },
+  ): void {
     this.#store.run(
       "UPDATE flow_runs SET status = ?, reason = ?, end = ?, steps = ? WHERE id = ? AND status = 'running'",
       end.status,

@@ -19,10 +19,12 @@
 import { Cron } from "croner";
 import type { FlowConfig, Worktree } from "../client/wire.ts";
 import { DockError } from "../client/errors.ts";
-import { type Clock, systemClock } from "../core/clock.ts";
+import type { Clock } from "../core/clock.ts";
+import { errorText, type Log } from "../core/log.ts";
 import type { Store } from "../core/store.ts";
 import { whereMatches } from "./flow_steps.ts";
-import type { EffectiveFlow, Flows } from "./flows.ts";
+import type { Flows } from "./flows.ts";
+import type { EffectiveFlow } from "./flow_sources.ts";
 import type { Locations } from "./locations.ts";
 import type { Worktrees } from "./worktrees.ts";
 
@@ -113,8 +115,10 @@ export interface SchedulesOptions {
   locations: Pick<Locations, "list">;
   worktrees: Pick<Worktrees, "list">;
   store: Store;
-  /** @default {systemClock()} */
-  clock?: Clock;
+  /** Tells the minutes and wakes at each. */
+  clock: Clock;
+  /** Told of a minute that could not be looked at and of a run that could not start. */
+  log: Log;
 }
 
 /** Fires the box's scheduled flows at their minutes. */
@@ -130,7 +134,7 @@ export class Schedules {
 
   constructor(options: SchedulesOptions) {
     this.#o = options;
-    this.#clock = options.clock ?? systemClock();
+    this.#clock = options.clock;
     options.store.db.exec(SCHEMA);
     options.flows.explainInactive((flow, scope) => this.#inactive(flow, scope));
   }
@@ -165,7 +169,7 @@ export class Schedules {
     if (minute > this.#last) {
       this.#last = minute;
       this.#ticks = this.#ticks.then(() => this.#fire(minute)).catch((error) => {
-        console.error("schedules:", error);
+        this.#o.log.error(`schedules: ${errorText(error)}`);
       });
     }
     // A timer that wakes a little early finds the same minute and sleeps the remainder.
@@ -191,7 +195,7 @@ export class Schedules {
           flow,
           event: { type: "schedule.fired", data: { schedule, time } },
           place,
-        }).catch((error) => console.error(`schedules: ${flow.flow.id}:`, error));
+        }).catch((error) => this.#o.log.error(`schedules: ${flow.flow.id}: ${errorText(error)}`));
       }
     }
   }

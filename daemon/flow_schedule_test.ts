@@ -18,7 +18,9 @@ import {
   Schedules,
   type SchedulesOptions,
 } from "./flow_schedule.ts";
-import type { EffectiveFlow, InactiveReason, TriggeredStart } from "./flows.ts";
+import type { TriggeredStart } from "./flows.ts";
+import type { EffectiveFlow, InactiveReason } from "./flow_sources.ts";
+import { MemoryLog } from "../core/log.ts";
 
 /** Local time, as the box reads schedules. */
 function local(text: string): number {
@@ -133,6 +135,7 @@ function scheduler(dir: string, clock: FakeClock, flows: RecordingFlows) {
     flows,
     store,
     clock,
+    log: new MemoryLog(),
     locations: { list: () => [{ name: "app", path: "/srv/app", local: null, created: "" }] },
     worktrees: { list: () => TREES.filter((w) => w.location === "app") },
   });
@@ -237,6 +240,7 @@ Deno.test("Schedules over the flows engine: schedule.fired starts each run, in i
     flows: e.flows,
     store: e.store,
     clock,
+    log: e.log,
     locations: e.locations,
     worktrees: e.worktrees,
   });

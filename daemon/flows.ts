@@ -1,14 +1,15 @@
 /**
  * Flows (spec 2.5, 2.6, 2.9, 3.4, 6, 8): multi-step automations the box runs when an event occurs.
  *
- * - **Where they come from**: `flow_sources.ts` (the box's flows file and each location's config).
+ * - **Where they come from.** `flow_sources.ts`: the box's flows file and each location's config.
  * - **What starts them.** Events on the bus (a type or a prefix, with `where`), never `before:` gates,
  *   never `flow.*`, never an event the flow itself caused (`origin: flow:<id>`). The bus only hands each
  *   event to a queue here; matching and running happen off the publishing path.
  * - **Rules.** Only enabled flows; one run at a time per flow and worktree (a second is recorded as
  *   `skipped`); `max_runs_per_hour` per flow (default 20; test runs count; a refused run is recorded).
- * - **Runs** are kept in the store (the last 200); a run still `running` when the daemon starts was cut
- *   off by its stop and becomes `interrupted`, never run again.
+ * - **Runs** are kept in the store (the last 200, `flow_runs.ts`); a run still `running` when the daemon
+ *   starts was cut off by its stop and becomes `interrupted`, never run again. Each step is
+ *   `flow_actions.ts`'s, on the box's clock.
  *
  * Gates: a run step's command is the flow's own, not a request to the box API, so `before:exec` does not
  * apply to the step itself; whatever the command asks of the box API (`dockd exec`, `dock session send`)
@@ -21,6 +22,7 @@ import type {
   AgentState,
   DockEvent,
   FlowRun,
+  FlowRunStatus,
   FlowsState,
   FlowStepRun,
   FlowTestRequest,
@@ -31,15 +33,31 @@ import type { EventBus } from "../core/events.ts";
 import type { Clock } from "../core/clock.ts";
 import { errorText, type Log } from "../core/log.ts";
 import type { Store } from "../core/store.ts";
-import type { FlowsFile } from "../core/config.ts";
-import { FLOWS_FILE } from "../core/config.ts";
+import { FLOWS_FILE, type FlowsFile } from "../core/config.ts";
 import { validateUserFile, writeUserFile } from "../core/user_files.ts";
 import { SerialQueue } from "./serial_queue.ts";
-import { flowStarts, type FlowStep, flowVariables, runFailed, runsPerHour, stepName, stepRuns, type StepStatus, tail } from "./flow_steps.ts";
+import {
+  flowStarts,
+  type FlowStep,
+  flowVariables,
+  runFailed,
+  runsPerHour,
+  stepName,
+  stepRuns,
+  type StepStatus,
+  tail,
+} from "./flow_steps.ts";
 import { runStatus } from "./flow_run_status.ts";
 import { type Candidate, type EffectiveFlow, FlowSources, type InactiveReason } from "./flow_sources.ts";
-import { FlowActions, type ModuleRunner, placeData, type RunPlace, type RunState, type StepOutcome } from "./flow_actions.ts";
-import { FlowRuns, type RunStart } from "./flow_runs.ts";
+import {
+  FlowActions,
+  type ModuleRunner,
+  placeData,
+  type RunPlace,
+  type RunState,
+  type StepOutcome,
+} from "./flow_actions.ts";
+import { FlowRuns } from "./flow_runs.ts";
 import type { Exec } from "./exec.ts";
 import type { Locations } from "./locations.ts";
 import type { Sessions } from "./sessions.ts";
@@ -220,7 +238,9 @@ export class Flows {
 
   #track(run: Promise<unknown>): void {
     this.#runs.add(run);
-    run.catch((error) => this.#o.log.error(`flows: ${errorText(error)}`)).finally(() => this.#runs.delete(run));
+    run.catch((error) => this.#o.log.error(`flows: ${errorText(error)}`)).finally(() =>
+      this.#runs.delete(run)
+    );
   }
 
   /** The place of an event: its `location`/`worktree`, its `session`'s, or the worktree holding its `path`. */
@@ -381,15 +401,8 @@ export class Flows {
         } else if (!runFailed(judged)) reason = undefined; // handled (spec 3.4 rule 4)
         this.#records.steps(run.id, steps);
       }
-      const status = runStatus("running", runFailed(judged) ? "fail" : "succeed");
-      this.#o.store.run(
-        "UPDATE flow_runs SET status = ?, reason = ?, end = ?, steps = ? WHERE id = ? AND status = 'running'",
-        status,
-        reason ?? null,
-        new Date().toISOString(),
-        JSON.stringify(steps),
-        run.id,
-      );
+      const status = this.#status("running", runFailed(judged) ? "fail" : "succeed");
+      this.#records.finish(run.id, { status, reason, end: this.#now(), steps });
       this.#o.bus.publish({
         type: "flow.finished",
         origin,
@@ -410,255 +423,28 @@ export class Flows {
     }
   }
 
-  // -------------------------------------------------------------------------------------------------
-  // Steps
-
-  async #step(
-    step: FlowStep,
-    name: string,
-    vars: Record<string, string>,
-    context: { candidate: Candidate; place: RunPlace; run: number; state: RunState },
-  ): Promise<StepOutcome> {
-    const { candidate, place } = context;
-    const origin = `flow:${candidate.flow.id}`;
-    const timeoutMs = stepTimeoutMs(step);
-    const signal = AbortSignal.any([this.#closing.signal, AbortSignal.timeout(timeoutMs)]);
-    switch (step.kind) {
-      case "run": {
-        const { command, env } = shellCommand(step.command!, vars);
-        const extra = {
-          ...env,
-          DOCK_ORIGIN: origin,
-          DOCK_FLOW: candidate.flow.id,
-          DOCK_FLOW_RUN: String(context.run),
-        };
-        let exitCode: number;
-        let output: string;
-        let timedOut = false;
-        if (place.location) {
-          const target = place.worktree ? `${place.location}/${place.worktree.name}` : place.location;
-          const result = await this.#o.exec.run(
-            { location: target, command, timeoutMs },
-            { env: extra, signal: this.#closing.signal },
-          );
-          exitCode = result.exit_code;
-          output = result.output;
-          timedOut = result.timed_out ?? false;
-        } else {
-          const result = await shell(command, {
-            cwd: this.#o.home,
-            env: { ...Deno.env.toObject(), ...extra },
-            clearEnv: true,
-            timeoutMs,
-            signal: this.#closing.signal,
-            maxOutput: 64 * 1024,
-          });
-          exitCode = result.timedOut ? 124 : result.code;
-          output = result.output;
-          timedOut = result.timedOut;
-        }
-        return {
-          ok: exitCode === 0 && !timedOut,
-          exit_code: exitCode,
-          output,
-          ...(timedOut ? { error: `killed at its timeout (${step.timeout ?? "10m"})` } : {}),
-          ...(exitCode !== 0 && !timedOut ? { error: `exited with ${exitCode}` } : {}),
-        };
-      }
-      case "prompt": {
-        const session = this.#session(step, place, context.state);
-        // Never typed into a permission prompt: text from a flow (an event's, a forge comment's) would
-        // answer it for the person. The box checks it in the same step as the typing.
-        await this.#o.sessions.send(session, substitute(step.text!, vars), true, origin, {
-          key: `flow-${context.run}-${name}`,
-          unlessWaiting: "permission",
-        });
-        return { ok: true, output: "" };
-      }
-      case "wait": {
-        const session = this.#session(step, place, context.state);
-        const states = (step.for ?? ["finished", "waiting"]) as AgentState[];
-        const result = await this.#o.sessions.wait(session, { states, timeoutMs, signal });
-        if (result.exited) return { ok: false, output: result.state, error: "the agent's program exited" };
-        if (result.timed_out) return { ok: false, output: result.state, error: "timed out" };
-        return { ok: true, output: result.state };
-      }
-      case "start_agent": {
-        const session = await this.#startAgent(step, vars, { place, run: context.run, origin });
-        context.state.session = session.name;
-        return { ok: true, output: session.name };
-      }
-      case "notify": {
-        const title = substitute(step.title!, vars);
-        const text = substitute(step.text ?? "", vars);
-        this.#o.bus.publish({
-          type: "notify",
-          origin,
-          data: { title, text, flow: candidate.flow.id, run: context.run, ...placeData(place) },
-        });
-        return { ok: true, output: text };
-      }
-      case "webhook": {
-        const url = webhookUrl(step.url!, vars);
-        const body = step.text === undefined ? JSON.stringify(vars) : substitute(step.text, vars);
-        const response = await fetch(url, {
-          method: "POST",
-          headers: {
-            "content-type": step.text === undefined ? "application/json" : "text/plain; charset=utf-8",
-          },
-          body,
-          signal,
-          redirect: "manual",
-        });
-        const output = await response.text().catch(() => "");
-        const ok = response.status < 300;
-        return {
-          ok,
-          exit_code: response.status,
-          output,
-          ...(ok ? {} : { error: `answered ${response.status}` }),
-        };
-      }
-      case "module": {
-        if (!this.#o.module) return { ok: false, error: "module steps need the plugin host" };
-        const checkout = place.worktree?.path ??
-          (place.location ? this.#o.locations.get(place.location).path : undefined);
-        const base = candidate.moduleBase ?? (checkout ? join(checkout, ".dock") : undefined);
-        const root = candidate.source === "box" ? candidate.moduleRoot : checkout;
-        if (!base || !root) return { ok: false, error: `module ${step.module}: no folder to find it in` };
-        const value = await this.#o.module({
-          module: step.module!,
-          base,
-          root,
-          cwd: checkout,
-          label: origin,
-          input: vars,
-          timeoutMs,
-        });
-        const output = value === null || value === undefined
-          ? ""
-          : typeof value === "string"
-          ? value
-          : JSON.stringify(value);
-        return { ok: true, output };
-      }
-      default:
-        return { ok: false, error: `${step.kind} steps are not supported yet` };
-    }
+  /** A run's next status; a change its lifecycle does not name is logged and thrown. */
+  #status(from: Parameters<typeof runStatus>[0], event: Parameters<typeof runStatus>[1]): FlowRunStatus {
+    return runStatus(from, event, this.#o.log);
   }
 
-  /**
-   * A `start_agent` step: the preset in the run's worktree or, with `new_worktree`, in a new worktree
-   * (`name`, else `<flow>-<run>`) branching from the run's branch, made as `POST worktrees` makes one
-   * (ports, environment, setup). The flow's own step: no gate applies (spec 6); its events carry the
-   * flow's origin.
-   */
-  async #startAgent(
-    step: FlowStep,
-    vars: Record<string, string>,
-    context: { place: RunPlace; run: number; origin: string },
-  ): Promise<Session> {
-    const { place, origin } = context;
-    if (!place.location) throw new Error("a start_agent step needs a location: the flow ran outside one");
-    let target = place.worktree ? `${place.location}/${place.worktree.name}` : place.location;
-    if (step.new_worktree) {
-      const name = step.name === undefined
-        ? `${origin.slice("flow:".length)}-${context.run}`
-        : substitute(step.name, vars);
-      const worktree = await this.#o.worktrees.create(
-        place.location,
-        { name, ...(place.worktree?.branch ? { base: place.worktree.branch } : {}) },
-        origin,
-      );
-      target = `${worktree.location}/${worktree.name}`;
-    }
-    const prompt = step.text === undefined ? undefined : substitute(step.text, vars);
-    return await this.#o.sessions.create(
-      { location: target, agent: substitute(step.agent!, vars), ...(prompt ? { prompt } : {}) },
-      origin,
-    );
-  }
-
-  /**
-   * A prompt or wait step's session: its own, else the one a `start_agent` step of the run started, else
-   * the session of the agent event that started the run.
-   */
-  #session(step: FlowStep, place: RunPlace, state: RunState): string {
-    const session = step.session ?? state.session ?? place.session;
-    if (!session) {
-      throw new Error(`a ${step.kind} step needs a session: name one, or start it from an agent event`);
-    }
-    return session;
-  }
-
-  // -------------------------------------------------------------------------------------------------
-  // Run records
-
-  #record(row: Omit<RunRow, "id" | "steps" | "reason" | "end"> & { reason?: string; end?: string }): FlowRun {
-    const { lastInsertRowid } = this.#o.store.run(
-      "INSERT INTO flow_runs (flow, scope, trigger, status, reason, location, worktree, start, end) " +
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-      row.flow,
-      row.scope,
-      row.trigger,
-      row.status,
-      row.reason ?? null,
-      row.location,
-      row.worktree,
-      row.start,
-      row.end ?? null,
-    );
-    this.#o.store.run(
-      "DELETE FROM flow_runs WHERE id <= (SELECT id FROM flow_runs ORDER BY id DESC LIMIT 1 OFFSET ?)",
-      RUNS_KEPT,
-    );
-    return this.run(lastInsertRowid)!;
+  /** Now on the box's clock, as records and events write it. */
+  #now(): string {
+    return new Date(this.#o.clock.now()).toISOString();
   }
 
   /** One run by id. */
   run(id: number): FlowRun | undefined {
-    const row = this.#o.store.get<RunRow>("SELECT * FROM flow_runs WHERE id = ?", id);
-    return row && toRun(row);
+    return this.#records.run(id);
   }
 
   /** `GET flows/runs`: newest first. */
   runs(options: { flow?: string; limit: number }): FlowRun[] {
-    const rows = options.flow
-      ? this.#o.store.all<RunRow>(
-        "SELECT * FROM flow_runs WHERE flow = ? ORDER BY id DESC LIMIT ?",
-        options.flow,
-        options.limit,
-      )
-      : this.#o.store.all<RunRow>("SELECT * FROM flow_runs ORDER BY id DESC LIMIT ?", options.limit);
-    return rows.map(toRun);
+    return this.#records.runs(options);
   }
 }
 
 /** Validates a `PUT flows` body (errors name the field, `flows[0].steps[1].command`). */
 export function flowsBody(body: unknown): FlowsFile {
   return validateUserFile(body, "body", FLOWS_FILE, { code: "invalid_flows", status: 400 });
-}
-
-function placeData(place: RunPlace): Record<string, string> {
-  return {
-    ...(place.location ? { location: place.location } : {}),
-    ...(place.worktree ? { worktree: place.worktree.name } : {}),
-  };
-}
-
-function toRun(row: RunRow): FlowRun {
-  const run: FlowRun = {
-    id: row.id,
-    flow: row.flow,
-    scope: row.scope,
-    trigger: row.trigger,
-    status: row.status as FlowRunStatus,
-    start: row.start,
-    steps: JSON.parse(row.steps) as FlowStepRun[],
-  };
-  if (row.reason) run.reason = row.reason;
-  if (row.location) run.location = row.location;
-  if (row.worktree) run.worktree = row.worktree;
-  if (row.end) run.end = row.end;
-  return run;
 }

@@ -5,7 +5,10 @@
 import { DockError } from "../client/errors.ts";
 import { assertEquals, assertRejects } from "../tests/assert.ts";
 import { engine, flow } from "../tests/flows_engine.ts";
-import { RUNS_KEPT } from "./flows.ts";
+import { RUNS_KEPT } from "./flow_runs.ts";
+import { CONFIG_TTL_MS } from "./flow_sources.ts";
+import type { FlowsOptions } from "./flows.ts";
+import { FakeClock } from "../tests/fake_clock.ts";
 
 Deno.test("effective: the box's and each location's flows in force, enabled ones only", async () => {
   await using e = await engine({
@@ -124,5 +127,76 @@ Deno.test("runs: the last RUNS_KEPT are kept, the older ones go", async () => {
     undefined,
     undefined,
     undefined,
+  ]);
+});
+
+Deno.test("a location's config flows are read again once a second has passed on the engine's clock", async () => {
+  const clock = new FakeClock(Date.parse("2026-03-02T10:00:00Z"));
+  const repo = [flow("lint")];
+  await using e = await engine({ repo, clock });
+  const ids = async () => (await e.flows.effective()).map((f) => f.flow.id);
+  assertEquals(await ids(), ["lint"]);
+  repo.push(flow("test")); // the repository's config changes
+  assertEquals(await ids(), ["lint"], "read less than a second ago: the cached flows");
+  clock.advance(CONFIG_TTL_MS - 1);
+  assertEquals(await ids(), ["lint"]);
+  clock.advance(1);
+  assertEquals(await ids(), ["lint", "test"]);
+});
+
+Deno.test("the hourly budget is counted on the engine's clock, and runs are dated by it", async () => {
+  const start = Date.parse("2026-03-02T10:00:00Z");
+  const clock = new FakeClock(start);
+  await using e = await engine({ repo: [flow("capped", { max_runs_per_hour: 1 })], clock });
+  const [capped] = await e.flows.effective();
+  const fire = () =>
+    e.flows.startTriggered({ flow: capped, event: { type: "x" }, place: { location: "app" } });
+  const first = await fire();
+  assertEquals([first.status, first.start], ["succeeded", new Date(start).toISOString()]);
+  clock.advance(3_600_000 - 1);
+  const skipped = await fire();
+  assertEquals([skipped.status, skipped.reason], ["skipped", "over its budget of 1 runs per hour"]);
+  clock.advance(1); // the first run is an hour old: out of the budget's window
+  assertEquals((await fire()).status, "succeeded");
+});
+
+Deno.test("a wait step times out on the engine's clock: nothing waits for real time", async () => {
+  const clock = new FakeClock(Date.parse("2026-03-02T10:00:00Z"));
+  const waiting = Promise.withResolvers<AbortSignal>();
+  const sessions = {
+    get: () => {
+      throw new DockError("not_found", "no session", { status: 404 });
+    },
+    // What Sessions.wait does at its signal: gives up, timed out.
+    wait: (_name: string, options: { signal?: AbortSignal }) => {
+      waiting.resolve(options.signal!);
+      return new Promise((resolve) =>
+        options.signal!.addEventListener("abort", () => resolve({ state: "running", timed_out: true }))
+      );
+    },
+  } as unknown as FlowsOptions["sessions"];
+  const steps = [{ kind: "wait" as const, session: "s1", timeout: "5m" }];
+  await using e = await engine({ repo: [flow("waits", { steps })], clock, sessions });
+  const [waits] = await e.flows.effective();
+  const run = e.flows.startTriggered({ flow: waits, event: { type: "x" }, place: { location: "app" } });
+  const signal = await waiting.promise;
+  clock.advance(5 * 60_000 - 1);
+  assertEquals(signal.aborted, false, "not before its timeout");
+  clock.advance(1);
+  const ended = await run;
+  assertEquals(ended.status, "failed");
+  assertEquals(ended.steps.map((s) => [s.status, s.error]), [["failed", "timed out"]]);
+});
+
+Deno.test("a flows file that stops parsing is logged once; the last good flows stay in force", async () => {
+  await using e = await engine({ box: [flow("nightly")] });
+  assertEquals((await e.flows.effective()).map((f) => f.flow.id), ["nightly"]);
+  await Deno.writeTextFile(e.file, "{ not json");
+  const listed = await e.flows.list();
+  assertEquals(listed.flows.filter((f) => f.scope === "box").map((f) => f.id), ["nightly"]);
+  assertEquals(typeof listed.error, "string");
+  await e.flows.list(); // unchanged since: not said again
+  assertEquals(e.log.records.map((r) => [r.level, r.message]), [
+    ["error", `flows: ${listed.error} (the last good flows stay in force)`],
   ]);
 });

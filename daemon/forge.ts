@@ -28,7 +28,10 @@ import { parseDuration } from "../client/duration.ts";
 import { run, which } from "../core/runner.ts";
 import type { Store } from "../core/store.ts";
 import { whereMatches } from "./flow_steps.ts";
-import type { EffectiveFlow, Flows } from "./flows.ts";
+import type { Flows } from "./flows.ts";
+import { type Clock, every } from "../core/clock.ts";
+import { errorText, type Log } from "../core/log.ts";
+import type { EffectiveFlow } from "./flow_sources.ts";
 import type { Worktrees } from "./worktrees.ts";
 
 /** `gh` calls one poll may make, shared between every forge flow on the box (spec 3.5 rule 5). */
@@ -187,16 +190,19 @@ export interface ForgeOptions {
    * looked for, so tests see polls without waiting a real minute.
    */
   pollMs?: number;
-  /** Milliseconds now. @default {performance.now} */
-  now?: () => number;
+  /** Paces the polls and dates what was seen. */
+  clock: Clock;
+  /** Told of a poll that failed and of a gh answer that could not be read. */
+  log: Log;
 }
 
 /** Polls `gh` for the forge flows in force and starts their runs. */
 export class Forge {
   #o: ForgeOptions;
-  #timer?: ReturnType<typeof setInterval>;
+  #stop?: () => void;
   #closing = new AbortController();
-  #polling = false;
+  /** The poll in progress, if any: a tick meanwhile is skipped. */
+  #polling?: Promise<void>;
   #polls = 0;
   /** When each flow (scope, id) was last polled. */
   #lastPoll = new Map<string, number>();
@@ -220,12 +226,12 @@ export class Forge {
 
   /** Looks for due forge flows every tick. */
   start(): void {
-    this.#timer = setInterval(() => void this.poll(), this.#o.pollMs ?? TICK_MS);
+    this.#stop = every(this.#o.clock, this.#o.pollMs ?? TICK_MS, () => void this.poll());
   }
 
   /** Stops polling and ends gh calls in flight. */
   close(): void {
-    clearInterval(this.#timer);
+    this.#stop?.();
     this.#closing.abort();
   }
 
@@ -234,20 +240,22 @@ export class Forge {
   }
 
   #now(): number {
-    return (this.#o.now ?? (() => performance.now()))();
+    return this.#o.clock.now();
   }
 
   /** One poll: asks gh about the worktrees the due flows cover and starts a run per new item. */
-  async poll(): Promise<void> {
-    if (this.#polling || this.#closing.signal.aborted) return;
-    this.#polling = true;
-    try {
-      await this.#poll();
-    } catch (error) {
-      console.error("forge:", error instanceof Error ? error.message : error);
-    } finally {
-      this.#polling = false;
-    }
+  poll(): Promise<void> {
+    if (this.#polling || this.#closing.signal.aborted) return Promise.resolve();
+    const polling = this.#poll()
+      .catch((error) => this.#o.log.error(`forge: ${errorText(error)}`))
+      .finally(() => this.#polling = undefined);
+    this.#polling = polling;
+    return polling;
+  }
+
+  /** Resolves when the poll in progress (if any) has ended. */
+  async settled(): Promise<void> {
+    await this.#polling;
   }
 
   async #poll(): Promise<void> {
@@ -339,7 +347,7 @@ export class Forge {
     this.#problem = undefined;
     if (result.code !== 0) {
       if (/no pull requests? found/i.test(result.stderr)) return null;
-      console.error(
+      this.#o.log.error(
         `forge: gh ${args[0]} ${args[1]} in ${worktree.location}/${worktree.name} exited with ${result.code}`,
       );
       return undefined;
@@ -347,7 +355,7 @@ export class Forge {
     try {
       return JSON.parse(result.stdout);
     } catch {
-      console.error(`forge: gh ${args[0]} ${args[1]} in ${worktree.location}/${worktree.name}: not JSON`);
+      this.#o.log.error(`forge: gh ${args[0]} ${args[1]} in ${worktree.location}/${worktree.name}: not JSON`);
       return undefined;
     }
   }
@@ -377,7 +385,7 @@ export class Forge {
         item.on === on &&
         store.get("SELECT 1 AS x FROM forge_seen WHERE watch = ? AND item = ?", watch, item.key) === undefined
       );
-      const time = new Date().toISOString();
+      const time = new Date(this.#o.clock.now()).toISOString();
       // Seen before its run starts: a run cut off by a stop is interrupted, never run twice.
       for (const item of fresh) {
         store.run(
@@ -398,7 +406,7 @@ export class Forge {
           flow,
           event: { type: `forge.${on}`, data: { ...item.data } },
           place: { location: worktree.location, worktree: worktree.name },
-        }).catch((error) => console.error("forge:", error instanceof Error ? error.message : error));
+        }).catch((error) => this.#o.log.error(`forge: ${errorText(error)}`));
       }
     });
     this.#chains.set(watch, chain);

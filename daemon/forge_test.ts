@@ -1,5 +1,12 @@
 import { assertEquals } from "../tests/assert.ts";
-import { forgeItems } from "./forge.ts";
+import { Forge, forgeItems } from "./forge.ts";
+import { join } from "../core/posix_path.ts";
+import type { Worktree } from "../client/wire.ts";
+import { Store } from "../core/store.ts";
+import { MemoryLog } from "../core/log.ts";
+import { FakeClock } from "../tests/fake_clock.ts";
+import { BOX_SCHEMA } from "./schema.ts";
+import type { EffectiveFlow } from "./flow_sources.ts";
 
 const fixture = (name: string) =>
   JSON.parse(Deno.readTextFileSync(new URL(`../tests/fixtures/gh/${name}`, import.meta.url)));
@@ -54,4 +61,77 @@ Deno.test("forgeItems: failed, timed-out and waiting checks; a rerun is a new it
     "MERGED",
     "octocat",
   ]);
+});
+
+Deno.test("Forge: a forge flow is due every `poll` on the forge's clock, looked for each tick; close stops it", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "dock-forge-" });
+  const store = new Store(join(dir, "box.db"), { schema: BOX_SCHEMA });
+  try {
+    // A gh that counts its calls and answers that the branch has no pull request.
+    const gh = join(dir, "gh");
+    const calls = join(dir, "calls");
+    await Deno.writeTextFile(
+      gh,
+      `#!/bin/sh\necho "$*" >> '${calls}'\necho 'no pull requests found' >&2\nexit 1\n`,
+    );
+    await Deno.chmod(gh, 0o755);
+    const count = async () =>
+      (await Deno.readTextFile(calls).catch(() => "")).split("\n").filter(Boolean).length;
+    const flow: EffectiveFlow = {
+      flow: {
+        id: "reviews",
+        name: "reviews",
+        enabled: true,
+        trigger: { forge: { on: "pr_review", poll: "2m" } },
+        steps: [{ kind: "notify", title: "x" }],
+      },
+      scope: "repo:app",
+      source: "repo",
+    };
+    const worktree = (name: string, main: boolean, branch: string): Worktree => ({
+      name,
+      location: "app",
+      path: dir,
+      branch,
+      main,
+      origin: "dock",
+      ports: [],
+      setup: { state: "none" },
+      created: "2026-03-02T10:00:00.000Z",
+    });
+    const clock = new FakeClock(Date.parse("2026-03-02T10:00:00Z"));
+    const log = new MemoryLog();
+    const forge = new Forge({
+      flows: {
+        effective: () => Promise.resolve([flow]),
+        startTriggered: () => Promise.reject(new Error("nothing starts here")),
+        explainInactive: () => {},
+      },
+      worktrees: { list: () => [worktree("app", true, "main"), worktree("feat", false, "feature/x")] },
+      store,
+      gh: () => gh,
+      clock,
+      log,
+    });
+    const tick = async (ms: number) => {
+      clock.advance(ms);
+      await forge.settled();
+    };
+    forge.start();
+    await tick(15_000 - 1);
+    assertEquals(await count(), 0, "nothing before the first tick");
+    await tick(1);
+    assertEquals(await count(), 1, "the first tick asks about the one worktree off the default branch");
+    await tick(15_000 * 7); // 1m45s after that poll: not due yet
+    assertEquals(await count(), 1);
+    await tick(15_000); // two minutes after it: due again
+    assertEquals(await count(), 2);
+    forge.close();
+    await tick(10 * 60_000);
+    assertEquals(await count(), 2, "closed: nothing more is asked");
+    assertEquals(log.records, []);
+  } finally {
+    store.close();
+    await Deno.remove(dir, { recursive: true });
+  }
 });

@@ -16,6 +16,8 @@ import type { GuardFile } from "../client/wire.ts";
 import { GUARD_PUT } from "../client/schemas.ts";
 import { parseDuration } from "../client/duration.ts";
 import { readUserFile, validateUserFile, writeUserFile } from "../core/user_files.ts";
+import { type Clock, every } from "../core/clock.ts";
+import type { Log } from "../core/log.ts";
 
 /** The guard file's settings (the wire type of `GET/PUT guard`). */
 export type GuardSettings = GuardFile;
@@ -144,17 +146,12 @@ export interface GuardOptions {
   actions: GuardActions;
   /** Current settings, read on every tick so edits to `guard.json` apply without a restart. */
   settings: () => GuardSettings | Promise<GuardSettings>;
-  /** Clock in milliseconds, for tests. @default {Date.now} */
-  now?: () => number;
+  /** Times each observation and paces them. */
+  clock: Clock;
   /** Time between observations. @default {1000} */
   intervalMs?: number;
-  /**
-   * Calls `tick` every `ms` until the function it returns is called, for tests.
-   * @default {setInterval and clearInterval}
-   */
-  every?: (ms: number, tick: () => Promise<void>) => () => void;
-  /** Where failures are reported. @default {console.error} */
-  log?: (message: string) => void;
+  /** Where failures are reported. */
+  log: Log;
 }
 
 /** The data of a `guard.acted` event. */
@@ -171,12 +168,12 @@ export interface GuardActed {
 export class Guard {
   #actions: GuardActions;
   #settings: () => GuardSettings | Promise<GuardSettings>;
-  #now: () => number;
+  #clock: Clock;
   #intervalMs: number;
-  #log: (message: string) => void;
+  #log: Log;
   #episode?: GuardEpisode;
-  #busy = false;
-  #every: (ms: number, tick: () => Promise<void>) => () => void;
+  /** The tick in progress, if any. */
+  #busy?: Promise<void>;
   #cancel?: () => void;
   // The last failure logged, so a broken guard.json is reported once rather than every second.
   #lastFailure?: string;
@@ -184,36 +181,43 @@ export class Guard {
   constructor(options: GuardOptions) {
     this.#actions = options.actions;
     this.#settings = options.settings;
-    this.#now = options.now ?? Date.now;
+    this.#clock = options.clock;
     this.#intervalMs = options.intervalMs ?? 1000;
-    this.#log = options.log ?? ((message) => console.error(message));
-    this.#every = options.every ?? every;
+    this.#log = options.log;
   }
 
   /** Takes one observation and acts when the episode says so; never throws, skips if one is running. */
-  async tick(): Promise<void> {
+  tick(): Promise<void> {
     // Stopping services can take longer than an interval; a second tick meanwhile would act twice.
-    if (this.#busy) return;
-    this.#busy = true;
+    if (this.#busy) return Promise.resolve();
+    const busy = this.#observe().finally(() => this.#busy = undefined);
+    this.#busy = busy;
+    return busy;
+  }
+
+  /** Resolves when the observation in progress (if any) has ended. */
+  async settled(): Promise<void> {
+    await this.#busy;
+  }
+
+  async #observe(): Promise<void> {
     try {
       const settings = await this.#settings();
       if (this.#episode) this.#episode.update(settings);
       else this.#episode = new GuardEpisode(settings);
       if (!settings.enabled) return;
       const percent = await this.#actions.memoryPercent();
-      const verdict = this.#episode.observe(percent, this.#now());
+      const verdict = this.#episode.observe(percent, this.#clock.now());
       this.#lastFailure = undefined;
       if (verdict === "act") await this.#act(settings, percent);
     } catch (error) {
       this.#fail(`guard: ${error instanceof Error ? error.message : String(error)}`);
-    } finally {
-      this.#busy = false;
     }
   }
 
   /** Starts observing every interval (idempotent). */
   start(): void {
-    this.#cancel ??= this.#every(this.#intervalMs, () => this.tick());
+    this.#cancel ??= every(this.#clock, this.#intervalMs, () => void this.tick());
   }
 
   /** Stops observing. */
@@ -274,12 +278,12 @@ export class Guard {
     }
     if (errors.length) {
       data.errors = errors;
-      for (const { target, error } of errors) this.#log(`guard: ${target}: ${error}`);
+      for (const { target, error } of errors) this.#log.error(`guard: ${target}: ${error}`);
     }
     try {
       this.#actions.announce(data as unknown as Record<string, unknown>);
     } catch (error) {
-      this.#log(`guard: announcing guard.acted failed: ${message(error)}`);
+      this.#log.error(`guard: announcing guard.acted failed: ${message(error)}`);
     }
   }
 
@@ -299,7 +303,7 @@ export class Guard {
   #fail(text: string): void {
     if (text === this.#lastFailure) return;
     this.#lastFailure = text;
-    this.#log(text);
+    this.#log.error(text);
   }
 }
 
@@ -309,9 +313,4 @@ function byRssDescending<T extends { rss: number }>(items: T[]): T[] {
 
 function message(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
-}
-
-function every(ms: number, tick: () => Promise<void>): () => void {
-  const timer = setInterval(() => void tick(), ms);
-  return () => clearInterval(timer);
 }

@@ -1,11 +1,14 @@
 import { assert, assertEquals, assertRejects, assertStringIncludes, assertThrows } from "../tests/assert.ts";
 import { DockError } from "../client/errors.ts";
+import { FakeClock } from "../tests/fake_clock.ts";
+import { MemoryLog } from "../core/log.ts";
 import {
   DEFAULT_GUARD,
   Guard,
   type GuardActions,
   type GuardAgent,
   GuardEpisode,
+  type GuardOptions,
   type GuardService,
   type GuardSettings,
   readGuardFile,
@@ -137,9 +140,17 @@ function agent(session: string, rssGb: number): GuardAgent {
   return { session, location: "shop", worktree: "main", rss: rssGb * GB };
 }
 
-function clock(): { now: () => number; advance(ms: number): void } {
-  let t = 1_000_000;
-  return { now: () => t, advance: (ms) => void (t += ms) };
+function clock(): FakeClock {
+  return new FakeClock(1_000_000);
+}
+
+/** A guard on `time` that logs into a MemoryLog (the guard's `log`). */
+function guardOn(
+  time: FakeClock,
+  options: Omit<GuardOptions, "clock" | "log">,
+): { guard: Guard; log: MemoryLog } {
+  const log = new MemoryLog();
+  return { guard: new Guard({ ...options, clock: time, log }), log };
 }
 
 /** Ticks once a second for `seconds` seconds (the first tick at the current time). */
@@ -153,7 +164,7 @@ async function run(guard: Guard, time: ReturnType<typeof clock>, seconds: number
 Deno.test("guard: no act below the threshold", async () => {
   const f = fake({ percent: 85, services: [service("api", 2)] });
   const time = clock();
-  const guard = new Guard({ actions: f.actions, settings: () => settings(), now: time.now });
+  const { guard } = guardOn(time, { actions: f.actions, settings: () => settings() });
   await run(guard, time, 120);
   assertEquals(f.announced, []);
   assertEquals(f.stopped, []);
@@ -162,7 +173,7 @@ Deno.test("guard: no act below the threshold", async () => {
 Deno.test("guard: acts once after sustain, once per episode, again after recovery", async () => {
   const f = fake({ percent: 95, services: [service("api", 2), service("web", 1)] });
   const time = clock();
-  const guard = new Guard({ actions: f.actions, settings: () => settings({ sustain: "5s" }), now: time.now });
+  const { guard } = guardOn(time, { actions: f.actions, settings: () => settings({ sustain: "5s" }) });
   await run(guard, time, 5); // t = 0..4s
   assertEquals(f.announced.length, 0);
   await run(guard, time, 30); // t = 5s acts, then the episode goes on
@@ -184,7 +195,7 @@ Deno.test("guard: stops most memory first, only as many as needed, and announces
     services: [service("small", 0.5), service("big", 3), service("mid", 1)],
   });
   const time = clock();
-  const guard = new Guard({ actions: f.actions, settings: () => settings({ sustain: "1s" }), now: time.now });
+  const { guard } = guardOn(time, { actions: f.actions, settings: () => settings({ sustain: "1s" }) });
   await run(guard, time, 2);
   assertEquals(f.stopped, ["big"]);
   assertEquals(f.announced, [{
@@ -204,7 +215,7 @@ Deno.test("guard: keeps stopping until the estimate is at the threshold", async 
     services: [service("a", 5), service("b", 3), service("c", 1), service("d", 0.5)],
   });
   const time = clock();
-  const guard = new Guard({ actions: f.actions, settings: () => settings({ sustain: "1s" }), now: time.now });
+  const { guard } = guardOn(time, { actions: f.actions, settings: () => settings({ sustain: "1s" }) });
   await run(guard, time, 2);
   assertEquals(f.stopped, ["a", "b", "c"]);
 });
@@ -216,10 +227,9 @@ Deno.test("guard: pause_agents only pauses agents, most memory first", async () 
     agents: [agent("shop-main-1", 1), agent("shop-main-2", 2)],
   });
   const time = clock();
-  const guard = new Guard({
+  const { guard } = guardOn(time, {
     actions: f.actions,
     settings: () => settings({ sustain: "1s", stop_services: false, pause_agents: true }),
-    now: time.now,
   });
   await run(guard, time, 2);
   assertEquals(f.stopped, []);
@@ -237,14 +247,14 @@ Deno.test("guard: with both, agents are paused only for what services left over"
   });
   const time = clock();
   const both = () => settings({ sustain: "1s", pause_agents: true });
-  const guard = new Guard({ actions: f.actions, settings: both, now: time.now });
+  const { guard } = guardOn(time, { actions: f.actions, settings: both });
   await run(guard, time, 2);
   assertEquals(f.stopped, ["api"]);
   assertEquals(f.paused, ["large"]);
 
   // When the services free enough, no agent is paused.
   const g = fake({ percent: 95, services: [service("api", 2)], agents: [agent("large", 1)] });
-  const guard2 = new Guard({ actions: g.actions, settings: both, now: time.now });
+  const { guard: guard2 } = guardOn(time, { actions: g.actions, settings: both });
   await run(guard2, time, 2);
   assertEquals(g.stopped, ["api"]);
   assertEquals(g.paused, []);
@@ -253,10 +263,9 @@ Deno.test("guard: with both, agents are paused only for what services left over"
 Deno.test("guard: with neither, it still announces once with nothing done", async () => {
   const f = fake({ percent: 97, services: [service("api", 2)], agents: [agent("s", 2)] });
   const time = clock();
-  const guard = new Guard({
+  const { guard } = guardOn(time, {
     actions: f.actions,
     settings: () => settings({ sustain: "1s", stop_services: false, pause_agents: false }),
-    now: time.now,
   });
   await run(guard, time, 10);
   assertEquals(f.stopped, []);
@@ -267,10 +276,9 @@ Deno.test("guard: with neither, it still announces once with nothing done", asyn
 Deno.test("guard: nothing running still announces, with empty lists", async () => {
   const f = fake({ percent: 93.456 });
   const time = clock();
-  const guard = new Guard({
+  const { guard } = guardOn(time, {
     actions: f.actions,
     settings: () => settings({ sustain: "1s", pause_agents: true }),
-    now: time.now,
   });
   await run(guard, time, 5);
   assertEquals(f.announced, [{
@@ -286,10 +294,9 @@ Deno.test("guard: a disabled guard never acts", async () => {
   const f = fake({ percent: 100, services: [service("api", 2)] });
   const time = clock();
   let reads = 0;
-  const guard = new Guard({
+  const { guard } = guardOn(time, {
     actions: { ...f.actions, memoryPercent: () => (reads++, 100) },
     settings: () => settings({ enabled: false, sustain: "1s" }),
-    now: time.now,
   });
   await run(guard, time, 60);
   assertEquals(f.announced, []);
@@ -298,14 +305,11 @@ Deno.test("guard: a disabled guard never acts", async () => {
 });
 
 Deno.test("guard: a stop that throws is reported and the others continue", async () => {
-  const logs: string[] = [];
   const f = fake({ percent: 95, services: [service("big", 3), service("mid", 1)], failStop: ["big"] });
   const time = clock();
-  const guard = new Guard({
+  const { guard, log } = guardOn(time, {
     actions: f.actions,
     settings: () => settings({ sustain: "1s" }),
-    now: time.now,
-    log: (line) => logs.push(line),
   });
   await run(guard, time, 2);
   assertEquals(f.stopped, ["mid"]);
@@ -315,29 +319,25 @@ Deno.test("guard: a stop that throws is reported and the others continue", async
     error: "kill: permission denied",
   }]);
   assertEquals(f.announced[0].stopped, [{ location: "shop", worktree: "main", service: "mid", rss: GB }]);
-  assertStringIncludes(logs.join("\n"), "permission denied");
+  assertStringIncludes(lines(log).join("\n"), "permission denied");
 });
 
 Deno.test("guard: tick never throws, and a settings failure is logged once", async () => {
-  const logs: string[] = [];
   const f = fake({ percent: 95 });
   const time = clock();
-  const guard = new Guard({
+  const { guard, log } = guardOn(time, {
     actions: f.actions,
     settings: () => Promise.reject(new DockError("invalid_guard", "guard.json: not valid JSON")),
-    now: time.now,
-    log: (line) => logs.push(line),
   });
   await run(guard, time, 5);
-  assertEquals(logs, ["guard: guard.json: not valid JSON"]);
+  assertEquals(lines(log), ["guard: guard.json: not valid JSON"]);
 
-  const broken = new Guard({
+  const broken = guardOn(time, {
     actions: { ...f.actions, memoryPercent: () => Promise.reject(new Error("no /proc/meminfo")) },
     settings: () => settings(),
-    log: (line) => logs.push(line),
   });
-  await broken.tick();
-  assertStringIncludes(logs.at(-1)!, "no /proc/meminfo");
+  await broken.guard.tick();
+  assertStringIncludes(lines(broken.log).at(-1)!, "no /proc/meminfo");
 });
 
 Deno.test("guard: overlapping ticks are skipped", async () => {
@@ -348,7 +348,7 @@ Deno.test("guard: overlapping ticks are skipped", async () => {
   const inside = new Promise<void>((resolve) => entered = resolve);
   let stops = 0;
   const time = clock();
-  const guard = new Guard({
+  const { guard } = guardOn(time, {
     actions: {
       ...f.actions,
       stopService: async () => {
@@ -358,7 +358,6 @@ Deno.test("guard: overlapping ticks are skipped", async () => {
       },
     },
     settings: () => settings({ sustain: "1s" }),
-    now: time.now,
   });
   await guard.tick();
   time.advance(1000);
@@ -376,7 +375,7 @@ Deno.test("guard: settings are read on every tick", async () => {
   const f = fake({ percent: 95, services: [service("api", 2)] });
   const time = clock();
   let current = settings({ enabled: false, sustain: "1s" });
-  const guard = new Guard({ actions: f.actions, settings: () => current, now: time.now });
+  const { guard } = guardOn(time, { actions: f.actions, settings: () => current });
   await run(guard, time, 5);
   assertEquals(f.announced.length, 0);
   current = settings({ sustain: "1s" });
@@ -384,38 +383,51 @@ Deno.test("guard: settings are read on every tick", async () => {
   assertEquals(f.announced.length, 1);
 });
 
-Deno.test("guard: start observes every interval, once however often called; stop ends it", async () => {
+Deno.test("guard: start observes every interval on its clock, once however often called; stop ends it", async () => {
   const f = fake({ percent: 95, services: [service("api", 2)] });
+  let observed = 0;
+  const memoryPercent = () => {
+    observed++;
+    return f.actions.memoryPercent();
+  };
   const time = clock();
-  const timers: { ms: number; tick: () => Promise<void>; cancelled: boolean }[] = [];
-  const guard = new Guard({
-    actions: f.actions,
+  const { guard } = guardOn(time, {
+    actions: { ...f.actions, memoryPercent },
     settings: () => settings({ sustain: "1s" }),
-    now: time.now,
     intervalMs: 60_000,
-    every: (ms, tick) => {
-      const timer = { ms, tick, cancelled: false };
-      timers.push(timer);
-      return () => timer.cancelled = true;
-    },
   });
   guard.start();
   guard.start();
-  assertEquals(timers.map((t) => [t.ms, t.cancelled]), [[60_000, false]]);
+  time.advance(59_999);
+  await guard.settled();
+  assertEquals(observed, 0, "nothing before the first interval");
   // Each tick of the interval is an observation: the second, a sustain later, acts.
-  await timers[0].tick();
-  assertEquals(f.stopped, []);
-  time.advance(1000);
-  await timers[0].tick();
-  assertEquals(f.stopped, ["api"]);
+  time.advance(1);
+  await guard.settled();
+  assertEquals([observed, f.stopped], [1, []]);
+  time.advance(60_000);
+  await guard.settled();
+  assertEquals([observed, f.stopped], [2, ["api"]]);
+  // One stop ends it: a second start() would have left a timer running.
   guard.stop();
-  assertEquals(timers.map((t) => [t.ms, t.cancelled]), [[60_000, true]]);
+  time.advance(10 * 60_000);
+  await guard.settled();
+  assertEquals(observed, 2);
   guard.start();
-  assertEquals(timers.map((t) => t.cancelled), [true, false], "a stopped guard starts again");
+  time.advance(60_000);
+  await guard.settled();
+  assertEquals(observed, 3, "a stopped guard starts again");
   guard.stop();
   guard.stop();
-  assertEquals(timers.map((t) => t.cancelled), [true, true]);
+  time.advance(60_000);
+  await guard.settled();
+  assertEquals(observed, 3);
 });
+
+/** The lines a guard logged. */
+function lines(log: MemoryLog): string[] {
+  return log.records.map((record) => record.message);
+}
 
 // ---------------------------------------------------------------------------------------------------
 // validateGuard

@@ -19,6 +19,8 @@
 import type { DockEvent, HookConfig, Worktree } from "../client/wire.ts";
 import { DockError } from "../client/errors.ts";
 import type { EventBus } from "../core/events.ts";
+import type { Clock } from "../core/clock.ts";
+import { errorText, type Log } from "../core/log.ts";
 import {
   DOCK_SETTINGS,
   eventVariables,
@@ -63,6 +65,10 @@ export interface HooksOptions {
   extra?: () => ExtraHook[];
   /** How often the hooks file is checked for edits (and `hooks.changed` announced). @default {1000} */
   watchMs?: number;
+  /** Dates gate input and ages the config cache. */
+  clock: Clock;
+  /** Told of an event the hooks could not handle and of an environment that could not be built. */
+  log: Log;
 }
 
 /** Where an event or an action happened: its location and worktree, when it has them. */
@@ -82,12 +88,7 @@ const STDIN_ONLY = new Set(["text", "prompt"]);
 export class Hooks extends HooksHost {
   #o: HooksOptions;
   // Matching, reading config and queueing runs happen here, off the bus's publishing path.
-  #events = new SerialQueue<DockEvent>({
-    handle: (event) => this.#dispatch(event),
-    backlog: HOOK_BACKLOG,
-    name: "hooks",
-    describe: (event) => event.type,
-  });
+  #events: SerialQueue<DockEvent>;
   #configHooks = new Map<string, { hooks: HookConfig[]; at: number }>();
 
   constructor(options: HooksOptions) {
@@ -97,8 +98,17 @@ export class Hooks extends HooksHost {
       origin: "dockd",
       concurrency: options.concurrency,
       executor: options.executor,
+      clock: options.clock,
+      log: options.log,
     });
     this.#o = options;
+    this.#events = new SerialQueue<DockEvent>({
+      handle: (event) => this.#dispatch(event),
+      backlog: HOOK_BACKLOG,
+      name: "hooks",
+      describe: (event) => event.type,
+      log: options.log,
+    });
   }
 
   /** Follows the event bus and watches the hooks file. */
@@ -170,7 +180,7 @@ export class Hooks extends HooksHost {
       target,
       origin: context.origin,
       box: this.#o.boxName,
-      time: new Date().toISOString(),
+      time: new Date(this.#o.clock.now()).toISOString(),
       ...(place.location ? { location: place.location } : {}),
       ...(place.worktree ? { worktree: place.worktree.name } : {}),
     });
@@ -248,10 +258,10 @@ export class Hooks extends HooksHost {
   /** A location's effective config hooks, read at most once a second. */
   async #locationHooks(location: string): Promise<HookConfig[]> {
     const cached = this.#configHooks.get(location);
-    if (cached && performance.now() - cached.at < CONFIG_HOOKS_TTL_MS) return cached.hooks;
+    if (cached && this.#o.clock.now() - cached.at < CONFIG_HOOKS_TTL_MS) return cached.hooks;
     const config = await this.#o.locations.config(location).catch(() => null);
     const hooks = (config?.effective.hooks ?? []).filter((hook) => !isGate(hook));
-    this.#configHooks.set(location, { hooks, at: performance.now() });
+    this.#configHooks.set(location, { hooks, at: this.#o.clock.now() });
     return hooks;
   }
 
@@ -311,7 +321,9 @@ export class Hooks extends HooksHost {
       try {
         return (await this.#o.worktrees.environment(place.worktree)).env;
       } catch (error) {
-        console.error(`hooks: environment of ${place.worktree.location}/${place.worktree.name}:`, error);
+        this.#o.log.error(
+          `hooks: environment of ${place.worktree.location}/${place.worktree.name}: ${errorText(error)}`,
+        );
       }
     }
     return Deno.env.toObject();

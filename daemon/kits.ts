@@ -22,6 +22,7 @@ import { type Kit, kitError, validateKit } from "../core/config.ts";
 import { which } from "../core/runner.ts";
 import * as git from "./git.ts";
 import type { KitRecord, Locations } from "./locations.ts";
+import type { Clock } from "../core/clock.ts";
 
 /** The most a kit may carry: it travels in one request body. */
 export const KIT_LIMITS = { files: 500, fileBytes: 1024 * 1024, totalBytes: 8 * 1024 * 1024 };
@@ -39,6 +40,8 @@ export interface KitsOptions {
   paths: Pick<BoxPaths, "box">;
   /** Where `requires` tools are looked for. @default {the daemon's PATH} */
   path?: string;
+  /** Dates each kit's application. */
+  clock: Pick<Clock, "now">;
 }
 
 /** The kits applied to this box's locations. */
@@ -112,7 +115,7 @@ export class Kits {
       ...(kit.requires ? { requires: kit.requires } : {}),
       config: kit.config ?? null,
       files: Object.keys(kit.files ?? {}).sort(),
-      applied: new Date().toISOString(),
+      applied: new Date(this.#o.clock.now()).toISOString(),
     };
     this.#o.store.run("UPDATE locations SET kit = ? WHERE name = ?", JSON.stringify(record), location);
     const installed = this.#installed(location, record);

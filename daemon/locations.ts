@@ -14,6 +14,7 @@ import type { EventBus } from "../core/events.ts";
 import * as git from "./git.ts";
 import { checkName } from "./names.ts";
 import type { Store } from "../core/store.ts";
+import type { Clock } from "../core/clock.ts";
 
 /** What a location keeps of its kit (the `kit` column of `locations`). */
 export interface KitRecord {
@@ -50,10 +51,13 @@ interface LocationRow {
 export class Locations {
   #store: Store;
   #bus: EventBus;
+  #clock: Pick<Clock, "now">;
 
-  constructor(store: Store, bus: EventBus) {
+  /** `clock` dates each location's registration. */
+  constructor(store: Store, bus: EventBus, clock: Pick<Clock, "now">) {
     this.#store = store;
     this.#bus = bus;
+    this.#clock = clock;
   }
 
   /** Every location, by name. */
@@ -100,7 +104,7 @@ export class Locations {
         { status: 409 },
       );
     }
-    const created = new Date().toISOString();
+    const created = new Date(this.#clock.now()).toISOString();
     this.#store.run("INSERT INTO locations (name, path, created) VALUES (?, ?, ?)", name, real, created);
     this.#bus.publish({ type: "location.added", origin, data: { location: name, path: real } });
     return { name, path: real, local: null, kit: null, created };

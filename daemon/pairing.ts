@@ -21,12 +21,13 @@ import { badField, DockError } from "../client/errors.ts";
 import { base64url, normalizeCode } from "../core/pairing_link.ts";
 import { hex, sameSecret, sha256Hex } from "../core/bytes.ts";
 import type { Store } from "../core/store.ts";
+import type { Clock } from "../core/clock.ts";
 import type { Laptop } from "../client/wire.ts";
 
 /** Options for {@linkcode PairingStore}. */
 export interface PairingStoreOptions {
-  /** Clock, for tests. @default {() => new Date()} */
-  now?: () => Date;
+  /** Dates codes, pairings and lockouts. */
+  clock: Pick<Clock, "now">;
   /**
    * What pairs: laptops (`dockd pair`) or phones (`dockd phone pair`). Each kind has its own codes and
    * credentials, so a phone's code never pairs a laptop and a phone's credential never opens the
@@ -90,9 +91,9 @@ export class PairingStore {
   #failures = new Map<string, { times: number[]; lockedUntil: number }>();
   #revokeListeners = new Set<(laptop: Laptop) => void>();
 
-  constructor(store: Store, options: PairingStoreOptions = {}) {
+  constructor(store: Store, options: PairingStoreOptions) {
     this.#store = store;
-    this.#now = options.now ?? (() => new Date());
+    this.#now = () => new Date(options.clock.now());
     this.#kind = KINDS[options.kind ?? "laptop"];
     store.db.exec(schema(this.#kind));
   }

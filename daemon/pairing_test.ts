@@ -12,13 +12,14 @@ import { Store } from "../core/store.ts";
 import type { Laptop } from "../client/wire.ts";
 import { PairingStore } from "./pairing.ts";
 import { link, parseLink } from "../core/pairing_link.ts";
+import { FakeClock } from "../tests/fake_clock.ts";
+import { SYSTEM_CLOCK } from "../core/clock.ts";
 
 const FP = "ab".repeat(32);
 const MINUTE = 60_000;
 
-function clock(start = "2026-03-01T12:00:00Z"): { now: () => Date; advance(ms: number): void } {
-  let t = Date.parse(start);
-  return { now: () => new Date(t), advance: (ms) => void (t += ms) };
+function clock(start = "2026-03-01T12:00:00Z"): FakeClock {
+  return new FakeClock(Date.parse(start));
 }
 
 /** A PairingStore on a fresh database, with a fake clock; `fn` runs, then everything is removed. */
@@ -29,7 +30,7 @@ async function withPairing(
   const store = new Store(`${dir}/box.db`);
   const time = clock();
   try {
-    await fn(new PairingStore(store, { now: time.now }), time, store);
+    await fn(new PairingStore(store, { clock: time }), time, store);
   } finally {
     store.close();
     await Deno.remove(dir, { recursive: true });
@@ -49,7 +50,7 @@ Deno.test("pairing: a code is redeemed once for a laptop and a credential", () =
   withPairing(async (pairing, time) => {
     const { code, expires } = await pairing.createCode();
     assertMatch(code, /^[a-z2-7]{32}$/);
-    assertEquals(expires.getTime() - time.now().getTime(), 10 * MINUTE);
+    assertEquals(expires.getTime() - time.now(), 10 * MINUTE);
     assertNotEquals((await pairing.createCode()).code, code);
 
     const { id, credential } = await pairing.redeem(code.toUpperCase(), LAPTOP); // case does not matter
@@ -105,8 +106,8 @@ Deno.test("pairing: concurrent redeems of one code cannot both win", async () =>
   const second = new Store(`${dir}/box.db`);
   try {
     // Two PairingStores on one database: what two daemons (or a daemon restart mid-pair) would see.
-    const a = new PairingStore(first);
-    const b = new PairingStore(second);
+    const a = new PairingStore(first, { clock: SYSTEM_CLOCK });
+    const b = new PairingStore(second, { clock: SYSTEM_CLOCK });
     const { code } = await a.createCode();
     await a.redeem(code, LAPTOP);
     await refused(() => b.redeem(code, LAPTOP), "pairing_refused", 403);
@@ -292,7 +293,7 @@ Deno.test("pairing: link refuses what it cannot write", () => {
 
 Deno.test("pairing: phones have codes and credentials of their own, which expire after ten minutes too", () =>
   withPairing(async (laptops, time, store) => {
-    const phones = new PairingStore(store, { now: time.now, kind: "phone" });
+    const phones = new PairingStore(store, { clock: time, kind: "phone" });
     const laptopCode = (await laptops.createCode()).code;
     assertStringIncludes(
       await refused(() => phones.redeem(laptopCode, LAPTOP), "pairing_refused", 403),

@@ -14,6 +14,8 @@ import type { PhoneSettings, PhoneState } from "../client/wire.ts";
 import type { EventBus } from "../core/events.ts";
 import { type GuardedServer, parseListenAddress } from "../core/listen.ts";
 import type { Store } from "../core/store.ts";
+import type { Clock } from "../core/clock.ts";
+import type { Log } from "../core/log.ts";
 import { PairingStore } from "./pairing.ts";
 import { defaultLinkHost } from "./tls.ts";
 
@@ -42,6 +44,10 @@ export type PhoneServe = (
 export interface PhoneCompanionOptions {
   store: Store;
   bus: Pick<EventBus, "publish">;
+  /** Dates the phones' codes and pairings. */
+  clock: Pick<Clock, "now">;
+  /** Told when the listener cannot start. */
+  log: Log;
 }
 
 const SCHEMA = `
@@ -58,6 +64,7 @@ export class PhoneCompanion {
   readonly devices: PairingStore;
   #store: Store;
   #bus: Pick<EventBus, "publish">;
+  #log: Log;
   #serve: PhoneServe | null = null;
   #running: { server: GuardedServer; stop: AbortController; listener: PhoneListener; listen: string } | null =
     null;
@@ -68,8 +75,9 @@ export class PhoneCompanion {
   constructor(options: PhoneCompanionOptions) {
     this.#store = options.store;
     this.#bus = options.bus;
+    this.#log = options.log;
     options.store.db.exec(SCHEMA);
-    this.devices = new PairingStore(options.store, { kind: "phone" });
+    this.devices = new PairingStore(options.store, { clock: options.clock, kind: "phone" });
   }
 
   /** The stored setting (off, on the default address, when never set). */
@@ -115,7 +123,7 @@ export class PhoneCompanion {
         await this.#listen(listen);
       } catch (error) {
         this.#error = (error as Error).message;
-        console.error(`dockd: phone companion not listening: ${this.#error}`);
+        this.#log.error(`dockd: phone companion not listening: ${this.#error}`);
       }
     });
   }

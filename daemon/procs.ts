@@ -132,6 +132,25 @@ export function isAlive(pid: number, startTime?: number): boolean {
   return startTime === undefined || proc.startTime === startTime;
 }
 
+/**
+ * Looks every `everyMs` until `done()` holds (true) or `timeoutMs` passes (false; none: no limit). For
+ * waits on real processes and what they write, which give no event to await (a pid this daemon did not
+ * spawn has no status promise, a cgroup no exit notice, a log no signal): a kill's grace, a tunnel's URL,
+ * an upgrade's hand-over. On real time, not an injected clock: a fake one would hold a real process's
+ * grace forever (allow-listed in tests/imports_test.ts).
+ */
+export async function pollUntil(
+  done: () => boolean | Promise<boolean>,
+  options: { everyMs: number; timeoutMs?: number },
+): Promise<boolean> {
+  const deadline = performance.now() + (options.timeoutMs ?? Infinity);
+  while (!(await done())) {
+    if (performance.now() >= deadline) return false;
+    await new Promise((resolve) => setTimeout(resolve, options.everyMs));
+  }
+  return true;
+}
+
 /** The live (non-zombie) processes of process group `pgid`. */
 export function groupMembers(pgid: number, procs: Proc[] = processes()): Proc[] {
   return procs.filter((proc) => proc.pgid === pgid && !isDead(proc));

@@ -5,6 +5,7 @@
  *
  * @module
  */
+import type { Clock } from "../core/clock.ts";
 import { run, which } from "../core/runner.ts";
 
 /** The outcome of resolving one reference (`cached`: the value came from the short-lived cache). */
@@ -33,8 +34,13 @@ export class SecretResolver {
   #cache = new Map<string, { value: string; until: number }>();
   #ttlMs: number;
   #env: (name: string) => string | undefined;
+  #clock: Pick<Clock, "now">;
 
-  constructor(options: { ttlMs?: number; env?: (name: string) => string | undefined } = {}) {
+  /** `clock` says when a cached value is stale (after `ttlMs`, a minute by default). */
+  constructor(
+    options: { clock: Pick<Clock, "now">; ttlMs?: number; env?: (name: string) => string | undefined },
+  ) {
+    this.#clock = options.clock;
     this.#ttlMs = options.ttlMs ?? 60_000;
     this.#env = options.env ?? ((name) => Deno.env.get(name));
   }
@@ -42,11 +48,11 @@ export class SecretResolver {
   /** Resolves `ref`; `fresh` skips the cache (as `POST secrets/test` asks). */
   async resolve(ref: string, options: { fresh?: boolean } = {}): Promise<SecretResolution> {
     const cached = this.#cache.get(ref);
-    if (!options.fresh && cached && cached.until > Date.now()) {
+    if (!options.fresh && cached && cached.until > this.#clock.now()) {
       return { ok: true, value: cached.value, cached: true };
     }
     const result = await this.#resolveNow(ref);
-    if (result.ok) this.#cache.set(ref, { value: result.value, until: Date.now() + this.#ttlMs });
+    if (result.ok) this.#cache.set(ref, { value: result.value, until: this.#clock.now() + this.#ttlMs });
     return result;
   }
 

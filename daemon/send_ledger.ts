@@ -17,6 +17,7 @@
  */
 import { DockError, type ErrorStatus } from "../client/errors.ts";
 import type { Session } from "../client/wire.ts";
+import type { Clock } from "../core/clock.ts";
 import type { Store } from "../core/store.ts";
 
 /** Days a send's idempotency key is remembered, at least. */
@@ -42,12 +43,15 @@ interface SendKeyRow {
 /** Remembers keyed sends and their outcomes. */
 export class SendLedger {
   #store: Store;
+  #clock: Pick<Clock, "now">;
   /** Keyed sends being typed now, so a repeat waits for the same outcome. */
   #sending = new Map<string, Promise<unknown>>();
   #sinceKeyPrune = 0;
 
-  constructor(store: Store) {
-    this.#store = store;
+  /** `clock` dates each key, and says which are older than {@linkcode SEND_KEY_DAYS}. */
+  constructor(options: { store: Store; clock: Pick<Clock, "now"> }) {
+    this.#store = options.store;
+    this.#clock = options.clock;
   }
 
   /** True when a send with this idempotency key was already made (or is being made). */
@@ -124,11 +128,11 @@ export class SendLedger {
       key,
       session,
       state,
-      new Date().toISOString(),
+      new Date(this.#clock.now()).toISOString(),
     );
     if (++this.#sinceKeyPrune >= PRUNE_EVERY) {
       this.#sinceKeyPrune = 0;
-      const cutoff = new Date(Date.now() - SEND_KEY_DAYS * 86_400_000).toISOString();
+      const cutoff = new Date(this.#clock.now() - SEND_KEY_DAYS * 86_400_000).toISOString();
       this.#store.run("DELETE FROM send_keys WHERE created < ?", cutoff);
       this.#store.run(
         `DELETE FROM send_keys WHERE rowid <= (SELECT rowid FROM send_keys ORDER BY rowid DESC

@@ -3,7 +3,8 @@ import type { Session } from "../client/wire.ts";
 import { Store } from "../core/store.ts";
 import { assert, assertEquals, assertRejects } from "../tests/assert.ts";
 import { BOX_SCHEMA } from "./schema.ts";
-import { SendLedger } from "./send_ledger.ts";
+import { FakeClock } from "../tests/fake_clock.ts";
+import { SEND_KEY_DAYS, SendLedger } from "./send_ledger.ts";
 
 function session(name: string): Session {
   return {
@@ -30,9 +31,11 @@ async function refusal(fn: () => Promise<unknown>): Promise<DockError> {
 async function ledger() {
   const dir = await Deno.makeTempDir({ prefix: "dock-ledger-" });
   const store = new Store(`${dir}/box.db`, { schema: BOX_SCHEMA });
+  const clock = new FakeClock(Date.parse("2026-01-01T00:00:00Z"));
   return {
     store,
-    ledger: new SendLedger(store),
+    clock,
+    ledger: new SendLedger({ store, clock }),
     async [Symbol.asyncDispose]() {
       store.close();
       await Deno.remove(dir, { recursive: true });
@@ -97,7 +100,7 @@ Deno.test("send ledger: a key recorded but never settled (the daemon stopped typ
     return interrupted.promise;
   });
   // A new daemon on the same database: the key is there, its outcome is not.
-  const after = new SendLedger(held.store);
+  const after = new SendLedger({ store: held.store, clock: held.clock });
   const refused = await refusal(() => after.once("k1", "s1", () => Promise.resolve(session("s1"))));
   assertEquals([refused.code, refused.status], ["send_interrupted", 409]);
   interrupted.resolve(session("s1"));
@@ -112,7 +115,7 @@ Deno.test("send ledger: a resumable key never settled is finished by a repeat, o
     return interrupted.promise;
   });
   // A new daemon on the same database: it finishes the resumable send instead of refusing.
-  const after = new SendLedger(held.store);
+  const after = new SendLedger({ store: held.store, clock: held.clock });
   let resumed = 0;
   const resume = async () => {
     resumed++;
@@ -137,7 +140,9 @@ Deno.test("send ledger: a resumable key never settled is finished by a repeat, o
     commit({ resumable: true });
     return Promise.withResolvers<Session>().promise;
   });
-  const refused = await refusal(() => new SendLedger(held.store).once("k2", "s1", fresh));
+  const refused = await refusal(() =>
+    new SendLedger({ store: held.store, clock: held.clock }).once("k2", "s1", fresh)
+  );
   assertEquals([refused.code, refused.status], ["send_interrupted", 409]);
   void pending;
 });
@@ -148,10 +153,26 @@ Deno.test("send ledger: a resume that fails is settled as that failure", async (
     commit({ resumable: true });
     return Promise.withResolvers<Session>().promise;
   });
-  const after = new SendLedger(held.store);
+  const after = new SendLedger({ store: held.store, clock: held.clock });
   const gone = () => Promise.reject(new DockError("not_found", "session 's1' not found", { status: 404 }));
   const failed = await refusal(() => after.once("k1", "s1", () => Promise.resolve(session("s1")), gone));
   assertEquals([failed.code, failed.status], ["not_found", 404]);
   const replayed = await refusal(() => after.once("k1", "s1", () => Promise.resolve(session("s1"))));
   assertEquals([replayed.code, replayed.status], ["not_found", 404]);
+});
+
+Deno.test("send ledger: keys older than SEND_KEY_DAYS are forgotten at the next prune, younger ones kept", async () => {
+  await using held = await ledger();
+  const send = (commit: () => void) => {
+    commit();
+    return Promise.resolve(session("s1"));
+  };
+  await held.ledger.once("old", "s1", send);
+  held.clock.advance(SEND_KEY_DAYS * 86_400_000 - 3_600_000);
+  await held.ledger.once("recent", "s1", send);
+  held.clock.advance(2 * 3_600_000); // "old" is now a week and an hour old, "recent" two hours
+  // Old keys go every 200 keys recorded (not on each): record enough for one prune.
+  for (let i = 0; i < 200; i++) await held.ledger.once(`k${i}`, "s1", send);
+  assert(!held.ledger.known("old"), "a key older than the days kept is forgotten");
+  assert(held.ledger.known("recent"), "a younger key is kept");
 });

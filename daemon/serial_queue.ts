@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { errorText, type Log } from "../core/log.ts";
 
 /** Options of {@linkcode SerialQueue}. */
 export interface SerialQueueOptions<T> {
@@ -16,6 +17,8 @@ export interface SerialQueueOptions<T> {
   name: string;
   /** What names an item in the log. */
   describe?(item: T): string;
+  /** Told of a dropped backlog and of an item the handler threw on. */
+  log: Log;
 }
 
 /** A bounded queue drained by one async handler at a time. */
@@ -36,7 +39,7 @@ export class SerialQueue<T> {
       // Only when handling cannot keep up (a config read stuck on a slow disk): memory stays bounded.
       this.#items.shift();
       if (this.#dropped++ === 0) {
-        console.error(`${this.#o.name}: more than ${this.#o.backlog} events waiting; dropping the oldest`);
+        this.#o.log.warn(`${this.#o.name}: more than ${this.#o.backlog} events waiting; dropping the oldest`);
       }
     }
     if (!this.#running) this.#drain();
@@ -65,7 +68,7 @@ export class SerialQueue<T> {
           await this.#o.handle(item);
         } catch (error) {
           const what = this.#o.describe?.(item) ?? "an item";
-          console.error(`${this.#o.name}: cannot handle ${what}:`, error);
+          this.#o.log.error(`${this.#o.name}: cannot handle ${what}: ${errorText(error)}`);
         }
         if (!this.#items.length) break;
         item = this.#items.shift()!;

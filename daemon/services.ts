@@ -11,7 +11,9 @@
 import { join } from "../core/posix_path.ts";
 import { notFound } from "../client/errors.ts";
 import type { StreamLine, Worktree, WorktreeService } from "../client/wire.ts";
+import type { Clock } from "../core/clock.ts";
 import type { EventBus } from "../core/events.ts";
+import type { Log } from "../core/log.ts";
 import type { Locations } from "./locations.ts";
 import type { BoxPaths } from "../core/paths.ts";
 import type { CgroupSupport } from "./cgroups.ts";
@@ -28,6 +30,10 @@ export interface ServicesOptions extends SupervisorTunables {
   locations: Locations;
   worktrees: Worktrees;
   paths: BoxPaths;
+  /** The supervisor's clock (restarts' backoff, the watch of adopted services). */
+  clock: Clock;
+  /** Told of what goes wrong in the background (an autostart that failed, a refused state change). */
+  log: Log;
 }
 
 /** Supervises every worktree's services. */
@@ -123,7 +129,7 @@ export class Services {
     const services = (await this.#o.locations.config(worktree.location)).effective.services ?? [];
     for (const service of services.filter((s) => s.autostart)) {
       await this.start(worktree.location, worktree.name, service.name, "dockd").catch((error) =>
-        console.error(`autostart ${worktree.location}/${worktree.name}/${service.name}:`, error.message)
+        this.#o.log.error(`autostart ${worktree.location}/${worktree.name}/${service.name}: ${error.message}`)
       );
     }
   }

@@ -6,8 +6,9 @@
  * first prompt and the environment go through files in a 0700 folder (the environment file, which may
  * hold resolved secrets, is deleted by the launcher as soon as it is read), so any length and any
  * characters work. A sent prompt starts a turn (tools such as Codex and Cursor report only
- * `finished`). The rest of a session's life has its own modules: the agent state its tool reports
- * (`agent_state.ts`), its program's exit (`exit_watcher.ts`) and keyed sends (`send_ledger.ts`).
+ * `finished`). The rest of a session's life has its own modules: what is typed into it (sends, keys and
+ * answers: `session_input.ts`), the agent state its tool reports (`agent_state.ts`), its program's exit
+ * (`exit_watcher.ts`) and keyed sends (`send_ledger.ts`).
  *
  * @module
  */
@@ -30,9 +31,9 @@ import type { AgentStates } from "./agent_state.ts";
 import type { EventBus } from "../core/events.ts";
 import type { ExitWatcher } from "./exit_watcher.ts";
 import type { Locations } from "./locations.ts";
-import { groupMembers, groupRss, processes } from "./procs.ts";
+import { groupMembers, groupRss, pollUntil, processes } from "./procs.ts";
 import { killGroup, loginShell, shellQuote } from "../core/runner.ts";
-import { type Clock, sleep } from "../core/clock.ts";
+import type { Clock } from "../core/clock.ts";
 import { SESSION_NAME } from "../client/schemas.ts";
 import type { Store } from "../core/store.ts";
 import type { SendLedger } from "./send_ledger.ts";
@@ -95,7 +96,7 @@ export interface SessionsOptions {
   ledger: Pick<SendLedger, "once">;
   /** Folder of the launcher files (`<state>/box/sessions`). */
   dir: string;
-  /** Dates sessions and input, and times `wait` and the end of a session's processes. */
+  /** Dates sessions and input, and times `wait`. */
   clock: Clock;
 }
 
@@ -311,8 +312,7 @@ export class Sessions {
       // The pane's program leads its own process group: end the group, not just the shell.
       killGroup(pane.pid, "SIGTERM");
       killGroup(pane.pid, "SIGCONT");
-      const deadline = this.#o.clock.now() + 2000;
-      while (groupMembers(pane.pid).length && this.#o.clock.now() < deadline) await sleep(this.#o.clock, 25);
+      await pollUntil(() => !groupMembers(pane.pid).length, { everyMs: 25, timeoutMs: 2000 });
       killGroup(pane.pid, "SIGKILL");
     }
     await this.#o.tmux.kill(name);

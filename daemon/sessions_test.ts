@@ -2,12 +2,14 @@
  * Sessions.send's `unlessWaiting` and its serial lane, over a real database, agent state and send
  * ledger with tmux replaced by a recorder whose paste can be held: the permission check is made after
  * the typing of every send before it (a prompt raised meanwhile is seen), and sends to one session never
- * interleave.
+ * interleave. On a fake clock: `wait`'s timeout passes when the test moves it.
  */
 import { DockError } from "../client/errors.ts";
+import type { WaitResult } from "../client/wire.ts";
 import { EventBus } from "../core/events.ts";
 import { Store } from "../core/store.ts";
 import { assertEquals, assertRejects } from "../tests/assert.ts";
+import { FakeClock } from "../tests/fake_clock.ts";
 import { AgentStates } from "./agent_state.ts";
 import { BOX_SCHEMA } from "./schema.ts";
 import { SendLedger } from "./send_ledger.ts";
@@ -27,7 +29,9 @@ async function world() {
     CREATED,
   );
   const bus = new EventBus(store);
-  const states = new AgentStates({ store, bus });
+  // Time moves only when the test moves it: the order of a send's turn and a report is the test's.
+  const clock = new FakeClock(Date.parse("2024-01-01T00:01:00Z"));
+  const states = new AgentStates({ store, bus, clock });
   const steps: string[] = [];
   /** Pastes of these texts wait for their resolver. */
   const held = new Map<string, PromiseWithResolvers<void>>();
@@ -48,11 +52,13 @@ async function world() {
     worktrees: {} as SessionsOptions["worktrees"],
     states,
     exits: { making() {}, made() {}, abandoned() {}, onChange: () => () => {} },
-    ledger: new SendLedger(store),
+    ledger: new SendLedger({ store, clock }),
     dir: `${dir}/sessions`,
+    clock,
   });
   return {
     sessions,
+    clock,
     states,
     steps,
     /** Holds the paste of `text` until the answer's `release`; `started` resolves when it begins. */
@@ -98,15 +104,13 @@ Deno.test("send unlessWaiting: checked after the typing of the sends before it, 
   const first = w.hold("ASK-PERMISSION");
   const asking = w.sessions.send("s1", "ASK-PERMISSION", true, "test");
   await first.started;
-  // The send took its time (the turn it starts is dated) before its paste began: now is after it.
-  const began = Date.now();
   // A send arrives while the first is being typed; the agent raises its prompt before that typing ends.
   const answer = w.sessions.send("s1", "y", true, "test", { unlessWaiting: "permission" });
   const second = w.sessions.send("s1", "plain", true, "test");
   // Reported after the first send's own time (times are to the millisecond; a report dated before it would
   // be dropped as older than the turn the send started: seen on a loaded machine when dated from before
   // the send was asked for).
-  await clockPast(began);
+  w.clock.advance(1);
   w.states.set("s1", "waiting", { cause: "hook:Notification", reason: "permission" });
   first.release();
   await asking;
@@ -116,7 +120,17 @@ Deno.test("send unlessWaiting: checked after the typing of the sends before it, 
   assertEquals(w.steps, ["paste ASK-PERMISSION", "enter ASK-PERMISSION", "paste plain", "enter plain"]);
 });
 
-/** Resolves once the clock reads a later millisecond than `time`. */
-async function clockPast(time: number): Promise<void> {
-  while (Date.now() <= time) await new Promise((resolve) => setTimeout(resolve, 1));
-}
+Deno.test("wait: times out after timeoutMs of the clock, not before; a change of state wakes it at once", async () => {
+  await using w = await world();
+  let settled: WaitResult | undefined;
+  const waiting = w.sessions.wait("s1", { states: ["finished"], timeoutMs: 5000 }).then((r) => settled = r);
+  w.clock.advance(4999);
+  await new Promise((resolve) => setTimeout(resolve, 0)); // whatever the wait does now, it has done
+  assertEquals(settled, undefined, "still waiting a millisecond before its time");
+  w.clock.advance(1);
+  assertEquals(await waiting, { state: "idle", timed_out: true, exited: false });
+  // A report wakes a wait while the clock stands still.
+  const woken = w.sessions.wait("s1", { states: ["finished"], timeoutMs: 60_000 });
+  w.states.set("s1", "finished", { cause: "hook:Stop" });
+  assertEquals(await woken, { state: "finished", timed_out: false, exited: false });
+});

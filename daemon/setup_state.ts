@@ -8,6 +8,7 @@
  */
 import type { SetupState } from "../client/wire.ts";
 import { transition, type TransitionTable } from "../core/transition.ts";
+import type { Log } from "../core/log.ts";
 
 /** Before the worktree's record exists. */
 export type SetupPhase = SetupState | "new";
@@ -29,9 +30,9 @@ export const SETUP_LIFECYCLE: TransitionTable<SetupPhase, SetupEvent> = {
 export function setupState(
   from: SetupPhase,
   event: SetupEvent,
-  log: (message: string) => void = (message) => console.error(message),
+  log: Pick<Log, "error">,
 ): SetupState {
-  const to = transition(SETUP_LIFECYCLE, from, event, { name: "setup", log });
+  const to = transition(SETUP_LIFECYCLE, from, event, { name: "setup", log: (line) => log.error(line) });
   if (to === null || to === "new") throw new Error(`setup: '${event}' is not a change from '${from}'`);
   return to;
 }

@@ -12,16 +12,17 @@
  *
  * @module
  */
-import { sleep } from "../client/timers.ts";
 import { join } from "../core/posix_path.ts";
 import { DockError } from "../client/errors.ts";
 import type { Share, ShareRequest, Worktree } from "../client/wire.ts";
+import type { Clock } from "../core/clock.ts";
 import type { EventBus } from "../core/events.ts";
+import type { Log } from "../core/log.ts";
 import type { BoxPaths } from "../core/paths.ts";
 import { shellQuote, which } from "../core/runner.ts";
 import type { Store } from "../core/store.ts";
 import type { CgroupSupport } from "./cgroups.ts";
-import { isAlive } from "./procs.ts";
+import { isAlive, pollUntil } from "./procs.ts";
 import { Supervisor } from "./supervisor.ts";
 import type { Worktrees } from "./worktrees.ts";
 
@@ -63,6 +64,10 @@ export interface SharesOptions {
   path?: () => string;
   /** How often running tunnels are checked. @default {1000} */
   pollMs?: number;
+  /** The supervisor's clock (the watch of adopted tunnels). */
+  clock: Clock;
+  /** Told of what goes wrong in the background. */
+  log: Log;
 }
 
 /** The box's shares. */
@@ -76,6 +81,8 @@ export class Shares {
       store: options.store,
       bus: options.bus,
       paths: options.paths,
+      clock: options.clock,
+      log: options.log,
       stopTimeoutMs: STOP_GRACE_MS,
       pollMs: options.pollMs ?? 1000,
       scope: {
@@ -148,7 +155,7 @@ export class Shares {
       worktree.name,
       port,
       tunnel.tool,
-      new Date().toISOString(),
+      new Date(this.#o.clock.now()).toISOString(),
     );
     const child = await this.#tunnels.start(NONE, NONE, id, origin).catch(async (error) => {
       this.#o.store.run("DELETE FROM shares WHERE id = ?", id);
@@ -242,15 +249,14 @@ export class Shares {
   }
 
   async #waitForUrl(id: string, pid: number, start?: number): Promise<string | null> {
-    const deadline = Date.now() + URL_WAIT_MS;
-    while (Date.now() < deadline) {
+    // A tunnel's log is a file a real process writes: looked at on real time (procs.ts `pollUntil`).
+    let url: string | null = null;
+    await pollUntil(async () => {
       const text = await Deno.readTextFile(this.#logFile(id)).catch(() => "");
-      const url = /https:\/\/[A-Za-z0-9.-]+\.(?:trycloudflare\.com|ts\.net)\/?/.exec(text)?.[0];
-      if (url) return url;
-      if (!isAlive(pid, start)) return null;
-      await sleep(100);
-    }
-    return null;
+      url = /https:\/\/[A-Za-z0-9.-]+\.(?:trycloudflare\.com|ts\.net)\/?/.exec(text)?.[0] ?? null;
+      return url !== null || !isAlive(pid, start);
+    }, { everyMs: 100, timeoutMs: URL_WAIT_MS });
+    return url;
   }
 
   #logFile(id: string): string {

@@ -6,7 +6,7 @@
  * @module
  */
 import type { ServiceState, StreamLine } from "../client/wire.ts";
-import { sleep } from "../client/timers.ts";
+import { type Clock, sleep } from "../core/clock.ts";
 import { concatBytes } from "../core/bytes.ts";
 import { readRange, readTail, statOrNull } from "../core/files.ts";
 import type { TransitionTable } from "../core/transition.ts";
@@ -116,10 +116,13 @@ export async function rotateLog(file: string, maxBytes: number): Promise<void> {
   await Deno.truncate(file, 0);
 }
 
-/** A log's newest `tail` lines (the rotated file's end first), then (with `follow`) what is written next. */
+/**
+ * A log's newest `tail` lines (the rotated file's end first), then (with `follow`) what is written next,
+ * looked for every 150 ms on `clock` (a file has no event to wait on).
+ */
 export async function* followLog(
   file: string,
-  options: { tail?: number; follow?: boolean; signal?: AbortSignal } = {},
+  options: { tail?: number; follow?: boolean; signal?: AbortSignal; clock: Clock },
 ): AsyncGenerator<StreamLine> {
   const old = await readTail(`${file}.1`, 256 * 1024);
   const current = await Deno.readFile(file).catch(() => new Uint8Array());
@@ -144,6 +147,6 @@ export async function* followLog(
       const parts = (pending + decoder.decode(chunk, { stream: true })).split("\n");
       pending = parts.pop() ?? "";
       for (const line of parts) yield { line };
-    } else await sleep(150, options.signal);
+    } else await sleep(options.clock, 150, options.signal).catch(() => {});
   }
 }

@@ -21,11 +21,12 @@
  *
  * @module
  */
-import { sleep } from "../client/timers.ts";
 import { dirname, join } from "../core/posix_path.ts";
 import { DockError } from "../client/errors.ts";
 import type { ServiceState, StreamLine } from "../client/wire.ts";
+import { type Clock, every } from "../core/clock.ts";
 import type { EventBus } from "../core/events.ts";
+import type { Log } from "../core/log.ts";
 import type { BoxPaths } from "../core/paths.ts";
 import { transition } from "../core/transition.ts";
 import {
@@ -39,7 +40,7 @@ import {
   type SupervisedScope,
   type SupervisorTunables,
 } from "./supervised.ts";
-import { isAlive, type Proc, processes, readProc, serviceMembers } from "./procs.ts";
+import { isAlive, pollUntil, type Proc, processes, readProc, serviceMembers } from "./procs.ts";
 import {
   cgroupPids,
   type CgroupSupport,
@@ -58,8 +59,10 @@ export interface SupervisorOptions extends SupervisorTunables {
   bus: Pick<EventBus, "publish">;
   paths: Pick<BoxPaths, "state">;
   scope: SupervisedScope;
-  /** Told of a refused state change and of what goes wrong in the background. @default {console.error} */
-  log?: (message: string) => void;
+  /** Times restarts' backoff, a run's length (a crash after a stable run starts the count again) and the watch of adopted children. */
+  clock: Clock;
+  /** Told of a refused state change and of what goes wrong in the background. */
+  log: Log;
   /** Told of each state change it makes (diagnostics; the lifecycle's conformance test). */
   trace?: (change: SupervisedChange) => void;
 }
@@ -71,11 +74,12 @@ const WRAPPER = '"$1" -l -c "$2" >>"$3" 2>&1 </dev/null; echo $? >"$4"';
 export class Supervisor {
   #o: Required<SupervisorTunables> & SupervisorOptions;
   #scope: SupervisedScope;
-  #log: (message: string) => void;
+  #log: Log;
   #owned = new Map<string, Deno.ChildProcess>();
-  #restartTimers = new Map<string, ReturnType<typeof setTimeout>>();
+  /** What cancels each child's pending restart. */
+  #restartTimers = new Map<string, () => void>();
   #busy = new Map<string, Promise<unknown>>();
-  #poller?: ReturnType<typeof setInterval>;
+  #stopPolling = () => {};
   #rotating = false;
   #cgroups: CgroupSupport = { usable: false, reason: "the daemon has not started its services yet" };
 
@@ -92,7 +96,7 @@ export class Supervisor {
       ...Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined)),
     } as Required<SupervisorTunables> & SupervisorOptions;
     this.#scope = options.scope;
-    this.#log = options.log ?? ((message) => console.error(message));
+    this.#log = options.log;
     this.#o.store.addColumn(this.#scope.table, "cgroup TEXT"); // a box made before services had cgroups
   }
 
@@ -209,13 +213,14 @@ export class Supervisor {
         await this.#serially(k, () => this.#ended(row.location, row.worktree, row.name, { whileDown: true }));
       }
     }
-    this.#poller = setInterval(() => this.#poll(), this.#o.pollMs);
+    this.#stopPolling();
+    this.#stopPolling = every(this.#o.clock, this.#o.pollMs, () => this.#poll());
   }
 
   /** Stops watching (children keep running: they outlive the daemon). */
   close(): void {
-    clearInterval(this.#poller);
-    for (const timer of this.#restartTimers.values()) clearTimeout(timer);
+    this.#stopPolling();
+    for (const cancel of this.#restartTimers.values()) cancel();
     this.#restartTimers.clear();
   }
 
@@ -228,7 +233,7 @@ export class Supervisor {
   ): AsyncGenerator<StreamLine> {
     this.#scope.place(location, worktree);
     if (!this.row(location, worktree, name)) await this.#scope.command(location, worktree, name);
-    yield* followLog(this.#scope.logFile(location, worktree, name), options);
+    yield* followLog(this.#scope.logFile(location, worktree, name), { ...options, clock: this.#o.clock });
   }
 
   /** Its place, or a 409 when that is paused. */
@@ -278,7 +283,7 @@ export class Supervisor {
       state: "running",
       pid: child.pid,
       pid_start: readProc(child.pid)?.startTime ?? null,
-      started: new Date().toISOString(),
+      started: new Date(this.#o.clock.now()).toISOString(),
       exit_code: null,
       cgroup,
     });
@@ -287,7 +292,7 @@ export class Supervisor {
       if (this.#owned.get(k) !== child) return;
       this.#owned.delete(k);
       this.#serially(k, () => this.#ended(location, worktree, name, { pid: child.pid })).catch((error) =>
-        this.#log(`${this.#scope.noun} ${k}: ${error}`)
+        this.#log.error(`${this.#scope.noun} ${k}: ${error}`)
       );
     });
   }
@@ -322,13 +327,13 @@ export class Supervisor {
       if (ended) {
         queueMicrotask(() =>
           ended(location, worktree, name, options.whileDown ?? false).catch((error) =>
-            this.#log(`${this.#scope.noun} ${k}: ${error}`)
+            this.#log.error(`${this.#scope.noun} ${k}: ${error}`)
           )
         );
       }
       return;
     }
-    const ranMs = row.started ? Date.now() - Date.parse(row.started) : 0;
+    const ranMs = row.started ? this.#o.clock.now() - Date.parse(row.started) : 0;
     const crashes = ranMs >= this.#o.stableMs ? 1 : row.crashes + 1;
     const data = {
       ...this.#scope.describe(location, worktree, name),
@@ -362,7 +367,7 @@ export class Supervisor {
     this.#clearTimer(k);
     this.#restartTimers.set(
       k,
-      setTimeout(() => {
+      this.#o.clock.after(delayMs, () => {
         this.#restartTimers.delete(k);
         this.#serially(k, async () => {
           const current = this.row(row.location, row.worktree, row.name);
@@ -378,7 +383,7 @@ export class Supervisor {
             this.#upsert(row.location, row.worktree, row.name, { state: "failed", error: error.message });
           }
         });
-      }, delayMs),
+      }),
     );
   }
 
@@ -392,13 +397,12 @@ export class Supervisor {
       const members = () => this.#members(row);
       signalService(row.pid, members(), "SIGTERM");
       signalService(row.pid, members(), "SIGCONT"); // a paused group must wake up to act on SIGTERM
-      const deadline = Date.now() + this.#o.stopTimeoutMs;
-      while (members().length && Date.now() < deadline) await sleep(50);
-      if (members().length) {
+      // The grace is on real time: it waits on real processes (procs.ts `pollUntil`).
+      if (!(await pollUntil(() => !members().length, { everyMs: 50, timeoutMs: this.#o.stopTimeoutMs }))) {
         if (row.cgroup) killCgroup(row.cgroup);
         signalService(row.pid, members(), "SIGKILL");
       }
-      while (members().length) await sleep(20);
+      await pollUntil(() => !members().length, { everyMs: 20 });
       await this.#owned.get(k)?.status;
       this.#owned.delete(k);
     }
@@ -422,12 +426,12 @@ export class Supervisor {
       if (this.#owned.has(k) || row.pid === null || this.#busy.has(k)) continue;
       if (!isAlive(row.pid, row.pid_start ?? undefined)) {
         this.#serially(k, () => this.#ended(row.location, row.worktree, row.name, { pid: row.pid! }))
-          .catch((error) => this.#log(`${this.#scope.noun} ${k}: ${error}`));
+          .catch((error) => this.#log.error(`${this.#scope.noun} ${k}: ${error}`));
       }
     }
     if (!this.#rotating) {
       this.#rotating = true;
-      this.#rotateLogs().catch((error) => this.#log(`log rotation: ${error}`)).finally(() =>
+      this.#rotateLogs().catch((error) => this.#log.error(`log rotation: ${error}`)).finally(() =>
         this.#rotating = false
       );
     }
@@ -447,7 +451,7 @@ export class Supervisor {
   #allowed(k: string, from: ServiceState, event: SupervisedEvent): boolean {
     const to = transition(SUPERVISED_LIFECYCLE, from, event, {
       name: `${this.#scope.noun} ${k}`,
-      log: this.#log,
+      log: (message) => this.#log.warn(message),
     });
     if (to !== null) this.#o.trace?.({ key: k, from, event, to });
     return to !== null;
@@ -488,7 +492,7 @@ export class Supervisor {
       return folder;
     } catch (error) {
       // The box's folder was usable at start; if it is not now, the child still runs, tracked as before.
-      this.#log(
+      this.#log.warn(
         `${this.#scope.noun} ${key(location, worktree, name)}: no cgroup (${(error as Error).message})`,
       );
       return null;
@@ -497,7 +501,7 @@ export class Supervisor {
 
   async #removeCgroup(row: SupervisedRow): Promise<void> {
     if (!(await removeCgroup(row.cgroup!, this.#o.stopTimeoutMs))) {
-      this.#log(
+      this.#log.warn(
         `${this.#scope.noun} ${key(row.location, row.worktree, row.name)}: cgroup ${row.cgroup} stays`,
       );
     }
@@ -544,7 +548,7 @@ export class Supervisor {
   }
 
   #clearTimer(k: string): void {
-    clearTimeout(this.#restartTimers.get(k));
+    this.#restartTimers.get(k)?.();
     this.#restartTimers.delete(k);
   }
 

@@ -2,10 +2,13 @@
  * The supervised lifecycle's conformance (supervised.ts `SUPERVISED_LIFECYCLE`): every change the table
  * allows is taken by the real supervisor with real processes, and nothing else is. Rows a daemon killed
  * with -9 would leave behind (a stop cut off mid-way, a child that died before adoption) are written into
- * the store as such a daemon leaves them; every change is then made by the supervisor.
+ * the store as such a daemon leaves them; every change is then made by the supervisor. Its clock is a
+ * fake one the test moves: a backoff passes when the test says so, and each wait is on the change it
+ * waits for (the supervisor's trace), never a poll.
  */
 import { assert, assertEquals } from "../tests/assert.ts";
-import { eventually } from "../tests/harness.ts";
+import { FakeClock } from "../tests/fake_clock.ts";
+import { MemoryLog } from "../core/log.ts";
 import { join } from "../core/posix_path.ts";
 import { Store } from "../core/store.ts";
 import { events, transition, transitions } from "../core/transition.ts";
@@ -27,7 +30,17 @@ Deno.test("supervised lifecycle: every allowed change is taken by the real super
   const dir = await Deno.makeTempDir({ prefix: "dock-supervisor-test-" });
   const store = new Store(join(dir, "box.db"), { schema: BOX_SCHEMA });
   const seen = new Set<string>();
-  const said: string[] = [];
+  const log = new MemoryLog();
+  const said = () => log.records.map((record) => record.message);
+  const clock = new FakeClock(Date.parse("2026-01-01T00:00:00Z"));
+  /** Who waits for which child to reach which state. */
+  const waiters = new Set<{ key: string; to: ServiceState; resolve: () => void }>();
+  /** Resolves when `name` next changes to `to` (its row is written in the same step as the trace). */
+  const next = (name: string, to: ServiceState) => {
+    const { promise, resolve } = Promise.withResolvers<void>();
+    waiters.add({ key: `//${name}`, to, resolve });
+    return promise;
+  };
   const published: string[] = [];
   let brokenCalls = 0;
   const commands: Record<string, () => string> = {
@@ -44,6 +57,7 @@ Deno.test("supervised lifecycle: every allowed change is taken by the real super
     once: () => "exit 0",
   };
   const ended: string[] = [];
+  const endedOnce = Promise.withResolvers<void>();
   const scope = (overrides: Partial<SupervisedScope> = {}): SupervisedScope => ({
     table: "units",
     noun: "unit",
@@ -72,8 +86,17 @@ Deno.test("supervised lifecycle: every allowed change is taken by the real super
       maxCrashes: 2,
       stopTimeoutMs: 2000,
       pollMs: 50,
-      log: (message) => said.push(message),
-      trace: ({ from, event, to }) => seen.add(`${from} ${event} ${to}`),
+      clock,
+      log,
+      trace: ({ key, from, event, to }) => {
+        seen.add(`${from} ${event} ${to}`);
+        for (const waiter of [...waiters]) {
+          if (waiter.key === key && waiter.to === to) {
+            waiters.delete(waiter);
+            waiter.resolve();
+          }
+        }
+      },
       ...options,
     });
   const main = supervisor();
@@ -84,13 +107,28 @@ Deno.test("supervised lifecycle: every allowed change is taken by the real super
       noun: "tunnel",
       restart: "never",
       events: false,
-      ended: (_l, _w, name, whileDown) => Promise.resolve(void ended.push(`${name} ${whileDown}`)),
+      ended: (_l, _w, name, whileDown) => {
+        ended.push(`${name} ${whileDown}`);
+        endedOnce.resolve();
+        return Promise.resolve();
+      },
     }),
   });
   const state = (name: string, table = "units") =>
     store.get<{ state: ServiceState }>(`SELECT state FROM ${table} WHERE name = ?`, name)?.state;
-  const until = (name: string, wanted: ServiceState, table = "units") =>
-    eventually(() => Promise.resolve(state(name, table) === wanted));
+  /** Starts `name` on `main`, which crashes it, restarts it after each backoff, then marks it failed. */
+  const crashUntilFailed = async (name: string) => {
+    const failed = next(name, "failed");
+    let crashed = next(name, "crashed");
+    await main.start("", "", name, "test");
+    for (let crash = 1; crash <= 2; crash++) {
+      await crashed; // its restart waits out the backoff on the clock
+      crashed = next(name, "crashed");
+      clock.advance(20);
+    }
+    await failed;
+    assertEquals(state(name), "failed");
+  };
   // Children are unref'd (they must not keep dockd alive); the daemon's listener keeps its loop alive, here this.
   const alive = setInterval(() => {}, 1000);
   try {
@@ -103,27 +141,33 @@ Deno.test("supervised lifecycle: every allowed change is taken by the real super
     assertEquals(state("long"), "stopped");
 
     // A child that keeps crashing: crashed, restarted, crashed, restarted, failed; started again; stopped.
-    await main.start("", "", "crashy", "test");
-    await until("crashy", "failed");
-    await main.start("", "", "crashy", "test");
-    await until("crashy", "failed");
+    await crashUntilFailed("crashy");
+    await crashUntilFailed("crashy");
     await main.stop("", "", "crashy", "test");
     assertEquals(state("crashy"), "stopped");
 
     // Crashed and waiting out its backoff when stopped.
+    const waiting = next("broken", "crashed");
     await patient.start("", "", "broken", "test");
-    await until("broken", "crashed");
+    await waiting;
+    assertEquals(state("broken"), "crashed");
     await patient.stop("", "", "broken", "test");
     assertEquals(state("broken"), "stopped");
     // A restart that cannot even launch: crashed → failed.
     brokenCalls = 0;
+    const crashed = next("broken", "crashed");
+    const failed = next("broken", "failed");
     await main.start("", "", "broken", "test");
-    await until("broken", "failed");
+    await crashed;
+    clock.advance(20);
+    await failed;
+    assertEquals(state("broken"), "failed");
 
     // The `never` policy: an end leaves it stopped and tells its scope.
     await tunnels.start("", "", "once", "test");
-    await until("once", "stopped", "tunnels");
-    await eventually(() => Promise.resolve(ended.includes("once false")));
+    await endedOnce.promise;
+    assertEquals(state("once", "tunnels"), "stopped");
+    assertEquals(ended, ["once false"]);
 
     // Left behind by a daemon killed with -9: a child that died unwatched, and stops cut off mid-way.
     const insert = (name: string, desired: string, rowState: ServiceState, pid: number | null) =>
@@ -144,12 +188,12 @@ Deno.test("supervised lifecycle: every allowed change is taken by the real super
 
     // A row no allowed change fits (stopped, yet wanted running with a dead pid): refused and logged.
     insert("odd", "running", "stopped", await deadPid());
-    const before = said.length;
+    const before = said().length;
     await main.adopt();
     assertEquals(state("odd"), "stopped");
     assert(
-      said.slice(before).includes("unit //odd: 'crash' refused in state 'stopped'"),
-      JSON.stringify(said),
+      said().slice(before).includes("unit //odd: 'crash' refused in state 'stopped'"),
+      JSON.stringify(said()),
     );
 
     // Every allowed change was taken.

@@ -8,7 +8,7 @@
 import { DockError } from "../client/errors.ts";
 import { run, type RunResult } from "../core/runner.ts";
 import { KEY_NAMES as NAMED_KEYS } from "../client/wire.ts";
-import { type Clock, systemClock } from "../core/clock.ts";
+import type { Clock } from "../core/clock.ts";
 
 /** The keys typed by tmux's name for them (every other entry of `typeKeys` is one literal character). */
 const KEY_NAMES: ReadonlySet<string> = new Set(NAMED_KEYS);
@@ -64,10 +64,10 @@ export class Tmux {
   /** What a send's wait for its paste to be drawn and go quiet counts time with (`#settleAfterPaste`). */
   #clock: Clock;
 
-  constructor(options: { socket: string; configFile: string; clock?: Clock }) {
+  constructor(options: { socket: string; configFile: string; clock: Clock }) {
     this.socket = options.socket;
     this.configFile = options.configFile;
-    this.#clock = options.clock ?? systemClock();
+    this.#clock = options.clock;
   }
 
   /** Whether a client is kept ready for the next keys (started after the first). */
@@ -241,6 +241,7 @@ export class Tmux {
         this.#ready = undefined;
         ready.input.enqueue(line);
         ready.input.close();
+        // A guard on a child, on real time (allow-listed): a client that never ends is stopped.
         const timer = setTimeout(() => ready.stop.abort(), 15_000);
         const result = await ready.result.finally(() => clearTimeout(timer));
         // A client that never reached the server ran nothing (the server had gone since it started).
@@ -255,7 +256,8 @@ export class Tmux {
         ]),
       ], { timeoutMs: 15_000, group: false, env: tmuxEnv() });
     } finally {
-      // After this call, so that starting it costs this call nothing.
+      // After this call, so that starting it costs this call nothing: a turn of the event loop, not a
+      // time (allow-listed), so it stays off the injected clock, which a test may hold still.
       if (!this.#closed && !this.#ready) {
         clearTimeout(this.#readyTimer);
         this.#readyTimer = setTimeout(() => this.#startReady(), 0);

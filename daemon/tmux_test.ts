@@ -4,14 +4,18 @@
  */
 import { DockError } from "../client/errors.ts";
 import { assertEquals, assertRejects } from "../tests/assert.ts";
-import type { Clock } from "../core/clock.ts";
+import { type Clock, SYSTEM_CLOCK } from "../core/clock.ts";
 import { FakeClock } from "../tests/fake_clock.ts";
 import { ENTER_AFTER_PASTE_MS, Tmux } from "./tmux.ts";
 
 /** A tmux server with one session `s` whose program appends what it reads to `out`. */
 async function server(options: { clock?: Clock } = {}) {
   const dir = await Deno.makeTempDir({ prefix: "dock-tmux-" });
-  const tmux = new Tmux({ socket: `${dir}/tmux.sock`, configFile: `${dir}/tmux.conf`, clock: options.clock });
+  const tmux = new Tmux({
+    socket: `${dir}/tmux.sock`,
+    configFile: `${dir}/tmux.conf`,
+    clock: options.clock ?? SYSTEM_CLOCK,
+  });
   await tmux.writeConfig();
   const out = `${dir}/out`;
   await tmux.newSession({ name: "s", cwd: dir, command: `cat > '${out}'` });
@@ -118,7 +122,7 @@ Deno.test("pasteOnce after a killed daemon's tmux: claimed and pasted, claimed a
 /** A tmux server whose session `k` runs the key echo (tests/fixtures/key_echo.ts): raw bytes, as hex. */
 async function keyServer() {
   const dir = await Deno.makeTempDir({ prefix: "dock-tmux-keys-" });
-  const tmux = new Tmux({ socket: `${dir}/tmux.sock`, configFile: `${dir}/tmux.conf` });
+  const tmux = new Tmux({ socket: `${dir}/tmux.sock`, configFile: `${dir}/tmux.conf`, clock: SYSTEM_CLOCK });
   await tmux.writeConfig();
   const log = `${dir}/keys`;
   const echo = new URL("../tests/fixtures/key_echo.ts", import.meta.url).pathname;

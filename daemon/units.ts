@@ -13,7 +13,9 @@
 import { join } from "../core/posix_path.ts";
 import { DockError } from "../client/errors.ts";
 import type { StreamLine, Unit, UnitCreate } from "../client/wire.ts";
+import type { Clock } from "../core/clock.ts";
 import type { EventBus } from "../core/events.ts";
+import type { Log } from "../core/log.ts";
 import type { BoxPaths } from "../core/paths.ts";
 import type { Store } from "../core/store.ts";
 import { buildEnv, readEnvForProcesses } from "./env.ts";
@@ -38,6 +40,10 @@ export interface UnitsOptions extends SupervisorTunables {
   secrets: SecretResolver;
   /** The box's name (`DOCK_BOX`). */
   box: () => string;
+  /** The supervisor's clock (restarts' backoff, the watch of adopted units). */
+  clock: Clock;
+  /** Told of what goes wrong in the background (an autostart that failed, a refused state change). */
+  log: Log;
 }
 
 /** A unit's key in the supervisor: no location, no worktree. */
@@ -93,7 +99,7 @@ export class Units {
       request.run,
       JSON.stringify(request.env ?? {}),
       request.autostart ? 1 : 0,
-      new Date().toISOString(),
+      new Date(this.#o.clock.now()).toISOString(),
     );
     this.#o.bus.publish({ type: "unit.created", origin, data: { unit: request.name } });
     await this.#supervisor.start(NONE, NONE, request.name, origin);
@@ -155,7 +161,7 @@ export class Units {
     ) {
       if (row.desired === "running" && row.state !== "running") {
         await this.#supervisor.start(NONE, NONE, row.name, "dockd").catch((error) =>
-          console.error(`autostart unit ${row.name}:`, (error as Error).message)
+          this.#o.log.error(`autostart unit ${row.name}: ${(error as Error).message}`)
         );
       }
     }
@@ -170,7 +176,7 @@ export class Units {
     const row = this.#row(name);
     const built = await buildEnv({
       base: Deno.env.toObject(),
-      boxEnv: await readEnvForProcesses(this.#o.paths.envFile),
+      boxEnv: await readEnvForProcesses(this.#o.paths.envFile, this.#o.log),
       dock: { DOCK_BOX: this.#o.box(), DOCK_UNIT: name },
       config: JSON.parse(row.env),
       secrets: this.#o.secrets,

@@ -22,9 +22,11 @@
 import { DockError } from "../client/errors.ts";
 import { BUILD } from "../client/version.ts";
 import type { UpgradeStarted } from "../client/wire.ts";
+import type { Clock } from "../core/clock.ts";
 import type { EventBus } from "../core/events.ts";
 import { exists, readJsonOrNull, readRange } from "../core/files.ts";
-import { isAlive } from "./procs.ts";
+import type { Log } from "../core/log.ts";
+import { isAlive, pollUntil } from "./procs.ts";
 import type { BoxPaths } from "../core/paths.ts";
 import { join } from "../core/posix_path.ts";
 import { launch } from "../core/runner.ts";
@@ -65,18 +67,22 @@ function files(paths: Pick<BoxPaths, "home" | "box">) {
 export interface UpgradesOptions {
   paths: Pick<BoxPaths, "home" | "box">;
   bus: Pick<EventBus, "publish">;
+  /** Delays the hand-over until the answer has gone out. */
+  clock: Pick<Clock, "after">;
 }
 
 /** The box's upgrades: taking a package, and the hand-over to the daemon it holds. */
 export class Upgrades {
   #paths: Pick<BoxPaths, "home" | "box">;
   #bus: Pick<EventBus, "publish">;
+  #clock: Pick<Clock, "after">;
   #stop: (() => void) | null = null;
   #busy = false;
 
   constructor(options: UpgradesOptions) {
     this.#paths = options.paths;
     this.#bus = options.bus;
+    this.#clock = options.clock;
   }
 
   /** How this daemon stops (the composition root hands it in, once it serves). */
@@ -115,7 +121,7 @@ export class Upgrades {
       await Deno.writeTextFile(at.record, JSON.stringify(record) + "\n");
       const announced = this.#bus.publish({ type: "box.upgrading", origin, data: { from: BUILD, to } });
       // After this answer has gone out.
-      setTimeout(() => this.#handOver(record).catch((error) => this.#failed(record, error)), 50);
+      this.#clock.after(50, () => void this.#handOver(record).catch((error) => this.#failed(record, error)));
       return { from: BUILD, to, mode, after: announced.id! };
     } catch (error) {
       this.#busy = false;
@@ -135,19 +141,20 @@ export class Upgrades {
     log.close();
     const child = launch("/bin/sh", ["-c", 'exec "$@" >>"$0" 2>&1', at.log, at.launcher, "serve"]);
     // The new daemon loads everything first, then says so; only then does this one stop.
-    const deadline = Date.now() + 60_000;
-    while (Date.now() < deadline) {
-      if (await exists(at.ready(child.pid))) {
-        await Deno.remove(at.ready(child.pid)).catch(() => {});
-        this.#stop?.();
-        return;
-      }
+    // A file and a process, on real time (procs.ts `pollUntil`).
+    const ready = await pollUntil(async () => {
+      if (await exists(at.ready(child.pid))) return true;
       if (!alive(child.pid)) {
         throw new Error(
           `the new daemon exited before it was ready${await saidAtExit(at.log, from)} (see ${at.log})`,
         );
       }
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      return false;
+    }, { everyMs: 20, timeoutMs: 60_000 });
+    if (ready) {
+      await Deno.remove(at.ready(child.pid)).catch(() => {});
+      this.#stop?.();
+      return;
     }
     try {
       Deno.kill(child.pid, "SIGKILL");
@@ -177,6 +184,7 @@ export class Upgrades {
 export async function takeOver<T extends { bus: Pick<EventBus, "publish"> }>(
   paths: Pick<BoxPaths, "home" | "box">,
   serve: () => Promise<T>,
+  options: { log: Log },
 ): Promise<T> {
   const at = files(paths);
   const record = await readJsonOrNull<UpgradeRecord>(at.record);
@@ -184,16 +192,13 @@ export async function takeOver<T extends { bus: Pick<EventBus, "publish"> }>(
   const mine = record !== null && record.to.folder === await runningFolder(paths.home);
   if (mine && record.mode === "self" && record.pid !== Deno.pid) {
     await Deno.writeTextFile(at.ready(Deno.pid), "");
-    const deadline = Date.now() + 60_000;
-    while (alive(record.pid) && Date.now() < deadline) {
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    }
+    await pollUntil(() => !alive(record.pid), { everyMs: 10, timeoutMs: 60_000 });
   }
   let started: T;
   try {
     started = await serve();
   } catch (error) {
-    if (mine) await rollBack(paths, record, error);
+    if (mine) await rollBack(paths, record, error, options.log);
     throw error;
   }
   if (mine) {
@@ -217,7 +222,12 @@ export async function takeOver<T extends { bus: Pick<EventBus, "publish"> }>(
 }
 
 /** The new daemon could not start: the old release comes back, told why. */
-async function rollBack(paths: Pick<BoxPaths, "home" | "box">, record: UpgradeRecord, error: unknown) {
+async function rollBack(
+  paths: Pick<BoxPaths, "home" | "box">,
+  record: UpgradeRecord,
+  error: unknown,
+  log: Log,
+) {
   const at = files(paths);
   await switchCurrent(at.current, record.from.folder);
   await Deno.remove(at.record).catch(() => {});
@@ -225,7 +235,7 @@ async function rollBack(paths: Pick<BoxPaths, "home" | "box">, record: UpgradeRe
     at.failed,
     JSON.stringify({ from: record.from.build, to: record.to.build, error: (error as Error).message }) + "\n",
   );
-  console.error(
+  log.error(
     `dockd: ${record.to.build} could not start (${(error as Error).message}); back to ${record.from.build}`,
   );
   if (record.mode === "self") {

@@ -1,15 +1,13 @@
 /**
- * Worktrees: creating, removing and detecting the git worktrees of each location, their port blocks,
- * their environment, and their setup and archive scripts (spec 3.3).
- *
- * Detection does not poll git. Once a second it reads what git itself keeps per worktree
- * (`<common dir>/worktrees/*` and each HEAD's mtime) and whether each known worktree's folder still
- * exists; only when that signature changes does it ask `git worktree list`. A worktree whose record is
- * being created or removed by dock is skipped, so nothing is announced twice.
+ * Worktrees: creating, removing and detecting the git worktrees of each location, their port blocks and
+ * their environment (spec 3.3). Their setup and archive scripts are `worktree_setup.ts`'s; noticing a
+ * change made outside dock is `worktree_watch.ts`'s, which asks here to reconcile with
+ * `git worktree list`. A worktree whose record is being created or removed by dock is skipped then, so
+ * nothing is announced twice.
  *
  * @module
  */
-import { basename, dirname, join } from "../core/posix_path.ts";
+import { basename, join } from "../core/posix_path.ts";
 import { DockError, notFound } from "../client/errors.ts";
 import type {
   SetupState,
@@ -24,21 +22,21 @@ import { kitDir } from "./kits.ts";
 import type { EventBus } from "../core/events.ts";
 import * as git from "./git.ts";
 import { prepareCreate } from "./worktree_plan.ts";
-import type { LocationRecord, Locations } from "./locations.ts";
+import type { Locations } from "./locations.ts";
 import { checkName, nameFromFolder } from "./names.ts";
 import type { BoxPaths } from "../core/paths.ts";
 import type { PortAllocator } from "./ports.ts";
-import { exists, statOrNull } from "../core/files.ts";
-import { run, shell } from "../core/runner.ts";
+import { exists } from "../core/files.ts";
+import { run } from "../core/runner.ts";
 import type { SecretResolver } from "./secrets.ts";
 import type { BoxSettings } from "./settings.ts";
 import type { Store } from "../core/store.ts";
-import { sleep } from "../client/timers.ts";
+import type { Clock } from "../core/clock.ts";
+import { errorText, type Log } from "../core/log.ts";
 import { PATH_HOLDS } from "./schema.ts";
 import { setupState as nextSetup } from "./setup_state.ts";
-
-/** Setup scripts may run this long (spec 8), then they are killed. */
-export const SETUP_TIMEOUT_MS = 30 * 60_000;
+import { type ReadyStep, WorktreeSetups } from "./worktree_setup.ts";
+import { WorktreeWatch } from "./worktree_watch.ts";
 
 interface WorktreeRow {
   location: string;
@@ -60,9 +58,6 @@ interface WorktreeRow {
 /** Something that must happen before a worktree goes away (stop its services, end its sessions). */
 export type RemovalStep = (worktree: Worktree) => Promise<void>;
 
-/** Something to do once a worktree's setup succeeded, or at once when it has none (autostart). */
-export type ReadyStep = (worktree: Worktree) => void | Promise<void>;
-
 /** Dependencies of {@linkcode Worktrees}. */
 export interface WorktreesOptions {
   store: Store;
@@ -72,6 +67,10 @@ export interface WorktreesOptions {
   settings: BoxSettings;
   paths: BoxPaths;
   secrets: SecretResolver;
+  /** Dates records and paces detection and followed setup logs. */
+  clock: Clock;
+  /** Told of what fails in the background (detection, stopping a vanished worktree's children). */
+  log: Log;
 }
 
 /** Owns worktree records, their lifecycle and their environment. */
@@ -81,15 +80,32 @@ export class Worktrees {
   #removing = new Set<string>();
   #reconciling = new Map<string, Promise<boolean>>();
   #gitQueues = new Map<string, Promise<unknown>>();
-  #signatures = new Map<string, string>();
-  #timer?: ReturnType<typeof setInterval>;
-  #ticking = false;
-  #setups = new Map<string, Promise<void>>();
+  #watch: WorktreeWatch;
+  #setups: WorktreeSetups;
   readonly removalSteps: RemovalStep[] = [];
   readonly readySteps: ReadyStep[] = [];
 
   constructor(options: WorktreesOptions) {
     this.#o = options;
+    this.#setups = new WorktreeSetups({
+      store: options.store,
+      bus: options.bus,
+      paths: options.paths,
+      environment: (worktree) => this.environment(worktree),
+      current: (location, name) => {
+        const row = this.#row(location, name);
+        return row && toWorktree(row, this.#o.ports.portsOf(location, name));
+      },
+      readySteps: this.readySteps,
+      clock: options.clock,
+      log: options.log,
+    });
+    this.#watch = new WorktreeWatch({
+      locations: () => this.#o.locations.list(),
+      worktrees: (location) => this.list(location),
+      reconcile: (location) => this.reconcile(location),
+      clock: options.clock,
+    });
   }
 
   /** The worktree holding `path` (the deepest one, since worktrees may live inside a checkout), if any. */
@@ -180,7 +196,7 @@ export class Worktrees {
       request,
       mainBranch: () => this.list(location).find((w) => w.main)?.branch ?? null,
     });
-    const setupState: SetupState = config.setup ? nextSetup("new", "plan") : nextSetup("new", "skip");
+    const setupState: SetupState = nextSetup("new", config.setup ? "plan" : "skip", this.#o.log);
     this.#creating.add(path);
     try {
       this.#o.store.transaction(() => {
@@ -193,7 +209,7 @@ export class Worktrees {
           plan.branch,
           plan.base,
           setupState,
-          new Date().toISOString(),
+          this.#now(),
         );
         this.#o.ports.allocate(location, name, config.ports ?? 1);
       });
@@ -231,8 +247,8 @@ export class Worktrees {
       origin,
       data: { location, worktree: name, path: worktree.path, branch: worktree.branch, ports: worktree.ports },
     });
-    if (config.setup) this.#startSetup(worktree, config.setup);
-    else this.#ready(worktree);
+    if (config.setup) this.#setups.start(worktree, config.setup);
+    else this.#setups.ready(worktree);
     return worktree;
   }
 
@@ -268,7 +284,7 @@ export class Worktrees {
       const config = await this.#o.locations.config(location);
       const archive = config.effective.archive;
       if (archive && await exists(worktree.path)) {
-        const result = await this.#script(worktree, "archive", archive);
+        const result = await this.#setups.script(worktree, "archive", archive);
         if (result.code !== 0 && !options.force) {
           throw new DockError(
             "archive_failed",
@@ -366,34 +382,17 @@ export class Worktrees {
       },
       this.#o.settings.compatPrefix,
     );
-    const box = await readEnvForProcesses(this.#o.paths.envFile);
+    const box = await readEnvForProcesses(this.#o.paths.envFile, this.#o.log);
     return { location: worktree.location, worktree: worktree.name, dock, box, config: config.env ?? {} };
   }
 
   /** Setup output, as lines; with `follow`, goes on until setup ends. */
-  async *setupLog(location: string, name: string, options: { follow?: boolean; signal?: AbortSignal } = {}) {
-    const worktree = this.get(location, name);
-    const file = this.#logFile(worktree, "setup");
-    let offset = 0;
-    let partial = "";
-    const decoder = new TextDecoder();
-    while (!options.signal?.aborted) {
-      const state = this.#row(location, name)?.setup_state;
-      const chunk = await readFrom(file, offset);
-      offset += chunk.length;
-      const text = partial + decoder.decode(chunk, { stream: true });
-      const lines = text.split("\n");
-      partial = lines.pop() ?? "";
-      for (const line of lines) yield { line } satisfies StreamLine;
-      const running = state === "pending" || state === "running";
-      if (chunk.length === 0 && (!options.follow || !running)) {
-        if (partial) yield { line: partial };
-        const row = this.#row(location, name);
-        yield { done: true, exit_code: row?.setup_exit ?? undefined } satisfies StreamLine;
-        return;
-      }
-      if (chunk.length === 0) await sleep(100, options.signal);
-    }
+  setupLog(
+    location: string,
+    name: string,
+    options: { follow?: boolean; signal?: AbortSignal } = {},
+  ): AsyncGenerator<StreamLine> {
+    return this.#setups.log(this.get(location, name), options);
   }
 
   /**
@@ -404,7 +403,7 @@ export class Worktrees {
     const previous = this.#reconciling.get(location) ?? Promise.resolve(true);
     const next = previous.then(() => this.#reconcileNow(location)).then(() => true, (error) => {
       if (!(error instanceof DockError && error.code === "not_found")) {
-        console.error(`reconcile ${location}:`, (error as Error).message);
+        this.#o.log.error(`reconcile ${location}: ${(error as Error).message}`);
       }
       return false;
     });
@@ -414,63 +413,22 @@ export class Worktrees {
 
   /** Starts watching every location for worktrees made or removed outside dock. */
   watch(intervalMs = 1000): void {
-    this.#timer = setInterval(() => this.#tick(), intervalMs);
+    this.#watch.start(intervalMs);
   }
 
   /** Stops watching. */
   stop(): void {
-    clearInterval(this.#timer);
+    this.#watch.stop();
   }
 
   /** Marks setups that a previous daemon left running as failed: nobody is waiting for them now. */
   recoverInterrupted(): void {
-    this.#o.store.run(
-      `UPDATE worktrees SET setup_state = ?, setup_error = 'interrupted by a daemon restart',
-       setup_finished = ? WHERE setup_state IN ('pending', 'running')`,
-      nextSetup("running", "interrupt"),
-      new Date().toISOString(),
-    );
+    this.#setups.recoverInterrupted();
   }
 
   /** Resolves when every setup started so far has finished (tests, shutdown). */
   async settled(): Promise<void> {
-    await Promise.all(this.#setups.values());
-  }
-
-  async #tick(): Promise<void> {
-    if (this.#ticking) return;
-    this.#ticking = true;
-    try {
-      for (const location of this.#o.locations.list()) {
-        const signature = await this.#signature(location);
-        if (this.#signatures.get(location.name) !== signature && await this.reconcile(location.name)) {
-          this.#signatures.set(location.name, signature);
-        }
-      }
-    } finally {
-      this.#ticking = false;
-    }
-  }
-
-  async #signature(location: LocationRecord): Promise<string> {
-    const parts: string[] = [];
-    const common = join(location.path, ".git");
-    parts.push(String((await statOrNull(join(common, "HEAD")))?.mtime?.getTime()));
-    try {
-      for await (const entry of Deno.readDir(join(common, "worktrees"))) {
-        const dir = join(common, "worktrees", entry.name);
-        const head = await statOrNull(join(dir, "HEAD"));
-        const gitdir = await Deno.readTextFile(join(dir, "gitdir")).catch(() => "");
-        const alive = gitdir ? (await statOrNull(gitdir.trim())) !== null : false;
-        parts.push(`${entry.name}:${head?.mtime?.getTime()}:${gitdir.trim()}:${alive}`);
-      }
-    } catch {
-      // no worktrees folder yet
-    }
-    for (const worktree of this.list(location.name)) {
-      parts.push(`${worktree.path}:${(await statOrNull(worktree.path)) !== null}`);
-    }
-    return parts.sort().join("|");
+    await this.#setups.settled();
   }
 
   async #reconcileNow(locationName: string): Promise<void> {
@@ -513,7 +471,7 @@ export class Worktrees {
           w.branch,
           main ? 1 : 0,
           main ? "main" : "detected",
-          new Date().toISOString(),
+          this.#now(),
         );
         this.#o.ports.allocate(locationName, name, ports);
       });
@@ -540,7 +498,9 @@ export class Worktrees {
       // Its folder is gone, but what ran in it may still be running: stop that first.
       const gone = toWorktree(row, this.#o.ports.portsOf(locationName, row.name));
       for (const step of this.removalSteps) {
-        await step(gone).catch((error) => console.error(`stopping ${locationName}/${row.name}:`, error));
+        await step(gone).catch((error) =>
+          this.#o.log.error(`stopping ${locationName}/${row.name}: ${errorText(error)}`)
+        );
       }
       this.#o.store.run("DELETE FROM worktrees WHERE location = ? AND name = ?", locationName, row.name);
       this.#o.bus.publish({
@@ -589,92 +549,8 @@ export class Worktrees {
     }
   }
 
-  #startSetup(worktree: Worktree, script: string): void {
-    const key = `${worktree.location}/${worktree.name}`;
-    const job = (async () => {
-      const started = new Date().toISOString();
-      this.#setSetup(worktree, { state: nextSetup("pending", "start"), started });
-      this.#o.bus.publish({
-        type: "worktree.setup.started",
-        origin: "dockd",
-        data: { location: worktree.location, worktree: worktree.name },
-      });
-      let code = -1;
-      let timedOut = false;
-      let error: string | undefined;
-      try {
-        const result = await this.#script(worktree, "setup", script, SETUP_TIMEOUT_MS);
-        code = result.code;
-        timedOut = result.timedOut;
-      } catch (cause) {
-        error = (cause as Error).message;
-      }
-      const ok = code === 0;
-      this.#setSetup(worktree, {
-        state: nextSetup("running", ok ? "succeed" : "fail"),
-        exit: code,
-        finished: new Date().toISOString(),
-        error: error ?? (timedOut ? "setup timed out after 30m and was killed" : undefined),
-      });
-      this.#o.bus.publish({
-        type: ok ? "worktree.setup.finished" : "worktree.setup.failed",
-        origin: "dockd",
-        data: { location: worktree.location, worktree: worktree.name, exit_code: code, timed_out: timedOut },
-      });
-      if (ok && this.#row(worktree.location, worktree.name)) {
-        this.#ready(this.get(worktree.location, worktree.name));
-      }
-    })().finally(() => this.#setups.delete(key));
-    this.#setups.set(key, job);
-  }
-
-  #ready(worktree: Worktree): void {
-    for (const step of this.readySteps) {
-      Promise.resolve(step(worktree)).catch((error) =>
-        console.error(`after setup of ${worktree.name}:`, error)
-      );
-    }
-  }
-
-  #setSetup(
-    worktree: Worktree,
-    update: { state: SetupState; started?: string; finished?: string; exit?: number; error?: string },
-  ): void {
-    this.#o.store.run(
-      `UPDATE worktrees SET setup_state = ?, setup_started = coalesce(?, setup_started), setup_finished = ?,
-       setup_exit = ?, setup_error = ? WHERE location = ? AND name = ?`,
-      update.state,
-      update.started ?? null,
-      update.finished ?? null,
-      update.exit ?? null,
-      update.error ?? null,
-      worktree.location,
-      worktree.name,
-    );
-  }
-
-  #logFile(worktree: Worktree, kind: "setup" | "archive"): string {
-    return join(this.#o.paths.logs, worktree.location, worktree.name, `${kind}.log`);
-  }
-
-  /** Runs a setup or archive script in the worktree through a login shell, its output logged. */
-  async #script(worktree: Worktree, kind: "setup" | "archive", script: string, timeoutMs = SETUP_TIMEOUT_MS) {
-    const file = this.#logFile(worktree, kind);
-    await Deno.mkdir(dirname(file), { recursive: true });
-    const log = await Deno.open(file, { write: true, create: true, truncate: true });
-    try {
-      const { env } = await this.environment(worktree);
-      return await shell(script, {
-        cwd: worktree.path,
-        env,
-        clearEnv: true,
-        timeoutMs,
-        maxOutput: 64 * 1024,
-        onOutput: (chunk) => log.writeSync(chunk),
-      });
-    } finally {
-      log.close();
-    }
+  #now(): string {
+    return new Date(this.#o.clock.now()).toISOString();
   }
 }
 
@@ -705,21 +581,4 @@ function toWorktree(row: WorktreeRow, ports: number[]): Worktree {
     paused: row.paused === 1,
     created: row.created,
   };
-}
-
-async function readFrom(path: string, offset: number): Promise<Uint8Array> {
-  let file: Deno.FsFile;
-  try {
-    file = await Deno.open(path, { read: true });
-  } catch {
-    return new Uint8Array();
-  }
-  try {
-    await file.seek(offset, Deno.SeekMode.Start);
-    const buffer = new Uint8Array(64 * 1024);
-    const read = await file.read(buffer);
-    return read ? buffer.subarray(0, read) : new Uint8Array();
-  } finally {
-    file.close();
-  }
 }

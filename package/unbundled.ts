@@ -28,6 +28,7 @@ export const EXTERNAL_IMPORTS: readonly string[] = ["@lydell/node-pty"];
  */
 export const BUNDLED_SOURCES: readonly string[] = [
   "../client/box.ts",
+  "../core/clock.ts",
   "../core/config.ts",
   "../core/mcp.ts",
   "../core/paths.ts",

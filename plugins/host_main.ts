@@ -12,6 +12,7 @@
  * @module
  */
 import { pathToFileURL } from "node:url";
+import { SYSTEM_CLOCK } from "../core/clock.ts";
 import { FrameConnection } from "./frames.ts";
 import { SDK_DIR } from "./sdk_map.ts";
 import {
@@ -30,6 +31,8 @@ import {
 
 /** How long a worker has to answer a ping before it is taken to be stuck in synchronous code. */
 const PING_MS = 250;
+/** The host process's clock: this file is its composition root. */
+const CLOCK = SYSTEM_CLOCK;
 
 const WORKER_MAIN = new URL("./worker_main.ts", import.meta.url);
 
@@ -273,9 +276,9 @@ async function cancel(id: number, key: string): Promise<void> {
   if (!hosted || !hosted.calls.has(id)) return;
   hosted.calls.delete(id);
   const answered = await new Promise<boolean>((resolve) => {
-    const timer = setTimeout(() => resolve(false), PING_MS);
+    const cancelPing = CLOCK.after(PING_MS, () => resolve(false));
     hosted.pong = () => {
-      clearTimeout(timer);
+      cancelPing();
       resolve(true);
     };
     hosted.worker.postMessage({ t: "ping" });

@@ -33,7 +33,7 @@ export function nextHostPhase(
   generation: number,
   from: HostPhase,
   event: HostEvent,
-  log: (message: string) => void = (message) => console.error(message),
+  log: (message: string) => void,
 ): HostPhase | null {
   return transition(HOST_LIFECYCLE, from, event, { name: `plugin host ${generation}`, log });
 }

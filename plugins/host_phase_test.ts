@@ -4,6 +4,8 @@
  * its calls are done, live → ended when it closes), and every other change is refused and said.
  */
 import { assertEquals } from "../tests/assert.ts";
+import { SYSTEM_CLOCK } from "../core/clock.ts";
+import { MemoryLog } from "../core/log.ts";
 import { join } from "node:path";
 import { transition, transitions } from "../core/transition.ts";
 import { HOST_LIFECYCLE, type HostEvent, type HostPhase } from "./host_phase.ts";
@@ -14,6 +16,8 @@ Deno.test("host lifecycle: retire, end after retiring, and end are what the modu
   await Deno.writeTextFile(join(dir, "echo.ts"), "export default { event() { return null; } };");
   const seen: string[] = [];
   const modules = new ModuleHost({
+    clock: SYSTEM_CLOCK,
+    log: new MemoryLog(),
     dir: join(dir, ".host"),
     onRequest: () => Promise.resolve(null),
     onHostPhase: ({ generation, from, event, to }) => seen.push(`${generation} ${from} ${event} ${to}`),

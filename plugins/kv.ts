@@ -7,6 +7,7 @@
  *
  * @module
  */
+import { errorText, type Log } from "../core/log.ts";
 import { join } from "../core/posix_path.ts";
 import { DockError } from "../client/errors.ts";
 import { writeAtomic } from "../core/files.ts";
@@ -21,9 +22,12 @@ export class PluginKv {
   readonly path: string;
   #data: Map<string, unknown> | null = null;
   #writing: Promise<void> = Promise.resolve();
+  #log: Log;
 
-  constructor(dataDir: string) {
+  /** The store in `dataDir`; a write that fails is said to `log` (the process's own). */
+  constructor(dataDir: string, log: Log) {
     this.path = join(dataDir, "kv.json");
+    this.#log = log;
   }
 
   /** The value of `key`, or null. */
@@ -76,7 +80,7 @@ export class PluginKv {
 
   #save(text: string): Promise<void> {
     this.#writing = this.#writing.then(() => writeAtomic(this.path, text, 0o600)).catch((error) => {
-      console.error(`plugin store ${this.path}:`, error);
+      this.#log.error(`plugin store ${this.path}: ${errorText(error)}`);
     });
     return this.#writing;
   }

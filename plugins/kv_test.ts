@@ -1,11 +1,12 @@
 import { assertEquals, assertRejects } from "../tests/assert.ts";
 import { join } from "node:path";
 import { DockError } from "../client/errors.ts";
+import { MemoryLog } from "../core/log.ts";
 import { KV_MAX_BYTES, PluginKv } from "./kv.ts";
 
 async function store(): Promise<{ dir: string; kv: PluginKv }> {
   const dir = await Deno.makeTempDir({ prefix: "dock-kv-" });
-  return { dir, kv: new PluginKv(dir) };
+  return { dir, kv: new PluginKv(dir, new MemoryLog()) };
 }
 
 Deno.test("the store's cap is in UTF-8 bytes, not characters", async () => {

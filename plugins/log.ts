@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { errorText, type Log } from "../core/log.ts";
 import { join } from "../core/posix_path.ts";
 
 /** Lines kept in memory per plugin. */
@@ -22,8 +23,12 @@ export class PluginLog {
   #flushing = false;
   #closed = false;
 
-  constructor(dir: string, id: string) {
+  #log: Log;
+
+  /** Plugin `id`'s log in `dir`; a write that fails is said to `log` (the process's own). */
+  constructor(dir: string, id: string, log: Log) {
     this.path = join(dir, `${id}.log`);
+    this.#log = log;
   }
 
   /** Adds a line (stamped with the time; cut to 2,000 characters). */
@@ -63,7 +68,7 @@ export class PluginLog {
         this.#bytes += bytes.length;
       }
     } catch (error) {
-      if (!this.#closed) console.error(`plugin log ${this.path}:`, error);
+      if (!this.#closed) this.#log.error(`plugin log ${this.path}: ${errorText(error)}`);
     } finally {
       this.#flushing = false;
     }

@@ -14,7 +14,8 @@
  */
 import * as z from "zod";
 import type { HookConfig, PluginPermissions } from "../client/wire.ts";
-import { HOOK_SCHEMA, modulePath } from "../core/config.ts";
+import { HOOK_SCHEMA } from "../core/config.ts";
+import { modulePath } from "../core/config_fields.ts";
 import { ConfigError, readUserFile } from "../core/user_files.ts";
 import { PLUGIN_SCOPES } from "./scopes.ts";
 

@@ -20,10 +20,21 @@
  * @module
  */
 import { join } from "../core/posix_path.ts";
-import { DockError } from "../client/errors.ts";
+import { type Clock, every } from "../core/clock.ts";
+import type { Log } from "../core/log.ts";
 import { startChild } from "../core/runner.ts";
+import { CallError, type CallResult } from "./call_error.ts";
 import { FrameConnection } from "./frames.ts";
-import { type HostEvent, type HostPhase, type HostPhaseChange, nextHostPhase } from "./host_phase.ts";
+import {
+  covers,
+  Generation,
+  hostArgs,
+  residentKb,
+  stripAnsi,
+  unionGrant,
+  workerThreads,
+} from "./host_generation.ts";
+import type { HostPhaseChange } from "./host_phase.ts";
 import { SDK_DIR, writeSdkImportMap } from "./sdk_map.ts";
 import {
   type CallKind,
@@ -40,6 +51,10 @@ import {
 export interface ModuleHostOptions {
   /** A private folder (0700) for the host's socket. */
   dir: string;
+  /** What calls' deadlines, idle stops and the /proc watch run on. */
+  clock: Clock;
+  /** Where a refused lifecycle change is said. */
+  log: Log;
   /** V8 heap cap of each worker and of the host, in MB. @default {128} */
   memoryMb?: number;
   /** How long a host with no workers left is kept for the next cold start. @default {60_000} */
@@ -71,25 +86,6 @@ export interface ModuleHostOptions {
   onHostPhase?(change: HostPhaseChange): void;
 }
 
-/** How a call ended when it did not answer. */
-export type CallFailure = "timeout" | "failed" | "crashed";
-
-/** A failed call: its kind of failure and the message (the module's error, the host's end). */
-export class CallError extends Error {
-  readonly failure: CallFailure;
-  constructor(failure: CallFailure, message: string) {
-    super(message);
-    this.name = "CallError";
-    this.failure = failure;
-  }
-}
-
-/** What a call answered, and whether it had to start its worker (and for how long). */
-export interface CallResult {
-  value: unknown;
-  coldMs?: number;
-}
-
 /** Counters of a {@linkcode ModuleHost}. */
 export interface ModuleHostStats {
   /** Host processes started. */
@@ -108,7 +104,8 @@ interface PendingCall {
   input: unknown;
   resolve(result: CallResult): void;
   reject(error: Error): void;
-  timer: ReturnType<typeof setTimeout>;
+  /** Cancels its deadline. */
+  cancel: () => void;
   generation: Generation;
   /** Already run again after its host crashed (a call is retried once). */
   retried: boolean;
@@ -125,90 +122,8 @@ export const ORPHAN_GRACE_MS = 3000;
 export const HOST_OUTPUT_BYTES = 64 * 1024;
 /** Quarantine hosts (one per worker whose calls are retried after a crash) running at once. */
 export const QUARANTINE_HOSTS = 4;
-
-/** The workers' grants merged: what a host process is started with. */
-export function unionGrant(grants: WorkerGrant[]): WorkerGrant {
-  const merged: WorkerGrant = { read: [], write: [], net: [], env: [] };
-  for (const grant of grants) {
-    for (const key of ["read", "write", "net", "env"] as const) {
-      for (const value of grant[key]) if (!merged[key].includes(value)) merged[key].push(value);
-    }
-  }
-  for (const key of ["read", "write", "net", "env"] as const) merged[key].sort();
-  return merged;
-}
-
-/** Whether `outer` allows everything `inner` does (paths by prefix, hosts and names exactly). */
-export function covers(outer: WorkerGrant, inner: WorkerGrant): boolean {
-  const under = (path: string, roots: string[]) =>
-    roots.some((root) => path === root || path.startsWith(root.endsWith("/") ? root : `${root}/`));
-  return inner.read.every((p) => under(p, outer.read)) &&
-    inner.write.every((p) => under(p, outer.write)) &&
-    inner.net.every((h) => outer.net.includes(h) || outer.net.includes(h.split(":")[0])) &&
-    inner.env.every((n) => outer.env.includes(n));
-}
-
-/** One host process and what it runs. */
-class Generation {
-  readonly number: number;
-  readonly grant: WorkerGrant;
-  child?: Deno.ChildProcess;
-  frames?: FrameConnection<FromHost, ToHost>;
-  ready: Promise<void>;
-  /** Keys of the workers it runs. */
-  readonly workers = new Set<string>();
-  inFlight = 0;
-  idleTimer?: ReturnType<typeof setTimeout>;
-  memoryTimer?: ReturnType<typeof setInterval>;
-  /** Its lifecycle (plugins/host_phase.ts); changed only by {@linkcode Generation.move}. */
-  phase: HostPhase = "live";
-  lastOutput = "";
-  /** The one worker a quarantine host runs (its calls retried after a crash). */
-  quarantine?: string;
-  /** Since when it has had more worker threads than workers. */
-  excessSince?: number;
-  /** Output budget: bytes written in the current minute, and lines dropped. */
-  output = { window: 0, bytes: 0, dropped: 0 };
-
-  readonly #trace?: (change: HostPhaseChange) => void;
-
-  constructor(
-    number: number,
-    grant: WorkerGrant,
-    ready: Promise<void>,
-    trace?: (change: HostPhaseChange) => void,
-  ) {
-    this.number = number;
-    this.grant = grant;
-    this.ready = ready;
-    this.#trace = trace;
-  }
-
-  /** New calls go elsewhere; it finishes its calls in flight. */
-  get retired(): boolean {
-    return this.phase === "retired";
-  }
-
-  /** Its process is gone. */
-  get ended(): boolean {
-    return this.phase === "ended";
-  }
-
-  /** Moves it along its lifecycle; false (and logged) for a change the lifecycle does not allow. */
-  move(event: HostEvent): boolean {
-    const from = this.phase;
-    const to = nextHostPhase(this.number, from, event);
-    if (to === null) return false;
-    this.phase = to;
-    this.#trace?.({ generation: this.number, from, event, to });
-    return true;
-  }
-}
-
-// Named from plugins/, not "./": in a package this module runs from a bundle in cli/, while the host's
-// modules stay sources here (package/unbundled.ts).
-const HOST_MAIN = new URL("../plugins/host_main.ts", import.meta.url);
-const WORKER_MAIN = new URL("../plugins/worker_main.ts", import.meta.url);
+/** How long a host has to stop a worker whose call passed its deadline before the host itself is retired. */
+export const CANCEL_ANSWER_MS = 1000;
 
 /** Runs module handlers in sandboxed workers inside a supervised host process. */
 export class ModuleHost {
@@ -238,11 +153,11 @@ export class ModuleHost {
     // Known before a host is chosen: a host started meanwhile for another call covers this one too.
     this.#specs.set(spec.key, spec);
     const generation = await this.#generationFor(spec);
-    clearTimeout(generation.idleTimer);
+    generation.cancelIdle();
     const id = this.#nextCall++;
     const { promise, resolve, reject } = Promise.withResolvers<CallResult>();
-    const timer = setTimeout(() => this.#deadline(id), deadlineMs);
-    this.#calls.set(id, { spec, kind, input, resolve, reject, timer, generation, retried: false });
+    const cancel = this.#o.clock.after(deadlineMs, () => this.#deadline(id));
+    this.#calls.set(id, { spec, kind, input, resolve, reject, cancel, generation, retried: false });
     this.#specs.set(spec.key, spec);
     generation.inFlight++;
     generation.workers.add(spec.key);
@@ -312,7 +227,10 @@ export class ModuleHost {
     const number = ++this.#count;
     const { promise, resolve, reject } = Promise.withResolvers<void>();
     promise.catch(() => {});
-    const generation = new Generation(number, grant, promise, this.#o.onHostPhase);
+    const generation = new Generation(number, grant, promise, {
+      log: this.#o.log,
+      trace: this.#o.onHostPhase,
+    });
     if (quarantine === undefined) this.#current = generation;
     else {
       // Never current, and killed as soon as its calls are done.
@@ -334,37 +252,14 @@ export class ModuleHost {
     const listener = Deno.listen({ transport: "unix", path: socket });
     try {
       const grant = generation.grant;
-      // The host reads the worker bootstrap to start a worker (the check is the host's, not the worker's).
-      // The SDK (`@dock/plugin`, by the import map) is read with the host's permission (plugins/sdk_map.ts).
-      const importMap = await writeSdkImportMap(this.#o.dir);
-      const read = unionList([
-        ...grant.read,
-        ...(this.#o.baseRead?.() ?? []),
+      const args = hostArgs({
+        grant,
+        baseRead: this.#o.baseRead?.() ?? [],
         socket,
-        WORKER_MAIN.pathname,
-        SDK_DIR,
-        importMap,
-      ]);
-      const flag = (name: string, values: string[]) =>
-        values.length ? [`--allow-${name}=${values.join(",")}`] : [];
-      const args = [
-        "run",
-        "--no-prompt",
-        "--no-config",
-        "--no-lock",
-        "--no-remote",
-        "--no-npm",
-        "--unstable-worker-options",
-        `--v8-flags=--max-old-space-size=${this.#o.memoryMb ?? 128}`,
-        `--import-map=${importMap}`,
-        ...flag("read", read),
-        ...flag("write", unionList([...grant.write, socket])),
-        // Deno asks for net access to a unix socket too (`unix:<path>`).
-        ...flag("net", unionList([...grant.net, `unix:${socket}`])),
-        ...flag("env", grant.env),
-        HOST_MAIN.pathname,
-        socket,
-      ];
+        importMap: await writeSdkImportMap(this.#o.dir),
+        sdkDir: SDK_DIR,
+        memoryMb: this.#o.memoryMb ?? 128,
+      });
       const env: Record<string, string> = { ...(this.#o.env?.(grant.env) ?? {}), NO_COLOR: "1" };
       for (const name of ["HOME", "DENO_DIR", "XDG_CACHE_HOME"]) {
         const value = Deno.env.get(name);
@@ -412,13 +307,10 @@ export class ModuleHost {
   #watch(generation: Generation, pid: number): void {
     if (Deno.build.os !== "linux") return;
     const limit = (this.#o.rssLimitMb ?? 1024) * 1024;
-    generation.memoryTimer = setInterval(() => {
-      let kb = 0;
-      try {
-        kb = Number(/VmRSS:\s+(\d+)/.exec(Deno.readTextFileSync(`/proc/${pid}/status`))?.[1] ?? 0);
-      } catch {
-        return; // gone: its exit is handled where it is awaited
-      }
+    const clock = this.#o.clock;
+    generation.cancelWatch = every(clock, 500, () => {
+      const kb = residentKb(pid);
+      if (kb === null) return; // gone: its exit is handled where it is awaited
       if (kb > limit) {
         this.#o.onHostOutput?.(
           `the plugin host used ${Math.round(kb / 1024)} MB, over its ${limit / 1024} MB: killed`,
@@ -432,15 +324,15 @@ export class ModuleHost {
         generation.excessSince = undefined;
         return;
       }
-      generation.excessSince ??= performance.now();
-      if (performance.now() - generation.excessSince > ORPHAN_GRACE_MS) {
+      generation.excessSince ??= clock.now();
+      if (clock.now() - generation.excessSince > ORPHAN_GRACE_MS) {
         this.#o.onHostOutput?.(
           `the plugin host runs ${threads} worker threads for ${generation.workers.size} workers ` +
             `(a nested Worker left running?): recycled`,
         );
         this.#retire(generation);
       }
-    }, 500);
+    });
   }
 
   /**
@@ -540,7 +432,7 @@ export class ModuleHost {
   }
 
   #finish(id: number, call: PendingCall): void {
-    clearTimeout(call.timer);
+    call.cancel();
     this.#calls.delete(id);
     call.generation.inFlight--;
     if (call.generation.retired && call.generation.inFlight <= 0) {
@@ -577,9 +469,9 @@ export class ModuleHost {
     generation.frames?.send({ t: "cancel", id, key: call.spec.key });
     // A host that does not even answer the cancel is itself stuck.
     const { key } = call.spec;
-    setTimeout(() => {
+    this.#o.clock.after(CANCEL_ANSWER_MS, () => {
       if (!generation.ended && generation.workers.has(key)) this.#retire(generation);
-    }, 1000);
+    });
   }
 
   /** New calls go elsewhere; the host is killed once its calls in flight are done. */
@@ -611,8 +503,8 @@ export class ModuleHost {
     if (generation.ended) return;
     const wasRetired = generation.retired;
     generation.move("end");
-    clearTimeout(generation.idleTimer);
-    clearInterval(generation.memoryTimer);
+    generation.cancelIdle();
+    generation.cancelWatch();
     generation.frames?.close();
     this.#generations.delete(generation);
     if (this.#current === generation) this.#current = null;
@@ -691,48 +583,10 @@ export class ModuleHost {
         this.#kill(generation, "idle");
         continue;
       }
-      clearTimeout(generation.idleTimer);
-      generation.idleTimer = setTimeout(() => {
+      generation.cancelIdle();
+      generation.cancelIdle = this.#o.clock.after(this.#o.idleMs ?? 60_000, () => {
         if (generation.workers.size === 0 && generation.inFlight <= 0) this.#kill(generation, "idle");
-      }, this.#o.idleMs ?? 60_000);
+      });
     }
   }
-}
-
-/** The Web Worker threads of a process (`worker-<n>`, as Deno names them), nested ones included. */
-function workerThreads(pid: number): number {
-  let count = 0;
-  try {
-    for (const task of Deno.readDirSync(`/proc/${pid}/task`)) {
-      try {
-        if (Deno.readTextFileSync(`/proc/${pid}/task/${task.name}/comm`).startsWith("worker-")) count++;
-      } catch {
-        // the thread ended meanwhile
-      }
-    }
-  } catch {
-    return 0; // gone
-  }
-  return count;
-}
-
-function unionList(values: string[]): string[] {
-  return [...new Set(values)].sort();
-}
-
-function stripAnsi(text: string): string {
-  // deno-lint-ignore no-control-regex
-  return text.replace(/\x1b\[[0-9;]*m/g, "");
-}
-
-/** A {@linkcode CallError} as the API answers it. */
-export function callErrorToDock(error: unknown, what: string): DockError {
-  if (error instanceof CallError) {
-    if (error.failure === "timeout") {
-      return new DockError("plugin_timeout", `${what} did not answer before its deadline`, { status: 504 });
-    }
-    return new DockError("plugin_failed", `${what} failed: ${error.message}`, { status: 502 });
-  }
-  if (error instanceof DockError) return error;
-  return new DockError("plugin_failed", `${what} failed: ${(error as Error).message}`, { status: 502 });
 }

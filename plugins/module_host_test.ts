@@ -1,8 +1,14 @@
 import { assert, assertEquals, assertRejects } from "../tests/assert.ts";
+import { SYSTEM_CLOCK } from "../core/clock.ts";
+import { MemoryLog } from "../core/log.ts";
 import { join } from "node:path";
-import { CallError, covers, ModuleHost, unionGrant } from "./module_host.ts";
+import { CallError } from "./call_error.ts";
+import { covers, unionGrant, workerThreads } from "./host_generation.ts";
+import { CANCEL_ANSWER_MS, ModuleHost, ORPHAN_GRACE_MS } from "./module_host.ts";
+import { FakeClock } from "../tests/fake_clock.ts";
 import type { WorkerGrant, WorkerSpec } from "./protocol.ts";
 
+const HOUR = 3_600_000;
 const NONE: WorkerGrant = { read: [], write: [], net: [], env: [] };
 
 async function fixture(files: Record<string, string>): Promise<string> {
@@ -22,6 +28,8 @@ function spec(dir: string, module: string, grant: Partial<WorkerGrant> = {}): Wo
 
 function host(dir: string, requests: string[] = []): ModuleHost {
   return new ModuleHost({
+    clock: SYSTEM_CLOCK,
+    log: new MemoryLog(),
     dir: join(dir, ".host"),
     onRequest: (_spec, op, args) => {
       requests.push(`${op} ${JSON.stringify(args)}`);
@@ -125,24 +133,54 @@ Deno.test("a worker gets only its grant: every escape is refused", async () => {
   }
 });
 
-Deno.test("a synchronous loop is stopped at its deadline by ending its host; other modules go on", async () => {
+Deno.test("a synchronous loop is stopped at its deadline (on the host's clock) by ending its host; other modules go on", async () => {
   const dir = await fixture({
-    "spin.ts": `export default { event() { while (true) {} } };`,
+    // It says it is running (a kv write) before it spins, so the test moves the clock only then.
+    "spin.ts":
+      `export default { async event(ev, ctx) { await ctx.kv.set("spinning", true); while (true) {} } };`,
     "ok.ts": `export default { event() {} };`,
   });
-  const modules = host(dir);
+  const clock = new FakeClock(0);
+  const spinning = Promise.withResolvers<void>();
+  const ended = Promise.withResolvers<number>();
+  const modules = new ModuleHost({
+    clock,
+    log: new MemoryLog(),
+    dir: join(dir, ".host"),
+    onRequest: (_spec, op) => {
+      if (op === "kv.set") spinning.resolve();
+      return Promise.resolve(null);
+    },
+    onHostPhase: ({ generation, to }) => to === "ended" && ended.resolve(generation),
+  });
   try {
     await modules.call(spec(dir, "ok.ts"), "event", {}, 10_000);
     const before = modules.stats();
-    const spinning = modules.call(spec(dir, "spin.ts"), "event", {}, 300);
-    const error = await assertRejects(() => spinning, CallError) as CallError;
+    let settled = false;
+    // An hour: only the host's clock can bring it within the test.
+    const call = modules.call(spec(dir, "spin.ts"), "event", {}, HOUR);
+    call.catch(() => {}).finally(() => settled = true);
+    await spinning.promise;
+    // Stuck in synchronous code, it is not failed before its deadline, however long the host takes.
+    clock.advance(HOUR - 1);
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    assertEquals(settled, false, "failed before its deadline");
+    clock.advance(1);
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    assertEquals(settled, true, "failed at its deadline on the host's clock");
+    const error = await assertRejects(() => call, CallError) as CallError;
     assertEquals(error.failure, "timeout");
     // Another module is answered meanwhile.
     assertEquals((await modules.call(spec(dir, "ok.ts"), "event", {}, 10_000)).value, null);
-    // The host that ran the loop is ended (terminate() cannot stop it), and the next call goes to a new one.
+    // The host did not stop the worker (terminate() cannot): past CANCEL_ANSWER_MS it is retired, and
+    // with nothing else in flight, ended.
+    clock.advance(CANCEL_ANSWER_MS);
+    assertEquals(await ended.promise, before.generations);
     const oldPid = before.pid!;
+    // A killed process gives no event: a short plain wait for the kernel to reap it.
     for (let i = 0; i < 200 && alive(oldPid); i++) await new Promise((r) => setTimeout(r, 25));
     assert(!alive(oldPid), `host ${oldPid} still runs`);
+    // The next call goes to a new host.
     assertEquals((await modules.call(spec(dir, "ok.ts"), "event", {}, 10_000)).value, null);
     const after = modules.stats();
     assert(after.generations > before.generations, "a new host was started");
@@ -161,6 +199,8 @@ Deno.test("a memory bomb ends at the heap cap; a module that throws on load fail
     "ok.ts": `export default { event() {} };`,
   });
   const modules = new ModuleHost({
+    clock: SYSTEM_CLOCK,
+    log: new MemoryLog(),
     dir: join(dir, ".host"),
     memoryMb: 64,
     onRequest: () => Promise.resolve(null),
@@ -192,6 +232,8 @@ Deno.test("memory outside the heap (ArrayBuffers) ends the host at its resident 
     "ok.ts": `export default { event() {} };`,
   });
   const modules = new ModuleHost({
+    clock: SYSTEM_CLOCK,
+    log: new MemoryLog(),
     dir: join(dir, ".host"),
     rssLimitMb: 400,
     onRequest: () => Promise.resolve(null),
@@ -235,6 +277,8 @@ Deno.test("a crash with several workers' calls in flight: each runs again in a h
   });
   let bombing = false;
   const modules = new ModuleHost({
+    clock: SYSTEM_CLOCK,
+    log: new MemoryLog(),
     dir: join(dir, ".host"),
     memoryMb: 64,
     onRequest: (_spec, op) => {
@@ -262,7 +306,7 @@ Deno.test("a crash with several workers' calls in flight: each runs again in a h
   }
 });
 
-Deno.test("a host whose worker threads outnumber its workers (a nested Worker spinning) is recycled", async () => {
+Deno.test("a host whose worker threads outnumber its workers (a nested Worker spinning) is recycled after its grace, on its clock", async () => {
   const dir = await fixture({
     "spin.js": `while (true) {}`,
     "nest.ts": `export default { async event() {
@@ -272,16 +316,32 @@ Deno.test("a host whose worker threads outnumber its workers (a nested Worker sp
     } };`,
   });
   const lines: string[] = [];
+  const clock = new FakeClock(0);
+  let recycled = false;
   const modules = new ModuleHost({
+    clock,
+    log: new MemoryLog(),
     dir: join(dir, ".host"),
     onRequest: () => Promise.resolve(null),
     onHostOutput: (line) => lines.push(line),
+    onHostPhase: ({ to }) => recycled ||= to === "ended",
   });
   try {
     const s = spec(dir, "nest.ts");
     await modules.call(s, "event", {}, 10_000);
     const pid = modules.stats().pid!;
     modules.stop(s.key);
+    // The nested thread starts in the host on its own: /proc gives no event, so a plain bounded wait.
+    for (let i = 0; i < 400 && workerThreads(pid) < 1; i++) await new Promise((r) => setTimeout(r, 25));
+    assert(workerThreads(pid) >= 1, "the nested Worker's thread runs");
+    // The watch reads /proc every 500 ms of its clock: within the grace the host is kept.
+    for (let ms = 0; ms < ORPHAN_GRACE_MS; ms += 500) clock.advance(500);
+    assertEquals(recycled, false, "recycled before its grace");
+    // Past it (from the first tick that saw the thread), at the next tick: retired, and with no call
+    // in flight, ended.
+    clock.advance(1000);
+    assertEquals(recycled, true, "recycled past its grace, on the host's clock");
+    assert(lines.some((line) => line.includes("a nested Worker left running")), lines.join("\n"));
     const gone = () => {
       try {
         return Deno.readTextFileSync(`/proc/${pid}/status`).includes("State:\tZ");
@@ -289,10 +349,9 @@ Deno.test("a host whose worker threads outnumber its workers (a nested Worker sp
         return true;
       }
     };
-    const deadline = Date.now() + 20_000;
-    while (!gone() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
+    // A killed process gives no event: a short plain wait for the kernel to reap it.
+    for (let i = 0; i < 200 && !gone(); i++) await new Promise((r) => setTimeout(r, 25));
     assert(gone(), "the host with the spinning thread is gone");
-    assert(lines.some((line) => line.includes("a nested Worker left running")), lines.join("\n"));
   } finally {
     modules.close();
     await Deno.remove(dir, { recursive: true });

@@ -25,7 +25,9 @@ import { isGate } from "../core/hooks.ts";
 import { effectiveConfig } from "./plugin_config.ts";
 import { removePluginFolder, writePluginFiles } from "./install.ts";
 import { describePermissions } from "../client/plugin.ts";
+import { type Clock, every } from "../core/clock.ts";
 import type { EventBus } from "../core/events.ts";
+import { errorText, type Log } from "../core/log.ts";
 import type { ExtraHook, HookExecutor } from "../core/hooks.ts";
 import { shellExecutor } from "../core/hooks.ts";
 import type { ModuleHostStats } from "./module_host.ts";
@@ -48,6 +50,10 @@ export interface PluginsOptions {
   /** Which API `ctx.api` reaches. */
   side: ApiSide;
   bus: EventBus;
+  /** What deadlines, idle stops and the folders' scan run on (the composition root's). */
+  clock: Clock;
+  /** The process's own log (what no plugin's log owns). */
+  log: Log;
   /** V8 heap cap per worker and host, MB. @default {128} */
   memoryMb?: number;
   /** Resident memory at which the host process is killed, MB. @default {1024} */
@@ -77,7 +83,7 @@ export class Plugins {
   #registry: PluginRegistry;
   #supervisor: PluginSupervisor;
   #context: PluginContext;
-  #timer?: ReturnType<typeof setInterval>;
+  #stopScan = () => {};
   #unsubscribe?: () => void;
 
   constructor(options: PluginsOptions) {
@@ -87,6 +93,7 @@ export class Plugins {
       state: options.state,
       where: options.where,
       bus: options.bus,
+      log: options.log,
       resolveSecret: options.resolveSecret,
       dataQuotaBytes: options.dataQuotaMb === undefined ? undefined : options.dataQuotaMb * 1024 * 1024,
       onReload: (plugin) => this.#supervisor.stopWorkers(plugin),
@@ -98,6 +105,8 @@ export class Plugins {
       bus: options.bus,
       where: options.where,
       dir: join(options.state, "plugin-host"),
+      clock: options.clock,
+      log: options.log,
       onRequest: (spec, op, args) => this.#context.answer(spec, op, args),
       memoryMb: options.memoryMb,
       rssLimitMb: options.rssLimitMb,
@@ -114,15 +123,14 @@ export class Plugins {
     await this.#registry.load();
     await this.scan();
     this.#unsubscribe = this.#o.bus.subscribe((event) => this.#supervisor.onEvent(event));
-    this.#timer = setInterval(
-      () => this.scan().catch((e) => console.error("plugins:", e)),
-      this.#o.scanMs ?? 500,
-    );
+    this.#stopScan = every(this.#o.clock, this.#o.scanMs ?? 500, () => {
+      this.scan().catch((error) => this.#o.log.error(`plugins: ${errorText(error)}`));
+    });
   }
 
   /** Stops following events and kills the host (calls in flight fail). */
   close(): void {
-    clearInterval(this.#timer);
+    this.#stopScan();
     this.#unsubscribe?.();
     this.#supervisor.close();
   }

@@ -12,6 +12,7 @@ import { DockError } from "../client/errors.ts";
 import { describePermissions } from "../client/plugin.ts";
 import { consentOf } from "./consent.ts";
 import type { EventBus } from "../core/events.ts";
+import { errorText, type Log } from "../core/log.ts";
 import { readTextOrNull, writeAtomic } from "../core/files.ts";
 import { ConfigError } from "../core/user_files.ts";
 import {
@@ -106,7 +107,8 @@ export class Plugin {
   /** Events waiting in the queue's batches. */
   queuedEvents = 0;
   apiInFlight = 0;
-  readonly idle = new Map<string, ReturnType<typeof setTimeout>>();
+  /** What cancels each warm worker's idle stop, by worker key. */
+  readonly idle = new Map<string, () => void>();
   /** Keys of the workers it has started (running or warm). */
   readonly workers = new Set<string>();
   /** Calls in flight, by worker key (a worker is never stopped as idle while one runs). */
@@ -114,12 +116,12 @@ export class Plugin {
   readonly log: PluginLog;
   readonly kv: PluginKv;
 
-  constructor(id: string, dir: string, logs: string, data: string) {
+  constructor(id: string, dir: string, logs: string, data: string, processLog: Log) {
     this.id = id;
     this.dir = dir;
     this.data = data;
-    this.log = new PluginLog(logs, id);
-    this.kv = new PluginKv(data);
+    this.log = new PluginLog(logs, id, processLog);
+    this.kv = new PluginKv(data, processLog);
   }
 }
 
@@ -136,6 +138,8 @@ export interface RegistryOptions {
   /** `laptop`, or the box's name (`PluginInfo.where`). */
   where: string;
   bus: EventBus;
+  /** The process's own log (a grants file that does not parse; a plugin's log or store that fails). */
+  log: Log;
   /** Resolves a secret reference (a box's vaults); `env://NAME` from the process's environment by default. */
   resolveSecret?: (reference: string) => Promise<string | undefined>;
   /** dock's version, which `engines.dock` is checked against. @default {VERSION} */
@@ -175,8 +179,8 @@ export class PluginRegistry {
     try {
       if (text) this.#enabled = { enabled: JSON.parse(text).enabled ?? {} };
     } catch (error) {
-      console.error(
-        `plugins: ${this.#enabledPath} does not parse (${(error as Error).message}); all plugins off`,
+      this.#o.log.error(
+        `plugins: ${this.#enabledPath} does not parse (${errorText(error)}); all plugins off`,
       );
     }
   }
@@ -241,7 +245,8 @@ export class PluginRegistry {
       let plugin = this.#plugins.get(entry.name);
       if (plugin && plugin.signature === signature) continue;
       // Read first, then put in place: a listing meanwhile sees the old state or the new, never half.
-      const fresh = plugin ?? new Plugin(entry.name, dir, this.logs, join(this.dataRoot, entry.name));
+      const fresh = plugin ??
+        new Plugin(entry.name, dir, this.logs, join(this.dataRoot, entry.name), this.#o.log);
       const loaded = await this.#load(fresh);
       plugin = this.#plugins.get(entry.name) ?? fresh;
       this.#plugins.set(entry.name, plugin);

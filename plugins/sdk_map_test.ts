@@ -1,4 +1,6 @@
 import { assertEquals, assertStringIncludes } from "../tests/assert.ts";
+import { SYSTEM_CLOCK } from "../core/clock.ts";
+import { MemoryLog } from "../core/log.ts";
 import { join } from "../core/posix_path.ts";
 import { ModuleHost } from "./module_host.ts";
 import { SDK_DIR, sdkImportMap } from "./sdk_map.ts";
@@ -28,7 +30,12 @@ export default definePlugin({
 });
 `,
   );
-  const modules = new ModuleHost({ dir: join(dir, ".host"), onRequest: () => Promise.resolve(null) });
+  const modules = new ModuleHost({
+    clock: SYSTEM_CLOCK,
+    log: new MemoryLog(),
+    dir: join(dir, ".host"),
+    onRequest: () => Promise.resolve(null),
+  });
   const spec = {
     key: `${dir}/main.ts`,
     module: join(dir, "main.ts"),

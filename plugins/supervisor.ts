@@ -11,10 +11,11 @@
  *
  * @module
  */
-import { dirname, join, relative } from "../core/posix_path.ts";
 import type { DockEvent, HookConfig } from "../client/wire.ts";
 import { DockError } from "../client/errors.ts";
+import type { Clock } from "../core/clock.ts";
 import type { EventBus } from "../core/events.ts";
+import type { Log } from "../core/log.ts";
 import {
   type ExtraHook,
   type HookExecutor,
@@ -24,26 +25,18 @@ import {
   isGate,
   shellExecutor,
 } from "../core/hooks.ts";
-import {
-  CallError,
-  callErrorToDock,
-  type CallResult,
-  ModuleHost,
-  type ModuleHostStats,
-} from "./module_host.ts";
+import { CallError, callErrorToDock, type CallResult } from "./call_error.ts";
+import { ModuleHost, type ModuleHostStats } from "./module_host.ts";
 import {
   type CallKind,
   type ContextOp,
   type EventsOutput,
   type FetchOutput,
-  fromBase64,
   handlerOf,
-  toBase64,
   type WorkerSpec,
 } from "./protocol.ts";
-import { inside } from "./folder_check.ts";
+import { answeredHook, failedHook, fetchInput, fetchResponse, fileModuleSpec } from "./module_io.ts";
 import { type Job, modulesOf, type Plugin, type PluginRegistry, workerKey } from "./registry.ts";
-import { readBounded } from "./context.ts";
 
 /** Failures in a row that make a plugin `failed`. */
 export const FAILURES_TO_FAIL = 5;
@@ -78,6 +71,10 @@ export interface SupervisorOptions {
   where: string;
   /** The host's private folder (its socket). */
   dir: string;
+  /** What calls' deadlines and workers' idle stops run on. */
+  clock: Clock;
+  /** The process's own log: output of a hook file's module, or of the host, that no plugin owns. */
+  log: Log;
   /** What a worker asks of dock (its `ctx`). */
   onRequest(spec: WorkerSpec, op: ContextOp, args: unknown[]): Promise<unknown>;
   /** V8 heap cap per worker and host, MB. @default {128} */
@@ -111,10 +108,6 @@ export interface StepRun {
   timeoutMs: number;
 }
 
-/** Headers a plugin's `fetch` never sees: the caller's credentials are dock's, not the plugin's. */
-const PRIVATE_HEADERS = new Set(["authorization", "cookie", "proxy-authorization", "x-dock-token"]);
-const HOP_HEADERS = new Set(["connection", "keep-alive", "transfer-encoding", "upgrade", "content-length"]);
-
 /** Runs plugins' calls in the module host, within their limits. */
 export class PluginSupervisor {
   #o: SupervisorOptions;
@@ -129,6 +122,8 @@ export class PluginSupervisor {
     const registry = options.registry;
     this.#host = new ModuleHost({
       dir: options.dir,
+      clock: options.clock,
+      log: options.log,
       memoryMb: options.memoryMb,
       rssLimitMb: options.rssLimitMb,
       idleMs: options.hostIdleMs ?? options.idleMs ?? HOST_IDLE_MS,
@@ -143,19 +138,19 @@ export class PluginSupervisor {
       onLog: (spec, level, text) => {
         const plugin = registry.pluginOf(spec);
         if (plugin) plugin.log.write(level, text);
-        else console.error(`${spec.label}: ${text}`); // a hook file's module: the process's own log
+        else options.log.info(`${spec.label}: ${text}`); // a hook file's module: the process's own log
       },
       onHostOutput: (line, spec) => {
         // Written past its console (straight to the process's stdout): into its log when it can only be
         // its; the process's own log otherwise (bounded by the host's output budget either way).
         const plugin = spec && registry.pluginOf(spec);
         if (plugin) plugin.log.write("info", `output: ${line}`);
-        else console.error(`plugin host: ${line}`);
+        else options.log.info(`plugin host: ${line}`);
       },
       onWorkerStopped: (spec, error) => {
         const plugin = registry.pluginOf(spec);
         if (!plugin) return;
-        clearTimeout(plugin.idle.get(spec.key));
+        plugin.idle.get(spec.key)?.();
         plugin.idle.delete(spec.key);
         plugin.workers.delete(spec.key);
         if (error) plugin.log.write("error", `worker ended: ${error}`);
@@ -177,7 +172,7 @@ export class PluginSupervisor {
   close(): void {
     this.#closed = true;
     for (const plugin of this.#o.registry.all()) {
-      for (const timer of plugin.idle.values()) clearTimeout(timer);
+      for (const cancel of plugin.idle.values()) cancel();
       plugin.log.close();
       plugin.queuedEvents = 0;
       for (const job of plugin.queue.splice(0)) {
@@ -200,7 +195,7 @@ export class PluginSupervisor {
   stopWorkers(plugin: Plugin): void {
     plugin.context = undefined;
     this.#modulePaths.delete(plugin);
-    for (const timer of plugin.idle.values()) clearTimeout(timer);
+    for (const cancel of plugin.idle.values()) cancel();
     plugin.idle.clear();
     for (const key of plugin.workers) this.#host.stop(key);
     plugin.workers.clear();
@@ -295,7 +290,7 @@ export class PluginSupervisor {
     plugin.counters.calls += count;
     plugin.workers.add(spec.key);
     plugin.busy.set(spec.key, (plugin.busy.get(spec.key) ?? 0) + 1);
-    clearTimeout(plugin.idle.get(spec.key));
+    plugin.idle.get(spec.key)?.();
     let result: CallResult;
     try {
       result = await this.#host.call(spec, job.kind, job.input, job.deadlineMs);
@@ -360,13 +355,16 @@ export class PluginSupervisor {
   }
 
   #keepWarm(plugin: Plugin, key: string): void {
-    clearTimeout(plugin.idle.get(key));
+    plugin.idle.get(key)?.();
     if (this.#closed) return;
-    const timer = setTimeout(() => {
-      plugin.idle.delete(key);
-      this.#host.stop(key);
-    }, Math.min(this.#o.idleMs ?? WORK_AFTER_RESPONSE_MS, WORK_AFTER_RESPONSE_MS));
-    plugin.idle.set(key, timer);
+    const cancel = this.#o.clock.after(
+      Math.min(this.#o.idleMs ?? WORK_AFTER_RESPONSE_MS, WORK_AFTER_RESPONSE_MS),
+      () => {
+        plugin.idle.delete(key);
+        this.#host.stop(key);
+      },
+    );
+    plugin.idle.set(key, cancel);
   }
 
   async #spec(plugin: Plugin, module: string): Promise<WorkerSpec> {
@@ -479,32 +477,11 @@ export class PluginSupervisor {
   async #gate(plugin: Plugin, hook: HookConfig, input: string): Promise<HookResult> {
     const started = performance.now();
     try {
-      const answer = await this.#call(
-        plugin,
-        hook.module!,
-        "gate",
-        JSON.parse(input),
-        hookTimeoutMs(hook),
-      ) as {
-        allow?: boolean;
-        reason?: string;
-      };
-      const allow = answer?.allow !== false;
-      return {
-        code: allow ? 0 : 1,
-        timedOut: false,
-        durationMs: performance.now() - started,
-        stderr: allow ? "" : (answer.reason || `refused by plugin '${plugin.id}'`),
-      };
+      const answer = await this.#call(plugin, hook.module!, "gate", JSON.parse(input), hookTimeoutMs(hook));
+      return answeredHook(answer, true, started, `plugin '${plugin.id}'`);
     } catch (error) {
       // A gate that cannot answer refuses: a broken guard must not let everything through.
-      const timedOut = error instanceof CallError && error.failure === "timeout";
-      return {
-        code: timedOut ? null : 1,
-        timedOut,
-        durationMs: performance.now() - started,
-        stderr: `plugin '${plugin.id}' could not answer its gate: ${(error as Error).message}`,
-      };
+      return failedHook(error, started, `plugin '${plugin.id}' could not answer its gate`);
     }
   }
 
@@ -540,23 +517,10 @@ export class PluginSupervisor {
         hookTimeoutMs(hook),
       );
       this.#host.stop(spec.key); // a hook file's module is not kept warm: files change under it
-      const answer = value as { allow?: boolean; reason?: string } | null;
-      const refused = gate && answer?.allow === false;
-      return {
-        code: refused ? 1 : 0,
-        timedOut: false,
-        durationMs: performance.now() - started,
-        stderr: refused ? answer?.reason || `refused by ${hook.module}` : "",
-      };
+      return answeredHook(value, gate, started, hook.module!);
     } catch (error) {
       this.#host.stop(spec.key);
-      const timedOut = error instanceof CallError && error.failure === "timeout";
-      return {
-        code: timedOut ? null : 1,
-        timedOut,
-        durationMs: performance.now() - started,
-        stderr: `${hook.module}: ${(error as Error).message}`,
-      };
+      return failedHook(error, started, hook.module!);
     }
   }
 
@@ -588,58 +552,19 @@ export class PluginSupervisor {
     if (!plugin.manifest?.main) {
       throw new DockError("not_found", `plugin '${id}' has no main module`, { status: 404 });
     }
-    const body = request.method === "GET" || request.method === "HEAD"
-      ? undefined
-      : await readBounded(request);
-    const url = new URL(request.url);
-    const headers = [...request.headers].filter(([name]) => !PRIVATE_HEADERS.has(name.toLowerCase()));
     let answer: FetchOutput;
     try {
-      answer = await this.#call(plugin, plugin.manifest.main, "fetch", {
-        method: request.method,
-        url: `http://${id}.plugin${subpath}${url.search}`,
-        headers,
-        ...(body ? { body: toBase64(body) } : {}),
-      }, FETCH_TIMEOUT_MS) as FetchOutput;
+      const input = await fetchInput(id, subpath, request);
+      answer = await this.#call(
+        plugin,
+        plugin.manifest.main,
+        "fetch",
+        input,
+        FETCH_TIMEOUT_MS,
+      ) as FetchOutput;
     } catch (error) {
       throw callErrorToDock(error, `plugin '${id}'`);
     }
-    const status = Number.isInteger(answer?.status) && answer.status >= 200 && answer.status <= 599
-      ? answer.status
-      : 502;
-    const responseHeaders = new Headers();
-    for (const [name, value] of Array.isArray(answer?.headers) ? answer.headers : []) {
-      try {
-        if (!HOP_HEADERS.has(String(name).toLowerCase())) responseHeaders.append(String(name), String(value));
-      } catch {
-        // a header the plugin got wrong is left out
-      }
-    }
-    const bytes = typeof answer?.body === "string" ? fromBase64(answer.body) : new Uint8Array();
-    const noBody = status === 204 || status === 304 || request.method === "HEAD";
-    return new Response(noBody ? null : bytes, { status, headers: responseHeaders });
+    return fetchResponse(answer, request);
   }
-}
-
-/**
- * The worker of a module named by a file outside any plugin (a hook file, a flow step): found relative to
- * `base`, never outside `root`, granted read of its own folder and of `cwd`, nothing else.
- */
-async function fileModuleSpec(
-  where: { module: string; base: string; root: string; cwd?: string },
-  kind: "hook" | "step",
-): Promise<WorkerSpec> {
-  const path = await Deno.realPath(join(where.base, where.module)).catch(() => null);
-  const realRoot = await Deno.realPath(where.root).catch(() => where.root);
-  if (!path || !inside(path, realRoot)) {
-    throw new Error(`module ${where.module}: ${path ? "leads outside " + realRoot : "does not exist"}`);
-  }
-  const cwd = where.cwd ? await Deno.realPath(where.cwd).catch(() => where.cwd!) : undefined;
-  const read = [dirname(path), ...(cwd ? [cwd] : [])];
-  return {
-    key: `${kind}:${path}:${read.join(":")}`,
-    module: path,
-    grant: { read, write: [], net: [], env: [] },
-    label: `${kind}:${relative(realRoot, path)}`,
-  };
 }

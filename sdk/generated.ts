@@ -6,6 +6,7 @@
  * @module
  */
 import type {
+  AgentStatus,
   BoxInfo,
   Branch,
   Check,
@@ -677,13 +678,19 @@ export const LAPTOP_ROUTES: readonly ApiRoute[] = [
 
 // The wire's records, but where this module names its own typed version (`DockEvent`, `GateAction`).
 export type {
+  AddSshProgress,
+  AddSshRequest,
   AgentPreset,
+  AgentProcess,
   AgentReport,
   AgentReportType,
   AgentState,
+  AgentStatus,
   AnswerResult,
   BoxAddLocal,
   BoxInfo,
+  BoxProgress,
+  BoxStatus,
   Branch,
   BroadcastRequest,
   BroadcastResult,
@@ -694,7 +701,11 @@ export type {
   ConfigProblem,
   DiffFile,
   DiffPatch,
+  DiscoveredMachine,
   DockConfig,
+  EditorInfo,
+  EditorOpen,
+  EditorOpened,
   EnvFile,
   EventAnnounce,
   ExecRequest,
@@ -709,6 +720,7 @@ export type {
   FlowsState,
   FlowStepRun,
   FlowTestRequest,
+  ForgottenBox,
   ForwardCreate,
   FsEntry,
   FsListing,
@@ -723,7 +735,14 @@ export type {
   KeyName,
   KeysResult,
   Kit,
+  KitAddRequest,
+  KitInstallation,
+  KitPreview,
+  KitSaveRequest,
   KitsOnBox,
+  KitSummary,
+  KitTarget,
+  KitUpdate,
   Laptop,
   Location,
   LocationClone,
@@ -732,6 +751,9 @@ export type {
   LocationCreate,
   LocationNew,
   LocationScripts,
+  NetworkInfo,
+  NetworkPeer,
+  Networks,
   PairCode,
   PairCodeRequest,
   PairRedeem,
@@ -795,6 +817,8 @@ export type {
   SkillsResult,
   SkillState,
   SkillTarget,
+  SshConfigState,
+  SshHost,
   StateChange,
   Stats,
   StreamLine,
@@ -803,6 +827,8 @@ export type {
   SyncResult,
   TaskRequest,
   TaskResult,
+  TaskTemplate,
+  TemplateVariable,
   Unit,
   UnitCreate,
   UpgradeStarted,
@@ -883,5 +909,5 @@ export type LaptopAnswer<M extends string, P extends string> = M extends never ?
   : [M, P] extends ["DELETE", `queue/${string}`] ? QueueItem
   : [M, P] extends ["GET", "queue"] ? QueueItem[]
   : [M, P] extends ["POST", "queue"] ? QueueItem
-  : [M, P] extends ["GET", "status"] ? unknown
+  : [M, P] extends ["GET", "status"] ? AgentStatus
   : unknown;

@@ -3,7 +3,8 @@
  */
 import { join } from "node:path";
 import { assertEquals, assertStringIncludes } from "./assert.ts";
-import { makeDirs, startAgent, waitForEvent } from "./harness.ts";
+import { makeDirs, startAgent } from "./harness.ts";
+import { untilEvent } from "./wait.ts";
 import { AgentClient } from "../client/agent.ts";
 
 Deno.test("app documents, templates and themes", async () => {
@@ -25,7 +26,7 @@ Deno.test("app documents, templates and themes", async () => {
   assertEquals(put.status, 200);
   await put.body?.cancel();
   assertEquals((await get("/v1/app/layout")).body, { panes: [1, 2], theme: "dark" });
-  const changed = await waitForEvent(client, (e) => e.type === "app.changed", { after: start });
+  const changed = await untilEvent(client, (e) => e.type === "app.changed", { after: start });
   assertEquals(changed.data, { key: "layout" });
   const tooBig = await fetch(`${agent.url}/v1/app/big`, {
     method: "PUT",

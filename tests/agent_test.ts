@@ -12,7 +12,8 @@ import { exists } from "../core/files.ts";
 import { clientPaths } from "../core/paths.ts";
 import { DockError } from "../client/errors.ts";
 import type { DockEvent } from "../client/wire.ts";
-import { eventually, makeDirs, makeRepo, startAgent, startBox } from "./harness.ts";
+import { makeDirs, makeRepo, startAgent, startBox } from "./harness.ts";
+import { until } from "./wait.ts";
 
 /** Every route of the agent's API (the relay's with two methods), as registered: `:params` and `*` filled in below. */
 const ROUTES: [string, string][] = [
@@ -294,7 +295,7 @@ Deno.test("the relay reaches the local box, streams answers, and says 503 or 502
     const pending = local.exec({ location: "app", command: `touch ${running}; sleep 5` }).catch((error) =>
       error
     );
-    await eventually(() => exists(running)); // the command runs: the request is with the box
+    await until(() => exists(running)); // the command runs: the request is with the box
     await box.stop({ kill: true });
     const broken = await pending;
     assert(broken instanceof DockError, String(broken));
@@ -324,17 +325,17 @@ Deno.test("merged events carry the box, and resume after the box restarts and wi
     })();
     await first.client.emit({ type: "build.one", data: { n: 1 } });
     await client.emit({ type: "laptop.thing", data: { n: 2 } });
-    const one = await eventually(() => Promise.resolve(seen.find((e) => e.type === "build.one")));
+    const one = await until(() => seen.find((e) => e.type === "build.one"));
     assertEquals([one.box, one.origin, one.data], ["local", "test", { n: 1 }]);
-    const own = await eventually(() => Promise.resolve(seen.find((e) => e.type === "laptop.thing")));
+    const own = await until(() => seen.find((e) => e.type === "laptop.thing"));
     assertEquals(own.box, undefined);
 
     // The box goes away and comes back; what it journaled meanwhile is not lost.
     await first.stop({ kill: true });
-    await eventually(() => Promise.resolve(seen.some((e) => e.type === "box.offline")));
+    await until(() => seen.some((e) => e.type === "box.offline"));
     await using second = await startBox({ dirs });
     await second.client.emit({ type: "build.two", data: { n: 3 } });
-    const two = await eventually(() => Promise.resolve(seen.find((e) => e.type === "build.two")), 15_000);
+    const two = await until(() => seen.find((e) => e.type === "build.two"), { timeoutMs: 15_000 });
     assertEquals(two.box, "local");
     assert(seen.some((e) => e.type === "box.online"));
     controller.abort();

@@ -17,7 +17,8 @@ import { CHROMIUM, CHROMIUM_MISSING, dropShots, launchChromium, shotsDir } from 
 import { assert, assertEquals, assertStringIncludes } from "./assert.ts";
 import { AgentClient } from "../client/agent.ts";
 import type { PhonePairCode, PhoneState } from "../client/wire.ts";
-import { eventually, makeDirs, makeRepo, startAgent, startBox, type TestBox } from "./harness.ts";
+import { makeDirs, makeRepo, startAgent, startBox, type TestBox } from "./harness.ts";
+import { until } from "./wait.ts";
 
 const DENO = Deno.execPath();
 const FAKE = new URL("./fixtures/fake_agent.ts", import.meta.url).pathname;
@@ -137,7 +138,9 @@ Deno.test({
       await boardState(page, "devbox/done", "finished");
       await box.client.send("input", "long work SLOW:600000");
       await boardState(page, "devbox/input", "running");
-      await eventually(async () => (await box.client.screen("input")).screen.includes("thinking"), 30_000);
+      await until(async () => (await box.client.screen("input")).screen.includes("thinking"), {
+        timeoutMs: 30_000,
+      });
       await box.client.keys("input", ["Escape"]);
       await boardState(page, "devbox/input", "waiting", "input");
       await box.client.send("quest", "ASK-QUESTION which one?");

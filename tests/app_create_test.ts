@@ -16,7 +16,6 @@ import { CHROMIUM_MISSING, dropShots, launchChromium, shotsDir } from "./browser
 import { assert, assertEquals, assertStringIncludes } from "./assert.ts";
 import { AgentClient } from "../client/agent.ts";
 import {
-  eventually,
   freePort,
   git,
   makeDirs,
@@ -26,6 +25,7 @@ import {
   type TestAgent,
   type TestBox,
 } from "./harness.ts";
+import { until } from "./wait.ts";
 
 /** The app's views (app/src/views.ts, which reads the page's address as it loads: not importable here). */
 const VIEWS = [
@@ -130,7 +130,7 @@ Deno.test({
       await boxSelect.waitFor();
       assertEquals(await boxSelect.inputValue(), "devbox");
       // (The box's locations may still be on their way when the view opens: chosen as they come.)
-      await eventually(async () => await page.locator('select[name="location"]').inputValue() === "app");
+      await until(async () => await page.locator('select[name="location"]').inputValue() === "app");
 
       // The template that cannot work is listed as invalid, with why; the valid one is not.
       const script = page.locator('button[data-template="script"]');
@@ -154,7 +154,7 @@ Deno.test({
       await page.locator('button[name="add-location"]').click();
       await page.locator(".add-location [role=status]", { hasText: "added devbox/other" }).waitFor();
       assert((await box.client.locations()).some((l) => l.name === "other" && l.path === other));
-      await eventually(async () => await page.locator('select[name="location"]').inputValue() === "other");
+      await until(async () => await page.locator('select[name="location"]').inputValue() === "other");
 
       // A broken config is shown with its field, here and in Hooks & flows.
       await page.locator('select[name="location"]').selectOption("broken");
@@ -183,12 +183,11 @@ Deno.test({
       await page.locator('textarea[name="prompt"]').fill("hello from the page");
       await page.locator('button[name="create-task"]', { hasText: "Start session" }).click();
       await page.locator('.pane[data-session^="devbox/"]').first().waitFor();
-      const session = await eventually(async () =>
-        (await box.client.sessions()).find((s) => s.worktree === "feature" && s.agent === "fake")
+      const session = await until(
+        async () => (await box.client.sessions()).find((s) => s.worktree === "feature" && s.agent === "fake"),
+        { on: box },
       );
-      await eventually(async () =>
-        (await Deno.readTextFile(log).catch(() => "")).includes("hello from the page")
-      );
+      await until(async () => (await Deno.readTextFile(log).catch(() => "")).includes("hello from the page"));
 
       // Hand-off from that session (its terminal and the palette offer it): the new task records
       // `from_session`.
@@ -245,12 +244,12 @@ Deno.test({
       await call(agent, "POST", "/v1/kits/add", { file: kitFile });
       await page.locator('[data-view="kits"]').click();
       const place = page.locator('.apply-kit select[name="place"]');
-      await eventually(async () => {
+      await until(async () => {
         const values = await place.locator("option").allTextContents();
         return values.length === 1 && values[0] === "devbox/app";
       });
       await page.locator('.apply-kit input[name="every-location"]').check();
-      await eventually(async () => (await place.locator("option").count()) === 3);
+      await until(async () => (await place.locator("option").count()) === 3);
 
       // The theme: the header's button says which, and a reload keeps it.
       const theme = page.locator('button[name="theme"]');

@@ -11,7 +11,8 @@ import type { Page } from "playwright-core";
 import { CHROMIUM_MISSING, launchChromium } from "./browser.ts";
 import { assert, assertEquals, assertStringIncludes } from "./assert.ts";
 import { AgentClient } from "../client/agent.ts";
-import { eventually, makeDirs, startAgent, startBox, startOlderBox } from "./harness.ts";
+import { makeDirs, startAgent, startBox, startOlderBox } from "./harness.ts";
+import { until } from "./wait.ts";
 import { startSshBox } from "./ssh_box.ts";
 
 const FAKE_TAILSCALE = new URL("./fixtures/fake_tailscale.sh", import.meta.url).pathname;
@@ -134,7 +135,7 @@ Deno.test({
       await page.locator('.box[data-box="second"] [data-answer="yes"]').click();
       await page.locator('.box[data-box="second"]').waitFor({ state: "detached" });
       // The card goes with the agent's event, which comes before the box has answered the unpairing.
-      await eventually(async () => (await other.client.laptops()).length === 0 || undefined);
+      await until(async () => (await other.client.laptops()).length === 0 || undefined, { on: other });
       assertEquals((await other.client.laptops()).length, 0);
       assertEquals(errors, []);
     } finally {

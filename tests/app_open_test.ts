@@ -10,7 +10,8 @@ import { join } from "node:path";
 import { CHROMIUM_MISSING, launchChromium } from "./browser.ts";
 import { assertEquals, assertStringIncludes } from "./assert.ts";
 import { AgentClient } from "../client/agent.ts";
-import { eventually, makeDirs, makeRepo, startAgent, startBox } from "./harness.ts";
+import { makeDirs, makeRepo, startAgent, startBox } from "./harness.ts";
+import { until } from "./wait.ts";
 
 Deno.test({
   name: "app: a session started with open comes forward in the terminals; one without stays on the board",
@@ -74,7 +75,7 @@ Deno.test({
       await client.addLocal("devbox");
       await box.client.addLocation({ name: "app", path: await makeRepo(join(dirs.home, "work"), "app") });
       await client.box("devbox").createSession({ location: "app", name: "wanted", open: true });
-      const line = await eventually(async () => {
+      const line = await until(async () => {
         const text = await Deno.readTextFile(shown).catch(() => "");
         return text.split("\n").find((l) => l.includes("devbox/wanted"));
       });

@@ -18,17 +18,8 @@ import { CHROMIUM_MISSING, dropShots, launchChromium, shotsDir } from "./browser
 import { assert, assertEquals, assertStringIncludes } from "./assert.ts";
 import { AgentClient } from "../client/agent.ts";
 import { run } from "../core/runner.ts";
-import {
-  type BoxDirs,
-  eventually,
-  git,
-  laptopEnv,
-  makeDirs,
-  makeRepo,
-  runCli,
-  startAgent,
-  startBox,
-} from "./harness.ts";
+import { type BoxDirs, git, laptopEnv, makeDirs, makeRepo, runCli, startAgent, startBox } from "./harness.ts";
+import { until } from "./wait.ts";
 
 /** The pool's size as app/src/views.ts sets it (that module needs the DOM's types: read, not imported). */
 const TERMINAL_POOL = Number(
@@ -123,7 +114,7 @@ Deno.test({
         command: await historyScript(dirs, "phone", 60),
         name: "phone",
       });
-      await eventually(async () => {
+      await until(async () => {
         assertStringIncludes((await box.client.screen("phone")).screen, "phone line 60");
         return await Deno.stat(join(dirs.root, "phone.log")).then(() => true, () => false);
       });
@@ -189,7 +180,7 @@ Deno.test({
       await allWithinWidth(page, '.pane[data-session="devbox/phone"] .term-search input', 390);
       await pane.locator(".term").tap();
       await page.keyboard.type("ok");
-      await eventually(async () => (await Deno.readTextFile(join(dirs.root, "phone.log"))) === "ok");
+      await until(async () => (await Deno.readTextFile(join(dirs.root, "phone.log"))) === "ok");
       assertEquals(errors, []);
     } finally {
       await browser.close();
@@ -221,12 +212,12 @@ Deno.test({
           name,
         });
       }
-      await eventually(async () => {
+      await until(async () => {
         for (const name of names) {
           assertStringIncludes((await box.client.screen(name)).screen, `${name} line 120`);
         }
         return true;
-      }, 30_000);
+      }, { timeoutMs: 30_000 });
       const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
       const errors: string[] = [];
       page.on("pageerror", (error) => errors.push(error.message));
@@ -240,19 +231,19 @@ Deno.test({
 
       for (const name of names.slice(0, TERMINAL_POOL)) await openFromBoard(name);
       assertEquals(await page.locator(".pane").count(), TERMINAL_POOL);
-      await eventually(async () => (await attachedSessions(dirs)).length === TERMINAL_POOL);
+      await until(async () => (await attachedSessions(dirs)).length === TERMINAL_POOL);
       // The 9th: the oldest (t0) leaves the page and its tmux client goes; the other eight stay.
       await openFromBoard(names[TERMINAL_POOL]);
       assertEquals(await page.locator(".pane").count(), TERMINAL_POOL);
       assertEquals(await pane("t0").count(), 0);
-      await eventually(async () => {
+      await until(async () => {
         assertEquals(await attachedSessions(dirs), names.slice(1).sort());
         return true;
       });
 
       // t0 again: attached again (t1, now the oldest, makes room), with what it printed before.
       await openFromBoard("t0");
-      await eventually(async () => {
+      await until(async () => {
         assertEquals(await attachedSessions(dirs), [...names.slice(2), "t0"].sort());
         return true;
       });
@@ -265,7 +256,7 @@ Deno.test({
       // And it takes keys again: the program reads them.
       await t0.locator(".term").click();
       await page.keyboard.type("back");
-      await eventually(async () => (await Deno.readTextFile(join(dirs.root, "t0.log"))) === "back");
+      await until(async () => (await Deno.readTextFile(join(dirs.root, "t0.log"))) === "back");
       assertEquals(errors, []);
     } finally {
       await browser.close();

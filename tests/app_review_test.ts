@@ -15,7 +15,8 @@ import { CHROMIUM_MISSING, dropShots, launchChromium, shotsDir } from "./browser
 import { assert, assertEquals, assertStringIncludes } from "./assert.ts";
 import { AgentClient } from "../client/agent.ts";
 import { which } from "../core/runner.ts";
-import { eventually, git, laptopEnv, makeDirs, makeRepo, runCli, startAgent, startBox } from "./harness.ts";
+import { git, laptopEnv, makeDirs, makeRepo, runCli, startAgent, startBox } from "./harness.ts";
+import { until } from "./wait.ts";
 
 // What runs in the page: this file is type-checked without the DOM's types.
 // deno-lint-ignore no-explicit-any
@@ -64,7 +65,7 @@ Deno.test({
         `i=1; while [ $i -le 300 ]; do echo "history line $i"; i=$((i+1)); done\nstty raw -echo\nexec cat > '${log}'\n`,
       );
       await box.client.createSession({ location: "app", command: `sh '${script}'`, name: "reader" });
-      await eventually(async () => {
+      await until(async () => {
         assertStringIncludes((await box.client.screen("reader")).screen, "history line 300");
         assert(await Deno.stat(log).then(() => true, () => false), "cat is reading");
         return true;
@@ -119,7 +120,7 @@ Deno.test({
       // The wheel sent the program nothing: the first bytes it reads are the ones typed.
       await pane.locator(".term").click();
       await page.keyboard.type("zq");
-      await eventually(async () => (await Deno.readTextFile(log)) === "zq");
+      await until(async () => (await Deno.readTextFile(log)) === "zq");
 
       // Search finds a line far up in the history.
       await page.keyboard.press("Control+Shift+F");
@@ -131,7 +132,7 @@ Deno.test({
       // Copy on select: a double-click selects a word, which lands on the clipboard.
       const at = (await row("history line 42").boundingBox())!;
       await page.mouse.dblclick(at.x + 5, at.y + at.height / 2);
-      await eventually(async () => (await page.evaluate(() => navigator.clipboard.readText())) === "history");
+      await until(async () => (await page.evaluate(() => navigator.clipboard.readText())) === "history");
 
       // Another view and back: the same terminal, still attached, its history kept.
       const attached = await pane.locator(".link").getAttribute("data-attached");

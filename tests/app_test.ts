@@ -13,7 +13,8 @@ import type { Page } from "playwright-core";
 import { CHROMIUM_MISSING, dropShots, launchChromium, shotsDir } from "./browser.ts";
 import { assert, assertEquals, assertStringIncludes } from "./assert.ts";
 import { AgentClient } from "../client/agent.ts";
-import { eventually, laptopEnv, makeDirs, makeRepo, runCli, startAgent, startBox } from "./harness.ts";
+import { laptopEnv, makeDirs, makeRepo, runCli, startAgent, startBox } from "./harness.ts";
+import { until } from "./wait.ts";
 
 const DENO = Deno.execPath();
 const FAKE = new URL("./fixtures/fake_agent.ts", import.meta.url).pathname;
@@ -263,9 +264,9 @@ Deno.test({
       const prompts = async () =>
         (await Deno.readTextFile(env.FAKE_AGENT_LOG).catch(() => "")).split("\n").filter(Boolean)
           .map((line) => JSON.parse(line) as { length: number });
-      await eventually(
+      await until(
         async () => (await prompts()).some((p) => p.length === "while you were away".length),
-        30_000,
+        { timeoutMs: 30_000 },
       );
       await page.locator('[data-view="queue"]').click();
       // Nothing left to send: the item was delivered (or has left the list).
@@ -281,8 +282,9 @@ Deno.test({
       await page.locator('input[name="name"]').fill("issue-42");
       await page.locator('button[type="submit"]', { hasText: "Create task" }).click();
       await page.locator('.pane[data-session^="devbox/"]', { hasText: "issue-42" }).first().waitFor();
-      const worktree = await eventually(async () =>
-        (await box.client.locations())[0].worktrees.find((w) => w.name === "issue-42")
+      const worktree = await until(
+        async () => (await box.client.locations())[0].worktrees.find((w) => w.name === "issue-42"),
+        { on: box },
       );
       assertEquals(worktree.branch, "fix/issue-42");
 
@@ -455,7 +457,7 @@ Deno.test({
       await actions.locator('[data-action="edit"]').click();
       await actions.locator('[role="status"]', { hasText: "opened in Visual Studio Code" }).waitFor();
       // The editor is started detached: its record of the call comes when it has run (late on a loaded machine).
-      await eventually(async () => (await Deno.readTextFile(editorCalls).catch(() => "")).includes(w.path));
+      await until(async () => (await Deno.readTextFile(editorCalls).catch(() => "")).includes(w.path));
       await actions.locator('[data-action="pause"]').click();
       await actions.locator('[data-action="resume"]').waitFor();
       assertEquals((await box.client.worktree("app", "w")).paused, true);
@@ -477,9 +479,9 @@ Deno.test({
       const shell = page.locator('.sessions [data-session="devbox/shell"]');
       await shell.locator('.confirmed[data-action="end"] > button').click();
       await shell.locator('[data-answer="yes"]').click();
-      await eventually(async () =>
-        !(await box.client.sessions()).some((x) => x.name === "shell" && !x.exited)
-      );
+      await until(async () => !(await box.client.sessions()).some((x) => x.name === "shell" && !x.exited), {
+        on: box,
+      });
       assertEquals(errors, []);
     } finally {
       laptop.close();

@@ -10,7 +10,8 @@ import { AgentClient } from "../client/agent.ts";
 import { DockError } from "../client/errors.ts";
 import { attachRelay, type AttachRelayOptions, type BoxTarget } from "../agent/attach_relay.ts";
 import { ensureCertificates } from "../daemon/tls.ts";
-import { eventually, makeDirs, makeRepo, startAgent, startBox } from "./harness.ts";
+import { makeDirs, makeRepo, startAgent, startBox } from "./harness.ts";
+import { until } from "./wait.ts";
 
 const encoder = new TextEncoder();
 
@@ -52,7 +53,7 @@ class Term {
   }
 
   async waitFor(needle: string, timeoutMs = 10_000): Promise<void> {
-    await eventually(() => Promise.resolve(this.text.includes(needle)), timeoutMs).catch(() => {
+    await until(() => this.text.includes(needle), { timeoutMs: timeoutMs }).catch(() => {
       throw new Error(`no ${JSON.stringify(needle)} in ${JSON.stringify(this.text.slice(-500))}`);
     });
   }
@@ -113,20 +114,20 @@ Deno.test("attach through the agent: types, resizes, reattaches with a redraw, a
     await local.createSession({ location: "app", command: "sh", name: "term" });
 
     const term = await Term.open(`${base}/term/attach?cols=90&rows=30&token=${agent.token}`);
-    await eventually(async () => await clientCount(tmuxSocket, "term") === 1);
+    await until(async () => await clientCount(tmuxSocket, "term") === 1);
     const size = () =>
       tmux(tmuxSocket, "display-message", "-p", "-t", "=term:", "#{window_width}x#{window_height}");
-    await eventually(async () => await size() === "90x30");
+    await until(async () => await size() === "90x30");
     term.type("echo relayed-$((6*7))\r");
     await term.waitFor("relayed-42");
     // Text frames are the resize control, passed on to the box as they are.
     term.ws.send(JSON.stringify({ type: "resize", cols: 100, rows: 33 }));
-    await eventually(async () => await size() === "100x33");
+    await until(async () => await size() === "100x33");
 
     // Closing detaches: the tmux client goes, the session runs on.
     const closed = await term.close(1000);
     assertEquals(closed.code, 1000);
-    await eventually(async () => await clientCount(tmuxSocket, "term") === 0);
+    await until(async () => await clientCount(tmuxSocket, "term") === 0);
     const session = await local.session("term");
     assertEquals(session.exited, false, `the session ended: ${JSON.stringify(session)}`);
     // Attaching again redraws the screen, earlier output included, with nothing typed.
@@ -176,7 +177,7 @@ Deno.test("attach through the agent: types, resizes, reattaches with a redraw, a
     assertEquals([plain.status, (await plain.json()).error.code], [400, "upgrade_required"]);
     // The agent's token is never passed on to the box; only cols and rows are.
     const open = await Term.open(`${base}/other/attach?cols=81&rows=25&token=${agent.token}`);
-    await eventually(async () =>
+    await until(async () =>
       await tmux(tmuxSocket, "display-message", "-p", "-t", "=other:", "#{window_width}x#{window_height}") ===
         "81x25"
     );
@@ -256,7 +257,7 @@ async function fakeTlsBox(dir: string): Promise<FakeBox> {
     caPem: certs.caPem,
     seen,
     sockets,
-    opened: (count) => eventually(() => Promise.resolve(sockets.length >= count)).then(() => {}),
+    opened: (count) => until(() => sockets.length >= count).then(() => {}),
     stop: () => server.shutdown(),
   };
 }
@@ -315,14 +316,14 @@ Deno.test("the relay over TLS: pinned CA and credential, frames both ways, close
     await term.waitFor("echo:hello");
     // Binary frames arrive unchanged, bytes that are not UTF-8 included.
     term.ws.send(new Uint8Array([0xff, 0x00, 0x1b, 0x5b]));
-    await eventually(() => Promise.resolve(box.seen.binary.length === 2));
+    await until(() => box.seen.binary.length === 2);
     assertEquals(encoder.encode(box.seen.binary[1]).length > 0, true);
     term.ws.send(JSON.stringify({ type: "resize", cols: 100, rows: 33 }));
-    await eventually(() => Promise.resolve(box.seen.text.length === 1));
+    await until(() => box.seen.text.length === 1);
     assertEquals(JSON.parse(box.seen.text[0]), { type: "resize", cols: 100, rows: 33 });
     // The client's close code and reason reach the box.
     await term.close(4005, "client says bye");
-    await eventually(() => Promise.resolve(box.seen.closes.length === 1));
+    await until(() => box.seen.closes.length === 1);
     assertEquals(box.seen.closes[0], { code: 4005, reason: "client says bye" });
 
     // The box's close code and reason reach the client.
@@ -377,9 +378,9 @@ Deno.test("the relay stops reading the box while the client is not reading, and 
     await box.opened(1);
     // One masked binary frame "flood" (mask 0: the payload as it is).
     await conn.write(new Uint8Array([0x82, 0x85, 0, 0, 0, 0, ...encoder.encode("flood")]));
-    await eventually(() => Promise.resolve(flow.includes(true)), 30_000);
+    await until(() => flow.includes(true), { timeoutMs: 30_000 });
     // Paused: the relay holds at most its high-water mark; the rest waits on the box's side.
-    await eventually(() => Promise.resolve(box.sockets[0].bufferedAmount > 1024 * 1024), 30_000)
+    await until(() => box.sockets[0].bufferedAmount > 1024 * 1024, { timeoutMs: 30_000 })
       .catch(() => {});
     assert(box.sockets[0].bufferedAmount > 1024 * 1024, "the box's own backlog grows while the relay waits");
     assertEquals(flow.at(-1), true, "still paused while nobody reads");
@@ -390,7 +391,7 @@ Deno.test("the relay stops reading the box while the client is not reading, and 
         while (await conn.read(buffer) !== null) { /* discard */ }
       } catch { /* closed */ }
     })();
-    await eventually(() => Promise.resolve(flow.at(-1) === false), 30_000);
+    await until(() => flow.at(-1) === false, { timeoutMs: 30_000 });
     box.sockets[0].close(1000);
     conn.close();
     await reading;

@@ -11,7 +11,6 @@ import { type AddSshProgress, AgentClient } from "../client/agent.ts";
 import type { DockEvent } from "../client/wire.ts";
 import {
   type BoxDirs,
-  eventually,
   freePort,
   laptopEnv,
   makeDirs,
@@ -23,6 +22,7 @@ import {
   stopProcessesOf,
   type TestBox,
 } from "./harness.ts";
+import { until, untilEvent } from "./wait.ts";
 import { startSshBox } from "./ssh_box.ts";
 
 /** A box named `name` listening for laptops on a loopback port the system picks (a new one each start). */
@@ -77,10 +77,10 @@ Deno.test("a box paired again (moved, restarted, forgotten) keeps its cursor: no
   const hookLines = async () =>
     (await Deno.readTextFile(hookLog).catch(() => "")).split("\n").filter(Boolean);
   const arrived = (type: string, data: (d: Record<string, unknown>) => boolean) =>
-    eventually(async () => {
+    until(async () => {
       const event = seen.find((e) => e.box === "alpha" && e.type === type && data(e.data ?? {}));
       return event && (await hookLines()).includes(`alpha ${event.type} ${event.time}`);
-    }, 30_000);
+    }, { timeoutMs: 30_000 });
   try {
     assertEquals((await client.pairBox(await pairLink(box))).name, "alpha");
     const work = join(box.dirs.home, "work");
@@ -92,7 +92,9 @@ Deno.test("a box paired again (moved, restarted, forgotten) keeps its cursor: no
       const before = (await client.status()).boxes.find((b) => b.name === "alpha")!.address;
       await box.stop();
       box = await namedBox("alpha", box.dirs);
-      await eventually(async () => !(await client.refresh()).boxes.find((b) => b.name === "alpha")!.online);
+      await until(async () => !(await client.refresh()).boxes.find((b) => b.name === "alpha")!.online, {
+        on: client,
+      });
       const again = await client.pairBox(await pairLink(box));
       assertEquals([again.name, again.online], ["alpha", true], `round ${round}`);
       assert(again.address !== before, `round ${round}: the box moved (${before})`);
@@ -165,7 +167,7 @@ Deno.test("dock agent status, stop and restart; a setting changed since the agen
     out = await dock(["agent", "stop"]);
     assertEquals(out.code, 0, out.stderr);
     assertStringIncludes(out.stdout, `stopped the agent (pid ${first.pid}`);
-    await eventually(() => Promise.resolve(agents().length === 0));
+    await until(() => agents().length === 0);
     out = await dock(["agent", "stop"]);
     assertEquals([out.code, out.stdout.trim()], [0, "the agent is not running"]);
 
@@ -207,7 +209,7 @@ Deno.test("dock agent status, stop and restart; a setting changed since the agen
     assertEquals(await replace(third.build), "null");
     assertEquals(agents(), [third.pid]);
     assertEquals(await replace("0.0.1+aaaaaaaaaaaa"), third.build);
-    await eventually(() => Promise.resolve(agents().length === 0));
+    await until(() => agents().length === 0);
   } finally {
     stopProcessesOf(laptop.state);
   }
@@ -275,10 +277,7 @@ Deno.test("dock add ssh keeps --identity, port and user for ssh-config and --lis
     const work = join(box.home, "work");
     await Deno.mkdir(work, { recursive: true });
     await client.box(name).addLocation({ name: "app", path: await makeRepo(work, "app") });
-    await eventually(
-      () => Promise.resolve(seen.some((e) => e.box === name && e.type === "location.added")),
-      30_000,
-    );
+    await untilEvent(client, (e) => e.box === name && e.type === "location.added", { timeoutMs: 30_000 });
 
     // The key, port and user are written, so plain ssh reaches the box by dock's name for it.
     const written = await client.writeSshConfig();
@@ -306,9 +305,9 @@ Deno.test("dock add ssh keeps --identity, port and user for ssh-config and --lis
     // Three times: the box's daemon dies (a reboot without systemd) and add ssh brings it back.
     for (const round of [1, 2, 3]) {
       for (const pid of daemonsUnder(home)) Deno.kill(pid, "SIGKILL");
-      await eventually(
+      await until(
         async () => !(await client.refresh()).boxes.find((b) => b.name === name)!.online,
-        30_000,
+        { timeoutMs: 30_000 },
       );
       const again = await add();
       assert(
@@ -320,12 +319,12 @@ Deno.test("dock add ssh keeps --identity, port and user for ssh-config and --lis
     await client.box(name).addLocation({ name: "last", path: await makeRepo(work, "last") });
     const hookLines = async () =>
       (await Deno.readTextFile(hookLog).catch(() => "")).split("\n").filter(Boolean);
-    await eventually(async () => {
+    await until(async () => {
       const last = seen.find((e) =>
         e.box === name && e.type === "location.added" && e.data?.location === "last"
       );
       return last && (await hookLines()).includes(`${name} location.added ${last.time}`);
-    }, 30_000);
+    }, { timeoutMs: 30_000 });
     const boxEvents = seen.filter((e) => e.box === name);
     assertEquals(repeated(boxEvents.map((e) => `${e.type} ${e.time} ${JSON.stringify(e.data)}`)), []);
     assertEquals(boxEvents.filter((e) => e.type === "location.added").length, 2);

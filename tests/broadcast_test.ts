@@ -14,7 +14,6 @@ import { DockError } from "../client/errors.ts";
 import type { BroadcastResult } from "../client/wire.ts";
 import {
   type BoxDirs,
-  eventually,
   killProcessesUnder,
   laptopEnv,
   makeDirs,
@@ -25,6 +24,7 @@ import {
   type TestAgent,
   type TestBox,
 } from "./harness.ts";
+import { until } from "./wait.ts";
 
 const FAKE = new URL("./fixtures/fake_agent.ts", import.meta.url).pathname;
 
@@ -69,10 +69,10 @@ async function prompts(log: string): Promise<string[]> {
  */
 async function fence(box: TestBox, log: string, session: string, marker: string): Promise<string[]> {
   await box.client.send(session, marker);
-  return await eventually(async () => {
+  return await until(async () => {
     const seen = await prompts(log);
     return seen.includes(marker) ? seen : undefined;
-  }, 30_000);
+  }, { timeoutMs: 30_000 });
 }
 
 function outcomes(result: BroadcastResult): string[][] {
@@ -140,11 +140,14 @@ Deno.test("broadcast: variables per session, typed once each, a permission promp
 
     // The person answers; the queue then types the broadcast into s3, once.
     await box.client.send("s3", "y");
-    await eventually(async () => (await client.queueItem(queueId)).state === "delivered", 60_000);
-    const all = await eventually(async () => {
+    await until(async () => (await client.queueItem(queueId)).state === "delivered", {
+      on: client,
+      timeoutMs: 60_000,
+    });
+    const all = await until(async () => {
       const logged = await prompts(log);
       return logged.some((p) => p.startsWith("hi s3")) ? logged : undefined;
-    }, 30_000);
+    }, { timeoutMs: 30_000 });
     assertEquals(all.filter((p) => p.startsWith("hi s3")), ["hi s3 on devbox in app/app of main"]);
     assertEquals(all.indexOf("hi s3 on devbox in app/app of main") > all.indexOf("ASK-PERMISSION"), true);
     // A retry after delivery answers `sent` from the queue item and types nothing.
@@ -225,7 +228,7 @@ Deno.test("broadcast: where selects over the laptop's view; unknown variables an
     assertStringIncludes(sent.stderr, "--id ");
     const bad = await runCli("dock", ["broadcast", "x", "--where", "colour=red"], { env, cwd: dirs.home });
     assertEquals(bad.code, 2);
-    await eventually(async () => (await prompts(log)).includes("cli s1"), 30_000);
+    await until(async () => (await prompts(log)).includes("cli s1"), { timeoutMs: 30_000 });
   } finally {
     await cleanup(dirs, box, agent, client);
   }
@@ -245,7 +248,7 @@ Deno.test("broadcast: an offline box's sessions are queued with their variables,
 
     await box.stop();
     box = undefined;
-    await eventually(async () => (await client.refresh()).boxes.every((b) => !b.online), 15_000);
+    await until(async () => (await client.refresh()).boxes.every((b) => !b.online), { timeoutMs: 15_000 });
     const request = {
       id: "away-1",
       text: "back {{session}} {{branch}}",
@@ -270,7 +273,10 @@ Deno.test("broadcast: an offline box's sessions are queued with their variables,
     const back = new Date().toISOString();
     box = await startBox({ dirs, env: boxEnv });
     for (const target of queued.targets) {
-      await eventually(async () => (await client.queueItem(target.queue_id!)).state === "delivered", 60_000);
+      await until(async () => (await client.queueItem(target.queue_id!)).state === "delivered", {
+        on: client,
+        timeoutMs: 60_000,
+      });
     }
     // `where` is matched again on a retry: once the turns are over, the same two, typed before.
     await box.client.wait("s1", { states: ["finished"], after: back, timeout: "60s" });

@@ -10,7 +10,6 @@ import { assertEquals, assertStringIncludes } from "./assert.ts";
 import { AgentClient } from "../client/agent.ts";
 import {
   type BoxDirs,
-  eventually,
   killProcessesUnder,
   laptopEnv,
   makeDirs,
@@ -21,6 +20,7 @@ import {
   type TestAgent,
   type TestBox,
 } from "./harness.ts";
+import { until } from "./wait.ts";
 
 const DOCK = new URL("../cli/dock.ts", import.meta.url).pathname;
 
@@ -52,10 +52,10 @@ class Terminal {
 
   /** Waits until the window's screen holds `text`; returns the screen. */
   async shows(name: string, text: string | RegExp, timeoutMs = 30_000): Promise<string> {
-    return await eventually(async () => {
+    return await until(async () => {
       const screen = await this.screen(name);
       return (typeof text === "string" ? screen.includes(text) : text.test(screen)) ? screen : undefined;
-    }, timeoutMs);
+    }, { timeoutMs: timeoutMs });
   }
 
   /** Types `text` literally into the window. */
@@ -92,10 +92,10 @@ exec sleep 600
 }
 
 async function readCode(file: string): Promise<number> {
-  return await eventually(async () => {
+  return await until(async () => {
     const text = (await Deno.readTextFile(file).catch(() => "")).trim();
     return text === "" ? undefined : Number(text);
-  }, 30_000);
+  }, { timeoutMs: 30_000 });
 }
 
 Deno.test("dock attach: typed keys reach the session, a resize follows the window, Ctrl+] detaches (0), the program's exit code ends it", async () => {
@@ -112,21 +112,21 @@ Deno.test("dock attach: typed keys reach the session, a resize follows the windo
     // Attach, and see the detach key named.
     const firstCode = join(dirs.root, "first.code");
     await terminal.open("one", await attachScript(dirs, agent, "devbox/s1", firstCode));
-    await eventually(async () => {
+    await until(async () => {
       await terminal.type("one", "echo ATTACHED-$((6*7))");
       await terminal.press("one", "Enter");
       return (await terminal.shows("one", "ATTACHED-42", 2000).catch(() => undefined)) !== undefined;
-    }, 60_000);
+    }, { timeoutMs: 60_000 });
     // The box's session got the keystrokes (not only the screen here).
-    await eventually(async () => (await box.client.screen("s1")).screen.includes("ATTACHED-42"));
+    await until(async () => (await box.client.screen("s1")).screen.includes("ATTACHED-42"));
 
     // The window grows: the session's terminal follows (SIGWINCH → a resize frame → the box's PTY).
     await terminal.tmux("resize-window", "-t", "=one:", "-x", "123", "-y", "37");
-    await eventually(async () => {
+    await until(async () => {
       await terminal.type("one", "stty size");
       await terminal.press("one", "Enter");
       return (await terminal.shows("one", /^37 123\s*$/m, 2000).catch(() => undefined)) !== undefined;
-    }, 30_000);
+    }, { timeoutMs: 30_000 });
 
     // Ctrl+] detaches: exit 0, the terminal given back, the session still running.
     await terminal.press("one", "C-]");
@@ -139,11 +139,11 @@ Deno.test("dock attach: typed keys reach the session, a resize follows the windo
     // Attached again, the program exits 7: `dock attach` ends with 7.
     const secondCode = join(dirs.root, "second.code");
     await terminal.open("two", await attachScript(dirs, agent, "devbox/s1", secondCode));
-    await eventually(async () => {
+    await until(async () => {
       await terminal.type("two", "echo AGAIN-$((7*7))");
       await terminal.press("two", "Enter");
       return (await terminal.shows("two", "AGAIN-49", 2000).catch(() => undefined)) !== undefined;
-    }, 60_000);
+    }, { timeoutMs: 60_000 });
     await terminal.type("two", "exit 7");
     await terminal.press("two", "Enter");
     assertEquals(await readCode(secondCode), 7);

@@ -8,11 +8,12 @@ import { join } from "node:path";
 import { assert, assertEquals, assertRejects, assertStringIncludes } from "./assert.ts";
 import { AgentClient } from "../client/agent.ts";
 import { DockError } from "../client/errors.ts";
-import { eventually, laptopEnv, makeDirs, makeRepo, runCli, startAgent, startBox } from "./harness.ts";
+import { laptopEnv, makeDirs, makeRepo, runCli, startAgent, startBox } from "./harness.ts";
+import { until } from "./wait.ts";
 
 /** What a fake editor or opener wrote into `file`, once it has (they run detached). */
 function wroteTo(file: string): Promise<string> {
-  return eventually(async () => (await Deno.readTextFile(file).catch(() => "")).trim() || undefined);
+  return until(async () => (await Deno.readTextFile(file).catch(() => "")).trim() || undefined);
 }
 
 Deno.test("ssh-config writes a Host per box once; dock edit opens a box's file through it", async () => {

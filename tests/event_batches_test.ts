@@ -6,7 +6,8 @@
 import { assert, assertEquals } from "./assert.ts";
 import { AgentClient } from "../client/agent.ts";
 import type { DockEvent } from "../client/wire.ts";
-import { eventually, makeDirs, startAgent, startBox } from "./harness.ts";
+import { makeDirs, startAgent, startBox } from "./harness.ts";
+import { until } from "./wait.ts";
 
 /** Events the box takes, in waves sent at once. */
 const WAVES = 8;
@@ -31,7 +32,7 @@ Deno.test("events sent at once keep the box's order through its journal, the mer
       })()
     );
     // Both clients are live before the first wave: a mark each has seen.
-    await eventually(async () => {
+    await until(async () => {
       await client.emit({ type: "batch.ready" });
       return ready.every(Boolean);
     });
@@ -49,7 +50,7 @@ Deno.test("events sent at once keep the box's order through its journal, the mer
     // The box's order: its ids. Every client must see exactly that order, each event once.
     const order = taken.toSorted((a, b) => a.id! - b.id!).map((event) => event.data!.seq);
     assertEquals(new Set(order).size, WAVES * PER_WAVE);
-    await eventually(() => Promise.resolve(live.every((seen) => seen.length >= order.length)), 30_000);
+    await until(() => live.every((seen) => seen.length >= order.length), { timeoutMs: 30_000 });
     for (const seen of live) {
       assertEquals(seen.map((event) => event.data!.seq), order);
       assert(seen.every((event, i) => event.box === "local" && (i === 0 || event.id! > seen[i - 1].id!)));

@@ -5,7 +5,8 @@ import { join } from "node:path";
 import { assert, assertEquals, assertRejects, assertStringIncludes } from "./assert.ts";
 import { DockError } from "../client/errors.ts";
 import type { DockEvent } from "../client/wire.ts";
-import { makeRepo, startBox, waitForEvent } from "./harness.ts";
+import { makeRepo, startBox } from "./harness.ts";
+import { untilEvent } from "./wait.ts";
 
 Deno.test("exec returns the exit code and the newest 64 KB; a timeout kills the whole tree", async () => {
   await using box = await startBox();
@@ -77,7 +78,7 @@ Deno.test("env.json and secret references: resolved for processes, never returne
   await box.client.putEnv({
     env: { SHARED: "box-wide", API_KEY: "env://DOCK_TEST_SECRET", MISSING: "env://NOT_SET" },
   });
-  const changed = await waitForEvent(box.client, (e) => e.type === "config.changed", { after: start });
+  const changed = await untilEvent(box.client, (e) => e.type === "config.changed", { after: start });
   assertEquals(changed.data?.file, "env.json");
   assertEquals((await box.client.env()).env.API_KEY, "env://DOCK_TEST_SECRET");
   const result = await box.client.exec({

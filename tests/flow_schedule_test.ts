@@ -7,7 +7,8 @@
 import { join } from "node:path";
 import { assertEquals, assertStringIncludes } from "./assert.ts";
 import type { DockEvent, FlowConfig } from "../client/wire.ts";
-import { makeRepo, startBox, type TestBox, waitForEvent } from "./harness.ts";
+import { makeRepo, startBox, type TestBox } from "./harness.ts";
+import { untilEvent } from "./wait.ts";
 
 /** How far ahead the daemon's schedule clock must run so its next minute begins `leadMs` from now. */
 function offsetToBoundary(leadMs: number): number {
@@ -71,15 +72,15 @@ Deno.test("schedules: each matching worktree and home fire at the minute; a rest
   const second = await startBox({ dirs, env });
   const isFired = (flow: string) => (e: DockEvent) =>
     e.type === "schedule.fired" && e.origin === `flow:${flow}`;
-  const fired = await waitForEvent(second.client, isFired("each"), { after: last, timeoutMs: 75_000 });
+  const fired = await untilEvent(second.client, isFired("each"), { after: last, timeoutMs: 75_000 });
   assertEquals([fired.data?.location, fired.data?.worktree, fired.data?.schedule], [
     "app",
     "feat",
     "* * * * *",
   ]);
-  const home = await waitForEvent(second.client, isFired("home"), { after: last, timeoutMs: 75_000 });
+  const home = await untilEvent(second.client, isFired("home"), { after: last, timeoutMs: 75_000 });
   assertEquals([home.data?.location, home.data?.time], [undefined, fired.data?.time]);
-  const done = await waitForEvent(
+  const done = await untilEvent(
     second.client,
     (e) => e.type === "flow.finished" && e.data?.flow === "each",
     { after: fired.id, timeoutMs: 30_000 },
@@ -98,7 +99,7 @@ Deno.test("schedules: each matching worktree and home fire at the minute; a rest
     scheduled("marker", { schedule: "* * * * *" }),
   ]);
   await using third = await startBox({ dirs, env });
-  const marker = await waitForEvent(third.client, isFired("marker"), { after: last, timeoutMs: 75_000 });
+  const marker = await untilEvent(third.client, isFired("marker"), { after: last, timeoutMs: 75_000 });
   const all: DockEvent[] = [];
   for await (const event of third.client.events({ after: last, signal: AbortSignal.timeout(10_000) })) {
     if (event.type === "schedule.fired") all.push(event);

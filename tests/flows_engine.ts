@@ -10,6 +10,8 @@ import { EventBus } from "../core/events.ts";
 import { Store } from "../core/store.ts";
 import { Flows, type FlowsOptions } from "../daemon/flows.ts";
 import { BOX_SCHEMA } from "../daemon/schema.ts";
+import { type Clock, SYSTEM_CLOCK } from "../core/clock.ts";
+import { MemoryLog } from "../core/log.ts";
 
 /** A flow with a schedule and one notify step naming its event, worktree and schedule. */
 export function flow(id: string, fields: Partial<FlowConfig> = {}): FlowConfig {
@@ -40,7 +42,15 @@ export function worktree(location: string, name: string, main: boolean, branch: 
 
 /** The engine over a temp store, with one location `app` (main checkout `main`, worktree `feat`). */
 export async function engine(
-  options: { box?: FlowConfig[]; repo?: FlowConfig[]; local?: FlowConfig[] } = {},
+  options: {
+    box?: FlowConfig[];
+    repo?: FlowConfig[];
+    local?: FlowConfig[];
+    /** The engine's clock. @default {SYSTEM_CLOCK} */
+    clock?: Clock;
+    /** Sessions for prompt and wait steps. @default {none: they fail} */
+    sessions?: FlowsOptions["sessions"];
+  } = {},
 ) {
   const dir = await Deno.makeTempDir({ prefix: "dock-flows-" });
   const store = new Store(join(dir, "box.db"), { schema: BOX_SCHEMA });
@@ -88,7 +98,7 @@ export async function engine(
       create: () => Promise.reject(new Error("no worktrees made here")),
     },
     exec: { run: () => Promise.reject(new Error("no exec here")) },
-    sessions: {
+    sessions: options.sessions ?? {
       get: () => {
         throw notFound("session");
       },
@@ -96,7 +106,9 @@ export async function engine(
       wait: () => Promise.reject(new Error("no sessions here")),
     } as unknown as FlowsOptions["sessions"],
   };
-  const flows = new Flows({ store, bus, file, boxName: "box", home: dir, ...fakes });
+  const log = new MemoryLog();
+  const clock = options.clock ?? SYSTEM_CLOCK;
+  const flows = new Flows({ store, bus, file, boxName: "box", home: dir, ...fakes, clock, log });
   const events: DockEvent[] = [];
   bus.subscribe((event) => events.push(event));
   return {
@@ -106,6 +118,10 @@ export async function engine(
     bus,
     store,
     events,
+    /** What the engine logged. */
+    log,
+    /** The flows file. */
+    file,
     async [Symbol.asyncDispose]() {
       await flows.settled();
       flows.close();

@@ -8,7 +8,8 @@ import { assert, assertEquals, assertRejects, assertStringIncludes } from "./ass
 import { DockError } from "../client/errors.ts";
 import type { BoxClient } from "../client/box.ts";
 import type { FlowConfig, FlowRun } from "../client/wire.ts";
-import { eventually, git, makeDirs, makeRepo, startBox, type TestBox, waitForEvent } from "./harness.ts";
+import { git, makeDirs, makeRepo, startBox, type TestBox } from "./harness.ts";
+import { until, untilEvent } from "./wait.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 
@@ -29,7 +30,7 @@ const SENTINEL: FlowConfig = {
 /** Announces the sentinel's event and waits for its run to finish: every earlier event was matched. */
 async function barrier(client: BoxClient): Promise<void> {
   const sent = await client.emit({ type: "test.sentinel" });
-  await waitForEvent(
+  await untilEvent(
     client,
     (e) => e.type === "flow.finished" && e.data?.flow === "sentinel",
     { after: sent.id },
@@ -66,7 +67,7 @@ Deno.test("flows: an event runs a step in the worktree; on failure a notify carr
     type: "ci.finished",
     data: { location: "app", worktree: "feat", body: hostile },
   });
-  const notify = await waitForEvent(box.client, (e) => e.type === "notify", { after: sent.id });
+  const notify = await untilEvent(box.client, (e) => e.type === "notify", { after: sent.id });
   assertEquals(notify.origin, "flow:tests");
   assertEquals(notify.data?.title, "feat failed");
   const text = notify.data?.text as string;
@@ -77,7 +78,7 @@ Deno.test("flows: an event runs a step in the worktree; on failure a notify carr
     () => assert(false, "a variable's value ran as shell text"),
     () => {},
   );
-  const finished = await waitForEvent(
+  const finished = await untilEvent(
     box.client,
     (e) => e.type === "flow.finished" && e.data?.flow === "tests",
     { after: sent.id },
@@ -143,7 +144,7 @@ Deno.test("flows: GET lists scope, source and overridden; a box-layer replacemen
     listing.flows.filter((f) => f.id === "lint").map((f) => [f.source, f.overridden, f.enabled]),
     [["repo", true, true], ["local", false, false]],
   );
-  await eventually(async () => {
+  await until(async () => {
     // The config is re-read within a second: until then the old flow may still run.
     const before = (await runsOf(box.client, "lint")).length;
     await box.client.emit({ type: "ci.lint", data: { location: "app" } });
@@ -160,7 +161,7 @@ Deno.test("flows: GET lists scope, source and overridden; a box-layer replacemen
   assertStringIncludes(bad.message, "flows[0].steps[0].command");
   const changed = await box.client.putFlows([SENTINEL]);
   assertEquals(changed.flows.filter((f) => f.source === "box").map((f) => f.id), ["sentinel"]);
-  await waitForEvent(box.client, (e) => e.type === "config.changed" && e.data?.file === "flows.json");
+  await untilEvent(box.client, (e) => e.type === "config.changed" && e.data?.file === "flows.json");
   await box.client.putHooks([{ on: "before:config.change", run: "echo no flows today >&2; exit 1" }]);
   const refused = await assertRejects(() => box.client.putFlows([]), DockError) as DockError;
   assertEquals([refused.status, refused.code, refused.message], [403, "gate_refused", "no flows today"]);
@@ -209,18 +210,20 @@ Deno.test("flows: budget, one run per worktree, and a flow's own events never st
 
   // A run in progress in a worktree: the next for the same worktree is skipped.
   await box.client.emit({ type: "ci.slow", data: { location: "app" } });
-  await eventually(() => Deno.stat(started).then(() => true));
+  await until(() => Deno.stat(started).then(() => true));
   await box.client.emit({ type: "ci.slow", data: { location: "app" } });
-  await eventually(async () => (await runsOf(box.client, "slow")).length === 2);
+  await until(async () => (await runsOf(box.client, "slow")).length === 2, { on: box.client });
   await Deno.writeTextFile(gate, "");
-  await eventually(async () => (await runsOf(box.client, "slow")).every((r) => r.status !== "running"));
+  await until(async () => (await runsOf(box.client, "slow")).every((r) => r.status !== "running"), {
+    on: box.client,
+  });
   const slow = await runsOf(box.client, "slow");
   assertEquals(slow.map((r) => r.status), ["skipped", "succeeded"]);
   assertEquals(slow[0].reason, "already running there");
 
   // Its own notify carries origin flow:loop and does not start it again; flow.* never start flows.
   const ping = await box.client.emit({ type: "notify", data: { title: "from a test" } });
-  await waitForEvent(
+  await untilEvent(
     box.client,
     (e) => e.type === "notify" && e.origin === "flow:loop",
     { after: ping.id },
@@ -281,7 +284,7 @@ Deno.test("flows: a run step's request to the box API passes its before:exec gat
   const run = await box.client.testFlow("gated", { scope: "repo:app" });
   assertEquals(run.status, "failed");
   assertStringIncludes(run.steps[0].output!, "exec is off");
-  const refused = await waitForEvent(box.client, (e) => e.type === "gate.refused");
+  const refused = await untilEvent(box.client, (e) => e.type === "gate.refused");
   assertEquals(refused.origin, "flow:gated");
 });
 
@@ -298,7 +301,7 @@ Deno.test("flows: a run cut off by kill -9 is interrupted at the next start and 
     steps: [{ kind: "run", command: `echo $$ > ${started}; sleep 600; : ${dirs.root}` }],
   }]);
   await first.client.emit({ type: "ci.long", data: { location: "app" } });
-  await eventually(() => Deno.readTextFile(started).then((text) => text.trim() !== ""));
+  await until(() => Deno.readTextFile(started).then((text) => text.trim() !== ""));
   await first.stop({ kill: true });
   await using box = await startBox({ dirs });
   await barrier(box.client);
@@ -392,16 +395,16 @@ Deno.test("flows: agent.finished → a failing run → prompt the agent with its
     await box.client.createSession({ location: "app", agent: "fake", name: "agent-1" });
     await box.client.wait("agent-1", { states: ["idle"], timeout: "20s" });
     await box.client.send("agent-1", "write the code");
-    const notify = await waitForEvent(
+    const notify = await untilEvent(
       box.client,
       (e) => e.type === "notify" && e.origin === "flow:fix",
       { after: 0, timeoutMs: 30_000 },
     );
     assertEquals([notify.data?.title, notify.data?.text], ["finished", "finished"]);
-    const run = await eventually(async () => {
+    const run = await until(async () => {
       const runs = await runsOf(box.client, "fix");
       return runs.find((r) => r.status !== "running" && r.status !== "skipped");
-    });
+    }, { on: box.client });
     assertEquals(run.status, "succeeded");
     assertEquals(run.steps.map((s) => [s.kind, s.status]), [
       ["run", "failed"],
@@ -464,7 +467,7 @@ Deno.test("flows: start_agent in a new worktree from the run's branch, then prom
       type: "ci.review",
       data: { location: "app", worktree: "feat", n: 7 },
     });
-    const finished = await waitForEvent(
+    const finished = await untilEvent(
       box.client,
       (e) => e.type === "flow.finished" && e.data?.flow === "spawn",
       { after: sent.id, timeoutMs: 60_000 },
@@ -497,7 +500,7 @@ Deno.test("flows: start_agent in a new worktree from the run's branch, then prom
       ["worktree.created", "flow:spawn"],
       ["session.created", "flow:spawn"],
     ]);
-    const prompts = await eventually(async () => {
+    const prompts = await until(async () => {
       const lines = (await Deno.readTextFile(log)).split("\n").filter(Boolean);
       return lines.length === 2 && lines.map((l) => JSON.parse(l) as { length: number });
     });
@@ -528,7 +531,7 @@ Deno.test("flows: dockd flow disable switches a repository's flow off in the box
   const off = await box.cli(["flow", "disable", "lint"]);
   assertEquals(off.code, 0, off.stderr);
   assertStringIncludes(off.stdout, "lint (repo:app): disabled in the location's box layer");
-  const changed = await waitForEvent(
+  const changed = await untilEvent(
     box.client,
     (e) => e.type === "config.changed" && e.data?.layer === "local",
   );
@@ -588,7 +591,7 @@ Deno.test("flows: a hostile event value reaches run steps as data in every conte
     ],
   }]);
   const sent = await box.client.emit({ type: "forge.comment", data: { location: "app", x: hostile } });
-  await waitForEvent(
+  await untilEvent(
     box.client,
     (e) => e.type === "flow.finished" && e.data?.flow === "hostile",
     { after: sent.id },
@@ -645,7 +648,7 @@ Deno.test("flows: a prompt step never types into a permission prompt (the text w
   await box.client.wait("s1", { states: ["waiting"], timeout: "30s" });
 
   const sent = await box.client.emit({ type: "ci.nudge", data: { text: "y" } });
-  const finished = await waitForEvent(
+  const finished = await untilEvent(
     box.client,
     (e) => e.type === "flow.finished" && e.data?.flow === "nudge",
     { after: sent.id, timeoutMs: 60_000 },

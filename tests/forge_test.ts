@@ -8,15 +8,8 @@ import { join } from "node:path";
 import { assert, assertEquals, assertStringIncludes } from "./assert.ts";
 import type { FlowConfig, FlowRun } from "../client/wire.ts";
 import { which } from "../core/runner.ts";
-import {
-  type BoxDirs,
-  eventually,
-  makeDirs,
-  makeRepo,
-  startBox,
-  type TestBox,
-  waitForEvent,
-} from "./harness.ts";
+import { type BoxDirs, makeDirs, makeRepo, startBox, type TestBox } from "./harness.ts";
+import { until, untilEvent } from "./wait.ts";
 
 const FAKE_BIN = new URL("./fixtures/bin", import.meta.url).pathname;
 const recorded = (name: string) =>
@@ -67,10 +60,10 @@ async function calls(box: TestBox): Promise<Call[]> {
 
 /** Resolves once a poll numbered at least `poll` has asked gh something. */
 async function pollReached(box: TestBox, poll: number): Promise<Call[]> {
-  return await eventually(async () => {
+  return await until(async () => {
     const all = await calls(box);
     return all.some((c) => c.poll >= poll) && all;
-  }, 20_000);
+  }, { timeoutMs: 20_000 });
 }
 
 function forgeFlow(id: string, on: string, extra: Partial<FlowConfig> = {}): FlowConfig {
@@ -132,7 +125,7 @@ Deno.test("forge: the first look replays nothing; a new line comment is one run 
 
   const { id: after } = await box.client.emit({ type: "test.mark" });
   await servePr(box, "feat", recorded("pr_view.json"), [...recorded("pr_comments.json"), NEW_LINE_COMMENT]);
-  const event = await waitForEvent(box.client, (e) => e.type === "forge.review_comment", { after });
+  const event = await untilEvent(box.client, (e) => e.type === "forge.review_comment", { after });
   assertEquals(event.origin, "flow:review");
   assertEquals(event.data, {
     pr: 12,
@@ -147,7 +140,7 @@ Deno.test("forge: the first look replays nothing; a new line comment is one run 
     location: "app",
     worktree: "feat",
   });
-  const notify = await waitForEvent(box.client, (e) => e.type === "notify", { after });
+  const notify = await untilEvent(box.client, (e) => e.type === "notify", { after });
   assertEquals([notify.data?.title, notify.data?.text], [
     "hubot on daemon/flows.ts:7",
     NEW_LINE_COMMENT.body,
@@ -165,9 +158,7 @@ Deno.test("forge: the first look replays nothing; a new line comment is one run 
   const merged = forgeFlow("merged", "pr_merged");
   await writeFlows(box, [{ ...forgeFlow("review", "review_comment"), enabled: false }, merged]);
   // Once the box lists it off, every poll after the one under way forgets what the flow saw.
-  await eventually(async () =>
-    (await box.client.flows()).flows.find((f) => f.id === "review")?.enabled === false
-  );
+  await until(async () => (await box.client.flows()).flows.find((f) => f.id === "review")?.enabled === false);
   const off = Math.max(...(await calls(box)).map((c) => c.poll)) + 1;
   await pollReached(box, off + 1);
   await servePr(box, "feat", recorded("pr_view.json"), [
@@ -177,10 +168,10 @@ Deno.test("forge: the first look replays nothing; a new line comment is one run 
   ]);
   await pollReached(box, off + 2);
   await writeFlows(box, [forgeFlow("review", "review_comment"), merged]);
-  const on = await eventually(async () => {
+  const on = await until(async () => {
     const all = await calls(box);
     return all.find((c) => c.poll > off && c.args.startsWith("api"))?.poll;
-  }, 20_000);
+  }, { timeoutMs: 20_000 });
   await pollReached(box, on + 2);
   assertEquals((await runsOf(box, "review")).length, 1);
   assertEquals(await runsOf(box, "merged"), []);
@@ -195,11 +186,11 @@ Deno.test("forge: one poll makes at most 20 gh calls, shared between flows, and 
     await servePr(box, name, recorded("pr_view.json"), recorded("pr_comments.json"));
   }
   await writeFlows(box, [forgeFlow("comments", "review_comment"), forgeFlow("reviews", "pr_review")]);
-  const all = await eventually(async () => {
+  const all = await until(async () => {
     const all = await calls(box);
     const asked = new Set(all.filter((c) => c.poll >= 1).map((c) => c.folder));
     return names.every((n) => asked.has(n)) && all.some((c) => c.poll >= 4) && all;
-  }, 30_000);
+  }, { timeoutMs: 30_000 });
   const perPoll = Map.groupBy(all.filter((c) => c.poll < Math.max(...all.map((c) => c.poll))), (c) => c.poll);
   for (const [poll, made] of perPoll) {
     assert(made.length <= 20, `poll ${poll} made ${made.length} calls`);
@@ -232,7 +223,7 @@ Deno.test("forge: what was seen survives a restart; what came while the daemon w
   await Deno.remove(join(ghDir(dirs), "calls.log"));
   await using box = await forgeBox(dirs);
   await servePr(box, "feat", view);
-  const event = await waitForEvent(box.client, (e) => e.type === "forge.pr_review");
+  const event = await untilEvent(box.client, (e) => e.type === "forge.pr_review");
   assertEquals([event.data?.author, event.data?.body, event.data?.state], [
     "monalisa",
     "Good now.",
@@ -258,7 +249,7 @@ Deno.test({
       await withApp(box);
       await box.client.createWorktree("app", { name: "feat" });
       await writeFlows(box, flows);
-      const listed = await eventually(async () => {
+      const listed = await until(async () => {
         const state = await box.client.flows();
         return state.flows.length === 2 && state.flows;
       });
@@ -270,7 +261,7 @@ Deno.test({
     await box.client.createWorktree("app", { name: "feat" });
     await servePr(box, "feat", recorded("pr_view.json"), recorded("pr_comments.json"));
     await writeFlows(box, flows);
-    const reason = await eventually(async () => (await box.client.flows()).flows[0].inactive_reason);
+    const reason = await until(async () => (await box.client.flows()).flows[0].inactive_reason);
     assertStringIncludes(reason, "not signed in");
     assertEquals(await runsOf(box, "review"), []);
   },

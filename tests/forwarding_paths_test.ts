@@ -9,7 +9,8 @@ import { join } from "node:path";
 import { assert, assertEquals } from "./assert.ts";
 import { AgentClient } from "../client/agent.ts";
 import { fuzzPathTrick, isErrorBody, random, reportFuzz } from "./fuzz.ts";
-import { eventually, makeDirs, startAgent, startBox } from "./harness.ts";
+import { makeDirs, startAgent, startBox } from "./harness.ts";
+import { until } from "./wait.ts";
 
 const PANEL_HTML = "<!doctype html><title>probe</title><p>probe panel</p>";
 
@@ -161,10 +162,10 @@ async function withProbe(
   try {
     await client.addLocal();
     await installProbe(dirs.dockHome);
-    const listed = await eventually(async () => {
+    const listed = await until(async () => {
       const probes = (await client.plugins()).filter((p) => p.id === "probe" && p.version);
       return probes.length === 2 ? probes : undefined;
-    }, 30_000);
+    }, { on: client, timeoutMs: 30_000 });
     await client.enablePlugin("probe", listed[0].permissions ?? {});
     await client.box("local").enablePlugin("probe", listed[0].permissions ?? {});
     await run({ agent: { port: agent.port }, box: { socket: dirs.socket }, token: agent.token });

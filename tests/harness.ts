@@ -11,6 +11,7 @@ import type { DockEvent } from "../client/wire.ts";
 import { boxCgroupFolder, removeCgroup } from "../daemon/cgroups.ts";
 import { buildPackage, type BuiltPackage } from "../package/build.ts";
 import { hostTarget } from "../package/release.ts";
+import { type EventSource, until, untilEvent } from "./wait.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 
@@ -86,6 +87,8 @@ export interface TestBox {
   cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }>;
   /** Environment the daemon runs with. */
   env: Record<string, string>;
+  /** Its ready line (cli/ready.ts): what it bound. */
+  ready: ReadyLine;
 }
 
 let rangeCounter = 0;
@@ -180,6 +183,7 @@ export async function startBox(options: StartBoxOptions = {}): Promise<TestBox> 
     client,
     process,
     env,
+    ready,
     stop,
     async [Symbol.asyncDispose]() {
       await stop();
@@ -328,23 +332,16 @@ export async function makeRepo(
   return path;
 }
 
-/** Collects events from the box until `predicate` matches one, or throws after `timeoutMs`. */
-export async function waitForEvent(
-  client: { events(options: { after?: number; signal?: AbortSignal }): AsyncGenerator<DockEvent> },
+/**
+ * Collects events from the box until `predicate` matches one, or throws after `timeoutMs`: the one wait
+ * (`wait.ts` {@linkcode untilEvent}), under the name tests outside this folder still import.
+ */
+export function waitForEvent(
+  client: EventSource,
   predicate: (event: DockEvent) => boolean,
   options: { after?: number; timeoutMs?: number } = {},
 ): Promise<DockEvent> {
-  const controller = new AbortController();
-  const timer = setTimeout(() => controller.abort(), options.timeoutMs ?? 10_000);
-  try {
-    for await (const event of client.events({ after: options.after ?? 0, signal: controller.signal })) {
-      if (predicate(event)) return event;
-    }
-  } finally {
-    clearTimeout(timer);
-    controller.abort();
-  }
-  throw new Error("timed out waiting for an event");
+  return untilEvent(client, predicate, options);
 }
 
 /**
@@ -374,23 +371,16 @@ export function stopProcessesOf(state: string): void {
   }
 }
 
-/** Polls `check` until it returns a value (not undefined/false), or throws after `timeoutMs`. */
-export async function eventually<T>(
+/**
+ * Waits until `check` returns a value (not undefined/false), or throws after `timeoutMs`: the one wait
+ * (`wait.ts` {@linkcode until}) on its backoff, under the name tests outside this folder still import.
+ * Tests here call `until`, with the box or agent whose events should wake the check.
+ */
+export function eventually<T>(
   check: () => Promise<T | undefined | false>,
   timeoutMs = 10_000,
 ): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  while (Date.now() < deadline) {
-    try {
-      const value = await check();
-      if (value !== undefined && value !== false) return value as T;
-    } catch (error) {
-      last = error;
-    }
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`condition not met in ${timeoutMs} ms${last ? `: ${(last as Error).message}` : ""}`);
+  return until(check, { timeoutMs });
 }
 
 /**
@@ -420,6 +410,8 @@ export interface TestAgent {
   proxyPort: number;
   token: string;
   process: Deno.ChildProcess;
+  /** Its ready line (cli/ready.ts): what it bound. */
+  ready: ReadyLine;
   stop(options?: { kill?: boolean }): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;
 }
@@ -618,6 +610,7 @@ export async function startAgent(
     proxyPort,
     token,
     process,
+    ready,
     stop,
     [Symbol.asyncDispose]: () => stop(),
   } satisfies TestAgent;

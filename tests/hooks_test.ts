@@ -6,17 +6,9 @@ import { join } from "node:path";
 import { assert, assertEquals, assertRejects, assertStringIncludes } from "./assert.ts";
 import { AgentClient } from "../client/agent.ts";
 import { DockError } from "../client/errors.ts";
-import type { DockEvent, HooksState } from "../client/wire.ts";
-import {
-  eventually,
-  laptopEnv,
-  makeDirs,
-  makeRepo,
-  runCli,
-  startAgent,
-  startBox,
-  waitForEvent,
-} from "./harness.ts";
+import type { HooksState } from "../client/wire.ts";
+import { laptopEnv, makeDirs, makeRepo, runCli, startAgent, startBox } from "./harness.ts";
+import { until, untilEvent } from "./wait.ts";
 
 async function readJson(path: string): Promise<Record<string, unknown>> {
   return JSON.parse(await Deno.readTextFile(path));
@@ -56,9 +48,7 @@ Deno.test("box hooks: the event on stdin and in DOCK_*, the worktree environment
   await box.client.addLocation({ name: "app", path: repo });
   const worktree = await box.client.createWorktree("app", { name: "feat" });
   // The hook writes env last: once it is complete, so are the others.
-  await eventually(async () =>
-    (await lines(join(out, "env"))).some((l) => l.startsWith("DOCK_WORKTREE_NAME="))
-  );
+  await until(async () => (await lines(join(out, "env"))).some((l) => l.startsWith("DOCK_WORKTREE_NAME=")));
   const event = await readJson(join(out, "event.json"));
   assertEquals(event.type, "worktree.created");
   assertEquals((event.data as Record<string, unknown>).worktree, "feat");
@@ -88,7 +78,7 @@ Deno.test("box hooks: an edit takes effect without a restart; a tool's own event
       hooks: [{ on: "custom.*", run: `echo "$DOCK_EVENT_ORIGIN $DOCK_N" >> ${log}`, tool: "mytool" }],
     }),
   );
-  await waitForEvent(box.client, (e) => e.type === "hooks.changed" && e.origin === "file", {
+  await untilEvent(box.client, (e) => e.type === "hooks.changed" && e.origin === "file", {
     after: await changed,
   });
   await box.client.emit({ type: "custom.two", origin: "mytool", data: { n: 1 } });
@@ -96,7 +86,7 @@ Deno.test("box hooks: an edit takes effect without a restart; a tool's own event
   await box.client.emit({ type: "other.kind", origin: "other", data: { n: 3 } });
   await box.client.emit({ type: "custom.three", origin: "last", data: { n: 4 } });
   // One hook at a time, in order: once the last has run, the skipped one would have run before it.
-  await eventually(async () => (await lines(log)).includes("last 4"));
+  await until(async () => (await lines(log)).includes("last 4"));
   assertEquals(await lines(log), ["other 2", "last 4"]);
   const state = await box.client.hooks();
   assertEquals(state.path, file);
@@ -127,7 +117,7 @@ Deno.test("box hooks: a hook that sleeps forever is killed at its timeout and re
     timeout: "1s",
   }]);
   await box.client.emit({ type: "sleepy" });
-  const failed = await waitForEvent(box.client, (e) => e.type === "hook.failed", {
+  const failed = await untilEvent(box.client, (e) => e.type === "hook.failed", {
     after,
     timeoutMs: 15_000,
   });
@@ -136,8 +126,8 @@ Deno.test("box hooks: a hook that sleeps forever is killed at its timeout and re
   assertEquals(failed.data?.event, "sleepy");
   assert(!JSON.stringify(failed).includes("SECRET-ish"), "no hook output in the event");
   const pid = Number(await Deno.readTextFile(pidFile));
-  await eventually(() => Promise.resolve(!alive(pid)));
-  const changed = await waitForEvent(box.client, (e) => e.type === "hooks.changed", { after });
+  await until(() => !alive(pid));
+  const changed = await untilEvent(box.client, (e) => e.type === "hooks.changed", { after });
   assertEquals(changed.origin, "test");
 });
 
@@ -156,9 +146,9 @@ Deno.test("repository config hooks run for that repository's events only, in its
   await box.client.createWorktree("other", { name: "o1" });
   const wt = await box.client.createWorktree("app", { name: "a1" });
   const wtPath = await Deno.realPath(wt.path);
-  await eventually(async () => (await lines(log)).length >= 1);
+  await until(async () => (await lines(log)).length >= 1);
   await box.client.removeWorktree("app", "a1", { force: true });
-  await eventually(async () => (await lines(log)).some((l) => l.startsWith("worktree.removed")));
+  await until(async () => (await lines(log)).some((l) => l.startsWith("worktree.removed")));
   const seen = await lines(log);
   assertEquals(seen[0], `worktree.created a1 ${wtPath}`);
   assert(seen.every((l) => !l.includes("o1")), seen.join("\n"));
@@ -244,7 +234,7 @@ Deno.test("gates: config.change guards env, guard, hooks and location config; wo
   // Bad input is still a 400, whatever the gates say.
   const bad = await assertRejects(() => box.client.putHooks([{ on: "x" } as never]), DockError) as DockError;
   assertEquals(bad.status, 400);
-  const refusal = await waitForEvent(
+  const refusal = await untilEvent(
     box.client,
     (e) => e.type === "gate.refused" && e.data?.action === "config.change",
   );
@@ -265,20 +255,15 @@ Deno.test("laptop hooks: GET/PUT /v1/hooks, hooks.changed, run for a box's event
     assertEquals(empty.hooks, []);
     assertEquals(empty.runs?.started, 0);
     const log = join(dirs.root, "laptop.log");
-    const events: DockEvent[] = [];
-    const controller = new AbortController();
-    const collecting = (async () => {
-      for await (const event of client.events({ after: 0, signal: controller.signal })) events.push(event);
-    })();
     const put = await client.putHooks([{
       on: "custom.*",
       run: `echo "$DOCK_EVENT_BOX $DOCK_EVENT_TYPE $(pwd)" >> ${log}`,
     }]);
     assertEquals(put.hooks.length, 1);
-    await eventually(() => Promise.resolve(events.some((e) => e.type === "hooks.changed" && !e.box)));
+    await untilEvent(client, (e) => e.type === "hooks.changed" && !e.box);
     await box.client.emit({ type: "custom.from-box" });
     await client.emit({ type: "custom.from-laptop" });
-    await eventually(async () => (await lines(log)).length >= 2);
+    await until(async () => (await lines(log)).length >= 2);
     const seen = (await lines(log)).sort();
     assertEquals(seen, [` custom.from-laptop ${dirs.home}`, `local custom.from-box ${dirs.home}`]);
     const bad = await fetch(`${agent.url}/v1/hooks`, {
@@ -295,8 +280,6 @@ Deno.test("laptop hooks: GET/PUT /v1/hooks, hooks.changed, run for a box's event
       (await runCli("dock", ["hooks", "local", "--json"], { env, cwd: dirs.home })).stdout,
     );
     assertEquals([ofBox.path, ofBox.hooks.length], [join(dirs.dockHome, "hooks.json"), 0]);
-    controller.abort();
-    await collecting;
   } finally {
     client.close();
   }
@@ -312,16 +295,16 @@ Deno.test("laptop and box sharing ~/.dock/hooks.json run a box event's hook once
     const log = join(dirs.root, "shared.log");
     await client.putHooks([{ on: "custom.*", run: `echo "$DOCK_EVENT_TYPE" >> ${log}` }]);
     await box.client.emit({ type: "custom.a" });
-    await eventually(async () => (await lines(log)).includes("custom.a"));
+    await until(async () => (await lines(log)).includes("custom.a"));
     await client.emit({ type: "custom.b" }); // the laptop's own: the box never sees it
-    await eventually(async () => (await lines(log)).includes("custom.b"));
+    await until(async () => (await lines(log)).includes("custom.b"));
     await box.client.emit({ type: "custom.c" });
-    await eventually(async () => (await lines(log)).includes("custom.c"));
+    await until(async () => (await lines(log)).includes("custom.c"));
     // The agent's hooks match an event as its bus publishes it, before its stream sends it on: once
     // custom.c came through the agent, a second run of it is queued or running there, or done.
-    await waitForEvent(client, (e) => e.type === "custom.c" && e.box === "local");
+    await untilEvent(client, (e) => e.type === "custom.c" && e.box === "local");
     const idle = (runs: HooksState["runs"]) => runs?.running === 0 && runs.queued === 0;
-    await eventually(async () => idle((await client.hooks()).runs) && idle((await box.client.hooks()).runs));
+    await until(async () => idle((await client.hooks()).runs) && idle((await box.client.hooks()).runs));
     assertEquals((await lines(log)).sort(), ["custom.a", "custom.b", "custom.c"]);
   } finally {
     client.close();
@@ -471,7 +454,7 @@ Deno.test("box hooks for agent events get DOCK_AGENT, DOCK_PATH and the worktree
     origin: "claude",
     data: { path: worktree.path, agent: "claude", session_id: "abc" },
   });
-  const env = await eventually(async () => {
+  const env = await until(async () => {
     const text = await Deno.readTextFile(out).catch(() => "");
     return text
       ? Object.fromEntries(

@@ -5,7 +5,8 @@
 import { assert, assertEquals } from "./assert.ts";
 import { MAX_ERROR_MESSAGE } from "../core/http.ts";
 import { join } from "node:path";
-import { makeDirs, makeRepo, startAgent, startBox, stopWithin, waitForEvent } from "./harness.ts";
+import { makeDirs, makeRepo, startAgent, startBox, stopWithin } from "./harness.ts";
+import { untilEvent } from "./wait.ts";
 import { AgentClient } from "../client/agent.ts";
 
 Deno.test("a 5 MB bad value is refused with a bounded message, not echoed back", async () => {
@@ -292,7 +293,7 @@ Deno.test("a box whose database was made anew is merged again from its start, no
     await laptop.addLocal("local");
     // Ids well past what the new journal will reach: the laptop's cursor for the box ends up there.
     for (let i = 0; i < 30; i++) await first.client.emit({ type: "before.reset", data: { i } });
-    await waitForEvent(laptop, (e) => e.type === "before.reset" && e.data?.i === 29 && e.box === "local", {
+    await untilEvent(laptop, (e) => e.type === "before.reset" && e.data?.i === 29 && e.box === "local", {
       timeoutMs: 30_000,
     });
     await first.stop();
@@ -303,7 +304,7 @@ Deno.test("a box whose database was made anew is merged again from its start, no
     const fresh = await second.client.emit({ type: "after.reset" });
     assert(fresh.id! < 30, `the new journal's ids start again (${fresh.id})`);
     // The laptop copies the new journal from its start rather than waiting for id 30 to come round.
-    const merged = await waitForEvent(laptop, (e) => e.type === "after.reset" && e.box === "local", {
+    const merged = await untilEvent(laptop, (e) => e.type === "after.reset" && e.box === "local", {
       timeoutMs: 30_000,
     });
     assertEquals(merged.box, "local");

@@ -4,7 +4,8 @@
  */
 import { join } from "node:path";
 import { assert, assertEquals, assertStringIncludes } from "./assert.ts";
-import { makeRepo, startBox, waitForEvent } from "./harness.ts";
+import { makeRepo, startBox } from "./harness.ts";
+import { untilEvent } from "./wait.ts";
 
 Deno.test("installed Claude hooks report to the daemon; a second install changes nothing", async () => {
   await using box = await startBox();
@@ -56,7 +57,7 @@ Deno.test("installed Claude hooks report to the daemon; a second install changes
   await writer.close();
   const output = await hook.output();
   assertEquals([output.code, output.stdout.length, output.stderr.length], [0, 0, 0], "silent, exit 0");
-  const event = await waitForEvent(box.client, (e) => e.type === "agent.finished", { after: start });
+  const event = await untilEvent(box.client, (e) => e.type === "agent.finished", { after: start });
   assertEquals(event.origin, "claude");
   assertEquals(event.data, { path: repo, agent: "claude", session_id: "abc-123", hook: "Stop" });
 

@@ -8,7 +8,8 @@ import { AgentClient } from "../client/agent.ts";
 import { WAL_LIMIT } from "../core/store.ts";
 import type { DockEvent } from "../client/wire.ts";
 import { assert, assertEquals } from "./assert.ts";
-import { eventually, startAgent, startBox, stopWithin } from "./harness.ts";
+import { startAgent, startBox, stopWithin } from "./harness.ts";
+import { until } from "./wait.ts";
 
 const BOUND = 2 * 1024 * 1024;
 
@@ -78,10 +79,10 @@ Deno.test("journals: 413 past 64 KiB of data; box and agent databases stay withi
     const boxIds = fromBox.map((event) => event.id!);
     assertEquals(boxIds, [...boxIds].sort((a, b) => a - b));
     assert(fromBox.length < 60, `the box replayed ${fromBox.length} events`);
-    const fromLaptop = await eventually(async () => {
+    const fromLaptop = await until(async () => {
       const seen = await collect(laptop.events({ after: 0 }), (event) => event.type === "big.last");
       return seen.at(-1)?.box === "local" ? seen : undefined;
-    }, 30_000);
+    }, { timeoutMs: 30_000 });
     assert(fromLaptop.filter((event) => event.type === "big.one").length < 60);
 
     const boxDb = await fileSize(join(box.dirs.state, "box", "dockd.db"));

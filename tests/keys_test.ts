@@ -18,7 +18,6 @@ import { dockMcpServer, laptopDock } from "../core/mcp.ts";
 import { assert, assertEquals, assertMatch, assertRejects, assertStringIncludes } from "./assert.ts";
 import { CHROMIUM_MISSING, launchChromium } from "./browser.ts";
 import {
-  eventually,
   laptopEnv,
   makeDirs,
   makeRepo,
@@ -27,8 +26,8 @@ import {
   startAgent,
   startBox,
   type TestBox,
-  waitForEvent,
 } from "./harness.ts";
+import { until, untilEvent } from "./wait.ts";
 
 const DENO = Deno.execPath();
 const FAKE = new URL("./fixtures/fake_agent.ts", import.meta.url).pathname;
@@ -72,7 +71,7 @@ async function echoSession(box: TestBox, name: string) {
     command: `'${DENO}' run --cached-only --allow-write='${log}' '${ECHO}' '${log}'`,
   });
   const read = async () => (await Deno.readTextFile(log).catch(() => "")).split("\n");
-  await eventually(async () => (await read())[0] === "ready" || undefined, 30_000);
+  await until(async () => (await read())[0] === "ready" || undefined, { timeoutMs: 30_000 });
   return {
     /** Every byte read so far, as hex, separated by spaces. */
     bytes: async () => (await read()).slice(1).join(" ").trim(),
@@ -126,10 +125,10 @@ async function twentyOfTwenty(
   for (let round = 1; round <= ROUNDS; round++) {
     await ask(box, name, round);
     await answer(round);
-    const taken = await eventually(async () => {
+    const taken = await until(async () => {
       const all = await picks();
       return all.length === before + round ? all : undefined;
-    }, 30_000);
+    }, { timeoutMs: 30_000 });
     assertEquals(taken[taken.length - 1], "yes", `round ${round}`);
     await box.client.wait(name, { states: ["finished"], timeout: "30s" });
   }
@@ -148,11 +147,11 @@ Deno.test("keys: each named key and character reaches the program as a keystroke
   // No `ESC [200~`: the program turned bracketed paste on, and nothing came as a paste.
   const expected = "61 3b 2d 5c c3 a9 20 0d 1b 09 1b 5b 41 1b 5b 42 1b 5b 44 1b 5b 43 03 04 20 7f";
   assertEquals(
-    await eventually(async () => (await echo.bytes()) === expected ? expected : undefined),
+    await until(async () => (await echo.bytes()) === expected ? expected : undefined),
     expected,
   );
   // Announced with how many, never which: keys are input.
-  const event = await waitForEvent(box.client, (e) => e.type === "session.keys", { after: start });
+  const event = await untilEvent(box.client, (e) => e.type === "session.keys", { after: start });
   assertEquals(event.data, { session: "keys", typed: 17 });
 });
 
@@ -181,10 +180,13 @@ Deno.test("keys: a strict body, 1 to 64 entries, no control characters in litera
   const exact = Array(64).fill("z");
   assertEquals((await post(box, "sessions/keys/keys", { keys: exact })).status, 200);
   const want = ["31", ...Array(64).fill("7a")].join(" ");
-  assertEquals(await eventually(async () => (await echo.bytes()) === want ? want : undefined), want);
+  assertEquals(await until(async () => (await echo.bytes()) === want ? want : undefined), want);
   // A session whose program has exited reads no keys.
   await box.client.createSession({ location: "app", name: "gone", command: "true" });
-  await eventually(async () => (await box.client.session("gone")).exited || undefined, 30_000);
+  await until(async () => (await box.client.session("gone")).exited || undefined, {
+    on: box,
+    timeoutMs: 30_000,
+  });
   const exited = await post(box, "sessions/gone/keys", { keys: ["1"] });
   assertEquals([exited.status, exited.body.error.code], [409, "exited"]);
 });
@@ -207,7 +209,7 @@ Deno.test("keys: the before:session.send gate sees the keys on stdin and can ref
   assertEquals([gate.action, gate.target], ["session.send", { session: "keys", keys: ["q"] }]);
   // The keys are on stdin only: no variable holds them.
   assert(!/^DOCK_KEYS=/m.test(await Deno.readTextFile(`${input}.env`)));
-  await eventually(async () => (await echo.bytes()) === "71" || undefined);
+  await until(async () => (await echo.bytes()) === "71" || undefined);
 
   // Keyed: typed once, a repeat answers the first outcome (and passes no gate again).
   const first = await box.client.keys("keys", ["k"], { key: "k-1" });
@@ -219,7 +221,7 @@ Deno.test("keys: the before:session.send gate sees the keys on stdin and can ref
   await box.client.putHooks([]);
   // A send's key of the same name is another send's: the routes' keys do not meet.
   await box.client.send("other", "s", { key: "k-1", enter: false });
-  await eventually(async () => (await other.bytes()).includes("73") || undefined);
+  await until(async () => (await other.bytes()).includes("73") || undefined);
   assertEquals(await echo.bytes(), "71 6b");
 });
 
@@ -237,17 +239,17 @@ Deno.test("keys cut short by a kill -9 of the box are asked again with their key
     await box.client.addLocation({ name: "app", path: repo });
     const echo = await echoSession(box, "keys");
     const typed = laptop.box("devbox").keys("keys", ["z"], { retries: 30, delayMs: 200 });
-    await eventually(() => Deno.stat(typing).then(() => true));
+    await until(() => Deno.stat(typing).then(() => true));
     await box.stop({ kill: true }); // the killed daemon's tmux goes on without it
     box = await startBox({ dirs, env });
     // The new daemon finds the key recorded and not settled: it types the keys unless the killed one's
     // tmux claimed their slot first (then it finds them typed). Either way, once.
     assertEquals((await typed).typed, 1);
     const shim = join(dirs.root, "bin", "tmux");
-    await eventually(async () => {
+    await until(async () => {
       const left = await new Deno.Command("pgrep", { args: ["-f", shim], stdout: "piped" }).output();
       return left.stdout.length === 0 || undefined;
-    }, 20_000);
+    }, { timeoutMs: 20_000 });
     assertEquals(await echo.bytes(), "7a");
   } finally {
     laptop.close();
@@ -272,9 +274,9 @@ Deno.test("answer: yes, no and always on the fake agent's menu, which ignores a 
   const start = (await box.client.emit({ type: "test.mark" })).id!;
   const yes = await box.client.answer("agent", "yes", { key: "early" }); // a refused key is not spent
   assertEquals([yes.answer, yes.keys, yes.typed], ["yes", ["1"], 1]);
-  await eventually(async () => (await picks()).length === 1 || undefined, 30_000);
+  await until(async () => (await picks()).length === 1 || undefined, { timeoutMs: 30_000 });
   await box.client.wait("agent", { states: ["finished"], timeout: "30s" });
-  const event: DockEvent = await waitForEvent(box.client, (e) => e.type === "session.answered", {
+  const event: DockEvent = await untilEvent(box.client, (e) => e.type === "session.answered", {
     after: start,
   });
   assertEquals(event.data, { session: "agent", answer: "yes" });
@@ -283,7 +285,7 @@ Deno.test("answer: yes, no and always on the fake agent's menu, which ignores a 
 
   await ask(box, "agent", 2);
   assertEquals((await box.client.answer("agent", "no")).keys, ["Escape"]);
-  await eventually(async () => (await picks()).length === 2 || undefined, 30_000);
+  await until(async () => (await picks()).length === 2 || undefined, { timeoutMs: 30_000 });
   // No hook says a denial ended the turn: the box sees the pane settle (cause `interrupt`).
   await box.client.wait("agent", { states: ["waiting"], timeout: "30s" });
   assertEquals((await box.client.session("agent")).reason, "input");
@@ -311,7 +313,7 @@ Deno.test("keys and answer through the laptop's relay; the CLI and MCP answer 20
     const relayed: BoxClient = laptop.box("devbox");
     const echo = await echoSession(box, "keys");
     assertEquals((await relayed.keys("keys", ["r", "Enter"])).typed, 2);
-    await eventually(async () => (await echo.bytes()) === "72 0d" || undefined);
+    await until(async () => (await echo.bytes()) === "72 0d" || undefined);
     const env = laptopEnv(dirs, agent);
     const cli = await runCli("dock", ["session", "keys", "devbox/keys", "hi", "Escape"], {
       env,
@@ -319,7 +321,7 @@ Deno.test("keys and answer through the laptop's relay; the CLI and MCP answer 20
     });
     assertEquals([cli.code, cli.stdout.trim()], [0, "typed 3 keys into devbox/keys"], cli.stderr);
     assertEquals(
-      await eventually(async () => (await echo.bytes()).endsWith("1b") && echo.bytes()),
+      await until(async () => (await echo.bytes()).endsWith("1b") && echo.bytes()),
       "72 0d 68 69 1b",
     );
 
@@ -410,7 +412,7 @@ Deno.test({
       assertEquals(await picks(), []);
       await box.client.putHooks([]);
       await need.locator('button.answer[data-answer="yes"]').click();
-      await eventually(async () => (await picks()).length === 1 || undefined, 30_000);
+      await until(async () => (await picks()).length === 1 || undefined, { timeoutMs: 30_000 });
       await box.client.wait("agent", { states: ["finished"], timeout: "30s" });
       await twentyOfTwenty(box, "agent", picks, async () => {
         await need.locator('button.answer[data-answer="yes"]').click({ timeout: 30_000 });

@@ -10,7 +10,8 @@ import { DockError } from "../client/errors.ts";
 import type { Kit } from "../client/wire.ts";
 import { AgentClient } from "../client/agent.ts";
 import { run } from "../core/runner.ts";
-import { git, laptopEnv, makeDirs, makeRepo, runCli, startAgent, startBox, waitForEvent } from "./harness.ts";
+import { git, laptopEnv, makeDirs, makeRepo, runCli, startAgent, startBox } from "./harness.ts";
+import { untilEvent } from "./wait.ts";
 import { exists } from "../core/files.ts";
 
 const KIT: Kit = {
@@ -42,9 +43,9 @@ Deno.test("a kit on a box: its layer in the merge, its files at DOCK_KIT_DIR, re
     "templates/README.md",
   ]]);
   assertEquals(installed.missing, [{ tool: "no-such-tool-here", hint: "apt install no-such-tool-here" }]);
-  const applied = await waitForEvent(client, (e) => e.type === "kit.applied", { after: mark });
+  const applied = await untilEvent(client, (e) => e.type === "kit.applied", { after: mark });
   assertEquals(applied.data?.kit, "node-app");
-  await waitForEvent(client, (e) => e.type === "config.changed" && e.data?.layer === "kit", { after: mark });
+  await untilEvent(client, (e) => e.type === "config.changed" && e.data?.layer === "kit", { after: mark });
 
   // The three layers, merged repository → kit → box.
   const config = await client.config("app");
@@ -481,7 +482,7 @@ Deno.test("a kit preview asks the box which required tools it lacks and runs not
   // The preview ran no command: its gate would have refused it, and said so in an event.
   const marker = await box.client.emit({ type: "test.marker" });
   const gates: string[] = [];
-  await waitForEvent(box.client, (event) => {
+  await untilEvent(box.client, (event) => {
     if (event.type.startsWith("gate.")) gates.push(event.type);
     return event.id === marker.id;
   });

@@ -8,7 +8,6 @@ import { AgentClient } from "../client/agent.ts";
 import { readLines } from "../client/http.ts";
 import type { Location, Session } from "../client/wire.ts";
 import {
-  eventually,
   freePort,
   laptopEnv,
   makeDirs,
@@ -19,6 +18,7 @@ import {
   startBox,
   type TestAgent,
 } from "./harness.ts";
+import { until } from "./wait.ts";
 
 /** Runs `dock ARGS` with the agent's environment and returns its exit code and output. */
 function dock(agent: TestAgent, home: string, env: Record<string, string>, args: string[]) {
@@ -77,7 +77,7 @@ Deno.test("dock runs the box commands with a BOX/ prefix through the agent", asy
   assertEquals((JSON.parse(session.stdout) as Session).name, "s1");
   const sent = await run("session", "send", "devbox/s1", "echo x-$((40 + 2))");
   assertEquals(sent.code, 0, sent.stderr);
-  await eventually(async () => (await box.client.screen("s1")).screen.includes("x-42"));
+  await until(async () => (await box.client.screen("s1")).screen.includes("x-42"));
   const sessions = await run("session", "list", "devbox", "--json");
   assertEquals(sessions.code, 0, sessions.stderr);
   assertEquals(
@@ -163,7 +163,7 @@ Deno.test("a dock command that finds no agent starts one in the background, once
     assertEquals(agentsOf(dirs.state), started);
   } finally {
     for (const pid of agentsOf(dirs.state)) Deno.kill(pid, "SIGTERM");
-    await eventually(() => Promise.resolve(agentsOf(dirs.state).length === 0));
+    await until(() => agentsOf(dirs.state).length === 0);
   }
 });
 
@@ -194,17 +194,17 @@ Deno.test("dock events follows across the agent going away: it starts it again a
     }
   };
   try {
-    await eventually(() => emit("test.one"), 30_000);
+    await until(() => emit("test.one"), { timeoutMs: 30_000 });
     assertEquals(await next(), "test.one");
     // Twice away: each time back, started again by the follower; what is emitted then reaches it, and
     // nothing before it again.
     for (const type of ["test.two", "test.three"]) {
       const [before] = agentsOf(dirs.state);
       Deno.kill(before, "SIGTERM");
-      await eventually(async () => {
+      await until(async () => {
         const running = agentsOf(dirs.state);
         return running.length === 1 && running[0] !== before && await emit(type);
-      }, 30_000);
+      }, { timeoutMs: 30_000 });
       assertEquals(await next(), type);
     }
     assertStringIncludes(await (child.kill(), stderr), "the agent is away");
@@ -215,6 +215,6 @@ Deno.test("dock events follows across the agent going away: it starts it again a
     await child.status;
     await stderr;
     for (const pid of agentsOf(dirs.state)) Deno.kill(pid, "SIGTERM");
-    await eventually(() => Promise.resolve(agentsOf(dirs.state).length === 0));
+    await until(() => agentsOf(dirs.state).length === 0);
   }
 });

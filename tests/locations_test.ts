@@ -5,7 +5,8 @@
 import { join } from "node:path";
 import { assert, assertEquals, assertRejects, assertStringIncludes } from "./assert.ts";
 import { DockError } from "../client/errors.ts";
-import { eventually, git, makeRepo, startBox, waitForEvent } from "./harness.ts";
+import { git, makeRepo, startBox } from "./harness.ts";
+import { until, untilEvent } from "./wait.ts";
 
 Deno.test("locations persist across a kill -9 of the daemon", async () => {
   const first = await startBox();
@@ -109,7 +110,7 @@ Deno.test("box-level scripts and config layers merge, and changes are announced"
   });
   assertEquals(scripts.effective.setup, "echo box-setup");
   assertEquals(scripts.repo?.setup, "echo repo-setup");
-  const changed = await waitForEvent(box.client, (e) => e.type === "config.changed", { after: start });
+  const changed = await untilEvent(box.client, (e) => e.type === "config.changed", { after: start });
   assertEquals(changed.data?.location, "app");
   assertEquals(changed.origin, "test");
 
@@ -183,10 +184,10 @@ Deno.test("removing a location forgets it, stops what runs in it, and keeps its 
   });
   await box.client.addLocation({ name: "app", path: repo });
   await box.client.createWorktree("app", { name: "w" });
-  const service = await eventually(async () => {
+  const service = await until(async () => {
     const s = (await box.client.services("app", "w"))[0];
     return s.state === "running" ? s : undefined;
-  });
+  }, { on: box });
   await box.client.createSession({ location: "app/w", command: "sleep 600", name: "s" });
   const removed = await box.client.removeLocation("app");
   assertEquals(removed.name, "app");

@@ -20,16 +20,8 @@ import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import { AgentClient } from "../client/agent.ts";
 import type { BoxClient } from "../client/box.ts";
 import { boxDock, dockMcpServer } from "../core/mcp.ts";
-import {
-  eventually,
-  laptopEnv,
-  makeDirs,
-  makeRepo,
-  runCli,
-  startAgent,
-  startBox,
-  waitForEvent,
-} from "./harness.ts";
+import { laptopEnv, makeDirs, makeRepo, runCli, startAgent, startBox } from "./harness.ts";
+import { until, untilEvent } from "./wait.ts";
 
 const DENO = Deno.execPath();
 const FAKE = new URL("./fixtures/fake_agent.ts", import.meta.url).pathname;
@@ -138,7 +130,7 @@ Deno.test("dock mcp: tools make a task, prompt it, wait, read its screen; errors
     const ran = (await call(mcp, "exec", execArgs)).json();
     assertEquals([ran.exit_code, ran.output.trim()], [0, "mcp-task"]);
     // What it caused says so.
-    const sent = await waitForEvent(box.client, (e) => e.type === "session.sent", { after: start });
+    const sent = await untilEvent(box.client, (e) => e.type === "session.sent", { after: start });
     assertEquals(sent.origin, "mcp");
     const emitted = (await call(mcp, "emit_event", { type: "mcp.test", data: { n: 1 } })).json();
     assertEquals([emitted.type, emitted.origin, emitted.data], ["mcp.test", "mcp", { n: 1 }]);
@@ -323,15 +315,21 @@ Deno.test("dock mcp: a prompt queued while its box is away waits out a permissio
     box = await startBox({ dirs, env: first.env });
     assertEquals((await box.client.session(session.name)).reason, "permission");
     // Back, and held: the agent's turn has not ended while it waits on the person.
-    await eventually(async () => (await laptop.queueItem(id)).state === "waiting", 30_000);
+    await until(async () => (await laptop.queueItem(id)).state === "waiting", {
+      on: laptop,
+      timeoutMs: 30_000,
+    });
     await box.client.send(session.name, "y");
-    await eventually(async () => (await laptop.queueItem(id)).state === "delivered", 30_000);
+    await until(async () => (await laptop.queueItem(id)).state === "delivered", {
+      on: laptop,
+      timeoutMs: 30_000,
+    });
     await box.client.wait(session.name, { states: ["finished"], timeout: "30s" });
     // The queued prompt was a turn of its own, never the answer to the permission prompt.
-    const prompts = await eventually(async () => {
+    const prompts = await until(async () => {
       const lines = (await Deno.readTextFile(log)).trim().split("\n").map((l) => JSON.parse(l).text);
       return lines.length >= 2 ? lines : undefined;
-    }, 30_000);
+    }, { timeoutMs: 30_000 });
     assertEquals(prompts, ["ASK-PERMISSION", "when back"]);
   } finally {
     await mcp.close();
@@ -453,7 +451,7 @@ Deno.test("POST sessions/{name}/send with unless_waiting: 409 while the agent wa
     await box.client.wait("s1", { states: ["finished"], timeout: "30s" });
     const retried = await send({ text: "after you", unless_waiting: "permission", key: "k-1" });
     assertEquals(retried.status, 200, JSON.stringify(retried.body));
-    await eventually(async () => (await prompts()).length === 2 ? true : undefined, 30_000);
+    await until(async () => (await prompts()).length === 2 ? true : undefined, { timeoutMs: 30_000 });
     assertEquals(await prompts(), ["ASK-PERMISSION", "after you"]);
   } finally {
     socket.close();

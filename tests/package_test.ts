@@ -22,7 +22,8 @@ import {
 } from "../package/release.ts";
 import { checkPackage, installHere } from "../package/install.ts";
 import { zstdEnd } from "../agent/packages.ts";
-import { eventually, makeDirs, makeRepo, startBox } from "./harness.ts";
+import { makeDirs, makeRepo, startBox } from "./harness.ts";
+import { until } from "./wait.ts";
 import { connectUnixWebSocket } from "./ws_unix.ts";
 
 /** Every request to the network goes to a closed port: a package that fetched anything would fail. */
@@ -242,9 +243,9 @@ Deno.test("a package for this machine runs dockd and dock from itself, offline, 
         permissions: { scopes: ["events:emit"] },
       }),
     );
-    const listedPlugin = await eventually(async () =>
-      (await box.client.plugins()).find((p) => p.id === "echo")
-    );
+    const listedPlugin = await until(async () => (await box.client.plugins()).find((p) => p.id === "echo"), {
+      on: box,
+    });
     await box.client.enablePlugin("echo", listedPlugin.permissions ?? {});
     const ping = (await box.client.emit({ type: "test.ping" })).id!;
     const pong = await next(ping, (event) => event.type === "echo.pong");

@@ -10,13 +10,12 @@ import { DatabaseSync } from "node:sqlite";
 import { assert, assertEquals, assertMatch, assertRejects, assertStringIncludes } from "./assert.ts";
 import { AgentClient } from "../client/agent.ts";
 import { DockError } from "../client/errors.ts";
-import { connectTlsWebSocket } from "../core/websocket.ts";
+import { connectTlsWebSocket } from "../core/ws_client.ts";
 import type { DockEvent } from "../client/wire.ts";
 import { exists } from "../core/files.ts";
 import { parseLink } from "../core/pairing_link.ts";
 import {
   type BoxDirs,
-  eventually,
   laptopEnv,
   makeDirs,
   makeRepo,
@@ -25,6 +24,7 @@ import {
   startBox,
   type TestBox,
 } from "./harness.ts";
+import { until } from "./wait.ts";
 
 const LISTEN = { DOCK_LISTEN: "127.0.0.1:0" };
 
@@ -169,7 +169,7 @@ Deno.test("pairing by link through the agent: the relay over TLS, used codes, ta
       }
     })().then(() => "ended", () => "ended");
     await alpha.client.emit({ type: "build.started", data: { n: 1 } });
-    await eventually(() => Promise.resolve(seen.some((e) => e.type === "build.started")));
+    await until(() => seen.some((e) => e.type === "build.started"));
     const [mine] = JSON.parse((await alpha.cli(["laptops", "--json"])).stdout);
     assertEquals(mine.name, Deno.hostname());
     const revoked = await alpha.cli(["revoke", mine.id]);
@@ -179,7 +179,7 @@ Deno.test("pairing by link through the agent: the relay over TLS, used codes, ta
     stream.abort();
     await refusedWith(client.box("alpha").locations(), 401, "unauthorized");
     assertEquals(JSON.parse((await alpha.cli(["laptops", "--json"])).stdout), []);
-    await eventually(async () => !(await client.status()).boxes.find((b) => b.name === "alpha")?.online);
+    await until(async () => !(await client.status()).boxes.find((b) => b.name === "alpha")?.online);
 
     // Repeated bad codes from one address end in 429 (alpha is forgotten first: a known box is refused sooner).
     // Forgetting a box that revoked this laptop already counts as unpaired: the box refuses the credential.
@@ -202,7 +202,7 @@ Deno.test("pairing by link through the agent: the relay over TLS, used codes, ta
     const pending = second.exec({ location: "app", command: `touch ${running}; sleep 5` }).catch((error) =>
       error
     );
-    await eventually(() => exists(running)); // the command runs: the request is with the box
+    await until(() => exists(running)); // the command runs: the request is with the box
     await beta.stop({ kill: true });
     assertEquals([(await pending as DockError).status as number, (await pending as DockError).code], [
       502,

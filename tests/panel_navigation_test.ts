@@ -11,7 +11,8 @@ import { join } from "node:path";
 import { assert, assertEquals } from "./assert.ts";
 import { AgentClient } from "../client/agent.ts";
 import { CHROMIUM_MISSING, launchChromium } from "./browser.ts";
-import { eventually, freePort, makeDirs, startAgent } from "./harness.ts";
+import { freePort, makeDirs, startAgent } from "./harness.ts";
+import { until } from "./wait.ts";
 
 // What runs in the page: this file is type-checked without the DOM's types (as tests/app_test.ts).
 // deno-lint-ignore no-explicit-any
@@ -78,9 +79,9 @@ Deno.test({
         join(dir, "dock-plugin.json"),
         JSON.stringify({ id: "leaky", name: "Leaky", version: "1.0.0", ui: ["ui/"], permissions: {} }),
       );
-      const info = await eventually(
+      const info = await until(
         async () => (await client.plugins()).find((p) => p.id === "leaky"),
-        30_000,
+        { on: client, timeoutMs: 30_000 },
       );
       await client.enablePlugin("leaky", info.permissions ?? {});
 
@@ -152,7 +153,7 @@ Deno.test({
       }
       // The sandbox refused the form, the top window and the popup, each saying so (no allow-forms,
       // allow-top-navigation or allow-popups), before any request could leave.
-      const blocked = await eventually(() => {
+      const blocked = await until(() => {
         const found = [
           (text: string) => text.includes(`submission to '${outside}/form`) && text.includes("allow-forms"),
           (text: string) => text.includes("leaky/ui/top.html") && text.includes("allow-top-navigation"),

@@ -14,13 +14,14 @@ import {
   assertRejects,
   assertStringIncludes,
 } from "./assert.ts";
-import { connectTlsWebSocket } from "../core/websocket.ts";
+import { connectTlsWebSocket } from "../core/ws_client.ts";
 import type { PhonePairCode, PhoneState } from "../client/wire.ts";
 import { Box } from "../daemon/box.ts";
 import { boxRoutes } from "../daemon/api/server.ts";
 import { PHONE_SCOPE } from "../daemon/api/phone.ts";
 import { boxPaths } from "../core/paths.ts";
-import { makeDirs, makeRepo, runCli, startAgent, startBox, type TestBox, waitForEvent } from "./harness.ts";
+import { makeDirs, makeRepo, runCli, startAgent, startBox, type TestBox } from "./harness.ts";
+import { untilEvent } from "./wait.ts";
 import { AgentClient } from "../client/agent.ts";
 import { DatabaseSync } from "node:sqlite";
 
@@ -254,8 +255,8 @@ Deno.test("phone companion: on and off, a link paired once, a credential scoped 
   const state = await dockd<PhoneState>(box, ["status"]);
   assertEquals(state.devices.map((d) => d.id).sort(), [id, firstId].sort());
   assert(!JSON.stringify(state).includes(secret), "GET phone shows no credential");
-  await waitForEvent(box.client, (e) => e.type === "phone.changed");
-  await waitForEvent(box.client, (e) => e.type === "phone.paired" && e.data?.id === id);
+  await untilEvent(box.client, (e) => e.type === "phone.changed");
+  await untilEvent(box.client, (e) => e.type === "phone.paired" && e.data?.id === id);
   assert(!journal(box).includes(secret), "no event carries a credential");
 
   // Revocation closes the phone's open streams: its event stream and its attach socket.
@@ -286,7 +287,7 @@ Deno.test("phone companion: on and off, a link paired once, a credential scoped 
   const after = await phoneFetch(box, port, "/v1/sessions", { cookie: credential });
   assertEquals(after.status, 401);
   await after.body?.cancel();
-  await waitForEvent(box.client, (e) => e.type === "phone.revoked" && e.data?.id === id);
+  await untilEvent(box.client, (e) => e.type === "phone.revoked" && e.data?.id === id);
 
   // A cross-site WebSocket (another page driving the phone's cookie) is refused.
   const other = await pairPhone(box);

@@ -8,7 +8,8 @@
 import { join } from "node:path";
 import { assert, assertEquals, assertStringIncludes } from "./assert.ts";
 import { AgentClient } from "../client/agent.ts";
-import { eventually, laptopEnv, makeRepo, runCli, startAgent, startBox } from "./harness.ts";
+import { laptopEnv, makeRepo, runCli, startAgent, startBox } from "./harness.ts";
+import { until } from "./wait.ts";
 
 /** What the author writes over the skeleton's main.ts: typed throughout, no cast, no `any`. */
 const AUTHOR_MAIN = `import { definePlugin, type Session } from "@dock/plugin";
@@ -141,7 +142,7 @@ Deno.test("an outside author: plugin new, typed with the SDK, its test passing, 
       origin: "claude",
       data: { path: repo, agent: "claude", session_id: null },
     });
-    const answer = await eventually(async () => {
+    const answer = await until(async () => {
       const response = await box.client.callPlugin("hello", "/");
       const body = await response.json();
       return body.seen === 1 ? body : undefined;

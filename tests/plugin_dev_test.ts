@@ -10,17 +10,8 @@ import { assert, assertEquals, assertRejects, assertStringIncludes } from "./ass
 import { AgentClient } from "../client/agent.ts";
 import { DockError } from "../client/errors.ts";
 import type { PluginInfo } from "../client/wire.ts";
-import {
-  eventually,
-  git,
-  laptopEnv,
-  makeDirs,
-  runCli,
-  startAgent,
-  startBox,
-  type TestBox,
-  waitForEvent,
-} from "./harness.ts";
+import { git, laptopEnv, makeDirs, runCli, startAgent, startBox, type TestBox } from "./harness.ts";
+import { until, untilEvent } from "./wait.ts";
 
 const FAST = { DOCK_PLUGIN_SCAN_MS: "100" };
 
@@ -45,10 +36,10 @@ async function writePlugin(
 }
 
 async function plugin(box: TestBox, id: string, check: (p: PluginInfo) => boolean = () => true) {
-  return await eventually(async () => {
+  return await until(async () => {
     const found = (await box.client.plugins()).find((p) => p.id === id);
     return found && check(found) ? found : undefined;
-  });
+  }, { on: box });
 }
 
 async function enable(box: TestBox, id: string): Promise<PluginInfo> {
@@ -101,12 +92,12 @@ Deno.test("plugin dev: a fixed syntax error is tried again by itself, and the st
   assertStringIncludes(failed.error ?? "", "did not load");
   // `plugin dev` follows it: the failure now, the reload once the file is fixed.
   const dev = follow(box, ["plugin", "dev", "dev"]);
-  await eventually(() => Promise.resolve(/dev \([^)]+\): failed/.test(dev.output())), 20_000);
+  await until(() => /dev \([^)]+\): failed/.test(dev.output()), { timeoutMs: 20_000 });
 
   // Fixed in place, as an editor saves it: no enable, the host tries it again once it sees the change.
   await Deno.writeTextFile(join(dir, "main.ts"), "export default { fetch: () => new Response('fixed') };");
   await plugin(box, "dev", (p) => p.state !== "failed");
-  const answer = await eventually(async () => {
+  const answer = await until(async () => {
     const response = await fn(box, "dev", "/");
     const text = await response.text();
     return response.ok ? text : undefined;
@@ -115,9 +106,9 @@ Deno.test("plugin dev: a fixed syntax error is tried again by itself, and the st
   const listed = await plugin(box, "dev");
   assertEquals(listed.error, undefined, "the old error is gone once calls succeed");
   assertEquals(listed.enabled, true);
-  await eventually(
-    () => Promise.resolve(/dev \([^)]+\): (idle|running|starting)/.test(dev.output())),
-    20_000,
+  await until(
+    () => /dev \([^)]+\): (idle|running|starting)/.test(dev.output()),
+    { timeoutMs: 20_000 },
   );
   await dev.stop();
 });
@@ -192,9 +183,9 @@ Deno.test("plugin dev: call, emit to one plugin only, and logs -f from the CLI",
     assertEquals(emitted.code, 0, emitted.stderr);
     assertStringIncludes(emitted.stdout, "main.ts: ok");
     // The handler's own log line reaches `logs -f` (printed after it started).
-    await eventually(
-      () => Promise.resolve(follower.output().includes("got test.ping n=3 origin=test:")),
-      20_000,
+    await until(
+      () => follower.output().includes("got test.ping n=3 origin=test:"),
+      { timeoutMs: 20_000 },
     );
 
     const called = await box.cli(["plugin", "call", "one", "/x/y"]);
@@ -221,7 +212,7 @@ Deno.test("plugin dev: call, emit to one plugin only, and logs -f from the CLI",
     );
     const later = (await box.client.emit({ type: "test.marker2" })).id!;
     const seen: string[] = [];
-    await waitForEvent(box.client, (e) => {
+    await untilEvent(box.client, (e) => {
       seen.push(e.type);
       return e.id === later;
     }, { after: since });
@@ -322,7 +313,7 @@ Deno.test("plugin config: the schema checks settings; ctx.config, ctx.secrets an
   }
   const marker = (await box.client.emit({ type: "test.end" })).id!;
   const events: string[] = [];
-  await waitForEvent(box.client, (e) => {
+  await untilEvent(box.client, (e) => {
     events.push(JSON.stringify(e));
     return e.id === marker;
   }, { after: since });
@@ -354,9 +345,9 @@ Deno.test("plugin gates: enabling a plugin with a gate on the laptop is refused 
     main: "main.ts",
     hooks: [{ on: "before:exec", module: "main.ts" }],
   }, { "main.ts": "export default { gate: () => ({ allow: false }) };" });
-  await eventually(async () =>
-    (await client.plugins()).find((p) => p.id === "guard" && p.where === "laptop")
-  );
+  await until(async () => (await client.plugins()).find((p) => p.id === "guard" && p.where === "laptop"), {
+    on: client,
+  });
   await assertRejects(() => client.enablePlugin("guard", {}), DockError, "gates never run on the laptop");
   const after = (await client.plugins()).find((p) => p.id === "guard" && p.where === "laptop");
   assertEquals(after?.enabled, false);
@@ -412,7 +403,7 @@ Deno.test("plugin install: from a folder to a box through the laptop, with conse
   const updated = await cli("plugin", "update", "hello", source, "--box", name, "--yes");
   assertEquals(updated.code, 0, updated.stderr);
   assertEquals((await box.client.plugin("hello")).version, "1.1.0");
-  await eventually(async () => (await cli("plugin", "call", "hello", "--box", name)).stdout.trim() === "two");
+  await until(async () => (await cli("plugin", "call", "hello", "--box", name)).stdout.trim() === "two");
 
   // A folder holding a symlink is refused before anything is sent.
   await Deno.symlink("/etc/passwd", join(source, "lib", "leak"));
@@ -453,16 +444,14 @@ Deno.test("plugin install: from a folder to a box through the laptop, with conse
   assert(tar.success);
   const fromTarball = await cli("plugin", "update", "hello", tarball, "--box", name, "--yes");
   assertEquals(fromTarball.code, 0, fromTarball.stderr);
-  await eventually(async () =>
-    (await cli("plugin", "call", "hello", "--box", name)).stdout.trim() === "tarball"
-  );
+  await until(async () => (await cli("plugin", "call", "hello", "--box", name)).stdout.trim() === "tarball");
   await git(source, "init", "-q", "-b", "main");
   await Deno.writeTextFile(join(source, "lib", "word.ts"), "export const word = 'git';");
   await git(source, "add", "-A");
   await git(source, "commit", "-q", "-m", "plugin");
   const fromGit = await cli("plugin", "update", "hello", `file://${source}`, "--box", name, "--yes");
   assertEquals(fromGit.code, 0, fromGit.stderr);
-  await eventually(async () => (await cli("plugin", "call", "hello", "--box", name)).stdout.trim() === "git");
+  await until(async () => (await cli("plugin", "call", "hello", "--box", name)).stdout.trim() === "git");
   const wrong = await cli("plugin", "update", "other", `file://${source}`, "--box", name, "--yes");
   assertStringIncludes(wrong.stderr, "holds plugin 'hello', not 'other'");
 
@@ -497,7 +486,7 @@ Deno.test("plugin sharing: with a local box, a box's event reaches one copy of a
   });
   const laptopCopy = () =>
     client.plugins().then((l) => l.find((p) => p.id === "dup" && p.where === "laptop"));
-  const laptopInfo = await eventually(laptopCopy);
+  const laptopInfo = await until(laptopCopy);
   await client.enablePlugin("dup", laptopInfo.permissions ?? {});
 
   /**
@@ -513,16 +502,16 @@ Deno.test("plugin sharing: with a local box, a box's event reaches one copy of a
     const calls = await laptopCalls();
     const since = (await client.emit({ type: "test.start", data: { k } })).id!;
     await box.client.emit({ type: "test.ping", data: { k } });
-    await waitForEvent(client, (e) => e.type === "test.ping" && e.box === name && e.data?.k === k, {
+    await untilEvent(client, (e) => e.type === "test.ping" && e.box === name && e.data?.k === k, {
       after: since,
       timeoutMs: 15_000,
     });
     await client.emit({ type: "test.marker", data: { k } });
-    await waitForEvent(client, (e) => e.type === "dup.marker" && e.data?.k === k && !e.box, {
+    await untilEvent(client, (e) => e.type === "dup.marker" && e.data?.k === k && !e.box, {
       after: since,
       timeoutMs: 15_000,
     });
-    return await eventually(async () => {
+    return await until(async () => {
       const now = await laptopCalls();
       return now > calls ? now - calls : undefined;
     });
@@ -534,9 +523,9 @@ Deno.test("plugin sharing: with a local box, a box's event reaches one copy of a
   // (once the laptop has heard the box enabled it).
   const boxInfo = await box.client.plugin("dup");
   await box.client.enablePlugin("dup", boxInfo.permissions ?? {});
-  await eventually(async () => await callsInRound() === 1, 30_000);
+  await until(async () => await callsInRound() === 1, { timeoutMs: 30_000 });
   const k = `r${round}`;
-  const boxGot = await waitForEvent(
+  const boxGot = await untilEvent(
     client,
     (e) => e.type === "dup.got" && e.box === name && e.data?.k === k,
     {
@@ -558,7 +547,7 @@ Deno.test("plugin fn link: the app's signed link opens a plugin's page once, wit
       }),
     };`,
   });
-  const info = await eventually(async () => (await client.plugins()).find((p) => p.id === "dash"));
+  const info = await until(async () => (await client.plugins()).find((p) => p.id === "dash"), { on: client });
   await client.enablePlugin("dash", info.permissions ?? {});
 
   const link = await client.pluginFnLink("dash", { path: "/report" });

@@ -10,16 +10,8 @@ import { assert, assertEquals, assertRejects, assertStringIncludes } from "./ass
 import { DockError } from "../client/errors.ts";
 import type { PluginInfo, ScopeClass } from "../client/wire.ts";
 import { AgentClient } from "../client/agent.ts";
-import {
-  eventually,
-  laptopEnv,
-  makeDirs,
-  makeRepo,
-  runCli,
-  startAgent,
-  startBox,
-  type TestBox,
-} from "./harness.ts";
+import { laptopEnv, makeDirs, makeRepo, runCli, startAgent, startBox, type TestBox } from "./harness.ts";
+import { until } from "./wait.ts";
 import { apiRoutes, routeScope, SCOPE_TABLE_FILE, scopeTableMarkdown } from "../cli/write_scope_table.ts";
 import { SCOPE_CLASS_ORDER, SCOPE_CLASSES } from "../plugins/scopes.ts";
 
@@ -39,10 +31,10 @@ async function writeManifest(
 }
 
 async function plugin(box: TestBox, id: string, check: (p: PluginInfo) => boolean = () => true) {
-  return await eventually(async () => {
+  return await until(async () => {
     const found = (await box.client.plugins()).find((p) => p.id === id);
     return found && check(found) ? found : undefined;
-  });
+  }, { on: box });
 }
 
 async function readOrEmpty(path: string): Promise<string> {
@@ -135,7 +127,9 @@ Deno.test("plugin shell hooks on the laptop: the consent names the agent's user,
     const ran = join(dirs.root, "laptop-ran");
     const run = `printf '%s\\n' "$DOCK_EVENT_TYPE" >> ${ran}`;
     await writeManifest({ dirs }, "lshell", { hooks: [{ on: "test.*", run }] });
-    const listed = await eventually(async () => (await client.plugins()).find((p) => p.id === "lshell"));
+    const listed = await until(async () => (await client.plugins()).find((p) => p.id === "lshell"), {
+      on: client,
+    });
     assertEquals([listed.permissions?.commands, listed.runs_as], [[run], user]);
 
     const cli = await runCli("dock", ["plugin", "enable", "lshell"], {
@@ -151,7 +145,7 @@ Deno.test("plugin shell hooks on the laptop: the consent names the agent's user,
 
     await client.enablePlugin("lshell", listed.permissions!);
     await client.emit({ type: "test.granted", data: {} });
-    await eventually(async () => (await readOrEmpty(ran)) === "test.granted\n");
+    await until(async () => (await readOrEmpty(ran)) === "test.granted\n");
   } finally {
     client.close();
   }

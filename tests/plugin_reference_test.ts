@@ -4,9 +4,16 @@
  * nothing outside its folder (it is published, and read by sandboxed workers, as it is), and its two
  * manifests agree.
  */
-import { assert, assertEquals } from "./assert.ts";
+import { assert, assertEquals, assertRejects, assertThrows } from "./assert.ts";
 import { EVENT_CATALOG } from "../core/event_catalog.ts";
-import { clientAnswers, writePluginReference } from "../cli/write_plugin_reference.ts";
+import {
+  classSource,
+  clientAnswers,
+  pluginReference,
+  wireBody,
+  wireParts,
+  writePluginReference,
+} from "../cli/write_plugin_reference.ts";
 import { SDK_VERSION } from "../sdk/mod.ts";
 import { BOX_ROUTES, LAPTOP_ROUTES } from "../sdk/generated.ts";
 import { matchRoute } from "../sdk/testing.ts";
@@ -95,4 +102,46 @@ Deno.test("the routes' answers come from the clients' return types, and paths ma
   assertEquals(matchRoute(BOX_ROUTES, "POST", "sessions/web-1/send")?.scope, "sessions:send");
   assertEquals(matchRoute(BOX_ROUTES, "GET", "plugins"), undefined);
   assert(LAPTOP_ROUTES.some((r) => r.scope === "boxes:read"));
+});
+
+Deno.test("sdk/wire.ts joins every part client/wire.ts gathers, and imports nothing", async () => {
+  const parts = wireParts(await Deno.readTextFile(new URL("client/wire.ts", root)));
+  assert(parts.length > 1 && parts.includes("wire_events.ts"), parts.join());
+  const sdk = await Deno.readTextFile(new URL("sdk/wire.ts", root));
+  assertEquals(sdk.match(/^(import|export)\b.*\bfrom\b.*$/gm), null);
+  const exported = (text: string) =>
+    [...text.matchAll(/^export (?:interface|type|const) (\w+)/gm)].map((m) => m[1]);
+  const names: string[] = [];
+  for (const part of parts) names.push(...exported(await Deno.readTextFile(new URL(`client/${part}`, root))));
+  assertEquals(exported(sdk), names);
+  // The laptop's own records are wire types too: its routes' answers are typed, not `unknown`.
+  assert(names.includes("AgentStatus") && names.includes("BoxStatus"));
+  const reference = await pluginReference();
+  assert(/\| `GET status` +\| `boxes:read` +\| read +\| `AgentStatus` \|/.test(reference.docs));
+});
+
+Deno.test("the wire join refuses what would make sdk/wire.ts reach outside its folder", () => {
+  assertEquals(wireParts('/** Doc. */\nexport * from "./wire_a.ts";\n\nexport * from "./wire_b.ts";\n'), [
+    "wire_a.ts",
+    "wire_b.ts",
+  ]);
+  assertThrows(() => wireParts('export type { X } from "./agent.ts";\n'), Error, "only `export *");
+  const part =
+    '/**\n * Doc.\n * @module\n */\nimport type { A } from "./wire_a.ts";\n\nexport interface B {\n  a: A;\n}\n';
+  assertEquals(wireBody(part), "export interface B {\n  a: A;\n}\n");
+  assertThrows(() => wireBody('import { z } from "zod";\nexport type B = 1;\n'), Error, "imports only");
+  assertThrows(() => wireBody('import type { H } from "../core/hooks.ts";\n'), Error, "imports only");
+});
+
+Deno.test("a client's answers are read from its class and every class it extends", async () => {
+  const box = await classSource(root, "client/box.ts", "BoxClient");
+  for (const name of ["class BoxClient extends", "class SessionCalls extends", "class PluginCalls {"]) {
+    assert(box.includes(`export ${name}`), name);
+  }
+  const laptop = await classSource(root, "client/agent.ts", "AgentClient");
+  assert(laptop.includes("export class PluginCalls {") && !laptop.includes("class SessionCalls"));
+  // A route answered by a method of a base class (SessionCalls) is typed.
+  const reference = await pluginReference();
+  assert(/\| `GET sessions\/:name` +\|[^\n]*\| `Session` +\|/.test(reference.docs));
+  await assertRejects(() => classSource(root, "client/box.ts", "NoSuchClient"), Error, "no exported class");
 });

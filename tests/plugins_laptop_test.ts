@@ -6,16 +6,8 @@
 import { join } from "node:path";
 import { assert, assertEquals, assertStringIncludes } from "./assert.ts";
 import { AgentClient } from "../client/agent.ts";
-import {
-  eventually,
-  freePort,
-  laptopEnv,
-  makeDirs,
-  runCli,
-  startAgent,
-  startBox,
-  waitForEvent,
-} from "./harness.ts";
+import { freePort, laptopEnv, makeDirs, runCli, startAgent, startBox } from "./harness.ts";
+import { until, untilEvent } from "./wait.ts";
 
 const EXAMPLE = new URL("../plugins/examples/notify/", import.meta.url).pathname;
 
@@ -58,10 +50,10 @@ Deno.test("laptop plugins: the example notifies through its granted webhook, wit
       runCli("dock", args, { env: laptopEnv(dirs, agent, env), cwd: dirs.home });
 
     // Listed on the laptop and on the box (one ~/.dock here), off on both.
-    const listed = await eventually(async () => {
+    const listed = await until(async () => {
       const list = await client.plugins();
       return list.filter((p) => p.id === "notify").length === 2 ? list : undefined;
-    });
+    }, { on: client });
     assertEquals(listed.filter((p) => p.id === "notify").map((p) => [p.where, p.state]).sort(), [
       ["laptop", "off"],
       ["local", "off"],
@@ -81,7 +73,7 @@ Deno.test("laptop plugins: the example notifies through its granted webhook, wit
 
     const since = (await client.emit({ type: "agent.waiting", data: { session: "s1", agent: "claude" } }))
       .id!;
-    const sent = await waitForEvent(client, (e) => e.type === "notify.sent", {
+    const sent = await untilEvent(client, (e) => e.type === "notify.sent", {
       after: since,
       timeoutMs: 15_000,
     });
@@ -173,18 +165,18 @@ Deno.test("dock plugin new writes a skeleton whose test passes and which runs on
     assertEquals(test.code, 0, new TextDecoder().decode(test.stdout) + new TextDecoder().decode(test.stderr));
     // Bounds for a loaded machine (two suites at once): the first event and the first call each start
     // a sandboxed worker in its own process, which took over 10 s there.
-    const info = await eventually(
+    const info = await until(
       async () => (await client.plugins()).find((p) => p.id === "demo" && p.version),
-      30_000,
+      { on: client, timeoutMs: 30_000 },
     );
     await client.enablePlugin("demo", info.permissions ?? {});
     await client.emit({ type: "agent.finished", data: {} });
-    await eventually(async () => {
+    await until(async () => {
       const answer = await fetch(`${agent.url}/v1/plugins/demo/fn/`, {
         headers: { authorization: `Bearer ${agent.token}` },
       });
       return (await answer.json()).seen === 1;
-    }, 30_000);
+    }, { timeoutMs: 30_000 });
   } finally {
     client.close();
   }
@@ -253,16 +245,16 @@ Deno.test("laptop plugins: a symlink planted in the data folder never leads to t
     const data = join(dirs.state, "client", "plugins", "peek");
     await Deno.symlink(token, join(data, "token"));
     await client.emit({ type: "test.peek", data: { path: join(data, "token") } });
-    const refused = await eventually(async () => {
+    const refused = await until(async () => {
       const info = (await client.plugins()).find((p) => p.id === "peek");
       return info?.error?.includes("symlink") ? info : undefined;
-    });
+    }, { on: client });
     assertStringIncludes(refused.error!, "token is a symlink out of its folder");
     assertEquals(refused.counters.calls, 0, "the call with the link there never ran");
     await Deno.remove(join(data, "token"));
     await Deno.writeTextFile(join(data, "own.txt"), "OWN");
     const since = (await client.emit({ type: "test.peek", data: { path: join(data, "own.txt") } })).id!;
-    const done = await waitForEvent(client, (e) => e.type === "peek.done" && e.data?.of === since, {
+    const done = await untilEvent(client, (e) => e.type === "peek.done" && e.data?.of === since, {
       after: since,
       timeoutMs: 30_000,
     });

@@ -7,7 +7,8 @@ import { join } from "node:path";
 import { assert, assertEquals, assertRejects, assertStringIncludes } from "./assert.ts";
 import { DockError } from "../client/errors.ts";
 import type { DockEvent, PluginInfo } from "../client/wire.ts";
-import { eventually, makeRepo, startBox, type TestBox, waitForEvent } from "./harness.ts";
+import { makeRepo, startBox, type TestBox } from "./harness.ts";
+import { until, untilEvent } from "./wait.ts";
 
 const FAST = { DOCK_PLUGIN_SCAN_MS: "100" };
 
@@ -38,7 +39,7 @@ async function writePlugin(
 }
 
 async function plugin(box: TestBox, id: string): Promise<PluginInfo> {
-  return await eventually(async () => (await box.client.plugins()).find((p) => p.id === id));
+  return await until(async () => (await box.client.plugins()).find((p) => p.id === id), { on: box });
 }
 
 async function enable(box: TestBox, id: string): Promise<PluginInfo> {
@@ -51,8 +52,22 @@ async function announce(box: TestBox, type: string, data: Record<string, unknown
   return (await box.client.emit({ type, data })).id!;
 }
 
+/**
+ * The journal's events after `since` up to event `last` (one it already holds), read to that event and
+ * no further: no window on a clock. (A read ended only by `AbortSignal.timeout` was seen to outlive its
+ * timeout under load, hanging the test.)
+ */
+async function journalBetween(box: TestBox, since: number, last: number): Promise<DockEvent[]> {
+  const events: DockEvent[] = [];
+  for await (const event of box.client.events({ after: since })) {
+    events.push(event);
+    if (event.id! >= last) break;
+  }
+  return events;
+}
+
 function after(box: TestBox, since: number, match: (e: DockEvent) => boolean, timeoutMs = 15_000) {
-  return waitForEvent(box.client, match, { after: since, timeoutMs });
+  return untilEvent(box.client, match, { after: since, timeoutMs });
 }
 
 Deno.test("plugins: off until enabled with the permissions shown; a module hook gets events; the choice survives a restart", async () => {
@@ -93,7 +108,7 @@ Deno.test("plugins: off until enabled with the permissions shown; a module hook 
     assertEquals(pong.data?.n, 1, "the event sent while it was off never reached it");
     assert((pong.data?.of as number) > idle);
     // Counted when the call answers, which is after the handler's emit arrived.
-    const info = await eventually(async () => {
+    const info = await until(async () => {
       const echo = await plugin(box, "echo");
       return echo.counters.calls === 1 && echo.counters.cold_starts === 1 ? echo : undefined;
     });
@@ -237,11 +252,7 @@ Deno.test("plugins: every escape is refused, visible in its log, and the daemon 
   assertStringIncludes(results.kvHugeFile, "over the 1048576-byte limit");
   assertStringIncludes(results.kvMultibyte, "would hold 1200");
   assertEquals(done.data?.afterRaw, true, "the host outlived a message it cannot send");
-  const journal = await Array.fromAsync(
-    (async function* () {
-      for await (const e of box.client.events({ after: since, signal: AbortSignal.timeout(2000) })) yield e;
-    })(),
-  ).catch(() => [] as DockEvent[]);
+  const journal = await journalBetween(box, since, done.id!);
   assert(
     !journal.some((e) => e.type === "agent.finished" || e.type === "plugin.enabled"),
     "no system type got out",
@@ -290,7 +301,7 @@ Deno.test("plugins: a runaway handler is stopped at its deadline and the next ev
   for (const id of ["spin", "bomb", "count"]) await enable(box, id);
 
   const since = await announce(box, "test.spin");
-  await eventually(async () => (await box.client.plugin("spin", 0)).counters.timeouts === 1, 15_000)
+  await until(async () => (await box.client.plugin("spin", 0)).counters.timeouts === 1, { timeoutMs: 15_000 })
     .catch(async (error) => {
       throw new Error(`${error.message}: ${JSON.stringify(await box.client.plugin("spin", 20))}`);
     });
@@ -298,7 +309,9 @@ Deno.test("plugins: a runaway handler is stopped at its deadline and the next ev
   await after(box, next, (e) => e.type === "count.saw" && e.data?.type === "test.after");
 
   const bombed = await announce(box, "test.bomb");
-  await eventually(async () => (await box.client.plugin("bomb", 0)).counters.failures === 1, 30_000);
+  await until(async () => (await box.client.plugin("bomb", 0)).counters.failures === 1, {
+    timeoutMs: 30_000,
+  });
   const next2 = await announce(box, "test.after-bomb");
   await after(box, next2, (e) => e.type === "count.saw" && e.data?.type === "test.after-bomb");
   const spin = await box.client.plugin("spin", 20);
@@ -325,10 +338,10 @@ Deno.test("plugins: a bad manifest is listed with its error and never runs; one 
   await Deno.mkdir(join(box.dirs.home, ".ssh"), { recursive: true });
   const linked = await writePlugin(box, "linked", { main: "main.ts" }, { "main.ts": `export default {};` });
   await Deno.symlink(join(box.dirs.home, ".ssh"), join(linked, "keys"));
-  const refusedLink = await eventually(async () => {
+  const refusedLink = await until(async () => {
     const info = await plugin(box, "linked");
     return info.error?.includes("symlink") ? info : undefined;
-  });
+  }, { on: box });
   assertStringIncludes(refusedLink.error ?? "", "keys is a symlink out of its folder");
   assertEquals(refusedLink.state, "off");
 
@@ -345,7 +358,7 @@ Deno.test("plugins: a bad manifest is listed with its error and never runs; one 
   await enable(box, "flaky");
   for (let i = 1; i <= 5; i++) {
     await announce(box, "test.flaky");
-    await eventually(async () => (await box.client.plugin("flaky", 0)).counters.failures === i);
+    await until(async () => (await box.client.plugin("flaky", 0)).counters.failures === i);
   }
   const failed = await after(box, 0, (e) => e.type === "plugin.failed" && e.data?.id === "flaky");
   assertStringIncludes(String(failed.data?.error), "flaky on purpose");
@@ -357,10 +370,10 @@ Deno.test("plugins: a bad manifest is listed with its error and never runs; one 
 
   await enable(box, "broken");
   await announce(box, "test.load");
-  const broken = await eventually(async () => {
+  const broken = await until(async () => {
     const info = await box.client.plugin("broken", 10);
     return info.state === "failed" ? info : undefined;
-  });
+  }, { on: box });
   assertStringIncludes(broken.error ?? "", "broken on purpose");
   // Fixed on disk and enabled again: it runs, and an edit reaches the next call without a restart.
   const dir = join(box.dirs.dockHome, "plugins", "broken");
@@ -378,7 +391,7 @@ Deno.test("plugins: a bad manifest is listed with its error and never runs; one 
       permissions: { scopes: ["events:emit"] },
     }),
   );
-  await eventually(async () => (await box.client.plugin("broken", 0)).version === "1.0.1");
+  await until(async () => (await box.client.plugin("broken", 0)).version === "1.0.1", { on: box });
   await enable(box, "broken");
   let since = await announce(box, "test.load");
   await after(box, since, (e) => e.type === "fixed.v1");
@@ -386,11 +399,11 @@ Deno.test("plugins: a bad manifest is listed with its error and never runs; one 
     join(dir, "main.ts"),
     `export default { async event(ev, ctx) { await ctx.emit("fixed.v2", {}); } };`,
   );
-  const v2 = await eventually(async () => {
+  const v2 = await until(async () => {
     since = await announce(box, "test.load");
     const seen = await after(box, since, (e) => e.type.startsWith("fixed."), 5000);
     return seen.type === "fixed.v2" ? seen : undefined;
-  }, 10_000);
+  }, { timeoutMs: 10_000 });
   assertEquals(v2.origin, "plugin:broken");
 });
 
@@ -429,7 +442,7 @@ Deno.test("plugins: a module gate refuses exec with its reason; a removed plugin
   });
   await enable(box, "shellish");
   await announce(box, "test.shell");
-  await eventually(async () => (await Deno.readTextFile(out).catch(() => "")).trim() === "test.shell test");
+  await until(async () => (await Deno.readTextFile(out).catch(() => "")).trim() === "test.shell test");
   await assertRejects(
     () => box.client.exec({ location: "app", command: "echo shellish" }),
     DockError,
@@ -439,7 +452,7 @@ Deno.test("plugins: a module gate refuses exec with its reason; a removed plugin
   assertEquals((await box.client.exec({ location: "app", command: "echo shellish" })).exit_code, 0);
 
   await Deno.remove(dir, { recursive: true });
-  await eventually(async () => !(await box.client.plugins()).some((p) => p.id === "guard"));
+  await until(async () => !(await box.client.plugins()).some((p) => p.id === "guard"), { on: box });
   assertEquals((await box.client.exec({ location: "app", command: "rm -f README.md" })).exit_code, 0);
 });
 
@@ -523,17 +536,17 @@ Deno.test("plugins: a heap bomb ends its host, and the other plugins' calls in f
   for (const id of [...calm, "bomb"]) await enable(box, id);
   const since = await announce(box, "test.calm");
   const started = new Set<string>();
-  await waitForEvent(box.client, (e) => {
+  await untilEvent(box.client, (e) => {
     if (e.type === "calm.started") started.add(e.data?.id as string);
     return started.size === calm.length;
   }, { after: since, timeoutMs: 30_000 });
   const generations = (await box.client.plugins()).length; // (a round trip: the calls are in flight)
   assert(generations > 0);
   await announce(box, "test.bomb");
-  await eventually(async () => (await box.client.plugin("bomb", 0)).counters.failures >= 1, 30_000);
+  await until(async () => (await box.client.plugin("bomb", 0)).counters.failures >= 1, { timeoutMs: 30_000 });
   for (const id of calm) await Deno.writeTextFile(join(box.dirs.state, "box", "plugins", id, "go"), "");
   const done = new Set<string>();
-  await waitForEvent(box.client, (e) => {
+  await untilEvent(box.client, (e) => {
     if (e.type === "calm.done" && e.data?.of === since) done.add(e.data?.id as string);
     return done.size === calm.length;
   }, { after: since, timeoutMs: 60_000 }).catch(async (error) => {
@@ -578,7 +591,7 @@ Deno.test("plugins: a symlink planted in its data folder, or in its folder befor
   for (const [where, link] of [["data folder", join(data, "link")], ["plugin folder", join(dir, "link")]]) {
     await Deno.symlink(secret, link);
     const since = await announce(box, "test.read", { path: link });
-    const refused = await eventually(async () => {
+    const refused = await until(async () => {
       const info = await box.client.plugin("reader", 20);
       return info.error?.includes("symlink") ? info : undefined;
     });
@@ -628,7 +641,7 @@ Deno.test("plugins: nothing a plugin started runs on after its last answer (10 s
   const since = await announce(box, "test.tick");
   await after(box, since, (e) => e.type === "ticker.tick");
   // Its worker is ended at the bound after its answer (it was kept 5 minutes, ticking on).
-  await eventually(async () => (await box.client.plugin("ticker", 0)).state === "idle", 30_000);
+  await until(async () => (await box.client.plugin("ticker", 0)).state === "idle", { timeoutMs: 30_000 });
   const mark = await announce(box, "test.mark");
 
   const spun = await announce(box, "test.nest");
@@ -637,12 +650,10 @@ Deno.test("plugins: nothing a plugin started runs on after its last answer (10 s
   assertEquals(host.length, 1, "one plugin host");
   await box.client.disablePlugin("nest");
   // The spinning thread outlives terminate(): its host is recycled, and nothing of it runs on.
-  await eventually(() => Promise.resolve(!hostPids(box.dirs.state).includes(host[0])), 30_000);
-  const ticks = await Array.fromAsync(
-    (async function* () {
-      for await (const e of box.client.events({ after: mark, signal: AbortSignal.timeout(1000) })) yield e;
-    })(),
-  ).catch(() => [] as DockEvent[]);
+  await until(() => !hostPids(box.dirs.state).includes(host[0]), { timeoutMs: 30_000 });
+  // Everything journaled since the mark (seconds: the idle bound's wait, the host's recycling), up to
+  // an event announced now.
+  const ticks = await journalBetween(box, mark, await announce(box, "test.end"));
   assertEquals(ticks.filter((e) => e.type === "ticker.tick").length, 0, "no tick after its worker ended");
 });
 
@@ -689,15 +700,15 @@ Deno.test("plugins: a data folder over its quota becomes read-only to its plugin
   assertEquals(await attempt("first.bin", 2 * 1024 * 1024), { write: "allowed", kv: "allowed" });
   // Measured every 2 s at most: within a few calls it is read-only.
   let n = 0;
-  const refused = await eventually(async () => {
+  const refused = await until(async () => {
     const tried = await attempt(`small-${n++}.bin`, 10);
     return tried.write !== "allowed" ? tried : undefined;
-  }, 30_000);
+  }, { timeoutMs: 30_000 });
   assertStringIncludes(refused.write, "Requires write access");
   assertStringIncludes(refused.kv, "over its quota");
   const log = (await box.client.plugin("hoard", 50)).log!.join("\n");
   assertStringIncludes(log, "over its 1048576: read-only until it is below");
   // Below again (the user removed what it hoarded), it may write again.
   await Deno.remove(join(data, "first.bin"));
-  await eventually(async () => (await attempt(`again-${n++}.bin`, 10)).write === "allowed", 30_000);
+  await until(async () => (await attempt(`again-${n++}.bin`, 10)).write === "allowed", { timeoutMs: 30_000 });
 });

@@ -5,8 +5,9 @@
 import { join } from "node:path";
 import { assertEquals, assertStringIncludes } from "./assert.ts";
 import { AgentClient } from "../client/agent.ts";
-import { openWebSocket } from "../core/websocket.ts";
-import { eventually, makeDirs, makeRepo, startAgent, startBox } from "./harness.ts";
+import { openWebSocket } from "../core/ws_client.ts";
+import { makeDirs, makeRepo, startAgent, startBox } from "./harness.ts";
+import { until } from "./wait.ts";
 
 const DENO = Deno.execPath();
 const SERVER = `exec "${DENO}" eval --no-config '
@@ -59,10 +60,10 @@ Deno.test("the proxy serves a worktree's HTTP and WebSocket server by its name",
     await box.client.addLocation({ name: "app", path: repo });
     const wt = await box.client.createWorktree("app", { name: "site" });
     const host = `site.app.devbox.localhost:${agent.proxyPort}`;
-    const page = await eventually(async () => {
+    const page = await until(async () => {
       const answer = await raw(agent.proxyPort, host, "/");
       return answer.status === 200 ? answer : undefined;
-    }, 20_000);
+    }, { timeoutMs: 20_000 });
     assertStringIncludes(page.body, `site host=localhost:${wt.ports[0]}`);
 
     const redirect = await raw(agent.proxyPort, host, "/go");

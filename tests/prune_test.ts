@@ -7,7 +7,8 @@ import { join } from "node:path";
 import { assertEquals } from "./assert.ts";
 import { buildPackage } from "../package/build.ts";
 import { hostTarget } from "../package/release.ts";
-import { eventually, makeDirs, startOlderBox, waitForEvent } from "./harness.ts";
+import { makeDirs, startOlderBox } from "./harness.ts";
+import { until, untilEvent } from "./wait.ts";
 
 Deno.test("after two upgrades a box keeps the release it runs and the one before, nothing older", async () => {
   const target = hostTarget()!;
@@ -32,17 +33,17 @@ Deno.test("after two upgrades a box keeps the release it runs and the one before
     let after = (await box.client.emit({ type: "test.mark" })).id!;
     for (const [next, kept] of [[b, [old, b]], [c, [b, c]]] as const) {
       const started = await box.client.upgrade((await Deno.open(next.withoutRuntime.file)).readable);
-      await eventually(
+      await until(
         async () => (await box.client.info().catch(() => undefined))?.build === started.to,
-        60_000,
+        { timeoutMs: 60_000 },
       );
       // The stream of the daemon that handed over ends with it: look again until the new one has told.
-      const upgraded = await eventually(
+      const upgraded = await until(
         () =>
-          waitForEvent(box.client, (e) => e.type === "box.upgraded", { after, timeoutMs: 3000 }).catch(() =>
+          untilEvent(box.client, (e) => e.type === "box.upgraded", { after, timeoutMs: 3000 }).catch(() =>
             undefined
           ),
-        60_000,
+        { timeoutMs: 60_000 },
       );
       after = upgraded.id!;
       assertEquals(await listed(), kept.map((built) => folder(built.release)).sort());

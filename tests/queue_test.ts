@@ -12,7 +12,6 @@ import { DockError } from "../client/errors.ts";
 import type { DockEvent, QueueItem } from "../client/wire.ts";
 import {
   type BoxDirs,
-  eventually,
   killProcessesUnder,
   laptopEnv,
   makeDirs,
@@ -24,6 +23,7 @@ import {
   type TestAgent,
   type TestBox,
 } from "./harness.ts";
+import { until } from "./wait.ts";
 
 const DENO = Deno.execPath();
 const LOGGER = new URL("./fixtures/prompt_logger.ts", import.meta.url).pathname;
@@ -49,7 +49,9 @@ async function logger(box: TestBox, name: string): Promise<string> {
     name,
     command: `'${DENO}' run -A --cached-only '${LOGGER}' '${log}'`,
   });
-  await eventually(async () => (await box.client.screen(name)).screen.includes("logger ready"), 20_000);
+  await until(async () => (await box.client.screen(name)).screen.includes("logger ready"), {
+    timeoutMs: 20_000,
+  });
   return log;
 }
 
@@ -59,10 +61,10 @@ async function logger(box: TestBox, name: string): Promise<string> {
  */
 async function lines(log: string, count = 0): Promise<string[]> {
   const read = async () => (await Deno.readTextFile(log).catch(() => "")).split("\n").filter(Boolean);
-  return await eventually(async () => {
+  return await until(async () => {
     const found = await read();
     return found.length >= count ? found : undefined;
-  }, 20_000);
+  }, { timeoutMs: 20_000 });
 }
 
 async function item(
@@ -72,10 +74,10 @@ async function item(
   // Generous: on a loaded 2-core machine a health check can miss, and the box is retried after a backoff.
   timeoutMs = 30_000,
 ) {
-  return await eventually(async () => {
+  return await until(async () => {
     const found = await client.queueItem(id);
     return check(found) ? found : undefined;
-  }, timeoutMs);
+  }, { on: client, timeoutMs: timeoutMs });
 }
 
 /** Every event of the agent's journal up to a mark emitted now. */
@@ -102,7 +104,9 @@ async function report(box: TestBox, type: string, session: string): Promise<void
 }
 
 async function status(client: AgentClient, online: boolean): Promise<void> {
-  await eventually(async () => (await client.refresh()).boxes.every((b) => b.online === online), 15_000);
+  await until(async () => (await client.refresh()).boxes.every((b) => b.online === online), {
+    timeoutMs: 15_000,
+  });
 }
 
 /** Stops everything a test started (the tmux server of its sessions too) and removes its folders. */
@@ -136,7 +140,7 @@ Deno.test("kill -9 of the agent while 1,000 prompts drain: every prompt arrives 
       a - b
     );
     for (const [n, point] of points.entries()) {
-      await eventually(async () => (await received()) >= point, 60_000);
+      await until(async () => (await received()) >= point, { timeoutMs: 60_000 });
       await agent.stop({ kill: true });
       client.close();
       agent = await startAgent(dirs, { port: agent.port, env: agentEnv });
@@ -148,7 +152,10 @@ Deno.test("kill -9 of the agent while 1,000 prompts drain: every prompt arrives 
         client = new AgentClient({ url: agent.url, token: agent.token, origin: "test" });
       }
     }
-    await eventually(async () => (await client.queue()).every((i) => i.state === "delivered"), 60_000);
+    await until(async () => (await client.queue()).every((i) => i.state === "delivered"), {
+      on: client,
+      timeoutMs: 60_000,
+    });
     for (const [index, session] of sessions.entries()) {
       const want = expected.get(session)!;
       assertEquals(await lines(logs[index], want.length), want, `${session}: once each, in order`);
@@ -177,7 +184,7 @@ for (const [step, when] of [["paste-buffer", "before its paste"], ["send-keys", 
       await box.client.addLocation({ name: "app", path: await makeRepo(join(dirs.home, "work"), "app") });
       const log = await logger(box, "s1");
       const first = await client.enqueue({ box: "devbox", session: "s1", text: "cut-short" });
-      await eventually(() => Deno.stat(cue).then(() => true), 20_000);
+      await until(() => Deno.stat(cue).then(() => true), { timeoutMs: 20_000 });
       // tmux goes on with the step the killed daemon started; the new daemon must not repeat it.
       await box.stop({ kill: true });
       box = await startBox({ dirs });
@@ -186,10 +193,10 @@ for (const [step, when] of [["paste-buffer", "before its paste"], ["send-keys", 
       await item(client, second.id, (i) => i.state === "delivered");
       // Once the killed daemon's tmux step has ended, a last prompt: whatever that step typed is in
       // the log before it.
-      await eventually(() => Deno.stat(`${cue}.done`).then(() => true), 20_000);
+      await until(() => Deno.stat(`${cue}.done`).then(() => true), { timeoutMs: 20_000 });
       const last = await client.enqueue({ box: "devbox", session: "s1", text: "last" });
       await item(client, last.id, (i) => i.state === "delivered");
-      await eventually(async () => (await lines(log)).at(-1) === "last", 20_000);
+      await until(async () => (await lines(log)).at(-1) === "last", { timeoutMs: 20_000 });
       assertEquals(await lines(log), ["cut-short", "after-it", "last"]);
     } finally {
       await cleanup(dirs, box, agent, client);
@@ -217,7 +224,10 @@ Deno.test("a box offline for a while: items stay queued, send answers 409, and t
 
     box = await startBox({ dirs });
     await status(client, true);
-    await eventually(async () => (await client.queue()).every((i) => i.state === "delivered"), 20_000);
+    await until(async () => (await client.queue()).every((i) => i.state === "delivered"), {
+      on: client,
+      timeoutMs: 20_000,
+    });
     assertEquals(await lines(log, ids.length), ids.map((_, i) => `later-${i}`));
   } finally {
     await cleanup(dirs, box, agent, client);
@@ -426,7 +436,7 @@ Deno.test("the box types a keyed send once: repeats, concurrent repeats, and a s
   await box.client.send("s1", "keyed once", { key: "k-3" });
   await box.client.send("s1", "unkeyed");
   await box.client.send("s1", "unkeyed");
-  await eventually(async () => (await lines(log)).length === 5);
+  await until(async () => (await lines(log)).length === 5);
   assertEquals(await lines(log), ["keyed once", "concurrent", "keyed once", "unkeyed", "unkeyed"]);
 
   // A gate added after a keyed send was typed does not turn its repeat into a refusal: the repeat
@@ -468,7 +478,7 @@ Deno.test("dock session send --queue queues when the box cannot be reached; dock
     const log = await logger(first, "s1");
     const direct = await dock("session", "send", "devbox/s1", "typed at once", "--queue");
     assertEquals(direct.code, 0, direct.stderr);
-    await eventually(async () => (await lines(log)).includes("typed at once"));
+    await until(async () => (await lines(log)).includes("typed at once"));
     assertEquals(await client.queue(), [], "a reachable box is sent to as usual");
 
     await first.stop();

@@ -8,7 +8,8 @@ import { join } from "node:path";
 import { assertEquals, assertStringIncludes } from "./assert.ts";
 import { AgentClient } from "../client/agent.ts";
 import { run } from "../core/runner.ts";
-import { laptopEnv, makeDirs, makeRepo, runCli, startAgent, startBox, waitForEvent } from "./harness.ts";
+import { laptopEnv, makeDirs, makeRepo, runCli, startAgent, startBox } from "./harness.ts";
+import { untilEvent } from "./wait.ts";
 import { connectUnixWebSocket } from "./ws_unix.ts";
 
 const DENO = Deno.execPath();
@@ -103,7 +104,7 @@ Deno.test("review lists worktrees with commits, changes or an unseen finished ag
     });
     assertEquals(inside.code, 0, inside.stderr);
     assertEquals(inside.stdout.trim(), `http://dirty.app.${info.name}.localhost:1377/admin`);
-    const opened = await waitForEvent(client, (e) => e.type === "preview.open", { after: mark });
+    const opened = await untilEvent(client, (e) => e.type === "preview.open", { after: mark });
     assertEquals(opened.data, {
       location: "app",
       worktree: "dirty",

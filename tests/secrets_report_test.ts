@@ -10,7 +10,8 @@ import { join } from "node:path";
 import { assert, assertEquals, assertRejects, assertStringIncludes } from "./assert.ts";
 import { AgentClient } from "../client/agent.ts";
 import { DockError } from "../client/errors.ts";
-import { makeDirs, makeRepo, runCli, startAgent, startBox, waitForEvent } from "./harness.ts";
+import { makeDirs, makeRepo, runCli, startAgent, startBox } from "./harness.ts";
+import { untilEvent } from "./wait.ts";
 
 const VALUE = "s3cret-Value-42";
 
@@ -43,14 +44,14 @@ Deno.test("dockd secret exec and secrets/report: values only in the child's envi
       { variable: "API_TOKEN", scheme: "env", ok: true, length: VALUE.length },
     ]);
     assert(!JSON.stringify(report).includes(VALUE), "no value in the report");
-    const resolved = await waitForEvent(client, (e) => e.type === "secret.resolved", { after: mark });
+    const resolved = await untilEvent(client, (e) => e.type === "secret.resolved", { after: mark });
     assertEquals(resolved.data, {
       location: "app",
       worktree: report.worktree,
       variable: "API_TOKEN",
       scheme: "env",
     });
-    const failed = await waitForEvent(client, (e) => e.type === "secret.failed", { after: mark });
+    const failed = await untilEvent(client, (e) => e.type === "secret.failed", { after: mark });
     assertEquals([failed.data?.variable, failed.data?.scheme], ["MISSING", "env"]);
 
     // Through the laptop's relay: refused, the box's own user only.

@@ -8,7 +8,8 @@
  */
 import { dirname, join } from "node:path";
 import { assert, assertEquals } from "./assert.ts";
-import { eventually, makeRepo, processesWith, startBox, type TestBox } from "./harness.ts";
+import { makeRepo, processesWith, startBox, type TestBox } from "./harness.ts";
+import { until } from "./wait.ts";
 import { boxCgroupFolder, detectCgroups, serviceCgroupName } from "../daemon/cgroups.ts";
 
 // The same detection a daemon started from this process makes (it inherits this process's cgroup).
@@ -68,7 +69,7 @@ for (const mode of ["cgroup", "process group and mark"] as const) {
       if (mode === "cgroup") assert(detail.startsWith("cgroup v2 at "), detail);
       else assert(detail.startsWith("process groups and the DOCK_SERVICE mark"), detail);
       await box.client.serviceAction("app", "w", "escapist", "start");
-      await eventually(() => Promise.resolve(sleepers(marker).length === 3));
+      await until(() => sleepers(marker).length === 3);
       if (mode === "cgroup") {
         const procs = Deno.readTextFileSync(join(await serviceCgroup(box, "escapist"), "cgroup.procs"));
         for (const pid of sleepers(marker)) assert(procs.split("\n").includes(String(pid)), procs);
@@ -96,7 +97,7 @@ Deno.test({
       `env -i setsid sh -c 'sleep ${marker}' & sleep ${marker}1`,
     );
     await box.client.serviceAction("app", "w", "scrubbed", "start");
-    await eventually(() => {
+    await until(() => {
       const scrubbed = sleepers(marker).filter((pid) =>
         !Deno.readTextFileSync(`/proc/${pid}/environ`).includes("DOCK_SERVICE=")
       );
@@ -120,10 +121,10 @@ Deno.test({
       DOCK_SERVICE_BACKOFF_MS: "600000",
     });
     await box.client.serviceAction("app", "w", "quitter", "start");
-    const crashed = await eventually(async () => {
+    const crashed = await until(async () => {
       const service = (await box.client.services("app", "w")).find((s) => s.name === "quitter");
       return service?.state === "crashed" && service;
-    });
+    }, { on: box });
     assertEquals(crashed.exit_code, 3);
     assertEquals(sleepers(marker), []);
     assertEquals(exists(await serviceCgroup(box, "quitter")), false);

@@ -8,7 +8,8 @@ import { assert, assertEquals, assertRejects, assertStringIncludes } from "./ass
 import { DockError } from "../client/errors.ts";
 import type { BoxClient } from "../client/box.ts";
 import type { DockEvent } from "../client/wire.ts";
-import { eventually, makeRepo, startBox, type TestBox, waitForEvent } from "./harness.ts";
+import { makeRepo, startBox, type TestBox } from "./harness.ts";
+import { until, untilEvent } from "./wait.ts";
 
 const DENO = Deno.execPath();
 // A tiny HTTP server on $PORT that answers with the worktree's name.
@@ -70,9 +71,9 @@ Deno.test("an autostarted service answers on the worktree's port, after setup an
   // by the time the next worktree's setup ran and its own service came up.
   const start = (await box.client.emit({ type: "test.mark" })).id!;
   await box.client.createWorktree("app", { name: "broken" });
-  await waitForEvent(box.client, (e) => e.type === "worktree.setup.failed" && e.data?.worktree === "broken");
+  await untilEvent(box.client, (e) => e.type === "worktree.setup.failed" && e.data?.worktree === "broken");
   const wt = await box.client.createWorktree("app", { name: "site" });
-  const body = await eventually(async () => {
+  const body = await until(async () => {
     const response = await fetch(`http://127.0.0.1:${wt.ports[0]}/`).catch(() => null);
     return response?.ok ? await response.text() : undefined;
   });
@@ -82,7 +83,7 @@ Deno.test("an autostarted service answers on the worktree's port, after setup an
   assertEquals(services[0].ports, [wt.ports[0]]);
 
   const seen: DockEvent[] = [];
-  await waitForEvent(box.client, (e) => {
+  await untilEvent(box.client, (e) => {
     seen.push(e);
     return e.type === "service.started" && e.data?.worktree === "site";
   }, { after: start });
@@ -104,7 +105,7 @@ Deno.test("a crashing service is restarted with backoff, then marked failed", as
   await box.client.createWorktree("app", { name: "w" });
   const start = (await box.client.emit({ type: "test.mark" })).id!;
   await box.client.serviceAction("app", "w", "flaky", "start");
-  const failed = await waitForEvent(box.client, (e) => e.type === "service.failed", {
+  const failed = await untilEvent(box.client, (e) => e.type === "service.failed", {
     after: start,
     timeoutMs: 20_000,
   });
@@ -136,7 +137,9 @@ Deno.test("services survive kill -9 of the daemon: adopted, not duplicated, logs
     }],
   });
   const wt = await first.client.createWorktree("app", { name: "w" });
-  await eventually(async () => (await serviceState(first.client, "w", "ticker")).state === "running");
+  await until(async () => (await serviceState(first.client, "w", "ticker")).state === "running", {
+    on: first,
+  });
   const before = (await serviceState(first.client, "w", "ticker")).pid;
   await first.stop({ kill: true });
   assert(processesWith(marker).length >= 1, "the service outlived the daemon");
@@ -155,7 +158,7 @@ Deno.test("services survive kill -9 of the daemon: adopted, not duplicated, logs
     return Number(out.at(-1)?.split(" ")[1]);
   };
   const n = await lines();
-  await eventually(async () => (await lines()) > n + 3);
+  await until(async () => (await lines()) > n + 3);
   // Follow mode streams what it writes next.
   const controller = new AbortController();
   const followed: string[] = [];
@@ -176,7 +179,7 @@ Deno.test("services survive kill -9 of the daemon: adopted, not duplicated, logs
   assert(followed.every((l) => l.startsWith("tick ")));
 
   await box.client.serviceAction("app", "w", "ticker", "stop");
-  await eventually(() => Promise.resolve(processesWith(marker).length === 0));
+  await until(() => Promise.resolve(processesWith(marker).length === 0));
   void wt;
 });
 
@@ -194,13 +197,13 @@ Deno.test("stop ends a forking service's whole tree; removal stops services befo
   await using _ = box;
   await box.client.createWorktree("app", { name: "w" });
   await box.client.serviceAction("app", "w", "forky", "start");
-  await eventually(() => Promise.resolve(processesWith(marker, "sleep").length === 3));
+  await until(() => Promise.resolve(processesWith(marker, "sleep").length === 3));
   const stopped = await box.client.serviceAction("app", "w", "forky", "stop");
   assertEquals(stopped.state, "stopped");
   assertEquals(processesWith(marker).length, 0);
 
   await box.client.serviceAction("app", "w", "forky", "start");
-  await eventually(() => Promise.resolve(processesWith(marker, "sleep").length === 3));
+  await until(() => Promise.resolve(processesWith(marker, "sleep").length === 3));
   const start = (await box.client.emit({ type: "test.mark" })).id!;
   await box.client.removeWorktree("app", "w");
   assertEquals(processesWith(marker).length, 0);
@@ -235,7 +238,7 @@ Deno.test("a listening port outside any block is attributed by its working direc
     const reader = server.stdout.pipeThrough(new TextDecoderStream()).getReader();
     const port = Number((await reader.read()).value?.trim());
     reader.releaseLock();
-    const found = await eventually(async () => (await box.client.ports()).find((p) => p.port === port));
+    const found = await until(async () => (await box.client.ports()).find((p) => p.port === port));
     assertEquals([found.location, found.worktree, found.via, found.service], ["app", "deep", "cwd", null]);
     assertEquals(found.pid, server.pid);
   } finally {
@@ -261,14 +264,14 @@ Deno.test("pause stops a counter from advancing; resume lets it go on; the flag 
   const read = counter(wt.path);
   const ticks = async (n: number) => {
     const from = await counter(ref.path)();
-    await eventually(async () => (await counter(ref.path)()) >= from + n);
+    await until(async () => (await counter(ref.path)()) >= from + n);
   };
-  await eventually(async () => (await read()) > 2);
+  await until(async () => (await read()) > 2);
   const paused = await first.client.pause("app", "w", "pause");
   assertEquals(paused.paused, true);
   // A write under way when the signal went out may still land: wait until every process is stopped.
   const group = (await serviceState(first.client, "w", "counter")).pid!; // a service leads its group
-  await eventually(() => Promise.resolve(allStopped(group)));
+  await until(() => Promise.resolve(allStopped(group)));
   const frozen = await read();
   await ticks(8);
   assertEquals(await read(), frozen, "the counter does not advance while paused");
@@ -286,7 +289,7 @@ Deno.test("pause stops a counter from advancing; resume lets it go on; the flag 
   assert(allStopped(group), "its processes are still stopped");
   assertEquals((await serviceState(box.client, "w", "counter")).state, "running");
   await box.client.pause("app", "w", "resume");
-  await eventually(async () => (await read()) > frozen + 3);
+  await until(async () => (await read()) > frozen + 3);
   assertEquals((await box.client.worktree("app", "w")).paused, false);
 });
 
@@ -345,7 +348,7 @@ Deno.test("the guard stops the service using the most memory once memory stays a
   // share below what is used now: from the hog's size, not from a reading taken before it started, which
   // another suite on the machine may have moved meanwhile by more than the hog (seen on a loaded machine).
   const group = (await serviceState(box.client, "w", "hog")).pid!; // a service leads its group
-  await eventually(() => Promise.resolve(groupResidentBytes(group) >= hog * 0.95), 60_000);
+  await until(() => Promise.resolve(groupResidentBytes(group) >= hog * 0.95), { timeoutMs: 60_000 });
   const start = (await box.client.emit({ type: "test.mark" })).id!;
   const threshold = Math.round((used() - 50 * hog / total) * 10) / 10;
   const settings = await box.client.putGuard({
@@ -356,7 +359,7 @@ Deno.test("the guard stops the service using the most memory once memory stays a
     pause_agents: false,
   });
   assertEquals(settings.memory_percent, threshold);
-  const acted = await waitForEvent(box.client, (e) => e.type === "guard.acted", {
+  const acted = await untilEvent(box.client, (e) => e.type === "guard.acted", {
     after: start,
     timeoutMs: 15_000,
   });
@@ -369,12 +372,12 @@ Deno.test("the guard stops the service using the most memory once memory stays a
   // No event marks a guard tick, but the box's clock does: once an event the box stamps is a whole
   // sustain (1s) and two intervals past the act, a second act of this episode would be in the journal.
   const actedAt = Date.parse(acted.time);
-  const mark = await eventually(async () => {
+  const mark = await until(async () => {
     const event = await box.client.emit({ type: "test.tick" });
     return Date.parse(event.time) >= actedAt + 1000 + 2 * 100 ? event : undefined;
   });
   let acts = 0;
-  await waitForEvent(box.client, (event) => {
+  await untilEvent(box.client, (event) => {
     if (event.type === "guard.acted") acts++;
     return event.id === mark.id;
   }, { after: start });
@@ -399,7 +402,7 @@ Deno.test("a service's log is rotated when it grows, and its newest lines stay r
   await box.client.createWorktree("app", { name: "w" });
   await box.client.serviceAction("app", "w", "chatty", "start");
   const log = join(box.dirs.state, "box", "logs", "app", "w", "services", "chatty.log");
-  await eventually(async () => (await Deno.stat(`${log}.1`).catch(() => null)) !== null);
+  await until(async () => (await Deno.stat(`${log}.1`).catch(() => null)) !== null);
   await box.client.serviceAction("app", "w", "chatty", "stop");
   // The live file may overshoot between two checks, but old output does not pile up.
   const sizes = [(await Deno.stat(log)).size, (await Deno.stat(`${log}.1`)).size];
@@ -421,10 +424,10 @@ Deno.test("a graceful stop and restart of the daemon leaves services running, on
     services: [{ name: "idle", run: "exec sleep 600", autostart: true }],
   });
   await first.client.createWorktree("app", { name: "w" });
-  const running = await eventually(async () => {
+  const running = await until(async () => {
     const s = await serviceState(first.client, "w", "idle");
     return s.state === "running" ? s : undefined;
-  });
+  }, { on: first });
   await first.stop(); // SIGTERM: the daemon exits, its services do not
   await using box = await startBox({ dirs: first.dirs });
   const after = await serviceState(box.client, "w", "idle");
@@ -440,14 +443,14 @@ Deno.test("services get PORT = DOCK_PORT unless the config's env sets PORT", asy
   await using _ = box;
   const wt = await box.client.createWorktree("app", { name: "w" });
   // The shell creates the file empty before echo writes it: wait for its line.
-  const text = await eventually(() =>
+  const text = await until(() =>
     Deno.readTextFile(join(wt.path, "port.txt")).then((t) => t.trim() || undefined, () => undefined)
   );
   assertEquals(text.trim(), `4321 ${wt.ports[0]}`);
   await box.client.putConfig("app", { env: { OTHER: "x" } });
   await box.client.serviceAction("app", "w", "show", "restart");
   // The repository's PORT still applies (layers merge key by key).
-  const again = await eventually(async () => {
+  const again = await until(async () => {
     const t = await Deno.readTextFile(join(wt.path, "port.txt")).catch(() => "");
     return t.trim() === `4321 ${wt.ports[0]}` ? t : undefined;
   });

@@ -7,7 +7,8 @@ import { join } from "node:path";
 import { assert, assertEquals, assertRejects, assertStringIncludes } from "./assert.ts";
 import { DockError } from "../client/errors.ts";
 import type { DockEvent } from "../client/wire.ts";
-import { eventually, makeDirs, makeRepo, slowTmux, startBox, type TestBox, waitForEvent } from "./harness.ts";
+import { makeDirs, makeRepo, slowTmux, startBox, type TestBox } from "./harness.ts";
+import { until, untilEvent } from "./wait.ts";
 import { connectUnixWebSocket } from "./ws_unix.ts";
 
 const DENO = Deno.execPath();
@@ -65,10 +66,10 @@ Deno.test("a shell session: screen, send, exit status, names, and ending it ends
     false,
   ]);
   await box.client.send("shell-1", 'echo "hello-$((6*7)) $DOCK_SESSION $DOCK_WORKTREE_NAME"');
-  await eventually(async () => (await box.client.screen("shell-1")).screen.includes("hello-42 shell-1 app"));
+  await until(async () => (await box.client.screen("shell-1")).screen.includes("hello-42 shell-1 app"));
   // A cooked terminal takes lines of at most 4 KiB (agents read raw; the 100 KB test covers them).
   await box.client.send("shell-1", `echo ${"x".repeat(3000)} | wc -c`);
-  await eventually(async () => (await box.client.screen("shell-1")).screen.includes("3001"));
+  await until(async () => (await box.client.screen("shell-1")).screen.includes("3001"));
 
   const dup = await assertRejects(
     () => box.client.createSession({ location: "app", command: "sh", name: "shell-1" }),
@@ -94,19 +95,19 @@ Deno.test("a shell session: screen, send, exit status, names, and ending it ends
   assertEquals((unknown as DockError).status, 422);
 
   await box.client.createSession({ location: "app", command: "exit 7", name: "short" });
-  const exited = await eventually(async () => {
+  const exited = await until(async () => {
     const s = await box.client.session("short");
     return s.exited ? s : undefined;
-  });
+  }, { on: box });
   assertEquals(exited.exit_code, 7);
   const waited = await box.client.wait("short", { timeout: "5s" });
   assertEquals([waited.exited, waited.timed_out], [true, false]);
   // A program a signal ends has its exit told as a shell says it (128 + the signal), not left unknown.
   await box.client.createSession({ location: "app", command: "kill -9 $$", name: "killed" });
-  const killed = await eventually(async () => {
+  const killed = await until(async () => {
     const s = await box.client.session("killed");
     return s.exited ? s : undefined;
-  });
+  }, { on: box });
   assertEquals(killed.exit_code, 137);
   await box.client.removeSession("killed");
 
@@ -127,7 +128,7 @@ Deno.test("a shell session: screen, send, exit status, names, and ending it ends
         return false;
       }
     }).length;
-  await eventually(() => Promise.resolve(sleeping() === 2));
+  await until(() => sleeping() === 2);
   await box.client.removeSession("tree");
   assertEquals(sleeping(), 0);
   assertEquals((await box.client.sessions()).map((s) => s.name).sort(), ["shell-1", "short"]);
@@ -144,7 +145,7 @@ Deno.test("an agent turn: send → running → finished, seen by wait; hooks kee
   await using _ = box;
   const start = (await box.client.emit({ type: "test.mark" })).id!;
   await box.client.createSession({ location: "app", agent: "fake", name: "agent-1" });
-  await eventually(async () => (await box.client.screen("agent-1")).screen.includes("> "));
+  await until(async () => (await box.client.screen("agent-1")).screen.includes("> "));
   const ready = await box.client.wait("agent-1", { states: ["idle"], timeout: "20s" });
   assertEquals(ready.state, "idle");
 
@@ -208,10 +209,10 @@ Deno.test("a permission prompt is waiting; a crash or exit ends the wait", async
   const crashed = await turn(box, "crasher", "please CRASH");
   assertEquals(crashed.exited, true);
   assertEquals(crashed.timed_out, false);
-  const session = await eventually(async () => {
+  const session = await until(async () => {
     const s = await box.client.session("crasher");
     return s.exit_code !== null ? s : undefined;
-  });
+  }, { on: box });
   assertEquals([session.exited, session.exit_code], [true, 3]);
   const refused = await assertRejects(() => box.client.send("crasher", "hello"), DockError);
   assertEquals((refused as DockError).status, 409);
@@ -241,7 +242,7 @@ Deno.test("kill -9 of dockd mid-turn keeps the session; hook events fired meanwh
   const socket = join(first.dirs.state, "box", "tmux.sock");
   const tmux = (...args: string[]) => new Deno.Command("tmux", { args: ["-S", socket, ...args] }).output();
   await tmux("send-keys", "-t", "=steady:", "hello while down", "Enter");
-  await eventually(async () => (await prompts(log)).length === 1, 20_000);
+  await until(async () => (await prompts(log)).length === 1, { timeoutMs: 20_000 });
   const spool = join(first.dirs.state, "box", "spool");
   // The turn ends while the daemon is down: its Stop report is spooled after the others.
   const spooled = async () => {
@@ -255,7 +256,7 @@ Deno.test("kill -9 of dockd mid-turn keeps the session; hook events fired meanwh
     }
     return types;
   };
-  await eventually(async () => (await spooled()).includes("agent.finished"), 20_000);
+  await until(async () => (await spooled()).includes("agent.finished"), { timeoutMs: 20_000 });
   assertEquals(await spooled(), ["agent.started", "agent.finished"]);
   await using box = await startBox({ dirs: first.dirs, env: first.env });
   const session = await box.client.session("steady");
@@ -337,7 +338,7 @@ Deno.test("attach over the box API: shows the screen, types, resizes, and redraw
   await using _ = box;
   await box.client.createSession({ location: "app", command: "sh", name: "term" });
   await box.client.send("term", "echo first-$((2+3))");
-  await eventually(async () => (await box.client.screen("term")).screen.includes("first-5"));
+  await until(async () => (await box.client.screen("term")).screen.includes("first-5"));
 
   const ws = await connectUnixWebSocket(box.dirs.socket, "/v1/sessions/term/attach?cols=90&rows=30");
   await ws.readUntil((text) => text.includes("first-5"));
@@ -345,7 +346,7 @@ Deno.test("attach over the box API: shows the screen, types, resizes, and redraw
   await ws.readUntil((text) => text.includes("typed-42"));
   await ws.sendText(JSON.stringify({ type: "resize", cols: 100, rows: 33 }));
   const socket = join(box.dirs.state, "box", "tmux.sock");
-  await eventually(async () => {
+  await until(async () => {
     const out = await new Deno.Command("tmux", {
       args: ["-S", socket, "display-message", "-p", "-t", "=term:", "#{window_width}x#{window_height}"],
     }).output();
@@ -426,7 +427,7 @@ Deno.test("a session whose tmux session takes long to make is not taken for exit
   const session = await box.client.createSession({ location: "app", name: "slow", command: "cat" });
   assertEquals(session.exited, false);
   await box.client.send("slow", "still here");
-  await eventually(async () => (await box.client.screen("slow")).screen.includes("still here"));
+  await until(async () => (await box.client.screen("slow")).screen.includes("still here"));
   assertEquals((await box.client.session("slow")).exited, false);
   // Let the watcher judge the session twice more: its polls run one at a time, so the third list
   // started from now on means two whole polls after the session was made.
@@ -434,10 +435,10 @@ Deno.test("a session whose tmux session takes long to make is not taken for exit
   const lists = async () =>
     (await Deno.readTextFile(calls)).split("\n").filter((l) => l.includes("list-panes")).length;
   const from = await lists();
-  await eventually(async () => (await lists()) >= from + 3);
+  await until(async () => (await lists()) >= from + 3);
   const mark = await box.client.emit({ type: "marker" });
   const events: DockEvent[] = [];
-  await waitForEvent(box.client, (event) => {
+  await untilEvent(box.client, (event) => {
     events.push(event);
     return event.id === mark.id;
   }, { after });
@@ -454,7 +455,7 @@ Deno.test("session send --no-enter types without pressing Enter (spec 4.4)", asy
   assertEquals(partial.code, 0, partial.stderr);
   await box.cli(["session", "send", "typing", "second-half"]);
   // One line, echoed by the terminal and written back by cat: the first send pressed no Enter.
-  await eventually(async () => {
+  await until(async () => {
     const screen = (await box.client.screen("typing")).screen;
     return screen.split("first-half-second-half").length - 1 === 2;
   });

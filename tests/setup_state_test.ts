@@ -6,7 +6,8 @@
  */
 import { join } from "node:path";
 import { assertEquals } from "./assert.ts";
-import { eventually, makeDirs, makeRepo, startBox, waitForEvent } from "./harness.ts";
+import { makeDirs, makeRepo, startBox } from "./harness.ts";
+import { until, untilEvent } from "./wait.ts";
 import { transition, transitions } from "../core/transition.ts";
 import { SETUP_LIFECYCLE, type SetupEvent, type SetupPhase } from "../daemon/setup_state.ts";
 
@@ -29,13 +30,15 @@ Deno.test("setup lifecycle: none, succeeded, failed and interrupted are what the
     await box.client.createWorktree("app", { name: "good" });
     await box.client.createWorktree("app", { name: "bad" });
     for (const type of ["worktree.setup.finished", "worktree.setup.failed"]) {
-      await waitForEvent(box.client, (e) => e.type === type, { after: mark });
+      await untilEvent(box.client, (e) => e.type === type, { after: mark });
     }
     assertEquals((await box.client.worktree("app", "good")).setup.state, "succeeded");
     assertEquals((await box.client.worktree("app", "bad")).setup.state, "failed");
 
     const slow = await box.client.createWorktree("app", { name: "slow" });
-    await eventually(async () => (await box.client.worktree("app", "slow")).setup.state === "running");
+    await until(async () => (await box.client.worktree("app", "slow")).setup.state === "running", {
+      on: box,
+    });
     await box.stop({ kill: true });
     box = await startBox({ dirs });
     const after = (await box.client.worktree("app", "slow")).setup;

@@ -8,7 +8,8 @@ import { join } from "node:path";
 import { assert, assertEquals, assertRejects, assertStringIncludes } from "./assert.ts";
 import { DockError } from "../client/errors.ts";
 import { isAlive } from "../daemon/procs.ts";
-import { eventually, makeDirs, makeRepo, startBox, waitForEvent } from "./harness.ts";
+import { makeDirs, makeRepo, startBox } from "./harness.ts";
+import { until, untilEvent } from "./wait.ts";
 import { exists } from "../core/files.ts";
 import { Store } from "../core/store.ts";
 
@@ -45,7 +46,7 @@ Deno.test("shares: a tunnel's public URL on request, 422 without a tunnel CLI, e
       (await Deno.readTextFile(calls)).trim(),
       `tunnel --no-autoupdate --url http://127.0.0.1:${w.ports[0]}`,
     );
-    const opened = await waitForEvent(box.client, (e) => e.type === "share.opened", { after: mark });
+    const opened = await untilEvent(box.client, (e) => e.type === "share.opened", { after: mark });
     assertEquals(opened.data?.url, share.url);
     assertEquals((await box.client.shares()).map((s) => s.id), [share.id]);
     const pid = Number(/fake-(\d+)-/.exec(share.url!)![1]);
@@ -53,9 +54,9 @@ Deno.test("shares: a tunnel's public URL on request, 422 without a tunnel CLI, e
 
     // Ended on request: the tunnel stops, the share is gone.
     await box.client.unshare(share.id);
-    await eventually(() => Promise.resolve(!isAlive(pid)));
+    await until(() => !isAlive(pid));
     assertEquals(await box.client.shares(), []);
-    const closed = await waitForEvent(box.client, (e) => e.type === "share.closed", { after: mark });
+    const closed = await untilEvent(box.client, (e) => e.type === "share.closed", { after: mark });
     assertEquals(closed.data?.why, "closed");
 
     // A daemon killed with -9 finds its tunnel running and keeps it; removing the worktree ends it.
@@ -66,9 +67,9 @@ Deno.test("shares: a tunnel's public URL on request, 422 without a tunnel CLI, e
     const secondPid = Number(/fake-(\d+)-/.exec(second.url!)![1]);
     const beforeRemove = (await box.client.emit({ type: "test.mark" })).id!;
     await box.client.removeWorktree("app", "w", { force: true });
-    await eventually(() => Promise.resolve(!isAlive(secondPid)));
+    await until(() => !isAlive(secondPid));
     assertEquals(await box.client.shares(), []);
-    const ended = await waitForEvent(box.client, (e) => e.type === "share.closed", { after: beforeRemove });
+    const ended = await untilEvent(box.client, (e) => e.type === "share.closed", { after: beforeRemove });
     assertEquals(ended.data?.why, "worktree removed");
   } finally {
     await box[Symbol.asyncDispose]();
@@ -126,7 +127,7 @@ Deno.test("shares: a before:share.open gate that refuses keeps the worktree off 
   // Nothing was opened: no tunnel started, no share listed.
   assertEquals(await exists(calls), false);
   assertEquals(await box.client.shares(), []);
-  const event = await waitForEvent(box.client, (e) => e.type === "gate.refused", { after: mark });
+  const event = await untilEvent(box.client, (e) => e.type === "gate.refused", { after: mark });
   assertEquals(event.data?.action, "share.open");
   // The gate was told what would go public.
   const asked = JSON.parse(await Deno.readTextFile(seen));
@@ -160,16 +161,16 @@ Deno.test("shares: after an upgrade from a daemon that kept tunnels in the share
     store.run("DELETE FROM tunnels");
     store.close();
     Deno.kill(lostPid, "SIGKILL"); // this tunnel ended while no daemon ran
-    await eventually(() => Promise.resolve(!isAlive(lostPid)));
+    await until(() => !isAlive(lostPid));
     box = await startBox({ dirs, env });
-    await eventually(async () => (await box.client.shares()).length === 1);
+    await until(async () => (await box.client.shares()).length === 1, { on: box });
     assertEquals((await box.client.shares()).map((s) => s.id), [kept.id]);
-    const closed = await waitForEvent(box.client, (e) => e.type === "share.closed", { after: 0 });
+    const closed = await untilEvent(box.client, (e) => e.type === "share.closed", { after: 0 });
     assertEquals([closed.data?.id, closed.data?.why], [lost.id, "ended while dockd was down"]);
     assert(isAlive(keptPid));
     // The adopted tunnel is the supervisor's: ending the share stops it.
     await box.client.unshare(kept.id);
-    await eventually(() => Promise.resolve(!isAlive(keptPid)));
+    await until(() => !isAlive(keptPid));
     assertEquals(await box.client.shares(), []);
   } finally {
     await box[Symbol.asyncDispose]();

@@ -12,16 +12,8 @@ import { DockError } from "../client/errors.ts";
 import type { DockEvent, SkillCopy, SkillsResult } from "../client/wire.ts";
 import { SKILLS } from "../skills/mod.ts";
 import { assert, assertEquals, assertStringIncludes } from "./assert.ts";
-import {
-  git,
-  makeDirs,
-  makeRepo,
-  runCli,
-  startAgent,
-  startBox,
-  type TestAgent,
-  waitForEvent,
-} from "./harness.ts";
+import { git, makeDirs, makeRepo, runCli, startAgent, startBox, type TestAgent } from "./harness.ts";
+import { untilEvent } from "./wait.ts";
 
 const IDS = SKILLS.map((skill) => skill.id);
 
@@ -60,7 +52,7 @@ Deno.test("skills API: user installs honour CLAUDE_CONFIG_DIR and CODEX_HOME, li
     assertEquals(await Deno.readTextFile(join(claudeDir, "skills/dock/SKILL.md")), SKILLS[0].text);
     assert(!await exists(join(dirs.home, ".claude")), "CLAUDE_CONFIG_DIR replaces ~/.claude");
 
-    const installed = await waitForEvent(box.client, (e) => e.type === "skills.installed", { after: mark });
+    const installed = await untilEvent(box.client, (e) => e.type === "skills.installed", { after: mark });
     assertEquals(installed.origin, "my-tool");
     assertEquals(installed.data, {
       skills: ["dock"],
@@ -117,7 +109,7 @@ Deno.test("skills API: user installs honour CLAUDE_CONFIG_DIR and CODEX_HOME, li
     ]);
     assertEquals(await Deno.readTextFile(join(codexHooks, "SKILL.md")), foreign, "the foreign copy stays");
     assert(!await exists(join(claudeDir, "skills/dock-hooks")));
-    const removedEvent = await waitForEvent(box.client, (e) => e.type === "skills.removed", {
+    const removedEvent = await untilEvent(box.client, (e) => e.type === "skills.removed", {
       after: before,
     });
     assertEquals(removedEvent.origin, "my-tool");
@@ -358,7 +350,7 @@ Deno.test("dockd skills and dock skills BOX drive the API", async () => {
   assertEquals(install.code, 0, install.stderr);
   assertStringIncludes(install.stdout, "created");
   assert(await exists(join(dirs.home, ".agents/skills/dock/SKILL.md")));
-  const event = await waitForEvent(box.client, (e) => e.type === "skills.installed", { after: mark });
+  const event = await untilEvent(box.client, (e) => e.type === "skills.installed", { after: mark });
   assertEquals(event.origin, "cli");
 
   const table = await box.cli(["skills"]);
@@ -404,7 +396,7 @@ Deno.test("dockd skills and dock skills BOX drive the API", async () => {
   assertEquals(laptopInstall.code, 0, laptopInstall.stderr);
   assertEquals(actions(JSON.parse(laptopInstall.stdout)), [["dock-hooks", "claude", "user", "created"]]);
   assert(await exists(join(dirs.home, ".claude/skills/dock-hooks/SKILL.md")));
-  const relayed = await waitForEvent(box.client, (e) => e.type === "skills.installed", { after: before });
+  const relayed = await untilEvent(box.client, (e) => e.type === "skills.installed", { after: before });
   assertEquals(relayed.origin, "cli");
 
   const laptopList = await run("skills", "devbox");

@@ -5,16 +5,8 @@
 import { join } from "node:path";
 import { assert, assertEquals, assertStringIncludes } from "./assert.ts";
 import type { FlowConfig } from "../client/wire.ts";
-import {
-  eventually,
-  git,
-  makeDirs,
-  makeRepo,
-  startAgent,
-  startBox,
-  type TestBox,
-  waitForEvent,
-} from "./harness.ts";
+import { git, makeDirs, makeRepo, startAgent, startBox, type TestBox } from "./harness.ts";
+import { until, untilEvent } from "./wait.ts";
 import { AgentClient } from "../client/agent.ts";
 
 async function writeFlows(box: TestBox, flows: FlowConfig[]): Promise<void> {
@@ -98,7 +90,7 @@ Deno.test("spec 4.2: install and uninstall take { skills, agent, target, locatio
   assertEquals(await git(repo, "status", "--porcelain"), " D .claude/skills/dock/SKILL.md\n");
   const exclude = await Deno.readTextFile(join(repo, ".git/info/exclude"));
   assert(!exclude.includes("/.claude/skills/dock/"), exclude);
-  await waitForEvent(box.client, (e) => e.type === "skills.removed", { after: 0 });
+  await untilEvent(box.client, (e) => e.type === "skills.removed", { after: 0 });
 });
 
 Deno.test("spec 4.1: a bare POST /v1/plugins/{id}/enable turns on a plugin that asks for nothing; else 409", async () => {
@@ -113,10 +105,10 @@ Deno.test("spec 4.1: a bare POST /v1/plugins/{id}/enable turns on a plugin that 
   };
   await write("plain");
   await write("asking", { scopes: ["sessions:read"], net: ["example.com"] });
-  await eventually(async () => {
+  await until(async () => {
     const ids = (await client.plugins()).map((p) => p.id);
     return ids.includes("plain") && ids.includes("asking") ? ids : undefined;
-  });
+  }, { on: client });
   // "POST /v1/plugins/{id}/enable | Turn a plugin on": no body.
   const enable = async (id: string) => {
     const response = await fetch(`${agent.url}/v1/plugins/${id}/enable`, {

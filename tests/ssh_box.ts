@@ -9,6 +9,7 @@
  */
 import { join } from "node:path";
 import { freePort, killProcessesUnder } from "./harness.ts";
+import { until } from "./wait.ts";
 
 /** A running SSH server and what a client needs to reach it. */
 export interface SshBox {
@@ -142,20 +143,14 @@ export async function startSshBox(options: SshBoxOptions = {}): Promise<SshBox> 
   const drained = (async () => {
     for await (const chunk of server.stderr.pipeThrough(new TextDecoderStream())) logs.push(chunk);
   })();
-  const deadline = Date.now() + 10_000;
-  while (true) {
-    try {
-      (await Deno.connect({ hostname: "127.0.0.1", port })).close();
-      break;
-    } catch {
-      if (Date.now() > deadline) {
-        server.kill("SIGKILL");
-        await drained;
-        throw new Error(`sshd did not start:\n${logs.join("")}`);
-      }
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-  }
+  // No event tells of sshd listening: the backoff of the one wait, on a connect.
+  await until(() => Deno.connect({ hostname: "127.0.0.1", port }).then((c) => (c.close(), true)), {
+    what: "sshd listening",
+  }).catch(async (error) => {
+    server.kill("SIGKILL");
+    await drained;
+    throw new Error(`sshd did not start (${error.message}):\n${logs.join("")}`);
+  });
   return {
     root,
     home,

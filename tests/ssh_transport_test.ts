@@ -10,7 +10,8 @@ import { assert, assertEquals } from "./assert.ts";
 import type { AddSshProgress } from "../client/agent.ts";
 import { AgentClient } from "../client/agent.ts";
 import { BoxClient } from "../client/box.ts";
-import { eventually, makeDirs, makeRepo, processesWith, startAgent, waitForEvent } from "./harness.ts";
+import { makeDirs, makeRepo, processesWith, startAgent } from "./harness.ts";
+import { until, untilEvent } from "./wait.ts";
 import { startSshBox } from "./ssh_box.ts";
 
 Deno.test("dock add ssh reaches a box whose port is closed through one SSH connection, which reconnects", async () => {
@@ -58,20 +59,20 @@ Deno.test("dock add ssh reaches a box whose port is closed through one SSH conne
     await using _onBox = { [Symbol.asyncDispose]: () => Promise.resolve(onBox.close()) };
     const repo = await makeRepo(box.root, "before");
     await onBox.addLocation({ name: "before", path: repo });
-    const seen = await waitForEvent(
+    const seen = await untilEvent(
       client,
       (event) => event.type === "location.added" && event.box === "devbox",
       { timeoutMs: 30_000 },
     );
     Deno.kill(first, "SIGKILL");
-    const second = await eventually(async () => {
+    const second = await until(async () => {
       const now = sshPids().filter((pid) => pid !== first);
       return now.length === 1 && (await client.box("devbox").info()).build === info.build && now[0];
-    }, 60_000);
+    }, { timeoutMs: 60_000 });
     assert(second !== first);
     const after = await makeRepo(box.root, "after");
     await onBox.addLocation({ name: "after", path: after });
-    const resumed = await waitForEvent(
+    const resumed = await untilEvent(
       client,
       (event) =>
         event.type === "location.added" && event.box === "devbox" &&
@@ -84,7 +85,7 @@ Deno.test("dock add ssh reaches a box whose port is closed through one SSH conne
     // Forgotten: the box is told through the transport, which then ends.
     const forgotten = await client.removeBox("devbox");
     assertEquals(forgotten.revoked, true);
-    await eventually(() => Promise.resolve(sshPids().length === 0), 20_000);
+    await until(() => sshPids().length === 0, { timeoutMs: 20_000 });
   } finally {
     client.close();
   }
@@ -119,11 +120,11 @@ Deno.test("without systemd, dock add ssh leaves a crontab @reboot entry that bri
     const before = daemons();
     assert(before.length > 0, "the box's dockd runs");
     for (const pid of before) Deno.kill(pid, "SIGKILL");
-    await eventually(() => Promise.resolve(daemons().length === 0));
-    await eventually(async () => {
+    await until(() => daemons().length === 0);
+    await until(async () => {
       const status = (await client.status()).boxes.find((b) => b.name === "devbox");
       return status?.online === false || (await client.box("devbox").info().then(() => false, () => true));
-    }, 30_000);
+    }, { timeoutMs: 30_000 });
     const command = entry.slice("@reboot ".length).replaceAll("\\%", "%");
     const rebooted = new Deno.Command("sh", {
       args: ["-c", command],
@@ -134,7 +135,7 @@ Deno.test("without systemd, dock add ssh leaves a crontab @reboot entry that bri
       stderr: "null",
     }).spawn();
     rebooted.unref();
-    const back = await eventually(() => client.box("devbox").info(), 60_000);
+    const back = await until(() => client.box("devbox").info(), { timeoutMs: 60_000 });
     assertEquals(back.build, build);
     assert(daemons().length > 0);
 

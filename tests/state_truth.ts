@@ -13,7 +13,8 @@
  */
 import { join } from "node:path";
 import type { AgentState, Session } from "../client/wire.ts";
-import { eventually, makeDirs, makeRepo, startBox, type TestBox } from "./harness.ts";
+import { makeDirs, makeRepo, startBox, type TestBox } from "./harness.ts";
+import { until } from "./wait.ts";
 import { connectUnixWebSocket } from "./ws_unix.ts";
 
 const DENO = Deno.execPath();
@@ -100,7 +101,7 @@ export class Truth {
   /** Starts a session of `agent`; its name is unique to the scenario. */
   async create(name: string, agent = "fake"): Promise<Session> {
     const session = await this.box.client.createSession({ location: "app", agent, name });
-    await eventually(async () => (await this.screen(name)).includes("> "), 30_000);
+    await until(async () => (await this.screen(name)).includes("> "), { timeoutMs: 30_000 });
     return session;
   }
 
@@ -147,7 +148,7 @@ export class Truth {
 
   /** Waits until the pane shows `text` (the fake agent got that far). */
   async shows(name: string, text: string): Promise<void> {
-    await eventually(async () => (await this.screen(name)).includes(text), 30_000);
+    await until(async () => (await this.screen(name)).includes(text), { timeoutMs: 30_000 });
   }
 
   /** Runs `dock hook TOOL EVENT` with a fixture payload, as the tool would from inside the session. */
@@ -180,7 +181,10 @@ export class Truth {
     const known = KNOWN_MISSES[key];
     // With `exited` the check is for the exit (the state may be right before the program ends).
     if (options.exited) {
-      await eventually(async () => (await this.box.client.session(name)).exited, known ? 3000 : 30_000)
+      await until(async () => (await this.box.client.session(name)).exited, {
+        on: this.box,
+        timeoutMs: known ? 3000 : 30_000,
+      })
         .catch(() => {});
     }
     const waited = await this.box.client.wait(name, {
@@ -440,7 +444,7 @@ export const SCENARIOS: Scenario[] = [
       // Dated after the state held (an older report changes nothing) and before now (a report dated
       // later is taken as of its arrival).
       const held = Date.parse((await t.box.client.session("burst")).state_time!);
-      await eventually(() => Promise.resolve(Date.now() > held + 10));
+      await until(() => Date.now() > held + 10);
       const base = Date.now() - 4;
       const at = (ms: number) => new Date(base + ms).toISOString();
       const report = (type: "agent.started" | "agent.waiting" | "agent.finished", ms: number) =>
@@ -526,7 +530,7 @@ export const SCENARIOS: Scenario[] = [
         kill: true,
         // The turn ends while the daemon is down: its Stop is spooled.
         between: () =>
-          eventually(() => {
+          until(() => {
             try {
               return Promise.resolve(
                 [...Deno.readDirSync(spool)].some((e) =>
@@ -537,7 +541,7 @@ export const SCENARIOS: Scenario[] = [
             } catch {
               return Promise.resolve(false);
             }
-          }, 30_000),
+          }, { timeoutMs: 30_000 }),
       });
       await t.expect("after restart", "survivor", "finished");
       await t.turn("survivor", "again", "turn after restart");

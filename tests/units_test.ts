@@ -6,7 +6,8 @@
  */
 import { assertEquals, assertRejects, assertStringIncludes } from "./assert.ts";
 import { DockError } from "../client/errors.ts";
-import { eventually, makeDirs, processesWith, startBox, waitForEvent } from "./harness.ts";
+import { makeDirs, processesWith, startBox } from "./harness.ts";
+import { until, untilEvent } from "./wait.ts";
 
 Deno.test("units: run with their environment, survive kill -9 once, restart with backoff, fail, stop whole", async () => {
   const dirs = await makeDirs();
@@ -22,13 +23,13 @@ Deno.test("units: run with their environment, survive kill -9 once, restart with
       autostart: true,
     });
     assertEquals([ticker.state, ticker.autostart], ["running", true]);
-    await waitForEvent(box.client, (e) => e.type === "unit.created" && e.data?.unit === "ticker", {
+    await untilEvent(box.client, (e) => e.type === "unit.created" && e.data?.unit === "ticker", {
       after: mark,
     });
-    await waitForEvent(box.client, (e) => e.type === "unit.started" && e.data?.unit === "ticker", {
+    await untilEvent(box.client, (e) => e.type === "unit.started" && e.data?.unit === "ticker", {
       after: mark,
     });
-    const logged = await eventually(async () => {
+    const logged = await until(async () => {
       const lines: string[] = [];
       for await (const line of box.client.unitLog("ticker", { tail: 5 })) {
         if (line.line) lines.push(line.line);
@@ -58,13 +59,13 @@ Deno.test("units: run with their environment, survive kill -9 once, restart with
     // One that keeps crashing: restarted with backoff, then failed.
     const before = (await box.client.emit({ type: "test.mark" })).id!;
     await box.client.createUnit({ name: "crasher", run: "exit 3" });
-    const failed = await eventually(async () => {
+    const failed = await until(async () => {
       const unit = await box.client.unit("crasher");
       return unit.state === "failed" ? unit : undefined;
-    }, 30_000);
+    }, { on: box, timeoutMs: 30_000 });
     assertEquals(failed.exit_code, 3);
     assertStringIncludes(failed.error ?? "", "crashed");
-    const crashed = await waitForEvent(box.client, (e) => e.type === "unit.crashed", { after: before });
+    const crashed = await untilEvent(box.client, (e) => e.type === "unit.crashed", { after: before });
     assertEquals([crashed.data?.unit, crashed.data?.exit_code], ["crasher", 3]);
 
     // Stopped, started, listed by the CLI; removed: its processes gone, then 404.
@@ -76,7 +77,7 @@ Deno.test("units: run with their environment, survive kill -9 once, restart with
     assertStringIncludes(listed.stdout, "ticker");
     assertStringIncludes(listed.stdout, "crasher");
     await box.client.removeUnit("ticker");
-    await eventually(() => Promise.resolve(processesWith("/bin/sh -c", marker).length === 0));
+    await until(() => processesWith("/bin/sh -c", marker).length === 0);
     assertEquals((await assertRejects(() => box.client.unit("ticker"), DockError) as DockError).status, 404);
     assertEquals((await box.client.units()).map((u) => u.name), ["crasher"]);
   } finally {

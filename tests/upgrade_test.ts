@@ -11,7 +11,6 @@ import { buildPackage, type BuiltPackage } from "../package/build.ts";
 import { hashTree, hostTarget, type PackageManifest } from "../package/release.ts";
 import { AgentClient } from "../client/agent.ts";
 import {
-  eventually,
   freePort,
   installPackage,
   laptopEnv,
@@ -23,8 +22,8 @@ import {
   startBox,
   startOlderBox,
   stopProcessesOf,
-  waitForEvent,
 } from "./harness.ts";
+import { until, untilEvent } from "./wait.ts";
 
 /**
  * This tree's package for this machine under `commit`, built once for the whole file: each takes seconds,
@@ -84,7 +83,7 @@ Deno.test("POST upgrade hands over to the package's daemon; what runs goes on, o
     await client.createWorktree("app", { name: "w" });
     await client.createSession({ location: "app", command: "sh", name: "term" });
     const service = async () => (await client.services("app", "w")).find((s) => s.name === "ticker")!;
-    await eventually(async () => (await service()).state === "running");
+    await until(async () => (await service()).state === "running", { on: client });
     const panePid = async () => {
       const socket = join(dirs.state, "box", "tmux.sock");
       const out = await run("tmux", ["-S", socket, "display-message", "-p", "-t", "=term:", "#{pane_pid}"]);
@@ -108,12 +107,14 @@ Deno.test("POST upgrade hands over to the package's daemon; what runs goes on, o
     const { after: upgrading, ...builds } = started;
     assertEquals(builds, { from: "0.1.0+aaaaaaaaaaaa", to: "0.1.0+bbbbbbbbbbbb", mode: "self" });
     assert(upgrading > after, "the answer names the box.upgrading event");
-    await eventually(async () => (await client.info().catch(() => undefined))?.build === started.to, 60_000);
+    await until(async () => (await client.info().catch(() => undefined))?.build === started.to, {
+      timeoutMs: 60_000,
+    });
     // The stream of the daemon that handed over ends with it: look again until the new one has told.
     const seen = (type: string, after: number) =>
-      eventually(
-        () => waitForEvent(client, (e) => e.type === type, { after, timeoutMs: 3000 }).catch(() => undefined),
-        60_000,
+      until(
+        () => untilEvent(client, (e) => e.type === type, { after, timeoutMs: 3000 }).catch(() => undefined),
+        { timeoutMs: 60_000 },
       );
     const upgraded = await seen("box.upgraded", after);
     assertEquals(upgraded.data, { from: started.from, to: started.to });
@@ -172,7 +173,7 @@ Deno.test("dock upgrade sends a box this laptop's package; dock status says whic
       const done = lines.at(-1);
       assertEquals([done.done, done.error, done.box.name, done.box.online], [true, undefined, "local", true]);
       // The harness's own connection to the box may be the old daemon's: ask until the new one answers.
-      const build = await eventually(async () => (await box.client.info().catch(() => undefined))?.build);
+      const build = await until(async () => (await box.client.info().catch(() => undefined))?.build);
       assertEquals(done.box.build, build);
       assert(build.startsWith("0.1.0+") && build !== "0.1.0+aaaaaaaaaaaa", build);
       const runtimes = [...Deno.readDirSync(join(dirs.dockHome, "versions"))].map((entry) =>

@@ -5,7 +5,8 @@
 import { join } from "node:path";
 import { assert, assertEquals, assertMatch, assertRejects, assertStringIncludes } from "./assert.ts";
 import { DockError } from "../client/errors.ts";
-import { eventually, git, makeRepo, startBox, waitForEvent } from "./harness.ts";
+import { git, makeRepo, startBox } from "./harness.ts";
+import { until, untilEvent } from "./wait.ts";
 
 Deno.test("a worktree gets a new branch from the default branch, its ports and its environment", async () => {
   await using box = await startBox();
@@ -139,7 +140,7 @@ Deno.test("worktrees made or removed outside dock are detected; prunable ones ar
 
   const outside = join(box.dirs.home, "work", "by-hand");
   await git(repo, "worktree", "add", "-q", outside);
-  const created = await waitForEvent(box.client, (e) => e.type === "worktree.created", { after: start });
+  const created = await untilEvent(box.client, (e) => e.type === "worktree.created", { after: start });
   assertEquals(created.origin, "detected");
   assertEquals(created.data?.worktree, "by-hand");
   const listed = (await box.client.location("app")).worktrees.find((w) => w.name === "by-hand")!;
@@ -147,20 +148,16 @@ Deno.test("worktrees made or removed outside dock are detected; prunable ones ar
   assertEquals(listed.ports.length, 1);
 
   await git(repo, "worktree", "remove", outside);
-  const removed = await waitForEvent(box.client, (e) => e.type === "worktree.removed", { after: start });
+  const removed = await untilEvent(box.client, (e) => e.type === "worktree.removed", { after: start });
   assertEquals(removed.data?.worktree, "by-hand");
   assertEquals(removed.origin, "detected");
 
   // A worktree whose folder vanished is prunable: it disappears from the list.
   const vanishing = join(box.dirs.home, "work", "vanishing");
   await git(repo, "worktree", "add", "-q", vanishing);
-  await eventually(async () =>
-    (await box.client.location("app")).worktrees.some((w) => w.name === "vanishing")
-  );
+  await until(async () => (await box.client.location("app")).worktrees.some((w) => w.name === "vanishing"));
   await Deno.remove(vanishing, { recursive: true });
-  await eventually(async () =>
-    !(await box.client.location("app")).worktrees.some((w) => w.name === "vanishing")
-  );
+  await until(async () => !(await box.client.location("app")).worktrees.some((w) => w.name === "vanishing"));
 });
 
 Deno.test("setup runs in the worktree with its environment, is logged, and reports how it ended", async () => {
@@ -175,7 +172,7 @@ Deno.test("setup runs in the worktree with its environment, is logged, and repor
   const start = (await box.client.emit({ type: "test.mark" })).id!;
   const wt = await box.client.createWorktree("app", { name: "good" });
   assert(["pending", "running", "succeeded"].includes(wt.setup.state), wt.setup.state);
-  const finished = await waitForEvent(
+  const finished = await untilEvent(
     box.client,
     (e) => e.type.startsWith("worktree.setup.") && e.type !== "worktree.setup.started",
     { after: start },
@@ -189,7 +186,7 @@ Deno.test("setup runs in the worktree with its environment, is logged, and repor
   assertEquals(lines.at(-1), { done: true, exit_code: 0 });
 
   await box.client.createWorktree("app", { name: "bad" });
-  const failed = await waitForEvent(box.client, (e) => e.type === "worktree.setup.failed", { after: start });
+  const failed = await untilEvent(box.client, (e) => e.type === "worktree.setup.failed", { after: start });
   assertEquals(failed.data?.worktree, "bad");
   assertEquals((await box.client.worktree("app", "bad")).setup.state, "failed");
   assertEquals((await box.client.worktree("app", "bad")).setup.exit_code, 1);

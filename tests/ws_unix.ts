@@ -5,4 +5,5 @@
  *
  * @module
  */
-export { connectUnixWebSocket, ConnWebSocket as UnixWebSocket, type WsMessage } from "../core/websocket.ts";
+export { ConnWebSocket as UnixWebSocket, type WsMessage } from "../core/websocket.ts";
+export { connectUnixWebSocket } from "../core/ws_client.ts";

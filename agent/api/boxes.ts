@@ -6,7 +6,7 @@
  * @module
  */
 import type { ForgottenBox } from "../../client/agent.ts";
-import { BOX_ADD_LOCAL } from "../../client/schemas.ts";
+import { BOX_ADD_LOCAL } from "../../client/schemas_laptop.ts";
 import { body, json, param, requestOrigin, RouteTable } from "../../core/http.ts";
 import { removeAutostart } from "../add_ssh.ts";
 import type { Boxes } from "../boxes.ts";

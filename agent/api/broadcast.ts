@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { BROADCAST } from "../../client/schemas.ts";
+import { BROADCAST } from "../../client/schemas_laptop.ts";
 import { body, json, requestOrigin, RouteTable } from "../../core/http.ts";
 import type { Broadcaster } from "../broadcast.ts";
 

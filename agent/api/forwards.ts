@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { FORWARD_CREATE, PROXY_ROUTE } from "../../client/schemas.ts";
+import { FORWARD_CREATE, PROXY_ROUTE } from "../../client/schemas_laptop.ts";
 import { body, json, param, requestOrigin, RouteTable } from "../../core/http.ts";
 import type { Forwards } from "../forwards.ts";
 import type { Proxy } from "../proxy.ts";

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { KIT_ADD, KIT_PREVIEW, KIT_SAVE, KIT_TARGET } from "../../client/schemas.ts";
+import { KIT_ADD, KIT_PREVIEW, KIT_SAVE, KIT_TARGET } from "../../client/schemas_laptop.ts";
 import { body, json, param, RouteTable } from "../../core/http.ts";
 import type { KitLibrary } from "../kits.ts";
 

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { EDITOR_OPEN } from "../../client/schemas.ts";
+import { EDITOR_OPEN } from "../../client/schemas_laptop.ts";
 import { body, flagQuery, json, ndjson, param, RouteTable, textQuery } from "../../core/http.ts";
 import { setupPort80 } from "../port80.ts";
 import { editors, type EditorsBackend, openEditor } from "../editors.ts";

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { QUEUE_CREATE, QUEUE_EDIT } from "../../client/schemas.ts";
+import { QUEUE_CREATE, QUEUE_EDIT } from "../../client/schemas_laptop.ts";
 import { body, json, param, requestOrigin, RouteTable } from "../../core/http.ts";
 import type { Queue } from "../queue.ts";
 

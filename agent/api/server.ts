@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { timeoutSignal } from "../../core/clock.ts";
 import { positiveFromEnv } from "../../core/knobs.ts";
 import { Hono } from "hono";
 import { DockError } from "../../client/errors.ts";
@@ -18,7 +19,7 @@ import { forwardRoutes } from "./forwards.ts";
 import { statusRoutes } from "./status.ts";
 import { gate } from "./gate.ts";
 import { hooksRoutes } from "./hooks.ts";
-import { pairRoutes } from "./pair.ts";
+import { pairBackend, pairRoutes } from "./pair.ts";
 import { queueRoutes } from "./queue.ts";
 import { broadcastRoutes } from "./broadcast.ts";
 import { Broadcaster } from "../broadcast.ts";
@@ -38,7 +39,7 @@ import { APP_ASSETS } from "../../app/assets.generated.ts";
 /** Builds the agent's API app for a listener on `port`. */
 export function agentApp(agent: Agent, options: { port: number }): Hono {
   const app = new Hono();
-  app.onError((error) => errorResponse(error));
+  app.onError((error) => errorResponse(error, agent.log));
   app.notFound((c) =>
     errorResponse(
       new DockError("not_found", `no such endpoint: ${c.req.method} ${c.req.path}`, { status: 404 }),
@@ -56,7 +57,7 @@ export function agentApp(agent: Agent, options: { port: number }): Hono {
   // Plugins' ui panels: static files too, sandboxed (panels.ts); before the app's own files.
   app.on(["GET", "HEAD"], `${PANEL_PREFIX}*`, (c) => panelFile(agent, c));
   // A plugin's fn page through a signed, short-lived link (fn_links.ts): open like the app's files.
-  const fnLinks = new FnLinks();
+  const fnLinks = new FnLinks({ clock: agent.clock });
   app.get(`${FN_LINK_PREFIX}*`, (c) => fnLinkPage(fnLinks, agent, c));
   // The view (issue 14): static files only; everything it shows comes from /v1 with the token.
   app.on(
@@ -84,7 +85,7 @@ export function agentApp(agent: Agent, options: { port: number }): Hono {
       refresh: () => agent.boxes.refresh(),
       upgrade: (body, origin) =>
         upgradeSelf(
-          { paths: agent.paths, bus: agent.bus, stop: () => agent.stopRequested?.() },
+          { paths: agent.paths, bus: agent.bus, stop: () => agent.stopRequested?.(), clock: agent.clock },
           body,
           origin,
         ),
@@ -98,7 +99,7 @@ export function agentApp(agent: Agent, options: { port: number }): Hono {
     forwardRoutes(agent),
     settingsRoutes(agent),
     hooksRoutes(agent),
-    pairRoutes(agent),
+    pairRoutes(pairBackend(agent)),
     attachRoutes(agent.boxes),
     queueRoutes(agent),
     broadcastRoutes(new Broadcaster({ store: agent.store, boxes: agent.boxes, queue: agent.queue })),
@@ -147,13 +148,15 @@ const BOX_PLUGINS_TIMEOUT_MS = 3000;
 async function allPlugins(agent: Agent): Promise<PluginInfo[]> {
   const online = agent.boxes.list().map((b) => b.name).filter((name) => agent.boxes.online(name));
   const boxes = await Promise.all(online.map(async (name) => {
+    // On the agent's clock: a test's fake clock can run a box's deadline out.
+    const deadline = timeoutSignal(agent.clock, BOX_PLUGINS_TIMEOUT_MS);
     try {
-      const list = await agent.boxes.client(name).plugins({
-        signal: AbortSignal.timeout(BOX_PLUGINS_TIMEOUT_MS),
-      });
+      const list = await agent.boxes.client(name).plugins({ signal: deadline.signal });
       return list.map((plugin) => ({ ...plugin, where: name }));
     } catch {
       return []; // an older box, or one that stopped answering: listed by `dock status` instead
+    } finally {
+      deadline.cancel();
     }
   }));
   return [...agent.plugins.list(), ...boxes.flat()];

@@ -15,7 +15,7 @@ export interface StatusRoutesBackend {
   /** The agent's status now. */
   status(): AgentStatus;
   /** Asks every box again. */
-  refresh(): Promise<void>;
+  refresh(): Promise<unknown>;
   /** Installs `body` as this laptop's dock and hands over to it (`agent/self_upgrade.ts`). */
   upgrade(body: ReadableStream<Uint8Array>, origin: string): Promise<UpgradeStarted>;
 }

@@ -19,6 +19,7 @@ import type {
   QueueItem,
   Session,
 } from "../../client/wire.ts";
+import { pause } from "./clock.ts";
 
 /** What `/app/config.json` says. */
 export type AppConfig = { mode: "agent" } | { mode: "box"; box: string };
@@ -215,7 +216,7 @@ export class Api {
       } catch (error) {
         const unknown = error instanceof ApiError && (error.status === 502 || error.code === "unreachable");
         if (!unknown || attempt >= (options.retries ?? 4)) throw error;
-        await new Promise((resolve) => setTimeout(resolve, delay));
+        await pause(delay);
         delay = Math.min(delay * 2, 3000);
       }
     }
@@ -274,7 +275,7 @@ export class Api {
       } catch (error) {
         const unknown = error instanceof ApiError && (error.status === 502 || error.code === "unreachable");
         if (!unknown || attempt >= retries) throw error;
-        await new Promise((resolve) => setTimeout(resolve, delay));
+        await pause(delay);
         delay = Math.min(delay * 2, 3000);
       }
     }
@@ -311,7 +312,7 @@ export class Api {
         if (error instanceof ApiError && error.status === 401) throw error;
       }
       options.onClose?.();
-      await new Promise((resolve) => setTimeout(resolve, delay));
+      await pause(delay);
       delay = Math.min(delay * 2, 5000);
     }
   }

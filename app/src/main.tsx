@@ -21,6 +21,7 @@ import { startHandOff } from "./handoff.ts";
 import { askNotifications, startNotifications } from "./notify.ts";
 import { SharesView } from "./shares.tsx";
 import { KitsView } from "./kits.tsx";
+import { after } from "./clock.ts";
 
 // xterm.js is most of the bundle: loaded when the first terminal opens, so the board paints without it.
 const TerminalPane = lazy(() => import("./terminal.tsx").then((m) => m.TerminalPane));
@@ -288,7 +289,7 @@ async function main(): Promise<void> {
   // The terminal's code, fetched once the board is up and nothing else is going on, so the first terminal
   // opens at once (parsing it earlier held up the board's first requests by ~50 ms).
   const warm = () => import("./terminal.tsx");
-  setTimeout(() => "requestIdleCallback" in globalThis ? requestIdleCallback(warm) : warm(), 2000);
+  after(2000, () => "requestIdleCallback" in globalThis ? requestIdleCallback(warm) : warm());
   await sync.start(new AbortController().signal);
 }
 

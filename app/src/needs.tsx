@@ -25,6 +25,7 @@ import { openTerminal } from "./views.ts";
 import { BroadcastBar, SelectBox } from "./broadcast.tsx";
 import { askNotifications, notifyPermission } from "./notify.ts";
 import { reasonText } from "./outage.ts";
+import { now } from "./clock.ts";
 
 /** Lines of the screen shown per session. */
 const TAIL_LINES = 12;
@@ -151,7 +152,7 @@ function NeedCard(props: { api: Api; item: SessionRef }) {
         session={session.name}
         reason={session.reason}
         offline={offline}
-        onDelivered={(what) => delivered.value = { ...delivered.value, [key]: { what, at: Date.now() } }}
+        onDelivered={(what) => delivered.value = { ...delivered.value, [key]: { what, at: now() } }}
       />
     </section>
   );

@@ -19,6 +19,7 @@ import type {
 } from "../../client/wire.ts";
 import type { Api } from "./api.ts";
 import { byNeed, plainError, previewUrl } from "./outage.ts";
+import { after, every, now } from "./clock.ts";
 
 /** One box as the board shows it. */
 export interface BoxView {
@@ -61,7 +62,7 @@ export const live = signal(false);
  */
 export const unreachableSince = signal<number | null>(null);
 /** The time, ticked each second: only what reads it (the "for 2 min" labels) draws again. */
-export const clock = signal(Date.now());
+export const clock = signal(now());
 /**
  * The last non-blank line of each `box/session`'s screen, read once per state change: a signal per session,
  * so a line read redraws its row only (one map of them redrew all 200 rows per line read).
@@ -213,8 +214,8 @@ export class Sync {
    */
   async start(signal: AbortSignal): Promise<void> {
     this.reloadAll();
-    const tick = setInterval(() => clock.value = Date.now(), 1000);
-    signal.addEventListener("abort", () => clearInterval(tick));
+    const stopTicking = every(1000, () => clock.value = now());
+    signal.addEventListener("abort", stopTicking);
     let opened = false;
     await this.#api.follow((event) => this.apply(event), {
       signal,
@@ -227,7 +228,7 @@ export class Sync {
       },
       onClose: () => {
         live.value = false;
-        unreachableSince.value ??= Date.now();
+        unreachableSince.value ??= now();
       },
     });
   }
@@ -242,7 +243,7 @@ export class Sync {
           this.#api.agent ? this.#api.json<AgentStatus>(this.#api.own("status")) : null,
         ]);
       } catch (error) {
-        unreachableSince.value ??= Date.now();
+        unreachableSince.value ??= now();
         throw error;
       }
       if (status) proxyPort.value = status.proxy.enabled ? status.proxy.port ?? null : null;
@@ -322,11 +323,11 @@ export class Sync {
       this.#lineQueue.push({ box, name: session.name });
       // A tool draws its prompt just after the hook that changed its state (the box waits 1.1 s for a
       // screen to settle, daemon/turn_check.ts): read once more after that, or the line is the one before.
-      setTimeout(() => {
+      after(SETTLE_MS, () => {
         if (this.#lineAsked.get(key) !== mark) return;
         this.#lineQueue.push({ box, name: session.name });
         this.#pumpLines();
-      }, SETTLE_MS);
+      });
     }
     this.#pumpLines();
   }
@@ -410,7 +411,7 @@ export class Sync {
     if (type.startsWith("session.") || type.startsWith("agent.") || type === "task.created") {
       if (typeof data.name === "string" || typeof data.session === "string") {
         const name = (data.session ?? data.name) as string;
-        changedAt.value = { ...changedAt.value, [sessionKey(box, name)]: Date.now() };
+        changedAt.value = { ...changedAt.value, [sessionKey(box, name)]: now() };
       }
       this.reloadSessions(box);
       if (type === "task.created") this.reloadBox(box);
@@ -431,7 +432,7 @@ export class Sync {
     if (!view) return;
     const key = sessionKey(box, name);
     this.#stateSetAt.set(key, ++this.#statesSet);
-    changedAt.value = { ...changedAt.value, [key]: Date.now() };
+    changedAt.value = { ...changedAt.value, [key]: now() };
     if (state === "finished" && seen.value.has(key)) {
       const next = new Set(seen.value);
       next.delete(key);

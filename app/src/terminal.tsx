@@ -25,6 +25,7 @@ import { SearchAddon } from "@xterm/addon-search";
 import type { Api } from "./api.ts";
 import { PromptBox } from "./prompt.tsx";
 import { ALT_SCREEN, altScreenFilter, historyAbove } from "./term_stream.ts";
+import { after } from "./clock.ts";
 
 /** Lines kept above the screen. */
 const SCROLLBACK = 50_000;
@@ -95,7 +96,7 @@ export function TerminalPane(
     let socket: WebSocket | null = null;
     let stopped = false;
     let retry = 250;
-    let timer: ReturnType<typeof setTimeout> | undefined;
+    let cancelRetry = () => {};
     const connect = () => {
       setLink("connecting");
       socket = new WebSocket(
@@ -119,7 +120,7 @@ export function TerminalPane(
       socket.onclose = () => {
         setLink("closed");
         if (stopped) return;
-        timer = setTimeout(connect, retry);
+        cancelRetry = after(retry, connect);
         retry = Math.min(retry * 2, 4000);
       };
     };
@@ -148,7 +149,7 @@ export function TerminalPane(
     }, () => {}).finally(() => !stopped && connect());
     return () => {
       stopped = true;
-      clearTimeout(timer);
+      cancelRetry();
       observer.disconnect();
       host.current?.removeEventListener("wheel", wheel, { capture: true });
       selected.dispose();

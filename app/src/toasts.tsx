@@ -7,6 +7,7 @@
  */
 import { signal } from "@preact/signals";
 import type { DockEvent } from "../../client/wire.ts";
+import { after } from "./clock.ts";
 
 /** A toast on screen. */
 export interface Toast {
@@ -61,7 +62,7 @@ export function toastEvent(event: DockEvent): void {
   if (!said) return;
   const toast = { id: ++counter, type: event.type, ...said };
   toasts.value = [...toasts.value, toast].slice(-TOAST_LIMIT);
-  if (!toast.bad) setTimeout(() => dismiss(toast.id), TOAST_MS);
+  if (!toast.bad) after(TOAST_MS, () => dismiss(toast.id));
 }
 
 /** Removes a toast. */

@@ -10,8 +10,9 @@ import { laptopGate, LaptopStreams } from "./laptop_gate.ts";
 import { pairingRoutes, redeemRoutes, socketOnly } from "./pair.ts";
 import { defaultLinkHost } from "../tls.ts";
 import { tunnelRoutes } from "./tunnel.ts";
-import { openWebSocket } from "../../core/websocket.ts";
+import { openWebSocket } from "../../core/ws_client.ts";
 import { eventually } from "../../tests/harness.ts";
+import { SYSTEM_CLOCK } from "../../core/clock.ts";
 
 const FP = "cd".repeat(32);
 const ADDRESSES = ["localhost", "127.0.0.1", "::1", "devbox", "10.1.2.3", "fd00::2"];
@@ -21,7 +22,7 @@ async function fakeBox(tls: TlsListener | null) {
   const dir = await Deno.makeTempDir();
   const store = new Store(`${dir}/box.db`);
   const box = {
-    pairing: new PairingStore(store),
+    pairing: new PairingStore(store, { clock: SYSTEM_CLOCK }),
     bus: new EventBus(store),
     settings: { name: "devbox" },
     paths: { socket: `${dir}/none.sock` },

@@ -51,7 +51,7 @@ export interface BoxAppOptions {
 /** Builds the box API app for one listener. */
 export function boxApp(box: Box, options: BoxAppOptions = {}): Hono {
   const app = new Hono();
-  app.onError((error) => errorResponse(error));
+  app.onError((error) => errorResponse(error, box.log));
   app.notFound((c) =>
     errorResponse(
       new DockError("not_found", `no such endpoint: ${c.req.method} ${c.req.path}`, { status: 404 }),

@@ -64,6 +64,10 @@ async function fakeBox(gate: (call: GateCall) => Promise<void>) {
       });
       return { status: response.status, body: await response.json() };
     },
+    get: async (query = "") => {
+      const response = await app.request(`/v1/skills${query}`);
+      return { status: response.status, body: await response.json() };
+    },
     [Symbol.asyncDispose]: () => Deno.remove(dir, { recursive: true }),
   };
 }
@@ -121,4 +125,15 @@ Deno.test("skills routes: invalid requests are refused before the gate runs", as
     assert(answer.status === 400 || answer.status === 404, JSON.stringify(answer));
   }
   assertEquals(box.calls, []);
+});
+
+Deno.test("skills routes: GET lists the copies installed, a project's under its location", async () => {
+  await using box = await fakeBox(() => Promise.resolve());
+  assertEquals((await box.post("install", { skills: ["dock"], agent: "claude" })).status, 200);
+  const listed = await box.get();
+  assertEquals(listed.status, 200);
+  assert(
+    listed.body.some((c: { skill: string; target: string }) => c.skill === "dock" && c.target === "user"),
+  );
+  assertEquals((await box.get("?location=ghost")).status, 404);
 });

@@ -9,12 +9,16 @@
  */
 import { join } from "node:path";
 import type { AgentState, PermissionAnswer, Session } from "../../client/wire.ts";
-import { eventually, makeDirs, makeRepo, startBox, type TestBox } from "../harness.ts";
+import { makeDirs, makeRepo, startBox, type TestBox } from "../harness.ts";
+import { until } from "../wait.ts";
 import { connectUnixWebSocket } from "../ws_unix.ts";
 import type { Installed } from "./install.ts";
 import { type ModelServer, startModelServer } from "./model_server.ts";
 import type { RealTool } from "./tools.ts";
 import { inputBoxText } from "../../daemon/restored_input.ts";
+import { Client as McpClient } from "@modelcontextprotocol/sdk/client/index.js";
+import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
+import { boxDock, dockMcpServer } from "../../core/mcp.ts";
 
 /** One state (or outcome) checked. */
 export interface Check {
@@ -95,7 +99,7 @@ export class RealBox {
       typeof pattern === "string" ? screen.includes(pattern) : pattern.test(screen);
     let last = "";
     try {
-      await eventually(async () => test(last = await this.screen(name)), timeoutMs);
+      await until(async () => test(last = await this.screen(name)), { timeoutMs: timeoutMs });
     } catch {
       throw new Error(`${name} never showed ${pattern}; screen:\n${last}`);
     }
@@ -123,15 +127,52 @@ export class RealBox {
     }
   }
 
+  /** `dockd session answer NAME ANSWER`, the CLI a person on the box types. */
+  async cliAnswer(name: string, answer: PermissionAnswer): Promise<void> {
+    const result = await this.box.cli(["session", "answer", name, answer, "--json"]);
+    if (result.code !== 0) throw new Error(`dockd session answer ${name} ${answer}: ${result.stderr}`);
+  }
+
+  /**
+   * dock's MCP server over this box, with the person's allow-list saying yes for every session (the
+   * allow-list itself is tests/mcp_test.ts's): `answer` calls its `answer_prompt` tool with the SDK's client.
+   */
+  async mcp(): Promise<{ answer(name: string, answer: PermissionAnswer): Promise<void> } & AsyncDisposable> {
+    const server = dockMcpServer({
+      ...boxDock(this.client, "box"),
+      answersPermissions: () => Promise.resolve(true),
+    });
+    const client = new McpClient({ name: "dock-real-agents", version: "1.0.0" });
+    const [ours, theirs] = InMemoryTransport.createLinkedPair();
+    await server.connect(theirs);
+    await client.connect(ours);
+    return {
+      async answer(name, answer) {
+        const result = await client.callTool({
+          name: "answer_prompt",
+          arguments: { box: "box", session: name, answer },
+        }) as {
+          content: { text: string }[];
+          isError?: boolean;
+        };
+        if (result.isError) throw new Error(`answer_prompt: ${result.content.map((c) => c.text).join(" ")}`);
+      },
+      async [Symbol.asyncDispose]() {
+        await client.close();
+        await server.close();
+      },
+    };
+  }
+
   /** Waits until the pane stays the same for a second (the tool is done redrawing). */
   async settled(name: string): Promise<void> {
     let last = "";
     let since = Date.now();
-    await eventually(async () => {
+    await until(async () => {
       const now = await this.screen(name);
       if (now !== last) [last, since] = [now, Date.now()];
       return Date.now() - since >= 1000;
-    }, 30_000);
+    }, { timeoutMs: 30_000 });
   }
 
   /** Keys straight into tmux on dock's socket, dock not involved (a person in `tmux attach`). */
@@ -160,7 +201,7 @@ export class RealBox {
       await ws.sendBinary(new TextEncoder().encode(bytes));
       // The socket stays open until the tool took the key: its screen changes away from what it was.
       const before = await this.screen(name);
-      await eventually(async () => (await this.screen(name)) !== before, 10_000).catch(() => {});
+      await until(async () => (await this.screen(name)) !== before, { timeoutMs: 10_000 }).catch(() => {});
     } finally {
       await ws.close();
     }
@@ -177,7 +218,10 @@ export class RealBox {
     options: { after?: string; reason?: string; exited?: boolean } = {},
   ): Promise<boolean> {
     if (options.exited) {
-      await eventually(async () => (await this.client.session(name)).exited, 30_000).catch(() => {});
+      await until(async () => (await this.client.session(name)).exited, {
+        on: this.client,
+        timeoutMs: 30_000,
+      }).catch(() => {});
     }
     const waited = await this.client.wait(name, { states: [expected], after: options.after, timeout: "45s" });
     const session = await this.client.session(name);
@@ -324,9 +368,9 @@ export const SCENARIOS: Scenario[] = [
         await t.send(name, `long ${how} [[slow:120000]]`);
         await t.expect(`${how}: running`, name, "running", { after: before });
         // The model was asked (the prompt was submitted, not just typed) and is taking its time.
-        const reached = await eventually(
-          () => Promise.resolve(t.model.seen.slice(asked).some((s) => s.script.slowMs === 120000)),
-          30_000,
+        const reached = await until(
+          () => t.model.seen.slice(asked).some((s) => s.script.slowMs === 120000),
+          { timeoutMs: 30_000 },
         ).catch(() => false);
         t.record(`${how}: prompt reached the model`, "yes", reached ? "yes" : "no");
         before = justBefore();
@@ -431,22 +475,35 @@ export const SCENARIOS: Scenario[] = [
     },
   },
   {
-    name: "20 answers in a row reach the agent",
+    // The app's and the phone's 20 are tests/app_real_claude_test.ts (clicked in Chromium).
+    name: "20 answers from the CLI and 20 from MCP reach the agent",
     only: "claude",
     async run(t) {
       const name = unique("twenty");
       await t.create(name);
-      let reached = 0;
-      for (let i = 0; i < 20; i++) {
-        const before = justBefore();
-        await t.send(name, `ask ${i} [[bash:touch answer-${i}.txt]]`);
-        await t.client.wait(name, { states: ["waiting"], after: before, timeout: "45s" });
-        await t.shows(name, t.tool.permission);
-        await t.answer(name, "yes");
-        await t.client.wait(name, { states: ["finished"], after: before, timeout: "45s" });
-        if (await Deno.stat(join(t.repo, `answer-${i}.txt`)).then(() => true, () => false)) reached++;
+      await using mcp = await t.mcp();
+      const channels = {
+        cli: (answer: PermissionAnswer) => t.cliAnswer(name, answer),
+        mcp: (answer: PermissionAnswer) => mcp.answer(name, answer),
+      };
+      for (const [channel, answerBy] of Object.entries(channels)) {
+        let reached = 0;
+        for (let i = 0; i < 20; i++) {
+          const file = `answer-${channel}-${i}.txt`;
+          const before = justBefore();
+          await t.send(name, `ask ${channel} ${i} [[bash:touch ${file}]]`);
+          await t.client.wait(name, { states: ["waiting"], after: before, timeout: "45s" });
+          await t.shows(name, t.tool.permission);
+          await answerBy("yes");
+          await t.client.wait(name, { states: ["finished"], after: before, timeout: "45s" });
+          if (await Deno.stat(join(t.repo, file)).then(() => true, () => false)) reached++;
+        }
+        t.record(
+          `answers from the ${channel.toUpperCase()} that reached Claude Code`,
+          "20/20",
+          `${reached}/20`,
+        );
       }
-      t.record("answers that reached Claude Code", "20/20", `${reached}/20`);
     },
   },
   {
@@ -460,9 +517,9 @@ export const SCENARIOS: Scenario[] = [
       const asked = t.model.seen.length;
       await t.send(name, interrupted);
       await t.expect("running", name, "running", { after: before });
-      await eventually(
-        () => Promise.resolve(t.model.seen.slice(asked).some((s) => s.script.slowMs === 120000)),
-        30_000,
+      await until(
+        () => t.model.seen.slice(asked).some((s) => s.script.slowMs === 120000),
+        { timeoutMs: 30_000 },
       );
       before = justBefore();
       await t.keys(name, ["Escape"]);
@@ -492,7 +549,7 @@ export const SCENARIOS: Scenario[] = [
       const spool = join(t.box.dirs.state, "box", "spool");
       // The turn ends while the daemon is down: its Stop hook spools the report.
       await t.restart(() =>
-        eventually(() => {
+        until(() => {
           try {
             return Promise.resolve(
               [...Deno.readDirSync(spool)].some((e) =>
@@ -503,7 +560,7 @@ export const SCENARIOS: Scenario[] = [
           } catch {
             return Promise.resolve(false);
           }
-        }, 60_000)
+        }, { timeoutMs: 60_000 })
       );
       await t.expect("after restart: replayed", name, "finished");
       await t.turn(name, "after restart");

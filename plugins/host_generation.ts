@@ -1,0 +1,185 @@
+/**
+ * One plugin-host process as the module host keeps it (a generation: its grant, its workers, its
+ * lifecycle), what it is started with (the union of its workers' grants, as `deno run` flags), and what
+ * is read of it from /proc (resident memory, worker threads). The module host (`module_host.ts`) decides
+ * when a generation starts, retires and ends; this file only describes one.
+ *
+ * @module
+ */
+import type { Log } from "../core/log.ts";
+import type { FrameConnection } from "./frames.ts";
+import { type HostEvent, type HostPhase, type HostPhaseChange, nextHostPhase } from "./host_phase.ts";
+import type { FromHost, ToHost, WorkerGrant } from "./protocol.ts";
+
+// Named from plugins/, not "./": in a package this module runs from a bundle in cli/, while the host's
+// modules stay sources here (package/unbundled.ts).
+const HOST_MAIN = new URL("../plugins/host_main.ts", import.meta.url);
+/** The worker bootstrap the host reads to start a worker. */
+export const WORKER_MAIN = new URL("../plugins/worker_main.ts", import.meta.url);
+
+/** The workers' grants merged: what a host process is started with. */
+export function unionGrant(grants: WorkerGrant[]): WorkerGrant {
+  const merged: WorkerGrant = { read: [], write: [], net: [], env: [] };
+  for (const grant of grants) {
+    for (const key of ["read", "write", "net", "env"] as const) {
+      for (const value of grant[key]) if (!merged[key].includes(value)) merged[key].push(value);
+    }
+  }
+  for (const key of ["read", "write", "net", "env"] as const) merged[key].sort();
+  return merged;
+}
+
+/** Whether `outer` allows everything `inner` does (paths by prefix, hosts and names exactly). */
+export function covers(outer: WorkerGrant, inner: WorkerGrant): boolean {
+  const under = (path: string, roots: string[]) =>
+    roots.some((root) => path === root || path.startsWith(root.endsWith("/") ? root : `${root}/`));
+  return inner.read.every((p) => under(p, outer.read)) &&
+    inner.write.every((p) => under(p, outer.write)) &&
+    inner.net.every((h) => outer.net.includes(h) || outer.net.includes(h.split(":")[0])) &&
+    inner.env.every((n) => outer.env.includes(n));
+}
+
+/** What {@linkcode hostArgs} builds a host's command line from. */
+export interface HostLaunch {
+  grant: WorkerGrant;
+  /** Paths it may read besides its workers' grants. */
+  baseRead: string[];
+  /** The unix socket it connects back on. */
+  socket: string;
+  /** The import map that maps `@dock/plugin` to the SDK, and the SDK's folder. */
+  importMap: string;
+  sdkDir: string;
+  /** V8 heap cap, MB. */
+  memoryMb: number;
+}
+
+/** `deno run` arguments of a host process: no prompt, config, remote or npm imports; only its grant. */
+export function hostArgs(launch: HostLaunch): string[] {
+  const { grant, socket, importMap } = launch;
+  // The host reads the worker bootstrap to start a worker (the check is the host's, not the worker's).
+  // The SDK (`@dock/plugin`, by the import map) is read with the host's permission (plugins/sdk_map.ts).
+  const read = unionList([
+    ...grant.read,
+    ...launch.baseRead,
+    socket,
+    WORKER_MAIN.pathname,
+    launch.sdkDir,
+    importMap,
+  ]);
+  const flag = (name: string, values: string[]) =>
+    values.length ? [`--allow-${name}=${values.join(",")}`] : [];
+  return [
+    "run",
+    "--no-prompt",
+    "--no-config",
+    "--no-lock",
+    "--no-remote",
+    "--no-npm",
+    "--unstable-worker-options",
+    `--v8-flags=--max-old-space-size=${launch.memoryMb}`,
+    `--import-map=${importMap}`,
+    ...flag("read", read),
+    ...flag("write", unionList([...grant.write, socket])),
+    // Deno asks for net access to a unix socket too (`unix:<path>`).
+    ...flag("net", unionList([...grant.net, `unix:${socket}`])),
+    ...flag("env", grant.env),
+    HOST_MAIN.pathname,
+    socket,
+  ];
+}
+
+/** One host process and what it runs. */
+export class Generation {
+  readonly number: number;
+  readonly grant: WorkerGrant;
+  child?: Deno.ChildProcess;
+  frames?: FrameConnection<FromHost, ToHost>;
+  ready: Promise<void>;
+  /** Keys of the workers it runs. */
+  readonly workers = new Set<string>();
+  inFlight = 0;
+  /** Cancels its idle stop, and its /proc watch. */
+  cancelIdle = () => {};
+  cancelWatch = () => {};
+  /** Its lifecycle (plugins/host_phase.ts); changed only by {@linkcode Generation.move}. */
+  phase: HostPhase = "live";
+  lastOutput = "";
+  /** The one worker a quarantine host runs (its calls retried after a crash). */
+  quarantine?: string;
+  /** Since when (clock time) it has had more worker threads than workers. */
+  excessSince?: number;
+  /** Output budget: bytes written in the current minute, and lines dropped. */
+  output = { window: 0, bytes: 0, dropped: 0 };
+
+  readonly #log: Log;
+  readonly #trace?: (change: HostPhaseChange) => void;
+
+  constructor(
+    number: number,
+    grant: WorkerGrant,
+    ready: Promise<void>,
+    options: { log: Log; trace?: (change: HostPhaseChange) => void },
+  ) {
+    this.number = number;
+    this.grant = grant;
+    this.ready = ready;
+    this.#log = options.log;
+    this.#trace = options.trace;
+  }
+
+  /** New calls go elsewhere; it finishes its calls in flight. */
+  get retired(): boolean {
+    return this.phase === "retired";
+  }
+
+  /** Its process is gone. */
+  get ended(): boolean {
+    return this.phase === "ended";
+  }
+
+  /** Moves it along its lifecycle; false (and logged) for a change the lifecycle does not allow. */
+  move(event: HostEvent): boolean {
+    const from = this.phase;
+    const to = nextHostPhase(this.number, from, event, (message) => this.#log.warn(message));
+    if (to === null) return false;
+    this.phase = to;
+    this.#trace?.({ generation: this.number, from, event, to });
+    return true;
+  }
+}
+
+/** A process's resident memory in KB (Linux), or null when it is gone. */
+export function residentKb(pid: number): number | null {
+  try {
+    return Number(/VmRSS:\s+(\d+)/.exec(Deno.readTextFileSync(`/proc/${pid}/status`))?.[1] ?? 0);
+  } catch {
+    return null;
+  }
+}
+
+/** The Web Worker threads of a process (`worker-<n>`, as Deno names them), nested ones included. */
+export function workerThreads(pid: number): number {
+  let count = 0;
+  try {
+    for (const task of Deno.readDirSync(`/proc/${pid}/task`)) {
+      try {
+        if (Deno.readTextFileSync(`/proc/${pid}/task/${task.name}/comm`).startsWith("worker-")) count++;
+      } catch {
+        // the thread ended meanwhile
+      }
+    }
+  } catch {
+    return 0; // gone
+  }
+  return count;
+}
+
+/** A line of the host's output without its colours. */
+export function stripAnsi(text: string): string {
+  // deno-lint-ignore no-control-regex
+  return text.replace(/\x1b\[[0-9;]*m/g, "");
+}
+
+function unionList(values: string[]): string[] {
+  return [...new Set(values)].sort();
+}

@@ -1,0 +1,98 @@
+/**
+ * What the supervisor hands a module and takes back, apart from calling it: a plugin's `fetch` request
+ * as the worker sees it (without the caller's credentials) and its answer as an HTTP response, a module
+ * hook's answer as a hook's result, and the worker of a module named by a file outside any plugin (a hook
+ * file's, a flow step's).
+ *
+ * @module
+ */
+import { dirname, join, relative } from "../core/posix_path.ts";
+import type { HookResult } from "../core/hooks.ts";
+import { CallError } from "./call_error.ts";
+import { inside } from "./folder_check.ts";
+import { readBounded } from "./context.ts";
+import { type FetchOutput, fromBase64, toBase64, type WorkerSpec } from "./protocol.ts";
+
+/** Headers a plugin's `fetch` never sees: the caller's credentials are dock's, not the plugin's. */
+const PRIVATE_HEADERS = new Set(["authorization", "cookie", "proxy-authorization", "x-dock-token"]);
+const HOP_HEADERS = new Set(["connection", "keep-alive", "transfer-encoding", "upgrade", "content-length"]);
+
+/** The input of plugin `id`'s `fetch` call for `request` (the path after `/fn` is `subpath`), body bounded. */
+export async function fetchInput(id: string, subpath: string, request: Request): Promise<unknown> {
+  const body = request.method === "GET" || request.method === "HEAD" ? undefined : await readBounded(request);
+  const url = new URL(request.url);
+  const headers = [...request.headers].filter(([name]) => !PRIVATE_HEADERS.has(name.toLowerCase()));
+  return {
+    method: request.method,
+    url: `http://${id}.plugin${subpath}${url.search}`,
+    headers,
+    ...(body ? { body: toBase64(body) } : {}),
+  };
+}
+
+/** A `fetch` handler's answer as the response to `request`: a status out of range is a 502. */
+export function fetchResponse(answer: FetchOutput, request: Request): Response {
+  const status = Number.isInteger(answer?.status) && answer.status >= 200 && answer.status <= 599
+    ? answer.status
+    : 502;
+  const responseHeaders = new Headers();
+  for (const [name, value] of Array.isArray(answer?.headers) ? answer.headers : []) {
+    try {
+      if (!HOP_HEADERS.has(String(name).toLowerCase())) responseHeaders.append(String(name), String(value));
+    } catch {
+      // a header the plugin got wrong is left out
+    }
+  }
+  const bytes = typeof answer?.body === "string" ? fromBase64(answer.body) : new Uint8Array();
+  const noBody = status === 204 || status === 304 || request.method === "HEAD";
+  return new Response(noBody ? null : bytes, { status, headers: responseHeaders });
+}
+
+/**
+ * A module hook's answer as a hook's result: refused (exit 1, with its reason) when it may refuse
+ * (`refusable`: a gate) and answered `allow: false`; `by` names it in a refusal without a reason.
+ */
+export function answeredHook(answer: unknown, refusable: boolean, started: number, by: string): HookResult {
+  const { allow, reason } = (answer ?? {}) as { allow?: boolean; reason?: string };
+  const refused = refusable && allow === false;
+  return {
+    code: refused ? 1 : 0,
+    timedOut: false,
+    durationMs: performance.now() - started,
+    stderr: refused ? reason || `refused by ${by}` : "",
+  };
+}
+
+/** A module hook's call that failed, as a hook's result: timed out (no exit code), or exit 1. */
+export function failedHook(error: unknown, started: number, what: string): HookResult {
+  const timedOut = error instanceof CallError && error.failure === "timeout";
+  return {
+    code: timedOut ? null : 1,
+    timedOut,
+    durationMs: performance.now() - started,
+    stderr: `${what}: ${(error as Error).message}`,
+  };
+}
+
+/**
+ * The worker of a module named by a file outside any plugin (a hook file, a flow step): found relative to
+ * `base`, never outside `root`, granted read of its own folder and of `cwd`, nothing else.
+ */
+export async function fileModuleSpec(
+  where: { module: string; base: string; root: string; cwd?: string },
+  kind: "hook" | "step",
+): Promise<WorkerSpec> {
+  const path = await Deno.realPath(join(where.base, where.module)).catch(() => null);
+  const realRoot = await Deno.realPath(where.root).catch(() => where.root);
+  if (!path || !inside(path, realRoot)) {
+    throw new Error(`module ${where.module}: ${path ? "leads outside " + realRoot : "does not exist"}`);
+  }
+  const cwd = where.cwd ? await Deno.realPath(where.cwd).catch(() => where.cwd!) : undefined;
+  const read = [dirname(path), ...(cwd ? [cwd] : [])];
+  return {
+    key: `${kind}:${path}:${read.join(":")}`,
+    module: path,
+    grant: { read, write: [], net: [], env: [] },
+    label: `${kind}:${relative(realRoot, path)}`,
+  };
+}
