@@ -16,12 +16,15 @@
  * the browser and every temporary folder go at the end, also on failure.
  *
  * Part of `deno task bench` (`deno task bench scale`); alone: `deno run -A bench/scale.ts [--quick]
- * [--boxes=N]` (`--quick`: 20 boxes, fewer samples).
+ * [--boxes=N]
+ * [--prof=FILE]` (`--quick`: 20 boxes, fewer samples; `--prof`: the agent's V8 tick log, for
+ * `node --prof-process FILE`).
  *
  * @module
  */
 import { join } from "node:path";
 import { AgentClient } from "../client/agent.ts";
+import { BoxClient } from "../client/box.ts";
 import {
   killProcessesUnder,
   makeDirs,
@@ -33,9 +36,9 @@ import {
   type TestBox,
 } from "../tests/harness.ts";
 import { launchChromium } from "../tests/browser.ts";
-import { inBatches, rssMiB, statusLatencies } from "./agent.ts";
+import { inBatches, rssMiB } from "./agent.ts";
 import { readyTimes } from "./app.ts";
-import { ms, type Row, summarize, table } from "./stats.ts";
+import { ms, type Row, summarize, table, time } from "./stats.ts";
 
 const SESSIONS_PER_BOX = 10;
 /** Boxes set up at once: each start costs ~0.3 s of CPU, a certificate and a repository. */
@@ -79,6 +82,8 @@ export interface ScaleOptions {
   quick?: boolean;
   /** Boxes to pair (200 unless told; 20 with `quick`). */
   boxes?: number;
+  /** A V8 tick log of the agent written to this file (`--prof`; `node --prof-process FILE` reads it). */
+  profile?: string;
 }
 
 /**
@@ -207,6 +212,73 @@ async function allOrNone<T>(items: T[], limit: number, fn: (item: T) => Promise<
   if (failure) throw failure.error;
 }
 
+/** `json_server.ts` on a unix socket in `folder`, in a process of its own: the machine's floor. */
+async function floorServer(folder: string): Promise<{ call(): Promise<unknown>; stop(): Promise<void> }> {
+  const socket = join(folder, "floor.sock");
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "--cached-only", new URL("./json_server.ts", import.meta.url).pathname, socket],
+    stdout: "piped",
+    stderr: "inherit",
+  }).spawn();
+  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  const first = await reader.read();
+  if (!first.value?.includes("ready")) throw new Error("json_server.ts did not start");
+  const client = new BoxClient({ socket, origin: "bench" });
+  return {
+    call: () => client.transport.json("/v1/info"),
+    async stop() {
+      client.close();
+      child.kill("SIGKILL");
+      await child.status;
+      await reader.cancel().catch(() => {});
+    },
+  };
+}
+
+/** `GET /v1/status` and the floor's GET, alternated `n` times after a warm-up: their samples. */
+async function statusAndFloor(
+  client: AgentClient,
+  floor: () => Promise<unknown>,
+  n: number,
+): Promise<{ status: number[]; floor: number[] }> {
+  for (let i = 0; i < 20; i++) await Promise.all([client.status(), floor()]);
+  const samples = { status: [] as number[], floor: [] as number[] };
+  for (let i = 0; i < n; i++) {
+    if (i % 2 === 0) {
+      samples.status.push(await time(() => client.status()));
+      samples.floor.push(await time(floor));
+    } else {
+      samples.floor.push(await time(floor));
+      samples.status.push(await time(() => client.status()));
+    }
+  }
+  return samples;
+}
+
+/**
+ * Every box's `GET sessions`, 6 at once (a browser's connections to one host), through the agent's relay
+ * and straight to each box's socket, alternated `rounds` times: the milliseconds of each whole fan-out.
+ */
+async function fanOut(
+  client: AgentClient,
+  boxes: { name: string; box: TestBox }[],
+  rounds: number,
+): Promise<{ relay: number[]; direct: number[] }> {
+  const relayed = boxes.map(({ name }) => client.box(name));
+  const all = (calls: (() => Promise<unknown>)[]) =>
+    time(() => allOrNone(calls, 6, async (call) => void await call()));
+  const result = { relay: [] as number[], direct: [] as number[] };
+  try {
+    for (let i = 0; i < rounds; i++) {
+      result.relay.push(await all(relayed.map((box) => () => box.sessions())));
+      result.direct.push(await all(boxes.map(({ box }) => () => box.client.sessions())));
+    }
+  } finally {
+    for (const box of relayed) box.close();
+  }
+  return result;
+}
+
 /** The scale rows. */
 export async function benchScale(options: ScaleOptions = {}): Promise<Row[]> {
   const count = options.boxes ?? (options.quick ? 20 : 200);
@@ -218,6 +290,7 @@ export async function benchScale(options: ScaleOptions = {}): Promise<Row[]> {
   let agent: TestAgent | undefined;
   let client: AgentClient | undefined;
   let browser: Awaited<ReturnType<typeof launchChromium>> | undefined;
+  let floor: Awaited<ReturnType<typeof floorServer>> | undefined;
   // Interrupted (Ctrl-C, or SIGTERM by its pid), 200 daemons, their tmux servers and folders go too.
   const interrupted = () => {
     for (const root of [laptop.root, ...boxes.map((box) => box.dirs.root)]) {
@@ -231,9 +304,15 @@ export async function benchScale(options: ScaleOptions = {}): Promise<Row[]> {
   Deno.addSignalListener("SIGINT", interrupted);
   Deno.addSignalListener("SIGTERM", interrupted);
   try {
-    agent = await startAgent(laptop);
+    agent = await startAgent(laptop, {
+      env: options.profile
+        ? { DENO_V8_FLAGS: `--prof,--no-logfile-per-isolate,--logfile=${options.profile}` }
+        : {},
+    });
     client = new AgentClient({ url: agent.url, token: agent.token, origin: "bench" });
-    const none = summarize(await statusLatencies(client, nStatus));
+    floor = await floorServer(laptop.root);
+    const before = await statusAndFloor(client, floor.call, nStatus);
+    const none = summarize(before.status);
     const rssNone = await rssMiB(agent.process.pid);
 
     const setupStarted = performance.now();
@@ -244,7 +323,10 @@ export async function benchScale(options: ScaleOptions = {}): Promise<Row[]> {
     const setup = (performance.now() - setupStarted) / 1000;
     // The merge's 200 event streams replay each box's journal once: let that settle before measuring.
     await new Promise((resolve) => setTimeout(resolve, 3000));
-    const many = summarize(await statusLatencies(client, nStatus));
+    const after = await statusAndFloor(client, floor.call, nStatus);
+    const many = summarize(after.status);
+    const named = await Promise.all(boxes.map(async (box) => ({ name: await boxName(box), box })));
+    const lists = await fanOut(client, named, options.quick ? 2 : 5);
 
     browser = await launchChromium();
     const total = count * SESSIONS_PER_BOX;
@@ -264,6 +346,8 @@ export async function benchScale(options: ScaleOptions = {}): Promise<Row[]> {
     const agentPeak = await peakMiB(agent.process.pid);
 
     const statusRatio = many.p50 / none.p50;
+    const floorNone = summarize(before.floor);
+    const floorMany = summarize(after.floor);
     const readySummary = summarize(ready.map((r) => r.fromPaint));
     const wall = (performance.now() - wallStarted) / 1000;
     return [
@@ -277,6 +361,31 @@ export async function benchScale(options: ScaleOptions = {}): Promise<Row[]> {
             verdict(statusRatio <= STATUS_GOAL)
           }; ` +
           `${count} real \`dockd\` (TLS on loopback, paired by link) set up in ${setup.toFixed(0)} s`,
+      },
+      {
+        label: `Scale: a bare \`Deno.serve\` (json_server.ts), alternated with each status above, no box`,
+        summary: floorNone,
+        isBaseline: true,
+      },
+      {
+        label: `Scale: the same bare server, ${count} boxes running`,
+        summary: floorMany,
+        baseline: floorNone,
+        note: `the machine's own slow-down with ${count} daemons on its 2 cores; status over this floor: ${
+          (none.p50 / floorNone.p50).toFixed(2)
+        }× with no box, ${(many.p50 / floorMany.p50).toFixed(2)}× with ${count}`,
+      },
+      {
+        label: `Scale: ${count} × \`GET sessions\` straight to each box's socket, 6 at once (whole fan-out)`,
+        summary: summarize(lists.direct),
+        isBaseline: true,
+      },
+      {
+        label:
+          `Scale: ${count} × \`GET sessions\` through the agent's relay, 6 at once (the app's first load)`,
+        summary: summarize(lists.relay),
+        baseline: summarize(lists.direct),
+        note: "what the board waits for: one list per box, 6 connections to the agent as a browser has",
       },
       { label: "Scale: agent VmRSS, no box", summary: summarize([rssNone]), isBaseline: true, unit: "MiB" },
       {
@@ -317,6 +426,7 @@ export async function benchScale(options: ScaleOptions = {}): Promise<Row[]> {
     Deno.removeSignalListener("SIGINT", interrupted);
     Deno.removeSignalListener("SIGTERM", interrupted);
     await browser?.close().catch(() => {});
+    await floor?.stop();
     client?.close();
     await stopWithin(agent);
     // Stopped a batch at a time: 200 daemons ending at once each stop their tmux server.
@@ -336,5 +446,6 @@ async function boxName(box: TestBox): Promise<string> {
 if (import.meta.main) {
   const quick = Deno.args.includes("--quick");
   const boxes = Number(Deno.args.find((arg) => arg.startsWith("--boxes="))?.slice(8)) || undefined;
-  console.log(table(await benchScale({ quick, boxes })));
+  const profile = Deno.args.find((arg) => arg.startsWith("--prof="))?.slice(7);
+  console.log(table(await benchScale({ quick, boxes, profile })));
 }
