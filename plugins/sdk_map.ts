@@ -30,6 +30,11 @@ export function sdkImportMap(): { imports: Record<string, string> } {
 /** Writes the import map into the host's private folder; returns its path. */
 export async function writeSdkImportMap(dir: string): Promise<string> {
   const path = join(dir, "import-map.json");
-  await Deno.writeTextFile(path, JSON.stringify(sdkImportMap()), { mode: 0o600 });
+  // Written aside and renamed into place: host processes start while another is being launched (a heap bomb's
+  // host restarts as others start), and one that read the file mid-rewrite failed on an empty JSON (seen in a
+  // full run: "EOF while parsing a value at line 1 column 0").
+  const temporary = `${path}.${crypto.randomUUID()}.tmp`;
+  await Deno.writeTextFile(temporary, JSON.stringify(sdkImportMap()), { mode: 0o600 });
+  await Deno.rename(temporary, path);
   return path;
 }

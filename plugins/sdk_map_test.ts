@@ -3,7 +3,7 @@ import { SYSTEM_CLOCK } from "../core/clock.ts";
 import { MemoryLog } from "../core/log.ts";
 import { join } from "../core/posix_path.ts";
 import { ModuleHost } from "./module_host.ts";
-import { SDK_DIR, sdkImportMap } from "./sdk_map.ts";
+import { SDK_DIR, sdkImportMap, writeSdkImportMap } from "./sdk_map.ts";
 
 Deno.test("the import map names the SDK's files, which exist", async () => {
   const { imports } = sdkImportMap();
@@ -63,6 +63,28 @@ export default definePlugin({
     assertStringIncludes(String((outside as Error).message), "Requires read access");
   } finally {
     await modules.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("writeSdkImportMap: a reader never sees the file half-written while it is rewritten", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const path = await writeSdkImportMap(dir);
+    let writing = true;
+    const writers = Promise.all(Array.from({ length: 200 }, () => writeSdkImportMap(dir))).finally(() =>
+      writing = false
+    );
+    let reads = 0;
+    while (writing) {
+      // A host process reads it as Deno does: whole, as JSON.
+      JSON.parse(await Deno.readTextFile(path));
+      reads++;
+    }
+    await writers;
+    assertEquals(reads > 0, true);
+    assertEquals([...Deno.readDirSync(dir)].map((entry) => entry.name), ["import-map.json"]);
+  } finally {
     await Deno.remove(dir, { recursive: true });
   }
 });
