@@ -394,10 +394,20 @@ export class Boxes {
       connection.failures = 0;
       connection.nextCheck = this.#clock.now() + this.#healthMs;
       connection.status.latency_ms = Math.round((performance.now() - started) * 100) / 100;
+      const before = connection.status.build;
       connection.status.build = info.build;
       connection.status.behind = isBehind(info.build, BUILD);
       connection.status.error = null;
       this.#set(connection, true);
+      // A view that reloaded on the box's own `box.upgraded` may have read the build from before this
+      // check (the event can come first): told again once the agent knows the new one.
+      if (before && before !== info.build) {
+        this.#bus.publish({
+          type: "box.changed",
+          origin: "dock",
+          data: { box: name, address: connection.status.address, build: info.build },
+        });
+      }
     } catch (error) {
       Object.assign(connection, afterFailedCheck(connection, this.#clock.now()));
       connection.status.error = (error as Error).message;

@@ -75,3 +75,32 @@ Deno.test("health: the loop checks a box on the agent's clock, backs off after a
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("health: a box that comes back on another build is announced as box.changed with it (views reload on it)", async () => {
+  const dir = await Deno.makeTempDir();
+  const socket = `${dir}/box.sock`;
+  let build = "0.0.9+aaaaaaaaaaaa";
+  const server = Deno.serve({ path: socket, onListen: () => {} }, () => Response.json({ build }));
+  const store = new Store(`${dir}/agent.db`);
+  const bus = new EventBus(store);
+  const boxes = new Boxes(store, bus, {
+    healthMs: 5000,
+    clock: new FakeClock(Date.parse("2026-01-01T00:00:00Z")),
+  });
+  try {
+    await boxes.add({ name: "b1", kind: "socket", address: socket }, "t");
+    await boxes.check("b1");
+    const quiet = bus.since(0).filter((event) => event.type === "box.changed");
+    assertEquals(quiet, [], "the same build again is no change");
+    build = BUILD;
+    const changed = nextEvent(bus, "box.changed");
+    await boxes.check("b1");
+    assertEquals((await changed).data, { box: "b1", address: socket, build: BUILD });
+    assertEquals(boxes.status().find((box) => box.name === "b1")?.build, BUILD);
+  } finally {
+    boxes.close();
+    await server.shutdown();
+    store.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});

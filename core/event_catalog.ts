@@ -40,7 +40,10 @@ export const EVENT_CATALOG: Record<string, EventDefinition> = {
     when: "A box is added to the laptop.",
     data: { ...BOX, kind: "string", "fp?": "string" },
   },
-  "box.changed": { when: "A box's address changes (laptop).", data: { ...BOX, address: "string" } },
+  "box.changed": {
+    when: "A box's address changes, or the build it runs (laptop).",
+    data: { ...BOX, address: "string", "build?": "string" },
+  },
   "box.offline": { when: "The laptop loses a box.", data: { ...BOX, "error?": "string | null" } },
   "box.online": { when: "The laptop reaches a box.", data: BOX },
   "box.removed": { when: "A box is removed from the laptop.", data: { ...BOX, "fp?": "string" } },

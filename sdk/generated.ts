@@ -87,10 +87,11 @@ export interface DockEventData {
     "kind": string;
     "fp"?: string;
   };
-  /** A box's address changes (laptop). */
+  /** A box's address changes, or the build it runs (laptop). */
   "box.changed": {
     "box": string;
     "address": string;
+    "build"?: string;
   };
   /** The laptop loses a box. */
   "box.offline": {
