@@ -106,9 +106,21 @@ async function post(box: TestBox, path: string, body: unknown) {
  */
 async function ask(box: TestBox, name: string, n: number): Promise<void> {
   const sent = await box.client.send(name, `round ${n} ASK-MENU`);
-  await box.client.wait(name, { states: ["waiting"], after: sent.state_time ?? undefined, timeout: "30s" });
+  const waited = await box.client.wait(name, {
+    states: ["waiting"],
+    after: sent.state_time ?? undefined,
+    timeout: "30s",
+  });
   const now = await box.client.session(name);
-  assertEquals([now.agent_state, now.reason], ["waiting", "permission"], `round ${n}`);
+  if (now.agent_state === "waiting" && now.reason === "permission") return;
+  // What the session went through and what its pane shows, to tell a lost prompt from a lost report.
+  const history = (now.history ?? []).slice(-6).map((h) => `${h.state}:${h.cause}`).join(" > ");
+  const screen = (await box.client.screen(name)).screen.trimEnd().split("\n").slice(-8).join(" | ");
+  throw new Error(
+    `round ${n}: ${now.agent_state}/${now.reason} after ${
+      JSON.stringify(waited)
+    }; ${history}; screen: ${screen}`,
+  );
 }
 
 /**
