@@ -34,6 +34,31 @@ export function parseDestination(text: string): SshDestination {
   return { user: match[1], host: match[2].replace(/^\[(.*)\]$/, "$1"), port };
 }
 
+/**
+ * The options every `ssh` the agent runs takes: never a prompt (the agent has no terminal: BatchMode), a
+ * dead network fails in 15 s and a dead path is noticed by keepalives, the person's ssh config when
+ * `DOCK_SSH_CONFIG` names one, the key asked for (only it), and the destination's port and user; `more`
+ * (a caller's own `-o` options) goes after the first three.
+ */
+export function sshOptions(
+  destination: SshDestination,
+  options: { config?: string; identity?: string; more?: string[] },
+): string[] {
+  return [
+    "-o",
+    "BatchMode=yes",
+    "-o",
+    "ConnectTimeout=15",
+    "-o",
+    "ServerAliveInterval=15",
+    ...(options.more ?? []),
+    ...(options.config ? ["-F", options.config] : []),
+    ...(options.identity ? ["-i", options.identity, "-o", "IdentitiesOnly=yes"] : []),
+    ...(destination.port ? ["-p", String(destination.port)] : []),
+    ...(destination.user ? ["-l", destination.user] : []),
+  ];
+}
+
 /** A step's failure, said as the person should read it. */
 export class StepError extends Error {}
 
@@ -68,17 +93,7 @@ export class Ssh {
     const config = Deno.env.get("DOCK_SSH_CONFIG");
     this.#control = Deno.makeTempDirSync({ prefix: "dock-ssh-" });
     this.#base = [
-      // The agent has no terminal: never a password or host-key prompt; a dead network fails in 15 s.
-      "-o",
-      "BatchMode=yes",
-      "-o",
-      "ConnectTimeout=15",
-      "-o",
-      "ServerAliveInterval=15",
-      ...(config ? ["-F", config] : []),
-      ...(identity ? ["-i", identity, "-o", "IdentitiesOnly=yes"] : []),
-      ...(destination.port ? ["-p", String(destination.port)] : []),
-      ...(destination.user ? ["-l", destination.user] : []),
+      ...sshOptions(destination, { config, identity }),
       // One connection for every step (each new one is a key exchange and an authentication). The
       // socket's folder is this process's own; %C keeps the path short enough for a unix socket.
       "-o",

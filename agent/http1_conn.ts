@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { type AnswerHead, indexOf, parseHead } from "../client/http1.ts";
 
 /**
  * Each connection's read buffer (kept while idle: the read that watches it waits in it). 16 KiB: an
@@ -112,28 +113,17 @@ export async function readHead(connection: Connection, max: number): Promise<Hea
       throw new MalformedAnswer(`the box's answer header passed ${max} bytes`);
     }
     connection.unread(bytes.subarray(end + 4));
-    const lines = decoder.decode(bytes.subarray(0, end)).split("\r\n");
-    const status = /^HTTP\/1\.([01]) (\d{3})(?: |$)/.exec(lines[0]);
-    if (!status) {
-      throw new MalformedAnswer(`not an HTTP/1.1 status line: ${JSON.stringify(lines[0].slice(0, 80))}`);
+    let head: AnswerHead;
+    try {
+      head = parseHead(decoder.decode(bytes.subarray(0, end)));
+    } catch (error) {
+      throw new MalformedAnswer((error as Error).message);
     }
-    const headers = new Map<string, string>();
-    for (const line of lines.slice(1)) {
-      const colon = line.indexOf(":");
-      const name = line.slice(0, colon).toLowerCase();
-      const value = line.slice(colon + 1).trim();
-      // What goes on into the relay's own answer must be a header field there too.
-      if (colon <= 0 || !TOKEN.test(name) || /[\0\r\n]/.test(value)) {
-        throw new MalformedAnswer(`a malformed header line: ${JSON.stringify(line.slice(0, 80))}`);
-      }
-      const before = headers.get(name);
-      headers.set(name, before === undefined ? value : `${before}, ${value}`);
-    }
-    const connectionHeader = (headers.get("connection") ?? "").toLowerCase();
-    const keepAlive = status[1] === "1"
+    const connectionHeader = (head.headers.get("connection") ?? "").toLowerCase();
+    const keepAlive = head.minor === 1
       ? !/\bclose\b/.test(connectionHeader)
       : /\bkeep-alive\b/.test(connectionHeader);
-    return { status: Number(status[2]), headers, keepAlive };
+    return { status: head.status, headers: head.headers, keepAlive };
   }
 }
 
@@ -218,22 +208,14 @@ export class ChunkedBody implements Body {
   }
 }
 
-const TOKEN = /^[!#$%&'*+.^_`|~0-9a-z-]+$/;
 const CRLF = [13, 10];
 const CRLFCRLF = [13, 10, 13, 10];
 
+/** `a` then `b` in one array (`a` itself when `b` is empty). */
 export function join(a: Uint8Array, b: Uint8Array | undefined): Uint8Array {
   if (!b?.length) return a;
   const out = new Uint8Array(a.length + b.length);
   out.set(a);
   out.set(b, a.length);
   return out;
-}
-
-function indexOf(bytes: Uint8Array, pattern: number[], from: number): number {
-  outer: for (let i = from; i <= bytes.length - pattern.length; i++) {
-    for (let j = 0; j < pattern.length; j++) if (bytes[i + j] !== pattern[j]) continue outer;
-    return i;
-  }
-  return -1;
 }

@@ -23,6 +23,7 @@ import type { ClientPaths } from "../core/paths.ts";
 import { join } from "../core/posix_path.ts";
 import { killGroup, run, startChild, TailBuffer } from "../core/runner.ts";
 import type { Store } from "../core/store.ts";
+import { parseDestination, sshOptions } from "./add_ssh_remote.ts";
 import { afterFailedCheck, type Boxes } from "./boxes.ts";
 
 /** How a box is reached over SSH. */
@@ -198,51 +199,36 @@ export function tunnelArgs(
   route: SshRoute,
   options: { control: string; config?: string },
 ): string[] {
-  const destination = splitDestination(route.destination);
+  // Checked by `parseDestination` when the box was added.
+  const destination = parseDestination(route.destination);
   return [
     // A session on a terminal, not `-N`: OpenSSH turns Nagle off (TCP_NODELAY) on both ends only for an
     // interactive connection, and without it an answer written in two pieces waits for a delayed ACK —
     // measured here, a request whose answer came in two writes took 44 ms through `ssh -N -L` and 2.5
     // ms through `ssh -tt -L` (2.3 ms direct). The session's command waits and prints nothing.
     "-tt",
-    // BatchMode: never a prompt (the agent has no terminal); a dead network fails in 15 s; keepalives
-    // notice a dead path in 45 s.
-    "-o",
-    "BatchMode=yes",
-    "-o",
-    "ConnectTimeout=15",
-    "-o",
-    "ServerAliveInterval=15",
-    "-o",
-    "ServerAliveCountMax=3",
-    // A forward that cannot be set up (the local port taken) ends ssh: the supervisor tries again.
-    "-o",
-    "ExitOnForwardFailure=yes",
-    "-o",
-    "ControlMaster=auto",
-    "-o",
-    `ControlPath=${options.control}`,
-    ...(options.config ? ["-F", options.config] : []),
-    ...(route.identity ? ["-i", route.identity, "-o", "IdentitiesOnly=yes"] : []),
-    ...(destination.port ? ["-p", String(destination.port)] : []),
-    ...(destination.user ? ["-l", destination.user] : []),
+    ...sshOptions(destination, {
+      config: options.config,
+      identity: route.identity,
+      more: [
+        // Keepalives notice a dead path in 45 s.
+        "-o",
+        "ServerAliveCountMax=3",
+        // A forward that cannot be set up (the local port taken) ends ssh: the supervisor tries again.
+        "-o",
+        "ExitOnForwardFailure=yes",
+        "-o",
+        "ControlMaster=auto",
+        "-o",
+        `ControlPath=${options.control}`,
+      ],
+    }),
     "-L",
     `127.0.0.1:${route.localPort}:127.0.0.1:${route.boxPort}`,
     "--",
     destination.host,
     "exec tail -f /dev/null",
   ];
-}
-
-/** `[user@]host[:port]` taken apart (already checked by `parseDestination` when the box was added). */
-function splitDestination(text: string): { user?: string; host: string; port?: number } {
-  const match = /^(?:([^@]+)@)?(\[[^\]]+\]|[^:]+)(?::(\d+))?$/.exec(text);
-  if (!match) return { host: text };
-  return {
-    user: match[1],
-    host: match[2].replace(/^\[(.*)\]$/, "$1"),
-    port: match[3] ? Number(match[3]) : undefined,
-  };
 }
 
 /** A loopback port nothing listens on now. */

@@ -102,19 +102,46 @@ async function readAll(conn: Deno.Conn): Promise<Uint8Array> {
   return all;
 }
 
+/** An answer's status line and header fields, as {@linkcode parseHead} reads them. */
+export interface AnswerHead {
+  status: number;
+  /** The minor version: 1 for HTTP/1.1, 0 for HTTP/1.0. */
+  minor: number;
+  /** Lower-case names; a field sent twice is joined with ", " (RFC 9110 5.3). */
+  headers: Map<string, string>;
+}
+
+/** Header names are tokens (RFC 9110 5.6.2): anything else is refused, never passed on. */
+const TOKEN = /^[!#$%&'*+.^_`|~0-9a-z-]+$/;
+
+/**
+ * Parses an answer's head (the text before its blank line): the status line, then header fields. Throws
+ * on anything that is not HTTP/1.x as it should be, naming the line: a value with CR, LF or NUL, or a name
+ * that is not a token, would be a header injection if the answer were passed on (the agent's relay does).
+ */
+export function parseHead(text: string): AnswerHead {
+  const lines = text.split("\r\n");
+  const status = /^HTTP\/1\.([01]) (\d{3})(?: |$)/.exec(lines[0]);
+  if (!status) throw new Error(`not an HTTP/1.1 status line: ${JSON.stringify(lines[0].slice(0, 80))}`);
+  const headers = new Map<string, string>();
+  for (const line of lines.slice(1)) {
+    const colon = line.indexOf(":");
+    const name = line.slice(0, colon).toLowerCase();
+    const value = line.slice(colon + 1).trim();
+    if (colon <= 0 || !TOKEN.test(name) || /[\0\r\n]/.test(value)) {
+      throw new Error(`a malformed header line: ${JSON.stringify(line.slice(0, 80))}`);
+    }
+    const before = headers.get(name);
+    headers.set(name, before === undefined ? value : `${before}, ${value}`);
+  }
+  return { status: Number(status[2]), minor: Number(status[1]), headers };
+}
+
 /** Parses a whole HTTP/1.1 answer: status line, header fields, and a body by length, chunks or close. */
 export function parseAnswer(bytes: Uint8Array): PlainAnswer {
   const end = indexOf(bytes, [13, 10, 13, 10], 0);
   if (end === -1) throw new Error("the answer ended inside its header");
-  const head = new TextDecoder().decode(bytes.subarray(0, end)).split("\r\n");
-  const status = /^HTTP\/1\.[01] (\d{3})(?: |$)/.exec(head[0]);
-  if (!status) throw new Error(`not an HTTP/1.1 status line: ${JSON.stringify(head[0].slice(0, 80))}`);
-  const headers = new Map<string, string>();
-  for (const line of head.slice(1)) {
-    const colon = line.indexOf(":");
-    if (colon <= 0) throw new Error(`a malformed header line: ${JSON.stringify(line.slice(0, 80))}`);
-    headers.set(line.slice(0, colon).trim().toLowerCase(), line.slice(colon + 1).trim());
-  }
+  const { status, headers } = parseHead(new TextDecoder().decode(bytes.subarray(0, end)));
   const rest = bytes.subarray(end + 4);
   let body: Uint8Array;
   if (/\bchunked\b/i.test(headers.get("transfer-encoding") ?? "")) body = unchunk(rest);
@@ -125,7 +152,7 @@ export function parseAnswer(bytes: Uint8Array): PlainAnswer {
     }
     body = rest.subarray(0, length);
   } else body = rest;
-  return { status: Number(status[1]), headers, body };
+  return { status, headers, body };
 }
 
 /** The body of a chunked transfer (RFC 9112 7.1); trailer fields are read past and dropped. */
@@ -157,7 +184,8 @@ function unchunk(bytes: Uint8Array): Uint8Array {
   return body;
 }
 
-function indexOf(bytes: Uint8Array, pattern: number[], from: number): number {
+/** Where `pattern` first occurs in `bytes` at or after `from`, or -1. */
+export function indexOf(bytes: Uint8Array, pattern: number[], from: number): number {
   outer: for (let i = from; i <= bytes.length - pattern.length; i++) {
     for (let j = 0; j < pattern.length; j++) if (bytes[i + j] !== pattern[j]) continue outer;
     return i;

@@ -1,6 +1,6 @@
 import { assertEquals, assertRejects, assertThrows } from "../tests/assert.ts";
 import { DockError, TransportError } from "./errors.ts";
-import { getOnce, parseAnswer } from "./http1.ts";
+import { getOnce, parseAnswer, parseHead } from "./http1.ts";
 import { Transport } from "./http.ts";
 
 const bytes = (text: string) => new TextEncoder().encode(text);
@@ -125,4 +125,14 @@ Deno.test("getOnce gives up when its signal aborts while the server says nothing
   await assertRejects(() => request, Error, "given up");
   conn.close();
   listener.close();
+});
+
+Deno.test("parseHead: fields joined when sent twice, the minor version read, a name that is not a token refused", () => {
+  const head = parseHead("HTTP/1.0 200 OK\r\nVary: a\r\nvary: b\r\nContent-Type: text/plain");
+  assertEquals(head.status, 200);
+  assertEquals(head.minor, 0);
+  assertEquals(head.headers.get("vary"), "a, b");
+  assertEquals(head.headers.get("content-type"), "text/plain");
+  assertThrows(() => parseHead("HTTP/1.1 200 OK\r\nbad name: x"), Error, "malformed header line");
+  assertThrows(() => parseHead("HTTP/2 200"), Error, "not an HTTP/1.1 status line");
 });

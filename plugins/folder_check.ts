@@ -21,27 +21,7 @@ const SYMLINK_WALK = { depth: 32, entries: 20_000 };
  * entry is looked at, `node_modules` included; a folder too big to check is refused the same way.
  */
 export async function symlinkOut(dir: string, realDir: string): Promise<string | null> {
-  let seen = 0;
-  const walk = async (folder: string, depth: number): Promise<string | null> => {
-    if (depth > SYMLINK_WALK.depth) return `${relative(dir, folder)} is nested too deep to check`;
-    for await (const entry of Deno.readDir(folder)) {
-      if (++seen > SYMLINK_WALK.entries) return `more than ${SYMLINK_WALK.entries} files to check`;
-      const path = join(folder, entry.name);
-      if (entry.isSymlink) {
-        const target = await Deno.realPath(path).catch(() => null);
-        if (!target || !inside(target, realDir)) {
-          return `${relative(dir, path)} is a symlink ${
-            target ? `out of its folder (to ${target})` : "to nothing"
-          }`;
-        }
-      } else if (entry.isDirectory) {
-        const found = await walk(path, depth + 1);
-        if (found) return found;
-      }
-    }
-    return null;
-  };
-  return await walk(dir, 0);
+  return (await walkFolder(dir, realDir, false)).escape;
 }
 
 /** A folder's directories and their mtimes when it was last walked: what a quick check compares. */
