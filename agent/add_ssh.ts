@@ -23,7 +23,7 @@
  * @module
  */
 import { DockError } from "../client/errors.ts";
-import type { AddSshProgress, AddSshRequest, BoxStatus } from "../client/agent.ts";
+import type { AddSshProgress, AddSshRequest, BoxStatus } from "../client/wire.ts";
 import { exists } from "../core/files.ts";
 import { parseListenAddress } from "../core/listen.ts";
 import { Turns } from "./turns.ts";

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { AgentProcess } from "../client/agent.ts";
+import type { AgentProcess } from "../client/wire.ts";
 import { KitLibrary } from "./kits.ts";
 import { EventBus, journalBoundsFromEnv } from "../core/events.ts";
 import type { ClientPaths } from "../core/paths.ts";

@@ -19,7 +19,7 @@
  *
  * @module
  */
-import type { BoxStatus } from "../client/agent.ts";
+import type { BoxStatus } from "../client/wire.ts";
 import { BoxClient } from "../client/box.ts";
 import { BoxHttp } from "./box_http.ts";
 import { badField, DockError, notFound } from "../client/errors.ts";

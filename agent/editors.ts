@@ -6,7 +6,7 @@
  *
  * @module
  */
-import type { EditorInfo, EditorOpen, EditorOpened } from "../client/agent.ts";
+import type { EditorInfo, EditorOpen, EditorOpened } from "../client/wire.ts";
 import { DockError } from "../client/errors.ts";
 import { launch, which } from "../core/runner.ts";
 import type { Boxes } from "./boxes.ts";

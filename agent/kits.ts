@@ -11,8 +11,16 @@
  */
 import { join, relative } from "../core/posix_path.ts";
 import type { Boxes } from "./boxes.ts";
-import type { DockConfig, InstalledKit, Kit } from "../client/wire.ts";
-import type { KitAddRequest, KitInstallation, KitPreview, KitSummary, KitUpdate } from "../client/agent.ts";
+import type {
+  DockConfig,
+  InstalledKit,
+  Kit,
+  KitAddRequest,
+  KitInstallation,
+  KitPreview,
+  KitSummary,
+  KitUpdate,
+} from "../client/wire.ts";
 import { DockError } from "../client/errors.ts";
 import { compareVersions } from "../client/version.ts";
 import { kitError, mergeConfigs, parseKitText, validateKit } from "../core/config.ts";

@@ -6,9 +6,8 @@
  *
  * @module
  */
-import type { DiscoveredMachine, NetworkInfo, NetworkPeer, Networks } from "../client/agent.ts";
+import type { DiscoveredMachine, NetworkInfo, NetworkPeer, Networks, StreamLine } from "../client/wire.ts";
 import { DockError } from "../client/errors.ts";
-import type { StreamLine } from "../client/wire.ts";
 import { Channel } from "../core/channel.ts";
 import { parseLink } from "../core/pairing_link.ts";
 import { run, which } from "../core/runner.ts";

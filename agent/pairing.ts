@@ -23,9 +23,8 @@ import { isIP } from "node:net";
 import { connect } from "node:tls";
 import { causeChain, DockError, TransportError } from "../client/errors.ts";
 import { BoxClient } from "../client/box.ts";
-import type { PairRedeemed, PairRequest } from "../client/wire.ts";
+import type { ForgottenBox, PairRedeemed, PairRequest } from "../client/wire.ts";
 import { fingerprintOf, parseLink } from "../core/pairing_link.ts";
-import type { ForgottenBox } from "../client/agent.ts";
 import { type Boxes, type BoxStatus, checkBoxName, type TlsSecrets } from "./boxes.ts";
 
 /** Options of {@linkcode pairBox}. */

@@ -9,7 +9,7 @@
  * @module
  */
 import { join } from "../core/posix_path.ts";
-import type { SshConfigState, SshHost } from "../client/agent.ts";
+import type { SshConfigState, SshHost } from "../client/wire.ts";
 import { readTextOrNull, writeAtomic } from "../core/files.ts";
 import type { Boxes } from "./boxes.ts";
 

@@ -13,10 +13,9 @@
  *
  * @module
  */
-import type { BoxProgress } from "../client/agent.ts";
+import type { BoxProgress, DockEvent, UpgradeStarted } from "../client/wire.ts";
 import { DockError } from "../client/errors.ts";
 import { compareVersions } from "../client/version.ts";
-import type { DockEvent, UpgradeStarted } from "../client/wire.ts";
 import { type Clock, sleep, timeoutSignal } from "../core/clock.ts";
 import type { ClientPaths } from "../core/paths.ts";
 import type { Boxes } from "./boxes.ts";

@@ -6,7 +6,7 @@
  */
 
 /** SHA-256 of the sources this was built from (`app/assets_test.ts` compares it). */
-export const APP_SOURCE_HASH = "11b34106107df6431a2c87c8ebe0b85af77abdea3f28c56b37b1c7e1214977a8";
+export const APP_SOURCE_HASH = "34b8490da444521ccd9e13bf9a17f3089cf50c1a94955c5f90025dd1ea0f49fa";
 
 /** The files under `/app/`, by path: media type and text. */
 export const APP_ASSETS: Readonly<Record<string, { type: string; body: string }>> = {

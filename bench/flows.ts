@@ -20,7 +20,8 @@
  */
 import { join } from "node:path";
 import type { DockEvent, FlowConfig } from "../client/wire.ts";
-import { killProcessesUnder, makeDirs, startBox, waitForEvent } from "../tests/harness.ts";
+import { killProcessesUnder, makeDirs, startBox } from "../tests/harness.ts";
+import { untilEvent } from "../tests/wait.ts";
 import { engine } from "../tests/flows_engine.ts";
 import { busLag } from "./bus_lag.ts";
 import { type Row, summarize, table } from "./stats.ts";
@@ -218,7 +219,7 @@ async function scheduleDelay(samples: number): Promise<Row[]> {
     const box = await startBox({ dirs, env: { DOCK_CLOCK_OFFSET_MS: String(offset) } });
     const ready = Date.now();
     try {
-      const fired: DockEvent = await waitForEvent(
+      const fired: DockEvent = await untilEvent(
         box.client,
         (e) => e.type === "schedule.fired",
         { after, timeoutMs: 75_000 },

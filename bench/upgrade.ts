@@ -19,7 +19,6 @@ import { hostTarget } from "../package/release.ts";
 import { sourceFingerprint } from "../package/sources.ts";
 import { run } from "../core/runner.ts";
 import {
-  eventually,
   freePort,
   installPackage,
   laptopEnv,
@@ -31,6 +30,7 @@ import {
   startBox,
   type TestBox,
 } from "../tests/harness.ts";
+import { until } from "../tests/wait.ts";
 import { type Row, summarize, table } from "./stats.ts";
 
 /** The figures. */
@@ -58,7 +58,7 @@ export async function benchUpgrade(options: { quick?: boolean } = {}): Promise<R
     await client.createWorktree("app", { name: "w" });
     await client.createSession({ location: "app", command: "sh", name: "term" });
     const service = async () => (await client.services("app", "w")).find((s) => s.name === "ticker")!;
-    await eventually(async () => (await service()).state === "running");
+    await until(async () => (await service()).state === "running");
     const socket = join(dirs.state, "box", "tmux.sock");
     const panePid = async () =>
       (await run("tmux", ["-S", socket, "display-message", "-p", "-t", "=term:", "#{pane_pid}"])).stdout
@@ -199,7 +199,7 @@ export async function benchUpgradeAll(options: { quick?: boolean } = {}): Promis
             continue;
           }
           for (const box of boxes) {
-            const now = await eventually(async () => (await box.client.info().catch(() => undefined))?.build);
+            const now = await until(async () => (await box.client.info().catch(() => undefined))?.build);
             if (now !== build) throw new Error(`${box.name} runs ${now}, not ${build}`);
           }
           upgrades.push(took);

@@ -10,7 +10,8 @@
 import { sleep } from "../client/timers.ts";
 import type { Command } from "./commander.ts";
 import { ensureToken } from "../agent/token.ts";
-import { AgentClient, type AgentStatus, type BoxProgress } from "../client/agent.ts";
+import { AgentClient } from "../client/agent.ts";
+import type { AgentStatus, BoxProgress } from "../client/wire.ts";
 import { BUILD } from "../client/version.ts";
 import { DockError, TransportError } from "../client/errors.ts";
 import { clientPaths } from "../core/paths.ts";

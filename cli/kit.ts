@@ -5,7 +5,7 @@
  * @module
  */
 import type { Command } from "./commander.ts";
-import type { KitTarget } from "../client/agent.ts";
+import type { KitTarget } from "../client/wire.ts";
 import { DockError } from "../client/errors.ts";
 import { agentClient } from "./agent.ts";
 import { guarded, printJson, table } from "./output.ts";

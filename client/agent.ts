@@ -49,36 +49,6 @@ import type {
 
 const enc = encodeURIComponent;
 
-// The laptop API's records live with the other wire types (so the plugin SDK ships them); named here too
-// for the 28 modules (agent/, app/src, core/mcp.ts, cli/, tests/) that take them from this one.
-export type {
-  AddSshProgress,
-  AddSshRequest,
-  AgentProcess,
-  AgentStatus,
-  BoxProgress,
-  BoxStatus,
-  DiscoveredMachine,
-  EditorInfo,
-  EditorOpen,
-  EditorOpened,
-  ForgottenBox,
-  KitAddRequest,
-  KitInstallation,
-  KitPreview,
-  KitSaveRequest,
-  KitSummary,
-  KitTarget,
-  KitUpdate,
-  NetworkInfo,
-  NetworkPeer,
-  Networks,
-  SshConfigState,
-  SshHost,
-  TaskTemplate,
-  TemplateVariable,
-} from "./wire.ts";
-
 /**
  * Typed access to the laptop agent: its own calls here, its plugins' from {@linkcode PluginCalls} (which
  * {@linkcode BoxClient} shares).

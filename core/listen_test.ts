@@ -1,6 +1,7 @@
 import { assert, assertEquals } from "../tests/assert.ts";
 import { ensureCertificates } from "../daemon/tls.ts";
-import { eventually, listeningPorts } from "../tests/harness.ts";
+import { listeningPorts } from "../tests/harness.ts";
+import { until } from "../tests/wait.ts";
 import { serveGuarded, type ServeGuardedOptions } from "./listen.ts";
 
 function hello(request: Request): Response {
@@ -239,7 +240,7 @@ Deno.test("serveGuarded over TLS: the loopback hop closes at once what it did no
     const strangers = await Promise.all(
       Array.from({ length: 50 }, () => Deno.connect({ hostname: "127.0.0.1", port: hops[0] })),
     );
-    await eventually(() => Promise.resolve(server.stats().refused - refused === 50));
+    await until(() => Promise.resolve(server.stats().refused - refused === 50));
     const ends = await Promise.all(strangers.map(async (conn) => {
       try {
         return await conn.read(new Uint8Array(8));

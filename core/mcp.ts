@@ -22,18 +22,19 @@ import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import process from "node:process";
 import { z } from "zod";
-import type { AgentClient, BoxStatus } from "../client/agent.ts";
-import type { BoxClient } from "../client/box.ts";
-import { DockError, type ErrorStatus } from "../client/errors.ts";
-import { VERSION } from "../client/version.ts";
+import type { AgentClient } from "../client/agent.ts";
 import type {
   AgentState,
+  BoxStatus,
   DockEvent,
   EventAnnounce,
   QueueCreate,
   QueueItem,
   Session,
 } from "../client/wire.ts";
+import type { BoxClient } from "../client/box.ts";
+import { DockError, type ErrorStatus } from "../client/errors.ts";
+import { VERSION } from "../client/version.ts";
 
 /** What the tools reach dock through: the laptop agent (every box) or one box's daemon. */
 export interface McpDock {

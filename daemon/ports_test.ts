@@ -17,7 +17,7 @@ import {
 } from "./ports.ts";
 import { Store } from "../core/store.ts";
 import { BOX_SCHEMA } from "./schema.ts";
-import { eventually } from "../tests/harness.ts";
+import { until } from "../tests/wait.ts";
 
 const FIXTURES = new URL("../tests/fixtures/", import.meta.url);
 
@@ -293,7 +293,7 @@ Deno.test({
     // The socket itself goes (the port may already be another test's: tests run in parallel). Once every
     // copy of its descriptor is closed: a child another test's worker forks meanwhile holds one until it
     // execs (seen on a loaded machine), so this waits for that, bounded.
-    await eventually(() =>
+    await until(() =>
       Promise.resolve(!readListeners().some((entry) => entry.port === port && entry.inode === inode))
     );
   },

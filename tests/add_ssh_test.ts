@@ -6,7 +6,7 @@
  */
 import { join } from "node:path";
 import { assert, assertEquals, assertStringIncludes } from "./assert.ts";
-import type { AddSshProgress } from "../client/agent.ts";
+import type { AddSshProgress } from "../client/wire.ts";
 import { AgentClient } from "../client/agent.ts";
 import { BoxClient } from "../client/box.ts";
 import { installPackage, makeDirs, runCli, startAgent, startBox } from "./harness.ts";

@@ -7,8 +7,8 @@
  */
 import { join } from "node:path";
 import { assert, assertEquals, assertStringIncludes } from "./assert.ts";
-import { type AddSshProgress, AgentClient } from "../client/agent.ts";
-import type { DockEvent } from "../client/wire.ts";
+import { AgentClient } from "../client/agent.ts";
+import type { AddSshProgress, DockEvent } from "../client/wire.ts";
 import {
   type BoxDirs,
   freePort,

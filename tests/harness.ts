@@ -7,11 +7,9 @@
  */
 import { join } from "node:path";
 import { BoxClient } from "../client/box.ts";
-import type { DockEvent } from "../client/wire.ts";
 import { boxCgroupFolder, removeCgroup } from "../daemon/cgroups.ts";
 import { buildPackage, type BuiltPackage } from "../package/build.ts";
 import { hostTarget } from "../package/release.ts";
-import { type EventSource, until, untilEvent } from "./wait.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 
@@ -333,18 +331,6 @@ export async function makeRepo(
 }
 
 /**
- * Collects events from the box until `predicate` matches one, or throws after `timeoutMs`: the one wait
- * (`wait.ts` {@linkcode untilEvent}), under the name tests outside this folder still import.
- */
-export function waitForEvent(
-  client: EventSource,
-  predicate: (event: DockEvent) => boolean,
-  options: { after?: number; timeoutMs?: number } = {},
-): Promise<DockEvent> {
-  return untilEvent(client, predicate, options);
-}
-
-/**
  * The pids of the processes started with `DOCK_STATE_DIR=state` (an agent a command started in the
  * background), those with `word` among their arguments when given (`agent`).
  */
@@ -369,18 +355,6 @@ export function stopProcessesOf(state: string): void {
       Deno.kill(pid, "SIGTERM");
     } catch { /* gone meanwhile */ }
   }
-}
-
-/**
- * Waits until `check` returns a value (not undefined/false), or throws after `timeoutMs`: the one wait
- * (`wait.ts` {@linkcode until}) on its backoff, under the name tests outside this folder still import.
- * Tests here call `until`, with the box or agent whose events should wake the check.
- */
-export function eventually<T>(
-  check: () => Promise<T | undefined | false>,
-  timeoutMs = 10_000,
-): Promise<T> {
-  return until(check, { timeoutMs });
 }
 
 /**

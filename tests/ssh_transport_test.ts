@@ -7,7 +7,7 @@
  */
 import { join } from "node:path";
 import { assert, assertEquals } from "./assert.ts";
-import type { AddSshProgress } from "../client/agent.ts";
+import type { AddSshProgress } from "../client/wire.ts";
 import { AgentClient } from "../client/agent.ts";
 import { BoxClient } from "../client/box.ts";
 import { makeDirs, makeRepo, processesWith, startAgent } from "./harness.ts";

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { ForgottenBox } from "../../client/agent.ts";
+import type { ForgottenBox } from "../../client/wire.ts";
 import { BOX_ADD_LOCAL } from "../../client/schemas_laptop.ts";
 import { body, json, param, requestOrigin, RouteTable } from "../../core/http.ts";
 import { removeAutostart } from "../add_ssh.ts";

@@ -1,4 +1,4 @@
-import type { BoxStatus, ForgottenBox } from "../../client/agent.ts";
+import type { BoxStatus, ForgottenBox } from "../../client/wire.ts";
 import { DockError } from "../../client/errors.ts";
 import { assertEquals } from "../../tests/assert.ts";
 import { agentTables } from "../../tests/route_tables.ts";

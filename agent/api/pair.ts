@@ -9,7 +9,7 @@
  * @module
  */
 import type { z } from "zod";
-import type { BoxStatus } from "../../client/agent.ts";
+import type { BoxStatus } from "../../client/wire.ts";
 import { ADD_SSH_REQUEST, PAIR_REQUEST } from "../../client/schemas_laptop.ts";
 import { body, json, ndjson, param, requestOrigin, RouteTable } from "../../core/http.ts";
 import { addSsh, type AddSshBackend, checkAddSsh } from "../add_ssh.ts";

@@ -8,7 +8,7 @@
  */
 import { join } from "../../core/posix_path.ts";
 import { z } from "zod";
-import type { TaskTemplate } from "../../client/agent.ts";
+import type { TaskTemplate } from "../../client/wire.ts";
 import { DockError } from "../../client/errors.ts";
 import { APP_DOCUMENT } from "../../client/schemas_laptop.ts";
 import { body, json, param, requestOrigin, RouteTable } from "../../core/http.ts";

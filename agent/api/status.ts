@@ -5,9 +5,8 @@
  *
  * @module
  */
-import type { AgentStatus } from "../../client/agent.ts";
+import type { AgentStatus, UpgradeStarted } from "../../client/wire.ts";
 import { DockError } from "../../client/errors.ts";
-import type { UpgradeStarted } from "../../client/wire.ts";
 import { json, requestOrigin, RouteTable } from "../../core/http.ts";
 
 /** What the agent's own routes use of it. */

@@ -1,4 +1,4 @@
-import type { AgentStatus } from "../../client/agent.ts";
+import type { AgentStatus } from "../../client/wire.ts";
 import { assertEquals } from "../../tests/assert.ts";
 import { agentTables } from "../../tests/route_tables.ts";
 import { statusRoutes } from "./status.ts";

@@ -10,9 +10,9 @@
  *
  * @module
  */
-import type { BoxStatus } from "../../client/agent.ts";
 import type {
   AnswerResult,
+  BoxStatus,
   DockEvent,
   KeysResult,
   PermissionAnswer,

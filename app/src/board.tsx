@@ -9,8 +9,14 @@
 import { useEffect, useState } from "preact/hooks";
 import { signal, useComputed } from "@preact/signals";
 import { memo } from "preact/compat";
-import type { EditorInfo } from "../../client/agent.ts";
-import type { Location, Session, SyncResult, Worktree, WorktreeService } from "../../client/wire.ts";
+import type {
+  EditorInfo,
+  Location,
+  Session,
+  SyncResult,
+  Worktree,
+  WorktreeService,
+} from "../../client/wire.ts";
 import type { Api } from "./api.ts";
 import {
   boxes,

@@ -9,7 +9,6 @@
  * @module
  */
 import { useState } from "preact/hooks";
-import type { TaskTemplate } from "../../client/agent.ts";
 import type {
   AgentPreset,
   BoxInfo,
@@ -18,6 +17,7 @@ import type {
   Session,
   StreamLine,
   TaskResult,
+  TaskTemplate,
   Worktree,
 } from "../../client/wire.ts";
 import type { Api } from "./api.ts";

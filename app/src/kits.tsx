@@ -6,7 +6,7 @@
  * @module
  */
 import { useState } from "preact/hooks";
-import type { KitInstallation, KitPreview, KitSummary, KitUpdate } from "../../client/agent.ts";
+import type { KitInstallation, KitPreview, KitSummary, KitUpdate } from "../../client/wire.ts";
 import type { Api } from "./api.ts";
 import { boxes, eventsSeen } from "./store.ts";
 import { useJson } from "./use_json.ts";

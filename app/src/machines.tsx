@@ -10,7 +10,7 @@
  */
 import type { ComponentChildren } from "preact";
 import { useState } from "preact/hooks";
-import type { BoxProgress, BoxStatus, DiscoveredMachine, Networks } from "../../client/agent.ts";
+import type { BoxProgress, BoxStatus, DiscoveredMachine, Networks } from "../../client/wire.ts";
 import type { Api } from "./api.ts";
 import { laptopBuild } from "./store.ts";
 import { useJson } from "./use_json.ts";

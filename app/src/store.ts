@@ -5,9 +5,10 @@
  * @module
  */
 import { computed, type ReadonlySignal, type Signal, signal } from "@preact/signals";
-import type { AgentStatus, BoxStatus } from "../../client/agent.ts";
 import type {
   AgentState,
+  AgentStatus,
+  BoxStatus,
   DockEvent,
   Location,
   QueueItem,

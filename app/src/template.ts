@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { TaskTemplate } from "../../client/agent.ts";
+import type { TaskTemplate } from "../../client/wire.ts";
 
 /** `{{var}}` replaced by its value (unknown ones left as they are). */
 export function fill(text: string, values: Record<string, string>): string {

@@ -11,7 +11,7 @@ import { pairingRoutes, redeemRoutes, socketOnly } from "./pair.ts";
 import { defaultLinkHost } from "../tls.ts";
 import { tunnelRoutes } from "./tunnel.ts";
 import { openWebSocket } from "../../core/ws_client.ts";
-import { eventually } from "../../tests/harness.ts";
+import { until } from "../../tests/wait.ts";
 import { SYSTEM_CLOCK } from "../../core/clock.ts";
 
 const FP = "cd".repeat(32);
@@ -254,7 +254,7 @@ Deno.test("the laptop gate: a WebSocket goes to its route holding the tie; revok
     assertEquals(streams.count(one.id), 1, "the open socket holds its tie");
     // Closing it releases the tie.
     await ws.close(1000);
-    await eventually(() => Promise.resolve(streams.count(one.id) === 0));
+    await until(() => Promise.resolve(streams.count(one.id) === 0));
 
     // A refused upgrade holds nothing.
     const refused = await assertRejects(() => tunnel(1));
