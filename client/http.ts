@@ -36,6 +36,12 @@ export interface RequestOptions {
   query?: Record<string, string | number | boolean | undefined>;
   headers?: Record<string, string>;
   signal?: AbortSignal;
+  /**
+   * The request may reach the server twice and act once: a keyed call (an idempotency key the box
+   * replays the first outcome of). It goes on a kept connection as a read does, and is resent once
+   * when a kept connection turns out dead.
+   */
+  idempotent?: boolean;
 }
 
 /** A minimal HTTP connection to one endpoint; owns its Deno HTTP client. */
@@ -66,7 +72,8 @@ export class Transport {
       // No idle connections: the HTTP stack resends a request whose reused connection died, and a
       // request to a daemon killed mid-way must fail (the caller decides), never run twice. Reads
       // may run twice, and a new connection per request is most of a small GET's cost (measured:
-      // `GET locations` 0.76 ms against 0.33 ms on a kept connection), so they keep theirs.
+      // `GET locations` 0.76 ms against 0.33 ms on a kept connection), so they keep theirs; so does a
+      // keyed write (`idempotent`), which the box acts on once however often it arrives.
       const proxy = { transport: "unix", path: endpoint.socket } as const;
       this.#makeClients = () => ({
         client: Deno.createHttpClient({ proxy, poolMaxIdlePerHost: 0 }),
@@ -110,8 +117,8 @@ export class Transport {
     }
     const method = options.method ?? (body === undefined ? "GET" : "POST");
     const clients = this.#clients ??= this.#makeClients();
-    const read = method === "GET" || method === "HEAD";
-    const client = read && clients.reads ? clients.reads : clients.client;
+    const resendable = method === "GET" || method === "HEAD" || options.idempotent === true;
+    const client = resendable && clients.reads ? clients.reads : clients.client;
     const send = () => fetch(url, { method, headers, body, signal: options.signal, client } as RequestInit);
     let response: Response;
     try {
@@ -121,7 +128,7 @@ export class Transport {
         // run twice, so it goes once more; the pool has dropped the dead connection by then. Not when
         // connecting failed: no kept connection was used, and a second try would only wait again (a
         // box offline behind a connect timeout took twice as long to be told so).
-        if (!read || options.signal?.aborted || failedBeforeSending(cause)) throw cause;
+        if (!resendable || options.signal?.aborted || failedBeforeSending(cause)) throw cause;
         return send();
       });
     } catch (cause) {

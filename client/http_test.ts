@@ -251,3 +251,63 @@ Deno.test("a read that cannot connect is tried once (no kept connection to retry
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("a keyed write goes on the kept connection, as a read does; a plain write on a new one each time", async () => {
+  const dir = await Deno.makeTempDir();
+  const socket = `${dir}/box.sock`;
+  // A bare HTTP/1.1 server that counts the connections it accepts and answers each request on its own.
+  const listener = Deno.listen({ transport: "unix", path: socket });
+  let connections = 0;
+  const serving = (async () => {
+    for await (const conn of listener) {
+      connections++;
+      (async () => {
+        const buffer = new Uint8Array(64 * 1024);
+        let held = "";
+        for (;;) {
+          const n = await conn.read(buffer).catch(() => null);
+          if (n === null) break;
+          held += new TextDecoder().decode(buffer.subarray(0, n));
+          for (;;) {
+            const end = held.indexOf("\r\n\r\n");
+            if (end < 0) break;
+            const length = Number(/content-length: (\d+)/i.exec(held.slice(0, end))?.[1] ?? 0);
+            if (held.length < end + 4 + length) break;
+            held = held.slice(end + 4 + length);
+            const body = '{"ok":true}';
+            await conn.write(
+              new TextEncoder().encode(
+                `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body}`,
+              ),
+            );
+          }
+        }
+        conn.close();
+      })();
+    }
+  })();
+  const transport = new Transport({ socket });
+  try {
+    for (let i = 0; i < 3; i++) {
+      assertEquals(
+        await transport.json("/v1/sessions/s/keys", {
+          body: { keys: ["x"], key: `k${i}` },
+          idempotent: true,
+        }),
+        {
+          ok: true,
+        },
+      );
+    }
+    assertEquals(connections, 1, "three keyed writes, one kept connection");
+    for (let i = 0; i < 3; i++) {
+      assertEquals(await transport.json("/v1/sessions/s/send", { body: { text: "x" } }), { ok: true });
+    }
+    assertEquals(connections, 4, "a write without a key never rides a kept connection");
+  } finally {
+    transport.close();
+    listener.close();
+    await serving.catch(() => {});
+    await Deno.remove(dir, { recursive: true });
+  }
+});

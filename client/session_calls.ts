@@ -65,6 +65,7 @@ export class SessionCalls extends PluginCalls {
       this.transport.json(`/v1/sessions/${enc(name)}/send`, {
         body: { text, enter: options.enter, key: options.key, unless_waiting: unlessWaiting },
         signal: options.signal,
+        idempotent: options.key !== undefined,
       });
     try {
       return await post(options.unlessWaiting);
@@ -127,6 +128,7 @@ export class SessionCalls extends PluginCalls {
         this.transport.json(`/v1/sessions/${enc(name)}/keys`, {
           body: { keys, key },
           signal: options.signal,
+          idempotent: true,
         }),
     );
   }
@@ -145,6 +147,7 @@ export class SessionCalls extends PluginCalls {
       this.transport.json(`/v1/sessions/${enc(name)}/answer`, {
         body: { answer, key },
         signal: options.signal,
+        idempotent: true,
       }));
   }
 

@@ -104,6 +104,17 @@ export class FileSignature {
     return signature === "missing" ? "missing" : "present";
   }
 
+  /**
+   * Whether `signature` (from {@linkcode FileSignature.read}) is sure to change with the file's content:
+   * not while its mtime is within SETTLED_MS of now, since the kernel stamps times from a coarse clock
+   * and a second edit of the same size moments after the first can leave the same signature. A reader
+   * that keeps what it read by signature reads a file that recent again.
+   */
+  settled(signature: string): boolean {
+    if (signature === "missing") return true;
+    return Date.now() - Number(signature.slice(0, signature.indexOf(":"))) > SETTLED_MS;
+  }
+
   /** The signature now: equal to the last one when the file did not change. */
   read(): string {
     if (this.#vouch) {

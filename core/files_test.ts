@@ -55,6 +55,22 @@ Deno.test("FileSignature.changed: the file's state once per change, the first ca
   }
 });
 
+Deno.test("FileSignature.settled: a file written just now is not vouched for by its signature, an older one is", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "dock-files-test-" });
+  try {
+    const file = new FileSignature(`${dir}/config.json`);
+    assertEquals(file.settled(file.read()), true, "a missing file's signature holds");
+    Deno.writeTextFileSync(file.path, '{"a":1}');
+    // An edit of the same size within the kernel's clock tick would leave this signature.
+    assertEquals(file.settled(file.read()), false);
+    const old = new Date(Date.now() - 60_000);
+    await Deno.utime(file.path, old, old);
+    assertEquals(file.settled(file.read()), true);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("readRange and readTail: the bytes asked for, fewer where the file ends, none of a missing file", async () => {
   const dir = await Deno.makeTempDir({ prefix: "dock-files-test-" });
   try {

@@ -10,6 +10,7 @@ import { DockError, notFound } from "../client/errors.ts";
 import type { Branch, ConfigProblem, DockConfig, Kit, LocationConfig } from "../client/wire.ts";
 import { mergeConfigs, readRepoConfig, validateConfig } from "../core/config.ts";
 import { ConfigError } from "../core/user_files.ts";
+import { FileSignature } from "../core/files.ts";
 import type { EventBus } from "../core/events.ts";
 import * as git from "./git.ts";
 import { checkName } from "./names.ts";
@@ -45,6 +46,14 @@ interface LocationRow {
   local_config: string | null;
   kit?: string | null;
   created: string;
+}
+
+/** A repository's config file as read (see `Locations.#repoConfig`). */
+interface RepoConfigRead {
+  file: FileSignature;
+  signature: string;
+  repo: DockConfig | null;
+  errors: readonly ConfigProblem[];
 }
 
 /** Owns the registered repositories and their config layers. */
@@ -114,6 +123,7 @@ export class Locations {
   remove(name: string, origin: string): LocationRecord {
     const record = this.get(name);
     this.#store.run("DELETE FROM locations WHERE name = ?", name);
+    this.#repoConfigs.delete(record.path);
     this.#bus.publish({ type: "location.removed", origin, data: { location: name, path: record.path } });
     return record;
   }
@@ -126,20 +136,39 @@ export class Locations {
   /** The location's config layers and their merge. A layer that fails to load is reported, not thrown. */
   async config(name: string): Promise<LocationConfig> {
     const location = this.get(name);
+    const { repo, errors } = await this.#repoConfig(location.path);
+    const kit: DockConfig | null = location.kit?.config ?? null;
+    const effective = mergeConfigs([repo, kit, location.local]);
+    const result: LocationConfig = { repo, kit, local: location.local, effective };
+    if (errors.length) result.errors = [...errors];
+    return result;
+  }
+
+  /**
+   * Each repository's `.dock/config.json` as last read, with the signature its file had then (not to be
+   * edited: it is handed out again). The `before:` gates read a location's config on every request they
+   * guard, so that a gate added a moment ago holds: a stat tells whether the file is still what was read.
+   */
+  #repoConfigs = new Map<string, RepoConfigRead>();
+
+  async #repoConfig(path: string): Promise<RepoConfigRead> {
+    const cached = this.#repoConfigs.get(path);
+    const file = cached?.file ?? new FileSignature(join(path, ".dock", "config.json"));
+    // Taken before the read: a file that changes in between is read again next time.
+    const signature = file.read();
+    if (cached?.signature === signature && file.settled(signature)) return cached;
     const errors: ConfigProblem[] = [];
     let repo: DockConfig | null = null;
     try {
       // A NUL in one `env` value costs that variable (reported below), not the whole file.
-      repo = await readRepoConfig(location.path, { onDropped: (problems) => errors.push(...problems) });
+      repo = await readRepoConfig(path, { onDropped: (problems) => errors.push(...problems) });
     } catch (error) {
       if (!(error instanceof ConfigError)) throw error;
       errors.push(...error.problems);
     }
-    const kit: DockConfig | null = location.kit?.config ?? null;
-    const effective = mergeConfigs([repo, kit, location.local]);
-    const result: LocationConfig = { repo, kit, local: location.local, effective };
-    if (errors.length) result.errors = errors;
-    return result;
+    const read = { file, signature, repo, errors };
+    this.#repoConfigs.set(path, read);
+    return read;
   }
 
   /** The effective config; throws the first layer's error, for actions that must not run half-configured. */
