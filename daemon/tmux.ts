@@ -136,23 +136,21 @@ export class Tmux {
 
   /** Every pane of the server; empty when no server runs. */
   async panes(): Promise<Pane[]> {
-    let out: string;
-    try {
-      out = await this.command([
-        "list-panes",
-        "-a",
-        "-F",
-        "#{session_name}\t#{pane_pid}\t#{pane_dead}\t#{pane_dead_status}\t#{pane_width}\t#{pane_height}\t#{pid}\t#{pane_dead_signal}",
-      ]);
-    } catch (error) {
+    // Through the control client when one is connected: the exit watcher asks every half second.
+    const result = await this.#sequence([[
+      "list-panes",
+      "-a",
+      "-F",
+      "#{session_name}\t#{pane_pid}\t#{pane_dead}\t#{pane_dead_status}\t#{pane_width}\t#{pane_height}\t#{pid}\t#{pane_dead_signal}",
+    ]]);
+    if (result.code !== 0) {
       // No server (nothing started yet, or it was killed) means no panes.
       // A server with no session left (exit-empty is off) answers "no current target". "error
       // connecting" is not among them: a busy server can refuse a connection for a moment.
-      if (/no server running|No such file|no current target/i.test((error as Error).message)) {
-        return [];
-      }
-      throw error;
+      if (/no server running|No such file|no current target/i.test(said(result))) return [];
+      throw failed("list-panes", result);
     }
+    const out = result.stdout;
     // The control client's own session is no dock session.
     return out.split("\n").filter((line) => line && !line.startsWith(`${CONTROL_SESSION}\t`)).map((line) => {
       const [session, pid, dead, status, width, height, server, signal] = line.split("\t");
@@ -242,6 +240,7 @@ export class Tmux {
       commands.map((words) => words.map(tmuxQuote).join(" ")).join(" ; ") + "\n",
     );
     const control = this.#control;
+    let answered = false;
     try {
       if (control?.alive && line.length <= PIPE_BUF) {
         // A guard on a child, on real time (allow-listed): a line that never ends stops the client.
@@ -250,10 +249,11 @@ export class Tmux {
         // A client that ended before tmux began the line ran nothing of it: spawned instead.
         if (result !== "unreached") {
           this.#controlLines++;
+          answered = true;
           return result;
         }
       }
-      return await run("tmux", [
+      const result = await run("tmux", [
         ...this.#global(),
         ...commands.flatMap((words, i) => [
           ...(i ? [";"] : []),
@@ -261,10 +261,13 @@ export class Tmux {
           ...words.map((word) => word === ";" ? "\\;" : word),
         ]),
       ], { timeoutMs: 15_000, group: false, env: tmuxEnv() });
+      answered = result.code === 0 || !NO_SERVER.test(result.stderr);
+      return result;
     } finally {
       // After this call, so that starting one costs this call nothing: a turn of the event loop, not a
-      // time (allow-listed), so it stays off the injected clock, which a test may hold still.
-      if (!this.#closed && (!this.#control || this.#control.finished)) {
+      // time (allow-listed), so it stays off the injected clock, which a test may hold still. Only once a
+      // server answered: the control client makes its session, and so a server, where none runs.
+      if (answered && !this.#closed && (!this.#control || this.#control.finished)) {
         clearTimeout(this.#controlTimer);
         this.#controlTimer = setTimeout(() => this.#startControl(), 0);
       }
@@ -530,6 +533,9 @@ function failed(command: string, result: RunResult): DockError {
     status: 422,
   });
 }
+
+/** What a tmux client says when no server answered it. */
+const NO_SERVER = /no server running|error connecting to|server exited unexpectedly|No such file/i;
 
 /** The most a pipe takes in one write, whole or not at all (POSIX: at least 512; Linux: 4096). */
 const PIPE_BUF = 4096;
