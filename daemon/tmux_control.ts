@@ -11,6 +11,13 @@
  * it or none: a daemon killed mid-way leaves the client the whole line, which it runs before it sees the
  * end of its input, as a spawned `tmux` outlives the daemon.
  *
+ * What tmux 3.3a does here (measured): each command of a line answers with its own block, and a failing
+ * one ends the line (an `%error` block, none for the commands after it); the first block answers the
+ * attach itself; a control client that is not attached exits once its command is done, which is why it
+ * needs a session; notifications (`%session-changed`, `%output`, `%exit`) come between blocks, never
+ * inside one; a block's `%end` repeats its `%begin`'s time, number and flags, which is how a pane line
+ * reading `%end …` is told apart.
+ *
  * @module
  */
 import { run, type RunResult } from "../core/runner.ts";
