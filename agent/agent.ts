@@ -17,6 +17,8 @@ import { Boxes } from "./boxes.ts";
 import { SshTransports } from "./ssh_transport.ts";
 import { pruneAfterStart } from "./packages.ts";
 import { EventMerge } from "./merge.ts";
+import { SessionIndex } from "./sessions.ts";
+import { readSessions } from "./box_reads.ts";
 import { Forwards } from "./forwards.ts";
 import { LaptopHooks } from "./hooks.ts";
 import { Proxy } from "./proxy.ts";
@@ -56,6 +58,8 @@ export class Agent {
   /** The SSH connections of boxes reached without an inbound port. */
   readonly transports: SshTransports;
   readonly merge: EventMerge;
+  /** Every box's sessions as last read, for `GET /v1/sessions`. */
+  readonly sessions: SessionIndex;
   readonly forwards: Forwards;
   readonly proxy: Proxy;
   readonly hooks: LaptopHooks;
@@ -92,6 +96,14 @@ export class Agent {
     this.boxes = new Boxes(this.store, this.bus, { healthMs: options.healthMs, clock });
     this.transports = new SshTransports({ store: this.store, boxes: this.boxes, paths, clock });
     this.merge = new EventMerge(this.store, this.bus, this.boxes, { clock, log });
+    this.sessions = new SessionIndex({
+      boxes: {
+        status: () => this.boxes.status(),
+        read: (name, options) => readSessions(this.boxes.endpoint(name), options),
+      },
+      subscribe: (listener) => this.bus.subscribe(listener),
+      clock,
+    });
     this.forwards = new Forwards(this.boxes, this.bus, {
       maxConnections: positiveFromEnv("DOCK_FORWARD_MAX_CONNECTIONS"),
       clock,
@@ -171,6 +183,7 @@ export class Agent {
     this.sharedPlugins.close();
     this.plugins.close();
     this.merge.close();
+    this.sessions.close();
     this.forwards.close();
     this.transports.close();
     this.boxes.close();

@@ -195,6 +195,7 @@ Deno.test("box client: compressed answers of the box's listener come through as 
   const server = serveGuarded(
     { path: socket },
     () => new Response(big, { headers: { "content-type": "application/json" } }),
+    { log: () => {} },
   );
   const http = new BoxHttp({ socket });
   try {

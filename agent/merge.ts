@@ -19,6 +19,7 @@ import { type Clock, sleep } from "../core/clock.ts";
 import type { EventBus } from "../core/events.ts";
 import { errorText, type Log } from "../core/log.ts";
 import type { Store } from "../core/store.ts";
+import { afterTurn } from "../core/turn.ts";
 import type { Boxes } from "./boxes.ts";
 
 const SCHEMA = `CREATE TABLE IF NOT EXISTS box_cursors (box TEXT PRIMARY KEY, last_id INTEGER NOT NULL);`;
@@ -37,8 +38,13 @@ export const MAX_BATCH_BYTES = 1024 * 1024;
 
 /** Seams of {@linkcode EventMerge}. */
 export interface EventMergeOptions {
-  /** Paces the batches and the pause between a broken stream and the next. */
+  /** Paces the pause between a broken stream and the next. */
   clock: Clock;
+  /**
+   * Runs `fn` at the end of the current turn, where a partial batch is journaled; returns what cancels
+   * it. @default {afterTurn} (core/turn.ts: a zero-delay timer waited ~2 ms for the timers' tick)
+   */
+  turn?: (fn: () => void) => () => void;
   /** Where a box's stream that could not be journaled is reported. */
   log: Log;
 }
@@ -49,6 +55,7 @@ export class EventMerge {
   #bus: EventBus;
   #boxes: Boxes;
   #clock: Clock;
+  #turn: (fn: () => void) => () => void;
   #log: Log;
   #followers = new Map<string, AbortController>();
   #unsubscribe?: () => void;
@@ -58,6 +65,7 @@ export class EventMerge {
     this.#bus = bus;
     this.#boxes = boxes;
     this.#clock = options.clock;
+    this.#turn = options.turn ?? afterTurn;
     this.#log = options.log;
     store.db.exec(SCHEMA);
   }
@@ -139,7 +147,7 @@ export class EventMerge {
           batch.push({ event, json });
           bytes += json.length;
           if (batch.length >= MAX_BATCH || bytes >= MAX_BATCH_BYTES) flush();
-          else cancel ??= this.#clock.after(0, flush);
+          else cancel ??= this.#turn(flush);
         }
       } catch (error) {
         flush();

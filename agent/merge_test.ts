@@ -68,10 +68,11 @@ Deno.test("merge: a batch full in bytes is journaled at once; order and the curs
       batches.push(announces.length);
       return publishAll(announces, alongside);
     };
-    // The merge's clock: the last, partial batch waits for its turn (`after(0)`), which the test gives.
+    // The merge's turn, on a clock: the last, partial batch waits for it (`after(0)`), which the test gives.
     const clock = new FakeClock(0);
     const box = oneBox([sent]);
-    const merge = new EventMerge(store, bus, box.boxes, { clock, log: new MemoryLog() });
+    const turn = (fn: () => void) => clock.after(0, fn);
+    const merge = new EventMerge(store, bus, box.boxes, { clock, turn, log: new MemoryLog() });
     try {
       merge.start();
       await box.drained;
@@ -100,7 +101,7 @@ Deno.test("merge: a box whose journal was reset is copied from its start, and th
       new DockError("after_last_event", "the journal ends before event 5000", { status: 400 }),
       events(3, 1),
     ]);
-    const merge = new EventMerge(store, bus, box.boxes, { clock, log });
+    const merge = new EventMerge(store, bus, box.boxes, { clock, turn: (fn) => clock.after(0, fn), log });
     store.run("INSERT INTO box_cursors (box, last_id) VALUES ('b1', 5000)");
     try {
       merge.start();

@@ -21,8 +21,11 @@ Deno.test("app: index.html loads only the bundle's own files, with no inline scr
   );
   const html = APP_ASSETS["index.html"].body;
   const scripts = [...html.matchAll(/<script\b([^>]*)>([\s\S]*?)<\/script>/g)];
-  assertEquals(scripts.map((s) => s[2].trim()), [""]);
-  assert(/src="app\.js"/.test(scripts[0][1]));
+  assertEquals(scripts.map((s) => s[2].trim()), ["", ""]);
+  // boot.js first (the board's first requests, before the app's scripts run), on its own: no import.
+  assert(/src="boot\.js"/.test(scripts[0][1]) && /\basync\b/.test(scripts[0][1]), scripts[0][1]);
+  assert(!/\bimport\b/.test(APP_ASSETS["boot.js"].body), APP_ASSETS["boot.js"].body);
+  assert(/src="app\.js"/.test(scripts[1][1]));
   assert(!/https?:\/\//.test(html), "index.html names no other origin");
 });
 

@@ -61,6 +61,8 @@ async function bundle(): Promise<Record<string, string>> {
         "--outdir",
         out,
         join(SRC, "main.tsx"),
+        // The page's first script, on its own (it imports nothing): the board's first requests.
+        join(SRC, "boot.ts"),
       ],
       cwd: ROOT,
     }).output();

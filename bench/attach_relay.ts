@@ -25,6 +25,7 @@ import type { ConnWebSocket } from "../core/websocket.ts";
 import { connectUnixWebSocket } from "../core/ws_client.ts";
 import { makeDirs, makeRepo, startAgent, startBox } from "../tests/harness.ts";
 import { ms, ratio, type Row, summarize, type Summary } from "./stats.ts";
+import { seqBytes } from "./sessions.ts";
 
 const COLS = 120;
 const ROWS = 40;
@@ -192,16 +193,6 @@ export async function echoLatency(term: Terminal, samples: number): Promise<numb
   term.type("\r");
   await term.settle(30);
   return times;
-}
-
-/** The bytes `seq 1 n` writes. */
-function seqBytes(n: number): number {
-  let total = 0;
-  for (let digits = 1, low = 1; low <= n; digits++, low *= 10) {
-    const high = Math.min(n, low * 10 - 1);
-    total += (high - low + 1) * (digits + 1);
-  }
-  return total;
 }
 
 let marker = 1;

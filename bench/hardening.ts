@@ -25,16 +25,12 @@
  * @module
  */
 import { join } from "node:path";
-import { SYSTEM_CLOCK } from "../core/clock.ts";
-import { STDERR_LOG } from "../core/log.ts";
 import { AgentClient } from "../client/agent.ts";
 import { parseLink } from "../core/pairing_link.ts";
 import { listeningPorts, makeDirs, startAgent, startBox, stopWithin } from "../tests/harness.ts";
 import { benchQueueSoak } from "./queue_soak.ts";
-import { EventBus } from "../core/events.ts";
-import { Store } from "../core/store.ts";
-import { Plugins } from "../plugins/plugins.ts";
-import { ms, type Row, summarize } from "./stats.ts";
+import { ms, ratio, type Row, summarize } from "./stats.ts";
+import { pluginHost } from "./plugins.ts";
 
 const QUICK = Deno.args.includes("--quick");
 
@@ -353,20 +349,7 @@ export async function benchPluginHeapBomb(): Promise<Row[]> {
     await plugin(id, `await new Promise((r) => setTimeout(r, 300)); return new Response("ok");`);
   }
   await plugin("bomb", `const a = []; while (true) a.push(new Array(1e5).fill(Math.random()));`);
-  await Deno.mkdir(state, { recursive: true });
-  const store = new Store(join(state, "bench.db"));
-  const bus = new EventBus(store);
-  const plugins = new Plugins({
-    home,
-    state,
-    where: "bench",
-    side: "box",
-    bus,
-    clock: SYSTEM_CLOCK,
-    log: STDERR_LOG,
-    memoryMb: 64,
-    scanMs: 60_000,
-  });
+  const { store, plugins } = await pluginHost(home, state, { side: "box", memoryMb: 64 });
   try {
     await plugins.start();
     for (const info of plugins.list()) await plugins.enable(info.id, info.permissions ?? {});
@@ -407,9 +390,9 @@ if (import.meta.main) {
     ...(only.length === 0 || only.includes("heap-bomb") ? await benchPluginHeapBomb() : []),
   ];
   for (const row of rows) {
-    const ratio = row.baseline ? ` (${(row.summary.p50 / row.baseline.p50).toFixed(2)}×)` : "";
+    const vs = row.baseline ? ` (${ratio(row.summary.p50 / row.baseline.p50)})` : "";
     console.log(
-      `${row.label}: p50 ${ms(row.summary.p50)} p99 ${ms(row.summary.p99)}${ratio} ${row.note ?? ""}`,
+      `${row.label}: p50 ${ms(row.summary.p50)} p99 ${ms(row.summary.p99)}${vs} ${row.note ?? ""}`,
     );
   }
 }

@@ -1,13 +1,15 @@
 /**
  * Hooks benchmarks (issue #6), on a real `dockd` with a real `~/.dock/hooks.json`:
  *
- * 1. **Event → hook process started**, with 10 hooks configured: each hook writes the event's id into
+ * 1. **Event → hook process started**, with 20 hooks configured: each hook writes the event's id into
  *    a FIFO the benchmark holds open, which stamps the line as it arrives (`echo` is a shell builtin,
  *    so the stamp is the shell's start plus one write). One event at a time, after the previous hook
- *    reported. Two cases: one of the ten hooks matches, and all ten match (time to the tenth start).
+ *    reported. Two cases: one of ten shell hooks matches, and all ten match (time to the tenth start).
  *    Baseline: the benchmark spawning the same `sh -c 'echo … > fifo'` itself (what starting a shell
  *    costs here), and the event's arrival on the box's SSE stream. The goal: the tenth of ten matching
- *    starts within 2× the time one matching hook takes to start.
+ *    starts within 2× the time one matching hook takes to start. The same again with ten hooks that need
+ *    no shell (`tee -a FIFO`, started directly: core/hook_command.ts), stamped when the tenth copy
+ *    of the event reaches the FIFO. The four cases take turns event by event.
  * 2. **1,000 events/s with hooks attached**: four emitters pace `POST events` at 250/s each for a few
  *    seconds while one SSE client reads; the ten hooks match 1 % (and in a second run 10 %) of the
  *    events. Reported: the rate achieved, the SSE client's lag behind the last emit, and the hook
@@ -97,26 +99,140 @@ class FifoStamps {
   }
 }
 
-/** Ten hooks: `matching` of them on `bench.hook`, the rest on types the benchmark never emits. */
-function tenHooks(fifo: string, matching: number): HookConfig[] {
-  return Array.from({ length: 10 }, (_, i) => ({
-    on: i < matching ? "bench.hook" : `other.kind${i}.*`,
-    run: `echo "$DOCK_N-${i}" > ${fifo}`,
-  }));
+/**
+ * Ten hooks of one kind running `run(i)`: the first on `bench.<kind>.*` (so `bench.<kind>.one` matches
+ * it alone), the other nine on `bench.<kind>.ten` (so that matches all ten).
+ */
+function tenHooks(kind: string, run: (i: number) => string): HookConfig[] {
+  return Array.from(
+    { length: 10 },
+    (_, i) => ({ on: `bench.${kind}.${i === 0 ? "*" : "ten"}`, run: run(i) }),
+  );
 }
 
-async function eventToHook(box: TestBox, stamps: FifoStamps, matching: number, n: number): Promise<number[]> {
-  await box.client.putHooks(tenHooks(stamps.path, matching));
-  const samples: number[] = [];
+/** One measured case: the event emitted, and when its `count`-th hook started. */
+interface HookCase {
+  key: string;
+  type: string;
+  count: number;
+  /** Resolves with the stamp of the `count`-th hook's start for the event whose `n` is `id`. */
+  arrived: (id: string, count: number) => Promise<number>;
+}
+
+/**
+ * Event → the last hook started, for each case in turn, event by event, with one configuration
+ * throughout: on a shared machine a noisy stretch then weighs on every case alike.
+ */
+async function inTurn(
+  box: TestBox,
+  hooks: HookConfig[],
+  n: number,
+  cases: HookCase[],
+): Promise<Map<string, number[]>> {
+  await box.client.putHooks(hooks);
+  const samples = new Map(cases.map((c) => [c.key, [] as number[]]));
   for (let i = 0; i < n + 5; i++) {
-    const id = `${matching}x${i}`;
-    const started = performance.now();
-    const arrivals = Array.from({ length: matching }, (_, k) => stamps.next(`${id}-${k}`));
-    await box.client.emit({ type: "bench.hook", data: { n: id } });
-    const last = Math.max(...await Promise.all(arrivals));
-    if (i >= 5) samples.push(last - started);
+    for (const c of cases) {
+      const id = `${c.key}${i}-${crypto.randomUUID().slice(0, 8)}`;
+      const started = performance.now();
+      const last = c.arrived(id, c.count);
+      await box.client.emit({ type: c.type, data: { n: id } });
+      const stamp = await last;
+      if (i >= 5) samples.get(c.key)!.push(stamp - started);
+    }
   }
   return samples;
+}
+
+/**
+ * Shell hooks (`echo "$DOCK_N-<i>" > FIFO`, stamped line by line) and hooks that need no shell (`tee -a
+ * FIFO`, started directly: each copies the event's JSON in, counted), one and ten of each matching.
+ */
+function eventToHooks(box: TestBox, stamps: FifoStamps, copies: FifoCopies, n: number) {
+  const hooks = [
+    ...tenHooks("shell", (i) => `echo "$DOCK_N-${i}" > ${stamps.path}`),
+    ...tenHooks("tee", () => `tee -a ${copies.path}`),
+  ];
+  const lines = async (id: string, count: number) => {
+    const arrivals = Array.from({ length: count }, (_, k) => stamps.next(`${id}-${k}`));
+    return Math.max(...await Promise.all(arrivals));
+  };
+  const copied = (id: string, count: number) => copies.copies(id, count);
+  return inTurn(box, hooks, n, [
+    { key: "one", type: "bench.shell.one", count: 1, arrived: lines },
+    { key: "ten", type: "bench.shell.ten", count: 10, arrived: lines },
+    { key: "directOne", type: "bench.tee.one", count: 1, arrived: copied },
+    { key: "directTen", type: "bench.tee.ten", count: 10, arrived: copied },
+  ]);
+}
+
+/**
+ * Counts the events that hooks running `tee -a FIFO` copy into a FIFO (the event's JSON, no newline;
+ * one write each, below PIPE_BUF, so never interleaved), stamping the moment an event's `n` has been
+ * seen `want` times.
+ */
+class FifoCopies {
+  readonly path: string;
+  #counts = new Map<string, number>();
+  #waiters = new Map<string, { want: number; resolve: (stamp: number) => void }>();
+  #keepOpen?: Deno.FsFile;
+  #reading?: Promise<void>;
+
+  constructor(path: string) {
+    this.path = path;
+  }
+
+  async open(): Promise<void> {
+    const made = await new Deno.Command("mkfifo", { args: [this.path] }).output();
+    if (!made.success) throw new Error("mkfifo failed");
+    const reading = Deno.open(this.path, { read: true });
+    this.#keepOpen = await Deno.open(this.path, { write: true });
+    const file = await reading;
+    this.#reading = (async () => {
+      const decoder = new TextDecoder();
+      let text = "";
+      for await (const chunk of file.readable) {
+        const stamp = performance.now();
+        text += decoder.decode(chunk, { stream: true });
+        const end = text.lastIndexOf("}");
+        for (const match of text.slice(0, end + 1).matchAll(/"n":"([^"]+)"/g)) {
+          const count = (this.#counts.get(match[1]) ?? 0) + 1;
+          this.#counts.set(match[1], count);
+          const waiter = this.#waiters.get(match[1]);
+          if (waiter && count >= waiter.want) {
+            this.#waiters.delete(match[1]);
+            waiter.resolve(stamp);
+          }
+        }
+        text = text.slice(end + 1);
+      }
+    })();
+  }
+
+  /** Resolves with the stamp of the `want`-th copy of the event whose data has `n` = `id`. */
+  copies(id: string, want: number, timeoutMs = 10_000): Promise<number> {
+    if ((this.#counts.get(id) ?? 0) >= want) return Promise.resolve(performance.now());
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.#waiters.delete(id);
+        reject(
+          new Error(`only ${this.#counts.get(id) ?? 0} of ${want} hooks copied '${id}' in ${timeoutMs} ms`),
+        );
+      }, timeoutMs);
+      this.#waiters.set(id, {
+        want,
+        resolve: (stamp) => {
+          clearTimeout(timer);
+          resolve(stamp);
+        },
+      });
+    });
+  }
+
+  async close(): Promise<void> {
+    this.#keepOpen?.close();
+    await this.#reading;
+  }
 }
 
 async function plainSpawn(stamps: FifoStamps, n: number): Promise<number[]> {
@@ -245,16 +361,20 @@ export async function benchHooks(options: HooksBenchOptions = {}): Promise<Row[]
   await using box = await startBox();
   const stamps = new FifoStamps(join(box.dirs.root, "hooks.fifo"));
   await stamps.open();
+  const copies = new FifoCopies(join(box.dirs.root, "copies.fifo"));
+  await copies.open();
   try {
     const plain = summarize(await plainSpawn(stamps, n));
     const sse = summarize(await emitToSse(box.client, n));
-    const one = summarize(await eventToHook(box, stamps, 1, n));
-    const ten = summarize(await eventToHook(box, stamps, 10, n));
+    const hooks = await eventToHooks(box, stamps, copies, n);
+    const [one, ten, plainOne, plainTen] = ["one", "ten", "directOne", "directTen"].map((key) =>
+      summarize(hooks.get(key)!)
+    );
     const rows: Row[] = [
       { label: "hooks: spawn `sh -c 'echo > fifo'` directly (plain)", summary: plain, isBaseline: true },
       { label: "hooks: emit → event on the box's SSE", summary: sse },
       {
-        label: "hooks: emit → hook started, 10 configured, 1 matching",
+        label: "hooks: emit → hook started, 20 configured, 1 matching (in turn with the three below)",
         summary: one,
         baseline: plain,
         note: "includes the POST and the shell's start",
@@ -266,6 +386,22 @@ export async function benchHooks(options: HooksBenchOptions = {}): Promise<Row[]
         note: `goal ≤ ${TEN_GOAL}× one matching: ${ten.p50 / one.p50 <= TEN_GOAL ? "met" : "NOT met"}; ` +
           `${(ten.p50 / one.p50).toFixed(2)}× one, ${(ten.p50 / plain.p50).toFixed(2)}× the plain spawn; ` +
           `at most ${HOOK_CONCURRENCY} run at once`,
+      },
+      {
+        label: "hooks: emit → hook started, 1 of 10 matching, a command needing no shell (`tee -a FIFO`)",
+        summary: plainOne,
+        baseline: one,
+        note: "started directly (`setsid tee`), not through `sh -c`; ratio vs the shell hook above",
+      },
+      {
+        label: "hooks: emit → 10th hook started, 10 matching, a command needing no shell",
+        summary: plainTen,
+        baseline: plainOne,
+        note:
+          `goal ≤ ${TEN_GOAL}× one matching: ${
+            plainTen.p50 / plainOne.p50 <= TEN_GOAL ? "met" : "NOT met"
+          }; ` +
+          `${(plainTen.p50 / one.p50).toFixed(2)}× one shell hook`,
       },
     ];
     for (const share of [0.01, 0.1]) {
@@ -284,6 +420,7 @@ export async function benchHooks(options: HooksBenchOptions = {}): Promise<Row[]
     return rows;
   } finally {
     await stamps.close();
+    await copies.close();
   }
 }
 

@@ -1,7 +1,8 @@
 /**
  * The floor of the box API's round trips: a bare `Deno.serve` on a unix socket answering every request
  * with a small JSON, in a process of its own as the daemon is (so the floor pays the same wake-up of
- * another process). `bench/main.ts` section 2 measures `GET locations` and `GET info` against it.
+ * another process). `bench/box_api.ts` (section 2) measures `GET locations` and `GET info` against it,
+ * and `bench/scale.ts` `GET /v1/status` (both start it through `floor.ts`).
  *
  * Run: `deno run -A bench/json_server.ts SOCKET`; it prints `ready` once it listens.
  *

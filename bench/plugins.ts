@@ -28,7 +28,7 @@ import { EventBus } from "../core/events.ts";
 import { mount } from "../core/http.ts";
 import { shellExecutor } from "../core/hooks.ts";
 import { Store } from "../core/store.ts";
-import { Plugins } from "../plugins/plugins.ts";
+import { Plugins, type PluginsOptions } from "../plugins/plugins.ts";
 import { pluginRoutes } from "../plugins/routes.ts";
 import { AgentClient } from "../client/agent.ts";
 import { makeDirs, startAgent, startBox } from "../tests/harness.ts";
@@ -40,6 +40,38 @@ export interface PluginsBenchOptions {
   quick?: boolean;
   /** Only these parts. @default {all} */
   only?: string[];
+}
+
+/** What {@linkcode pluginHost} made: the real plugin host on a store and bus of its own. */
+export interface PluginHost {
+  store: Store;
+  bus: EventBus;
+  plugins: Plugins;
+}
+
+/**
+ * The real plugin host in this process, wired as the daemon wires it (plugins in `home`, its state in
+ * `state`); folders scanned once a minute, so a scan never lands in a measurement. Not started yet.
+ */
+export async function pluginHost(
+  home: string,
+  state: string,
+  options: Pick<PluginsOptions, "side"> & Partial<PluginsOptions>,
+): Promise<PluginHost> {
+  await Deno.mkdir(state, { recursive: true });
+  const store = new Store(join(state, "bench.db"));
+  const bus = new EventBus(store);
+  const plugins = new Plugins({
+    home,
+    state,
+    where: "bench",
+    bus,
+    clock: SYSTEM_CLOCK,
+    log: STDERR_LOG,
+    scanMs: 60_000,
+    ...options,
+  });
+  return { store, bus, plugins };
 }
 
 interface Rig {
@@ -64,20 +96,7 @@ async function rig(
       await Deno.writeTextFile(join(home, "plugins", id, name), text);
     }
   }
-  await Deno.mkdir(state, { recursive: true });
-  const store = new Store(join(state, "bench.db"));
-  const bus = new EventBus(store);
-  const plugins = new Plugins({
-    home,
-    state,
-    where: "bench",
-    side,
-    bus,
-    clock: SYSTEM_CLOCK,
-    log: STDERR_LOG,
-    ...idle,
-    scanMs: 60_000,
-  });
+  const { store, bus, plugins } = await pluginHost(home, state, { side, ...idle });
   await plugins.start();
   for (const info of plugins.list()) await plugins.enable(info.id, info.permissions ?? {});
   return {

@@ -181,7 +181,7 @@ async function waitForProgram(socket: string, name: string, comm: string): Promi
 }
 
 /** The bytes `seq 1 n` writes. */
-function seqBytes(n: number): number {
+export function seqBytes(n: number): number {
   let total = 0;
   for (let digits = 1, low = 1; low <= n; digits++, low *= 10) {
     const high = Math.min(n, low * 10 - 1);

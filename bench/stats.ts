@@ -56,6 +56,11 @@ export interface Row {
   unit?: "ms" | "MiB" | "KB" | "items/s" | "%";
 }
 
+/** A sample size `n`, or for a `--quick` smoke run about a fifth of it (at least 3). */
+export function scaled(n: number, quick: boolean): number {
+  return quick ? Math.max(3, Math.round(n / 5)) : n;
+}
+
 /** Runs `fn` once and returns how long it took, in milliseconds. */
 export async function time(fn: () => Promise<unknown>): Promise<number> {
   const started = performance.now();

@@ -54,7 +54,7 @@ export async function runHook(args: string[], options: HookOptions = {}): Promis
       origin: mapped.data.agent,
       data: mapped.data,
       session: env("DOCK_SESSION") || undefined,
-      time: new Date().toISOString(),
+      time: isoTime(Date.now()),
     };
     const body = JSON.stringify(report);
     const paths = hookPaths(stateDirFrom(env));
@@ -108,8 +108,56 @@ function endsWithBrace(chunk: Uint8Array): boolean {
   return false;
 }
 
+// Text without TextDecoder and TextEncoder where it is ASCII (ids, paths, JSON): in a fresh process
+// their first use cost ~0.3 ms and ~0.15 ms of a hook's ~2 ms of own work (measured, package build).
+
+/** The bytes as text: ASCII read directly, anything else through TextDecoder. */
 function decode(buffer: Uint8Array, size: number): string {
-  return new TextDecoder().decode(buffer.subarray(0, size));
+  const bytes = buffer.subarray(0, size);
+  if (!bytes.every((byte) => byte < 0x80)) return new TextDecoder().decode(bytes);
+  let text = "";
+  // In slices: fromCharCode takes its bytes as arguments, and the stack bounds how many.
+  for (let at = 0; at < bytes.length; at += 8192) {
+    text += String.fromCharCode(...bytes.subarray(at, at + 8192));
+  }
+  return text;
+}
+
+/** The text as UTF-8: ASCII written directly, anything else through TextEncoder. */
+function encode(text: string): Uint8Array {
+  const bytes = new Uint8Array(text.length);
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code > 0x7f) return new TextEncoder().encode(text);
+    bytes[i] = code;
+  }
+  return bytes;
+}
+
+/**
+ * `Date.prototype.toISOString` of `ms` (a date from year 0 to 9999), without a Date: building one and
+ * formatting it cost ~0.3 ms in a fresh process. Days to a civil date as in H. Hinnant's
+ * `civil_from_days`.
+ */
+export function isoTime(ms: number): string {
+  const days = Math.floor(ms / 86_400_000);
+  const inDay = ms - days * 86_400_000;
+  const z = days + 719_468;
+  const era = Math.floor(z / 146_097);
+  const doe = z - era * 146_097;
+  const yoe = Math.floor(
+    (doe - Math.floor(doe / 1460) + Math.floor(doe / 36_524) - Math.floor(doe / 146_096)) / 365,
+  );
+  const doy = doe - (365 * yoe + Math.floor(yoe / 4) - Math.floor(yoe / 100));
+  const mp = Math.floor((5 * doy + 2) / 153);
+  const day = doy - Math.floor((153 * mp + 2) / 5) + 1;
+  const month = mp < 10 ? mp + 3 : mp - 9;
+  const year = yoe + era * 400 + (month <= 2 ? 1 : 0);
+  const pad = (value: number, width: number) => String(value).padStart(width, "0");
+  return `${pad(year, 4)}-${pad(month, 2)}-${pad(day, 2)}T${pad(Math.floor(inDay / 3_600_000), 2)}:` +
+    `${pad(Math.floor(inDay / 60_000) % 60, 2)}:${pad(Math.floor(inDay / 1000) % 60, 2)}.${
+      pad(inDay % 1000, 3)
+    }Z`;
 }
 
 /** The parsed value, or undefined when `text` is not (yet) whole JSON. */
@@ -165,9 +213,8 @@ async function post(socket: string, body: string, origin: string): Promise<boole
       connecting.then((late) => late.close(), () => {});
       return false;
     }
-    const encoder = new TextEncoder();
-    const content = encoder.encode(body);
-    const head = encoder.encode(
+    const content = encode(body);
+    const head = encode(
       "POST /v1/events HTTP/1.1\r\nhost: dockd\r\ncontent-type: application/json\r\n" +
         `content-length: ${content.length}\r\nx-dock-origin: ${origin}\r\nconnection: close\r\n\r\n`,
     );
@@ -183,7 +230,7 @@ async function post(socket: string, body: string, origin: string): Promise<boole
       size += count;
       if (response.subarray(0, size).includes(0x0a)) break;
     }
-    return /^HTTP\/1\.[01] 2\d\d /.test(new TextDecoder().decode(response.subarray(0, size)));
+    return isSuccess(response.subarray(0, size));
   } catch {
     return false;
   } finally {
@@ -194,6 +241,15 @@ async function post(socket: string, body: string, origin: string): Promise<boole
       // Already closed.
     }
   }
+}
+
+/** Whether a response starts `HTTP/1.0 2xx ` or `HTTP/1.1 2xx ` (read from the bytes: no decoder). */
+function isSuccess(response: Uint8Array): boolean {
+  const start = "HTTP/1.";
+  for (let i = 0; i < start.length; i++) if (response[i] !== start.charCodeAt(i)) return false;
+  const digit = (byte: number | undefined) => byte !== undefined && byte >= 0x30 && byte <= 0x39;
+  return (response[7] === 0x30 || response[7] === 0x31) && response[8] === 0x20 && response[9] === 0x32 &&
+    digit(response[10]) && digit(response[11]) && response[12] === 0x20;
 }
 
 async function writeAll(conn: Deno.Conn, bytes: Uint8Array): Promise<true> {

@@ -126,13 +126,41 @@ export function mapHook(
   if (!mapped) return null;
   const data: HookEvent["data"] = { path: pathOf(body) ?? env.cwd, agent, session_id: sessionOf(body) };
   // The event's name as the tool gave it, when it is one (a session's history names its cause).
-  if (/^[A-Za-z][A-Za-z0-9._-]{0,63}$/.test(event)) data.hook = event;
+  if (isHookName(event)) data.hook = event;
   if (typeof mapped === "string") return { type: mapped, data };
   return { type: mapped.type, data: { ...data, reason: mapped.reason } };
 }
 
+// The two below are loops rather than regular expressions: this runs once per agent turn in a fresh
+// process, where compiling each of the two patterns cost ~0.15 ms (0.3 ms together, measured: a
+// `dock hook` spends ~2 ms in its own code).
+
+/** The event name lower-cased without `-`, `_`, `.` and white space (`Stop`, `user-prompt-submit`). */
 function normalize(event: string): string {
-  return event.toLowerCase().replace(/[-_.\s]/g, "");
+  let out = "";
+  for (const char of event.toLowerCase()) {
+    const code = char.charCodeAt(0);
+    // Anything past ASCII may be white space only a pattern knows (U+00A0, U+2003…): rare, so that case pays.
+    if (code > 0x7f) return event.toLowerCase().replace(/[-_.\s]/g, "");
+    if (char === "-" || char === "_" || char === "." || (code >= 0x09 && code <= 0x0d) || code === 0x20) {
+      continue;
+    }
+    out += char;
+  }
+  return out;
+}
+
+/** What `/^[A-Za-z][A-Za-z0-9._-]{0,63}$/` accepts: a letter, then up to 63 letters, digits, `.`, `_`, `-`. */
+function isHookName(event: string): boolean {
+  if (event.length === 0 || event.length > 64) return false;
+  for (let i = 0; i < event.length; i++) {
+    const code = event.charCodeAt(i);
+    const letter = (code >= 0x41 && code <= 0x5a) || (code >= 0x61 && code <= 0x7a);
+    if (letter) continue;
+    const other = (code >= 0x30 && code <= 0x39) || code === 0x2e || code === 0x5f || code === 0x2d;
+    if (i === 0 || !other) return false;
+  }
+  return true;
 }
 
 function isObject(value: unknown): value is Payload {

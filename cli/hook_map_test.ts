@@ -195,3 +195,42 @@ Deno.test("mapHook returns null for tools it does not know", () => {
   assertEquals(mapHook("", "", {}, ENV), null);
   assertEquals(mapHook("__proto__", "constructor", {}, ENV), null);
 });
+
+Deno.test("mapHook reads event names as its patterns did: separators and white space dropped, the name kept when plain", () => {
+  const payload = { session_id: "s", cwd: "/w" };
+  const names = [
+    "Stop",
+    "STOP",
+    "s-t_o.p",
+    " stop\t",
+    "st\u00a0op", // white space beyond ASCII
+    "st\u2003op",
+    "stöp",
+    "Stop\n",
+    "a".repeat(64),
+    "Stop" + "-".repeat(60), // 64 characters: kept as the hook's name
+    "Stop" + "-".repeat(61), // 65: mapped, the name not kept
+    "9stop",
+    "",
+    "Stop!",
+    "user-prompt-submit",
+    "UserPromptSubmit",
+  ];
+  for (const name of names) {
+    const normalized = name.toLowerCase().replace(/[-_.\s]/g, "");
+    const expected = normalized === "stop"
+      ? "agent.finished"
+      : normalized === "userpromptsubmit"
+      ? "agent.started"
+      : null;
+    const mapped = mapHook("claude", name, payload, { cwd: "/" });
+    assertEquals(mapped?.type ?? null, expected, JSON.stringify(name));
+    if (mapped) {
+      assertEquals(
+        mapped.data.hook,
+        /^[A-Za-z][A-Za-z0-9._-]{0,63}$/.test(name) ? name : undefined,
+        JSON.stringify(name),
+      );
+    }
+  }
+});

@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import { assert, assertEquals, assertMatch } from "../tests/assert.ts";
 import { spoolDir } from "../daemon/spool.ts";
-import { type PayloadReader, runHook } from "./hook.ts";
+import { isoTime, type PayloadReader, runHook } from "./hook.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 const FIXTURES = join(ROOT, "tests", "fixtures", "hooks");
@@ -133,6 +133,47 @@ Deno.test("runHook posts the event to the daemon's socket", async () => {
     assertNoText(JSON.stringify(request.body));
     assertEquals((await spooled(state)).names, []);
   });
+});
+
+Deno.test("runHook posts a payload beyond ASCII whole (its length counted in bytes)", async () => {
+  await withState(async (state) => {
+    const daemon = await fakeDaemon(state);
+    const path = "/home/dév/wörk/日本-🚀";
+    try {
+      const payload = JSON.stringify({
+        session_id: "s-ü",
+        cwd: path,
+        hook_event_name: "Stop",
+        prompt: "SECRET-ß",
+      });
+      await runHook(["claude", "Stop"], { stdin: stdin(payload) });
+    } finally {
+      await daemon.close();
+    }
+    assertEquals(daemon.received.map((r) => r.body.data), [{
+      path,
+      agent: "claude",
+      session_id: "s-ü",
+      hook: "Stop",
+    }]);
+  });
+});
+
+Deno.test("isoTime is Date's toISOString, without a Date", () => {
+  const samples = [
+    0,
+    1,
+    999,
+    86_399_999,
+    951_782_400_000, // 2000-02-29
+    951_868_799_999,
+    4_107_542_400_000, // 2100-03-01
+    253_402_300_799_999, // 9999-12-31T23:59:59.999Z
+    -62_167_219_200_000, // 0000-01-01
+    Date.now(),
+  ];
+  for (let i = 0; i < 2000; i++) samples.push(Math.floor(Math.random() * 253_402_300_799_999));
+  for (const ms of samples) assertEquals(isoTime(ms), new Date(ms).toISOString(), String(ms));
 });
 
 Deno.test("runHook leaves out the session when DOCK_SESSION is unset", async () => {

@@ -33,7 +33,12 @@ export async function runAgent(options: RunAgentOptions): Promise<void> {
   const stopping = new AbortController();
   // Loopback, but any local process can connect (the proxy needs no token): the same guarded listener as
   // the box's TLS port (core/listen.ts), every connection from one address, so no per-peer cap.
-  const limits = { ...listenLimitsFromEnv(), signal: stopping.signal, maxPerPeer: Number.MAX_SAFE_INTEGER };
+  const limits = {
+    ...listenLimitsFromEnv(),
+    signal: stopping.signal,
+    maxPerPeer: Number.MAX_SAFE_INTEGER,
+    log: (line: string) => agent.log.warn(line),
+  };
   // Port 0 lets the system choose: the app's gate checks the Host header against the port bound, so the
   // app is built once the listener has one (no request is handled before this turn of the loop ends).
   const built: { app?: ReturnType<typeof agentApp> } = {};

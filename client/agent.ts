@@ -13,6 +13,7 @@ import type {
   AgentStatus,
   BoxAddLocal,
   BoxProgress,
+  BoxSessions,
   BoxStatus,
   BroadcastRequest,
   BroadcastResult,
@@ -106,6 +107,14 @@ export class AgentClient extends PluginCalls {
   /** `GET /v1/status`. */
   status(): Promise<AgentStatus> {
     return this.transport.json("/v1/status");
+  }
+
+  /**
+   * `GET /v1/sessions`: every box's sessions in one read (or only `box`'s), each box's list read again
+   * by the agent only when it may have changed.
+   */
+  sessions(options: { box?: string } = {}): Promise<BoxSessions[]> {
+    return this.transport.json("/v1/sessions", { query: { box: options.box } });
   }
 
   /** `POST /v1/refresh`: checks every box now. */

@@ -64,7 +64,8 @@ export const SESSION_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
 
 // Paths are absolute (or ~/…): the daemon's own working directory means nothing to its callers.
 const BOX_PATH = z.string().regex(/^(\/|~\/|~$)/, "must be an absolute path (or start with ~/)");
-const EVENT_TYPE = /^[a-z][a-z0-9_-]*(\.[a-z0-9_-]+)*$/;
+/** What an event type may be: dotted lower-case words (`build.finished`), at most 100 characters. */
+export const EVENT_TYPE = /^[a-z][a-z0-9_-]*(\.[a-z0-9_-]+)*$/;
 
 // ---------------------------------------------------------------------------------------------------
 // Events

@@ -14,6 +14,7 @@ import type { DockEvent, EventAnnounce } from "../client/wire.ts";
 import { positiveFromEnv } from "./knobs.ts";
 import { errorText, type Log, STDERR_LOG } from "./log.ts";
 import type { Store } from "./store.ts";
+import { afterTurn } from "./turn.ts";
 
 // The journal; `box` (added later) is set on events the laptop merged from a box.
 const JOURNAL_SCHEMA = `
@@ -120,7 +121,8 @@ export class EventBus {
   /** Announced events not journaled yet, and their bytes. */
   #pending: Pending[] = [];
   #pendingBytes = 0;
-  #timer: ReturnType<typeof setTimeout> | undefined;
+  /** Cancels the end-of-turn flush, while one is due. */
+  #cancelFlush: (() => void) | undefined;
   #log: Log;
 
   constructor(store: Store, options: EventBusOptions = {}) {
@@ -166,14 +168,14 @@ export class EventBus {
     this.#pending.push({ announce, json, size, resolve, reject });
     this.#pendingBytes += size;
     if (this.#pendingBytes >= ANNOUNCE_BATCH_BYTES) this.#flushBefore();
-    if (this.#pending.length) this.#timer ??= setTimeout(() => this.flush(), 0);
+    if (this.#pending.length) this.#cancelFlush ??= afterTurn(() => this.flush());
     return promise;
   }
 
   /** Journals and delivers what {@linkcode announce} holds now (nothing: nothing happens). */
   flush(): void {
-    clearTimeout(this.#timer);
-    this.#timer = undefined;
+    this.#cancelFlush?.();
+    this.#cancelFlush = undefined;
     if (this.#pending.length === 0) return;
     const batch = this.#pending;
     this.#pending = [];

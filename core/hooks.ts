@@ -24,7 +24,8 @@ import { parseDuration } from "../client/duration.ts";
 import { HOOKS_FILE, type HooksFile } from "./config.ts";
 import type { EventBus } from "./events.ts";
 import { validateUserFile } from "./user_files.ts";
-import { run } from "./runner.ts";
+import { run, type RunResult } from "./runner.ts";
+import { directCommand, runsInShellOnly } from "./hook_command.ts";
 import type { Clock } from "./clock.ts";
 import type { Log } from "./log.ts";
 import { HooksFileWatcher } from "./hooks_file.ts";
@@ -462,11 +463,15 @@ export function extraShellHooksFor(extra: readonly ExtraHook[], event: DockEvent
   );
 }
 
-/** Runs a hook through `/bin/sh -c RUN`, `input` on its stdin, killed with its group at its timeout. */
+/**
+ * Runs a hook through `/bin/sh -c RUN` (or, when RUN is plain words naming a program, that program
+ * directly: `hook_command.ts`), `input` on its stdin, killed with its group at its timeout (a shell that
+ * runs only builtins forks nothing: it is started without a group and killed alone).
+ */
 export const shellExecutor: HookExecutor = {
   async run(hook, input, context) {
     if (hook.run === undefined) throw new Error(`the module hook ${hook.module} needs the plugin host`);
-    const result = await run("/bin/sh", ["-c", hook.run], {
+    const options = {
       cwd: context.cwd,
       env: context.env,
       clearEnv: true,
@@ -474,7 +479,21 @@ export const shellExecutor: HookExecutor = {
       timeoutMs: hookTimeoutMs(hook),
       signal: context.signal,
       maxOutput: 64 * 1024,
-    });
+    };
+    const direct = directCommand(hook.run);
+    let result: RunResult | undefined;
+    if (direct) {
+      try {
+        // What the shell would have exported: the folder it runs in.
+        const env = { ...context.env, PWD: context.cwd ?? Deno.cwd() };
+        result = await run(direct.cmd, direct.args, { ...options, env });
+      } catch (error) {
+        // A program not found: the shell's answer (127 and its message) rather than a failed start.
+        if (!(error instanceof Deno.errors.NotFound)) throw error;
+      }
+    }
+    // Only in-process builtins: the shell never forks, so it needs no group of its own to be killed whole.
+    result ??= await run("/bin/sh", ["-c", hook.run], { ...options, group: !runsInShellOnly(hook.run) });
     return {
       code: result.code,
       timedOut: result.timedOut,

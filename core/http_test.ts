@@ -5,7 +5,7 @@ import { BOX_EVENT } from "../client/schemas.ts";
 import { assertEquals, assertThrows } from "../tests/assert.ts";
 import type { GateContext } from "./hooks.ts";
 import { body, errorResponse, json, mount, RouteTable } from "./http.ts";
-import { MemoryLog } from "./log.ts";
+import { MemoryLog, STDERR_LOG } from "./log.ts";
 
 const NOTE = z.object({ text: z.string(), secret: z.boolean().optional() });
 
@@ -30,7 +30,7 @@ function notesApp() {
     },
   });
   const app = new Hono();
-  app.onError((error) => errorResponse(error));
+  app.onError((error) => errorResponse(error, STDERR_LOG));
   mount(app, "/v1", [table], {
     gate: (action, target, context) => {
       ran.push("gate");
@@ -104,7 +104,7 @@ Deno.test("route table: the same method and path twice throws", () => {
 /** An app whose one route answers the body it parsed with `schema`. */
 function echo(schema: z.ZodType) {
   const app = new Hono();
-  app.onError((error) => errorResponse(error));
+  app.onError((error) => errorResponse(error, STDERR_LOG));
   app.post("/", async (c) => json(await body(c, schema)));
   return async (value: unknown) => {
     const response = await app.request("/", { method: "POST", body: JSON.stringify(value) });

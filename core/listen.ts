@@ -20,7 +20,6 @@
 import { Deadlines } from "./deadlines.ts";
 import { DockError } from "../client/errors.ts";
 import { positiveFromEnv } from "./knobs.ts";
-import { STDERR_LOG } from "./log.ts";
 import { type Slot, Slots } from "./listen_slots.ts";
 import { TlsHop } from "./tls_hop.ts";
 
@@ -145,8 +144,8 @@ export interface GuardedServer {
 export interface ServeGuardedOptions extends ListenLimits {
   /** Stops the listener. */
   signal?: AbortSignal;
-  /** Where the one line said on a run of accept errors goes. @default {STDERR_LOG's warn} */
-  log?: (line: string) => void;
+  /** Where the one line said on a run of accept errors goes (the process's log: no fallback to stderr). */
+  log: (line: string) => void;
   /** Answers a handler that threw. @default {a plain 500} */
   onError?: (error: unknown) => Response;
 }
@@ -312,11 +311,13 @@ async function acceptLoop(
 export function serveGuarded(
   target: ListenTarget,
   handler: GuardedHandler,
-  options: ServeGuardedOptions = {},
+  options: ServeGuardedOptions,
 ): GuardedServer {
-  options = Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined));
+  options = Object.fromEntries(
+    Object.entries(options).filter(([, value]) => value !== undefined),
+  ) as unknown as ServeGuardedOptions;
   const limits = limitsOf(target, options);
-  const log = options.log ?? ((line: string) => STDERR_LOG.warn(line));
+  const log = options.log;
   const listener = "path" in target
     ? Deno.listen({ transport: "unix", path: target.path })
     : Deno.listen({ hostname: target.hostname, port: target.port });

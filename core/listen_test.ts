@@ -32,7 +32,7 @@ function hello(request: Request): Response {
 }
 
 async function withServer(
-  options: ServeGuardedOptions,
+  options: Partial<ServeGuardedOptions>,
   fn: (port: number, stats: () => ReturnType<ReturnType<typeof serveGuarded>["stats"]>) => Promise<void>,
 ) {
   const server = serveGuarded({ hostname: "127.0.0.1", port: 0 }, hello, { log: () => {}, ...options });

@@ -289,9 +289,16 @@ export function killGroup(pid: number, signal: Deno.Signal = "SIGTERM"): void {
   }
 }
 
-/** Kills every child still running (daemon shutdown). */
+/** Kills every child still running (daemon shutdown): its group, and the child itself when it leads none. */
 export function killAll(): void {
-  for (const pid of live) killGroup(pid, "SIGKILL");
+  for (const pid of live) {
+    killGroup(pid, "SIGKILL");
+    try {
+      Deno.kill(pid, "SIGKILL");
+    } catch {
+      // already exited
+    }
+  }
 }
 
 /** Finds `name` on `path` (default: the daemon's PATH); returns its path or null. */

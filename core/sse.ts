@@ -10,6 +10,7 @@ import type { Context } from "hono";
 import { DockError } from "../client/errors.ts";
 import type { DockEvent } from "../client/wire.ts";
 import type { EventBus, RawEvent } from "./events.ts";
+import { afterTurn } from "./turn.ts";
 
 /** How often an idle stream sends a comment, so proxies and clients see it is alive. */
 const KEEPALIVE_MS = 15_000;
@@ -147,7 +148,8 @@ class Fanout {
   #frames: Uint8Array[] = [];
   #ids: number[] = [];
   #bytes = 0;
-  #timer: ReturnType<typeof setTimeout> | undefined;
+  /** Cancels the end-of-turn flush, while one is due. */
+  #cancelFlush: (() => void) | undefined;
   #unsubscribe: (() => void) | undefined;
   #bus: Pick<EventBus, "subscribe">;
 
@@ -164,8 +166,8 @@ class Fanout {
       if (this.#streams.size > 0) return;
       this.#unsubscribe?.();
       this.#unsubscribe = undefined;
-      clearTimeout(this.#timer);
-      this.#timer = undefined;
+      this.#cancelFlush?.();
+      this.#cancelFlush = undefined;
       this.#frames = [];
       this.#ids = [];
       this.#bytes = 0;
@@ -178,13 +180,13 @@ class Fanout {
     this.#ids.push(event.id ?? 0);
     this.#bytes += bytes.byteLength;
     if (this.#bytes >= FANOUT_BATCH_BYTES) this.flush();
-    else this.#timer ??= setTimeout(() => this.flush(), 0);
+    else this.#cancelFlush ??= afterTurn(() => this.flush());
   }
 
   /** Writes what is batched to every live stream, in order. */
   flush(): void {
-    clearTimeout(this.#timer);
-    this.#timer = undefined;
+    this.#cancelFlush?.();
+    this.#cancelFlush = undefined;
     if (this.#frames.length === 0) return;
     const chunks = joinFrames(this.#frames, this.#ids, this.#bytes);
     const newest = this.#ids[this.#ids.length - 1];

@@ -44,3 +44,11 @@ Deno.test("the app page frames only its own origin's panel route, and nothing wh
     assert(csp.includes("frame-src 'none'") && !csp.includes("*"), csp);
   }
 });
+
+Deno.test("serveApp: on loopback the files go as they are (no-transform: Deno compresses nothing)", () => {
+  const big = { "app.js": { type: "text/javascript; charset=utf-8", body: "x".repeat(40_000) } };
+  const loopback = serveApp(big, "GET", "/app/app.js", { config: {}, loopback: true })!;
+  assertEquals(loopback.headers.get("cache-control"), "no-cache, no-transform");
+  const phone = serveApp(big, "GET", "/app/app.js", { config: {} })!;
+  assertEquals(phone.headers.get("cache-control"), "no-cache");
+});

@@ -67,9 +67,11 @@ export class ControlClient {
     this.attached = new Promise((resolve) => this.#attach = resolve);
     const stdin = new ReadableStream<Uint8Array>({ start: (controller) => void (this.#input = controller) });
     // The session is made when missing (`-A` attaches to it otherwise), small, running a program
-    // that prints nothing.
+    // that prints nothing; never the server (`-N`): one starting here beside a first session's own
+    // `new-session` raced it for the socket ("server exited unexpectedly" for that session).
     const result = run("tmux", [
       ...global,
+      "-N",
       "-C",
       "new-session",
       "-A",

@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import { assertEquals, assertRejects } from "../tests/assert.ts";
+import { assert, assertEquals, assertRejects } from "../tests/assert.ts";
 import { git, makeRepo } from "../tests/harness.ts";
 import { DockError } from "../client/errors.ts";
 import type { DockConfig } from "../client/wire.ts";
@@ -126,5 +126,26 @@ Deno.test("refsFromFiles answers what git answers: loose, packed, nested, remote
     const linked = join(root, "linked");
     await git(clone, "worktree", "add", "-q", linked, "loose");
     assertEquals(await refsFromFiles(linked, "loose"), null);
+  });
+});
+
+Deno.test("refsFromFiles reads a packed-refs too large to read in one go as git does", async () => {
+  await withRepo(async (_root, repo) => {
+    const head = (await git(repo, "rev-parse", "HEAD")).trim();
+    // ~5,000 branches packed: a packed-refs file past the size read synchronously.
+    const lines = Array.from({ length: 5000 }, (_, i) => `create refs/heads/many/branch-${i} ${head}\n`).join(
+      "",
+    );
+    const update = new Deno.Command("git", { args: ["update-ref", "--stdin"], cwd: repo, stdin: "piped" })
+      .spawn();
+    const writer = update.stdin.getWriter();
+    await writer.write(new TextEncoder().encode(lines));
+    await writer.close();
+    assertEquals((await update.status).code, 0);
+    await git(repo, "pack-refs", "--all");
+    assert((await Deno.stat(join(repo, ".git", "packed-refs"))).size > 256 * 1024, "packed-refs is large");
+    for (const name of ["many/branch-0", "many/branch-4999", "many/branch-5000", "main", "none"]) {
+      assertEquals(await refsFromFiles(repo, name), await branchRefs(repo, name), name);
+    }
   });
 });

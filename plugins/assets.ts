@@ -8,7 +8,7 @@ import { basename, extname, join } from "../core/posix_path.ts";
 import { DockError } from "../client/errors.ts";
 import { MAX_FETCH_BODY } from "./protocol.ts";
 import { inside } from "./folder_check.ts";
-import type { Plugin } from "./registry.ts";
+import type { Plugin } from "./plugin_state.ts";
 
 const CONTENT_TYPES: Record<string, string> = {
   ".html": "text/html; charset=utf-8",

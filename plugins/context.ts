@@ -11,7 +11,8 @@ import { DockError } from "../client/errors.ts";
 import type { EventBus } from "../core/events.ts";
 import { readLimited } from "../core/http.ts";
 import { type ContextOp, MAX_FETCH_BODY, type WorkerSpec } from "./protocol.ts";
-import type { Plugin, PluginRegistry } from "./registry.ts";
+import type { Plugin } from "./plugin_state.ts";
+import type { PluginRegistry } from "./registry.ts";
 import { type ApiSide, requiredScope } from "./scopes.ts";
 
 /** `ctx.api` calls one plugin may have waiting for an answer. */

@@ -1,13 +1,14 @@
 /**
  * Which plugins there are and which may run: the folders in `~/.dock/plugins/<id>/` (each manifest read
  * and checked, its modules and files kept inside the folder), which of them are enabled and with what
- * grant (`<state>/plugins.json`, kept across restarts), and the consent check that enabling passes. The
- * one owner of a plugin's state; the supervisor runs what this says may run.
+ * grant (`<state>/plugins.json`, kept across restarts), and the consent check that enabling passes. What
+ * moves a plugin along its lifecycle (`plugin_state.ts`) but a failure; the supervisor runs what this says
+ * may run.
  *
  * @module
  */
 import { dirname, join } from "../core/posix_path.ts";
-import type { PluginInfo, PluginPermissions, PluginState } from "../client/wire.ts";
+import type { PluginInfo, PluginPermissions } from "../client/wire.ts";
 import { DockError } from "../client/errors.ts";
 import { describePermissions } from "../client/plugin.ts";
 import { consentOf } from "./consent.ts";
@@ -24,18 +25,9 @@ import {
   readManifest,
   satisfies,
 } from "./manifest.ts";
-import {
-  folderSignature,
-  inside,
-  lstatOrNull,
-  type Stamps,
-  symlinkOut,
-  unchanged,
-  walkFolder,
-} from "./folder_check.ts";
-import { PluginKv } from "./kv.ts";
-import { PluginLog } from "./log.ts";
-import type { CallKind, WorkerContext, WorkerGrant, WorkerSpec } from "./protocol.ts";
+import { folderSignature, inside, lstatOrNull, symlinkOut, unchanged, walkFolder } from "./folder_check.ts";
+import { listedState, Plugin, type PluginPhaseChange } from "./plugin_state.ts";
+import type { WorkerContext, WorkerGrant, WorkerSpec } from "./protocol.ts";
 import { VERSION } from "../client/version.ts";
 import {
   checkConfig,
@@ -47,83 +39,10 @@ import {
   writeConfig,
 } from "./plugin_config.ts";
 
-type Counters = PluginInfo["counters"];
-
 /** Bytes a plugin's data folder may hold; past them it is read-only to the plugin. */
 export const DATA_QUOTA_BYTES = 100 * 1024 * 1024;
 /** How often a data folder's size is measured (a walk of it), at most. */
 const MEASURE_MS = 2000;
-
-/** A call waiting for one of its plugin's slots. */
-export interface Job {
-  module: string;
-  kind: CallKind;
-  input: unknown;
-  deadlineMs: number;
-  resolve(value: unknown): void;
-  reject(error: unknown): void;
-}
-
-/** One plugin folder, valid or not, and what it is doing. */
-export class Plugin {
-  readonly id: string;
-  readonly dir: string;
-  /** Its data folder (`<state>/plugins/<id>`). */
-  readonly data: string;
-  manifest?: PluginManifest;
-  /** Why its manifest does not load. */
-  invalid?: string;
-  /** The folder's real path (what workers are granted and modules are checked against). */
-  realDir = "";
-  signature = "";
-  counters: Counters = {
-    calls: 0,
-    failures: 0,
-    timeouts: 0,
-    restarts: 0,
-    cold_starts: 0,
-    refused: 0,
-    dropped: 0,
-  };
-  inARow = 0;
-  /** Set while failed: why. */
-  failed?: string;
-  /** Set while a symlink under its folder or its data folder leads out (it does not run): which. */
-  unsafe?: string;
-  /** Bytes in its data folder when last measured, and when (`performance.now()`). */
-  dataBytes = 0;
-  measuredAt = -Infinity;
-  /** Over its data quota: its workers may read their data folder, not write it. */
-  overQuota = false;
-  /** Its folder's and its data folder's directories when last found clean (see `unchanged`). */
-  folderStamps?: Stamps;
-  dataStamps?: Stamps;
-  lastError?: string;
-  /** Its `ctx` settings, secrets and data folder while its workers run (made again when they stop). */
-  context?: WorkerContext;
-  starting = 0;
-  running = 0;
-  queue: Job[] = [];
-  /** Events waiting in the queue's batches. */
-  queuedEvents = 0;
-  apiInFlight = 0;
-  /** What cancels each warm worker's idle stop, by worker key. */
-  readonly idle = new Map<string, () => void>();
-  /** Keys of the workers it has started (running or warm). */
-  readonly workers = new Set<string>();
-  /** Calls in flight, by worker key (a worker is never stopped as idle while one runs). */
-  readonly busy = new Map<string, number>();
-  readonly log: PluginLog;
-  readonly kv: PluginKv;
-
-  constructor(id: string, dir: string, logs: string, data: string, processLog: Log) {
-    this.id = id;
-    this.dir = dir;
-    this.data = data;
-    this.log = new PluginLog(logs, id, processLog);
-    this.kv = new PluginKv(data, processLog);
-  }
-}
 
 interface EnabledFile {
   enabled: Record<string, { permissions: PluginPermissions; time: string }>;
@@ -148,6 +67,8 @@ export interface RegistryOptions {
   dataQuotaBytes?: number;
   /** A plugin's files changed, or it went away: its workers must stop. */
   onReload(plugin: Plugin): void;
+  /** Told of each change of a plugin's phase (tests watch the lifecycle through it). */
+  onPhase?(change: PluginPhaseChange): void;
 }
 
 /** The plugin folders of one process, their manifests and their grants. */
@@ -246,20 +167,15 @@ export class PluginRegistry {
       if (plugin && plugin.signature === signature) continue;
       // Read first, then put in place: a listing meanwhile sees the old state or the new, never half.
       const fresh = plugin ??
-        new Plugin(entry.name, dir, this.logs, join(this.dataRoot, entry.name), this.#o.log);
+        new Plugin(entry.name, dir, this.logs, join(this.dataRoot, entry.name), this.#o.log, this.#o.onPhase);
       const loaded = await this.#load(fresh);
       plugin = this.#plugins.get(entry.name) ?? fresh;
       this.#plugins.set(entry.name, plugin);
       this.#o.onReload(plugin);
       // Its files changed: what failed is tried again (the dev loop: a fixed syntax error needs no
       // enable), and what the old files got wrong is no longer said.
-      Object.assign(plugin, loaded, {
-        signature,
-        folderStamps: undefined,
-        failed: undefined,
-        inARow: 0,
-        lastError: undefined,
-      });
+      Object.assign(plugin, loaded, { signature, folderStamps: undefined, lastError: undefined });
+      plugin.move(loaded.manifest ? "read" : "reject");
       this.#o.bus.publish({
         type: "plugin.changed",
         origin: "dock",
@@ -385,8 +301,7 @@ export class PluginRegistry {
     }
     this.#enabled.enabled[plugin.id] = { permissions: granted, time: new Date().toISOString() };
     await this.#saveEnabled();
-    plugin.failed = undefined;
-    plugin.inARow = 0;
+    plugin.move("enable");
   }
 
   /** Forgets a plugin's grant and its settings (it was removed; its data folder is kept). */
@@ -477,9 +392,9 @@ export class PluginRegistry {
     return null;
   }
 
-  /** Enabled, covered by its grant, and not failed. */
+  /** Loaded and not failed, enabled, and covered by its grant. */
   runnable(plugin: Plugin): boolean {
-    return !plugin.failed && this.offReason(plugin) === null;
+    return plugin.phase === "loaded" && this.offReason(plugin) === null;
   }
 
   /** What a plugin's workers get: its folder, and in its data folder what it was granted. */
@@ -544,15 +459,13 @@ export class PluginRegistry {
     const manifest = plugin.manifest;
     const grant = this.#enabled.enabled[plugin.id];
     const off = this.offReason(plugin);
-    const state: PluginState = plugin.failed
-      ? "failed"
-      : off || plugin.unsafe
-      ? "off"
-      : plugin.starting > 0
-      ? "starting"
-      : running
-      ? "running"
-      : "idle";
+    const state = listedState({
+      phase: plugin.phase,
+      off,
+      unsafe: plugin.unsafe,
+      starting: plugin.starting,
+      running,
+    });
     const error = plugin.failed ?? (off && off !== "not enabled" ? off : undefined) ??
       (plugin.unsafe ? `${plugin.unsafe}; it runs again once that is gone` : plugin.lastError);
     return {

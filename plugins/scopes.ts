@@ -107,6 +107,8 @@ const BOX_RULES: Rule[] = [
 
 const LAPTOP_RULES: Rule[] = [
   ["boxes:read", ["GET"], /^status$/, "read"],
+  // Every box's sessions at once: what `boxes/{box}/api/sessions` gives one box at a time.
+  ["sessions:read", ["GET"], /^sessions$/, "read"],
   ["queue:read", ["GET"], /^queue$/, "read"],
   // A queued prompt is typed into its session when its box is back (as `sessions:send`); discarding one
   // starts nothing.

@@ -36,7 +36,8 @@ import {
   type WorkerSpec,
 } from "./protocol.ts";
 import { answeredHook, failedHook, fetchInput, fetchResponse, fileModuleSpec } from "./module_io.ts";
-import { type Job, modulesOf, type Plugin, type PluginRegistry, workerKey } from "./registry.ts";
+import type { Job, Plugin } from "./plugin_state.ts";
+import { modulesOf, type PluginRegistry, workerKey } from "./registry.ts";
 
 /** Failures in a row that make a plugin `failed`. */
 export const FAILURES_TO_FAIL = 5;
@@ -340,11 +341,15 @@ export class PluginSupervisor {
     plugin.log.write("error", plugin.lastError);
     // A module that does not load will not load on the next call either: failed at once (until its
     // files change: the registry tries it again then).
-    if ((plugin.inARow >= FAILURES_TO_FAIL || broken) && !plugin.failed) {
-      plugin.failed = broken
-        ? `${plugin.lastError}; fix it (it is tried again when its files change)`
-        : `failed ${FAILURES_TO_FAIL} times in a row (last: ${plugin.lastError}); change its files or enable it again`;
-      plugin.log.write("error", plugin.failed);
+    // Only a loaded plugin fails: calls still in flight when it failed (or its files broke) end quietly.
+    if ((plugin.inARow >= FAILURES_TO_FAIL || broken) && plugin.phase === "loaded") {
+      plugin.move(
+        "fail",
+        broken
+          ? `${plugin.lastError}; fix it (it is tried again when its files change)`
+          : `failed ${FAILURES_TO_FAIL} times in a row (last: ${plugin.lastError}); change its files or enable it again`,
+      );
+      plugin.log.write("error", plugin.failed!);
       this.stopWorkers(plugin);
       this.#o.bus.publish({
         type: "plugin.failed",

@@ -8,6 +8,7 @@
 import type {
   AgentStatus,
   BoxInfo,
+  BoxSessions,
   Branch,
   Check,
   Commit,
@@ -669,6 +670,7 @@ export const BOX_ROUTES: readonly ApiRoute[] = [
 /** The laptop's routes a plugin may call (a plugin on the laptop; `boxes/{box}/api/<path>` reaches a box's). */
 export const LAPTOP_ROUTES: readonly ApiRoute[] = [
   { method: "GET", path: "status", scope: "boxes:read", leads: "read" },
+  { method: "GET", path: "sessions", scope: "sessions:read", leads: "read" },
   { method: "GET", path: "queue", scope: "queue:read", leads: "read" },
   { method: "POST", path: "queue", scope: "queue:write", leads: "runs commands" },
   { method: "PATCH", path: "queue/:id", scope: "queue:write", leads: "runs commands" },
@@ -691,6 +693,7 @@ export type {
   BoxAddLocal,
   BoxInfo,
   BoxProgress,
+  BoxSessions,
   BoxStatus,
   Branch,
   BroadcastRequest,
@@ -910,5 +913,6 @@ export type LaptopAnswer<M extends string, P extends string> = M extends never ?
   : [M, P] extends ["DELETE", `queue/${string}`] ? QueueItem
   : [M, P] extends ["GET", "queue"] ? QueueItem[]
   : [M, P] extends ["POST", "queue"] ? QueueItem
+  : [M, P] extends ["GET", "sessions"] ? BoxSessions[]
   : [M, P] extends ["GET", "status"] ? AgentStatus
   : unknown;

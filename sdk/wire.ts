@@ -1514,6 +1514,23 @@ export interface EditorOpened {
   command: string[];
 }
 
+/**
+ * One box's sessions as `GET /v1/sessions` answers them (a route of ours: every box's in one read), from
+ * the agent's copy, read again from the box only when it may have changed.
+ */
+export interface BoxSessions {
+  /** The box's connection, as `GET /v1/status` reports it. */
+  box: BoxStatus;
+  /** Its sessions as last read: the last known while the box is offline or did not answer; [] if never read. */
+  sessions: Session[];
+  /** When they were read from the box (RFC 3339), null if never. */
+  read: string | null;
+  /** True when they may be out of date: the box is offline, or its last read failed. */
+  stale: boolean;
+  /** Why the last read of the box's list failed, null when it did not. */
+  error: string | null;
+}
+
 /** `GET /v1/status`. */
 export interface AgentStatus {
   /** The agent's own build (`version+commit`, as a box's `GET info` says its). */

@@ -13,11 +13,12 @@ import { clientPaths } from "../core/paths.ts";
 import { DockError } from "../client/errors.ts";
 import type { DockEvent } from "../client/wire.ts";
 import { makeDirs, makeRepo, startAgent, startBox } from "./harness.ts";
-import { until } from "./wait.ts";
+import { until, untilEvent } from "./wait.ts";
 
 /** Every route of the agent's API (the relay's with two methods), as registered: `:params` and `*` filled in below. */
 const ROUTES: [string, string][] = [
   ["GET", "/v1/status"],
+  ["GET", "/v1/sessions"],
   ["POST", "/v1/refresh"],
   ["GET", "/v1/events"],
   ["POST", "/v1/events"],
@@ -354,6 +355,48 @@ Deno.test("merged events carry the box, and resume after the box restarts and wi
       if (resumed.length === expected.length) break;
     }
     assertEquals(resumed.slice(0, expected.length), expected);
+  } finally {
+    client.close();
+  }
+});
+
+Deno.test("GET /v1/sessions: every box's sessions from the agent's copy, current after each box event", async () => {
+  const dirs = await makeDirs();
+  const box = await startBox({ dirs });
+  await using agent = await startAgent(dirs);
+  const client = new AgentClient({ url: agent.url, token: agent.token, origin: "test" });
+  try {
+    await client.addLocal();
+    const repo = await makeRepo(join(dirs.home, "work"));
+    await box.client.addLocation({ name: "app", path: repo });
+    await box.client.createSession({ location: "app", command: "sh", name: "one" });
+    const names = async () => (await client.sessions())[0].sessions.map((s) => s.name).sort();
+    const first = await client.sessions();
+    assertEquals(first.map((b) => [b.box.name, b.box.online, b.stale, b.error]), [[
+      "local",
+      true,
+      false,
+      null,
+    ]]);
+    assertEquals(await names(), ["one"]);
+    // Made on the box itself, not through the agent: the first read after the agent heard of it has it
+    // (the copy is kept until a box event says it changed; without the event it would be kept a minute).
+    const marker = await client.emit({ type: "test.marker", data: {} });
+    await box.client.createSession({ location: "app", command: "sh", name: "two" });
+    await untilEvent(
+      { client },
+      (e) => e.box === "local" && e.type === "session.created" && e.data?.session === "two",
+      { after: marker.id },
+    );
+    assertEquals(await names(), ["one", "two"]);
+    assertEquals((await client.sessions({ box: "local" })).map((b) => b.box.name), ["local"]);
+    const unknown = await assertRejects(() => client.sessions({ box: "ghost" }), DockError);
+    assertEquals((unknown as DockError).status, 404);
+    // The box gone: its last known sessions, said to be stale.
+    await box.stop({ kill: true });
+    await until(async () => (await client.status()).boxes[0].online === false);
+    const gone = await client.sessions();
+    assertEquals([gone[0].box.online, gone[0].stale, gone[0].sessions.length], [false, true, 2]);
   } finally {
     client.close();
   }

@@ -192,7 +192,7 @@ const ALLOWED_TIMER_SPOTS: Record<string, string> = {
   "app/src/clock.ts": "the web app's clock: the one module of app/src that reads the time or starts a timer",
   // cli/ is the composition root of one-shot commands a person runs; their waits are on real processes.
   "cli/agent.ts": "waits for a just-started agent process to answer (a child's start, on the real clock)",
-  "cli/hook.ts": "AbortSignal.timeout guards stdin and the one POST; the spool file is named by the time",
+  "cli/hook.ts": "AbortSignal.timeout guards stdin and the POST; the report and spool name carry the time",
   "cli/pair.ts": "retries pairing until a person's deadline",
   "cli/plugin.ts": "`plugin logs --follow` re-reads the log every FOLLOW_MS",
   "cli/serve.ts": "a one-second guard on a startup probe",
@@ -205,8 +205,6 @@ const ALLOWED_TIMER_SPOTS: Record<string, string> = {
   // core/ and the plugin host: guards on a socket or a child, turns of the event loop, file times.
   "core/deadlines.ts":
     "one unref'd interval checks every connection's header and idle deadline (socket guards; tests inject `now` and sweep by hand)",
-  "core/events.ts":
-    "a zero-delay timer ends the turn whose announcements go in one transaction (a turn of the event loop, not time)",
   "core/files.ts":
     "a folder's mtime is trusted only once SETTLED_MS older than now: a file time against the real clock, nothing ordered or delayed",
   "core/listen.ts":
@@ -215,7 +213,7 @@ const ALLOWED_TIMER_SPOTS: Record<string, string> = {
     "polls a platform WebSocket's bufferedAmount while a writer waits for it to drain (the platform gives no drain event)",
   "core/runner.ts": "a child's timeoutMs kills its process group (a guard on a child)",
   "core/sse.ts":
-    "a zero-delay turn batches a turn's events into one write; a keepalive comment keeps an idle stream open (a socket guard)",
+    "a keepalive comment keeps an idle stream open (a socket guard; a turn's batch ends with core/turn.ts, not a timer)",
   "core/tls_hop.ts": "waits HAND_OVER_MS for a TLS connection's inner pipe to be dialled (a socket guard)",
   "core/websocket.ts":
     "the closing handshake's wait (CLOSE_WAIT_MS) and readUntil's deadline, which tests and benchmarks use (socket guards)",
@@ -306,6 +304,18 @@ Deno.test("imports: no console.* outside cli/ and core/log.ts (take a Log)", asy
   const allowed = (file: string) =>
     area(file) === "cli" || file === "core/log.ts" || file === "skills/embed.ts";
   assertEquals(linesMatching(files, CONSOLE, allowed), []);
+});
+
+/**
+ * Where stderr may stand in for a Log: the log module, the composition roots (dockd's box and the
+ * agent, the CLI) and the event bus's default (its test callers, 16 files, have no log of their own).
+ */
+const STDERR_LOG_SPOTS = new Set(["core/log.ts", "daemon/box.ts", "agent/agent.ts", "core/events.ts"]);
+
+Deno.test("imports: STDERR_LOG only at the composition roots (a library module is passed its Log)", async () => {
+  const { files } = await importGraph();
+  const allowed = (file: string) => area(file) === "cli" || STDERR_LOG_SPOTS.has(file);
+  assertEquals(linesMatching(files, /\bSTDERR_LOG\b/, allowed), []);
 });
 
 Deno.test("imports: the line rules see what they police", () => {

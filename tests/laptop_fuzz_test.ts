@@ -41,6 +41,7 @@ interface LaptopRoute {
 function laptopRoutes(options: { link: string; forwardPort: number }): LaptopRoute[] {
   return [
     { method: "GET", path: "/v1/status" },
+    { method: "GET", path: "/v1/sessions", query: { box: "local" } },
     { method: "POST", path: "/v1/refresh" },
     { method: "GET", path: "/v1/events", query: { after: "0" }, stream: true },
     { method: "GET", path: "/v1/events", headers: { "last-event-id": "0" }, stream: true },

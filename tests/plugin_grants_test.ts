@@ -218,6 +218,7 @@ const DECIDED: Record<string, ScopeClass> = {
   "box DELETE /sessions/:name": "write",
   // Laptop: a queued prompt is typed into its session when its box is back.
   "laptop GET /status": "read",
+  "laptop GET /sessions": "read",
   "laptop GET /queue": "read",
   "laptop POST /queue": "runs commands",
   "laptop PATCH /queue/:id": "runs commands",

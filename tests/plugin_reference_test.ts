@@ -117,7 +117,7 @@ Deno.test("sdk/wire.ts joins every part client/wire.ts gathers, and imports noth
   // The laptop's own records are wire types too: its routes' answers are typed, not `unknown`.
   assert(names.includes("AgentStatus") && names.includes("BoxStatus"));
   const reference = await pluginReference();
-  assert(/\| `GET status` +\| `boxes:read` +\| read +\| `AgentStatus` \|/.test(reference.docs));
+  assert(/\| `GET status` +\| `boxes:read` +\| read +\| `AgentStatus` +\|/.test(reference.docs));
 });
 
 Deno.test("the wire join refuses what would make sdk/wire.ts reach outside its folder", () => {

@@ -11,6 +11,7 @@ import { DockError } from "../client/errors.ts";
 import { errorResponse, type GateRunner, mount, type RouteTable } from "../core/http.ts";
 import { gate } from "../agent/api/gate.ts";
 import { assert, assertEquals } from "./assert.ts";
+import { STDERR_LOG } from "../core/log.ts";
 
 /** The agent's port and token in these tests: what the gate in front of its tables checks. */
 export const AGENT_PORT = 1378;
@@ -62,7 +63,7 @@ export class TableApp {
 
   constructor(tables: RouteTable[], options: TableAppOptions = {}) {
     this.#options = options;
-    this.app.onError((error) => errorResponse(error));
+    this.app.onError((error) => errorResponse(error, STDERR_LOG));
     this.app.notFound((c) =>
       errorResponse(new DockError("not_found", `no such endpoint: ${c.req.path}`, { status: 404 }))
     );

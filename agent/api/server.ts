@@ -17,6 +17,7 @@ import { boxesRoutes, forgetEverywhere } from "./boxes.ts";
 import { eventRoutes } from "./events.ts";
 import { forwardRoutes } from "./forwards.ts";
 import { statusRoutes } from "./status.ts";
+import { sessionsRoutes } from "./sessions.ts";
 import { gate } from "./gate.ts";
 import { hooksRoutes } from "./hooks.ts";
 import { pairBackend, pairRoutes } from "./pair.ts";
@@ -68,20 +69,23 @@ export function agentApp(agent: Agent, options: { port: number }): Hono {
       serveApp(APP_ASSETS, c.req.method, c.req.path, {
         config: { mode: "agent" },
         panels: new URL(c.req.url).origin,
+        loopback: true,
       }) ??
         errorResponse(new DockError("not_found", `no such file: ${c.req.path}`, { status: 404 })),
   );
-  const status = () => ({
-    build: BUILD,
-    boxes: agent.boxes.status(),
-    forwards: agent.forwards.list(),
-    routes: agent.proxy.routes(),
-    proxy: agent.proxyState,
-    agent: agent.process,
-  });
+  // `AgentStatus` as JSON, the boxes' part joined from each box's kept JSON (agent/boxes.ts).
+  const statusJson = () => {
+    const rest = JSON.stringify({
+      forwards: agent.forwards.list(),
+      routes: agent.proxy.routes(),
+      proxy: agent.proxyState,
+      agent: agent.process,
+    });
+    return `{"build":${JSON.stringify(BUILD)},"boxes":${agent.boxes.statusJson()},${rest.slice(1)}`;
+  };
   mount(app, "/v1", [
     statusRoutes({
-      status,
+      statusJson,
       refresh: () => agent.boxes.refresh(),
       upgrade: (body, origin) =>
         upgradeSelf(
@@ -90,6 +94,7 @@ export function agentApp(agent: Agent, options: { port: number }): Hono {
           origin,
         ),
     }),
+    sessionsRoutes(agent.sessions),
     eventRoutes({ bus: agent.bus, viewOpened: () => agent.notifier.viewOpened() }),
     boxesRoutes({
       boxes: agent.boxes,

@@ -5,14 +5,15 @@
  *
  * @module
  */
-import type { AgentStatus, UpgradeStarted } from "../../client/wire.ts";
+import type { UpgradeStarted } from "../../client/wire.ts";
 import { DockError } from "../../client/errors.ts";
 import { json, requestOrigin, RouteTable } from "../../core/http.ts";
+import { loopbackJson } from "./sessions.ts";
 
 /** What the agent's own routes use of it. */
 export interface StatusRoutesBackend {
-  /** The agent's status now. */
-  status(): AgentStatus;
+  /** The agent's status now (`AgentStatus`), as JSON. */
+  statusJson(): string;
   /** Asks every box again. */
   refresh(): Promise<unknown>;
   /** Installs `body` as this laptop's dock and hands over to it (`agent/self_upgrade.ts`). */
@@ -22,10 +23,10 @@ export interface StatusRoutesBackend {
 /** The status, refresh, upgrade and stop routes. */
 export function statusRoutes(agent: StatusRoutesBackend): RouteTable {
   return new RouteTable("agent")
-    .add("GET", "/status", () => json(agent.status()))
+    .add("GET", "/status", () => loopbackJson(agent.statusJson()))
     .add("POST", "/refresh", async () => {
       await agent.refresh();
-      return json(agent.status());
+      return loopbackJson(agent.statusJson());
     })
     .add("POST", "/upgrade", async (c) => {
       // The body is the package itself (a .tar.gz), not JSON (as a box's POST upgrade).

@@ -15,7 +15,7 @@ function statusApp() {
     proxy: { enabled: false },
   });
   const tables = agentTables([statusRoutes({
-    status,
+    statusJson: () => JSON.stringify(status()),
     refresh: () => {
       calls.push("refresh");
       boxes++;

@@ -19,7 +19,7 @@ import type {
   QueueItem,
   Session,
 } from "../../client/wire.ts";
-import { pause } from "./clock.ts";
+import { after, pause } from "./clock.ts";
 
 /** What `/app/config.json` says. */
 export type AppConfig = { mode: "agent" } | { mode: "box"; box: string };
@@ -73,6 +73,24 @@ export async function loadConfig(): Promise<AppConfig> {
 
 const enc = encodeURIComponent;
 
+/** How long boot.ts's early answers stay to be taken after the app's first ask. */
+const EARLY_KEEP_MS = 5000;
+let earlyDropping: (() => void) | null = null;
+
+/**
+ * The answer boot.ts asked for `path` before this script ran (a GET with the same credentials), taken
+ * once; undefined when there is none.
+ */
+function takeEarly(path: string): Promise<Response> | undefined {
+  const early = (globalThis as { dockEarly?: Map<string, Promise<Response>> }).dockEarly;
+  if (!early) return undefined;
+  const answer = early.get(path);
+  early.delete(path);
+  // What the app has not taken a few seconds after its first ask is dropped: a later ask wants a fresh answer.
+  if (!earlyDropping) earlyDropping = after(EARLY_KEEP_MS, () => early.clear());
+  return answer;
+}
+
 /** Options of {@linkcode Api.sendOnce}. */
 export interface SendOptions {
   enter?: boolean;
@@ -125,14 +143,18 @@ export class Api {
   ): Promise<Response> {
     const headers = this.#headers();
     if (init.body !== undefined) headers["content-type"] = "application/json";
+    // The first GET of what boot.ts asked for early takes that answer.
+    const early = init.method === undefined && init.body === undefined && !init.signal && this.#token !== null
+      ? takeEarly(path)
+      : undefined;
     let response: Response;
     try {
-      response = await fetch(path, {
+      response = await (early ?? fetch(path, {
         method: init.method ?? "GET",
         headers,
         body: init.body === undefined ? undefined : JSON.stringify(init.body),
         signal: init.signal,
-      });
+      }));
     } catch (error) {
       throw new ApiError("unreachable", `cannot reach dock: ${(error as Error).message}`, 0);
     }

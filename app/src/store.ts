@@ -8,6 +8,7 @@ import { computed, type ReadonlySignal, type Signal, signal } from "@preact/sign
 import type {
   AgentState,
   AgentStatus,
+  BoxSessions,
   BoxStatus,
   DockEvent,
   Location,
@@ -225,7 +226,7 @@ export class Sync {
         unreachableSince.value = null;
         if (opened) return this.reloadAll();
         opened = true;
-        for (const name of Object.keys(boxes.value)) this.reloadSessions(name);
+        this.#reloadEverySession();
       },
       onClose: () => {
         live.value = false;
@@ -237,12 +238,15 @@ export class Sync {
   /** Reloads the boxes and everything on each. */
   reloadAll(): void {
     this.#once("boxes", async () => {
-      let list: BoxStatus[], status: AgentStatus | null;
+      let list: BoxStatus[], board: BoxSessions[] | null, status: AgentStatus | null;
       try {
-        [list, status] = await Promise.all([
-          this.#api.boxes(),
+        // Through the agent, one read holds every box and its sessions (`GET /v1/sessions`, the agent's
+        // copy): 200 boxes' lists through the relay, 6 at a time, took ~1.7 s before the board drew.
+        [board, status] = await Promise.all([
+          this.#api.agent ? this.#api.json<BoxSessions[]>(this.#api.own("sessions")) : null,
           this.#api.agent ? this.#api.json<AgentStatus>(this.#api.own("status")) : null,
         ]);
+        list = board ? board.map((entry) => entry.box) : await this.#api.boxes();
       } catch (error) {
         unreachableSince.value ??= now();
         throw error;
@@ -254,18 +258,55 @@ export class Sync {
         next[status.name] = { ...emptyView(status), ...boxes.value[status.name], status };
       }
       boxes.value = next;
-      // Every box's sessions first (what the board shows), the rest after: the browser opens 6
-      // connections to the agent, and with 10 boxes the sessions of the last ones waited behind the
-      // others' locations, git status and services (first paint → 200 sessions drawn: 2.3 s, and
-      // ≤ 500 ms once first; bench/app.ts). The screens' last lines wait for them too.
       const online = list.filter((status) => status.online).map((status) => status.name);
       this.#linesHeld = true;
-      await Promise.all(online.map((name) => this.reloadSessions(name)));
+      if (board) this.#showBoard(board, this.#statesSet);
+      // In box mode every box's sessions first (what the board shows), the rest after: the browser opens
+      // 6 connections, and the sessions waited behind the others' locations, git status and services.
+      // The screens' last lines wait for them too.
+      else await Promise.all(online.map((name) => this.reloadSessions(name)));
       this.#linesHeld = false;
       this.#pumpLines();
-      for (const name of online) this.reloadDetails(name);
+      this.#detailsAfterPaint(online);
       if (this.#api.agent) this.reloadQueue();
     });
+  }
+
+  /** Reloads every box's sessions: through the agent in one read, else box by box. */
+  #reloadEverySession(): void {
+    if (!this.#api.agent) {
+      for (const name of Object.keys(boxes.value)) this.reloadSessions(name);
+      return;
+    }
+    this.#once("sessions", async () => {
+      const asked = this.#statesSet;
+      this.#showBoard(await this.#api.json<BoxSessions[]>(this.#api.own("sessions")), asked);
+    });
+  }
+
+  /**
+   * Shows what `GET /v1/sessions` answered, in one change of the board (200 changes of it, one a box,
+   * each copied the whole board): each box the page knows, its failed read said on it.
+   */
+  #showBoard(board: BoxSessions[], asked: number): void {
+    const next = { ...boxes.value };
+    const shown: [string, Session[]][] = [];
+    for (const entry of board) {
+      const name = entry.box.name;
+      const view = next[name];
+      // Never read (offline since the agent started): what the page had stays.
+      if (!view || entry.read === null && !entry.box.online) continue;
+      const sessions = this.#newest(name, entry.sessions, asked);
+      // A box online whose list could not be read: its last known list, said so on the box.
+      next[name] = {
+        ...view,
+        sessions,
+        ...(entry.box.online && entry.error ? { error: plainError(entry.error) } : {}),
+      };
+      shown.push([name, sessions]);
+    }
+    boxes.value = next;
+    for (const [name, sessions] of shown) this.#readLastLines(name, sessions);
   }
 
   /** Reloads one box's locations, sessions, git status and ports. */
@@ -274,9 +315,32 @@ export class Sync {
     this.reloadDetails(box);
   }
 
+  /**
+   * Each box's locations, git status and ports once the board has painted, two boxes at a time (the
+   * browser's 6 connections to the agent). 600 requests for 200 boxes started at once, before the board
+   * drew, took ~0.7 s of the page's thread in `fetch` alone (a Chromium profile, 2,000 sessions, on a
+   * loaded machine; first paint → board 2.4–4.7 s, 1.3–2.1 s without them).
+   */
+  #detailsAfterPaint(names: string[]): void {
+    const queue = names.slice();
+    const next = async () => {
+      for (let name = queue.shift(); name !== undefined; name = queue.shift()) await this.reloadDetails(name);
+    };
+    let started = false;
+    const go = () => {
+      if (started) return;
+      started = true;
+      next();
+      next();
+    };
+    // After the frame that draws the board; a hidden tab draws no frame, so not later than 250 ms.
+    requestAnimationFrame(() => after(0, go));
+    after(250, go);
+  }
+
   /** Reloads one box's locations, git status and ports (not its sessions). */
-  reloadDetails(box: string): void {
-    this.#once(`locations:${box}`, async () => {
+  reloadDetails(box: string): Promise<void> {
+    return this.#once(`locations:${box}`, async () => {
       const [locations, git, ports] = await Promise.all([
         this.#api.json<Location[]>(this.#api.box(box, "locations")),
         this.#api.json<WorktreeStatus[]>(this.#api.box(box, "worktrees")),
@@ -293,20 +357,29 @@ export class Sync {
   reloadSessions(box: string): Promise<void> {
     return this.#once(`sessions:${box}`, async () => {
       const asked = this.#statesSet;
-      const list = await this.#api.json<Session[]>(this.#api.box(box, "sessions"));
-      // An agent state that an event set while this list was on its way is newer than the list's: the
-      // list may have been read before the change (a board flickered back to the old state until the
-      // next reload, ~30 ms through a paired box). The reload the event asked for brings the rest.
-      const shown = boxes.value[box]?.sessions ?? [];
-      const sessions = list.map((session) => {
-        if ((this.#stateSetAt.get(sessionKey(box, session.name)) ?? 0) <= asked) return session;
-        const newer = shown.find((s) => s.name === session.name);
-        return newer
-          ? { ...session, agent_state: newer.agent_state, reason: newer.reason, state_time: newer.state_time }
-          : session;
-      });
+      // Through the agent, its copy of the box's list (read again from the box only if it changed).
+      const list = this.#api.agent
+        ? (await this.#api.json<BoxSessions[]>(this.#api.own(`sessions?box=${encodeURIComponent(box)}`)))[0]
+          ?.sessions ?? []
+        : await this.#api.json<Session[]>(this.#api.box(box, "sessions"));
+      const sessions = this.#newest(box, list, asked);
       this.#patch(box, { sessions });
       this.#readLastLines(box, sessions);
+    });
+  }
+
+  /** A box's list read when `asked` states had been set from events, with the states set since. */
+  #newest(box: string, list: Session[], asked: number): Session[] {
+    // An agent state that an event set while this list was on its way is newer than the list's: the
+    // list may have been read before the change (a board flickered back to the old state until the
+    // next reload, ~30 ms through a paired box). The reload the event asked for brings the rest.
+    const shown = boxes.value[box]?.sessions ?? [];
+    return list.map((session) => {
+      if ((this.#stateSetAt.get(sessionKey(box, session.name)) ?? 0) <= asked) return session;
+      const newer = shown.find((s) => s.name === session.name);
+      return newer
+        ? { ...session, agent_state: newer.agent_state, reason: newer.reason, state_time: newer.state_time }
+        : session;
     });
   }
 

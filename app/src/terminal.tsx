@@ -14,6 +14,8 @@
  *   previous), **copy on select**, and **Ctrl+Shift+K leaves the terminal** (the keyboard focus goes back
  *   to the page's navigation), as the header says.
  * - Open terminals stay attached while other views show (a pool of `TERMINAL_POOL` in `views.ts`).
+ * - **A key's echo is drawn as it arrives**, not on the next animation frame; bulk output keeps xterm's
+ *   one draw per frame (`term_draw.ts`).
  *
  * @module
  */
@@ -25,7 +27,8 @@ import { SearchAddon } from "@xterm/addon-search";
 import type { Api } from "./api.ts";
 import { PromptBox } from "./prompt.tsx";
 import { ALT_SCREEN, altScreenFilter, historyAbove } from "./term_stream.ts";
-import { after } from "./clock.ts";
+import { after, now } from "./clock.ts";
+import { drawPending, DrawPolicy } from "./term_draw.ts";
 
 /** Lines kept above the screen. */
 const SCROLLBACK = 50_000;
@@ -93,6 +96,7 @@ export function TerminalPane(
     setSize(`${term.cols}x${term.rows}`);
     const encoder = new TextEncoder();
     const filter = altScreenFilter();
+    const draws = new DrawPolicy();
     let socket: WebSocket | null = null;
     let stopped = false;
     let retry = 250;
@@ -111,11 +115,12 @@ export function TerminalPane(
         setAttempt((n) => n + 1);
       };
       socket.onmessage = (message) => {
-        term.write(
-          typeof message.data === "string"
-            ? message.data.replace(ALT_SCREEN, "")
-            : filter(new Uint8Array(message.data as ArrayBuffer)),
-        );
+        const data = typeof message.data === "string"
+          ? message.data.replace(ALT_SCREEN, "")
+          : filter(new Uint8Array(message.data as ArrayBuffer));
+        // A small write into a quiet stream (a key's echo) is drawn once parsed, not on the next frame.
+        if (draws.drawsNow(data.length, now())) term.write(data, () => drawPending(term));
+        else term.write(data);
       };
       socket.onclose = () => {
         setLink("closed");

@@ -5,6 +5,7 @@ import type { Box } from "../box.ts";
 import { laptopGate, LaptopStreams } from "./laptop_gate.ts";
 import { phoneGate } from "./phone.ts";
 import { boxRoutes } from "./server.ts";
+import { STDERR_LOG } from "../../core/log.ts";
 
 // Each route table of the box takes its backend and leaves authentication to the listener's gate in
 // front of the whole app (the socket's mode on the socket, a laptop's credential on TLS, a phone's
@@ -41,12 +42,16 @@ for (const listener of ["tls", "phone"] as const) {
     const unknown = () => Promise.resolve(null);
     const tables = boxRoutes(box, { listener });
     const app = new Hono();
-    app.onError((error) => errorResponse(error));
+    app.onError((error) => errorResponse(error, STDERR_LOG));
     mount(app, "/v1", tables, { gate: () => Promise.reject(new Error("a gate ran")) });
     const gate = listener === "tls"
-      ? laptopGate({ pairing: { authenticate: unknown } } as unknown as Box, app, new LaptopStreams())
+      ? laptopGate(
+        { pairing: { authenticate: unknown }, log: STDERR_LOG } as unknown as Box,
+        app,
+        new LaptopStreams(),
+      )
       : phoneGate(
-        { phone: { devices: { authenticate: unknown } } },
+        { phone: { devices: { authenticate: unknown } }, log: STDERR_LOG },
         app,
         new LaptopStreams({ device: "phone" }),
         () => new Response("page"),

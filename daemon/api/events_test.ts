@@ -4,6 +4,7 @@ import type { RawEvent } from "../../core/events.ts";
 import { errorResponse, mount } from "../../core/http.ts";
 import { assertEquals } from "../../tests/assert.ts";
 import { eventRoutes, type EventRoutesBackend } from "./events.ts";
+import { STDERR_LOG } from "../../core/log.ts";
 
 type Bus = EventRoutesBackend["bus"];
 
@@ -57,7 +58,7 @@ function eventsApp() {
   const reports: AgentReport[] = [];
   const seen = new Set<string>();
   const app = new Hono();
-  app.onError((error) => errorResponse(error));
+  app.onError((error) => errorResponse(error, STDERR_LOG));
   mount(app, "/v1", [eventRoutes({
     bus,
     agentStates: {

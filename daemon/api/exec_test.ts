@@ -6,6 +6,7 @@ import { errorResponse, mount } from "../../core/http.ts";
 import { assertEquals } from "../../tests/assert.ts";
 import type { ExecJob } from "../exec.ts";
 import { execRoutes, type ExecRoutesBackend } from "./exec.ts";
+import { STDERR_LOG } from "../../core/log.ts";
 
 const WORKTREE: Worktree = {
   name: "feat",
@@ -43,7 +44,7 @@ function execApp() {
     },
   };
   const app = new Hono();
-  app.onError((error) => errorResponse(error));
+  app.onError((error) => errorResponse(error, STDERR_LOG));
   mount(app, "/v1", [execRoutes(backend)], {
     gate: (action, target, context) => {
       gated.push({ action, target, context });

@@ -20,6 +20,7 @@
 import type { Hono } from "hono";
 import { DockError } from "../../client/errors.ts";
 import type { Box } from "../box.ts";
+import type { Log } from "../../core/log.ts";
 import { errorResponse } from "../../core/http.ts";
 import { isWebSocketUpgrade } from "../../core/websocket.ts";
 import type { TlsEnv } from "./pair.ts";
@@ -90,6 +91,7 @@ export function laptopGate(
     role: "laptop",
     credential: (request) => /^Bearer (\S+)$/.exec(request.headers.get("authorization") ?? "")?.[1] ?? null,
     authenticate: (credential) => box.pairing.authenticate(credential),
+    log: box.log,
     unauthorized:
       "missing or unknown credential: pair this laptop first (`dockd pair` on the box, `dock pair LINK` on the laptop)",
   });
@@ -111,6 +113,8 @@ export interface CredentialGateOptions {
   authenticate(credential: string): Promise<Laptop | null>;
   /** What a request without a valid credential is told (a 401). */
   unauthorized: string;
+  /** Where an error nothing answered goes (the box's log). */
+  log: Log;
 }
 
 /**
@@ -131,7 +135,7 @@ export function credentialGate(
       return errorResponse(new DockError("unauthorized", options.unauthorized, { status: 401 }));
     }
     env[options.role] = caller;
-    return await fetchTied(options.app, request, env, options.streams.open(caller.id));
+    return await fetchTied(options.app, request, env, options.streams.open(caller.id), options.log);
   };
 }
 
@@ -140,7 +144,13 @@ export function credentialGate(
  * ends the request (its signal), cuts its streamed answer, and closes its WebSocket. Every listener with
  * revocable callers (laptops, phones) answers through this.
  */
-export async function fetchTied(app: Hono, request: Request, env: TlsEnv, tie: Tie): Promise<Response> {
+export async function fetchTied(
+  app: Hono,
+  request: Request,
+  env: TlsEnv,
+  tie: Tie,
+  log: Log,
+): Promise<Response> {
   try {
     if (
       isWebSocketUpgrade(request) &&
@@ -155,7 +165,7 @@ export async function fetchTied(app: Hono, request: Request, env: TlsEnv, tie: T
     return cutOnAbort(await app.fetch(new Request(request, { signal }), env), tie);
   } catch (error) {
     tie.release();
-    return errorResponse(error);
+    return errorResponse(error, log);
   }
 }
 

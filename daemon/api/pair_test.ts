@@ -13,6 +13,7 @@ import { tunnelRoutes } from "./tunnel.ts";
 import { openWebSocket } from "../../core/ws_client.ts";
 import { until } from "../../tests/wait.ts";
 import { SYSTEM_CLOCK } from "../../core/clock.ts";
+import { STDERR_LOG } from "../../core/log.ts";
 
 const FP = "cd".repeat(32);
 const ADDRESSES = ["localhost", "127.0.0.1", "::1", "devbox", "10.1.2.3", "fd00::2"];
@@ -44,7 +45,7 @@ function listener(overrides: Partial<TlsListener> = {}): TlsListener {
 
 function app(tables: RouteTable[]): Hono {
   const hono = new Hono();
-  hono.onError((error) => errorResponse(error));
+  hono.onError((error) => errorResponse(error, STDERR_LOG));
   mount(hono, "/v1", tables);
   return hono;
 }

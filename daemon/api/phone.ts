@@ -28,6 +28,7 @@ import type { PhoneDevice, PhonePairCode, PhoneRedeemed } from "../../client/wir
 import { PAIR_CODE_REQUEST, PHONE_REDEEM, PHONE_SETTINGS } from "../../client/schemas.ts";
 import type { EventBus } from "../../core/events.ts";
 import { body, errorResponse, json, param, requestOrigin, RouteTable } from "../../core/http.ts";
+import type { Log } from "../../core/log.ts";
 import type { PhoneCompanion } from "../phone.ts";
 import { urlHost } from "../phone.ts";
 import { credentialGate, type LaptopStreams } from "./laptop_gate.ts";
@@ -178,7 +179,7 @@ export type PhonePages = (request: Request) => Response | Promise<Response>;
  * tied to that phone so its revocation ends what it has open.
  */
 export function phoneGate(
-  box: { phone: { devices: Pick<PhoneCompanion["devices"], "authenticate"> } },
+  box: { phone: { devices: Pick<PhoneCompanion["devices"], "authenticate"> }; log: Log },
   app: Hono,
   streams: LaptopStreams,
   pages: PhonePages,
@@ -190,6 +191,7 @@ export function phoneGate(
     role: "phone",
     credential: (request) => cookieValue(request.headers.get("cookie"), PHONE_COOKIE),
     authenticate: (credential) => box.phone.devices.authenticate(credential),
+    log: box.log,
     unauthorized:
       "this phone is not paired (or was revoked): run `dockd phone pair` on the box and open its link",
   });

@@ -108,7 +108,8 @@ export async function serveSocket(
   // on a unix socket at `ulimit -n 64`), and a daemon near its limit must refuse, not die.
   const server = serveGuarded({ path }, (request) => app.fetch(request), {
     signal: options.signal,
-    onError: (error) => errorResponse(error),
+    onError: (error) => errorResponse(error, box.log),
+    log: (line) => box.log.warn(line),
     ...options.limits,
   });
   // Created with the process's umask; only the box's user may talk to the daemon.
@@ -189,7 +190,12 @@ async function serveWithBoxCertificate(
       key: certificates.keyPem,
     },
     handler,
-    { signal: options.signal, onError: (error) => errorResponse(error), ...options.limits },
+    {
+      signal: options.signal,
+      onError: (error) => errorResponse(error, box.log),
+      log: (line) => box.log.warn(line),
+      ...options.limits,
+    },
   );
   return {
     server,

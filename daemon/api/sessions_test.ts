@@ -4,6 +4,7 @@ import type { Session, TaskRequest } from "../../client/wire.ts";
 import { errorResponse, mount } from "../../core/http.ts";
 import { assertEquals } from "../../tests/assert.ts";
 import { sessionRoutes, type SessionRoutesBackend } from "./sessions.ts";
+import { STDERR_LOG } from "../../core/log.ts";
 
 const SESSION: Session = {
   name: "s1",
@@ -62,7 +63,7 @@ function sessionsApp() {
     tmux: { socket: "/nowhere" },
   } as unknown as SessionRoutesBackend;
   const app = new Hono();
-  app.onError((error) => errorResponse(error));
+  app.onError((error) => errorResponse(error, STDERR_LOG));
   mount(app, "/v1", [sessionRoutes(backend)], {
     gate: (action, target, context) => {
       calls.push(`gate ${action} ${context.location ?? "-"}`);

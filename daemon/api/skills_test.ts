@@ -8,6 +8,7 @@ import type { Box } from "../box.ts";
 import type { GateContext } from "../../core/hooks.ts";
 import { errorResponse, mount } from "../../core/http.ts";
 import { skillRoutes } from "./skills.ts";
+import { STDERR_LOG } from "../../core/log.ts";
 
 interface GateCall {
   action: string;
@@ -43,7 +44,7 @@ async function fakeBox(gate: (call: GateCall) => Promise<void>) {
     },
   } as unknown as Box;
   const app = new Hono();
-  app.onError((error) => errorResponse(error));
+  app.onError((error) => errorResponse(error, STDERR_LOG));
   // No CLAUDE_CONFIG_DIR or CODEX_HOME from the test's own environment: only the temp home is written.
   mount(app, "/v1", [skillRoutes(box, { env: {} })], {
     gate: (action, target, context) => {

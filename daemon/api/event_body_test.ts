@@ -1,0 +1,114 @@
+import { BOX_EVENT, isAgentReport } from "../../client/schemas.ts";
+import { assert, assertEquals } from "../../tests/assert.ts";
+import { plainAnnounce } from "./event_body.ts";
+
+/**
+ * Bodies as a stranger may send them, parsed from JSON as `body()` parses them: every combination of
+ * these fields' values, and then some.
+ */
+function corpus(): unknown[] {
+  const types: unknown[] = [
+    "bench.load",
+    "a",
+    "build.finished",
+    "x_y-z.a1.b-2",
+    "a".repeat(100),
+    "a".repeat(101),
+    "",
+    "Build.finished",
+    "1abc",
+    "a..b",
+    "a.",
+    ".a",
+    "a b",
+    "é.x",
+    "agent.started",
+    "agent.ready",
+    "agent.waiting",
+    "agent.finished",
+    "agent.other",
+    5,
+    null,
+    ["a"],
+    undefined,
+  ];
+  const origins: unknown[] = [undefined, "cli", "", "o".repeat(64), "o".repeat(65), 7, null, { a: 1 }];
+  const datas: unknown[] = [
+    undefined,
+    {},
+    { run: "x", box: 0, seq: 1, t: 1.5 },
+    { nested: { deep: [1, 2, { a: null }] } },
+    JSON.parse('{"__proto__": {"polluted": true}, "a": 1}'),
+    JSON.parse('{"constructor": 5}'),
+    null,
+    [],
+    [1],
+    "text",
+    0,
+    true,
+  ];
+  const bodies: unknown[] = [];
+  for (const type of types) {
+    for (const origin of origins) {
+      for (const data of datas) {
+        const body: Record<string, unknown> = {};
+        if (type !== undefined) body.type = type;
+        if (origin !== undefined) body.origin = origin;
+        if (data !== undefined) body.data = data;
+        bodies.push(body);
+      }
+    }
+  }
+  bodies.push(
+    null,
+    [],
+    "bench.load",
+    42,
+    { type: "a", extra: 1 },
+    { type: "a", session: "s" },
+    { type: "a", time: "2026-01-02T03:04:05Z" },
+    JSON.parse('{"type": "a", "__proto__": {"x": 1}}'),
+    { type: "agent.started", origin: "hook", data: { path: "/x", agent: "claude", session_id: null } },
+  );
+  return bodies.map((body) => JSON.parse(JSON.stringify(body)));
+}
+
+Deno.test("plainAnnounce accepts exactly the plain announces BOX_EVENT accepts, with the same value", () => {
+  let accepted = 0;
+  let declinedProto = 0;
+  for (const body of corpus()) {
+    const fast = plainAnnounce(body);
+    const parsed = BOX_EVENT.safeParse(body);
+    const plain = parsed.success && !isAgentReport(parsed.data);
+    const label = JSON.stringify(body);
+    if (fast !== undefined) {
+      accepted++;
+      assert(plain, `the hand check took what the schema refuses (or a report): ${label}`);
+      assertEquals(fast, parsed.data, `a different value for ${label}`);
+      continue;
+    }
+    // Declined: the schema decides. It may only accept what the hand check leaves to it on purpose, a
+    // `__proto__` key inside data, which the schema drops from its copy.
+    const data = (body as { data?: unknown } | null)?.data;
+    const protoInData = typeof data === "object" && data !== null && Object.hasOwn(data, "__proto__");
+    if (plain && protoInData) declinedProto++;
+    else assert(!plain, `the hand check declined a plain announce the schema accepts: ${label}`);
+  }
+  // The corpus holds both sides: the comparison above is not vacuous.
+  assert(accepted > 50, `only ${accepted} accepted`);
+  assert(declinedProto > 0);
+});
+
+Deno.test("plainAnnounce leaves agent reports, unknown fields and bad values to the schema", () => {
+  assertEquals(plainAnnounce({ type: "bench.load", data: { seq: 1 } }), {
+    type: "bench.load",
+    data: { seq: 1 },
+  });
+  assertEquals(
+    plainAnnounce({ type: "agent.ready", origin: "h", data: { path: "/", agent: "a", session_id: null } }),
+    undefined,
+  );
+  assertEquals(plainAnnounce({ type: "bench.load", dataa: {} }), undefined);
+  assertEquals(plainAnnounce({ type: "Bench" }), undefined);
+  assertEquals(plainAnnounce({ type: "a", data: [] }), undefined);
+});
