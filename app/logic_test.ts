@@ -42,18 +42,32 @@ Deno.test("app: a template's variables fill its text; unknown ones stay as writt
   assertEquals(fill("{{nope}} {{name}}", { name: "n" }), "{{nope}} n");
 });
 
+/** The agent's `GET /v1/sessions` entry for one box, online, read with `sessions`. */
+function boardEntry(name: string, sessions: Session[]) {
+  return {
+    box: { name, online: true },
+    sessions,
+    read: "2026-11-26T00:00:00.000Z",
+    stale: false,
+    error: null,
+  };
+}
+
 Deno.test("app: a sessions list read before an agent event does not put the old state back", async () => {
   const { boxes, Sync } = await import("./src/store.ts");
   const session = (state: string) => ({ name: "s1", agent_state: state }) as unknown as Session;
-  // The box's answers to `GET sessions`, in the order they are asked for, each answered when the test says.
-  // Anything else the store reads on the way (a waiting session's last screen line) answers empty.
+  // The agent's answers to `GET /v1/sessions?box=remote`, in the order they are asked for, each answered
+  // when the test says. Anything else the store reads on the way (a screen's last line) answers empty.
   const answers: { resolve: (list: Session[]) => void }[] = [];
   const api = {
     agent: true,
+    own: (path: string) => `/v1/${path}`,
     box: (box: string, path: string) => `/v1/boxes/${box}/api/${path}`,
     json: (path: string) =>
-      path.endsWith("/api/sessions")
-        ? new Promise<Session[]>((resolve) => answers.push({ resolve }))
+      path === "/v1/sessions?box=remote"
+        ? new Promise((resolve) =>
+          answers.push({ resolve: (list: Session[]) => resolve([boardEntry("remote", list)]) })
+        )
         : Promise.resolve({ screen: "" }),
   } as unknown as Api;
   boxes.value = {
@@ -82,15 +96,15 @@ Deno.test("app: a sessions list read before an agent event does not put the old 
   assertEquals(shown(), "finished");
 });
 
-Deno.test("app: at start every box's sessions are asked first; the rest and the last lines wait for them", async () => {
-  const { Sync } = await import("./src/store.ts");
+Deno.test("app: at start the board is one read of every box's sessions; details and the last lines wait for it", async () => {
+  const { Sync, boxes } = await import("./src/store.ts");
   // Every read held until the test answers it, in the order the store asks.
   const asked: { path: string; resolve: (value: unknown) => void }[] = [];
   const api = {
     agent: true,
     own: (path: string) => `/v1/${path}`,
     box: (box: string, path: string) => `/v1/boxes/${box}/api/${path}`,
-    boxes: () => new Promise((resolve) => asked.push({ path: "/v1/boxes", resolve })),
+    boxes: () => Promise.reject(new Error("the agent's board names the boxes")),
     json: (path: string) => new Promise((resolve) => asked.push({ path, resolve })),
   } as unknown as Api;
   const settled = () => new Promise((resolve) => setTimeout(resolve, 0));
@@ -98,23 +112,36 @@ Deno.test("app: at start every box's sessions are asked first; the rest and the 
     asked.find((a) => a.path === path)!.resolve(value);
     await settled();
   };
-  const names = ["b1", "b2", "b3"];
-  new Sync(api).reloadAll();
-  await answer("/v1/status", { proxy: { enabled: false }, build: "x" });
-  await answer("/v1/boxes", names.map((name) => ({ name, online: true })));
-  const sessions = names.map((box) => `/v1/boxes/${box}/api/sessions`);
-  assertEquals(asked.slice(2).map((a) => a.path), sessions);
-  const list = [{ name: "s1", agent_state: "running", state_time: "t", exited: false }];
-  await answer(sessions[0], list);
-  await answer(sessions[1], list);
-  // Two of three lists in: nothing else asked yet (no locations, git status, services or screens).
-  assertEquals(asked.slice(2).map((a) => a.path), sessions);
-  await answer(sessions[2], list);
-  const after = asked.slice(5).map((a) => a.path);
-  for (const box of names) {
-    for (const what of ["locations", "worktrees", "services"]) {
-      assertEquals(after.includes(`/v1/boxes/${box}/api/${what}`), true, `${box} ${what}: ${after}`);
+  // Deno draws no frames: the details wait for the board's frame, so one is given at once.
+  const frame = (globalThis as { requestAnimationFrame?: unknown }).requestAnimationFrame;
+  (globalThis as { requestAnimationFrame?: unknown }).requestAnimationFrame = (draw: () => void) =>
+    setTimeout(draw, 0);
+  try {
+    const names = ["b1", "b2", "b3"];
+    new Sync(api).reloadAll();
+    assertEquals(asked.map((a) => a.path).sort(), ["/v1/sessions", "/v1/status"]);
+    await answer("/v1/status", { proxy: { enabled: false }, build: "x", boxes: [] });
+    assertEquals(asked.length, 2, "nothing else before the board");
+    const list = [{ name: "s1", agent_state: "running", state_time: "t", exited: false }] as Session[];
+    await answer("/v1/sessions", names.map((name) => boardEntry(name, list)));
+    assertEquals(Object.keys(boxes.value).sort(), names);
+    assertEquals(names.map((name) => boxes.value[name].sessions.map((s) => s.name)), [["s1"], ["s1"], [
+      "s1",
+    ]]);
+    // Then, and only through the agent's one read: no box's list asked through the relay.
+    await settled();
+    await settled();
+    const after = asked.slice(2).map((a) => a.path);
+    assertEquals(after.filter((p) => p.endsWith("/api/sessions")), []);
+    assertEquals(after.filter((p) => p.endsWith("/screen")).length, 2, "the last lines, two at a time");
+    // The details after the board's frame, two boxes at a time.
+    for (const box of ["b1", "b2"]) {
+      for (const what of ["locations", "worktrees", "services"]) {
+        assertEquals(after.includes(`/v1/boxes/${box}/api/${what}`), true, `${box} ${what}: ${after}`);
+      }
     }
+    assertEquals(after.includes("/v1/boxes/b3/api/locations"), false, "the third box waits its turn");
+  } finally {
+    (globalThis as { requestAnimationFrame?: unknown }).requestAnimationFrame = frame;
   }
-  assertEquals(after.filter((p) => p.endsWith("/screen")).length, 2, "the last lines, two at a time");
 });
