@@ -426,7 +426,7 @@ export class Box {
     this.#stopSpool?.();
     this.exits.close();
     this.sessions.close();
-    // The tmux control client: its input ends, after any line written to it, and it detaches.
+    // The tmux client kept ready for keys has been given nothing: its input ends and it runs nothing.
     await this.tmux.close();
     killAll();
     await this.worktrees.settled().catch(() => {});

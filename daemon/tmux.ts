@@ -9,7 +9,6 @@ import { DockError } from "../client/errors.ts";
 import { run, type RunResult } from "../core/runner.ts";
 import { KEY_NAMES as NAMED_KEYS } from "../client/wire.ts";
 import type { Clock } from "../core/clock.ts";
-import { CONTROL_SESSION, ControlClient } from "./tmux_control.ts";
 
 /** The keys typed by tmux's name for them (every other entry of `typeKeys` is one literal character). */
 const KEY_NAMES: ReadonlySet<string> = new Set(NAMED_KEYS);
@@ -58,9 +57,9 @@ export interface NewSessionOptions {
 export class Tmux {
   readonly socket: string;
   readonly configFile: string;
-  /** The client kept connected for command sequences (see `#sequence`); none before the first. */
-  #control?: ControlClient;
-  #controlTimer?: ReturnType<typeof setTimeout>;
+  /** A client started ahead for the next {@linkcode Tmux.typeKeys} (see there); none before the first. */
+  #ready?: ReadyClient;
+  #readyTimer?: ReturnType<typeof setTimeout>;
   #closed = false;
   /** What a send's wait for its paste to be drawn and go quiet counts time with (`#settleAfterPaste`). */
   #clock: Clock;
@@ -71,25 +70,20 @@ export class Tmux {
     this.#clock = options.clock;
   }
 
-  /** Whether a control client is connected for the next keys (started after the first). */
+  /** Whether a client is kept ready for the next keys (started after the first). */
   get ready(): boolean {
-    return this.#control?.alive ?? false;
+    return this.#ready !== undefined && !this.#ready.exited;
   }
 
-  /** How many command sequences a control client has answered (the others were spawned). */
-  get controlLines(): number {
-    return this.#controlLines;
-  }
-
-  #controlLines = 0;
-
-  /** Ends the control client (it types nothing more); later keys spawn tmux each time. */
+  /** Ends the client kept ready for keys (it types nothing); later keys spawn tmux each time. */
   async close(): Promise<void> {
     this.#closed = true;
-    clearTimeout(this.#controlTimer);
-    const control = this.#control;
-    this.#control = undefined;
-    await control?.close();
+    clearTimeout(this.#readyTimer);
+    const ready = this.#ready;
+    this.#ready = undefined;
+    if (!ready) return;
+    ready.input.close();
+    await ready.result;
   }
 
   /** Writes the config the server is started with (read when the server starts). */
@@ -136,23 +130,24 @@ export class Tmux {
 
   /** Every pane of the server; empty when no server runs. */
   async panes(): Promise<Pane[]> {
-    // Through the control client when one is connected: the exit watcher asks every half second.
-    const result = await this.#sequence([[
-      "list-panes",
-      "-a",
-      "-F",
-      "#{session_name}\t#{pane_pid}\t#{pane_dead}\t#{pane_dead_status}\t#{pane_width}\t#{pane_height}\t#{pid}\t#{pane_dead_signal}",
-    ]]);
-    if (result.code !== 0) {
+    let out: string;
+    try {
+      out = await this.command([
+        "list-panes",
+        "-a",
+        "-F",
+        "#{session_name}\t#{pane_pid}\t#{pane_dead}\t#{pane_dead_status}\t#{pane_width}\t#{pane_height}\t#{pid}\t#{pane_dead_signal}",
+      ]);
+    } catch (error) {
       // No server (nothing started yet, or it was killed) means no panes.
       // A server with no session left (exit-empty is off) answers "no current target". "error
       // connecting" is not among them: a busy server can refuse a connection for a moment.
-      if (/no server running|No such file|no current target/i.test(said(result))) return [];
-      throw failed("list-panes", result);
+      if (/no server running|No such file|no current target/i.test((error as Error).message)) {
+        return [];
+      }
+      throw error;
     }
-    const out = result.stdout;
-    // The control client's own session is no dock session.
-    return out.split("\n").filter((line) => line && !line.startsWith(`${CONTROL_SESSION}\t`)).map((line) => {
+    return out.split("\n").filter(Boolean).map((line) => {
       const [session, pid, dead, status, width, height, server, signal] = line.split("\t");
       return {
         session,
@@ -169,7 +164,7 @@ export class Tmux {
   /** The visible screen plus `history` lines above it, joined (wrapped lines made whole). */
   async capture(name: string, history: number): Promise<string> {
     const start = history > 0 ? `-${history}` : "0";
-    // Through the control client, as keys are: a screen is polled back to back after a send.
+    // Through the client kept ready, as keys are: a screen is polled back to back after a send.
     const result = await this.#sequence([["capture-pane", "-p", "-J", "-t", exact(name), "-S", start]]);
     if (result.code !== 0) throw failed("capture-pane", result);
     return result.stdout.replace(/\n+$/, "\n");
@@ -184,7 +179,7 @@ export class Tmux {
     const drawn = enter && settle ? await this.#drawnBefore(name, text) : undefined;
     const pasteBuffer = ["paste-buffer", "-p", "-d", "-b", buffer, "-t", exact(name)];
     if (inlineText(text)) {
-      // A short line goes in the command itself, through the control client (`#sequence`): the
+      // A short line goes in the command itself, through the client kept ready (`#sequence`): the
       // spawn of tmux was most of a send (bench sessions 9: 15.8 ms against 9.4 for send-keys by hand).
       const result = await this.#sequence([["set-buffer", "-b", buffer, "--", text], pasteBuffer]);
       if (result.code !== 0) throw failed("paste-buffer", result);
@@ -203,7 +198,7 @@ export class Tmux {
   /**
    * Types `keys` into session `name` as keystrokes, never a paste: one `send-keys -l` per character,
    * one `send-keys` of tmux's name per named key (checked by the caller: `isKeyEntry`), all in one tmux
-   * command sequence (one line to the control client, see `#sequence`). With `slot` (a keyed call), the slot is claimed (`set -o`)
+   * command sequence (one process, ~3 ms). With `slot` (a keyed call), the slot is claimed (`set -o`)
    * in the same step of the server, so the keys are typed at most once across daemons: `found` when
    * another call had claimed it (and so typed them). `release`: settled slots to unset first.
    */
@@ -229,31 +224,30 @@ export class Tmux {
 
   /**
    * Runs `commands` as one tmux command sequence (one step of the server: a failing command stops the
-   * rest). Through the control client when one is connected (`tmux_control.ts`): spawning tmux is most
-   * of a keystroke's cost (measured: p50 2–4 ms to spawn `tmux send-keys`, ~0.1 ms to hand the same
-   * line to a connected control client). The line goes in one write no longer than PIPE_BUF, so a
-   * daemon killed mid-way leaves tmux the whole sequence or nothing. One is started for the next call
-   * after the first, and again after it ended (the server was restarted).
+   * rest). Through the client kept ready when there is one: spawning tmux is most of a keystroke's cost
+   * (measured: p50 3.3–4.0 ms to spawn `tmux send-keys`, 0.76 ms to hand the same command to a client
+   * started ahead, `tmux source-file -`, which connects and then waits for its stdin). That client gets
+   * the whole sequence in one write no longer than PIPE_BUF, so the pipe holds all of it or none: a
+   * daemon killed mid-way leaves the client the whole sequence (run at its end of input, as a spawned
+   * tmux outlives the daemon) or nothing. A new one is started for the next call once this one is done.
    */
   async #sequence(commands: string[][]): Promise<RunResult> {
     const line = new TextEncoder().encode(
       commands.map((words) => words.map(tmuxQuote).join(" ")).join(" ; ") + "\n",
     );
-    const control = this.#control;
-    let answered = false;
+    const ready = this.#ready;
     try {
-      if (control?.alive && line.length <= PIPE_BUF) {
-        // A guard on a child, on real time (allow-listed): a line that never ends stops the client.
-        const timer = setTimeout(() => control.abort(), 15_000);
-        const result = await control.run(line, commands.length).finally(() => clearTimeout(timer));
-        // A client that ended before tmux began the line ran nothing of it: spawned instead.
-        if (result !== "unreached") {
-          this.#controlLines++;
-          answered = true;
-          return result;
-        }
+      if (ready && !ready.exited && line.length <= PIPE_BUF) {
+        this.#ready = undefined;
+        ready.input.enqueue(line);
+        ready.input.close();
+        // A guard on a child, on real time (allow-listed): a client that never ends is stopped.
+        const timer = setTimeout(() => ready.stop.abort(), 15_000);
+        const result = await ready.result.finally(() => clearTimeout(timer));
+        // A client that never reached the server ran nothing (the server had gone since it started).
+        if (result.code === 0 || !NOT_CONNECTED.test(result.stderr)) return result;
       }
-      const result = await run("tmux", [
+      return await run("tmux", [
         ...this.#global(),
         ...commands.flatMap((words, i) => [
           ...(i ? [";"] : []),
@@ -261,23 +255,34 @@ export class Tmux {
           ...words.map((word) => word === ";" ? "\\;" : word),
         ]),
       ], { timeoutMs: 15_000, group: false, env: tmuxEnv() });
-      answered = result.code === 0 || !NO_SERVER.test(result.stderr);
-      return result;
     } finally {
-      // After this call, so that starting one costs this call nothing: a turn of the event loop, not a
-      // time (allow-listed), so it stays off the injected clock, which a test may hold still. Only once a
-      // server answered: the control client makes its session, and so a server, where none runs.
-      if (answered && !this.#closed && (!this.#control || this.#control.finished)) {
-        clearTimeout(this.#controlTimer);
-        this.#controlTimer = setTimeout(() => this.#startControl(), 0);
+      // After this call, so that starting it costs this call nothing: a turn of the event loop, not a
+      // time (allow-listed), so it stays off the injected clock, which a test may hold still.
+      if (!this.#closed && !this.#ready) {
+        clearTimeout(this.#readyTimer);
+        this.#readyTimer = setTimeout(() => this.#startReady(), 0);
       }
     }
   }
 
-  /** Starts a control client (see `#sequence`) unless one runs. */
-  #startControl(): void {
-    if (this.#closed || (this.#control && !this.#control.finished)) return;
-    this.#control = new ControlClient(this.#global(), tmuxEnv());
+  /** Starts a client that runs, once its input ends, the commands it was given (see `#sequence`). */
+  #startReady(): void {
+    if (this.#closed || this.#ready) return;
+    let input!: ReadableStreamDefaultController<Uint8Array>;
+    const stdin = new ReadableStream<Uint8Array>({ start: (controller) => void (input = controller) });
+    const stop = new AbortController();
+    const result = run("tmux", [...this.#global(), "source-file", "-"], {
+      stdin,
+      group: false,
+      env: tmuxEnv(),
+      signal: stop.signal,
+    }).catch((error) => ({ code: 1, stdout: "", stderr: String(error) }) as RunResult);
+    const ready: ReadyClient = { input, stop, result, exited: false };
+    result.then(() => {
+      ready.exited = true;
+      if (this.#ready === ready) this.#ready = undefined;
+    });
+    this.#ready = ready;
   }
 
   /** The options every tmux command of this server starts with. */
@@ -534,11 +539,20 @@ function failed(command: string, result: RunResult): DockError {
   });
 }
 
-/** What a tmux client says when no server answered it. */
-const NO_SERVER = /no server running|error connecting to|server exited unexpectedly|No such file/i;
+/** A client started ahead of need, waiting for its commands on stdin (`tmux source-file -`). */
+interface ReadyClient {
+  input: ReadableStreamDefaultController<Uint8Array>;
+  result: Promise<RunResult>;
+  /** Ends it when its commands take too long (as `timeoutMs` ends a spawned one). */
+  stop: AbortController;
+  exited: boolean;
+}
 
 /** The most a pipe takes in one write, whole or not at all (POSIX: at least 512; Linux: 4096). */
 const PIPE_BUF = 4096;
+
+/** What a tmux client says when it cannot reach its server (it then ran nothing). */
+const NOT_CONNECTED = /no server running|error connecting to|server exited unexpectedly/;
 
 /** The environment of a tmux client: UTF-8 whatever the daemon's locale. */
 function tmuxEnv(): Record<string, string> {

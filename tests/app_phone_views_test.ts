@@ -12,7 +12,6 @@
  * Needs /usr/bin/chromium; without it the tests are skipped, saying so. A screenshot of the phone's review
  * (app-phone-review.png) goes into `docs/` with `DOCK_SCREENSHOTS=1`.
  */
-import { CONTROL_SESSION } from "../daemon/tmux_control.ts";
 import { join } from "node:path";
 import type { Page } from "playwright-core";
 import { CHROMIUM_MISSING, dropShots, launchChromium, shotsDir } from "./browser.ts";
@@ -47,11 +46,11 @@ async function setUp(dirs: BoxDirs) {
   return { box, agent, url: open.stdout.trim() };
 }
 
-/** The tmux sessions with a client attached on the box (not the daemon's own control client). */
+/** The tmux sessions with a client attached on the box. */
 async function attachedSessions(dirs: BoxDirs): Promise<string[]> {
   const socket = join(dirs.state, "box", "tmux.sock");
   const listed = await run("tmux", ["-S", socket, "list-clients", "-F", "#{session_name}"]);
-  return listed.stdout.split("\n").filter((name) => name && name !== CONTROL_SESSION).sort();
+  return listed.stdout.split("\n").filter(Boolean).sort();
 }
 
 /** A session that prints `lines` lines of history named after it, then logs every byte it reads. */

@@ -267,10 +267,9 @@ export function laptopEnv(dirs: BoxDirs, agent: { port: number }, extra: Record<
 
 /**
  * Writes a `tmux` in front of the real one that sleeps `seconds` before a command line naming
- * `command` (and touches `marker`, when given, as it starts to): a slow tmux, on cue, also for the
- * lines the daemon's control client is given. Each command line (and each control line) is appended to
- * `tmux.calls` beside it as it starts, and `<marker>.done` is touched once a command line naming `command`
- * has ended (spawned) or has been handed to tmux (a control line). Returns the PATH that puts it first.
+ * `command` (and touches `marker`, when given, as it starts to): a slow tmux, on cue. Each command
+ * line is appended to `tmux.calls` beside it as it starts, and `<marker>.done` is touched once a
+ * command line naming `command` has ended. Returns the PATH that puts it first.
  */
 export async function slowTmux(
   dirs: BoxDirs,
@@ -288,20 +287,6 @@ export async function slowTmux(
     join(shims, "tmux"),
     `#!/bin/sh
 echo "$*" >> '${join(shims, "tmux.calls")}'
-for a in "$@"; do
-  if [ "$a" = -C ]; then
-    # The daemon's control client: its commands come as lines on stdin (each word quoted), and a line
-    # naming the command waits as a spawned one would; the line still reaches tmux after the daemon dies.
-    while IFS= read -r line; do
-      printf '%s\\n' "$line" >> '${join(shims, "tmux.calls")}'
-      cued=
-      case "$line" in *"'${command}'"*) cued=1; ${touch}sleep ${seconds};; esac
-      printf '%s\\n' "$line"
-      ${marker ? `[ -n "$cued" ] && touch '${marker}.done'` : ":"}
-    done | '${real}' "$@"
-    exit $?
-  fi
-done
 cued=
 for a in "$@"; do [ "$a" = ${command} ] && cued=1 && ${touch}sleep ${seconds} && break; done
 ` +
