@@ -25,13 +25,13 @@ Deno.test("plugin lifecycle: every allowed change is made by the real registry a
   const other = join(home, "plugins", "other");
   await Deno.mkdir(folder, { recursive: true });
   await Deno.mkdir(other, { recursive: true });
-  const manifest = (id: string, note = "") =>
+  const manifest = (id: string, note = "", module = "hook.ts") =>
     JSON.stringify({
       id,
       name: id,
       version: "1.0.0",
       description: note || undefined,
-      hooks: [{ on: "test.ping", module: "hook.ts" }],
+      hooks: [{ on: "test.ping", module }],
     });
   // Each write changes the folder's size, so its signature changes whatever the clock's resolution.
   let edits = 0;
@@ -97,11 +97,14 @@ Deno.test("plugin lifecycle: every allowed change is made by the real registry a
     assertEquals([demo().phase, listed()], ["invalid", "off"]);
     await write(join(folder, "dock-plugin.json"), "{ still broken");
     await registry.scan(); // invalid → reject → invalid
-    await write(join(folder, "dock-plugin.json"), manifest("demo"));
-    await broken();
+    // A module never imported before: a host that imported hook.ts (fixed) may serve it from its
+    // module cache, whatever the file says now.
+    await write(join(folder, "hook2.ts"), `throw new Error("broken on purpose");`);
+    await write(join(folder, "dock-plugin.json"), manifest("demo", "", "hook2.ts"));
     await registry.scan(); // invalid → read → loaded: the grant outlived the broken manifest
     assertEquals(listed(), "idle");
-    await supervisor.testEvent(demo(), PING); // loaded → fail → failed
+    const [again] = await supervisor.testEvent(demo(), PING); // loaded → fail → failed
+    assert(again.error?.includes("did not load"), again.error);
     await write(join(folder, "dock-plugin.json"), "{ broken again");
     await registry.scan(); // failed → reject → invalid
     assertEquals([demo().phase, listed(), registry.info(demo(), false).error !== undefined], [
