@@ -5,11 +5,9 @@
  *
  * Needs /usr/bin/chromium (`.ci/run` installs it); without it the test is skipped, saying so.
  */
-import { join } from "node:path";
 import { CHROMIUM_MISSING, launchChromium } from "./browser.ts";
 import { assertEquals } from "./assert.ts";
-import { AgentClient } from "../client/agent.ts";
-import { makeDirs, makeRepo, startAgent, startBox } from "./harness.ts";
+import { startBoxAndAgent } from "./harness.ts";
 
 // What runs in the page: this file is type-checked without the DOM's types.
 // deno-lint-ignore no-explicit-any
@@ -19,15 +17,10 @@ Deno.test({
   name: "app board: drawn from one GET /v1/sessions, no box's list through the relay, and kept by events",
   ignore: CHROMIUM_MISSING,
   async fn() {
-    const dirs = await makeDirs();
-    await using box = await startBox({ dirs });
-    await using agent = await startAgent(dirs);
-    const client = new AgentClient({ url: agent.url, token: agent.token, origin: "test" });
+    await using laptop = await startBoxAndAgent("local");
+    const { box, agent } = laptop;
     const browser = await launchChromium();
     try {
-      await client.addLocal("local");
-      const repo = await makeRepo(join(dirs.home, "work"), "app");
-      await box.client.addLocation({ name: "app", path: repo });
       for (const name of ["one", "two", "three"]) {
         await box.client.createSession({ location: "app", command: "sh", name });
       }
@@ -48,7 +41,6 @@ Deno.test({
       assertEquals(asked.filter((path) => path === "/v1/boxes/local/api/sessions"), []);
     } finally {
       await browser.close();
-      client.close();
     }
   },
 });

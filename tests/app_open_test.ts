@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { CHROMIUM_MISSING, launchChromium } from "./browser.ts";
 import { assertEquals, assertStringIncludes } from "./assert.ts";
 import { AgentClient } from "../client/agent.ts";
-import { makeDirs, makeRepo, startAgent, startBox } from "./harness.ts";
+import { makeDirs, makeRepo, startAgent, startBox, startBoxAndAgent } from "./harness.ts";
 import { until } from "./wait.ts";
 
 Deno.test({
@@ -19,12 +19,8 @@ Deno.test({
   sanitizeOps: false,
   sanitizeResources: false,
   async fn() {
-    const dirs = await makeDirs();
-    await using box = await startBox({ dirs });
-    await using agent = await startAgent(dirs);
-    const client = new AgentClient({ url: agent.url, token: agent.token, origin: "test" });
-    await client.addLocal("devbox");
-    await box.client.addLocation({ name: "app", path: await makeRepo(join(dirs.home, "work"), "app") });
+    await using laptop = await startBoxAndAgent("devbox");
+    const { agent, client } = laptop;
     const browser = await launchChromium();
     try {
       const page = await browser.newPage({ viewport: { width: 1200, height: 800 } });
@@ -47,7 +43,6 @@ Deno.test({
       assertEquals(errors, []);
     } finally {
       await browser.close();
-      client.close();
     }
   },
 });

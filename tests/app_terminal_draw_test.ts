@@ -6,12 +6,10 @@
  *
  * Needs /usr/bin/chromium (`.ci/run` installs it); without it the test is skipped, saying so.
  */
-import { join } from "node:path";
 import type { Page } from "playwright-core";
 import { CHROMIUM_MISSING, launchChromium } from "./browser.ts";
 import { assert, assertEquals } from "./assert.ts";
-import { AgentClient } from "../client/agent.ts";
-import { makeDirs, makeRepo, startAgent, startBox } from "./harness.ts";
+import { startBoxAndAgent } from "./harness.ts";
 
 // What runs in the page: this file is type-checked without the DOM's types.
 // deno-lint-ignore no-explicit-any
@@ -114,15 +112,10 @@ Deno.test({
   sanitizeOps: false,
   sanitizeResources: false,
   async fn() {
-    const dirs = await makeDirs();
-    await using box = await startBox({ dirs });
-    await using agent = await startAgent(dirs);
-    const client = new AgentClient({ url: agent.url, token: agent.token, origin: "test" });
+    await using laptop = await startBoxAndAgent("local");
+    const { box, agent } = laptop;
     const browser = await launchChromium();
     try {
-      await client.addLocal("local");
-      const repo = await makeRepo(join(dirs.home, "work"), "app");
-      await box.client.addLocation({ name: "app", path: repo });
       await box.client.createSession({ location: "app", command: "cat", name: "cat" });
       await box.client.createSession({ location: "app", command: "sh", name: "sh" });
       const page = await browser.newPage({ viewport: { width: 1200, height: 800 } });
@@ -165,7 +158,6 @@ Deno.test({
       assertEquals(errors, []);
     } finally {
       await browser.close();
-      client.close();
     }
   },
 });

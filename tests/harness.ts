@@ -7,6 +7,7 @@
  */
 import { join } from "node:path";
 import { BoxClient } from "../client/box.ts";
+import { AgentClient } from "../client/agent.ts";
 import { boxCgroupFolder, removeCgroup } from "../daemon/cgroups.ts";
 import { buildPackage, type BuiltPackage } from "../package/build.ts";
 import { hostTarget } from "../package/release.ts";
@@ -614,4 +615,28 @@ export function listeningPorts(pid: number): number[] {
     }
   }
   return [...ports].sort((a, b) => a - b);
+}
+
+/**
+ * A real box and a real agent that has it as its local box `name`, with the repository `app`
+ * registered on the box: where the app's browser tests start. Disposed whole (client, agent, box).
+ */
+export async function startBoxAndAgent(name = "local") {
+  const dirs = await makeDirs();
+  const box = await startBox({ dirs });
+  const agent = await startAgent(dirs);
+  const client = new AgentClient({ url: agent.url, token: agent.token, origin: "test" });
+  const stop = async () => {
+    client.close();
+    await agent[Symbol.asyncDispose]();
+    await box[Symbol.asyncDispose]();
+  };
+  try {
+    await client.addLocal(name);
+    await box.client.addLocation({ name: "app", path: await makeRepo(join(dirs.home, "work"), "app") });
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  return { dirs, box, agent, client, [Symbol.asyncDispose]: stop };
 }
