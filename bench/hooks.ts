@@ -32,6 +32,18 @@ export interface HooksBenchOptions {
   quick?: boolean;
 }
 
+/**
+ * Makes a FIFO at `path` and opens it for reading, with a writer of our own (`keepOpen`): the FIFO then
+ * reports end-of-file only once that writer is closed and every hook has closed its end.
+ */
+async function openFifo(path: string): Promise<{ file: Deno.FsFile; keepOpen: Deno.FsFile }> {
+  const made = await new Deno.Command("mkfifo", { args: [path] }).output();
+  if (!made.success) throw new Error("mkfifo failed");
+  const reading = Deno.open(path, { read: true });
+  const keepOpen = await Deno.open(path, { write: true });
+  return { file: await reading, keepOpen };
+}
+
 /** Reads lines from a FIFO, stamping each with `performance.now()` as it arrives. */
 class FifoStamps {
   readonly path: string;
@@ -46,12 +58,7 @@ class FifoStamps {
   }
 
   async open(): Promise<void> {
-    const made = await new Deno.Command("mkfifo", { args: [this.path] }).output();
-    if (!made.success) throw new Error("mkfifo failed");
-    const reading = Deno.open(this.path, { read: true });
-    // A writer of our own keeps the FIFO from reporting end-of-file between hooks.
-    this.#keepOpen = await Deno.open(this.path, { write: true });
-    this.#file = await reading;
+    ({ file: this.#file, keepOpen: this.#keepOpen } = await openFifo(this.path));
     this.#reading = this.#read();
   }
 
@@ -183,11 +190,8 @@ class FifoCopies {
   }
 
   async open(): Promise<void> {
-    const made = await new Deno.Command("mkfifo", { args: [this.path] }).output();
-    if (!made.success) throw new Error("mkfifo failed");
-    const reading = Deno.open(this.path, { read: true });
-    this.#keepOpen = await Deno.open(this.path, { write: true });
-    const file = await reading;
+    const { file, keepOpen } = await openFifo(this.path);
+    this.#keepOpen = keepOpen;
     this.#reading = (async () => {
       const decoder = new TextDecoder();
       let text = "";
