@@ -8,6 +8,7 @@
 import type { BoxInfo } from "../client/wire.ts";
 import { DockError } from "../client/errors.ts";
 import { type Clock, timeoutSignal } from "../core/clock.ts";
+import { readLimited } from "../core/http.ts";
 import { type BoxHttp, SMALL_BODY } from "./box_http.ts";
 
 /** How a box is read: its kept connections, and a TLS box's `Bearer` credential (`Boxes.endpoint`). */
@@ -62,7 +63,7 @@ async function read(
   return text;
 }
 
-/** A body as text, refused past `maxBytes`. */
+/** A body as text, refused past `maxBytes` (as it arrives, for a stream). */
 async function boundedText(
   body: Uint8Array | ReadableStream<Uint8Array> | null,
   maxBytes: number,
@@ -72,30 +73,9 @@ async function boundedText(
     new DockError("box_error", `the box's answer to ${path} is larger than ${maxBytes} bytes`, {
       status: 502,
     });
-  if (body === null) return "";
   if (body instanceof Uint8Array) {
     if (body.length > maxBytes) throw tooLarge();
     return new TextDecoder().decode(body);
   }
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  const reader = body.getReader();
-  try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      size += value.length;
-      if (size > maxBytes) throw tooLarge();
-      chunks.push(value);
-    }
-  } finally {
-    reader.cancel().catch(() => {});
-  }
-  const whole = new Uint8Array(size);
-  let at = 0;
-  for (const chunk of chunks) {
-    whole.set(chunk, at);
-    at += chunk.length;
-  }
-  return new TextDecoder().decode(whole);
+  return new TextDecoder().decode(await readLimited(body, maxBytes, tooLarge));
 }
