@@ -18,7 +18,7 @@ import type {
   WaitResult,
 } from "../client/wire.ts";
 import type { Clock } from "../core/clock.ts";
-import { sha256Hex } from "../core/bytes.ts";
+import { sha256Hex, sha256HexNow } from "../core/bytes.ts";
 import type { EventBus } from "../core/events.ts";
 import { answerKeys } from "./answers.ts";
 import { RestoredInputs } from "./restored_input.ts";
@@ -229,7 +229,7 @@ export class SessionInput {
       return await type(keys, slot);
     };
     if (step.key === undefined) return await fresh(() => {});
-    const slot = `dock-keys-${await sha256Hex(step.key, 12)}`;
+    const slot = `dock-keys-${sha256HexNow(step.key, 12)}`;
     try {
       return await this.#o.ledger.once<T>(
         step.key,

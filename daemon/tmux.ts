@@ -9,6 +9,7 @@ import { DockError } from "../client/errors.ts";
 import { run, type RunResult } from "../core/runner.ts";
 import { KEY_NAMES as NAMED_KEYS } from "../client/wire.ts";
 import type { Clock } from "../core/clock.ts";
+import { ReadyClients } from "./tmux_clients.ts";
 
 /** The keys typed by tmux's name for them (every other entry of `typeKeys` is one literal character). */
 const KEY_NAMES: ReadonlySet<string> = new Set(NAMED_KEYS);
@@ -57,10 +58,8 @@ export interface NewSessionOptions {
 export class Tmux {
   readonly socket: string;
   readonly configFile: string;
-  /** A client started ahead for the next {@linkcode Tmux.typeKeys} (see there); none before the first. */
-  #ready?: ReadyClient;
-  #readyTimer?: ReturnType<typeof setTimeout>;
-  #closed = false;
+  /** Clients started ahead for short command sequences (see `#sequence`); none before the first. */
+  #ready: ReadyClients;
   /** What a send's wait for its paste to be drawn and go quiet counts time with (`#settleAfterPaste`). */
   #clock: Clock;
 
@@ -68,22 +67,22 @@ export class Tmux {
     this.socket = options.socket;
     this.configFile = options.configFile;
     this.#clock = options.clock;
+    this.#ready = new ReadyClients({ tmux: this.#global(), env: tmuxEnv() });
   }
 
-  /** Whether a client is kept ready for the next keys (started after the first). */
-  get ready(): boolean {
-    return this.#ready !== undefined && !this.#ready.exited;
+  /** How many clients wait ready for the next short command sequence (none before the first). */
+  get ready(): number {
+    return this.#ready.count;
   }
 
-  /** Ends the client kept ready for keys (it types nothing); later keys spawn tmux each time. */
+  /** How many command sequences clients started ahead have run. */
+  get handed(): number {
+    return this.#ready.handed;
+  }
+
+  /** Ends the clients kept ready (they type nothing); later sequences spawn tmux each time. */
   async close(): Promise<void> {
-    this.#closed = true;
-    clearTimeout(this.#readyTimer);
-    const ready = this.#ready;
-    this.#ready = undefined;
-    if (!ready) return;
-    ready.input.close();
-    await ready.result;
+    await this.#ready.close();
   }
 
   /** Writes the config the server is started with (read when the server starts). */
@@ -224,65 +223,28 @@ export class Tmux {
 
   /**
    * Runs `commands` as one tmux command sequence (one step of the server: a failing command stops the
-   * rest). Through the client kept ready when there is one: spawning tmux is most of a keystroke's cost
-   * (measured: p50 3.3–4.0 ms to spawn `tmux send-keys`, 0.76 ms to hand the same command to a client
-   * started ahead, `tmux source-file -`, which connects and then waits for its stdin). That client gets
-   * the whole sequence in one write no longer than PIPE_BUF, so the pipe holds all of it or none: a
-   * daemon killed mid-way leaves the client the whole sequence (run at its end of input, as a spawned
-   * tmux outlives the daemon) or nothing. A new one is started for the next call once this one is done.
+   * rest). Through a client started ahead when it fits (see daemon/tmux_clients.ts): spawning tmux is
+   * most of a keystroke's cost (measured: p50 3.3–4.0 ms to spawn `tmux send-keys`, 0.76 ms to hand the
+   * same command to a client started ahead, `tmux source-file -`, which connects and then waits for its
+   * stdin). That client gets the whole sequence in one write no longer than PIPE_BUF, so the pipe holds
+   * all of it or none: a daemon killed mid-way leaves the client the whole sequence (run at its end of
+   * input, as a spawned tmux outlives the daemon) or nothing.
    */
   async #sequence(commands: string[][]): Promise<RunResult> {
     const line = new TextEncoder().encode(
       commands.map((words) => words.map(tmuxQuote).join(" ")).join(" ; ") + "\n",
     );
-    const ready = this.#ready;
-    try {
-      if (ready && !ready.exited && line.length <= PIPE_BUF) {
-        this.#ready = undefined;
-        ready.input.enqueue(line);
-        ready.input.close();
-        // A guard on a child, on real time (allow-listed): a client that never ends is stopped.
-        const timer = setTimeout(() => ready.stop.abort(), 15_000);
-        const result = await ready.result.finally(() => clearTimeout(timer));
-        // A client that never reached the server ran nothing (the server had gone since it started).
-        if (result.code === 0 || !NOT_CONNECTED.test(result.stderr)) return result;
-      }
-      return await run("tmux", [
-        ...this.#global(),
-        ...commands.flatMap((words, i) => [
-          ...(i ? [";"] : []),
-          // A word that is a lone `;` separates commands on tmux's command line; `\;` is the character.
-          ...words.map((word) => word === ";" ? "\\;" : word),
-        ]),
-      ], { timeoutMs: 15_000, group: false, env: tmuxEnv() });
-    } finally {
-      // After this call, so that starting it costs this call nothing: a turn of the event loop, not a
-      // time (allow-listed), so it stays off the injected clock, which a test may hold still.
-      if (!this.#closed && !this.#ready) {
-        clearTimeout(this.#readyTimer);
-        this.#readyTimer = setTimeout(() => this.#startReady(), 0);
-      }
-    }
-  }
-
-  /** Starts a client that runs, once its input ends, the commands it was given (see `#sequence`). */
-  #startReady(): void {
-    if (this.#closed || this.#ready) return;
-    let input!: ReadableStreamDefaultController<Uint8Array>;
-    const stdin = new ReadableStream<Uint8Array>({ start: (controller) => void (input = controller) });
-    const stop = new AbortController();
-    const result = run("tmux", [...this.#global(), "source-file", "-"], {
-      stdin,
-      group: false,
-      env: tmuxEnv(),
-      signal: stop.signal,
-    }).catch((error) => ({ code: 1, stdout: "", stderr: String(error) }) as RunResult);
-    const ready: ReadyClient = { input, stop, result, exited: false };
-    result.then(() => {
-      ready.exited = true;
-      if (this.#ready === ready) this.#ready = undefined;
-    });
-    this.#ready = ready;
+    const result = line.length <= PIPE_BUF ? await this.#ready.run(line) : undefined;
+    // A client that never reached the server ran nothing (it was started while none was running).
+    if (result && (result.code === 0 || !NOT_CONNECTED.test(result.stderr))) return result;
+    return await run("tmux", [
+      ...this.#global(),
+      ...commands.flatMap((words, i) => [
+        ...(i ? [";"] : []),
+        // A word that is a lone `;` separates commands on tmux's command line; `\;` is the character.
+        ...words.map((word) => word === ";" ? "\\;" : word),
+      ]),
+    ], { timeoutMs: 15_000, group: false, env: tmuxEnv() });
   }
 
   /** The options every tmux command of this server starts with. */
@@ -537,15 +499,6 @@ function failed(command: string, result: RunResult): DockError {
   return new DockError("tmux_failed", `tmux ${command}: ${said(result) || `exit ${result.code}`}`, {
     status: 422,
   });
-}
-
-/** A client started ahead of need, waiting for its commands on stdin (`tmux source-file -`). */
-interface ReadyClient {
-  input: ReadableStreamDefaultController<Uint8Array>;
-  result: Promise<RunResult>;
-  /** Ends it when its commands take too long (as `timeoutMs` ends a spawned one). */
-  stop: AbortController;
-  exited: boolean;
 }
 
 /** The most a pipe takes in one write, whole or not at all (POSIX: at least 512; Linux: 4096). */

@@ -178,25 +178,24 @@ Deno.test("typeKeys with a slot: typed once; a second call with it finds them ty
   assertEquals(await box.read(3), "31 32 33");
 });
 
-Deno.test("typeKeys through the client kept ready: the same keystrokes, the same slot claims, and a spawn when it is gone", async () => {
+Deno.test("typeKeys through the clients kept ready: the same keystrokes, the same slot claims, and a spawn when they are gone", async () => {
   await using box = await keyServer();
-  const ready = async () => {
-    while (!box.tmux.ready) await new Promise((resolve) => setTimeout(resolve, 10));
-  };
-  assertEquals(box.tmux.ready, false, "none before the first keys");
+  const ready = () => until(() => box.tmux.ready === 2, "two clients kept ready");
+  assertEquals(box.tmux.ready, 0, "none before the first keys");
   assertEquals(await box.tmux.typeKeys("k", ["0"]), "typed");
   await ready();
+  const handed = box.tmux.handed;
   // Each word goes through tmux's command syntax here: what it would read specially is typed as itself.
   const special = [";", "'", '"', "\\", "$", "~", "#", "{", "}", "%", " ", "é"];
   assertEquals(await box.tmux.typeKeys("k", [...special, "Enter", "C-c"], { slot: "ready-1" }), "typed");
-  assertEquals(box.tmux.ready, false, "taken by that call");
-  await ready();
+  assertEquals(box.tmux.handed, handed + 1, "run by a client kept ready");
+  // Back to back, each call finds a client connected (two are kept).
   assertEquals(await box.tmux.typeKeys("k", ["x"], { slot: "ready-1" }), "found");
-  await ready();
   assertEquals(await box.tmux.typeKeys("k", ["1"], { slot: "ready-2", release: ["ready-1"] }), "typed");
+  assertEquals(box.tmux.handed, handed + 3);
   await ready();
   await assertRejects(() => box.tmux.typeKeys("gone", ["x"]), DockError, "can't find session");
-  // The server restarted since the client was started: it reached nothing, so the keys are spawned.
+  // The server restarted since the clients were started: they ended with it, and a fresh one types.
   await ready();
   await box.tmux.command(["kill-server"]);
   // kill-server answers before the server is gone: a new-session meanwhile may reach the dying one
@@ -228,12 +227,13 @@ async function until(condition: () => boolean | Promise<boolean>, what: string):
 
 Deno.test("paste: a line goes through the client kept ready, tmux's special characters as themselves", async () => {
   await using box = await server();
-  // The first command spawns tmux and starts the client kept ready for the next.
+  // The first command starts the clients kept ready for the next.
   await box.tmux.paste("s", "first", true);
-  await until(() => box.tmux.ready, "the client kept ready");
+  await until(() => box.tmux.ready > 0, "a client kept ready");
   const line = `-x ; ' " \\ $HOME ~ #c {} %1 é -- end`;
+  const handed = box.tmux.handed;
   await box.tmux.paste("s", line, false);
-  assertEquals(box.tmux.ready, false, "taken by the paste");
+  assertEquals(box.tmux.handed, handed + 1, "run by a client kept ready");
   await box.tmux.typeKeys("s", ["Enter"]);
   // A text with a newline cannot be a tmux word: it is loaded through stdin, whole.
   await box.tmux.paste("s", "two\nlines", true);

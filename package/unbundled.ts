@@ -56,6 +56,8 @@ export const ENTRY_BUNDLES: readonly string[] = ["package/place_cache.ts"];
  * a dock running from the package uses (bundled) and a person can run with the package's own Deno.
  */
 export const KEPT_SOURCES: readonly string[] = [
+  // The daemon's tmux clients started ahead run on a worker thread, from this module's source.
+  "daemon/tmux_clients_worker.ts",
   "plugins/host_main.ts",
   "plugins/worker_main.ts",
   // The plugin SDK, which the plugin host maps `@dock/plugin` to (plugins/sdk_map.ts).

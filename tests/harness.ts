@@ -268,9 +268,10 @@ export function laptopEnv(dirs: BoxDirs, agent: { port: number }, extra: Record<
 
 /**
  * Writes a `tmux` in front of the real one that sleeps `seconds` before a command line naming
- * `command` (and touches `marker`, when given, as it starts to): a slow tmux, on cue. Each command
- * line is appended to `tmux.calls` beside it as it starts, and `<marker>.done` is touched once a
- * command line naming `command` has ended. Returns the PATH that puts it first.
+ * `command` (and touches `marker`, when given, as it starts to): a slow tmux, on cue, also for the
+ * command lines a client started ahead (`source-file -`) is handed. Each command line is appended to
+ * `tmux.calls` beside it as it starts (a handed line once handed), and `<marker>.done` is touched once
+ * a command line naming `command` has ended. Returns the PATH that puts it first.
  */
 export async function slowTmux(
   dirs: BoxDirs,
@@ -288,6 +289,20 @@ export async function slowTmux(
     join(shims, "tmux"),
     `#!/bin/sh
 echo "$*" >> '${join(shims, "tmux.calls")}'
+for a in "$@"; do
+  if [ "$a" = source-file ]; then
+    # A client the daemon started ahead: its commands come on stdin (each word quoted) once it is
+    # handed them; a line naming the command waits as a spawned one would, and reaches tmux even when
+    # the daemon died meanwhile (its end of input is what lets the client run it).
+    input=$(cat)
+    printf '%s\n' "$input" >> '${join(shims, "tmux.calls")}'
+    cued=
+    case "$input" in *"'${command}'"*) cued=1; ${touch}sleep ${seconds};; esac
+    printf '%s\n' "$input" | '${real}' "$@"; code=$?
+    ${marker ? `[ -n "$cued" ] && touch '${marker}.done'` : ":"}
+    exit $code
+  fi
+done
 cued=
 for a in "$@"; do [ "$a" = ${command} ] && cued=1 && ${touch}sleep ${seconds} && break; done
 ` +

@@ -200,8 +200,8 @@ const ALLOWED_TIMER_SPOTS: Record<string, string> = {
     "`pollUntil`: waits on real processes and the files they write (a kill's grace, a tunnel's URL), which give no event",
   "daemon/tools.ts":
     "a PATH folder's listing is kept only when its mtime is 2 s older than now: a file time against the real clock, nothing ordered or delayed (tests inject `now`)",
-  "daemon/tmux.ts":
-    "a 15 s guard on the ready tmux client (a child), and the turn of the event loop before starting the next",
+  "daemon/tmux_clients_worker.ts":
+    "a 15 s guard on a tmux client started ahead (a child), on the worker thread that has no Clock to take",
   // core/ and the plugin host: guards on a socket or a child, turns of the event loop, file times.
   "core/deadlines.ts":
     "one unref'd interval checks every connection's header and idle deadline (socket guards; tests inject `now` and sweep by hand)",
