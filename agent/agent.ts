@@ -98,7 +98,7 @@ export class Agent {
     this.merge = new EventMerge(this.store, this.bus, this.boxes, { clock, log });
     this.sessions = new SessionIndex({
       boxes: {
-        status: () => this.boxes.status(),
+        status: () => this.boxes.statusParts(),
         read: (name, options) => readSessions(this.boxes.endpoint(name), options),
       },
       subscribe: (listener) => this.bus.subscribe(listener),

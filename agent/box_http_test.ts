@@ -178,6 +178,36 @@ Deno.test("box client: connections per box are capped; requests past the cap wai
   }
 });
 
+Deno.test("box client: a burst of 50 requests at once keeps its connections for the next burst", async () => {
+  let release = () => {};
+  let gate = new Promise<void>((resolve) => release = resolve);
+  const server = await rawServer(async () => {
+    await gate;
+    return { body: "ok" };
+  });
+  const http = new BoxHttp({ socket: server.socket });
+  const burst = () =>
+    Promise.all(
+      Array.from({ length: 50 }, (_, i) =>
+        http.request({ method: "GET", path: `/v1/${i}`, headers: {} }).then(text)),
+    );
+  try {
+    // Held at the box until all 50 are there: 50 connections open at once.
+    const first = burst();
+    await until(() => server.counts.requests === 50, "50 requests at the box");
+    release();
+    assertEquals(await first, Array(50).fill("ok"));
+    assertEquals(http.stats(), { open: 50, idle: 50, opened: 50 });
+    gate = Promise.resolve();
+    assertEquals(await burst(), Array(50).fill("ok"));
+    // The relay's 50-at-once bench: a pool of 32 opened 18 fresh connections for every burst.
+    assertEquals(http.stats().opened, 50, "the second burst opened none");
+  } finally {
+    http.close();
+    await server.stop();
+  }
+});
+
 Deno.test("box client: a line break in a header is refused before anything is sent", async () => {
   const http = new BoxHttp({ socket: "/nonexistent/dock-box.sock" });
   await assertRejects(

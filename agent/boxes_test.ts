@@ -1,5 +1,5 @@
-import { assertEquals } from "../tests/assert.ts";
-import type { DockEvent } from "../client/wire.ts";
+import { assert, assertEquals } from "../tests/assert.ts";
+import type { BoxStatus, DockEvent } from "../client/wire.ts";
 import { BUILD } from "../client/version.ts";
 import { EventBus } from "../core/events.ts";
 import { Store } from "../core/store.ts";
@@ -100,6 +100,77 @@ Deno.test("health: a box that comes back on another build is announced as box.ch
   } finally {
     boxes.close();
     await server.shutdown();
+    store.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("status: a box going offline and online again changes exactly its part, kept between changes", async () => {
+  const dir = await Deno.makeTempDir();
+  // Three boxes' `GET /v1/info` over their sockets; `down` names the one answering 503.
+  let down = "";
+  const servers = ["a", "b", "c"].map((name) =>
+    Deno.serve(
+      { path: `${dir}/${name}.sock`, onListen: () => {} },
+      () =>
+        down === name
+          ? Response.json({ error: { code: "down", message: "down for the test" } }, { status: 503 })
+          : Response.json({ build: BUILD }),
+    )
+  );
+  const store = new Store(`${dir}/agent.db`);
+  const bus = new EventBus(store);
+  const boxes = new Boxes(store, bus, {
+    healthMs: 5000,
+    clock: new FakeClock(Date.parse("2026-01-01T00:00:00Z")),
+  });
+  /** The status as `GET /v1/status` sends it, each box's part by name. */
+  const parts = () => Object.fromEntries(boxes.statusParts().map((part) => [part.name, part]));
+  try {
+    for (const name of ["c", "a", "b"]) {
+      await boxes.add({ name, kind: "socket", address: `${dir}/${name}.sock` }, "t");
+    }
+    const before = parts();
+    assertEquals(JSON.parse(boxes.statusJson()), boxes.status(), "the kept JSON is the status");
+    assertEquals(boxes.status().map((box) => [box.name, box.online]), [["a", true], ["b", true], [
+      "c",
+      true,
+    ]]);
+    assert(boxes.statusParts() === boxes.statusParts(), "kept while nothing changes");
+
+    down = "b";
+    const offline = nextEvent(bus, "box.offline");
+    await boxes.check("b");
+    // Told synchronously: a listener reading the status on `box.offline` sees the box offline in it.
+    assertEquals((await offline).data?.box, "b");
+    const off = parts();
+    assert(off.a === before.a && off.c === before.c, "the other boxes' parts are the ones kept");
+    assertEquals(
+      [JSON.parse(off.b.json).online, JSON.parse(off.b.json).error, off.b.online],
+      [false, "down for the test", false],
+    );
+    assertEquals(JSON.parse(boxes.statusJson()), boxes.status());
+    assertEquals(JSON.parse(boxes.statusJson()).map((box: BoxStatus) => box.online), [true, false, true]);
+
+    down = "";
+    await boxes.check("b");
+    const on = parts();
+    assert(on.a === before.a && on.c === before.c, "still the ones kept");
+    assertEquals([JSON.parse(on.b.json).online, JSON.parse(on.b.json).error, on.b.online], [
+      true,
+      null,
+      true,
+    ]);
+    assertEquals(JSON.parse(boxes.statusJson()), boxes.status());
+
+    // A box forgotten leaves the status; the others' parts stay as kept.
+    boxes.remove("a", "t");
+    assertEquals(boxes.statusParts().map((part) => part.name), ["b", "c"]);
+    assert(parts().c === before.c);
+    assertEquals(JSON.parse(boxes.statusJson()), boxes.status());
+  } finally {
+    boxes.close();
+    for (const server of servers) await server.shutdown();
     store.close();
     await Deno.remove(dir, { recursive: true });
   }

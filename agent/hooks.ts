@@ -96,11 +96,10 @@ export class LaptopHooks extends HooksHost {
     const own = Deno.env.toObject();
     const env = { ...own, ...eventVariables(event, { keep: own }) };
     const modules = { moduleBase: dirname(this.file.path), moduleRoot: dirname(this.file.path) };
-    for (const hook of hooks) {
-      this.runner.submit({ hook, source: this.file.path, event, cwd: this.#o.home, env, ...modules });
-    }
-    for (const { hook, source } of pluginHooks) {
-      this.runner.submit({ hook, source, event, cwd: this.#o.home, env });
-    }
+    // In one call: the event's hooks that can start together do (core/hook_exec.ts).
+    this.runner.submit(
+      ...hooks.map((hook) => ({ hook, source: this.file.path, event, cwd: this.#o.home, env, ...modules })),
+      ...pluginHooks.map(({ hook, source }) => ({ hook, source, event, cwd: this.#o.home, env })),
+    );
   }
 }

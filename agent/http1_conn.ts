@@ -9,8 +9,8 @@ import { type AnswerHead, indexOf, parseHead } from "../client/http1.ts";
 
 /**
  * Each connection's read buffer (kept while idle: the read that watches it waits in it). 16 KiB: an
- * answer's header and a small body come in one read, and 32 idle connections to each of 200 boxes
- * would still hold 100 MiB at most.
+ * answer's header and a small body come in one read. Idle, a box's kept connections hold 1 MiB at most
+ * (64, `box_http.ts`); only a box that had that many requests at once keeps that many.
  */
 const READ_SIZE = 16 * 1024;
 const decoder = new TextDecoder();

@@ -7,16 +7,19 @@
  * its cursor is kept under the fingerprint and taken up again when that CA is paired anew, so none of its
  * events is copied twice (re-adding a box once replayed its journal: every hook ran twice, issue 33).
  *
- * Events that arrive together are journaled together: one transaction holds a batch and the box's
- * cursor after it, so the two never disagree (a crash re-fetches the batch, it never skips or repeats
- * one). A commit per event capped the merge near 1,500 events a second on a small machine.
+ * Events that arrive together are journaled together: one transaction holds a turn's batch of every
+ * box and each box's cursor after it, so the two never disagree (a crash re-fetches the batch, it never
+ * skips or repeats one). A commit per event capped the merge near 1,500 events a second on a small
+ * machine. A commit per box and turn was still 37% of the agent's busy samples with 5 boxes at 1,000
+ * events/s each (`bench/events.ts` on a shared machine, `--cpu-prof`: `BEGIN`/`COMMIT` and the inserts);
+ * one per turn for all boxes halved the agent's system calls per event (strace: 3.2 → 1.5).
  *
  * @module
  */
 import { DockError } from "../client/errors.ts";
 import type { DockEvent } from "../client/wire.ts";
 import { type Clock, sleep } from "../core/clock.ts";
-import type { EventBus } from "../core/events.ts";
+import type { EventBus, JournalAnnounce } from "../core/events.ts";
 import { errorText, type Log } from "../core/log.ts";
 import type { Store } from "../core/store.ts";
 import { afterTurn } from "../core/turn.ts";
@@ -35,6 +38,15 @@ const MAX_BATCH = 500;
  * batch of 500 events of 64 KiB (a box's bound) would have been 32 MiB held at a time.
  */
 export const MAX_BATCH_BYTES = 1024 * 1024;
+
+/** A box's events of the turn's batch, and the follow they came on. */
+interface Pending {
+  events: { event: DockEvent; json: string }[];
+  /** The box's follow: aborted once the box is removed. */
+  signal: AbortSignal;
+  /** The stream they came on: aborted when they could not be journaled, so it is followed again. */
+  stream: AbortController;
+}
 
 /** Seams of {@linkcode EventMerge}. */
 export interface EventMergeOptions {
@@ -59,6 +71,12 @@ export class EventMerge {
   #log: Log;
   #followers = new Map<string, AbortController>();
   #unsubscribe?: () => void;
+  /** What arrived since the last turn of the event loop, per box: journaled in one go on the next. */
+  #batch = new Map<string, Pending>();
+  #batchEvents = 0;
+  #batchBytes = 0;
+  /** Cancels the end-of-turn flush, while one is due. */
+  #cancelFlush: (() => void) | undefined;
 
   constructor(store: Store, bus: EventBus, boxes: Boxes, options: EventMergeOptions) {
     this.#store = store;
@@ -116,41 +134,14 @@ export class EventMerge {
       const stop = () => stream.abort();
       signal.addEventListener("abort", stop, { once: true });
       const unwatch = this.#boxes.watch(name, (online) => online || stream.abort());
-      // What arrived since the last turn of the event loop, journaled in one go on the next.
-      const batch: { event: DockEvent; json: string }[] = [];
-      let bytes = 0;
-      let cancel: (() => void) | undefined;
-      const flush = () => {
-        cancel?.();
-        cancel = undefined;
-        const events = batch.splice(0);
-        bytes = 0;
-        // A removed box (the signal) has had its cursor deleted: writing it back would skip its events
-        // should a box of that name be added again. Not journaled here, not lost: the box still has them.
-        if (events.length === 0 || signal.aborted) return;
-        try {
-          this.#copy(name, events);
-        } catch (error) {
-          // Nothing of the batch was kept (one transaction): follow again from the cursor before it.
-          this.#log.error(
-            `events of ${name}: could not journal ${events.length} event(s): ${errorText(error)}`,
-          );
-          stream.abort();
-        }
-      };
       try {
         for await (
           const event of this.#boxes.client(name).events({ after: this.#cursor(name), signal: stream.signal })
         ) {
-          // Measured once here; the journal takes the same JSON.
-          const json = JSON.stringify(event.data ?? {});
-          batch.push({ event, json });
-          bytes += json.length;
-          if (batch.length >= MAX_BATCH || bytes >= MAX_BATCH_BYTES) flush();
-          else cancel ??= this.#turn(flush);
+          this.#add(name, { signal, stream }, event);
         }
       } catch (error) {
-        flush();
+        this.#flush();
         if (error instanceof DockError && error.code === "after_last_event" && !signal.aborted) {
           // The box's journal is behind the cursor: its database was made anew (ids start again from
           // 1), so all it holds is new here. Asking from the cursor again would be refused for good.
@@ -163,7 +154,8 @@ export class EventMerge {
         // The stream broke: let the health check decide whether the box is still there.
         if (!signal.aborted) await this.#boxes.check(name);
       } finally {
-        flush();
+        // Journaled before the next follow reads the cursor.
+        this.#flush();
         unwatch();
         signal.removeEventListener("abort", stop);
       }
@@ -171,26 +163,72 @@ export class EventMerge {
     }
   }
 
-  #copy(box: string, events: readonly { event: DockEvent; json: string }[]): void {
-    const last = events.findLast(({ event }) => event.id !== undefined)?.event.id;
-    this.#bus.publishAll(
-      events.map(({ event, json }) => ({
-        type: event.type,
-        origin: event.origin,
-        data: event.data,
-        time: event.time,
-        box,
-        json,
-      })),
-      () => {
-        if (last === undefined) return;
+  /** Adds a box's event to the turn's batch; a full batch (in events or bytes) is journaled at once. */
+  #add(name: string, follow: Omit<Pending, "events">, event: DockEvent): void {
+    // Measured once here; the journal takes the same JSON.
+    const json = JSON.stringify(event.data ?? {});
+    let pending = this.#batch.get(name);
+    // Events of an earlier stream of the box go first (its end flushes them; this is only a guard).
+    if (pending && pending.stream !== follow.stream) this.#flush();
+    pending = this.#batch.get(name);
+    if (!pending) this.#batch.set(name, pending = { ...follow, events: [] });
+    pending.events.push({ event, json });
+    this.#batchEvents++;
+    this.#batchBytes += json.length;
+    if (this.#batchEvents >= MAX_BATCH || this.#batchBytes >= MAX_BATCH_BYTES) this.#flush();
+    else this.#cancelFlush ??= this.#turn(() => this.#flush());
+  }
+
+  /** Journals the batch of every box in one transaction, with each box's cursor after its events. */
+  #flush(): void {
+    this.#cancelFlush?.();
+    this.#cancelFlush = undefined;
+    // A removed box (its signal) has had its cursor deleted: writing it back would skip its events
+    // should a box of that name be added again. Not journaled here, not lost: the box still has them.
+    const batch = [...this.#batch].filter(([, pending]) => !pending.signal.aborted);
+    this.#batch.clear();
+    this.#batchEvents = 0;
+    this.#batchBytes = 0;
+    if (batch.length === 0) return;
+    try {
+      this.#copy(batch);
+    } catch (error) {
+      // Nothing of the batch was kept (one transaction): each box is followed again from its cursor.
+      for (const [name, pending] of batch) {
+        this.#log.error(
+          `events of ${name}: could not journal ${pending.events.length} event(s): ${errorText(error)}`,
+        );
+        pending.stream.abort();
+      }
+    }
+  }
+
+  #copy(batch: readonly [string, Pending][]): void {
+    const announces: JournalAnnounce[] = [];
+    const cursors: [string, number][] = [];
+    for (const [box, { events }] of batch) {
+      for (const { event, json } of events) {
+        announces.push({
+          type: event.type,
+          origin: event.origin,
+          data: event.data,
+          time: event.time,
+          box,
+          json,
+        });
+      }
+      const last = events.findLast(({ event }) => event.id !== undefined)?.event.id;
+      if (last !== undefined) cursors.push([box, last]);
+    }
+    this.#bus.publishAll(announces, () => {
+      for (const [box, last] of cursors) {
         this.#store.run(
           "INSERT INTO box_cursors (box, last_id) VALUES (?, ?) ON CONFLICT(box) DO UPDATE SET last_id = excluded.last_id",
           box,
           last,
         );
-      },
-    );
+      }
+    });
   }
 
   /** Moves the cursor kept as `from` to `to` (none kept: `to` starts from the box's first event). */

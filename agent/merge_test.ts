@@ -116,3 +116,53 @@ Deno.test("merge: a box whose journal was reset is copied from its start, and th
     }
   });
 });
+
+Deno.test("merge: the events of every box that arrive in one turn are journaled in one transaction, each box's cursor with them", async () => {
+  await withBus(async (store, bus) => {
+    const commits: string[][] = [];
+    const publishAll = bus.publishAll.bind(bus);
+    bus.publishAll = (announces, alongside) => {
+      commits.push(announces.map((announce) => `${announce.box}:${announce.data!.i}`));
+      return publishAll(announces, alongside);
+    };
+    const drained: Promise<void>[] = [];
+    const streams = new Map([["b1", events(3, 10)], ["b2", events(2, 20)]]);
+    const fake = {
+      list: () => [{ name: "b1" }, { name: "b2" }],
+      online: () => true,
+      watch: () => () => {},
+      check: () => Promise.resolve(),
+      client: (name: string) => ({
+        async *events(options: { signal?: AbortSignal }) {
+          const { promise, resolve } = Promise.withResolvers<void>();
+          drained.push(promise);
+          yield* streams.get(name)!;
+          resolve();
+          await new Promise((done) => options.signal?.addEventListener("abort", done));
+        },
+      }),
+    };
+    // The turn ends when the test says so: both boxes' streams have yielded everything by then.
+    const clock = new FakeClock(0);
+    const merge = new EventMerge(store, bus, fake as unknown as Boxes, {
+      clock,
+      turn: (fn) => clock.after(0, fn),
+      log: new MemoryLog(),
+    });
+    try {
+      merge.start();
+      while (drained.length < 2) await new Promise((resolve) => setTimeout(resolve, 1));
+      await Promise.all(drained);
+      assertEquals(commits, [], "nothing journaled before the turn ends");
+      clock.advance(0);
+      assertEquals(commits, [["b1:0", "b1:1", "b1:2", "b2:0", "b2:1"]], "one transaction for both boxes");
+      const cursors = store.all<{ box: string; last_id: number }>(
+        "SELECT box, last_id FROM box_cursors ORDER BY box",
+      );
+      assertEquals(cursors.map((row) => [row.box, row.last_id]), [["b1", 12], ["b2", 21]]);
+      assertEquals(bus.since(0).map((event) => `${event.box}:${event.data!.i}`), commits[0]);
+    } finally {
+      merge.close();
+    }
+  });
+});

@@ -6,6 +6,9 @@
  * told synchronously, before any client hears of it), the box coming online again, or the list growing
  * older than {@linkcode MAX_AGE_MS} (a safety net: an event stream can be down while the box answers).
  *
+ * A list only older than {@linkcode MAX_AGE_MS} is answered as kept (marked `stale`) and read again
+ * behind the answer: only a box never read, or one an event changed, is waited on.
+ *
  * A list is kept as the JSON text the answer is built from (parsed once to check it is an array of
  * objects, then stringified again): 2,000 sessions cost one concatenation per read, not a stringify of
  * each, and a string holds a box's list in ~1 byte a character. Bounded: a box's list above
@@ -15,7 +18,8 @@
  *
  * @module
  */
-import type { BoxStatus, DockEvent } from "../client/wire.ts";
+import type { DockEvent } from "../client/wire.ts";
+import type { KeptStatus } from "./box_status.ts";
 import { type Clock, timeoutSignal } from "../core/clock.ts";
 import { notFound } from "../client/errors.ts";
 
@@ -33,8 +37,8 @@ export const READS_AT_ONCE = 8;
 
 /** What the index needs of the boxes. */
 export interface SessionIndexBoxes {
-  /** Every box's connection, sorted by name. */
-  status(): BoxStatus[];
+  /** Every box's connection as kept between changes (`Boxes.statusParts`), sorted by name. */
+  status(): readonly KeptStatus[];
   /** One box's `GET sessions`, as the box's JSON text (at most `maxBytes`). */
   read(box: string, options: { signal: AbortSignal; maxBytes: number }): Promise<string>;
 }
@@ -59,6 +63,8 @@ interface Entry {
   error: string | null;
   /** The read under way, if any, and the generation it started at. */
   reading?: { generation: number; done: Promise<void> };
+  /** The box's part of the answer as last written, and the status and staleness it was written with. */
+  part?: { status: string; stale: boolean; text: string };
 }
 
 /** Events of a box that change its list of sessions (the app reloads it on the same). */
@@ -77,6 +83,8 @@ export class SessionIndex {
   #unsubscribe: () => void;
   #running = 0;
   #queue: (() => void)[] = [];
+  /** The last whole answer, and the parts it was joined from. */
+  #answer?: { parts: string[]; text: string };
 
   constructor(options: SessionIndexOptions) {
     this.#boxes = options.boxes;
@@ -91,27 +99,52 @@ export class SessionIndex {
 
   /**
    * Every box's sessions as a JSON array of `BoxSessions` (or only `box`'s: 404 when no box has that
-   * name), each box's list read again first if it is stale and the box is online.
+   * name), each box's list read again first if it is stale and the box is online. Each box's part of the
+   * answer is kept until its list, its status or its staleness changes, and the whole answer until one
+   * part does: 200 boxes' 2,000 sessions are then no copy, stringify or join per read (~0.8 MB).
    */
   async json(box?: string): Promise<string> {
     const all = this.#boxes.status();
     // Forgotten boxes' lists go here, with no bookkeeping of their own.
-    if (box === undefined) {
+    if (box === undefined && this.#entries.size > 0) {
       const known = new Set(all.map((status) => status.name));
       for (const name of this.#entries.keys()) if (!known.has(name)) this.#entries.delete(name);
     }
     const statuses = box === undefined ? all : all.filter((status) => status.name === box);
     if (statuses.length === 0 && box !== undefined) throw notFound("box", box);
-    await Promise.all(statuses.map((status) => status.online ? this.#fresh(status.name) : undefined));
-    const parts = statuses.map((status) => {
+    // Waited on: the boxes never read and those an event has changed since (none, most reads). A list
+    // only older than MAX_AGE_MS is sent as kept and read again behind the answer: after a quiet minute
+    // the board's load would otherwise wait on every box again (200 boxes, 8 at a time).
+    const reads: Promise<void>[] = [];
+    for (const status of statuses) {
       const entry = this.#entries.get(status.name);
-      const stale = !status.online || !entry || !this.#isFresh(entry);
-      const read = entry?.readAt ? new Date(entry.readAt).toISOString() : null;
-      return `{"box":${JSON.stringify(status)},"sessions":${entry?.json ?? "[]"},"read":${
-        JSON.stringify(read)
-      },"stale":${stale},"error":${JSON.stringify(entry?.error ?? null)}}`;
-    });
-    return `[${parts.join(",")}]`;
+      if (!status.online || (entry && this.#isFresh(entry))) continue;
+      if (entry && entry.readGeneration === entry.generation) this.#fresh(status.name).catch(() => {});
+      else reads.push(this.#fresh(status.name));
+    }
+    if (reads.length > 0) await Promise.all(reads);
+    const parts = statuses.map((status) => this.#part(status));
+    if (box !== undefined) return `[${parts.join(",")}]`;
+    const last = this.#answer;
+    if (last && last.parts.length === parts.length && last.parts.every((part, i) => part === parts[i])) {
+      return last.text;
+    }
+    this.#answer = { parts, text: `[${parts.join(",")}]` };
+    return this.#answer.text;
+  }
+
+  /** A box's `BoxSessions` as JSON, the one kept while its list, status and staleness stay the same. */
+  #part(status: KeptStatus): string {
+    const entry = this.#entries.get(status.name);
+    const stale = !status.online || !entry || !this.#isFresh(entry);
+    const kept = entry?.part;
+    if (kept && kept.status === status.json && kept.stale === stale) return kept.text;
+    const read = entry?.readAt ? new Date(entry.readAt).toISOString() : null;
+    const text = `{"box":${status.json},"sessions":${entry?.json ?? "[]"},"read":${
+      JSON.stringify(read)
+    },"stale":${stale},"error":${JSON.stringify(entry?.error ?? null)}}`;
+    if (entry) entry.part = { status: status.json, stale, text };
+    return text;
   }
 
   #heard(event: DockEvent): void {
@@ -168,6 +201,7 @@ export class SessionIndex {
     } catch (error) {
       entry.error = (error as Error).message.split("\n")[0].slice(0, 300);
     } finally {
+      entry.part = undefined;
       deadline.cancel();
       this.#release();
     }

@@ -45,7 +45,12 @@ function harness(names: string[]) {
   const listeners = new Set<(event: DockEvent) => void>();
   const index = new SessionIndex({
     boxes: {
-      status: () => [...boxes.values()].map((box) => ({ ...box.status })),
+      status: () =>
+        [...boxes.values()].map(({ status }) => ({
+          name: status.name,
+          online: status.online,
+          json: JSON.stringify(status),
+        })),
       read: async (name, { signal }) => {
         const box = boxes.get(name)!;
         const asked = box.sessions.slice();
@@ -80,9 +85,17 @@ function harness(names: string[]) {
     }
   };
   const read = async (box?: string): Promise<BoxSessions[]> => JSON.parse(await index.json(box));
+  /** Asks `ask` again, a turn of the event loop apart, until `done` holds (reads behind an answer). */
+  const poll = async <T>(ask: () => Promise<T>, done: (answer: T) => boolean): Promise<T> => {
+    for (let turn = 0;; turn++) {
+      const answer = await ask();
+      if (done(answer) || turn >= 100) return answer;
+      await new Promise((resolve) => setTimeout(resolve, 0));
+    }
+  };
   const names_ = (answer: BoxSessions[]) =>
     Object.fromEntries(answer.map((entry) => [entry.box.name, entry.sessions.map((s) => s.name)]));
-  return { index, clock, boxes, reads, publish, read, names: names_, mostAtOnce: () => mostAtOnce };
+  return { index, clock, boxes, reads, publish, read, poll, names: names_, mostAtOnce: () => mostAtOnce };
 }
 
 Deno.test("session index: each box read once, then again only after an event that changes its sessions", async () => {
@@ -120,16 +133,37 @@ Deno.test("session index: each box read once, then again only after an event tha
   t.index.close();
 });
 
-Deno.test("session index: a list older than the safety age is read again, events or not", async () => {
+Deno.test("session index: a list older than the safety age is sent as kept at once and read again behind the answer", async () => {
   const t = harness(["a"]);
+  const readAt = new Date(t.clock.now()).toISOString();
   await t.read();
   t.clock.advance(MAX_AGE_MS - 1);
   await t.read();
   assertEquals(t.reads, ["a"]);
+  // The box holds its answer: the read must not wait for it (a hang on the old code, which waited; the
+  // fake clock moved past READ_MS after a turn ends that wait, so it fails instead of hanging).
+  let release = () => {};
+  const box = t.boxes.get("a")!;
+  box.hold = new Promise<void>((resolve) => release = resolve);
+  box.sessions.push("a-2");
   t.clock.advance(1);
+  const unstick = setTimeout(() => t.clock.advance(READ_MS), 0);
   const answer = await t.read();
+  clearTimeout(unstick);
+  assertEquals(t.reads, ["a", "a"], "read again, behind the answer");
+  assertEquals(
+    [answer[0].sessions.map((s) => s.name), answer[0].read, answer[0].stale, answer[0].error],
+    [["a-1"], readAt, true, null],
+  );
+  box.hold = undefined;
+  release();
+  // The next answer waits for nothing and has the list read behind the last one.
+  const updated = await t.poll(() => t.read(), (a) => a[0].stale === false);
+  assertEquals([updated[0].sessions.map((s) => s.name), updated[0].read], [
+    ["a-1", "a-2"],
+    new Date(t.clock.now()).toISOString(),
+  ]);
   assertEquals(t.reads, ["a", "a"]);
-  assertEquals(answer[0].read, new Date(t.clock.now()).toISOString());
 });
 
 Deno.test("session index: an offline box shows its last known list, stale, and is not asked", async () => {
@@ -211,4 +245,40 @@ Deno.test("session index: a forgotten box goes; one asked for by a name no box h
   assertEquals((await t.read()).map((e) => e.box.name), ["a"]);
   const missing = await t.index.json("b").catch((error) => error);
   assertEquals([missing.status, missing.code], [404, "not_found"]);
+});
+
+Deno.test("session index: the answer kept between reads follows a box's status, list, error and age, box by box", async () => {
+  const t = harness(["a", "b"]);
+  const first = await t.index.json();
+  assertEquals(await t.index.json(), first, "nothing changed: the same answer");
+  // A status changed without an event (a health check's latency or build): that box's part only.
+  t.boxes.get("b")!.status.latency_ms = 3.5;
+  const moved: BoxSessions[] = JSON.parse(await t.index.json());
+  assertEquals([moved[0].box.latency_ms, moved[1].box.latency_ms], [null, 3.5]);
+  assertEquals(moved[0], JSON.parse(first)[0]);
+  // A read that fails: the list kept, with the error, in that box's part.
+  t.boxes.get("a")!.fails = "box went away";
+  t.publish({ type: "session.created", box: "a", data: { name: "a-2" } });
+  const failed: BoxSessions[] = JSON.parse(await t.index.json());
+  assertEquals([failed[0].error, failed[0].stale, failed[0].sessions.map((s) => s.name)], [
+    "box went away",
+    true,
+    ["a-1"],
+  ]);
+  assertEquals(failed[1], moved[1]);
+  // Read again once a is back (a changed list: waited on), b older than the safety age (behind the
+  // answer: here it may end before the answer, as a's read takes longer); the read times move with it.
+  t.boxes.get("a")!.fails = undefined;
+  t.boxes.get("a")!.sessions.push("a-2");
+  t.clock.advance(MAX_AGE_MS);
+  const later: BoxSessions[] = await t.poll(
+    async () => JSON.parse(await t.index.json()),
+    (answer: BoxSessions[]) => !answer[1].stale,
+  );
+  assertEquals(t.names(later), { a: ["a-1", "a-2"], b: ["b-1"] });
+  assertEquals(later.map((e) => [e.read, e.stale, e.error]), [
+    [new Date(t.clock.now()).toISOString(), false, null],
+    [new Date(t.clock.now()).toISOString(), false, null],
+  ]);
+  t.index.close();
 });

@@ -9,17 +9,26 @@
 /** The floor's answer: the same small JSON as `json_server.ts`. */
 export const FLOOR_BODY = JSON.stringify({ name: "box", os: "linux", ok: true });
 
-/** Starts `json_server.ts` on `socket` and resolves once it listens. */
-export async function startJsonServer(socket: string): Promise<{ stop(): Promise<void> }> {
+/**
+ * Starts `json_server.ts` on `socket` (`tcp`: a free loopback port, `port` then) answering `bodyFile`'s
+ * text if given, and resolves once it listens.
+ */
+export async function startJsonServer(
+  socket: string,
+  bodyFile?: string,
+): Promise<{ port?: number; stop(): Promise<void> }> {
+  const server = new URL("./json_server.ts", import.meta.url).pathname;
   const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "--cached-only", new URL("./json_server.ts", import.meta.url).pathname, socket],
+    args: ["run", "-A", "--cached-only", server, socket, ...(bodyFile ? [bodyFile] : [])],
     stdout: "piped",
     stderr: "inherit",
   }).spawn();
   const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
   const first = await reader.read();
   if (!first.value?.includes("ready")) throw new Error("json_server.ts did not start");
+  const port = Number(/ready (\d+)/.exec(first.value)?.[1]) || undefined;
   return {
+    port,
     async stop() {
       child.kill("SIGKILL");
       await child.status;

@@ -7,7 +7,8 @@
  *    reported. Two cases: one of ten shell hooks matches, and all ten match (time to the tenth start).
  *    Baseline: the benchmark spawning the same `sh -c 'echo … > fifo'` itself (what starting a shell
  *    costs here), and the event's arrival on the box's SSE stream. The goal: the tenth of ten matching
- *    starts within 2× the time one matching hook takes to start. The same again with ten hooks that need
+ *    starts within 2× the time one matching hook takes to start (the ten are builtin-only, so dockd
+ *    starts them together from one `/bin/sh`: core/hook_exec.ts). The same again with ten hooks that need
  *    no shell (`tee -a FIFO`, started directly: core/hook_command.ts), stamped when the tenth copy
  *    of the event reaches the FIFO. The four cases take turns event by event.
  * 2. **1,000 events/s with hooks attached**: four emitters pace `POST events` at 250/s each for a few
@@ -389,7 +390,7 @@ export async function benchHooks(options: HooksBenchOptions = {}): Promise<Row[]
         baseline: one,
         note: `goal ≤ ${TEN_GOAL}× one matching: ${ten.p50 / one.p50 <= TEN_GOAL ? "met" : "NOT met"}; ` +
           `${(ten.p50 / one.p50).toFixed(2)}× one, ${(ten.p50 / plain.p50).toFixed(2)}× the plain spawn; ` +
-          `at most ${HOOK_CONCURRENCY} run at once`,
+          `at most ${HOOK_CONCURRENCY} run at once; builtin-only, so forked by one shell (core/hook_exec.ts)`,
       },
       {
         label: "hooks: emit → hook started, 1 of 10 matching, a command needing no shell (`tee -a FIFO`)",

@@ -3,7 +3,9 @@
  * own state, TLS on a port of its own, paired by link) and 2,000 sessions (10 shells a box), measured
  * against the same agent with no box in the same run:
  *
- * 1. **`GET /v1/status`** with 200 boxes against no box. Goal ≤ 2×.
+ * 1. **`GET /v1/status`** with 200 boxes against no box. Goal ≤ 2×. Beside it a bare `Deno.serve` on
+ *    loopback TCP answering the same status text (~40 KB), read by the same client: what moving and
+ *    parsing that many bytes costs on this machine, whatever the server.
  * 2. **The agent's peak memory** (`VmHWM` from /proc, over the whole run: pairing, 200 event streams,
  *    the app's loads). Goal ≤ 250 MiB. Beside it one `dockd`'s resident memory (median, and the peak
  *    of the largest): what each box costs the machine.
@@ -259,6 +261,29 @@ async function statusAndFloor(
 }
 
 /**
+ * `GET /v1/status` alternated with a bare server (json_server.ts, in a process of its own, on loopback
+ * TCP as the agent) answering the same text, both read by the agent's client (`n` samples each).
+ */
+async function sameBytes(
+  client: AgentClient,
+  folder: string,
+  n: number,
+): Promise<{ status: number[]; bare: number[]; bytes: number }> {
+  const text = JSON.stringify(await client.status());
+  const file = join(folder, "status.json");
+  await Deno.writeTextFile(file, text);
+  const server = await startJsonServer("tcp", file);
+  const bare = new AgentClient({ url: `http://127.0.0.1:${server.port}`, token: "bench", origin: "bench" });
+  try {
+    const samples = await statusAndFloor(client, () => bare.status(), n);
+    return { status: samples.status, bare: samples.floor, bytes: new TextEncoder().encode(text).length };
+  } finally {
+    bare.close();
+    await server.stop();
+  }
+}
+
+/**
  * Every box's `GET sessions`, 6 at once (a browser's connections to one host), through the agent's relay
  * and straight to each box's socket, alternated `rounds` times: the milliseconds of each whole fan-out.
  */
@@ -330,6 +355,7 @@ export async function benchScale(options: ScaleOptions = {}): Promise<Row[]> {
     const peakSetup = await peakMiB(agent.process.pid);
     const after = await statusAndFloor(client, floor.call, nStatus);
     const many = summarize(after.status);
+    const same = await sameBytes(client, laptop.root, nStatus);
     const named = await Promise.all(boxes.map(async (box) => ({ name: await boxName(box), box })));
     const lists = await fanOut(client, named, options.quick ? 2 : 5);
     // The board's one read instead (`GET /v1/sessions`, the agent's copy of every box's list).
@@ -349,8 +375,13 @@ export async function benchScale(options: ScaleOptions = {}): Promise<Row[]> {
     const rssMany = await rssMiB(agent.process.pid);
 
     const victim = boxes[Math.floor(boxes.length / 2)];
-    const offline = await offlineNoticed(client, victim, await boxName(victim));
-    const offlineStatus = (await client.status()).boxes.filter((b) => !b.online).length;
+    const victimName = await boxName(victim);
+    const offline = await offlineNoticed(client, victim, victimName);
+    const offlineBoxes = (await client.status()).boxes.filter((b) => !b.online);
+    const offlineStatus = offlineBoxes.length;
+    // Any other box offline then is named with its check's error (a loaded machine's checks time out).
+    const othersOffline = offlineBoxes.filter((b) => b.name !== victimName)
+      .map((b) => `${b.name}: ${b.error}`).join("; ");
     const agentPeak = await peakMiB(agent.process.pid);
 
     const statusRatio = many.p50 / none.p50;
@@ -369,6 +400,22 @@ export async function benchScale(options: ScaleOptions = {}): Promise<Row[]> {
             verdict(statusRatio <= STATUS_GOAL)
           }; ` +
           `${count} real \`dockd\` (TLS on loopback, paired by link) set up in ${setup.toFixed(0)} s`,
+      },
+      {
+        label: `Scale: a bare \`Deno.serve\` on TCP answering the same ${count}-box status text (${
+          (same.bytes / 1024).toFixed(0)
+        } KiB), through the same client`,
+        summary: summarize(same.bare),
+        isBaseline: true,
+      },
+      {
+        label: `Scale: \`GET /v1/status\`, ${count} boxes, alternated with the bare server above`,
+        summary: summarize(same.status),
+        baseline: summarize(same.bare),
+        note:
+          `the agent's own part: what the same bytes cost from a bare server is the rest (no-box answer: ${
+            (none.p50 / summarize(same.bare).p50).toFixed(2)
+          }× this bare server)`,
       },
       {
         label: `Scale: a bare \`Deno.serve\` (json_server.ts), alternated with each status above, no box`,
@@ -434,7 +481,9 @@ export async function benchScale(options: ScaleOptions = {}): Promise<Row[]> {
         note:
           `${
             verdict(offline <= OFFLINE_GOAL_MS)
-          }; ${offlineStatus} box offline in \`GET /v1/status\` after it; ` +
+          }; ${offlineStatus} box offline in \`GET /v1/status\` after it${
+            othersOffline ? ` (others: ${othersOffline})` : ""
+          }; ` +
           `bench wall time ${wall.toFixed(0)} s`,
       },
     ];

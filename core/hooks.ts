@@ -20,20 +20,34 @@
  * @module
  */
 import type { Check, DockEvent, HookConfig, HooksState } from "../client/wire.ts";
-import { parseDuration } from "../client/duration.ts";
 import { HOOKS_FILE, type HooksFile } from "./config.ts";
 import type { EventBus } from "./events.ts";
 import { validateUserFile } from "./user_files.ts";
-import { run, type RunResult } from "./runner.ts";
-import { directCommand, runsInShellOnly } from "./hook_command.ts";
+import {
+  GATE_TIMEOUT_MS,
+  HOOK_TIMEOUT_MS,
+  type HookExecutor,
+  type HookResult,
+  type HookRunContext,
+  hookTimeoutMs,
+  isGate,
+  shellExecutor,
+} from "./hook_exec.ts";
 import type { Clock } from "./clock.ts";
 import type { Log } from "./log.ts";
 import { HooksFileWatcher } from "./hooks_file.ts";
 
-/** Default hook timeout (spec 8). */
-export const HOOK_TIMEOUT_MS = 60_000;
-/** Default gate timeout (spec 8). */
-export const GATE_TIMEOUT_MS = 30_000;
+// Where a hook is run (the executor seam, the shell) is `hook_exec.ts`; what its users import from here.
+export {
+  GATE_TIMEOUT_MS,
+  HOOK_TIMEOUT_MS,
+  type HookExecutor,
+  type HookResult,
+  type HookRunContext,
+  hookTimeoutMs,
+  isGate,
+  shellExecutor,
+};
 /** Hooks running at once, per process; 16 lets ten matching one event all start (8: the 10th waited, 15.9 ms vs 2.9). */
 export const HOOK_CONCURRENCY = 16;
 /** Hook runs waiting for a slot before the oldest are dropped (and counted). */
@@ -71,11 +85,6 @@ export interface GateContext {
 // ---------------------------------------------------------------------------------------------------
 // Matching and variables (pure)
 
-/** True for a gate (`before:<action>`). */
-export function isGate(hook: HookConfig): boolean {
-  return hook.on.startsWith("before:");
-}
-
 /** Whether a hook's `on` selects an event type: exact, a prefix such as `worktree.*`, or `*`. */
 export function hookMatches(on: string, type: string): boolean {
   if (on.startsWith("before:")) return false;
@@ -97,12 +106,6 @@ export function hooksFor(
 /** The gates of `hooks` for `action`, skipping those written for the requesting tool. */
 export function gatesFor(hooks: readonly HookConfig[], action: string, origin: string): HookConfig[] {
   return hooks.filter((hook) => hook.on === `before:${action}` && !(hook.tool && hook.tool === origin));
-}
-
-/** A hook's timeout in milliseconds: its own, else 1 m (30 s for gates). */
-export function hookTimeoutMs(hook: HookConfig): number {
-  if (hook.timeout) return parseDuration(hook.timeout);
-  return isGate(hook) ? GATE_TIMEOUT_MS : HOOK_TIMEOUT_MS;
 }
 
 /**
@@ -322,10 +325,13 @@ export class HookRunner {
     this.#o = options;
   }
 
-  /** Queues a run; returns at once. */
-  submit(job: HookJob): void {
+  /**
+   * Queues runs; returns at once. The runs of one event are given in one call, so that those that can
+   * start together do (`#starts`).
+   */
+  submit(...jobs: HookJob[]): void {
     if (this.#abort.signal.aborted) return;
-    this.#queue.push(job);
+    this.#queue.push(...jobs);
     const backlog = this.#o.backlog ?? HOOK_BACKLOG;
     if (this.#queue.length > backlog) {
       const dropped = this.#queue.splice(0, this.#queue.length - backlog);
@@ -356,38 +362,81 @@ export class HookRunner {
 
   #next(): void {
     const concurrency = this.#o.concurrency ?? HOOK_CONCURRENCY;
+    const starting: HookJob[] = [];
     while (this.#running < concurrency && this.#queue.length > 0) {
       const job = this.#queue.shift()!;
       if (this.#o.stillWanted && !this.#o.stillWanted(job)) {
         this.#stats.dropped++;
-        if (this.#running === 0 && this.#queue.length === 0) {
-          for (const resolve of this.#idle.splice(0)) resolve();
-        }
         continue;
       }
       this.#running++;
-      this.#run(job).finally(() => {
+      starting.push(job);
+    }
+    for (const [job, start] of this.#starts(starting)) {
+      this.#run(job, start).finally(() => {
         this.#running--;
         this.#next();
-        if (this.#running === 0 && this.#queue.length === 0) {
-          for (const resolve of this.#idle.splice(0)) resolve();
-        }
       });
+    }
+    if (this.#running === 0 && this.#queue.length === 0) {
+      for (const resolve of this.#idle.splice(0)) resolve();
     }
   }
 
-  async #run(job: HookJob): Promise<void> {
+  /**
+   * How each job starts, in their order: shell hooks for one event with the same folder and environment
+   * start together through the executor's `runMany` (one shell forks the builtin-only ones: hook_exec.ts
+   * says what that saves), any other alone.
+   */
+  #starts(jobs: HookJob[]): [HookJob, () => Promise<HookResult>][] {
+    const executor = this.#o.executor ?? shellExecutor;
+    const context = (job: HookJob): HookRunContext => ({
+      cwd: job.cwd,
+      moduleBase: job.moduleBase,
+      moduleRoot: job.moduleRoot,
+      env: job.env,
+      signal: this.#abort.signal,
+    });
+    const groups: HookJob[][] = [];
+    for (const job of jobs) {
+      // Module hooks start alone (each in its plugin's sandbox); where modules are found means nothing
+      // to a shell hook, so the box file's and a repository config's shell hooks go together.
+      const group = executor.runMany && job.hook.module === undefined &&
+        groups.find(([first]) =>
+          first.hook.module === undefined && first.event === job.event && first.env === job.env &&
+          first.cwd === job.cwd
+        );
+      if (group) group.push(job);
+      else groups.push([job]);
+    }
+    const starts = new Map<HookJob, () => Promise<HookResult>>();
+    for (const group of groups) {
+      const input = JSON.stringify(group[0].event);
+      if (group.length === 1) {
+        starts.set(group[0], () => executor.run(group[0].hook, input, context(group[0])));
+        continue;
+      }
+      let results: Promise<HookResult>[] | undefined;
+      const all = () => {
+        if (results) return results;
+        try {
+          results = executor.runMany!(group.map((job) => job.hook), input, context(group[0]));
+        } catch (error) {
+          results = group.map(() => Promise.reject(error));
+        }
+        return results;
+      };
+      group.forEach((job, i) => starts.set(job, () => all()[i]));
+    }
+    return jobs.map((job) => [job, starts.get(job)!]);
+  }
+
+  async #run(job: HookJob, start: () => Promise<HookResult>): Promise<void> {
     const started = performance.now();
     let outcome: HookOutcome;
     try {
       this.#stats.started++;
-      const result = (this.#o.executor ?? shellExecutor).run(job.hook, JSON.stringify(job.event), {
-        cwd: job.cwd,
-        moduleBase: job.moduleBase,
-        moduleRoot: job.moduleRoot,
-        env: job.env,
-        signal: this.#abort.signal,
-      });
+      const result = start();
       this.#o.onStart?.(job);
       const done = await result;
       outcome = { exitCode: done.code, timedOut: done.timedOut, durationMs: done.durationMs };
@@ -404,38 +453,6 @@ export class HookRunner {
       this.#o.onFailure?.(job, outcome);
     }
   }
-}
-
-/** How one hook or gate run ended. Its output is for the gate's refusal message only, never logged. */
-export interface HookResult {
-  /** The exit code (0 allows a gate); null when it was killed. */
-  code: number | null;
-  timedOut: boolean;
-  durationMs: number;
-  /** What it wrote to stderr (a refusing gate's reason is its first line). */
-  stderr: string;
-}
-
-/** Where a hook runs and what it gets. */
-export interface HookRunContext {
-  cwd?: string;
-  /** A module hook's `module` is relative to this folder (the one holding the file that names it). */
-  moduleBase?: string;
-  /** The folder a module hook must stay inside (symlinks included): the repository, or `DOCK_HOME`. */
-  moduleRoot?: string;
-  /** The child's whole environment. */
-  env: Record<string, string>;
-  /** Aborts the run (the runner is closing). */
-  signal?: AbortSignal;
-}
-
-/**
- * What runs one hook or gate: the seam between the engine (which hooks match, when, how many at once)
- * and the thing that executes a hook. `input` is the event or gate request as JSON. A run past the
- * hook's timeout must end with `timedOut`; a run that cannot start throws.
- */
-export interface HookExecutor {
-  run(hook: HookConfig, input: string, context: HookRunContext): Promise<HookResult>;
 }
 
 /**
@@ -462,46 +479,6 @@ export function extraShellHooksFor(extra: readonly ExtraHook[], event: DockEvent
     !hook.run && hook.ownOrigin !== event.origin && hooksFor([hook.hook], event).length > 0
   );
 }
-
-/**
- * Runs a hook through `/bin/sh -c RUN` (or, when RUN is plain words naming a program, that program
- * directly: `hook_command.ts`), `input` on its stdin, killed with its group at its timeout (a shell that
- * runs only builtins forks nothing: it is started without a group and killed alone).
- */
-export const shellExecutor: HookExecutor = {
-  async run(hook, input, context) {
-    if (hook.run === undefined) throw new Error(`the module hook ${hook.module} needs the plugin host`);
-    const options = {
-      cwd: context.cwd,
-      env: context.env,
-      clearEnv: true,
-      stdin: input,
-      timeoutMs: hookTimeoutMs(hook),
-      signal: context.signal,
-      maxOutput: 64 * 1024,
-    };
-    const direct = directCommand(hook.run);
-    let result: RunResult | undefined;
-    if (direct) {
-      try {
-        // What the shell would have exported: the folder it runs in.
-        const env = { ...context.env, PWD: context.cwd ?? Deno.cwd() };
-        result = await run(direct.cmd, direct.args, { ...options, env });
-      } catch (error) {
-        // A program not found: the shell's answer (127 and its message) rather than a failed start.
-        if (!(error instanceof Deno.errors.NotFound)) throw error;
-      }
-    }
-    // Only in-process builtins: the shell never forks, so it needs no group of its own to be killed whole.
-    result ??= await run("/bin/sh", ["-c", hook.run], { ...options, group: !runsInShellOnly(hook.run) });
-    return {
-      code: result.code,
-      timedOut: result.timedOut,
-      durationMs: result.durationMs,
-      stderr: result.stderr,
-    };
-  },
-};
 
 /**
  * What the box's and the laptop's hooks share: a watched hooks file, a bounded runner whose failures

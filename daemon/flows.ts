@@ -214,11 +214,12 @@ export class Flows {
     // An edit through the API takes effect for the very next event, not a second later.
     if (event.type === "config.changed") this.#sources.configChanged();
     if (event.type.startsWith("flow.") || event.type.startsWith("before:")) return;
+    // The flows file as the event is delivered: checked once for the bus's batch, not per dispatch.
+    this.#sources.refreshInBatch();
     this.#events.push(event);
   }
 
   async #dispatch(event: DockEvent): Promise<void> {
-    this.#sources.refresh();
     const place = this.#eventPlace(event);
     const candidates = [
       ...this.#sources.fileCandidates(),

@@ -33,6 +33,7 @@ import {
   gatesFor,
   HOOK_BACKLOG,
   type HookExecutor,
+  type HookJob,
   type HookResult,
   type HooksFileState,
   hooksFor,
@@ -232,16 +233,22 @@ export class Hooks extends HooksHost {
     };
     const inWorktree = place.worktree?.path ?? place.root;
     const boxCwd = await existingDir(inWorktree ?? this.#o.home, this.#o.home);
-    for (const hook of boxHooks) {
-      this.runner.submit({ hook, source: this.file.path, event, cwd: boxCwd, env, ...this.#fileModules() });
-    }
-    for (const { hook, source } of pluginHooks) this.runner.submit({ hook, source, event, cwd: boxCwd, env });
+    const jobs: HookJob[] = boxHooks.map((hook) => ({
+      hook,
+      source: this.file.path,
+      event,
+      cwd: boxCwd,
+      env,
+      ...this.#fileModules(),
+    }));
+    for (const { hook, source } of pluginHooks) jobs.push({ hook, source, event, cwd: boxCwd, env });
     if (configHooks.length) {
-      const cwd = await existingDir(inWorktree ?? this.#o.home, this.#o.home);
       const source = `config of location '${place.location}'`;
       const modules = this.#configModules(inWorktree);
-      for (const hook of configHooks) this.runner.submit({ hook, source, event, cwd, env, ...modules });
+      for (const hook of configHooks) jobs.push({ hook, source, event, cwd: boxCwd, env, ...modules });
     }
+    // In one call: the event's hooks that can start together do (core/hook_exec.ts).
+    this.runner.submit(...jobs);
   }
 
   /** Where module hooks of the hooks file are found: beside it, inside `DOCK_HOME`. */

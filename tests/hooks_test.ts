@@ -131,6 +131,39 @@ Deno.test("box hooks: a hook that sleeps forever is killed at its timeout and re
   assertEquals(changed.origin, "test");
 });
 
+Deno.test("box hooks: an event's builtin-only hooks (box file and repository config) start from one shell, a failure still reported alone", async () => {
+  await using box = await startBox();
+  const out = join(box.dirs.root, "out");
+  await Deno.mkdir(out);
+  // Each writes its parent's pid, read by the shell itself from its own /proc/self/stat (field 4),
+  // and the line it read on stdin.
+  const report = (name: string) =>
+    `read -r line; read -r stat < /proc/self/stat; set -- $stat; echo "$4 $line" > ${out}/${name}`;
+  const repo = await makeRepo(join(box.dirs.home, "work"), "app", {
+    ".dock/config.json": JSON.stringify({ hooks: [{ on: "custom.batch", run: report("config") }] }),
+  });
+  await box.client.addLocation({ name: "app", path: repo });
+  const after = (await box.client.emit({ type: "marker" })).id!;
+  await box.client.putHooks([
+    { on: "custom.batch", run: report("one") },
+    { on: "custom.*", run: report("two") },
+    { on: "custom.batch", run: "exit 6" },
+  ]);
+  await box.client.emit({ type: "custom.batch", data: { location: "app", note: "hi" } });
+  const failed = await untilEvent(box.client, (e) => e.type === "hook.failed", { after });
+  assertEquals([failed.data?.exit_code, failed.data?.on, failed.data?.timed_out], [6, "custom.batch", false]);
+  const names = ["one", "two", "config"];
+  await until(async () => (await Promise.all(names.map((n) => lines(join(out, n))))).every((l) => l.length));
+  const seen = await Promise.all(names.map(async (n) => (await Deno.readTextFile(join(out, n))).trim()));
+  const parents = new Set(seen.map((line) => line.split(" ")[0]));
+  assertEquals(parents.size, 1, `one launcher forked all three: ${seen.join(" | ")}`);
+  assert(!parents.has(String(box.process.pid)), "not spawned one by one by dockd");
+  for (const line of seen) {
+    const event = JSON.parse(line.slice(line.indexOf(" ") + 1));
+    assertEquals([event.type, event.data.note], ["custom.batch", "hi"]);
+  }
+});
+
 Deno.test("repository config hooks run for that repository's events only, in its worktree", async () => {
   await using box = await startBox();
   const log = join(box.dirs.root, "repo-hooks.log");

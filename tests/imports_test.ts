@@ -212,6 +212,8 @@ const ALLOWED_TIMER_SPOTS: Record<string, string> = {
   "core/pump.ts":
     "polls a platform WebSocket's bufferedAmount while a writer waits for it to drain (the platform gives no drain event)",
   "core/runner.ts": "a child's timeoutMs kills its process group (a guard on a child)",
+  "core/hook_exec.ts":
+    "a batched hook's timeout kills its subshell (a guard on a child, as in core/runner.ts)",
   "core/sse.ts":
     "a keepalive comment keeps an idle stream open (a socket guard; a turn's batch ends with core/turn.ts, not a timer)",
   "core/tls_hop.ts": "waits HAND_OVER_MS for a TLS connection's inner pipe to be dialled (a socket guard)",
