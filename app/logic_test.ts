@@ -106,6 +106,11 @@ Deno.test("app: at start the board is one read of every box's sessions; details 
     box: (box: string, path: string) => `/v1/boxes/${box}/api/${path}`,
     boxes: () => Promise.reject(new Error("the agent's board names the boxes")),
     json: (path: string) => new Promise((resolve) => asked.push({ path, resolve })),
+    board: () =>
+      new Promise((resolve) => asked.push({ path: "/v1/sessions", resolve })).then((board) => ({
+        board,
+        after: null,
+      })),
   } as unknown as Api;
   const settled = () => new Promise((resolve) => setTimeout(resolve, 0));
   const answer = async (path: string, value: unknown) => {
@@ -142,6 +147,110 @@ Deno.test("app: at start the board is one read of every box's sessions; details 
     }
     assertEquals(after.includes("/v1/boxes/b3/api/locations"), false, "the third box waits its turn");
   } finally {
+    (globalThis as { requestAnimationFrame?: unknown }).requestAnimationFrame = frame;
+  }
+});
+
+Deno.test("app: the event stream follows from the board's read, with no second read; a change between them shows", async () => {
+  const { Sync, boxes, live } = await import("./src/store.ts");
+  const session = (state: string) =>
+    ({ name: "s1", agent_state: state, state_time: "t", exited: false }) as unknown as Session;
+  const reads: string[] = [];
+  let readAnswered!: (value: { board: unknown; after: string | null }) => void;
+  const followed: {
+    after: string | null | undefined;
+    onOpen?: () => void;
+    onEvent: (e: DockEvent) => void;
+  }[] = [];
+  const api = {
+    agent: true,
+    own: (path: string) => `/v1/${path}`,
+    box: (box: string, path: string) => `/v1/boxes/${box}/api/${path}`,
+    board: () => {
+      reads.push("all");
+      return new Promise((resolve) => readAnswered = resolve);
+    },
+    json: (path: string) =>
+      path === "/v1/status"
+        ? Promise.resolve({ proxy: { enabled: false }, build: "x", boxes: [] })
+        : path === "/v1/sessions?box=remote"
+        ? Promise.resolve([boardEntry("remote", [session("waiting")])])
+        : new Promise(() => {}), // details, queue, screens: never answered here
+    follow: async (
+      onEvent: (event: DockEvent) => void,
+      options: { signal: AbortSignal; after?: Promise<string | null>; onOpen?: () => void },
+    ) => {
+      const entry = { after: undefined as string | null | undefined, onOpen: options.onOpen, onEvent };
+      followed.push(entry);
+      entry.after = await options.after;
+      options.onOpen?.();
+    },
+  } as unknown as Api;
+  const frame = (globalThis as { requestAnimationFrame?: unknown }).requestAnimationFrame;
+  (globalThis as { requestAnimationFrame?: unknown }).requestAnimationFrame = () => 0;
+  const settled = () => new Promise((resolve) => setTimeout(resolve, 0));
+  const stop = new AbortController();
+  try {
+    boxes.value = {};
+    const started = new Sync(api).start(stop.signal);
+    await settled();
+    // The stream waits for the board's read: an event after it is one the read may not hold.
+    assertEquals([reads, followed.length, followed[0]?.after], [["all"], 1, undefined]);
+    readAnswered({ board: [boardEntry("remote", [session("running")])], after: "7" });
+    await started;
+    await settled();
+    assertEquals(followed[0].after, "7", "the stream resumes after the newest event the read holds");
+    assertEquals(live.value, true);
+    assertEquals(reads, ["all"], "no second read of every box's sessions when the stream opens");
+    assertEquals(boxes.value.remote.sessions[0].agent_state, "running");
+    // The agent replays the change made between the read and the stream opening: it shows.
+    followed[0].onEvent(
+      {
+        id: 8,
+        type: "agent.waiting",
+        box: "remote",
+        data: { session: "s1", reason: "permission" },
+      } as unknown as DockEvent,
+    );
+    assertEquals(boxes.value.remote.sessions[0].agent_state, "waiting");
+    assertEquals(boxes.value.remote.sessions[0].reason, "permission");
+  } finally {
+    stop.abort();
+    (globalThis as { requestAnimationFrame?: unknown }).requestAnimationFrame = frame;
+  }
+});
+
+Deno.test("app: from an agent that names no event, the sessions are read again when the stream opens", async () => {
+  const { Sync, boxes } = await import("./src/store.ts");
+  const reads: string[] = [];
+  const api = {
+    agent: true,
+    own: (path: string) => `/v1/${path}`,
+    box: (box: string, path: string) => `/v1/boxes/${box}/api/${path}`,
+    board: () => Promise.resolve({ board: [boardEntry("remote", [])], after: null }),
+    json: (path: string) => {
+      reads.push(path);
+      return path === "/v1/status"
+        ? Promise.resolve({ proxy: { enabled: false }, build: "x", boxes: [] })
+        : path === "/v1/sessions"
+        ? Promise.resolve([boardEntry("remote", [])])
+        : new Promise(() => {});
+    },
+    follow: async (_: unknown, options: { after?: Promise<string | null>; onOpen?: () => void }) => {
+      assertEquals(await options.after, null);
+      options.onOpen?.();
+    },
+  } as unknown as Api;
+  const frame = (globalThis as { requestAnimationFrame?: unknown }).requestAnimationFrame;
+  (globalThis as { requestAnimationFrame?: unknown }).requestAnimationFrame = () => 0;
+  const stop = new AbortController();
+  try {
+    boxes.value = {};
+    await new Sync(api).start(stop.signal);
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    assertEquals(reads.filter((path) => path === "/v1/sessions").length, 1);
+  } finally {
+    stop.abort();
     (globalThis as { requestAnimationFrame?: unknown }).requestAnimationFrame = frame;
   }
 });

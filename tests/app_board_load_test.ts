@@ -1,13 +1,16 @@
 /**
  * The board's load through the laptop agent (issue 36, the app ready with 200 boxes): in Debian's Chromium
  * against a real `dock agent` and `dockd`, the board is drawn from one `GET /v1/sessions`, never from each
- * box's list through the relay, and a session made on the box afterwards shows from the box's event.
+ * box's list through the relay, and a session made on the box afterwards shows from the box's event; the
+ * event stream resumes after the newest event that read holds, so a change made between the read and the
+ * stream opening shows, with no second read of every box's sessions.
  *
  * Needs /usr/bin/chromium (`.ci/run` installs it); without it the test is skipped, saying so.
  */
 import { CHROMIUM_MISSING, launchChromium } from "./browser.ts";
 import { assertEquals } from "./assert.ts";
 import { startBoxAndAgent } from "./harness.ts";
+import { until } from "./wait.ts";
 
 // What runs in the page: this file is type-checked without the DOM's types.
 // deno-lint-ignore no-explicit-any
@@ -39,6 +42,56 @@ Deno.test({
       );
       assertEquals(await rows(), 4);
       assertEquals(asked.filter((path) => path === "/v1/boxes/local/api/sessions"), []);
+    } finally {
+      await browser.close();
+    }
+  },
+});
+
+Deno.test({
+  name: "app board: the event stream resumes after the board's one read; a state change between them shows",
+  ignore: CHROMIUM_MISSING,
+  async fn() {
+    await using laptop = await startBoxAndAgent("local");
+    const { box, agent, client } = laptop;
+    const browser = await launchChromium();
+    try {
+      await box.client.createSession({ location: "app", command: "sh", name: "one" });
+      const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+      const asked: string[] = [];
+      page.on("request", (request) => {
+        const url = new URL(request.url());
+        asked.push(url.pathname + url.search);
+      });
+      // The page's event stream is held until the change below reached the agent: it happens after the
+      // board's read and before the stream opens.
+      let release!: () => void;
+      const released = new Promise<void>((resolve) => release = resolve);
+      let streamAsked!: (resume: string | undefined) => void;
+      const streamHeld = new Promise<string | undefined>((resolve) => streamAsked = resolve);
+      await page.route("**/v1/events", async (route) => {
+        streamAsked(route.request().headers()["last-event-id"]);
+        await released;
+        await route.continue();
+      });
+      await page.goto(`${agent.url}/app/#token=${encodeURIComponent(agent.token)}`);
+      await page.locator('.sessions [data-session="local/one"] .badge').waitFor();
+      const resume = await streamHeld;
+      assertEquals(typeof resume, "string", "the stream resumes after an event id");
+      await box.client.emit({
+        type: "agent.waiting",
+        origin: "claude",
+        session: "one",
+        data: { path: "/", agent: "claude", session_id: null, reason: "permission" },
+      });
+      await until(async () =>
+        (await client.sessions({ box: "local" }))[0].sessions[0].agent_state === "waiting" || undefined
+      );
+      release();
+      await page.locator('.sessions [data-session="local/one"] .badge[data-state="waiting"]').waitFor();
+      await page.locator('.sessions [data-session="local/one"] .reason[data-reason="permission"]').waitFor();
+      // One read of every box's sessions: the event named the box, whose list alone is read again.
+      assertEquals(asked.filter((path) => path === "/v1/sessions").length, 1, asked.join(" "));
     } finally {
       await browser.close();
     }

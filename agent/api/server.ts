@@ -94,7 +94,7 @@ export function agentApp(agent: Agent, options: { port: number }): Hono {
           origin,
         ),
     }),
-    sessionsRoutes(agent.sessions),
+    sessionsRoutes({ json: (box) => agent.sessions.json(box), lastEventId: () => agent.bus.lastId() }),
     eventRoutes({ bus: agent.bus, viewOpened: () => agent.notifier.viewOpened() }),
     boxesRoutes({
       boxes: agent.boxes,

@@ -14,7 +14,17 @@ import type { Context } from "hono";
 export interface SessionsRoutesBackend {
   /** Every box's `BoxSessions` as a JSON array, or only `box`'s (404 when unknown). */
   json(box?: string): Promise<string>;
+  /** The id of the newest event on the agent's bus (0 when none). */
+  lastEventId(): number;
 }
+
+/**
+ * The header naming the newest event the answer already holds: the agent's last event id when the read
+ * was asked for (the index reads again every list an event up to it may have changed). A client that
+ * follows `GET /v1/events` with it as `Last-Event-ID` misses no change and needs no second read (the
+ * app read every box's sessions again when its stream opened, and drew the board twice).
+ */
+export const EVENT_ID_HEADER = "x-dock-event-id";
 
 /** The query parameters the route reads. */
 const KNOWN = ["box"];
@@ -27,7 +37,10 @@ export function sessionsRoutes(agent: SessionsRoutesBackend): RouteTable {
     if (box !== undefined && !/^[a-z0-9][a-z0-9-]{0,62}$/.test(box)) {
       throw badField("box", `must be a box's name, got ${JSON.stringify(box)}`);
     }
-    return loopbackJson(await agent.json(box));
+    const after = agent.lastEventId();
+    const answer = loopbackJson(await agent.json(box));
+    answer.headers.set(EVENT_ID_HEADER, String(after));
+    return answer;
   });
 }
 

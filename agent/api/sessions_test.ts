@@ -7,14 +7,18 @@ import { statusRoutes } from "./status.ts";
 /** The sessions route over a fake index that records what it was asked. */
 function sessionsApp() {
   const asked: (string | undefined)[] = [];
+  // An event lands on the bus while each read is under way: the header names the one before it.
+  let lastId = 41;
   const tables = agentTables([sessionsRoutes({
     json: (box) => {
       asked.push(box);
+      lastId++;
       if (box !== undefined && box !== "a") return Promise.reject(notFound("box", box));
       return Promise.resolve(
         JSON.stringify([{ box: { name: "a" }, sessions: [], read: null, stale: true, error: null }]),
       );
     },
+    lastEventId: () => lastId,
   })]);
   return { tables, asked };
 }
@@ -25,6 +29,9 @@ Deno.test("sessions route: every box's sessions, or one box's; the answer as the
   assertEquals([all.status, all.body[0].box.name], [200, "a"]);
   assertEquals(all.response.headers.get("content-type"), "application/json");
   assert(all.response.headers.get("cache-control")?.includes("no-transform"));
+  // The newest event on the bus when the read was asked (not one that came during it): the app follows
+  // events after it, so a change during the read is heard, and needs no second read at start.
+  assertEquals(all.response.headers.get("x-dock-event-id"), "41");
   const one = await tables.call("GET", "/sessions?box=a");
   assertEquals([one.status, one.body.length], [200, 1]);
   assertEquals(asked, [undefined, "a"]);

@@ -12,6 +12,7 @@
  */
 import type {
   AnswerResult,
+  BoxSessions,
   BoxStatus,
   DockEvent,
   KeysResult,
@@ -196,6 +197,18 @@ export class Api {
     if (buffer.trim()) yield JSON.parse(buffer) as T;
   }
 
+  /**
+   * Every box's sessions through the agent (`GET /v1/sessions`), with the newest event the answer holds
+   * (`x-dock-event-id`; null when not said): only later events may have changed what it says, so the
+   * event stream followed from it needs no second read.
+   */
+  async board(): Promise<{ board: BoxSessions[]; after: string | null }> {
+    const response = await this.#request(this.own("sessions"), {});
+    const after = response.headers.get("x-dock-event-id");
+    const text = await response.text();
+    return { board: JSON.parse(text) as BoxSessions[], after: after && /^\d+$/.test(after) ? after : null };
+  }
+
   /** The plain text of a GET (a service's log). */
   async text(path: string): Promise<string> {
     const response = await fetch(path, { headers: this.#headers() });
@@ -307,13 +320,19 @@ export class Api {
    * Follows `GET /v1/events` until `signal` aborts, reconnecting with `Last-Event-ID` after a drop.
    * fetch() rather than EventSource: EventSource cannot send the `Authorization` header, and the token
    * must not ride in a URL outside WebSockets. `onOpen` runs on each (re)connection, so the caller reloads
-   * what it may have missed.
+   * what it may have missed. With `after`, the first connection waits for it and resumes after that id
+   * (the events since the read the page drew from), or starts live when it settles to null.
    */
   async follow(
     onEvent: (event: DockEvent) => void,
-    options: { signal: AbortSignal; onOpen?: () => void; onClose?: () => void },
+    options: {
+      signal: AbortSignal;
+      after?: Promise<string | null>;
+      onOpen?: () => void;
+      onClose?: () => void;
+    },
   ): Promise<void> {
-    let last: string | undefined;
+    let last = (await options.after) ?? undefined;
     let delay = 250;
     while (!options.signal.aborted) {
       try {

@@ -2,21 +2,15 @@
  * The board, organised by worktree: every box (online or not, latency; an offline box's states marked as
  * the last known), its locations and worktrees (branch, ahead/behind, dirty, ports with their private
  * URLs, services with restart/stop/log), and under each worktree its sessions: agent, state and why it
- * waits, for how long, and the last line of its screen. A filter by state and a search narrow it.
+ * waits, for how long, and the last line of its screen. A filter by state and a search narrow it. The
+ * boxes below the first screens are drawn when scrolled near (later.tsx); their actions are actions.tsx's.
  *
  * @module
  */
 import { useEffect, useState } from "preact/hooks";
 import { signal, useComputed } from "@preact/signals";
 import { memo } from "preact/compat";
-import type {
-  EditorInfo,
-  Location,
-  Session,
-  SyncResult,
-  Worktree,
-  WorktreeService,
-} from "../../client/wire.ts";
+import type { Location, Session, Worktree, WorktreeService } from "../../client/wire.ts";
 import type { Api } from "./api.ts";
 import {
   boxes,
@@ -33,11 +27,12 @@ import {
   unreachableSince,
 } from "./store.ts";
 import { openReview, openTerminal } from "./views.ts";
-import { useOutcome } from "./outcome.ts";
 import { mark } from "./marks.ts";
 import { AddMachine, Upgrade } from "./machines.tsx";
 import { BroadcastBar, SelectBox } from "./broadcast.tsx";
 import { ago, plainError, previewUrl, reasonText } from "./outage.ts";
+import { Later } from "./later.tsx";
+import { Confirmed, WorktreeActions } from "./actions.tsx";
 
 /**
  * A session's agent state as a badge; with `reason`, why it waits; with `box`, a marker when that box is
@@ -146,12 +141,24 @@ function shown(ref: SessionRef, filter: BoardFilter, words: string[]): boolean {
   return words.every((w) => text.includes(w));
 }
 
+/**
+ * Rows (sessions and worktrees) drawn at once, box by box from the top: about two screens of 900 px. The
+ * boxes below wait until scrolled near (later.tsx): 2,000 rows drawn at once took 1.5 s before the board
+ * was ready (bench/scale.ts, 200 boxes).
+ */
+const EAGER_ROWS = 60;
+/** About a row's height, for the space a box not yet drawn keeps. */
+const ROW_PX = 36;
+
 /** The board of every box, sessions under their worktrees. */
 export function Board(props: { api: Api }) {
   const list = Object.values(boxes.value);
   const words = boardQuery.value.toLowerCase().split(/\s+/).filter(Boolean);
   const narrowed = boardFilter.value !== "all" || words.length > 0;
   const matching = sessions.value.filter((ref) => shown(ref, boardFilter.value, words));
+  const byBox = new Map<string, SessionRef[]>();
+  for (const ref of matching) byBox.set(ref.box, [...byBox.get(ref.box) ?? [], ref]);
+  let rowsAbove = 0;
   // After the frame that drew a new count of sessions (Preact runs effects after the paint): the bench's
   // "board ready" mark.
   const count = sessions.value.length;
@@ -188,16 +195,25 @@ export function Board(props: { api: Api }) {
         <p class="muted">No session matches.</p>
       )}
       <BroadcastBar api={props.api} />
-      {list.map((view) => (
-        <BoxCard
-          api={props.api}
-          view={view}
-          key={view.status.name}
-          sessions={matching.filter((ref) => ref.box === view.status.name)}
-          narrowed={narrowed}
-          words={words}
-        />
-      ))}
+      {list.map((view) => {
+        const shownHere = byBox.get(view.status.name) ?? [];
+        const rows = shownHere.length + view.locations.reduce((n, l) => n + l.worktrees.length, 0);
+        // The boxes the first screens show are drawn at once; those below, when scrolled near.
+        const eager = rowsAbove < EAGER_ROWS;
+        rowsAbove += rows;
+        return (
+          <BoxCard
+            api={props.api}
+            view={view}
+            key={view.status.name}
+            sessions={shownHere}
+            narrowed={narrowed}
+            words={words}
+            eager={eager}
+            height={rows * ROW_PX}
+          />
+        );
+      })}
       {props.api.agent && <AddMachine api={props.api} />}
     </div>
   );
@@ -257,7 +273,15 @@ function SessionList(props: { api: Api; list: SessionRef[] }) {
 }
 
 function BoxCard(
-  props: { api: Api; view: BoxView; sessions: SessionRef[]; narrowed: boolean; words: string[] },
+  props: {
+    api: Api;
+    view: BoxView;
+    sessions: SessionRef[];
+    narrowed: boolean;
+    words: string[];
+    eager: boolean;
+    height: number;
+  },
 ) {
   const { status } = props.view;
   const since = status.since ? Date.parse(status.since) : NaN;
@@ -308,37 +332,43 @@ function BoxCard(
       )}
       {props.api.agent && <Upgrade api={props.api} status={status} />}
       {props.view.error && status.online && <p class="error">{plainError(props.view.error, status.name)}</p>}
-      {props.view.locations.map((location) => {
-        const worktrees = location.worktrees.filter((w) => worktreeShown(location, w));
-        if (worktrees.length === 0) return null;
-        return (
-          <div class="location" key={location.name}>
-            <h3>{location.name}</h3>
-            <ul class="worktrees">
-              {worktrees.map((worktree) => (
-                <WorktreeItem
-                  api={props.api}
-                  view={props.view}
-                  location={location}
-                  worktree={worktree}
-                  sessions={byWorktree.get(`${location.name}/${worktree.name}`) ?? []}
-                  key={worktree.name}
-                />
-              ))}
-            </ul>
-          </div>
-        );
-      })}
-      {elsewhere.length > 0 && (
-        <div class="location elsewhere">
-          <h3>Sessions</h3>
-          <ul class="sessions">
-            {elsewhere.map((item) => (
-              <SessionRow api={props.api} item={item} key={sessionKey(item.box, item.session.name)} />
-            ))}
-          </ul>
-        </div>
-      )}
+      <Later eager={props.eager} height={props.height}>
+        {() => (
+          <>
+            {props.view.locations.map((location) => {
+              const worktrees = location.worktrees.filter((w) => worktreeShown(location, w));
+              if (worktrees.length === 0) return null;
+              return (
+                <div class="location" key={location.name}>
+                  <h3>{location.name}</h3>
+                  <ul class="worktrees">
+                    {worktrees.map((worktree) => (
+                      <WorktreeItem
+                        api={props.api}
+                        view={props.view}
+                        location={location}
+                        worktree={worktree}
+                        sessions={byWorktree.get(`${location.name}/${worktree.name}`) ?? []}
+                        key={worktree.name}
+                      />
+                    ))}
+                  </ul>
+                </div>
+              );
+            })}
+            {elsewhere.length > 0 && (
+              <div class="location elsewhere">
+                <h3>Sessions</h3>
+                <ul class="sessions">
+                  {elsewhere.map((item) => (
+                    <SessionRow api={props.api} item={item} key={sessionKey(item.box, item.session.name)} />
+                  ))}
+                </ul>
+              </div>
+            )}
+          </>
+        )}
+      </Later>
     </section>
   );
 }
@@ -444,139 +474,6 @@ function ServiceRow(props: { api: Api; box: string; service: WorktreeService }) 
         log
       </button>
       {log !== null && <pre class="log">{log.split("\n").slice(-200).join("\n")}</pre>}
-    </div>
-  );
-}
-
-/**
- * A button whose action runs only after a second click on "yes" beside the question; its refusal (a
- * gate, a dirty worktree) is shown in place.
- */
-function Confirmed(props: {
-  label: string;
-  question: string;
-  act: () => Promise<unknown>;
-  /** Offered after a refusal: the same action forced (`remove anyway`). */
-  retry?: { label: string; act: () => Promise<unknown> };
-}) {
-  const [asking, setAsking] = useState(false);
-  const [outcome, runAction] = useOutcome();
-  const run = (act: () => Promise<unknown>) => {
-    setAsking(false);
-    return runAction(async () => {
-      await act();
-    });
-  };
-  return (
-    <span class="confirmed" data-action={props.label}>
-      <button type="button" class="small" onClick={() => setAsking(!asking)}>{props.label}</button>
-      {asking && (
-        <span class="confirm inline" role="dialog" aria-label={props.question}>
-          {props.question}{" "}
-          <button type="button" class="small" data-answer="yes" onClick={() => run(props.act)}>yes</button>
-          <button type="button" class="small" onClick={() => setAsking(false)}>no</button>
-        </span>
-      )}
-      {outcome?.error && (
-        <span class="error" role="alert">
-          {outcome.text}
-          {props.retry && (
-            <button
-              type="button"
-              class="small"
-              data-answer="retry"
-              onClick={() => run(props.retry!.act)}
-            >
-              {props.retry.label}
-            </button>
-          )}
-        </span>
-      )}
-    </span>
-  );
-}
-
-/** The laptop's editors (`GET /v1/editors`), asked once per page; empty in box mode. */
-const editors = signal<EditorInfo[] | null>(null);
-
-/** A worktree's actions: open in an editor, pause or resume, sync onto its base, remove. */
-function WorktreeActions(
-  props: { api: Api; box: string; location: string; worktree: Worktree; dirty: boolean },
-) {
-  const { api, box, location, worktree } = props;
-  const [message, say] = useOutcome();
-  if (api.agent && editors.value === null) {
-    editors.value = [];
-    api.json<EditorInfo[]>(api.own("editors")).then((found) => editors.value = found, () => {});
-  }
-  const base = `locations/${encodeURIComponent(location)}/worktrees/${encodeURIComponent(worktree.name)}`;
-  const editor = editors.value?.[0];
-  return (
-    <div class="row actions" data-worktree={`${box}/${location}/${worktree.name}`}>
-      {editor && (
-        <button
-          type="button"
-          class="small"
-          data-action="edit"
-          onClick={() =>
-            say(async () => {
-              await api.json(api.own("editors/open"), {
-                method: "POST",
-                body: { editor: editor.id, box, location, worktree: worktree.name },
-              });
-              return `opened in ${editor.name}`;
-            })}
-        >
-          open in {editor.name}
-        </button>
-      )}
-      {!worktree.main && (
-        <>
-          <button
-            type="button"
-            class="small"
-            data-action={worktree.paused ? "resume" : "pause"}
-            onClick={() =>
-              say(async () => {
-                const verb = worktree.paused ? "resume" : "pause";
-                await api.json(api.box(box, `${base}/${verb}`), { method: "POST" });
-                return verb === "pause" ? "paused: its services and agents are stopped" : "resumed";
-              })}
-          >
-            {worktree.paused ? "resume" : "pause"}
-          </button>
-          <button
-            type="button"
-            class="small"
-            data-action="sync"
-            onClick={() =>
-              say(async () => {
-                const done = await api.json<SyncResult>(api.box(box, `${base}/sync`), {
-                  method: "POST",
-                  body: {},
-                });
-                if (!done.ok) {
-                  throw new Error(`${done.mode} onto ${done.onto} stopped: ${done.output.trim()}`);
-                }
-                return `${done.mode}d onto ${done.onto}`;
-              })}
-          >
-            sync
-          </button>
-          <Confirmed
-            label="remove"
-            question={`Remove ${location}/${worktree.name}${
-              props.dirty ? " and its uncommitted changes" : ""
-            }?`}
-            act={() => api.json(api.box(box, base), { method: "DELETE" })}
-            retry={{
-              label: "remove anyway",
-              act: () => api.json(api.box(box, `${base}?force=1`), { method: "DELETE" }),
-            }}
-          />
-        </>
-      )}
-      {message && <span class={message.error ? "error" : "muted"} role="status">{message.text}</span>}
     </div>
   );
 }

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { computed, type ReadonlySignal, type Signal, signal } from "@preact/signals";
+import { computed, type ReadonlySignal, signal } from "@preact/signals";
 import type {
   AgentState,
   AgentStatus,
@@ -22,6 +22,7 @@ import type {
 import type { Api } from "./api.ts";
 import { byNeed, plainError, previewUrl } from "./outage.ts";
 import { after, every, now } from "./clock.ts";
+import { LastLines } from "./last_lines.ts";
 
 /** One box as the board shows it. */
 export interface BoxView {
@@ -65,18 +66,8 @@ export const live = signal(false);
 export const unreachableSince = signal<number | null>(null);
 /** The time, ticked each second: only what reads it (the "for 2 min" labels) draws again. */
 export const clock = signal(now());
-/**
- * The last non-blank line of each `box/session`'s screen, read once per state change: a signal per session,
- * so a line read redraws its row only (one map of them redrew all 200 rows per line read).
- */
-const lastLines = new Map<string, Signal<string>>();
-
-/** The last line of a `box/session`'s screen, as its own signal ("" until read). */
-export function lastLine(key: string): Signal<string> {
-  let line = lastLines.get(key);
-  if (!line) lastLines.set(key, line = signal(""));
-  return line;
-}
+/** The last line of a `box/session`'s screen, as its own signal (last_lines.ts). */
+export { lastLine } from "./last_lines.ts";
 
 const offline = new Map<string, ReadonlySignal<number | null>>();
 
@@ -99,8 +90,6 @@ export function offlineSince(box: string): ReadonlySignal<number | null> {
 }
 
 const EVENT_LIMIT = 500;
-/** How long after a state change a screen is read again for its last line (above the box's 1.1 s). */
-const SETTLE_MS = 1500;
 
 /**
  * How many of the events the page holds have a type starting with `prefix`: a view that lists what such
@@ -203,30 +192,42 @@ export class Sync {
   #statesSet = 0;
   #stateSetAt = new Map<string, number>();
 
+  /** The screens' last lines, two at a time, after the lists. */
+  #lines: LastLines;
+
   constructor(api: Api) {
     this.#api = api;
+    this.#lines = new LastLines(async (box, name) =>
+      (await api.json<Screen>(api.box(box, `sessions/${encodeURIComponent(name)}/screen`))).screen
+    );
   }
 
   /**
    * Loads everything and follows events until `signal` aborts. The first load does not wait for the
-   * stream to open (the board paints sooner). When the stream first opens, the sessions (what changes
-   * by the second) are asked again, so a change made while both were on their way is not missed; a
-   * reopened stream loads everything again, as anything may have changed while it was down. (Loading it
-   * all twice at start-up queued the board's requests behind the browser's six connections per host.)
+   * stream (the board paints sooner); the stream waits for the first load's answer and follows the events
+   * after the newest one it holds (`Api.board`), so a change made while both were on their way is heard,
+   * and nothing is read or drawn twice (a second read of every box's sessions when the stream opened
+   * redrew the whole board, 22–111 ms of a 20-session load). From an agent that does not say its event
+   * id, the sessions are asked again when the stream first opens. A reopened stream loads everything
+   * again, as anything may have changed while it was down.
    */
   async start(signal: AbortSignal): Promise<void> {
+    const after = new Promise<string | null>((resolve) => this.#boardRead = resolve);
     this.reloadAll();
     const stopTicking = every(1000, () => clock.value = now());
     signal.addEventListener("abort", stopTicking);
     let opened = false;
+    let from: string | null = null;
     await this.#api.follow((event) => this.apply(event), {
       signal,
+      // In box mode the page reads each list from the box, which names no event: the stream starts live.
+      after: this.#api.agent ? after.then((id) => from = id) : undefined,
       onOpen: () => {
         live.value = true;
         unreachableSince.value = null;
         if (opened) return this.reloadAll();
         opened = true;
-        this.#reloadEverySession();
+        if (from === null) this.#reloadEverySession();
       },
       onClose: () => {
         live.value = false;
@@ -235,41 +236,58 @@ export class Sync {
     });
   }
 
+  /** Told once the first load has drawn: the newest event its read holds (null when unknown). */
+  #boardRead: (after: string | null) => void = () => {};
+
+  /** Tells the stream waiting on the first load where to start; once. */
+  #toldBoardRead(after: string | null): void {
+    const tell = this.#boardRead;
+    this.#boardRead = () => {};
+    tell(after);
+  }
+
   /** Reloads the boxes and everything on each. */
   reloadAll(): void {
-    this.#once("boxes", async () => {
-      let list: BoxStatus[], board: BoxSessions[] | null, status: AgentStatus | null;
-      try {
-        // Through the agent, one read holds every box and its sessions (`GET /v1/sessions`, the agent's
-        // copy): 200 boxes' lists through the relay, 6 at a time, took ~1.7 s before the board drew.
-        [board, status] = await Promise.all([
-          this.#api.agent ? this.#api.json<BoxSessions[]>(this.#api.own("sessions")) : null,
-          this.#api.agent ? this.#api.json<AgentStatus>(this.#api.own("status")) : null,
-        ]);
-        list = board ? board.map((entry) => entry.box) : await this.#api.boxes();
-      } catch (error) {
-        unreachableSince.value ??= now();
-        throw error;
-      }
-      if (status) proxyPort.value = status.proxy.enabled ? status.proxy.port ?? null : null;
-      if (status) laptopBuild.value = status.build;
-      const next: Record<string, BoxView> = {};
-      for (const status of list) {
-        next[status.name] = { ...emptyView(status), ...boxes.value[status.name], status };
-      }
-      boxes.value = next;
-      const online = list.filter((status) => status.online).map((status) => status.name);
-      this.#linesHeld = true;
-      if (board) this.#showBoard(board, this.#statesSet);
-      // In box mode every box's sessions first (what the board shows), the rest after: the browser opens
-      // 6 connections, and the sessions waited behind the others' locations, git status and services.
-      // The screens' last lines wait for them too.
-      else await Promise.all(online.map((name) => this.reloadSessions(name)));
-      this.#linesHeld = false;
-      this.#pumpLines();
-      this.#detailsAfterPaint(online);
-      if (this.#api.agent) this.reloadQueue();
-    });
+    // Whatever happens to the first load, the stream waiting on it opens (live, when its read failed).
+    this.#once("boxes", () => this.#loadAll().finally(() => this.#toldBoardRead(null)));
+  }
+
+  /** The first load and every reload of all: the boxes, their sessions, then the details. */
+  async #loadAll(): Promise<void> {
+    let list: BoxStatus[], read: { board: BoxSessions[]; after: string | null } | null;
+    let status: AgentStatus | null;
+    try {
+      // Through the agent, one read holds every box and its sessions (`GET /v1/sessions`, the agent's
+      // copy): 200 boxes' lists through the relay, 6 at a time, took ~1.7 s before the board drew.
+      [read, status] = await Promise.all([
+        this.#api.agent ? this.#api.board() : null,
+        this.#api.agent ? this.#api.json<AgentStatus>(this.#api.own("status")) : null,
+      ]);
+      list = read ? read.board.map((entry) => entry.box) : await this.#api.boxes();
+    } catch (error) {
+      unreachableSince.value ??= now();
+      throw error;
+    }
+    const board = read?.board;
+    if (status) proxyPort.value = status.proxy.enabled ? status.proxy.port ?? null : null;
+    if (status) laptopBuild.value = status.build;
+    const next: Record<string, BoxView> = {};
+    for (const status of list) {
+      next[status.name] = { ...emptyView(status), ...boxes.value[status.name], status };
+    }
+    boxes.value = next;
+    const online = list.filter((status) => status.online).map((status) => status.name);
+    this.#lines.hold(true);
+    if (board) this.#showBoard(board, this.#statesSet);
+    // In box mode every box's sessions first (what the board shows), the rest after: the browser opens
+    // 6 connections, and the sessions waited behind the others' locations, git status and services.
+    // The screens' last lines wait for them too.
+    else await Promise.all(online.map((name) => this.reloadSessions(name)));
+    // The stream opens now (not before the boxes are known: the events it replays patch them).
+    this.#toldBoardRead(read?.after ?? null);
+    this.#lines.hold(false);
+    this.#detailsAfterPaint(online);
+    if (this.#api.agent) this.reloadQueue();
   }
 
   /** Reloads every box's sessions: through the agent in one read, else box by box. */
@@ -306,7 +324,7 @@ export class Sync {
       shown.push([name, sessions]);
     }
     boxes.value = next;
-    for (const [name, sessions] of shown) this.#readLastLines(name, sessions);
+    for (const [name, sessions] of shown) this.#lines.ask(name, sessions);
   }
 
   /** Reloads one box's locations, sessions, git status and ports. */
@@ -364,7 +382,7 @@ export class Sync {
         : await this.#api.json<Session[]>(this.#api.box(box, "sessions"));
       const sessions = this.#newest(box, list, asked);
       this.#patch(box, { sessions });
-      this.#readLastLines(box, sessions);
+      this.#lines.ask(box, sessions);
     });
   }
 
@@ -381,51 +399,6 @@ export class Sync {
         ? { ...session, agent_state: newer.agent_state, reason: newer.reason, state_time: newer.state_time }
         : session;
     });
-  }
-
-  /** The screens' last lines, asked again for the sessions whose state changed, two at a time. */
-  #lineAsked = new Map<string, string>();
-  #lineQueue: { box: string; name: string }[] = [];
-  #lineRunning = 0;
-
-  #readLastLines(box: string, list: Session[]): void {
-    for (const session of list) {
-      const key = sessionKey(box, session.name);
-      const mark = `${session.agent_state}@${session.state_time}@${session.exited}`;
-      if (session.exited || this.#lineAsked.get(key) === mark) continue;
-      this.#lineAsked.set(key, mark);
-      this.#lineQueue.push({ box, name: session.name });
-      // A tool draws its prompt just after the hook that changed its state (the box waits 1.1 s for a
-      // screen to settle, daemon/turn_check.ts): read once more after that, or the line is the one before.
-      after(SETTLE_MS, () => {
-        if (this.#lineAsked.get(key) !== mark) return;
-        this.#lineQueue.push({ box, name: session.name });
-        this.#pumpLines();
-      });
-    }
-    this.#pumpLines();
-  }
-
-  /** True while the first lists of sessions load: the last lines wait for all of them. */
-  #linesHeld = false;
-
-  /** Two at a time, after the lists: 200 sessions never hold the board's own requests back. */
-  #pumpLines(): void {
-    while (!this.#linesHeld && this.#lineRunning < 2 && this.#lineQueue.length > 0) this.#nextLine();
-  }
-
-  async #nextLine(): Promise<void> {
-    const next = this.#lineQueue.shift();
-    if (!next) return;
-    this.#lineRunning++;
-    try {
-      const path = this.#api.box(next.box, `sessions/${encodeURIComponent(next.name)}/screen`);
-      const { screen } = await this.#api.json<Screen>(path);
-      const line = screen.split("\n").map((l) => l.trimEnd()).filter(Boolean).at(-1) ?? "";
-      lastLine(sessionKey(next.box, next.name)).value = line;
-    } catch { /* gone, or its box is down: the line shown stays the last known */ }
-    this.#lineRunning--;
-    if (!this.#linesHeld && this.#lineQueue.length > 0) this.#nextLine();
   }
 
   /** Reloads one worktree's services. */

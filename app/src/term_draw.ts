@@ -50,3 +50,24 @@ export function drawPending(term: Terminal): boolean {
   debouncer._innerRefresh();
   return true;
 }
+
+/** The part of xterm.js 6.0's DOM renderer glyph widths (browser/renderer/dom/WidthCache.ts) used here. */
+interface WidthCache {
+  get?(c: string, bold: boolean, italic: boolean): number;
+}
+
+/**
+ * Measures the printable ASCII glyphs' widths now, off the key path: xterm.js's DOM renderer measures a
+ * glyph the first time a row holds it, by forcing a layout (`offsetWidth`), inside the draw of that row:
+ * a key's echo with a letter not yet shown spent ~1.2 ms of its ~2.2 ms in the page there (a Chromium
+ * profile of 25 echoes under load; the bench types a–z). Reached through private fields, as xterm.js
+ * 6.0.0 names them (its bundle keeps them); false when they are not there, and nothing changes.
+ */
+export function warmWidths(term: Terminal): boolean {
+  const cache = (term as unknown as {
+    _core?: { _renderService?: { _renderer?: { value?: { _widthCache?: WidthCache } } } };
+  })._core?._renderService?._renderer?.value?._widthCache;
+  if (typeof cache?.get !== "function") return false;
+  for (let code = 0x20; code < 0x7f; code++) cache.get(String.fromCharCode(code), false, false);
+  return true;
+}

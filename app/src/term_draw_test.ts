@@ -1,5 +1,6 @@
 import { assertEquals } from "../../tests/assert.ts";
-import { DrawPolicy, QUIET_MS, SMALL_WRITE } from "./term_draw.ts";
+import type { Terminal } from "@xterm/xterm";
+import { DrawPolicy, QUIET_MS, SMALL_WRITE, warmWidths } from "./term_draw.ts";
 
 Deno.test("term_draw: a small write into a quiet stream is drawn at once, a busy or large one waits for the frame", () => {
   const policy = new DrawPolicy();
@@ -15,4 +16,22 @@ Deno.test("term_draw: a small write into a quiet stream is drawn at once, a busy
   // Every write counts for quiet, the large one too.
   assertEquals(policy.drawsNow(1, 2000 + QUIET_MS - 1), false);
   assertEquals(policy.drawsNow(SMALL_WRITE, 3000), true);
+});
+
+Deno.test("term_draw: the printable ASCII glyphs' widths are measured ahead, regular only; nothing without the renderer's cache", () => {
+  const measured: string[] = [];
+  const widthCache = {
+    get: (c: string, bold: boolean, italic: boolean) => {
+      measured.push(`${c}${bold ? "B" : ""}${italic ? "I" : ""}`);
+      return 9;
+    },
+  };
+  const term = { _core: { _renderService: { _renderer: { value: { _widthCache: widthCache } } } } };
+  assertEquals(warmWidths(term as unknown as Terminal), true);
+  assertEquals(measured.length, 95);
+  assertEquals([measured[0], measured.at(-1)], [" ", "~"]);
+  assertEquals(measured.includes("a") && measured.includes("Z") && measured.includes("0"), true);
+  // Another renderer (or another xterm.js): nothing reached, nothing thrown.
+  assertEquals(warmWidths({ _core: { _renderService: {} } } as unknown as Terminal), false);
+  assertEquals(warmWidths({} as unknown as Terminal), false);
 });

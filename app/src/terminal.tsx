@@ -28,7 +28,7 @@ import type { Api } from "./api.ts";
 import { PromptBox } from "./prompt.tsx";
 import { ALT_SCREEN, altScreenFilter, historyAbove } from "./term_stream.ts";
 import { after, now } from "./clock.ts";
-import { drawPending, DrawPolicy } from "./term_draw.ts";
+import { drawPending, DrawPolicy, warmWidths } from "./term_draw.ts";
 
 /** Lines kept above the screen. */
 const SCROLLBACK = 50_000;
@@ -94,6 +94,10 @@ export function TerminalPane(
     host.current!.addEventListener("wheel", wheel, { capture: true, passive: false });
     fit.fit();
     setSize(`${term.cols}x${term.rows}`);
+    // The glyph widths measured before the first key, and again once the fonts are in (a new font clears
+    // them): a letter's first echo then draws without a forced layout.
+    warmWidths(term);
+    document.fonts?.ready.then(() => warmWidths(term), () => {});
     const encoder = new TextEncoder();
     const filter = altScreenFilter();
     const draws = new DrawPolicy();
