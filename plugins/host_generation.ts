@@ -97,6 +97,8 @@ export class Generation {
   ready: Promise<void>;
   /** Keys of the workers it runs. */
   readonly workers = new Set<string>();
+  /** The epoch whose spec it was sent, by key (a warm call carries none: protocol.ts). */
+  readonly specs = new Map<string, number>();
   inFlight = 0;
   /** Cancels its idle stop, and its /proc watch. */
   cancelIdle = () => {};
@@ -172,6 +174,55 @@ export function workerThreads(pid: number): number {
     return 0; // gone
   }
   return count;
+}
+
+/** Bytes of output a host may write a minute (stdout and stderr together); past them lines are dropped. */
+export const HOST_OUTPUT_BYTES = 64 * 1024;
+
+/**
+ * Reads what a host writes, within {@linkcode HOST_OUTPUT_BYTES} a minute: past it the bytes are read and
+ * dropped undecoded (a worker writing to stdout in a loop wrote 20 MB in 1.8 s into the daemon's log), and
+ * the drop is said once a minute. `say` gets each line (`own`: it may be attributed to the host's one
+ * plugin) and each drop's notice.
+ */
+export async function readHostOutput(
+  generation: Generation,
+  stream: ReadableStream<Uint8Array>,
+  say: (line: string, own: boolean) => void,
+): Promise<void> {
+  let buffered = "";
+  const decoder = new TextDecoder();
+  const budget = generation.output;
+  try {
+    for await (const chunk of stream) {
+      const minute = Math.floor(performance.now() / 60_000);
+      if (minute !== budget.window) {
+        if (budget.dropped > 0) {
+          say(`${budget.dropped} bytes of output dropped (over ${HOST_OUTPUT_BYTES} a minute)`, false);
+        }
+        budget.window = minute;
+        budget.bytes = 0;
+        budget.dropped = 0;
+      }
+      if (budget.bytes + chunk.length > HOST_OUTPUT_BYTES) {
+        budget.dropped += chunk.length;
+        buffered = "";
+        continue;
+      }
+      budget.bytes += chunk.length;
+      buffered += decoder.decode(chunk, { stream: true });
+      const lines = buffered.split("\n");
+      buffered = lines.pop()!.slice(-8192);
+      for (const line of lines) {
+        const text = stripAnsi(line).trim();
+        if (!text) continue;
+        generation.lastOutput = text.slice(0, 300);
+        say(text.slice(0, 8192), true);
+      }
+    }
+  } catch {
+    // the process is gone
+  }
 }
 
 /** A line of the host's output without its colours. */

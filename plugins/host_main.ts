@@ -38,6 +38,8 @@ const WORKER_MAIN = new URL("./worker_main.ts", import.meta.url);
 
 interface Hosted {
   spec: WorkerSpec;
+  /** The epoch it was started for (protocol.ts): a call of a newer one replaces it. */
+  epoch: number;
   worker: Worker;
   /** Resolves once the module has loaded (rejects with its load error). */
   ready: Promise<CallKind[]>;
@@ -53,6 +55,8 @@ if (!socketPath) throw new Error("usage: host_main.ts SOCKET");
 const conn = await Deno.connect({ transport: "unix", path: socketPath });
 const parent = new FrameConnection<ToHost, FromHost>(conn);
 const workers = new Map<string, Hosted>();
+/** The spec of each key, as the first call of its epoch brought it; forgotten at `stop`. */
+const specs = new Map<string, { epoch: number; spec: WorkerSpec }>();
 // The hello goes first: the parent sends no call before it.
 parent.send({ t: "hello", v: PROTOCOL_VERSION, pid: Deno.pid });
 
@@ -79,7 +83,7 @@ function send(message: FromHost): void {
   }
 }
 
-function start(spec: WorkerSpec): Hosted {
+function start(spec: WorkerSpec, epoch: number): Hosted {
   const grant = spec.grant;
   const list = (values: string[]) => values.length ? values : false;
   const worker = new Worker(WORKER_MAIN, {
@@ -101,7 +105,14 @@ function start(spec: WorkerSpec): Hosted {
   });
   const { promise: ready, resolve, reject } = Promise.withResolvers<CallKind[]>();
   ready.catch(() => {});
-  const hosted: Hosted = { spec, worker, ready, calls: new Map(), log: { minute: -1, chars: 0, dropped: 0 } };
+  const hosted: Hosted = {
+    spec,
+    epoch,
+    worker,
+    ready,
+    calls: new Map(),
+    log: { minute: -1, chars: 0, dropped: 0 },
+  };
   worker.onmessage = (e: MessageEvent<FromWorker>) => {
     // What a worker posts is the plugin's to shape (it can call `self.postMessage` itself): a message
     // that breaks its handling ends that worker, never this process.
@@ -219,16 +230,35 @@ function end(hosted: Hosted, error?: string, stuck?: boolean): void {
     sendResult(id, { ok: false, error: error ?? "the worker was stopped" });
   }
   hosted.calls.clear();
-  send({ t: "stopped", key: hosted.spec.key, ...(error ? { error } : {}), ...(stuck ? { stuck } : {}) });
+  send({
+    t: "stopped",
+    key: hosted.spec.key,
+    epoch: hosted.epoch,
+    ...(error ? { error } : {}),
+    ...(stuck ? { stuck } : {}),
+  });
 }
 
-async function call(id: number, spec: WorkerSpec, kind: CallKind, input: unknown): Promise<void> {
-  let hosted = workers.get(spec.key);
+async function call(message: Extract<ToHost, { t: "call" }>): Promise<void> {
+  const { id, key, epoch, kind, input } = message;
+  if (message.worker) specs.set(key, { epoch, spec: message.worker });
+  const known = specs.get(key);
+  if (!known || known.spec.key !== key) {
+    send({ t: "result", id, ok: false, error: "the plugin host was not told the worker's spec" });
+    return;
+  }
+  const spec = known.spec;
+  let hosted = workers.get(key);
+  // A worker of an older epoch was stopped by the parent after it sent this call's: never served old.
+  if (hosted && hosted.epoch < epoch) {
+    end(hosted);
+    hosted = undefined;
+  }
   let started: number | undefined;
   if (!hosted) {
     started = performance.now();
     try {
-      hosted = start(spec);
+      hosted = start(spec, epoch);
     } catch (error) {
       // The constructor refuses a grant wider than this process has.
       send({ t: "result", id, ok: false, error: `cannot start: ${(error as Error).message}` });
@@ -255,11 +285,14 @@ async function call(id: number, spec: WorkerSpec, kind: CallKind, input: unknown
   }
   if (started !== undefined) coldStarts.set(id, performance.now() - started);
   let payload = input;
+  let body: Uint8Array<ArrayBuffer> | undefined;
   if (kind === "fetch") {
     const request = input as FetchInput;
-    payload = { ...request, body: request.body === undefined ? undefined : fromBase64(request.body) };
+    body = request.body === undefined ? undefined : fromBase64(request.body);
+    payload = { ...request, body };
   }
-  hosted.worker.postMessage({ t: "call", id, kind, input: payload });
+  // A request's body is handed over to the worker (transferred), not copied.
+  hosted.worker.postMessage({ t: "call", id, kind, input: payload }, body ? [body.buffer] : []);
 }
 
 /** Calls that started their worker, and how long the start took (sent with their result). */
@@ -290,7 +323,7 @@ for await (const message of parent.messages()) {
   switch (message.t) {
     case "call":
       // A bug here must fail the call, not the host (and every other plugin's calls with it).
-      call(message.id, message.worker, message.kind, message.input).catch((error) =>
+      call(message).catch((error) =>
         sendResult(message.id, { ok: false, error: `the plugin host failed: ${(error as Error).message}` })
       );
       break;
@@ -298,6 +331,7 @@ for await (const message of parent.messages()) {
       cancel(message.id, message.key);
       break;
     case "stop": {
+      specs.delete(message.key);
       const hosted = workers.get(message.key);
       if (hosted) end(hosted);
       break;

@@ -29,8 +29,8 @@ import {
   covers,
   Generation,
   hostArgs,
+  readHostOutput,
   residentKb,
-  stripAnsi,
   unionGrant,
   workerThreads,
 } from "./host_generation.ts";
@@ -76,8 +76,8 @@ export interface ModuleHostOptions {
   onLog?(spec: WorkerSpec, level: LogLevel, text: string): void;
   /**
    * A line the host process wrote on stdout or stderr (its own errors; a worker writing there directly),
-   * within {@linkcode HOST_OUTPUT_BYTES} a minute. `spec` is the worker it must have come from, when the
-   * host ran one plugin's workers only.
+   * within `HOST_OUTPUT_BYTES` a minute (host_generation.ts). `spec` is the worker it must have come
+   * from, when the host ran one plugin's workers only.
    */
   onHostOutput?(line: string, spec?: WorkerSpec): void;
   /** A worker ended (idle stop, crash, deadline), with why when it was not asked to. */
@@ -107,6 +107,8 @@ interface PendingCall {
   /** Cancels its deadline. */
   cancel: () => void;
   generation: Generation;
+  /** The epoch of its worker it was sent for (protocol.ts). */
+  epoch: number;
   /** Already run again after its host crashed (a call is retried once). */
   retried: boolean;
 }
@@ -118,8 +120,6 @@ interface PendingCall {
  * terminated).
  */
 export const ORPHAN_GRACE_MS = 3000;
-/** Bytes of output a host may write a minute (stdout and stderr together); past them lines are dropped. */
-export const HOST_OUTPUT_BYTES = 64 * 1024;
 /** Quarantine hosts (one per worker whose calls are retried after a crash) running at once. */
 export const QUARANTINE_HOSTS = 4;
 /** How long a host has to stop a worker whose call passed its deadline before the host itself is retired. */
@@ -132,6 +132,8 @@ export class ModuleHost {
   #generations = new Set<Generation>();
   #calls = new Map<number, PendingCall>();
   #specs = new Map<string, WorkerSpec>();
+  /** Each key's epoch: bumped at each stop, so a `stopped` of a worker stopped before is told apart. */
+  #epochs = new Map<string, number>();
   #nextCall = 1;
   #count = 0;
   #restarts = 0;
@@ -157,25 +159,59 @@ export class ModuleHost {
     const id = this.#nextCall++;
     const { promise, resolve, reject } = Promise.withResolvers<CallResult>();
     const cancel = this.#o.clock.after(deadlineMs, () => this.#deadline(id));
-    this.#calls.set(id, { spec, kind, input, resolve, reject, cancel, generation, retried: false });
+    const epoch = this.#epochs.get(spec.key) ?? 0;
+    this.#calls.set(id, { spec, kind, input, resolve, reject, cancel, generation, epoch, retried: false });
     this.#specs.set(spec.key, spec);
-    generation.inFlight++;
-    generation.workers.add(spec.key);
-    generation.frames!.send({ t: "call", id, worker: spec, kind, input });
+    this.#send(generation, id, spec, epoch, kind, input);
     return promise;
   }
 
-  /** Stops a worker (idle, or its plugin was disabled or changed); the next call starts it again. */
+  /** Sends a call to a host: the worker's spec only with the first call of its epoch there. */
+  #send(
+    generation: Generation,
+    id: number,
+    spec: WorkerSpec,
+    epoch: number,
+    kind: CallKind,
+    input: unknown,
+  ): void {
+    generation.inFlight++;
+    generation.workers.add(spec.key);
+    const known = generation.specs.get(spec.key) === epoch;
+    generation.specs.set(spec.key, epoch);
+    generation.frames!.send({
+      t: "call",
+      id,
+      key: spec.key,
+      epoch,
+      ...(known ? {} : { worker: spec }),
+      kind,
+      input,
+    });
+  }
+
+  /**
+   * Stops a worker (idle, or its plugin was disabled or changed); the next call starts it again, in a new
+   * epoch: what the stopped worker still says of itself is told from what its successor says.
+   */
   stop(key: string): void {
+    this.#epochs.set(key, (this.#epochs.get(key) ?? 0) + 1);
     for (const generation of this.#generations) {
-      if (generation.workers.delete(key)) generation.frames?.send({ t: "stop", key });
+      generation.specs.delete(key);
+      generation.workers.delete(key);
+      // Said to every host, running it or not as far as known here: one a call started again as its
+      // predecessor's end was on its way is stopped too.
+      if (!generation.ended) generation.frames?.send({ t: "stop", key });
     }
     this.#stopIdleHost();
   }
 
   /** Whether a worker for `key` runs now. */
   running(key: string): boolean {
-    return [...this.#generations].some((g) => !g.ended && g.workers.has(key));
+    for (const generation of this.#generations) {
+      if (!generation.ended && generation.workers.has(key)) return true;
+    }
+    return false;
   }
 
   /** Counters. */
@@ -267,8 +303,11 @@ export class ModuleHost {
       }
       const { child, untrack } = startChild(Deno.execPath(), args, { env, clearEnv: true });
       generation.child = child;
-      this.#readOutput(generation, child.stdout);
-      this.#readOutput(generation, child.stderr);
+      // Its output within its budget (host_generation.ts), a line said as its sole plugin's when it can be.
+      const say = (line: string, own: boolean) =>
+        this.#o.onHostOutput?.(line, own ? this.#soleWorker(generation) : undefined);
+      readHostOutput(generation, child.stdout, say);
+      readHostOutput(generation, child.stderr, say);
       child.status.then(() => {
         untrack();
         const why = generation.lastOutput ? `: ${generation.lastOutput}` : "";
@@ -335,50 +374,6 @@ export class ModuleHost {
     });
   }
 
-  /**
-   * Reads what the host writes, within {@linkcode HOST_OUTPUT_BYTES} a minute: past it the bytes are read
-   * and dropped undecoded (a worker writing to stdout in a loop wrote 20 MB in 1.8 s into the daemon's
-   * log), and the drop is said once a minute. A line is attributed to the worker it must have come from
-   * when the host runs one plugin's workers only.
-   */
-  async #readOutput(generation: Generation, stream: ReadableStream<Uint8Array>): Promise<void> {
-    let buffered = "";
-    const decoder = new TextDecoder();
-    const budget = generation.output;
-    try {
-      for await (const chunk of stream) {
-        const minute = Math.floor(performance.now() / 60_000);
-        if (minute !== budget.window) {
-          if (budget.dropped > 0) {
-            this.#o.onHostOutput?.(
-              `${budget.dropped} bytes of output dropped (over ${HOST_OUTPUT_BYTES} a minute)`,
-            );
-          }
-          budget.window = minute;
-          budget.bytes = 0;
-          budget.dropped = 0;
-        }
-        if (budget.bytes + chunk.length > HOST_OUTPUT_BYTES) {
-          budget.dropped += chunk.length;
-          buffered = "";
-          continue;
-        }
-        budget.bytes += chunk.length;
-        buffered += decoder.decode(chunk, { stream: true });
-        const lines = buffered.split("\n");
-        buffered = lines.pop()!.slice(-8192);
-        for (const line of lines) {
-          const text = stripAnsi(line).trim();
-          if (!text) continue;
-          generation.lastOutput = text.slice(0, 300);
-          this.#o.onHostOutput?.(text.slice(0, 8192), this.#soleWorker(generation));
-        }
-      }
-    } catch {
-      // the process is gone
-    }
-  }
-
   /** The spec of a host's workers when they all belong to one label (one plugin), else undefined. */
   #soleWorker(generation: Generation): WorkerSpec | undefined {
     const specs = [...generation.workers].map((key) => this.#specs.get(key));
@@ -401,11 +396,13 @@ export class ModuleHost {
           break;
         }
         case "stopped": {
+          // A worker that synchronous code holds: only ending its process stops it.
+          if (message.stuck) this.#retire(generation);
+          // One stopped before (an older epoch): its successor may run already, and is not forgotten.
+          if (message.epoch !== (this.#epochs.get(message.key) ?? 0)) break;
           generation.workers.delete(message.key);
           const spec = this.#specs.get(message.key);
           if (spec) this.#o.onWorkerStopped?.(spec, message.error);
-          // A worker that synchronous code holds: only ending its process stops it.
-          if (message.stuck) this.#retire(generation);
           this.#stopIdleHost();
           break;
         }
@@ -423,6 +420,11 @@ export class ModuleHost {
     const call = this.#calls.get(id);
     if (!call || call.generation !== generation) return;
     this.#finish(id, call);
+    // A worker that answered runs (one that crashed as this call was sent was started again by it),
+    // unless it was stopped since.
+    if (message.ok && call.epoch === (this.#epochs.get(call.spec.key) ?? 0) && !generation.ended) {
+      generation.workers.add(call.spec.key);
+    }
     if (message.ok) {
       call.resolve({
         value: message.value,
@@ -560,9 +562,7 @@ export class ModuleHost {
     }
     for (const [id, call] of live()) {
       call.generation = generation;
-      generation.inFlight++;
-      generation.workers.add(key);
-      generation.frames!.send({ t: "call", id, worker: call.spec, kind: call.kind, input: call.input });
+      this.#send(generation, id, call.spec, call.epoch, call.kind, call.input);
     }
     if (generation.inFlight <= 0) this.#kill(generation, "retired");
   }

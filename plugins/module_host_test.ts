@@ -357,3 +357,29 @@ Deno.test("a host whose worker threads outnumber its workers (a nested Worker sp
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("a worker stopped and called again at once runs its new module, and is known to run: the old one's end is told apart (epochs)", async () => {
+  const version = (n: number) => `export default { step() { return "v${n}"; } };`;
+  const dir = await fixture({ "mod.ts": version(0) });
+  const modules = host(dir);
+  try {
+    const s = spec(dir, "mod.ts");
+    assertEquals((await modules.call(s, "step", {}, 10_000)).value, "v0");
+    for (let n = 1; n <= 4; n++) {
+      // What the registry does when a plugin's file changes: stop its worker; the next call comes at once,
+      // before the host has said the old worker ended.
+      await Deno.writeTextFile(join(dir, "mod.ts"), version(n));
+      modules.stop(s.key);
+      const answer = await modules.call(s, "step", {}, 10_000);
+      assertEquals(answer.value, `v${n}`, `after edit ${n}`);
+      assert(answer.coldMs !== undefined, `edit ${n}: a new worker answered`);
+      // The old worker's end, said after the new one started, must not make this one forgotten: a
+      // forgotten worker is never stopped at the next edit, and serves its old module.
+      assert(modules.running(s.key), `edit ${n}: the worker that answered is known to run`);
+      assertEquals(modules.stats().workers, 1);
+    }
+  } finally {
+    modules.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});

@@ -500,6 +500,13 @@ export class PluginSupervisor {
         if (hook.module === undefined) return shell.run(hook, input, context);
         return this.#runFileModule(hook, input, context.moduleBase, context.moduleRoot, context.cwd);
       },
+      // Shell hooks of one event start together (one shell for several: core/hook_exec.ts).
+      runMany(hooks, input, context) {
+        if (!shell.runMany || hooks.some((hook) => hook.module !== undefined)) {
+          return hooks.map((hook) => this.run(hook, input, context));
+        }
+        return shell.runMany(hooks, input, context);
+      },
     };
   }
 

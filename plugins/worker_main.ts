@@ -26,7 +26,8 @@ interface Handlers {
   step?: (vars: unknown, ctx: unknown) => unknown;
 }
 
-const post = (message: FromWorker) => self.postMessage(message);
+/** Posts to the host; a fetch answer's body is handed over (transferred), not copied (up to 8 MiB). */
+const post = (message: FromWorker, transfer: Transferable[] = []) => self.postMessage(message, transfer);
 let handlers: Handlers = {};
 let nextRequest = 1;
 const waiting = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
@@ -212,7 +213,9 @@ self.onmessage = async (e: MessageEvent<ToWorker>) => {
     }
     case "call":
       try {
-        post({ t: "result", id: message.id, ok: true, value: await call(message.kind, message.input) });
+        const value = await call(message.kind, message.input);
+        const body = message.kind === "fetch" ? (value as { body: Uint8Array<ArrayBuffer> }).body : undefined;
+        post({ t: "result", id: message.id, ok: true, value }, body ? [body.buffer] : []);
       } catch (error) {
         post({ t: "result", id: message.id, ok: false, error: safeJson(error).slice(0, 2000) });
       }
