@@ -131,7 +131,11 @@ export class Hooks extends HooksHost {
    * of them in a variable).
    */
   async gate(action: GateAction, target: Record<string, unknown>, context: GateContext): Promise<void> {
-    const place = this.#actionPlace(target, context);
+    // Where the action is, and its worktree, are looked up only once a gate is found: most requests
+    // find none, and the lookups were most of a gated keystroke's gate step.
+    const where = this.#actionWhere(target, context);
+    let known: Place | undefined;
+    const placeOf = () => known ??= where.location ? this.#placeNamed(where.location, where.worktree) : {};
     const gates: {
       hook: HookConfig;
       source: string;
@@ -146,18 +150,21 @@ export class Hooks extends HooksHost {
         gates.push({ hook, source: extra.source, run: extra.run });
       }
     }
-    if (place.location) {
-      // Read now, not from the cache: a gate added a moment ago must already hold.
-      const config = await this.#o.locations.config(place.location).catch(() => null);
+    if (where.location) {
+      // Read now, not from the cache: a gate added a moment ago must already hold. An unknown
+      // location has no config, so no gates.
+      const config = await this.#o.locations.config(where.location).catch(() => null);
       for (const hook of gatesFor(config?.effective.hooks ?? [], action, context.origin)) {
+        const place = placeOf();
         gates.push({
           hook,
-          source: `config of location '${place.location}'`,
+          source: `config of location '${where.location}'`,
           ...this.#configModules(place.worktree?.path ?? place.root),
         });
       }
     }
     if (gates.length === 0) return;
+    const place = placeOf();
 
     const base = await this.#environment(place);
     const env: Record<string, string> = {
@@ -223,9 +230,10 @@ export class Hooks extends HooksHost {
   async #dispatch(event: DockEvent): Promise<void> {
     const boxHooks = hooksFor(this.file.current(), event);
     const pluginHooks = extraShellHooksFor(this.#o.extra?.() ?? [], event);
-    const place = this.#eventPlace(event);
-    const configHooks = place.location ? hooksFor(await this.#locationHooks(place.location), event) : [];
+    const where = this.#eventWhere(event);
+    const configHooks = where.location ? hooksFor(await this.#locationHooks(where.location), event) : [];
     if (boxHooks.length === 0 && configHooks.length === 0 && pluginHooks.length === 0) return;
+    const place = where.place();
     const base = await this.#environment(place);
     const env = {
       ...base,
@@ -272,8 +280,12 @@ export class Hooks extends HooksHost {
     return hooks;
   }
 
-  /** The location and worktree an event belongs to, from its `location`/`worktree`, `path` or `session`. */
-  #eventPlace(event: DockEvent): Place {
+  /**
+   * The location and worktree an event belongs to, from its `location`/`worktree`, `path` or `session`:
+   * the names, and the place itself once asked for (`place()`: store reads, made only for an event some
+   * hook matches).
+   */
+  #eventWhere(event: DockEvent): { location?: string; place: () => Place } {
     const data = event.data ?? {};
     const text = (key: string) => typeof data[key] === "string" ? data[key] as string : undefined;
     let location = text("location");
@@ -284,19 +296,23 @@ export class Hooks extends HooksHost {
     }
     if (!location && text("path")) {
       const worktree = this.#o.worktrees.containing(text("path")!);
-      if (worktree) return this.#place(worktree.location, worktree);
+      if (worktree) {
+        const place = this.#place(worktree.location, worktree);
+        return { location: place.location, place: () => place };
+      }
     }
-    if (!location) return {};
-    let worktree: Worktree | undefined;
-    if (worktreeName) {
-      try {
-        worktree = this.#o.worktrees.get(location, worktreeName);
-      } catch { /* gone (worktree.removed): run in the repository's root */ }
-    }
-    return this.#place(location, worktree);
+    if (!location) return { place: () => ({}) };
+    const named = location;
+    let place: Place | undefined;
+    // A worktree gone (worktree.removed): its hooks run in the repository's root.
+    return { location, place: () => place ??= this.#placeNamed(named, worktreeName) };
   }
 
-  #actionPlace(target: Record<string, unknown>, context: GateContext): Place {
+  /** The location and worktree names an action is in: its context's, else its session's. */
+  #actionWhere(
+    target: Record<string, unknown>,
+    context: GateContext,
+  ): { location?: string; worktree?: string } {
     let location = context.location;
     let worktreeName = context.worktree;
     if (!location && typeof target.session === "string") {
@@ -304,7 +320,11 @@ export class Hooks extends HooksHost {
       if (place) ({ location, worktree: worktreeName } = place);
     }
     if (location?.includes("/") && !worktreeName) [location, worktreeName] = location.split("/", 2);
-    if (!location) return {};
+    return { location, worktree: worktreeName };
+  }
+
+  /** The place of a location and, when named, its worktree (the repository's root when it is gone). */
+  #placeNamed(location: string, worktreeName?: string): Place {
     let worktree: Worktree | undefined;
     if (worktreeName) {
       try {

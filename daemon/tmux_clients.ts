@@ -11,12 +11,16 @@
  * @module
  */
 import type { RunResult } from "../core/runner.ts";
+import { hex } from "../core/bytes.ts";
 import type { FromClients, ToClients } from "./tmux_clients_worker.ts";
 
 const WORKER = new URL("../daemon/tmux_clients_worker.ts", import.meta.url);
 
 /** Clients kept waiting: one for the call at hand, one for the call right after it. */
 const KEEP = 2;
+
+/** The most a pipe takes in one write, whole or not at all (POSIX: at least 512; Linux: 4096). */
+export const PIPE_BUF = 4096;
 
 /** Options of {@linkcode ReadyClients}. */
 export interface ReadyClientsOptions {
@@ -38,6 +42,8 @@ export class ReadyClients {
   #handed = 0;
   #closed = false;
   #closedWorker?: () => void;
+  /** What no pane's text can guess: the end of each line's marker (see the worker's `runLine`). */
+  #nonce = hex(crypto.getRandomValues(new Uint8Array(8)));
 
   constructor(options: ReadyClientsOptions) {
     this.#options = options;
@@ -54,16 +60,19 @@ export class ReadyClients {
   }
 
   /**
-   * Runs `line` (one tmux command sequence, at most PIPE_BUF bytes) through a client started ahead, and
-   * resolves with how it ended; with undefined when it was not run (closed, or a worker that never
-   * started), which the caller then spawns itself.
+   * Runs `sequence` (one tmux command sequence in tmux's syntax, on one line) through a client started
+   * ahead, and resolves with how it ended; with undefined when it was not run (too long for one pipe
+   * write, closed, or a worker that never started), which the caller then spawns itself.
    */
-  run(line: Uint8Array): Promise<RunResult | undefined> {
+  run(sequence: string): Promise<RunResult | undefined> {
     if (this.#closed) return Promise.resolve(undefined);
-    const worker = this.#worker ?? this.#start();
     const id = this.#nextId++;
+    const marker = `dock-done-${id}-${this.#nonce}`;
+    const line = new TextEncoder().encode(`${sequence} ; display-message -p '${marker}'\n`);
+    if (line.length > PIPE_BUF) return Promise.resolve(undefined);
+    const worker = this.#worker ?? this.#start();
     const done = new Promise<RunResult | undefined>((resolve) => this.#calls.set(id, resolve));
-    worker.postMessage({ type: "run", id, line } satisfies ToClients);
+    worker.postMessage({ type: "run", id, line, marker } satisfies ToClients);
     return done;
   }
 

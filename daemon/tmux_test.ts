@@ -53,6 +53,30 @@ Deno.test("pasteOnce types a send once; a second call with its slot finds it pas
   assertEquals(await box.tmux.pasteOnce("s", "slot-1", "again", { enter: false }), "claimed");
 });
 
+Deno.test("pasteOnce: a line through a client kept ready, tmux's special characters as themselves; lines through stdin", async () => {
+  await using box = await server();
+  await box.tmux.paste("s", "first", true); // starts the clients kept ready
+  await until(() => box.tmux.ready > 0, "a client kept ready");
+  const line = `-x ; ' " \\ $HOME ~ #c {} %1 é -- end`;
+  const handed = box.tmux.handed;
+  assertEquals(await box.tmux.pasteOnce("s", "slot-l", line, { enter: true }), "claimed");
+  assertEquals(box.tmux.handed, handed + 1, "run by a client kept ready");
+  assertEquals(await box.tmux.pressEnter("s", "slot-l"), true);
+  // Its claim holds through the client as through a spawned tmux: asked again, it is found.
+  assertEquals(await box.tmux.pasteOnce("s", "slot-l", line, { enter: true }), "found");
+  // Text with a newline is no tmux word: loaded from stdin, whole, by a spawned tmux.
+  const before = box.tmux.handed;
+  assertEquals(await box.tmux.pasteOnce("s", "slot-m", "two\nlines", { enter: true }), "claimed");
+  assertEquals(box.tmux.handed, before, "not through a client kept ready");
+  assertEquals(await box.tmux.pressEnter("s", "slot-m"), true);
+  assertEquals(await box.read(4), `first\n${line}\ntwo\nlines\n`);
+  await assertRejects(
+    () => box.tmux.pasteOnce("gone", "slot-g", "x", { enter: false }),
+    DockError,
+    "can't find",
+  );
+});
+
 Deno.test("pasteOnce after a killed daemon's tmux: claimed and pasted, claimed and failed, or still to come", async () => {
   await using box = await server();
   // Its command ran whole: found pasted, nothing typed again, its Enter still owed.

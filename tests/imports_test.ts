@@ -201,7 +201,7 @@ const ALLOWED_TIMER_SPOTS: Record<string, string> = {
   "daemon/tools.ts":
     "a PATH folder's listing is kept only when its mtime is 2 s older than now: a file time against the real clock, nothing ordered or delayed (tests inject `now`)",
   "daemon/tmux_clients_worker.ts":
-    "a 15 s guard on a tmux client started ahead (a child), on the worker thread that has no Clock to take",
+    "a 15 s guard on a tmux client started ahead (a child), and the turn of its loop before starting the next, on a worker thread that has no Clock to take",
   // core/ and the plugin host: guards on a socket or a child, turns of the event loop, file times.
   "core/deadlines.ts":
     "one unref'd interval checks every connection's header and idle deadline (socket guards; tests inject `now` and sweep by hand)",
