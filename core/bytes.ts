@@ -5,8 +5,6 @@
  * @module
  */
 
-import { createHash } from "node:crypto";
-
 /** `parts` one after another in one new array. */
 export function concatBytes(parts: readonly Uint8Array[]): Uint8Array<ArrayBuffer> {
   const out = new Uint8Array(parts.reduce((total, part) => total + part.length, 0));
@@ -23,19 +21,11 @@ export function hex(bytes: Uint8Array): string {
   return Array.from(bytes, (byte) => byte.toString(16).padStart(2, "0")).join("");
 }
 
-/**
- * The SHA-256 of `data` (text as UTF-8) in lowercase hex; `bytes` of it when given (its first).
- * Hashed at once with node:crypto: a keyed keystroke hashes its key on the way to tmux, and WebCrypto's
- * `digest` cost the daemon ~0.5 ms of its event loop per call there (CPU profile, 1,500 keys calls),
- * against ~2 µs.
- */
-export function sha256Hex(data: string | Uint8Array<ArrayBuffer>, bytes = 32): Promise<string> {
-  return Promise.resolve(sha256HexNow(data, bytes));
-}
-
-/** {@linkcode sha256Hex} without the promise. */
-export function sha256HexNow(data: string | Uint8Array, bytes = 32): string {
-  return createHash("sha256").update(data).digest("hex").slice(0, bytes * 2);
+/** The SHA-256 of `data` (text as UTF-8) in lowercase hex; `bytes` of it when given (its first). */
+export async function sha256Hex(data: string | Uint8Array<ArrayBuffer>, bytes = 32): Promise<string> {
+  const input = typeof data === "string" ? new TextEncoder().encode(data) : data;
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", input), 0, bytes);
+  return hex(digest);
 }
 
 /** Compares two secrets in constant time (for equal lengths); `b` may be given encoded already. */

@@ -18,7 +18,7 @@ import type {
   WaitResult,
 } from "../client/wire.ts";
 import type { Clock } from "../core/clock.ts";
-import { sha256Hex, sha256HexNow } from "../core/bytes.ts";
+import { createHash } from "node:crypto";
 import type { EventBus } from "../core/events.ts";
 import { answerKeys } from "./answers.ts";
 import { RestoredInputs } from "./restored_input.ts";
@@ -229,7 +229,7 @@ export class SessionInput {
       return await type(keys, slot);
     };
     if (step.key === undefined) return await fresh(() => {});
-    const slot = `dock-keys-${sha256HexNow(step.key, 12)}`;
+    const slot = `dock-keys-${slotHash(step.key)}`;
     try {
       return await this.#o.ledger.once<T>(
         step.key,
@@ -251,7 +251,7 @@ export class SessionInput {
   ): Promise<Session> {
     const { key, unlessWaiting } = options;
     if (key === undefined) return await this.#send(name, text, enter, origin, () => {}, { unlessWaiting });
-    const slot = await sendSlot(key);
+    const slot = sendSlot(key);
     try {
       return await this.#o.ledger.once(
         key,
@@ -376,8 +376,17 @@ function refuseWhileWaiting(session: Session, reason: "permission"): void {
  * from its key, so every daemon finds the same. Hashed: a key may hold characters tmux's command line
  * treats specially (a trailing `;`).
  */
-async function sendSlot(key: string): Promise<string> {
-  return `dock-send-${await sha256Hex(key, 12)}`;
+function sendSlot(key: string): string {
+  return `dock-send-${slotHash(key)}`;
+}
+
+/**
+ * The part of a slot's name made from its key: 12 bytes of its SHA-256 in hex. Hashed with node:crypto,
+ * at once: WebCrypto's `digest` cost the daemon's loop ~0.5 ms per keyed call under load (CPU profile
+ * of 1,500 keys calls), against ~2 µs.
+ */
+function slotHash(key: string): string {
+  return createHash("sha256").update(key).digest("hex").slice(0, 24);
 }
 
 /**
