@@ -24,12 +24,9 @@ import { HOOKS_FILE, type HooksFile } from "./config.ts";
 import type { EventBus } from "./events.ts";
 import { validateUserFile } from "./user_files.ts";
 import {
-  GATE_TIMEOUT_MS,
-  HOOK_TIMEOUT_MS,
   type HookExecutor,
   type HookResult,
   type HookRunContext,
-  hookTimeoutMs,
   isGate,
   shellExecutor,
 } from "./hook_exec.ts";
@@ -47,7 +44,7 @@ export {
   hookTimeoutMs,
   isGate,
   shellExecutor,
-};
+} from "./hook_exec.ts";
 /** Hooks running at once, per process; 16 lets ten matching one event all start (8: the 10th waited, 15.9 ms vs 2.9). */
 export const HOOK_CONCURRENCY = 16;
 /** Hook runs waiting for a slot before the oldest are dropped (and counted). */

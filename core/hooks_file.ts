@@ -10,6 +10,7 @@ import { HOOKS_FILE, type HooksFile } from "./config.ts";
 import type { EventBus } from "./events.ts";
 import { FileSignature } from "./files.ts";
 import type { Log } from "./log.ts";
+import { OncePerBatch } from "./turn.ts";
 import { readUserFileSync, writeUserFile } from "./user_files.ts";
 
 /** Options of {@linkcode HooksFileWatcher}. */
@@ -36,8 +37,8 @@ export class HooksFileWatcher {
   #file: FileSignature;
   #checked = 0;
   #checkMs: number;
-  /** Set once {@linkcode current} checked the file, until the running code's microtasks. */
-  #checkedInBatch = false;
+  /** The file is checked once for a batch of events the bus delivers together. */
+  #batch = new OncePerBatch();
   #unannounced = false;
   #bus?: EventBus;
   #clock: Clock;
@@ -79,17 +80,14 @@ export class HooksFileWatcher {
   }
 
   /**
-   * The current hooks (re-read first when the file changed since the last check). Checked once for a
-   * batch of events the bus delivers in one go (until the running code yields to its microtasks): the
-   * laptop's merge delivers a box's events by the hundred, and a stat per event was 7% of the agent's
-   * busy samples at 5 boxes × 1,000 events/s (`bench/events.ts`, `--cpu-prof`). Anything that awaits
-   * (reading a request, a write) comes after the microtasks, so it checks the file again.
+   * The current hooks (re-read first when the file changed since the last check). Checked once per
+   * batch (`OncePerBatch`): a stat per event was 7% of the agent's busy samples at 5 boxes × 1,000
+   * events/s (`bench/events.ts`, `--cpu-prof`).
    */
   current(): HookConfig[] {
-    if (this.#checkedInBatch) return this.#hooks;
-    if (this.#clock.now() - this.#checked >= this.#checkMs) this.refresh();
-    this.#checkedInBatch = true;
-    queueMicrotask(() => this.#checkedInBatch = false);
+    this.#batch.run(() => {
+      if (this.#clock.now() - this.#checked >= this.#checkMs) this.refresh();
+    });
     return this.#hooks;
   }
 

@@ -14,3 +14,21 @@ export function afterTurn(fn: () => void): () => void {
   const immediate = setImmediate(fn);
   return () => clearImmediate(immediate);
 }
+
+/**
+ * A check made once per batch: the first {@linkcode OncePerBatch.run} runs it, later calls are skipped
+ * until the running code yields to its microtasks. What the bus delivers in one go (a box's events by the
+ * hundred on the laptop, a burst of `POST events` on the box) checks a file's signature once, not once per
+ * event; anything that awaits (reading a request, a write) comes after the microtasks and checks again.
+ */
+export class OncePerBatch {
+  #done = false;
+
+  /** Runs `check` unless it ran earlier in this batch. */
+  run(check: () => void): void {
+    if (this.#done) return;
+    check();
+    this.#done = true;
+    queueMicrotask(() => this.#done = false);
+  }
+}

@@ -2,7 +2,7 @@ import { assert, assertEquals } from "../tests/assert.ts";
 import { EventBus } from "./events.ts";
 import { sse } from "./sse.ts";
 import { Store } from "./store.ts";
-import { afterTurn } from "./turn.ts";
+import { afterTurn, OncePerBatch } from "./turn.ts";
 
 /** Resolves after the turns queued before it (immediates run in the order they were queued). */
 const turnsLater = async (turns: number) => {
@@ -89,4 +89,29 @@ Deno.test("sse: a turn's live events reach the stream at its end, with no timer"
     store.close();
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+Deno.test("OncePerBatch: a check runs once until the microtasks, again after an await", async () => {
+  const batch = new OncePerBatch();
+  let checks = 0;
+  const check = () => void checks++;
+  batch.run(check);
+  batch.run(check);
+  batch.run(check);
+  assertEquals(checks, 1, "once for the synchronous batch");
+  await Promise.resolve();
+  await Promise.resolve();
+  batch.run(check);
+  assertEquals(checks, 2, "again once the batch's microtasks ran");
+  // A check that throws is not counted as made: the next call checks again.
+  const failing = new OncePerBatch();
+  let tries = 0;
+  try {
+    failing.run(() => {
+      tries++;
+      throw new Error("stat failed");
+    });
+  } catch { /* expected */ }
+  failing.run(() => void tries++);
+  assertEquals(tries, 2);
 });

@@ -14,6 +14,7 @@ import type { Log } from "../core/log.ts";
 import { FLOWS_FILE } from "../core/config.ts";
 import { readUserFileSync } from "../core/user_files.ts";
 import { FileSignature } from "../core/files.ts";
+import { OncePerBatch } from "../core/turn.ts";
 import type { Locations } from "./locations.ts";
 
 /** How long a location's config flows are reused before the config is read again. */
@@ -64,8 +65,8 @@ export class FlowSources {
   #configGeneration = 0;
   #inactive: InactiveReason[] = [];
   #stopWatching?: () => void;
-  /** Set once {@linkcode refreshInBatch} checked the file, until the running code's microtasks. */
-  #checkedInBatch = false;
+  /** The file is checked once for a batch of events the bus delivers together. */
+  #batch = new OncePerBatch();
 
   constructor(options: FlowSourcesOptions) {
     this.#o = options;
@@ -85,16 +86,12 @@ export class FlowSources {
   }
 
   /**
-   * {@linkcode refresh} once for a batch of events the bus delivers in one go (until the running code
-   * yields to its microtasks): this stat and the hooks file's, each once per event, were 3–9% of dockd's
-   * busy samples taking `POST events` as fast as it could (`--cpu-prof`). Anything that awaits comes
-   * after, and checks again.
+   * {@linkcode refresh} once per batch of events (`OncePerBatch`): this stat and the hooks file's, each
+   * once per event, were 3–9% of dockd's busy samples taking `POST events` as fast as it could
+   * (`--cpu-prof`).
    */
   refreshInBatch(): void {
-    if (this.#checkedInBatch) return;
-    this.refresh();
-    this.#checkedInBatch = true;
-    queueMicrotask(() => this.#checkedInBatch = false);
+    this.#batch.run(() => this.refresh());
   }
 
   /** Checks the flows file's signature and reads it again when it changed; the last good flows stay. */

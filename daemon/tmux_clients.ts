@@ -20,7 +20,7 @@ const WORKER = new URL("../daemon/tmux_clients_worker.ts", import.meta.url);
 const KEEP = 2;
 
 /** The most a pipe takes in one write, whole or not at all (POSIX: at least 512; Linux: 4096). */
-export const PIPE_BUF = 4096;
+const PIPE_BUF = 4096;
 
 /** Options of {@linkcode ReadyClients}. */
 export interface ReadyClientsOptions {

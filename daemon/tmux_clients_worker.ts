@@ -100,9 +100,9 @@ async function runLine(id: number, line: Uint8Array, marker: string): Promise<vo
     ? { ...SUCCEEDED, stdout: outcome, output: outcome }
     : outcome;
   post({ type: "done", id, result });
-  // After the answer, on a turn of this thread's loop of its own: a line already waiting is handed
-  // over first. Starting a client holds this thread until it has started (~0.3 ms quiet, more under
-  // load); a line that comes meanwhile takes the second client kept, once the start is done.
+  // After the answer, at the timers' next tick (~1 ms, not `setImmediate`'s few µs: core/turn.ts): a
+  // line that comes back to back is handed over first. Starting a client holds this thread until it
+  // has started (~0.3 ms quiet, more under load); a line that comes meanwhile waits for that.
   clearTimeout(refillTimer);
   refillTimer = setTimeout(refill, 0);
 }

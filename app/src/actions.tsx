@@ -61,6 +61,16 @@ export function Confirmed(props: {
 /** The laptop's editors (`GET /v1/editors`), asked once per page; empty in box mode. */
 const editors = signal<EditorInfo[] | null>(null);
 
+/**
+ * Syncs a worktree onto its base (`POST …/sync`, `base` the worktree's path under the box's API): says
+ * how, or throws with git's output when the rebase or merge stopped.
+ */
+export async function syncWorktree(api: Api, box: string, base: string): Promise<string> {
+  const done = await api.json<SyncResult>(api.box(box, `${base}/sync`), { method: "POST", body: {} });
+  if (!done.ok) throw new Error(`${done.mode} onto ${done.onto} stopped: ${done.output.trim()}`);
+  return `${done.mode}d onto ${done.onto}`;
+}
+
 /** A worktree's actions: open in an editor, pause or resume, sync onto its base, remove. */
 export function WorktreeActions(
   props: { api: Api; box: string; location: string; worktree: Worktree; dirty: boolean },
@@ -111,17 +121,7 @@ export function WorktreeActions(
             type="button"
             class="small"
             data-action="sync"
-            onClick={() =>
-              say(async () => {
-                const done = await api.json<SyncResult>(api.box(box, `${base}/sync`), {
-                  method: "POST",
-                  body: {},
-                });
-                if (!done.ok) {
-                  throw new Error(`${done.mode} onto ${done.onto} stopped: ${done.output.trim()}`);
-                }
-                return `${done.mode}d onto ${done.onto}`;
-              })}
+            onClick={() => say(() => syncWorktree(api, box, base))}
           >
             sync
           </button>

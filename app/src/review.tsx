@@ -13,12 +13,12 @@ import type {
   DiffPatch,
   PullRequest,
   PushResult,
-  SyncResult,
   WorktreeCommits,
   WorktreeDiff,
 } from "../../client/wire.ts";
 import type { Api } from "./api.ts";
 import { useOutcome } from "./outcome.ts";
+import { syncWorktree } from "./actions.tsx";
 import { reviewing, show } from "./views.ts";
 import { mark } from "./marks.ts";
 import { patchHtml } from "./diff_html.ts";
@@ -98,17 +98,7 @@ function Review(props: { api: Api; box: string; location: string; worktree: stri
             type="button"
             class="small"
             data-action="sync"
-            onClick={() =>
-              say(async () => {
-                const done = await api.json<SyncResult>(api.box(box, `${base}/sync`), {
-                  method: "POST",
-                  body: {},
-                });
-                if (!done.ok) {
-                  throw new Error(`${done.mode} onto ${done.onto} stopped: ${done.output.trim()}`);
-                }
-                return `${done.mode}d onto ${done.onto}`;
-              }, reload)}
+            onClick={() => say(() => syncWorktree(api, box, base), reload)}
           >
             sync
           </button>
