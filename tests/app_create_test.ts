@@ -147,6 +147,23 @@ Deno.test({
       await page.screenshot({ path: join(shots, "app-new.png") });
       await dropShots(shots);
 
+      // The reads of the config of `other` (added below) are held until `broken`'s was answered: an
+      // answer overtaken by a newer pick must not overwrite it (CI once saw `other`'s clean config land
+      // last and hide `broken`'s errors).
+      let brokenRead!: () => void;
+      const brokenAnswered = new Promise<void>((resolve) => brokenRead = resolve);
+      let otherHeld = 0;
+      let otherAnswered = 0;
+      page.on("requestfinished", (request) => {
+        if (request.url().endsWith("/locations/broken/config")) brokenRead();
+        if (request.url().endsWith("/locations/other/config")) otherAnswered++;
+      });
+      await page.route("**/locations/other/config", async (route) => {
+        otherHeld++;
+        await brokenAnswered;
+        await route.continue();
+      });
+
       // A location added from a path on the box: listed by the box, and chosen at once.
       const other = await makeRepo(join(home, "work"), "other");
       await page.locator('input[name="location-source"]').fill(other);
@@ -156,10 +173,20 @@ Deno.test({
       assert((await box.client.locations()).some((l) => l.name === "other" && l.path === other));
       await until(async () => await page.locator('select[name="location"]').inputValue() === "other");
 
-      // A broken config is shown with its field, here and in Hooks & flows.
+      // A broken config is shown with its field, here and in Hooks & flows; it stays shown once the
+      // held read of `other` came back after it.
       await page.locator('select[name="location"]').selectOption("broken");
       const problem = page.locator(".create .config-errors");
       await problem.waitFor();
+      await until(() => otherHeld > 0 && otherAnswered === otherHeld || undefined);
+      await page.unroute("**/locations/other/config");
+      // Two frames: the page has drawn what those answers set.
+      await page.evaluate(() => {
+        const frame = (globalThis as unknown as { requestAnimationFrame(f: () => void): void })
+          .requestAnimationFrame;
+        return new Promise<void>((resolve) => frame(() => frame(resolve)));
+      });
+      assert(await problem.isVisible(), "an overtaken read of `other` hid the errors of `broken`");
       assertStringIncludes((await problem.textContent()) ?? "", "ports");
 
       // A worktree with its branch, in `app`.

@@ -18,10 +18,19 @@ export function useJson<T>(
   const [round, setRound] = useState(0);
   useEffect(() => {
     if (!path) return;
+    // A read overtaken by a newer one (another path picked, or a change seen meanwhile) is dropped:
+    // answers can come back out of order, and the older one must not overwrite the newer.
+    let current = true;
     api.json<T>(path).then((v) => {
+      if (!current) return;
       setValue(v);
       setError(null);
-    }, (e: Error) => setError(e.message));
+    }, (e: Error) => {
+      if (current) setError(e.message);
+    });
+    return () => {
+      current = false;
+    };
   }, [path, round, ...deps]);
   return [value, error, () => setRound((n) => n + 1)];
 }
