@@ -499,8 +499,16 @@ export async function readyTimes(
   loads: number,
 ): Promise<{ fromPaint: number; fromStart: number }[]> {
   const times: { fromPaint: number; fromStart: number }[] = [];
+  // DOCK_BENCH_PROFILE=DIR: the last load's page CPU profile and its requests' timings written there.
+  const profileDir = Deno.env.get("DOCK_BENCH_PROFILE");
   for (let i = 0; i < loads + 1; i++) {
     const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    const profiling = profileDir && i === loads ? await page.context().newCDPSession(page) : undefined;
+    if (profiling) {
+      await profiling.send("Profiler.enable");
+      await profiling.send("Profiler.setSamplingInterval", { interval: 100 });
+      await profiling.send("Profiler.start");
+    }
     await page.goto(url);
     await page.waitForFunction(
       (n: number) =>
@@ -516,6 +524,26 @@ export async function readyTimes(
         performance.getEntriesByName("dock:board").find((m) => (m as PerformanceMark).detail >= n)!.startTime,
       ] as [number, number], count);
     if (i > 0) times.push({ fromPaint: board - paint, fromStart: board });
+    if (profiling) {
+      const { profile } = await profiling.send("Profiler.stop");
+      await Deno.mkdir(profileDir!, { recursive: true });
+      await Deno.writeTextFile(join(profileDir!, "app-ready.cpuprofile"), JSON.stringify(profile));
+      const requests = await page.evaluate(() =>
+        performance.getEntriesByType("resource").map((e) => {
+          const r = e as PerformanceEntry & { responseStart: number; responseEnd: number };
+          return {
+            name: r.name.replace(/#.*$/, ""),
+            start: r.startTime,
+            responseStart: r.responseStart,
+            end: r.responseEnd,
+          };
+        })
+      );
+      await Deno.writeTextFile(
+        join(profileDir!, "app-ready.json"),
+        JSON.stringify({ paint, board, requests }, null, 1),
+      );
+    }
     await page.close();
   }
   return times;

@@ -225,8 +225,23 @@ export function normalizePermissions(
   };
 }
 
+/**
+ * Answers of {@linkcode grantCovers} by grant and asked: a plugin's grant and its manifest's permissions
+ * are replaced, never changed in place, and the check runs twice before every call of a plugin (two
+ * sorts and copies of six lists each time: ~8 µs of a warm `fn` call's ~300 µs in the daemon).
+ */
+const covered = new WeakMap<PluginPermissions, WeakMap<PluginPermissions, boolean>>();
+
 /** Whether a grant allows everything `asked` asks for. */
 export function grantCovers(grant: PluginPermissions, asked: PluginPermissions): boolean {
+  let byAsked = covered.get(grant);
+  if (!byAsked) covered.set(grant, byAsked = new WeakMap());
+  let answer = byAsked.get(asked);
+  if (answer === undefined) byAsked.set(asked, answer = computeCovers(grant, asked));
+  return answer;
+}
+
+function computeCovers(grant: PluginPermissions, asked: PluginPermissions): boolean {
   const g = normalizePermissions(grant);
   const a = normalizePermissions(asked);
   return (["read", "write", "net", "env", "scopes", "commands"] as const).every((key) =>

@@ -20,7 +20,7 @@
  * @module
  */
 import { join } from "../core/posix_path.ts";
-import { type Clock, every } from "../core/clock.ts";
+import { type Clock, ClockDeadlines, every } from "../core/clock.ts";
 import type { Log } from "../core/log.ts";
 import { startChild } from "../core/runner.ts";
 import { CallError, type CallResult } from "./call_error.ts";
@@ -141,8 +141,12 @@ export class ModuleHost {
   #quarantines = 0;
   #quarantineWaiting: (() => void)[] = [];
 
+  /** Calls' deadlines: one set and cancelled per call, on one timer (see ClockDeadlines). */
+  #callDeadlines: ClockDeadlines;
+
   constructor(options: ModuleHostOptions) {
     this.#o = options;
+    this.#callDeadlines = new ClockDeadlines(options.clock);
   }
 
   /**
@@ -158,7 +162,7 @@ export class ModuleHost {
     generation.cancelIdle();
     const id = this.#nextCall++;
     const { promise, resolve, reject } = Promise.withResolvers<CallResult>();
-    const cancel = this.#o.clock.after(deadlineMs, () => this.#deadline(id));
+    const cancel = this.#callDeadlines.after(deadlineMs, () => this.#deadline(id));
     const epoch = this.#epochs.get(spec.key) ?? 0;
     this.#calls.set(id, { spec, kind, input, resolve, reject, cancel, generation, epoch, retried: false });
     this.#specs.set(spec.key, spec);

@@ -39,6 +39,9 @@ import {
   writeConfig,
 } from "./plugin_config.ts";
 
+/** A manifest that asks for nothing: one object, so grantCovers' answer for it is kept. */
+const NO_PERMISSIONS: PluginPermissions = Object.freeze({});
+
 /** Bytes a plugin's data folder may hold; past them it is read-only to the plugin. */
 export const DATA_QUOTA_BYTES = 100 * 1024 * 1024;
 /** How often a data folder's size is measured (a walk of it), at most. */
@@ -381,7 +384,7 @@ export class PluginRegistry {
     if (!plugin.manifest) return plugin.invalid ?? "its manifest does not load";
     const grant = this.#enabled.enabled[plugin.id];
     if (!grant) return "not enabled";
-    if (!grantCovers(grant.permissions, plugin.manifest.permissions ?? {})) {
+    if (!grantCovers(grant.permissions, plugin.manifest.permissions ?? NO_PERMISSIONS)) {
       return `it now asks for ${
         describePermissions(
           normalizePermissions(plugin.manifest.permissions),

@@ -13,7 +13,7 @@
  */
 import type { DockEvent, HookConfig } from "../client/wire.ts";
 import { DockError } from "../client/errors.ts";
-import type { Clock } from "../core/clock.ts";
+import { type Clock, ClockDeadlines } from "../core/clock.ts";
 import type { EventBus } from "../core/events.ts";
 import type { Log } from "../core/log.ts";
 import {
@@ -117,9 +117,12 @@ export class PluginSupervisor {
   #closed = false;
   /** The real path of each module of a plugin whose workers run (see `#spec`). */
   #modulePaths = new WeakMap<Plugin, Map<string, string>>();
+  /** Workers' keep-warm deadlines, put off by every call: on one timer (see ClockDeadlines). */
+  #warmth: ClockDeadlines;
 
   constructor(options: SupervisorOptions) {
     this.#o = options;
+    this.#warmth = new ClockDeadlines(options.clock);
     const registry = options.registry;
     this.#host = new ModuleHost({
       dir: options.dir,
@@ -362,7 +365,7 @@ export class PluginSupervisor {
   #keepWarm(plugin: Plugin, key: string): void {
     plugin.idle.get(key)?.();
     if (this.#closed) return;
-    const cancel = this.#o.clock.after(
+    const cancel = this.#warmth.after(
       Math.min(this.#o.idleMs ?? WORK_AFTER_RESPONSE_MS, WORK_AFTER_RESPONSE_MS),
       () => {
         plugin.idle.delete(key);
