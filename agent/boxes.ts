@@ -117,6 +117,17 @@ interface Connection {
 }
 
 /**
+ * When to check a box again after a check that answered: `healthMs` from now, give or take a fifth.
+ * Without the jitter every box checked together stays together: all of them start at once when the
+ * agent starts (each is due at 0), so with 200 boxes the loop started 200 checks in one tick every
+ * 5 s, for as long as the agent ran, and a request that came in then waited behind them all. Each round
+ * now drifts them further apart.
+ */
+export function afterCheck(now: number, healthMs: number, random: () => number = Math.random): number {
+  return now + healthMs * (0.8 + random() * 0.4);
+}
+
+/**
  * When to check a box again after a failed check: backing off with jitter (1 s doubling to 30 s) so
  * many laptops (or many boxes) do not retry in lockstep. Only a check that was due counts toward the
  * backoff: checks asked for in between (the queue asks after every send that did not reach the box,
@@ -140,6 +151,8 @@ export interface BoxesOptions {
   healthMs?: number;
   /** Orders the health checks and their backoff. */
   clock: Clock;
+  /** Their jitter (tests fix it). @default {Math.random} */
+  random?: () => number;
 }
 
 /** The registry and the live connections. */
@@ -154,6 +167,7 @@ export class Boxes {
   #stopLoop?: () => void;
   #healthMs: number;
   #clock: Clock;
+  #random: () => number;
   /** The check under way for each box. */
   #checking = new Map<string, Promise<void>>();
 
@@ -162,6 +176,7 @@ export class Boxes {
     this.#bus = bus;
     this.#healthMs = options.healthMs ?? 5000;
     this.#clock = options.clock;
+    this.#random = options.random ?? Math.random;
     store.db.exec(SCHEMA);
     const columns = new Set(store.all<{ name: string }>("PRAGMA table_info(boxes)").map((c) => c.name));
     for (const column of ADDED_COLUMNS) {
@@ -434,7 +449,7 @@ export class Boxes {
     try {
       const info = await boxInfo(connection.endpoint, this.#clock, 2000);
       connection.failures = 0;
-      connection.nextCheck = this.#clock.now() + this.#healthMs;
+      connection.nextCheck = afterCheck(this.#clock.now(), this.#healthMs, this.#random);
       connection.status.latency_ms = Math.round((performance.now() - started) * 100) / 100;
       const before = connection.status.build;
       connection.status.build = info.build;
@@ -452,7 +467,7 @@ export class Boxes {
         });
       }
     } catch (error) {
-      Object.assign(connection, afterFailedCheck(connection, this.#clock.now()));
+      Object.assign(connection, afterFailedCheck(connection, this.#clock.now(), this.#random));
       connection.status.error = (error as Error).message;
       connection.status.latency_ms = null;
       this.#changed(connection);

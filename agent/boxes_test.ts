@@ -4,7 +4,7 @@ import { BUILD } from "../client/version.ts";
 import { EventBus } from "../core/events.ts";
 import { Store } from "../core/store.ts";
 import { FakeClock } from "../tests/fake_clock.ts";
-import { afterFailedCheck, Boxes } from "./boxes.ts";
+import { afterCheck, afterFailedCheck, Boxes } from "./boxes.ts";
 
 Deno.test("a box's backoff doubles per due check only; checks asked for in between do not lengthen it", () => {
   const half = () => 0.5; // no jitter
@@ -18,6 +18,15 @@ Deno.test("a box's backoff doubles per due check only; checks asked for in betwe
   assertEquals(state, { failures: 2, nextCheck: 3000 });
   for (let i = 0; i < 10; i++) state = afterFailedCheck(state, state.nextCheck, half);
   assertEquals(state.nextCheck - afterFailedCheck(state, state.nextCheck, half).nextCheck, -30_000);
+});
+
+Deno.test("boxes checked together are next checked apart: healthMs give or take a fifth", () => {
+  assertEquals([afterCheck(1000, 5000, () => 0), afterCheck(1000, 5000, () => 0.5)], [5000, 6000]);
+  assertEquals(afterCheck(1000, 5000, () => 0.999), 1000 + 5000 * (0.8 + 0.999 * 0.4));
+  // 200 boxes checked in one tick: their next checks spread over two seconds, not one instant.
+  const next = Array.from({ length: 200 }, () => afterCheck(0, 5000));
+  assert(Math.max(...next) - Math.min(...next) > 1000, `${Math.min(...next)}..${Math.max(...next)}`);
+  assert(next.every((at) => at >= 4000 && at <= 6000));
 });
 
 /** Resolves with the next event of `type` the bus carries. */
@@ -46,7 +55,8 @@ Deno.test("health: the loop checks a box on the agent's clock, backs off after a
   const store = new Store(`${dir}/agent.db`);
   const bus = new EventBus(store);
   const clock = new FakeClock(Date.parse("2026-01-01T00:00:00Z"));
-  const boxes = new Boxes(store, bus, { healthMs: 5000, clock });
+  // No jitter: due at exactly healthMs, and retried at the middle of its backoff.
+  const boxes = new Boxes(store, bus, { healthMs: 5000, clock, random: () => 0.5 });
   try {
     assertEquals((await boxes.add({ name: "b1", kind: "socket", address: socket }, "t")).online, true);
     boxes.start();
