@@ -185,9 +185,9 @@ Deno.test({
     } finally {
       await browser.close();
       await agent.stop();
-      await box.stop();
+      // The box's sessions outlive its daemon by design: disposing the box ends them and its folder.
+      await box[Symbol.asyncDispose]();
       await dropShots(SHOTS);
-      await Deno.remove(dirs.root, { recursive: true }).catch(() => {});
     }
   },
 });
@@ -261,8 +261,7 @@ Deno.test({
     } finally {
       await browser.close();
       await agent.stop();
-      await box.stop();
-      await Deno.remove(dirs.root, { recursive: true }).catch(() => {});
+      await box[Symbol.asyncDispose]();
     }
   },
 });

@@ -387,7 +387,10 @@ export function killProcessesUnder(root: string): void {
       const cmdline = Deno.readTextFileSync(`/proc/${entry.name}/cmdline`);
       if (!cmdline.includes(`${root}/`)) continue;
       const pgid = pgidOf(entry.name);
-      if (pgid !== own) Deno.kill(-pgid, "SIGKILL"); // never the test runner's own group
+      // Never the test runner's own group; a process started in it (a test that runs a box's start
+      // line itself, as cron would at boot) is killed alone: skipped, it outlived the run.
+      if (pgid !== own) Deno.kill(-pgid, "SIGKILL");
+      else Deno.kill(Number(entry.name), "SIGKILL");
     } catch { /* gone meanwhile, or not ours to kill */ }
   }
 }
