@@ -24,7 +24,8 @@ import { join } from "../core/posix_path.ts";
 import { killGroup, run, startChild, TailBuffer } from "../core/runner.ts";
 import type { Store } from "../core/store.ts";
 import { parseDestination, sshOptions } from "./add_ssh_remote.ts";
-import { afterFailedCheck, type Boxes } from "./boxes.ts";
+import type { Boxes } from "./boxes.ts";
+import { afterFailedCheck } from "./check_schedule.ts";
 
 /** How a box is reached over SSH. */
 export interface SshRoute {
