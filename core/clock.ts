@@ -30,64 +30,6 @@ export function systemClock(offsetMs = 0): Clock {
 export const SYSTEM_CLOCK: Clock = systemClock();
 
 /**
- * Many deadlines on one timer of a {@linkcode Clock}, for a path that sets and cancels one per call.
- * Deno's timers are Node's (`Timeout` objects in lists): a warm plugin `fn` call's two deadlines (its
- * own and its worker's keep-warm) were a `setTimeout` and a `clearTimeout` each, ~30 µs of the daemon's
- * ~350 µs of CPU per call (profiled, 12,500 calls). Here a deadline due no sooner than the one the timer
- * waits for, and any cancel, set a number: the timer, when it fires, calls those due and waits for the
- * next.
- */
-export class ClockDeadlines implements Pick<Clock, "after"> {
-  #clock: Clock;
-  #entries = new Set<{ at: number; fire: () => void }>();
-  #timerAt = Infinity;
-  #cancelTimer = () => {};
-
-  constructor(clock: Clock) {
-    this.#clock = clock;
-  }
-
-  /** Calls `fire` once, `ms` from now; returns what cancels it. */
-  after(ms: number, fire: () => void): () => void {
-    const entry = { at: this.#clock.now() + Math.max(0, ms), fire };
-    this.#entries.add(entry);
-    if (entry.at < this.#timerAt) this.#arm(entry.at);
-    return () => void this.#entries.delete(entry);
-  }
-
-  #arm(at: number): void {
-    this.#cancelTimer();
-    this.#timerAt = at;
-    this.#cancelTimer = this.#clock.after(at - this.#clock.now(), () => this.#fire());
-  }
-
-  /** Calls every deadline due (each, even when one throws: the first error is thrown after). */
-  #fire(): void {
-    this.#timerAt = Infinity;
-    this.#cancelTimer = () => {};
-    const now = this.#clock.now();
-    const due: (() => void)[] = [];
-    let next = Infinity;
-    for (const entry of this.#entries) {
-      if (entry.at <= now) {
-        this.#entries.delete(entry);
-        due.push(entry.fire);
-      } else if (entry.at < next) next = entry.at;
-    }
-    if (next < Infinity) this.#arm(next);
-    let failure: { error: unknown } | undefined;
-    for (const fire of due) {
-      try {
-        fire();
-      } catch (error) {
-        failure ??= { error };
-      }
-    }
-    if (failure) throw failure.error;
-  }
-}
-
-/**
  * Calls `fn` every `ms` on `clock` until the returned function is called. Each call is scheduled after the
  * previous one ran, so a slow `fn` never stacks up calls.
  */

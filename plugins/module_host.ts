@@ -20,7 +20,8 @@
  * @module
  */
 import { join } from "../core/posix_path.ts";
-import { type Clock, ClockDeadlines, every } from "../core/clock.ts";
+import { type Clock, every } from "../core/clock.ts";
+import { ClockDeadlines } from "../core/deadlines.ts";
 import type { Log } from "../core/log.ts";
 import { startChild } from "../core/runner.ts";
 import { CallError, type CallResult } from "./call_error.ts";

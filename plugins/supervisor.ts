@@ -13,7 +13,8 @@
  */
 import type { DockEvent, HookConfig } from "../client/wire.ts";
 import { DockError } from "../client/errors.ts";
-import { type Clock, ClockDeadlines } from "../core/clock.ts";
+import type { Clock } from "../core/clock.ts";
+import { ClockDeadlines } from "../core/deadlines.ts";
 import type { EventBus } from "../core/events.ts";
 import type { Log } from "../core/log.ts";
 import {
