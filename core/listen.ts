@@ -261,14 +261,14 @@ async function respond(
 }
 
 /** What an accept loop shares with its listener. */
-interface Accepting {
+export interface Accepting {
   stats: ListenStats;
   log(line: string): void;
   stopped(): boolean;
 }
 
 /** Accepts on `from` until stopped, outliving running out of file descriptors. */
-async function acceptLoop(
+export async function acceptLoop(
   from: Deno.Listener,
   name: string,
   onConn: (conn: Deno.Conn) => void,

@@ -15,9 +15,20 @@ export class FrameConnection<In, Out> {
   #encoder = new TextEncoder();
   #writing: Promise<void> = Promise.resolve();
   #closed = false;
+  #done = Promise.withResolvers<void>();
 
   constructor(conn: Deno.Conn) {
     this.#conn = conn;
+  }
+
+  /** Whether it is closed (by either side, or by a broken frame). */
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** Resolves once it is closed. */
+  get done(): Promise<void> {
+    return this.#done.promise;
   }
 
   /**
@@ -86,6 +97,7 @@ export class FrameConnection<In, Out> {
     } catch {
       // already closed
     }
+    this.#done.resolve();
   }
 }
 

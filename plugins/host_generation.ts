@@ -1,15 +1,19 @@
 /**
  * One plugin-host process as the module host keeps it (a generation: its grant, its workers, its
- * lifecycle), what it is started with (the union of its workers' grants, as `deno run` flags), and what
- * is read of it from /proc (resident memory, worker threads). The module host (`module_host.ts`) decides
+ * lifecycle), what it is started with (the union of its workers' grants, as `deno run` flags) and how
+ * (`launchHost`), and what is read of it from /proc (resident memory, worker threads). The module host (`module_host.ts`) decides
  * when a generation starts, retires and ends; this file only describes one.
  *
  * @module
  */
+import { join } from "../core/posix_path.ts";
 import type { Log } from "../core/log.ts";
-import type { FrameConnection } from "./frames.ts";
+import { startChild } from "../core/runner.ts";
+import { FrameConnection } from "./frames.ts";
+import type { HostLanes } from "./lanes.ts";
 import { type HostEvent, type HostPhase, type HostPhaseChange, nextHostPhase } from "./host_phase.ts";
-import type { FromHost, ToHost, WorkerGrant } from "./protocol.ts";
+import { type FromHost, laneHost, PROTOCOL_VERSION, type ToHost, type WorkerGrant } from "./protocol.ts";
+import { SDK_DIR, writeSdkImportMap } from "./sdk_map.ts";
 
 // Named from plugins/, not "./": in a package this module runs from a bundle in cli/, while the host's
 // modules stay sources here (package/unbundled.ts).
@@ -51,6 +55,8 @@ export interface HostLaunch {
   sdkDir: string;
   /** V8 heap cap, MB. */
   memoryMb: number;
+  /** The loopback port its workers' lanes dial (plugins/lanes.ts). */
+  lanePort?: number;
 }
 
 /** `deno run` arguments of a host process: no prompt, config, remote or npm imports; only its grant. */
@@ -80,8 +86,8 @@ export function hostArgs(launch: HostLaunch): string[] {
     `--import-map=${importMap}`,
     ...flag("read", read),
     ...flag("write", unionList([...grant.write, socket])),
-    // Deno asks for net access to a unix socket too (`unix:<path>`).
-    ...flag("net", unionList([...grant.net, `unix:${socket}`])),
+    // Deno asks for net access to a unix socket too (`unix:<path>`); each worker is granted the lanes' port.
+    ...flag("net", unionList([...grant.net, `unix:${socket}`, ...lanePort(launch)])),
     ...flag("env", grant.env),
     HOST_MAIN.pathname,
     socket,
@@ -99,6 +105,8 @@ export class Generation {
   readonly workers = new Set<string>();
   /** The epoch whose spec it was sent, by key (a warm call carries none: protocol.ts). */
   readonly specs = new Map<string, number>();
+  /** Its workers' lanes (set once it is made). */
+  lanes!: HostLanes;
   inFlight = 0;
   /** Cancels its idle stop, and its /proc watch. */
   cancelIdle = () => {};
@@ -147,6 +155,82 @@ export class Generation {
     this.phase = to;
     this.#trace?.({ generation: this.number, from, event, to });
     return true;
+  }
+}
+
+/** What {@linkcode launchHost} starts a generation's process with, and tells of it. */
+export interface HostStart {
+  /** The private folder (0700) of its socket. */
+  dir: string;
+  baseRead: string[];
+  memoryMb: number;
+  lanePort: number;
+  /** The values of the variables it is granted. */
+  env: Record<string, string>;
+  /** A line of its output, within its budget (`own`: it may be its sole plugin's). */
+  say(line: string, own: boolean): void;
+  /** It exited (any time after its start), and why as far as its output says. */
+  onExit(why: string): void;
+}
+
+/**
+ * Starts a generation's host process (through the runner, its environment only what it is granted and
+ * `HOME`, `DENO_DIR`, `XDG_CACHE_HOME`), waits for it to connect back on a socket of its own and say the
+ * protocol's version, and sets the generation's `child` and `frames`. Returns the messages that follow.
+ */
+export async function launchHost(
+  generation: Generation,
+  start: HostStart,
+): Promise<{ messages: AsyncGenerator<FromHost>; pid: number }> {
+  Deno.mkdirSync(start.dir, { recursive: true, mode: 0o700 });
+  const socket = join(start.dir, `host-${Deno.pid}-${generation.number}.sock`);
+  await Deno.remove(socket).catch(() => {});
+  const listener = Deno.listen({ transport: "unix", path: socket });
+  try {
+    const args = hostArgs({
+      grant: generation.grant,
+      baseRead: start.baseRead,
+      socket,
+      importMap: await writeSdkImportMap(start.dir),
+      sdkDir: SDK_DIR,
+      memoryMb: start.memoryMb,
+      lanePort: start.lanePort,
+    });
+    const env: Record<string, string> = { ...start.env, NO_COLOR: "1" };
+    for (const name of ["HOME", "DENO_DIR", "XDG_CACHE_HOME"]) {
+      const value = Deno.env.get(name);
+      if (value !== undefined) env[name] = value;
+    }
+    const { child, untrack } = startChild(Deno.execPath(), args, { env, clearEnv: true });
+    generation.child = child;
+    readHostOutput(generation, child.stdout, start.say);
+    readHostOutput(generation, child.stderr, start.say);
+    child.status.then(() => {
+      untrack();
+      start.onExit(`the plugin host exited${generation.lastOutput ? `: ${generation.lastOutput}` : ""}`);
+    });
+    const accepted = await Promise.race([
+      listener.accept(),
+      child.status.then((status) => {
+        throw new Error(
+          `it exited with ${status.code}${generation.lastOutput ? `: ${generation.lastOutput}` : ""}`,
+        );
+      }),
+    ]);
+    const frames = new FrameConnection<FromHost, ToHost>(accepted);
+    const messages = frames.messages();
+    const first = await messages.next();
+    const hello = first.value as FromHost | undefined;
+    if (!hello || hello.t !== "hello" || hello.v !== PROTOCOL_VERSION) {
+      throw new Error(
+        `it spoke protocol ${hello && hello.t === "hello" ? hello.v : "?"}, not ${PROTOCOL_VERSION}`,
+      );
+    }
+    generation.frames = frames;
+    return { messages, pid: child.pid };
+  } finally {
+    listener.close();
+    await Deno.remove(socket).catch(() => {});
   }
 }
 
@@ -229,6 +313,10 @@ export async function readHostOutput(
 export function stripAnsi(text: string): string {
   // deno-lint-ignore no-control-regex
   return text.replace(/\x1b\[[0-9;]*m/g, "");
+}
+
+function lanePort(launch: HostLaunch): string[] {
+  return launch.lanePort ? [laneHost(launch.lanePort)] : [];
 }
 
 function unionList(values: string[]): string[] {

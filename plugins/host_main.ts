@@ -22,6 +22,8 @@ import {
   type FromHost,
   type FromWorker,
   handlerOf,
+  laneHost,
+  type LaneTicket,
   MAX_FETCH_BODY,
   PROTOCOL_VERSION,
   toBase64,
@@ -55,8 +57,8 @@ if (!socketPath) throw new Error("usage: host_main.ts SOCKET");
 const conn = await Deno.connect({ transport: "unix", path: socketPath });
 const parent = new FrameConnection<ToHost, FromHost>(conn);
 const workers = new Map<string, Hosted>();
-/** The spec of each key, as the first call of its epoch brought it; forgotten at `stop`. */
-const specs = new Map<string, { epoch: number; spec: WorkerSpec }>();
+/** The spec of each key (and its lane's ticket), as the first call of its epoch brought it; forgotten at `stop`. */
+const specs = new Map<string, { epoch: number; spec: WorkerSpec; lane?: LaneTicket }>();
 // The hello goes first: the parent sends no call before it.
 parent.send({ t: "hello", v: PROTOCOL_VERSION, pid: Deno.pid });
 
@@ -83,7 +85,7 @@ function send(message: FromHost): void {
   }
 }
 
-function start(spec: WorkerSpec, epoch: number): Hosted {
+function start(spec: WorkerSpec, epoch: number, lane?: LaneTicket): Hosted {
   const grant = spec.grant;
   const list = (values: string[]) => values.length ? values : false;
   const worker = new Worker(WORKER_MAIN, {
@@ -94,7 +96,8 @@ function start(spec: WorkerSpec, epoch: number): Hosted {
         // The SDK too: a plugin's dynamic import of `@dock/plugin` is checked against this (sdk_map.ts).
         read: list([...grant.read, SDK_DIR]),
         write: list(grant.write),
-        net: list(grant.net),
+        // Its lane's port too (plugins/lanes.ts): only its own token opens a lane there.
+        net: list(lane ? [...grant.net, laneHost(lane.port)] : grant.net),
         env: list(grant.env),
         run: false,
         ffi: false,
@@ -137,6 +140,7 @@ function start(spec: WorkerSpec, epoch: number): Hosted {
     module: pathToFileURL(spec.module).href,
     label: spec.label,
     ...(spec.context ? { context: spec.context } : {}),
+    ...(lane ? { lane } : {}),
   });
   return hosted;
 }
@@ -241,7 +245,7 @@ function end(hosted: Hosted, error?: string, stuck?: boolean): void {
 
 async function call(message: Extract<ToHost, { t: "call" }>): Promise<void> {
   const { id, key, epoch, kind, input } = message;
-  if (message.worker) specs.set(key, { epoch, spec: message.worker });
+  if (message.worker) specs.set(key, { epoch, spec: message.worker, lane: message.lane });
   const known = specs.get(key);
   if (!known || known.spec.key !== key) {
     send({ t: "result", id, ok: false, error: "the plugin host was not told the worker's spec" });
@@ -258,7 +262,7 @@ async function call(message: Extract<ToHost, { t: "call" }>): Promise<void> {
   if (!hosted) {
     started = performance.now();
     try {
-      hosted = start(spec, epoch);
+      hosted = start(spec, epoch, known.lane);
     } catch (error) {
       // The constructor refuses a grant wider than this process has.
       send({ t: "result", id, ok: false, error: `cannot start: ${(error as Error).message}` });
@@ -304,9 +308,10 @@ function sendResult(id: number, result: { ok: true; value: unknown } | { ok: fal
   send({ t: "result", id, ...result, ...(coldMs === undefined ? {} : { cold_ms: coldMs }) });
 }
 
-async function cancel(id: number, key: string): Promise<void> {
+/** Stops the worker of a call past its deadline: one sent on its lane (`epoch`) is not in its calls. */
+async function cancel(id: number, key: string, epoch?: number): Promise<void> {
   const hosted = workers.get(key);
-  if (!hosted || !hosted.calls.has(id)) return;
+  if (!hosted || (epoch === undefined ? !hosted.calls.has(id) : hosted.epoch !== epoch)) return;
   hosted.calls.delete(id);
   const answered = await new Promise<boolean>((resolve) => {
     const cancelPing = CLOCK.after(PING_MS, () => resolve(false));
@@ -328,7 +333,7 @@ for await (const message of parent.messages()) {
       );
       break;
     case "cancel":
-      cancel(message.id, message.key);
+      cancel(message.id, message.key, typeof message.epoch === "number" ? message.epoch : undefined);
       break;
     case "stop": {
       specs.delete(message.key);

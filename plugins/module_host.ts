@@ -19,24 +19,13 @@
  *
  * @module
  */
-import { join } from "../core/posix_path.ts";
 import { type Clock, every } from "../core/clock.ts";
 import { ClockDeadlines } from "../core/deadlines.ts";
 import type { Log } from "../core/log.ts";
-import { startChild } from "../core/runner.ts";
 import { CallError, type CallResult } from "./call_error.ts";
-import { FrameConnection } from "./frames.ts";
-import {
-  covers,
-  Generation,
-  hostArgs,
-  readHostOutput,
-  residentKb,
-  unionGrant,
-  workerThreads,
-} from "./host_generation.ts";
+import { covers, Generation, launchHost, residentKb, unionGrant, workerThreads } from "./host_generation.ts";
 import type { HostPhaseChange } from "./host_phase.ts";
-import { SDK_DIR, writeSdkImportMap } from "./sdk_map.ts";
+import { HostLanes, type Lane, laneAnswer, type LaneResult, Lanes } from "./lanes.ts";
 import {
   type CallKind,
   type ContextOp,
@@ -97,6 +86,10 @@ export interface ModuleHostStats {
   workers: number;
   /** The current host's pid, when one runs. */
   pid?: number;
+  /** Workers' lanes open now (plugins/lanes.ts). */
+  lanes: number;
+  /** Calls sent on a worker's lane rather than through its host. */
+  laneCalls: number;
 }
 
 interface PendingCall {
@@ -112,6 +105,8 @@ interface PendingCall {
   epoch: number;
   /** Already run again after its host crashed (a call is retried once). */
   retried: boolean;
+  /** The lane it was sent on, when its worker's lane was open (else it went through the host). */
+  lane?: Lane;
 }
 
 /**
@@ -138,16 +133,20 @@ export class ModuleHost {
   #nextCall = 1;
   #count = 0;
   #restarts = 0;
+  #laneCalls = 0;
   #closed = false;
   #quarantines = 0;
   #quarantineWaiting: (() => void)[] = [];
 
   /** Calls' deadlines: one set and cancelled per call, on one timer (see ClockDeadlines). */
   #callDeadlines: ClockDeadlines;
+  /** Workers' own connections, which their warm calls take (plugins/lanes.ts). */
+  #lanes: Lanes;
 
   constructor(options: ModuleHostOptions) {
     this.#o = options;
     this.#callDeadlines = new ClockDeadlines(options.clock);
+    this.#lanes = new Lanes({ clock: options.clock, log: options.log });
   }
 
   /**
@@ -171,7 +170,10 @@ export class ModuleHost {
     return promise;
   }
 
-  /** Sends a call to a host: the worker's spec only with the first call of its epoch there. */
+  /**
+   * Sends a call: on its worker's lane when one is open for its epoch, else to the host, with the
+   * worker's spec (and its lane's ticket) only with the first call of its epoch there.
+   */
   #send(
     generation: Generation,
     id: number,
@@ -182,6 +184,15 @@ export class ModuleHost {
   ): void {
     generation.inFlight++;
     generation.workers.add(spec.key);
+    const call = this.#calls.get(id);
+    const lane = generation.lanes.lane(spec.key, epoch);
+    if (call && lane) {
+      call.lane = lane;
+      this.#laneCalls++;
+      lane.send({ t: "call", id, kind, input });
+      return;
+    }
+    if (call) call.lane = undefined;
     const known = generation.specs.get(spec.key) === epoch;
     generation.specs.set(spec.key, epoch);
     generation.frames!.send({
@@ -189,10 +200,28 @@ export class ModuleHost {
       id,
       key: spec.key,
       epoch,
-      ...(known ? {} : { worker: spec }),
+      ...(known ? {} : { worker: spec, lane: generation.lanes.ticket(spec.key, epoch) }),
       kind,
       input,
     });
+  }
+
+  /** A worker's answer on its lane: taken only for a call sent on that lane, as the host would pass it on. */
+  #laneAnswer(generation: Generation, lane: Lane, message: LaneResult): void {
+    const call = this.#calls.get(message.id);
+    if (call?.lane === lane) this.#settle(message.id, generation, laneAnswer(call.kind, message));
+  }
+
+  /** Fails the calls sent on the lane of `key`'s worker of `epoch`, which ended (`why`). */
+  #endLane(generation: Generation, key: string, epoch: number, why: string): void {
+    generation.lanes.ended(key, epoch);
+    for (const [id, call] of this.#calls) {
+      if (call.generation !== generation || !call.lane || call.spec.key !== key || call.epoch !== epoch) {
+        continue;
+      }
+      this.#finish(id, call);
+      call.reject(new CallError("failed", why));
+    }
   }
 
   /**
@@ -204,6 +233,8 @@ export class ModuleHost {
     for (const generation of this.#generations) {
       generation.specs.delete(key);
       generation.workers.delete(key);
+      // Its calls in flight there still come back on its lane, or fail with the host's `stopped`.
+      generation.lanes.forget(key);
       // Said to every host, running it or not as far as known here: one a call started again as its
       // predecessor's end was on its way is stopped too.
       if (!generation.ended) generation.frames?.send({ t: "stop", key });
@@ -227,12 +258,15 @@ export class ModuleHost {
       restarts: this.#restarts,
       workers: current?.workers.size ?? 0,
       ...(current?.child ? { pid: current.child.pid } : {}),
+      lanes: [...this.#generations].reduce((open, generation) => open + generation.lanes.size, 0),
+      laneCalls: this.#laneCalls,
     };
   }
 
   /** Kills every host process; calls in flight fail. */
   close(): void {
     this.#closed = true;
+    this.#lanes.close();
     for (const generation of [...this.#generations]) this.#kill(generation, "the plugin host is closing");
   }
 
@@ -272,6 +306,11 @@ export class ModuleHost {
       log: this.#o.log,
       trace: this.#o.onHostPhase,
     });
+    generation.lanes = new HostLanes(
+      this.#lanes,
+      (lane, message) => this.#laneAnswer(generation, lane, message),
+      (key) => this.#epochs.get(key) ?? 0,
+    );
     if (quarantine === undefined) this.#current = generation;
     else {
       // Never current, and killed as soon as its calls are done.
@@ -287,61 +326,18 @@ export class ModuleHost {
   }
 
   async #launch(generation: Generation): Promise<void> {
-    Deno.mkdirSync(this.#o.dir, { recursive: true, mode: 0o700 });
-    const socket = join(this.#o.dir, `host-${Deno.pid}-${generation.number}.sock`);
-    await Deno.remove(socket).catch(() => {});
-    const listener = Deno.listen({ transport: "unix", path: socket });
-    try {
-      const grant = generation.grant;
-      const args = hostArgs({
-        grant,
-        baseRead: this.#o.baseRead?.() ?? [],
-        socket,
-        importMap: await writeSdkImportMap(this.#o.dir),
-        sdkDir: SDK_DIR,
-        memoryMb: this.#o.memoryMb ?? 128,
-      });
-      const env: Record<string, string> = { ...(this.#o.env?.(grant.env) ?? {}), NO_COLOR: "1" };
-      for (const name of ["HOME", "DENO_DIR", "XDG_CACHE_HOME"]) {
-        const value = Deno.env.get(name);
-        if (value !== undefined) env[name] = value;
-      }
-      const { child, untrack } = startChild(Deno.execPath(), args, { env, clearEnv: true });
-      generation.child = child;
-      // Its output within its budget (host_generation.ts), a line said as its sole plugin's when it can be.
-      const say = (line: string, own: boolean) =>
-        this.#o.onHostOutput?.(line, own ? this.#soleWorker(generation) : undefined);
-      readHostOutput(generation, child.stdout, say);
-      readHostOutput(generation, child.stderr, say);
-      child.status.then(() => {
-        untrack();
-        const why = generation.lastOutput ? `: ${generation.lastOutput}` : "";
-        this.#end(generation, `the plugin host exited${why}`);
-      });
-      const accepted = await Promise.race([
-        listener.accept(),
-        child.status.then((status) => {
-          throw new Error(
-            `it exited with ${status.code}${generation.lastOutput ? `: ${generation.lastOutput}` : ""}`,
-          );
-        }),
-      ]);
-      const frames = new FrameConnection<FromHost, ToHost>(accepted);
-      const messages = frames.messages();
-      const first = await messages.next();
-      const hello = first.value as FromHost | undefined;
-      if (!hello || hello.t !== "hello" || hello.v !== PROTOCOL_VERSION) {
-        throw new Error(
-          `it spoke protocol ${hello && hello.t === "hello" ? hello.v : "?"}, not ${PROTOCOL_VERSION}`,
-        );
-      }
-      generation.frames = frames;
-      this.#follow(generation, messages);
-      this.#watch(generation, child.pid);
-    } finally {
-      listener.close();
-      await Deno.remove(socket).catch(() => {});
-    }
+    const { messages, pid } = await launchHost(generation, {
+      dir: this.#o.dir,
+      baseRead: this.#o.baseRead?.() ?? [],
+      memoryMb: this.#o.memoryMb ?? 128,
+      lanePort: this.#lanes.port(),
+      env: this.#o.env?.(generation.grant.env) ?? {},
+      // Its output, a line said as its sole plugin's when it can be.
+      say: (line, own) => this.#o.onHostOutput?.(line, own ? this.#soleWorker(generation) : undefined),
+      onExit: (why) => this.#end(generation, why),
+    });
+    this.#follow(generation, messages);
+    this.#watch(generation, pid);
   }
 
   /**
@@ -401,6 +397,7 @@ export class ModuleHost {
           break;
         }
         case "stopped": {
+          this.#endLane(generation, message.key, message.epoch, message.error ?? "the worker was stopped");
           // A worker that synchronous code holds: only ending its process stops it.
           if (message.stuck) this.#retire(generation);
           // One stopped before (an older epoch): its successor may run already, and is not forgotten.
@@ -473,7 +470,12 @@ export class ModuleHost {
     call.reject(new CallError("timeout", "did not answer before its deadline"));
     const generation = call.generation;
     if (generation.ended) return;
-    generation.frames?.send({ t: "cancel", id, key: call.spec.key });
+    generation.frames?.send({
+      t: "cancel",
+      id,
+      key: call.spec.key,
+      ...(call.lane ? { epoch: call.epoch } : {}),
+    });
     // A host that does not even answer the cancel is itself stuck.
     const { key } = call.spec;
     this.#o.clock.after(CANCEL_ANSWER_MS, () => {
@@ -513,6 +515,7 @@ export class ModuleHost {
     generation.cancelIdle();
     generation.cancelWatch();
     generation.frames?.close();
+    generation.lanes.close();
     this.#generations.delete(generation);
     if (this.#current === generation) this.#current = null;
     // A retired host was counted when it was retired; an idle one or a closing one is no restart.

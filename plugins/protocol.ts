@@ -5,6 +5,11 @@
  * stdin/stdout: a worker can read and write its process's stdio, so a plugin could read other plugins'
  * calls or forge answers there); the host and its workers use `postMessage`.
  *
+ * A loaded worker also opens its own lane to the parent (one JSON object per line over loopback TCP,
+ * proved by a token): its warm calls and their answers go there, past the host's main thread,
+ * a hop and two thread wake-ups less (plugins/lanes.ts). Everything else (starts, stops, cancels, `ctx`
+ * requests, logs) stays on the host's socket.
+ *
  * Everything here is types, constants and a base64 codec, so the host and the worker bootstrap can import it
  * without loading anything else of dock.
  *
@@ -12,7 +17,7 @@
  */
 
 /** Bumped on any change a host of another version would misread; the host says its version first. */
-export const PROTOCOL_VERSION = 2;
+export const PROTOCOL_VERSION = 3;
 
 /** The longest line either side sends or accepts (a fetch body of 8 MiB is ~11 MiB in base64). */
 export const MAX_FRAME_BYTES = 16 * 1024 * 1024;
@@ -97,6 +102,28 @@ export type ContextOp = "api" | "emit" | "kv.get" | "kv.set" | "kv.delete" | "kv
 export type LogLevel = "debug" | "info" | "warn" | "error";
 
 /**
+ * What a worker needs to open its lane: the parent's loopback port and a token that names the worker (its
+ * key and epoch in one host) to the parent. Only workers are granted that port.
+ */
+export interface LaneTicket {
+  port: number;
+  token: string;
+}
+
+/** The net permission of the lanes' port, as a host and each of its workers are granted it. */
+export function laneHost(port: number): string {
+  return `127.0.0.1:${port}`;
+}
+
+/** Parent → worker, on its lane: a call, as the host would have passed it on (a fetch body in base64). */
+export type ToLane = { t: "call"; id: number; kind: CallKind; input: unknown };
+
+/** Worker → parent, on its lane: its ticket's token first, then its answers (a fetch body in base64). */
+export type FromLane =
+  | { t: "lane"; token: string }
+  | { t: "result"; id: number; ok: boolean; value?: unknown; error?: string };
+
+/**
  * Parent → host. A worker's `epoch` says which start of the worker for its key a call is for: the parent
  * bumps it at each `stop`, so a `stopped` of a worker it already stopped is told from one of the worker
  * that now runs (read as the new one's, a warm worker was forgotten and served its old module after its
@@ -106,11 +133,24 @@ export type ToHost =
   /**
    * Run a handler; the worker is started first when it is not running (a cold start), or runs an older
    * epoch. `worker` comes with the first call of an epoch only (the host keeps it until `stop`): a warm
-   * call carries no grant, settings or secrets.
+   * call carries no grant, settings or secrets. `lane` comes with `worker`: the ticket of its lane.
    */
-  | { t: "call"; id: number; key: string; epoch: number; worker?: WorkerSpec; kind: CallKind; input: unknown }
-  /** A call is past its deadline: stop its worker, and say whether it was stuck in synchronous code. */
-  | { t: "cancel"; id: number; key: string }
+  | {
+    t: "call";
+    id: number;
+    key: string;
+    epoch: number;
+    worker?: WorkerSpec;
+    lane?: LaneTicket;
+    kind: CallKind;
+    input: unknown;
+  }
+  /**
+   * A call is past its deadline: stop its worker, and say whether it was stuck in synchronous code. A
+   * call sent on the worker's lane (`epoch` set) is not one the host knows: its worker of that epoch is
+   * stopped.
+   */
+  | { t: "cancel"; id: number; key: string; epoch?: number }
   /** Stop an idle worker (idle timeout, plugin disabled or changed), and forget its spec. */
   | { t: "stop"; key: string }
   /** The answer to a worker's `request`. */
@@ -133,7 +173,7 @@ export type FromHost =
 
 /** Host → worker. */
 export type ToWorker =
-  | { t: "init"; module: string; label: string; context?: WorkerContext }
+  | { t: "init"; module: string; label: string; context?: WorkerContext; lane?: LaneTicket }
   | { t: "call"; id: number; kind: CallKind; input: unknown }
   | { t: "reply"; id: number; ok: boolean; value?: unknown; error?: string }
   | { t: "ping" };

@@ -13,8 +13,11 @@ import type {
   ContextOp,
   EventsOutput,
   FetchInput,
+  FromLane,
   FromWorker,
+  LaneTicket,
   LogLevel,
+  ToLane,
   ToWorker,
   WorkerContext,
 } from "./protocol.ts";
@@ -148,7 +151,9 @@ async function call(kind: CallKind, input: unknown): Promise<unknown> {
   const handler = handlers[kind];
   if (typeof handler !== "function") throw new Error(`the module has no ${kind} handler`);
   if (kind === "fetch") {
-    const { method, url, headers, body } = input as FetchInput & { body?: Uint8Array };
+    const { method, url, headers, body } = input as Omit<FetchInput, "body"> & {
+      body?: Uint8Array<ArrayBuffer>;
+    };
     const hasBody = body !== undefined && method !== "GET" && method !== "HEAD";
     const response = await handlers.fetch!(
       new Request(url, { method, headers, body: hasBody ? body : null }),
@@ -177,6 +182,89 @@ async function call(kind: CallKind, input: unknown): Promise<unknown> {
   return null;
 }
 
+/**
+ * Opens this worker's lane (plugins/lanes.ts) once its module has loaded, and answers the calls the parent
+ * sends there, in the host's shape (a fetch body in base64, both ways). A lane that cannot open or
+ * breaks is given up: the parent sends through the host then.
+ */
+async function openLane(ticket: LaneTicket): Promise<void> {
+  let conn: Deno.TcpConn;
+  try {
+    conn = await Deno.connect({ hostname: "127.0.0.1", port: ticket.port });
+    conn.setNoDelay(true);
+  } catch {
+    return;
+  }
+  const encoder = new TextEncoder();
+  let writing = Promise.resolve();
+  const send = (message: FromLane) => {
+    let bytes: Uint8Array;
+    try {
+      bytes = encoder.encode(JSON.stringify(message) + "\n");
+    } catch (error) {
+      if (message.t !== "result") return;
+      bytes = encoder.encode(
+        JSON.stringify({
+          t: "result",
+          id: message.id,
+          ok: false,
+          error: `its answer cannot be sent (${error})`,
+        }) +
+          "\n",
+      );
+    }
+    writing = writing.then(async () => {
+      for (let written = 0; written < bytes.length;) written += await conn.write(bytes.subarray(written));
+    }).catch(() => {});
+  };
+  const run = async (message: ToLane) => {
+    try {
+      let input = message.input;
+      if (message.kind === "fetch") {
+        const request = input as FetchInput;
+        input = { ...request, body: request.body === undefined ? undefined : fromBase64(request.body) };
+      }
+      const value = await call(message.kind, input);
+      if (message.kind === "fetch") {
+        const answer = value as { status: number; headers: [string, string][]; body: Uint8Array };
+        send({ t: "result", id: message.id, ok: true, value: { ...answer, body: toBase64(answer.body) } });
+      } else send({ t: "result", id: message.id, ok: true, value });
+    } catch (error) {
+      send({ t: "result", id: message.id, ok: false, error: safeJson(error).slice(0, 2000) });
+    }
+  };
+  send({ t: "lane", token: ticket.token });
+  const decoder = new TextDecoder();
+  const buffer = new Uint8Array(64 * 1024);
+  let pending = "";
+  try {
+    while (true) {
+      const n = await conn.read(buffer);
+      if (n === null) break;
+      pending += decoder.decode(buffer.subarray(0, n), { stream: true });
+      let newline = pending.indexOf("\n");
+      while (newline >= 0) {
+        const message = JSON.parse(pending.slice(0, newline)) as ToLane;
+        pending = pending.slice(newline + 1);
+        newline = pending.indexOf("\n");
+        if (message.t === "call") run(message);
+      }
+    }
+  } catch {
+    // the parent closed it, or this worker is ending
+  }
+  try {
+    conn.close();
+  } catch {
+    // already closed
+  }
+}
+
+/** Base64 of bytes and back, by V8's own codec (protocol.ts, which this bootstrap does not import). */
+const toBase64 = (bytes: Uint8Array) => (bytes as Uint8Array & { toBase64(): string }).toBase64();
+const fromBase64 = (text: string) =>
+  (Uint8Array as unknown as { fromBase64(text: string): Uint8Array<ArrayBuffer> }).fromBase64(text);
+
 self.onmessage = async (e: MessageEvent<ToWorker>) => {
   const message = e.data;
   switch (message.t) {
@@ -201,7 +289,9 @@ self.onmessage = async (e: MessageEvent<ToWorker>) => {
         post({ t: "ready", handlers: kinds });
       } catch (error) {
         post({ t: "load_error", error: safeJson(error) });
+        return;
       }
+      if (message.lane) openLane(message.lane);
       return;
     case "reply": {
       const pending = waiting.get(message.id);
