@@ -31,7 +31,6 @@ import {
   type ContextOp,
   type FromHost,
   type LogLevel,
-  PROTOCOL_VERSION,
   type ToHost,
   type WorkerGrant,
   type WorkerSpec,
