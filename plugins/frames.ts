@@ -16,6 +16,8 @@ export class FrameConnection<In, Out> {
   #writing: Promise<void> = Promise.resolve();
   #closed = false;
   #done = Promise.withResolvers<void>();
+  /** The longest line it accepts now; a peer not yet trusted is held to less (plugins/lanes.ts). */
+  maxFrameBytes = MAX_FRAME_BYTES;
 
   constructor(conn: Deno.Conn) {
     this.#conn = conn;
@@ -81,7 +83,7 @@ export class FrameConnection<In, Out> {
       }
       if (chunk.length) {
         pendingBytes += chunk.length;
-        if (pendingBytes > MAX_FRAME_BYTES) break;
+        if (pendingBytes > this.maxFrameBytes) break;
         pending.push(chunk.slice());
       }
     }

@@ -20,10 +20,19 @@ import type { Clock } from "../core/clock.ts";
 import type { Log } from "../core/log.ts";
 import { acceptLoop, type ListenStats } from "../core/listen.ts";
 import { FrameConnection } from "./frames.ts";
-import { type CallKind, type FromLane, type LaneTicket, MAX_FETCH_BODY, type ToLane } from "./protocol.ts";
+import {
+  type CallKind,
+  type FromLane,
+  type LaneTicket,
+  MAX_FETCH_BODY,
+  MAX_FRAME_BYTES,
+  type ToLane,
+} from "./protocol.ts";
 
 /** How long a connection has to present its token. */
 export const LANE_HELLO_MS = 5000;
+/** The longest hello a lane may send (a token is 48 characters). */
+export const LANE_HELLO_BYTES = 256;
 /** Lanes open at once (every warm worker has one); a connection past them is closed at once. */
 export const MAX_LANES = 512;
 
@@ -101,6 +110,9 @@ export class Lanes {
     this.stats.open = this.#open;
     (conn as Deno.TcpConn).setNoDelay?.(true);
     const frames = new FrameConnection<FromLane, ToLane>(conn);
+    // Until it proves itself, a connection may hold no more than a hello's bytes (at most MAX_LANES of
+    // them, each for LANE_HELLO_MS): not a frame of 16 MiB each.
+    frames.maxFrameBytes = LANE_HELLO_BYTES;
     const messages = frames.messages();
     const cancelHello = this.#clock.after(LANE_HELLO_MS, () => {
       this.stats.timedOut++;
@@ -114,6 +126,7 @@ export class Lanes {
         ? this.#tickets.get(hello.token)
         : undefined;
       if (!onOpen) return frames.close();
+      frames.maxFrameBytes = MAX_FRAME_BYTES;
       let closed = false;
       onOpen({
         send: (message) => void frames.send(message),

@@ -2,7 +2,7 @@ import { assert, assertEquals } from "../tests/assert.ts";
 import { MemoryLog } from "../core/log.ts";
 import { FakeClock } from "../tests/fake_clock.ts";
 import { until } from "../tests/wait.ts";
-import { type Lane, LANE_HELLO_MS, laneAnswer, Lanes } from "./lanes.ts";
+import { type Lane, LANE_HELLO_BYTES, LANE_HELLO_MS, laneAnswer, Lanes } from "./lanes.ts";
 import { MAX_FETCH_BODY } from "./protocol.ts";
 
 const encoder = new TextEncoder();
@@ -60,7 +60,7 @@ Deno.test("a lane opens with its ticket's token and carries calls and answers bo
   }
 });
 
-Deno.test("a lane without a known token is closed: a wrong one, a revoked one, a frame that is not a hello", async () => {
+Deno.test("a lane without a known token is closed: a wrong one, a revoked one, a frame that is not a hello, a hello too long", async () => {
   const lanes = new Lanes({ clock: new FakeClock(0), log: new MemoryLog() });
   try {
     const opened: Lane[] = [];
@@ -76,6 +76,10 @@ Deno.test("a lane without a known token is closed: a wrong one, a revoked one, a
     ) {
       assertEquals(await readToEnd(await dial(ticket.port, hello)), "", hello);
     }
+    // Nor may it hold more than a hello's bytes while it has not proved itself.
+    const long = await Deno.connect({ hostname: "127.0.0.1", port: ticket.port });
+    await long.write(encoder.encode(`{"t":"lane","token":"${"f".repeat(LANE_HELLO_BYTES)}`));
+    assertEquals(await readToEnd(long), "");
     assertEquals(opened.length, 0);
     await until(() => lanes.stats.open === 0);
   } finally {
