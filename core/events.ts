@@ -10,7 +10,6 @@
  * @module
  */
 import { DockError } from "../client/errors.ts";
-import { type Clock, SYSTEM_CLOCK } from "./clock.ts";
 import type { DockEvent, EventAnnounce } from "../client/wire.ts";
 import { positiveFromEnv } from "./knobs.ts";
 import { errorText, type Log, STDERR_LOG } from "./log.ts";
@@ -82,15 +81,6 @@ export const RAW_TEXT_BELOW = 16 * 1024;
  */
 export const ANNOUNCE_BATCH_BYTES = 256 * 1024;
 
-/**
- * Announced events that come within this of the last batch's journaling wait until it has passed, and
- * share one batch. An event after a quiet spell is journaled at the end of its turn, as before: only a
- * steady stream waits, and at most this long. At 1,000 `POST events` a second, one event a turn, a
- * transaction each (BEGIN and COMMIT: ~38 µs of dockd's ~200 µs an event) and an SSE write to each
- * reader each.
- */
-export const ANNOUNCE_COALESCE_MS = 4;
-
 /** An announced event waiting for its batch's transaction. */
 interface Pending {
   announce: EventAnnounce;
@@ -116,8 +106,6 @@ export interface EventBusOptions {
   now?: () => Date;
   /** Told of a subscriber that threw (the others still get the event). @default {STDERR_LOG} */
   log?: Log;
-  /** What tells a steady stream of announced events and its wait (ANNOUNCE_COALESCE_MS). @default {SYSTEM_CLOCK} */
-  clock?: Clock;
 }
 
 /** Publishes events to the journal and to live subscribers. */
@@ -133,11 +121,8 @@ export class EventBus {
   /** Announced events not journaled yet, and their bytes. */
   #pending: Pending[] = [];
   #pendingBytes = 0;
-  /** Cancels the flush due (at the end of the turn, or of a stream's wait), while one is. */
+  /** Cancels the end-of-turn flush, while one is due. */
   #cancelFlush: (() => void) | undefined;
-  /** When the last batch of announced events was journaled (on the bus's clock). */
-  #flushedAt = -Infinity;
-  #clock: Clock;
   #log: Log;
 
   constructor(store: Store, options: EventBusOptions = {}) {
@@ -151,7 +136,6 @@ export class EventBus {
     this.#journalBytes = options.journalBytes ?? JOURNAL_BYTES;
     this.#now = options.now ?? (() => new Date());
     this.#log = options.log ?? STDERR_LOG;
-    this.#clock = options.clock ?? SYSTEM_CLOCK;
     const held = store.get<{ count: number; bytes: number }>(
       "SELECT count(*) AS count, coalesce(sum(size), 0) AS bytes FROM events",
     );
@@ -184,16 +168,7 @@ export class EventBus {
     this.#pending.push({ announce, json, size, resolve, reject });
     this.#pendingBytes += size;
     if (this.#pendingBytes >= ANNOUNCE_BATCH_BYTES) this.#flushBefore();
-    if (this.#pending.length && !this.#cancelFlush) {
-      // At most the window, should the clock have gone back since.
-      const wait = Math.min(
-        ANNOUNCE_COALESCE_MS,
-        ANNOUNCE_COALESCE_MS - (this.#clock.now() - this.#flushedAt),
-      );
-      this.#cancelFlush = wait > 0
-        ? this.#clock.after(wait, () => this.flush())
-        : afterTurn(() => this.flush());
-    }
+    if (this.#pending.length) this.#cancelFlush ??= afterTurn(() => this.flush());
     return promise;
   }
 
@@ -205,7 +180,6 @@ export class EventBus {
     const batch = this.#pending;
     this.#pending = [];
     this.#pendingBytes = 0;
-    this.#flushedAt = this.#clock.now();
     let events: DockEvent[];
     try {
       events = this.#store.transaction(() =>

@@ -1,11 +1,9 @@
 import { assertEquals, assertThrows } from "../tests/assert.ts";
 import type { DockEvent } from "../client/wire.ts";
 import { DockError } from "../client/errors.ts";
-import { ANNOUNCE_BATCH_BYTES, ANNOUNCE_COALESCE_MS, EventBus, MAX_EVENT_DATA } from "./events.ts";
+import { ANNOUNCE_BATCH_BYTES, EventBus, MAX_EVENT_DATA } from "./events.ts";
 import { Store } from "./store.ts";
 import { MemoryLog } from "./log.ts";
-import { FakeClock } from "../tests/fake_clock.ts";
-import { setImmediate } from "node:timers";
 
 Deno.test("events are journaled with increasing ids and delivered to subscribers", async () => {
   const dir = await Deno.makeTempDir();
@@ -209,48 +207,6 @@ Deno.test("a subscriber that throws is said to the bus's log; the others still g
   assertEquals(log.records, [
     { level: "error", message: "event listener failed on x.y: subscriber broke", fields: undefined },
   ]);
-  store.close();
-  await Deno.remove(dir, { recursive: true });
-});
-
-Deno.test("a steady stream of announced events waits out the window after the last batch and shares one; one after a quiet spell goes at the end of its turn", async () => {
-  const dir = await Deno.makeTempDir();
-  const store = new Store(`${dir}/db`);
-  const clock = new FakeClock(1_000_000);
-  const bus = new EventBus(store, { clock });
-  const commits: number[] = [];
-  const transaction = store.transaction.bind(store);
-  store.transaction = <T>(fn: () => T): T => {
-    const result = transaction(fn);
-    commits.push(bus.lastId());
-    return result;
-  };
-  const endOfTurn = () => new Promise((resolve) => setImmediate(resolve));
-  // The first, after nothing: journaled at the end of its turn.
-  assertEquals((await bus.announce({ type: "s.one" })).id, 1);
-  assertEquals(commits, [1]);
-  // The next ones, within the window: they wait for it, whatever turns pass.
-  clock.advance(1);
-  const two = bus.announce({ type: "s.two" });
-  await endOfTurn();
-  const three = bus.announce({ type: "s.three" });
-  await endOfTurn();
-  assertEquals(commits, [1], "held within the window");
-  clock.advance(ANNOUNCE_COALESCE_MS - 2);
-  await endOfTurn();
-  assertEquals(commits, [1]);
-  clock.advance(1);
-  assertEquals([(await two).id, (await three).id], [2, 3]);
-  assertEquals(commits, [1, 3], "one batch");
-  // A quiet spell past the window: the next one goes at the end of its turn again.
-  clock.advance(ANNOUNCE_COALESCE_MS);
-  assertEquals((await bus.announce({ type: "s.four" })).id, 4);
-  assertEquals(commits, [1, 3, 4]);
-  // A publish does not wait: it journals what waits first, then itself.
-  clock.advance(1);
-  const five = bus.announce({ type: "s.five" });
-  assertEquals(bus.publish({ type: "s.six" }).id, 6);
-  assertEquals((await five).id, 5);
   store.close();
   await Deno.remove(dir, { recursive: true });
 });
