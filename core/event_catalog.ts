@@ -2,8 +2,9 @@
  * The event definitions: every event type dock itself announces, when, and the fields of its data, as
  * TypeScript type text over the wire types (client/wire.ts). The plugin SDK's typed events
  * (`sdk/generated.ts`) and docs/plugin-reference.md are generated from it (`cli/write_plugin_reference.ts`);
- * `core/event_catalog_test.ts` fails when a source announces a literal type missing here. Identifiers
- * only, as the events themselves: never a prompt or a secret.
+ * `tests/plugin_reference_test.ts` fails when a source announces a type missing here (a literal one, or
+ * a supervisor scope's `<noun>.<what>`). Identifiers only, as the events themselves: never a prompt or a
+ * secret.
  *
  * @module
  */
@@ -27,6 +28,10 @@ const AGENT_DATA = {
 const WORKTREE = { location: "string", worktree: "string" };
 const BOX = { box: "string" };
 const PLUGIN = { id: "string", where: '"box" | "laptop"' };
+/** What a supervised process's events say of its end (daemon/supervisor.ts). */
+const SUPERVISED_END = { exit_code: "number | null", restarts: "number" };
+const SERVICE = { ...WORKTREE, service: "string" };
+const UNIT = { unit: "string" };
 const QUEUE = { id: "string", box: "string", session: "string", state: "string", "error?": "string" };
 
 /** Every event type dock announces, by type (sorted). Plugins may add their own types (`ctx.emit`). */
@@ -113,6 +118,16 @@ export const EVENT_CATALOG: Record<string, EventDefinition> = {
   "queue.changed": { when: "A queued prompt's state changes (sent, failed…).", data: QUEUE },
   "queue.removed": { when: "A queued prompt is removed.", data: QUEUE },
   "schedule.fired": { when: "A scheduled flow fires.", data: { schedule: "string", time: "string" } },
+  "service.crashed": {
+    when: "A worktree's service exited on its own; it is started again after `retry_in_ms`.",
+    data: { ...SERVICE, ...SUPERVISED_END, retry_in_ms: "number" },
+  },
+  "service.failed": {
+    when: "A worktree's service crashed too many times in a row: it is not started again by itself.",
+    data: { ...SERVICE, ...SUPERVISED_END, error: "string" },
+  },
+  "service.started": { when: "A worktree's service started.", data: { ...SERVICE, pid: "number" } },
+  "service.stopped": { when: "A worktree's service was stopped.", data: SERVICE },
   "session.answered": {
     when: "A session's question is answered.",
     data: { session: "string", answer: "string" },
@@ -149,8 +164,18 @@ export const EVENT_CATALOG: Record<string, EventDefinition> = {
       from_session: "string | null",
     },
   },
-  "unit.created": { when: "A unit is created.", data: { unit: "string" } },
-  "unit.removed": { when: "A unit is removed.", data: { unit: "string" } },
+  "unit.crashed": {
+    when: "A unit exited on its own; it is started again after `retry_in_ms`.",
+    data: { ...UNIT, ...SUPERVISED_END, retry_in_ms: "number" },
+  },
+  "unit.created": { when: "A unit is created.", data: UNIT },
+  "unit.failed": {
+    when: "A unit crashed too many times in a row: it is not started again by itself.",
+    data: { ...UNIT, ...SUPERVISED_END, error: "string" },
+  },
+  "unit.removed": { when: "A unit is removed.", data: UNIT },
+  "unit.started": { when: "A unit started.", data: { ...UNIT, pid: "number" } },
+  "unit.stopped": { when: "A unit was stopped.", data: UNIT },
   "worktree.created": {
     when: "A worktree is created (origin `detected` when made outside dock).",
     data: { ...WORKTREE, path: "string", "branch?": "string | null", "ports?": "Record<string, number>" },

@@ -304,6 +304,37 @@ export interface DockEventData {
     "schedule": string;
     "time": string;
   };
+  /** A worktree's service exited on its own; it is started again after `retry_in_ms`. */
+  "service.crashed": {
+    "location": string;
+    "worktree": string;
+    "service": string;
+    "exit_code": number | null;
+    "restarts": number;
+    "retry_in_ms": number;
+  };
+  /** A worktree's service crashed too many times in a row: it is not started again by itself. */
+  "service.failed": {
+    "location": string;
+    "worktree": string;
+    "service": string;
+    "exit_code": number | null;
+    "restarts": number;
+    "error": string;
+  };
+  /** A worktree's service started. */
+  "service.started": {
+    "location": string;
+    "worktree": string;
+    "service": string;
+    "pid": number;
+  };
+  /** A worktree's service was stopped. */
+  "service.stopped": {
+    "location": string;
+    "worktree": string;
+    "service": string;
+  };
   /** A session's question is answered. */
   "session.answered": {
     "session": string;
@@ -369,12 +400,35 @@ export interface DockEventData {
     "agent": string | null;
     "from_session": string | null;
   };
+  /** A unit exited on its own; it is started again after `retry_in_ms`. */
+  "unit.crashed": {
+    "unit": string;
+    "exit_code": number | null;
+    "restarts": number;
+    "retry_in_ms": number;
+  };
   /** A unit is created. */
   "unit.created": {
     "unit": string;
   };
+  /** A unit crashed too many times in a row: it is not started again by itself. */
+  "unit.failed": {
+    "unit": string;
+    "exit_code": number | null;
+    "restarts": number;
+    "error": string;
+  };
   /** A unit is removed. */
   "unit.removed": {
+    "unit": string;
+  };
+  /** A unit started. */
+  "unit.started": {
+    "unit": string;
+    "pid": number;
+  };
+  /** A unit was stopped. */
+  "unit.stopped": {
     "unit": string;
   };
   /** A worktree is created (origin `detected` when made outside dock). */

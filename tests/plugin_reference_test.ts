@@ -44,6 +44,26 @@ async function announcedTypes(): Promise<Map<string, string>> {
       }
     }
   }
+  for (const [type, file] of await supervisedTypes()) found.set(type, file);
+  return found;
+}
+
+/**
+ * The types the supervisor announces for each scope (`<noun>.<what>`, daemon/supervisor.ts `#publish`):
+ * the nouns of the scopes that keep their events (no `events: false`) times the supervisor's `what`s.
+ */
+async function supervisedTypes(): Promise<Map<string, string>> {
+  const supervisor = await Deno.readTextFile(new URL("daemon/supervisor.ts", root));
+  const whats = [...supervisor.matchAll(/this\.#publish\("([a-z]+)"/g)].map((match) => match[1]);
+  const found = new Map<string, string>();
+  for await (const file of walk(new URL("daemon/", root))) {
+    if (!file.pathname.endsWith(".ts") || file.pathname.endsWith("_test.ts")) continue;
+    const text = await Deno.readTextFile(file);
+    for (const match of text.matchAll(/noun: "([a-z]+)",(?<rest>[^}]*)/g)) {
+      if (match.groups!.rest.includes("events: false")) continue;
+      for (const what of whats) found.set(`${match[1]}.${what}`, file.pathname.slice(root.pathname.length));
+    }
+  }
   return found;
 }
 
@@ -59,7 +79,15 @@ Deno.test("every event type dock announces is in core/event_catalog.ts (and so t
   const announced = await announcedTypes();
   // Guards against a reader that finds nothing.
   for (
-    const type of ["session.created", "agent.waiting", "worktree.created", "queue.added", "plugin.enabled"]
+    const type of [
+      "session.created",
+      "agent.waiting",
+      "worktree.created",
+      "queue.added",
+      "plugin.enabled",
+      "service.crashed",
+      "unit.started",
+    ]
   ) {
     assert(announced.has(type), `the scan missed ${type}`);
   }
