@@ -52,7 +52,6 @@ export class Lanes {
   #log: Log;
   #listener: Deno.TcpListener | null = null;
   #tickets = new Map<string, (lane: Lane) => void>();
-  #open = 0;
   #max: number;
   #stopped = false;
   readonly stats: ListenStats = { open: 0, accepted: 0, refused: 0, timedOut: 0, acceptErrors: 0 };
@@ -100,15 +99,14 @@ export class Lanes {
   }
 
   async #admit(conn: Deno.Conn): Promise<void> {
-    if (this.#open >= this.#max) {
+    if (this.stats.open >= this.#max) {
       this.stats.refused++;
       conn.close();
       return;
     }
-    this.#open++;
+    this.stats.open++;
     this.stats.accepted++;
-    this.stats.open = this.#open;
-    (conn as Deno.TcpConn).setNoDelay?.(true);
+    (conn as Deno.TcpConn).setNoDelay(true);
     const frames = new FrameConnection<FromLane, ToLane>(conn);
     // Until it proves itself, a connection may hold no more than a hello's bytes (at most MAX_LANES of
     // them, each for LANE_HELLO_MS): not a frame of 16 MiB each.
@@ -127,24 +125,19 @@ export class Lanes {
         : undefined;
       if (!onOpen) return frames.close();
       frames.maxFrameBytes = MAX_FRAME_BYTES;
-      let closed = false;
       onOpen({
         send: (message) => void frames.send(message),
         messages: () => messages,
-        close: () => {
-          closed = true;
-          frames.close();
-        },
+        close: () => frames.close(),
         get closed() {
-          return closed || frames.closed;
+          return frames.closed;
         },
       });
       await frames.done;
     } finally {
       cancelHello();
       frames.close();
-      this.#open--;
-      this.stats.open = this.#open;
+      this.stats.open--;
     }
   }
 }

@@ -162,10 +162,20 @@ export class ModuleHost {
     const id = this.#nextCall++;
     const { promise, resolve, reject } = Promise.withResolvers<CallResult>();
     const cancel = this.#callDeadlines.after(deadlineMs, () => this.#deadline(id));
-    const epoch = this.#epochs.get(spec.key) ?? 0;
-    this.#calls.set(id, { spec, kind, input, resolve, reject, cancel, generation, epoch, retried: false });
+    const call: PendingCall = {
+      spec,
+      kind,
+      input,
+      resolve,
+      reject,
+      cancel,
+      generation,
+      epoch: this.#epochs.get(spec.key) ?? 0,
+      retried: false,
+    };
+    this.#calls.set(id, call);
     this.#specs.set(spec.key, spec);
-    this.#send(generation, id, spec, epoch, kind, input);
+    this.#send(generation, id, call);
     return promise;
   }
 
@@ -173,25 +183,16 @@ export class ModuleHost {
    * Sends a call: on its worker's lane when one is open for its epoch, else to the host, with the
    * worker's spec (and its lane's ticket) only with the first call of its epoch there.
    */
-  #send(
-    generation: Generation,
-    id: number,
-    spec: WorkerSpec,
-    epoch: number,
-    kind: CallKind,
-    input: unknown,
-  ): void {
+  #send(generation: Generation, id: number, call: PendingCall): void {
+    const { spec, epoch, kind, input } = call;
     generation.inFlight++;
     generation.workers.add(spec.key);
-    const call = this.#calls.get(id);
-    const lane = generation.lanes.lane(spec.key, epoch);
-    if (call && lane) {
-      call.lane = lane;
+    call.lane = generation.lanes.lane(spec.key, epoch);
+    if (call.lane) {
       this.#laneCalls++;
-      lane.send({ t: "call", id, kind, input });
+      call.lane.send({ t: "call", id, kind, input });
       return;
     }
-    if (call) call.lane = undefined;
     const known = generation.specs.get(spec.key) === epoch;
     generation.specs.set(spec.key, epoch);
     generation.frames!.send({
@@ -569,7 +570,7 @@ export class ModuleHost {
     }
     for (const [id, call] of live()) {
       call.generation = generation;
-      this.#send(generation, id, call.spec, call.epoch, call.kind, call.input);
+      this.#send(generation, id, call);
     }
     if (generation.inFlight <= 0) this.#kill(generation, "retired");
   }

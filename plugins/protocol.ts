@@ -10,8 +10,8 @@
  * a hop and two thread wake-ups less (plugins/lanes.ts). Everything else (starts, stops, cancels, `ctx`
  * requests, logs) stays on the host's socket.
  *
- * Everything here is types, constants and a base64 codec, so the host and the worker bootstrap can import it
- * without loading anything else of dock.
+ * Everything here is types, constants and a base64 codec, so the host can import it without loading
+ * anything else of dock, and the worker bootstrap its types (it may read no other file: worker_main.ts).
  *
  * @module
  */

@@ -260,7 +260,10 @@ async function openLane(ticket: LaneTicket): Promise<void> {
   }
 }
 
-/** Base64 of bytes and back, by V8's own codec (protocol.ts, which this bootstrap does not import). */
+/**
+ * Base64 of bytes and back, by V8's own codec: protocol.ts's, which this bootstrap imports types of only
+ * (a worker's static imports are read with the host's permission, which names this file alone).
+ */
 const toBase64 = (bytes: Uint8Array) => (bytes as Uint8Array & { toBase64(): string }).toBase64();
 const fromBase64 = (text: string) =>
   (Uint8Array as unknown as { fromBase64(text: string): Uint8Array<ArrayBuffer> }).fromBase64(text);
