@@ -1,11 +1,12 @@
 /**
  * The one wait of the tests: {@linkcode until} re-checks a condition whenever the box's or the agent's
- * event stream reports something, and only where no event source exists (a file, a process, a port) on a
- * plain backoff. It replaced `eventually` (a check every 50 ms whatever happened), `waitForEvent` and the
+ * event stream reports something, or a watched file or folder changes (inotify), and only where neither
+ * can tell (a process, a port, a screen) on a plain backoff. It replaced `eventually` (a check every 50 ms whatever happened), `waitForEvent` and the
  * loops of `setTimeout` written in place.
  *
  * @module
  */
+import { dirname } from "../core/posix_path.ts";
 import { AgentClient } from "../client/agent.ts";
 import type { DockEvent } from "../client/wire.ts";
 
@@ -25,6 +26,14 @@ export interface UntilOptions {
    * once its stream ends (a daemon stopped), the condition is re-checked on a backoff.
    */
   on?: WaitOn;
+  /**
+   * Re-check whenever something changes in these folders, or in the folder of each file named (a file
+   * written, made, renamed or removed there), as the kernel reports it (`Deno.watchFs`): for facts on disk
+   * that no event announces. A path that names a folder, or ends in `/`, is watched itself; any other,
+   * through its folder. A folder that does not exist yet is watched through the nearest one that does, and
+   * deeper once it is made. Where nothing can be watched, the backoff takes over.
+   */
+  watch?: string | string[];
   /** The event id the stream starts after. @default {0} */
   after?: number;
   /** @default {10_000} */
@@ -86,17 +95,22 @@ export async function until<T>(check: Check<T>, options: UntilOptions = {}): Pro
     );
   }, timeoutMs);
   const source = options.on ? eventSource(options.on) : undefined;
+  // Opened before the first check, so a change between that check and the watch is not missed.
+  const watching = options.watch === undefined ? undefined : watchFolders(options.watch, () => void run());
+  const streamed = async () => {
+    try {
+      for await (const event of source!.stream.events({ after: options.after ?? 0, signal: stop.signal })) {
+        seen++;
+        pending.push(event);
+        void run();
+      }
+    } catch { /* the stream ended (aborted, or its daemon stopped) */ }
+  };
   (async () => {
     await run();
-    if (source) {
-      try {
-        for await (const event of source.stream.events({ after: options.after ?? 0, signal: stop.signal })) {
-          seen++;
-          pending.push(event);
-          void run();
-        }
-      } catch { /* the stream ended (aborted, or its daemon stopped): the backoff takes over */ }
-    }
+    // The backoff takes over once a wake source ends (a daemon stopped, a watch failed); with none, at once.
+    const sources = [...(source ? [streamed()] : []), ...(watching ? [watching.ended] : [])];
+    if (sources.length) await Promise.race(sources);
     for (let pause = BACKOFF_MS[0]; !stop.signal.aborted; pause = Math.min(pause * 2, BACKOFF_MS[1])) {
       await new Promise((r) => setTimeout(r, pause));
       if (!stop.signal.aborted) await run();
@@ -108,6 +122,79 @@ export async function until<T>(check: Check<T>, options: UntilOptions = {}): Pro
     clearTimeout(timer);
     stop.abort();
     source?.close();
+    watching?.close();
+  }
+}
+
+/**
+ * Calls `onChange` on each change the kernel reports in the folders of `paths` ({@linkcode folderOf}), each
+ * watched where it exists or through its nearest existing ancestor until it does. `ended` resolves once
+ * nothing can be watched (the caller backs off then), or once closed.
+ */
+function watchFolders(
+  paths: string | string[],
+  onChange: () => void,
+): { ended: Promise<void>; close(): void } {
+  const wanted = [...new Set((Array.isArray(paths) ? paths : [paths]).map(folderOf))];
+  const { promise: ended, resolve: end } = Promise.withResolvers<void>();
+  let watcher: Deno.FsWatcher | undefined;
+  let closed = false;
+  const open = (): string[] | undefined => {
+    const folders = [...new Set(wanted.map(nearestFolder))];
+    try {
+      watcher = Deno.watchFs(folders, { recursive: false });
+      return folders;
+    } catch {
+      return undefined;
+    }
+  };
+  (async () => {
+    let folders = open();
+    while (folders && !closed) {
+      try {
+        for await (const _ of watcher!) {
+          onChange();
+          // A folder waited for was made: watch it instead of its ancestor.
+          const now = wanted.map(nearestFolder);
+          if (now.some((folder) => !folders!.includes(folder))) break;
+        }
+      } catch { /* closed, or the watch failed */ }
+      if (closed) break;
+      try {
+        watcher?.close();
+      } catch { /* closed */ }
+      folders = open();
+      onChange();
+    }
+    end();
+  })();
+  return {
+    ended,
+    close: () => {
+      closed = true;
+      try {
+        watcher?.close();
+      } catch { /* closed */ }
+    },
+  };
+}
+
+/** The folder a watch of `path` watches: the path itself when it is a folder or ends in `/`, else its folder. */
+function folderOf(path: string): string {
+  if (path.length > 1 && path.endsWith("/")) return path.slice(0, -1);
+  try {
+    if (Deno.statSync(path).isDirectory) return path;
+  } catch { /* not there yet */ }
+  return dirname(path);
+}
+
+/** `folder`, or its nearest ancestor that exists. */
+function nearestFolder(folder: string): string {
+  for (let at = folder;; at = dirname(at)) {
+    try {
+      if (Deno.statSync(at).isDirectory) return at;
+    } catch { /* not there yet */ }
+    if (at === dirname(at)) return at;
   }
 }
 

@@ -119,3 +119,39 @@ Deno.test("untilEvent: the first event the predicate accepts, from `after` on, n
   assertEquals(found.type, "c");
   assertEquals(events.afterAsked, [1]);
 });
+
+Deno.test("until: with `watch`, a file written in the watched folder wakes the check; nothing else does", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const file = `${dir}/out.txt`;
+    let met = false;
+    const quiet = until(() => met, { watch: file, timeoutMs: 150, what: "quiet" });
+    // Met after the first check, but nothing on disk changes: with a watch and no backoff, that check is all.
+    met = true;
+    assertStringIncludes((await assertRejects(() => quiet)).message, "(1 checks)");
+    const read = () => Deno.readTextFile(file).catch(() => "");
+    const waiting = until(async () => (await read()).includes("done") && "seen", { watch: file });
+    await Deno.writeTextFile(file, "working\n");
+    await Deno.writeTextFile(file, "done\n", { append: true });
+    assertEquals(await waiting, "seen");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("until: a watched folder made after the wait began is watched once it exists", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const deep = `${dir}/a/b`;
+    let checks = 0;
+    const waiting = until(async () => {
+      checks++;
+      return (await Deno.readTextFile(`${deep}/marker`).catch(() => "")) === "here" && checks;
+    }, { watch: `${deep}/` });
+    await Deno.mkdir(deep, { recursive: true });
+    await Deno.writeTextFile(`${deep}/marker`, "here");
+    assert(await waiting >= 2);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
