@@ -174,7 +174,6 @@ export class ModuleHost {
       retried: false,
     };
     this.#calls.set(id, call);
-    this.#specs.set(spec.key, spec);
     this.#send(generation, id, call);
     return promise;
   }
