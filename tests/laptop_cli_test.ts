@@ -19,6 +19,7 @@ import {
   type TestAgent,
 } from "./harness.ts";
 import { until } from "./wait.ts";
+import { paneOutput } from "./pane_output.ts";
 
 /** Runs `dock ARGS` with the agent's environment and returns its exit code and output. */
 function dock(agent: TestAgent, home: string, env: Record<string, string>, args: string[]) {
@@ -77,7 +78,8 @@ Deno.test("dock runs the box commands with a BOX/ prefix through the agent", asy
   assertEquals((JSON.parse(session.stdout) as Session).name, "s1");
   const sent = await run("session", "send", "devbox/s1", "echo x-$((40 + 2))");
   assertEquals(sent.code, 0, sent.stderr);
-  await until(async () => (await box.client.screen("s1")).screen.includes("x-42"));
+  const printed = await paneOutput(box, "s1");
+  await until(async () => (await box.client.screen("s1")).screen.includes("x-42"), { watch: printed });
   const sessions = await run("session", "list", "devbox", "--json");
   assertEquals(sessions.code, 0, sessions.stderr);
   assertEquals(
