@@ -19,6 +19,7 @@ import { AgentClient } from "../client/agent.ts";
 import type { PhonePairCode, PhoneState } from "../client/wire.ts";
 import { makeDirs, makeRepo, startAgent, startBox, type TestBox } from "./harness.ts";
 import { until } from "./wait.ts";
+import { paneOutput } from "./pane_output.ts";
 
 const DENO = Deno.execPath();
 const FAKE = new URL("./fixtures/fake_agent.ts", import.meta.url).pathname;
@@ -138,8 +139,10 @@ Deno.test({
       await boardState(page, "devbox/done", "finished");
       await box.client.send("input", "long work SLOW:600000");
       await boardState(page, "devbox/input", "running");
+      const printed = await paneOutput(box, "input");
       await until(async () => (await box.client.screen("input")).screen.includes("thinking"), {
         timeoutMs: 30_000,
+        watch: printed,
       });
       await box.client.keys("input", ["Escape"]);
       await boardState(page, "devbox/input", "waiting", "input");

@@ -48,7 +48,9 @@ Deno.test("box hooks: the event on stdin and in DOCK_*, the worktree environment
   await box.client.addLocation({ name: "app", path: repo });
   const worktree = await box.client.createWorktree("app", { name: "feat" });
   // The hook writes env last: once it is complete, so are the others.
-  await until(async () => (await lines(join(out, "env"))).some((l) => l.startsWith("DOCK_WORKTREE_NAME=")));
+  await until(async () => (await lines(join(out, "env"))).some((l) => l.startsWith("DOCK_WORKTREE_NAME=")), {
+    watch: join(out, "env"),
+  });
   const event = await readJson(join(out, "event.json"));
   assertEquals(event.type, "worktree.created");
   assertEquals((event.data as Record<string, unknown>).worktree, "feat");
@@ -86,7 +88,7 @@ Deno.test("box hooks: an edit takes effect without a restart; a tool's own event
   await box.client.emit({ type: "other.kind", origin: "other", data: { n: 3 } });
   await box.client.emit({ type: "custom.three", origin: "last", data: { n: 4 } });
   // One hook at a time, in order: once the last has run, the skipped one would have run before it.
-  await until(async () => (await lines(log)).includes("last 4"));
+  await until(async () => (await lines(log)).includes("last 4"), { watch: log });
   assertEquals(await lines(log), ["other 2", "last 4"]);
   const state = await box.client.hooks();
   assertEquals(state.path, file);
@@ -153,7 +155,9 @@ Deno.test("box hooks: an event's builtin-only hooks (box file and repository con
   const failed = await untilEvent(box.client, (e) => e.type === "hook.failed", { after });
   assertEquals([failed.data?.exit_code, failed.data?.on, failed.data?.timed_out], [6, "custom.batch", false]);
   const names = ["one", "two", "config"];
-  await until(async () => (await Promise.all(names.map((n) => lines(join(out, n))))).every((l) => l.length));
+  await until(async () => (await Promise.all(names.map((n) => lines(join(out, n))))).every((l) => l.length), {
+    watch: `${out}/`,
+  });
   const seen = await Promise.all(names.map(async (n) => (await Deno.readTextFile(join(out, n))).trim()));
   const parents = new Set(seen.map((line) => line.split(" ")[0]));
   assertEquals(parents.size, 1, `one launcher forked all three: ${seen.join(" | ")}`);
@@ -179,9 +183,9 @@ Deno.test("repository config hooks run for that repository's events only, in its
   await box.client.createWorktree("other", { name: "o1" });
   const wt = await box.client.createWorktree("app", { name: "a1" });
   const wtPath = await Deno.realPath(wt.path);
-  await until(async () => (await lines(log)).length >= 1);
+  await until(async () => (await lines(log)).length >= 1, { watch: log });
   await box.client.removeWorktree("app", "a1", { force: true });
-  await until(async () => (await lines(log)).some((l) => l.startsWith("worktree.removed")));
+  await until(async () => (await lines(log)).some((l) => l.startsWith("worktree.removed")), { watch: log });
   const seen = await lines(log);
   assertEquals(seen[0], `worktree.created a1 ${wtPath}`);
   assert(seen.every((l) => !l.includes("o1")), seen.join("\n"));
@@ -296,7 +300,7 @@ Deno.test("laptop hooks: GET/PUT /v1/hooks, hooks.changed, run for a box's event
     await untilEvent(client, (e) => e.type === "hooks.changed" && !e.box);
     await box.client.emit({ type: "custom.from-box" });
     await client.emit({ type: "custom.from-laptop" });
-    await until(async () => (await lines(log)).length >= 2);
+    await until(async () => (await lines(log)).length >= 2, { watch: log });
     const seen = (await lines(log)).sort();
     assertEquals(seen, [` custom.from-laptop ${dirs.home}`, `local custom.from-box ${dirs.home}`]);
     const bad = await fetch(`${agent.url}/v1/hooks`, {
@@ -328,11 +332,11 @@ Deno.test("laptop and box sharing ~/.dock/hooks.json run a box event's hook once
     const log = join(dirs.root, "shared.log");
     await client.putHooks([{ on: "custom.*", run: `echo "$DOCK_EVENT_TYPE" >> ${log}` }]);
     await box.client.emit({ type: "custom.a" });
-    await until(async () => (await lines(log)).includes("custom.a"));
+    await until(async () => (await lines(log)).includes("custom.a"), { watch: log });
     await client.emit({ type: "custom.b" }); // the laptop's own: the box never sees it
-    await until(async () => (await lines(log)).includes("custom.b"));
+    await until(async () => (await lines(log)).includes("custom.b"), { watch: log });
     await box.client.emit({ type: "custom.c" });
-    await until(async () => (await lines(log)).includes("custom.c"));
+    await until(async () => (await lines(log)).includes("custom.c"), { watch: log });
     // The agent's hooks match an event as its bus publishes it, before its stream sends it on: once
     // custom.c came through the agent, a second run of it is queued or running there, or done.
     await untilEvent(client, (e) => e.type === "custom.c" && e.box === "local");
@@ -494,7 +498,7 @@ Deno.test("box hooks for agent events get DOCK_AGENT, DOCK_PATH and the worktree
         text.trim().split("\n").map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)]),
       )
       : undefined;
-  });
+  }, { watch: out });
   assertEquals(env.DOCK_AGENT, "claude");
   assertEquals(env.DOCK_PATH, worktree.path);
   assertEquals(env.DOCK_SESSION_ID, "abc");

@@ -45,10 +45,13 @@ const ROUNDS = 20;
 // deno-lint-ignore no-explicit-any
 declare const document: any;
 
+/** The file the fake agent writes its menu picks to, one JSON line each. */
+const answersLog = (dirs: { root: string }) => join(dirs.root, "answers.log");
+
 /** A box with a location `app` whose config has the fake agent; its menu picks go to `answers`. */
 async function keysBox(dirs?: Awaited<ReturnType<typeof makeDirs>>) {
   dirs ??= await makeDirs();
-  const answers = join(dirs.root, "answers.log");
+  const answers = answersLog(dirs);
   const box = await startBox({ dirs, env: { FAKE_AGENT_WORK_MS: "100", FAKE_AGENT_ANSWERS: answers } });
   const repo = await makeRepo(join(dirs.home, "work"), "app", {
     ".dock/config.json": JSON.stringify({ agents: [AGENT] }),
@@ -71,8 +74,10 @@ async function echoSession(box: TestBox, name: string) {
     command: `'${DENO}' run --cached-only --allow-write='${log}' '${ECHO}' '${log}'`,
   });
   const read = async () => (await Deno.readTextFile(log).catch(() => "")).split("\n");
-  await until(async () => (await read())[0] === "ready" || undefined, { timeoutMs: 30_000 });
+  await until(async () => (await read())[0] === "ready" || undefined, { watch: log, timeoutMs: 30_000 });
   return {
+    /** The file it writes what it reads to. */
+    log,
     /** Every byte read so far, as hex, separated by spaces. */
     bytes: async () => (await read()).slice(1).join(" ").trim(),
   };
@@ -140,7 +145,7 @@ async function twentyOfTwenty(
     const taken = await until(async () => {
       const all = await picks();
       return all.length === before + round ? all : undefined;
-    }, { timeoutMs: 30_000 });
+    }, { watch: answersLog(box.dirs), timeoutMs: 30_000 });
     assertEquals(taken[taken.length - 1], "yes", `round ${round}`);
     await box.client.wait(name, { states: ["finished"], timeout: "30s" });
   }
@@ -159,7 +164,7 @@ Deno.test("keys: each named key and character reaches the program as a keystroke
   // No `ESC [200~`: the program turned bracketed paste on, and nothing came as a paste.
   const expected = "61 3b 2d 5c c3 a9 20 0d 1b 09 1b 5b 41 1b 5b 42 1b 5b 44 1b 5b 43 03 04 20 7f";
   assertEquals(
-    await until(async () => (await echo.bytes()) === expected ? expected : undefined),
+    await until(async () => (await echo.bytes()) === expected ? expected : undefined, { watch: echo.log }),
     expected,
   );
   // Announced with how many, never which: keys are input.
@@ -192,7 +197,10 @@ Deno.test("keys: a strict body, 1 to 64 entries, no control characters in litera
   const exact = Array(64).fill("z");
   assertEquals((await post(box, "sessions/keys/keys", { keys: exact })).status, 200);
   const want = ["31", ...Array(64).fill("7a")].join(" ");
-  assertEquals(await until(async () => (await echo.bytes()) === want ? want : undefined), want);
+  assertEquals(
+    await until(async () => (await echo.bytes()) === want ? want : undefined, { watch: echo.log }),
+    want,
+  );
   // A session whose program has exited reads no keys.
   await box.client.createSession({ location: "app", name: "gone", command: "true" });
   await until(async () => (await box.client.session("gone")).exited || undefined, {
@@ -221,7 +229,7 @@ Deno.test("keys: the before:session.send gate sees the keys on stdin and can ref
   assertEquals([gate.action, gate.target], ["session.send", { session: "keys", keys: ["q"] }]);
   // The keys are on stdin only: no variable holds them.
   assert(!/^DOCK_KEYS=/m.test(await Deno.readTextFile(`${input}.env`)));
-  await until(async () => (await echo.bytes()) === "71" || undefined);
+  await until(async () => (await echo.bytes()) === "71" || undefined, { watch: echo.log });
 
   // Keyed: typed once, a repeat answers the first outcome (and passes no gate again).
   const first = await box.client.keys("keys", ["k"], { key: "k-1" });
@@ -233,7 +241,7 @@ Deno.test("keys: the before:session.send gate sees the keys on stdin and can ref
   await box.client.putHooks([]);
   // A send's key of the same name is another send's: the routes' keys do not meet.
   await box.client.send("other", "s", { key: "k-1", enter: false });
-  await until(async () => (await other.bytes()).includes("73") || undefined);
+  await until(async () => (await other.bytes()).includes("73") || undefined, { watch: other.log });
   assertEquals(await echo.bytes(), "71 6b");
 });
 
@@ -251,7 +259,7 @@ Deno.test("keys cut short by a kill -9 of the box are asked again with their key
     await box.client.addLocation({ name: "app", path: repo });
     const echo = await echoSession(box, "keys");
     const typed = laptop.box("devbox").keys("keys", ["z"], { retries: 30, delayMs: 200 });
-    await until(() => Deno.stat(typing).then(() => true));
+    await until(() => Deno.stat(typing).then(() => true), { watch: typing });
     await box.stop({ kill: true }); // the killed daemon's tmux goes on without it
     box = await startBox({ dirs, env });
     // The new daemon finds the key recorded and not settled: it types the keys unless the killed one's
@@ -259,12 +267,15 @@ Deno.test("keys cut short by a kill -9 of the box are asked again with their key
     assertEquals((await typed).typed, 1);
     // The killed daemon's line has reached tmux (its slow tmux handed it on, or its spawn ended): a key
     // typed after it through the new daemon comes after whatever that line typed.
-    await until(() => Deno.stat(`${typing}.done`).then(() => true), { timeoutMs: 20_000 });
+    await until(() => Deno.stat(`${typing}.done`).then(() => true), {
+      watch: `${typing}.done`,
+      timeoutMs: 20_000,
+    });
     await box.client.keys("keys", ["y"]);
     const bytes = await until(async () => {
       const now = await echo.bytes();
       return now.endsWith("79") ? now : undefined;
-    });
+    }, { watch: echo.log });
     assertEquals(bytes, "7a 79");
   } finally {
     laptop.close();
@@ -289,7 +300,10 @@ Deno.test("answer: yes, no and always on the fake agent's menu, which ignores a 
   const start = (await box.client.emit({ type: "test.mark" })).id!;
   const yes = await box.client.answer("agent", "yes", { key: "early" }); // a refused key is not spent
   assertEquals([yes.answer, yes.keys, yes.typed], ["yes", ["1"], 1]);
-  await until(async () => (await picks()).length === 1 || undefined, { timeoutMs: 30_000 });
+  await until(async () => (await picks()).length === 1 || undefined, {
+    watch: answersLog(box.dirs),
+    timeoutMs: 30_000,
+  });
   await box.client.wait("agent", { states: ["finished"], timeout: "30s" });
   const event: DockEvent = await untilEvent(box.client, (e) => e.type === "session.answered", {
     after: start,
@@ -300,7 +314,10 @@ Deno.test("answer: yes, no and always on the fake agent's menu, which ignores a 
 
   await ask(box, "agent", 2);
   assertEquals((await box.client.answer("agent", "no")).keys, ["Escape"]);
-  await until(async () => (await picks()).length === 2 || undefined, { timeoutMs: 30_000 });
+  await until(async () => (await picks()).length === 2 || undefined, {
+    watch: answersLog(box.dirs),
+    timeoutMs: 30_000,
+  });
   // No hook says a denial ended the turn: the box sees the pane settle (cause `interrupt`).
   await box.client.wait("agent", { states: ["waiting"], timeout: "30s" });
   assertEquals((await box.client.session("agent")).reason, "input");
@@ -328,7 +345,7 @@ Deno.test("keys and answer through the laptop's relay; the CLI and MCP answer 20
     const relayed: BoxClient = laptop.box("devbox");
     const echo = await echoSession(box, "keys");
     assertEquals((await relayed.keys("keys", ["r", "Enter"])).typed, 2);
-    await until(async () => (await echo.bytes()) === "72 0d" || undefined);
+    await until(async () => (await echo.bytes()) === "72 0d" || undefined, { watch: echo.log });
     const env = laptopEnv(dirs, agent);
     const cli = await runCli("dock", ["session", "keys", "devbox/keys", "hi", "Escape"], {
       env,
@@ -336,7 +353,7 @@ Deno.test("keys and answer through the laptop's relay; the CLI and MCP answer 20
     });
     assertEquals([cli.code, cli.stdout.trim()], [0, "typed 3 keys into devbox/keys"], cli.stderr);
     assertEquals(
-      await until(async () => (await echo.bytes()).endsWith("1b") && echo.bytes()),
+      await until(async () => (await echo.bytes()).endsWith("1b") && echo.bytes(), { watch: echo.log }),
       "72 0d 68 69 1b",
     );
 
@@ -427,7 +444,10 @@ Deno.test({
       assertEquals(await picks(), []);
       await box.client.putHooks([]);
       await need.locator('button.answer[data-answer="yes"]').click();
-      await until(async () => (await picks()).length === 1 || undefined, { timeoutMs: 30_000 });
+      await until(async () => (await picks()).length === 1 || undefined, {
+        watch: answersLog(box.dirs),
+        timeoutMs: 30_000,
+      });
       await box.client.wait("agent", { states: ["finished"], timeout: "30s" });
       await twentyOfTwenty(box, "agent", picks, async () => {
         await need.locator('button.answer[data-answer="yes"]').click({ timeout: 30_000 });

@@ -11,7 +11,8 @@ import type { BoxDirs } from "./harness.ts";
 
 /**
  * Starts copying what session `session`'s pane prints (from now on) into a file of a folder of its own,
- * and resolves with that file's path. Throws when tmux refuses (no such session).
+ * and resolves with that file's path: a pane has one pipe, so this ends the file of an earlier call for
+ * the same pane. Throws when tmux refuses (no such session).
  */
 export async function paneOutput(box: { dirs: BoxDirs }, session: string): Promise<string> {
   const folder = await Deno.makeTempDir({ dir: box.dirs.root, prefix: "pane-" });
@@ -22,7 +23,7 @@ export async function paneOutput(box: { dirs: BoxDirs }, session: string): Promi
   // (a temporary folder of the test's own, which holds no quote).
   if (file.includes("'")) throw new Error(`a pane's output file cannot be quoted: ${file}`);
   const output = await new Deno.Command("tmux", {
-    args: ["-S", socket, "pipe-pane", "-o", "-t", `=${session}:`, `exec cat >> '${file}'`],
+    args: ["-S", socket, "pipe-pane", "-t", `=${session}:`, `exec cat >> '${file}'`],
     stdin: "null",
   }).output();
   if (!output.success) {

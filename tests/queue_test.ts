@@ -24,6 +24,7 @@ import {
   type TestBox,
 } from "./harness.ts";
 import { until } from "./wait.ts";
+import { paneOutput } from "./pane_output.ts";
 
 const DENO = Deno.execPath();
 const LOGGER = new URL("./fixtures/prompt_logger.ts", import.meta.url).pathname;
@@ -49,7 +50,9 @@ async function logger(box: TestBox, name: string): Promise<string> {
     name,
     command: `'${DENO}' run -A --cached-only '${LOGGER}' '${log}'`,
   });
+  const printed = await paneOutput(box, name);
   await until(async () => (await box.client.screen(name)).screen.includes("logger ready"), {
+    watch: printed,
     timeoutMs: 20_000,
   });
   return log;
@@ -61,10 +64,13 @@ async function logger(box: TestBox, name: string): Promise<string> {
  */
 async function lines(log: string, count = 0): Promise<string[]> {
   const read = async () => (await Deno.readTextFile(log).catch(() => "")).split("\n").filter(Boolean);
+  // Read at once when enough are there (every call with no count): no watch opened for it.
+  const now = await read();
+  if (now.length >= count) return now;
   return await until(async () => {
     const found = await read();
     return found.length >= count ? found : undefined;
-  }, { timeoutMs: 20_000 });
+  }, { watch: log, timeoutMs: 20_000 });
 }
 
 async function item(
@@ -105,6 +111,7 @@ async function report(box: TestBox, type: string, session: string): Promise<void
 
 async function status(client: AgentClient, online: boolean): Promise<void> {
   await until(async () => (await client.refresh()).boxes.every((b) => b.online === online), {
+    on: client,
     timeoutMs: 15_000,
   });
 }
@@ -140,7 +147,7 @@ Deno.test("kill -9 of the agent while 1,000 prompts drain: every prompt arrives 
       a - b
     );
     for (const [n, point] of points.entries()) {
-      await until(async () => (await received()) >= point, { timeoutMs: 60_000 });
+      await until(async () => (await received()) >= point, { watch: logs, timeoutMs: 60_000 });
       await agent.stop({ kill: true });
       client.close();
       agent = await startAgent(dirs, { port: agent.port, env: agentEnv });
@@ -184,7 +191,7 @@ for (const [step, when] of [["paste-buffer", "before its paste"], ["send-keys", 
       await box.client.addLocation({ name: "app", path: await makeRepo(join(dirs.home, "work"), "app") });
       const log = await logger(box, "s1");
       const first = await client.enqueue({ box: "devbox", session: "s1", text: "cut-short" });
-      await until(() => Deno.stat(cue).then(() => true), { timeoutMs: 20_000 });
+      await until(() => Deno.stat(cue).then(() => true), { watch: cue, timeoutMs: 20_000 });
       // tmux goes on with the step the killed daemon started; the new daemon must not repeat it.
       await box.stop({ kill: true });
       box = await startBox({ dirs });
@@ -193,10 +200,13 @@ for (const [step, when] of [["paste-buffer", "before its paste"], ["send-keys", 
       await item(client, second.id, (i) => i.state === "delivered");
       // Once the killed daemon's tmux step has ended, a last prompt: whatever that step typed is in
       // the log before it.
-      await until(() => Deno.stat(`${cue}.done`).then(() => true), { timeoutMs: 20_000 });
+      await until(() => Deno.stat(`${cue}.done`).then(() => true), {
+        watch: `${cue}.done`,
+        timeoutMs: 20_000,
+      });
       const last = await client.enqueue({ box: "devbox", session: "s1", text: "last" });
       await item(client, last.id, (i) => i.state === "delivered");
-      await until(async () => (await lines(log)).at(-1) === "last", { timeoutMs: 20_000 });
+      await until(async () => (await lines(log)).at(-1) === "last", { watch: log, timeoutMs: 20_000 });
       assertEquals(await lines(log), ["cut-short", "after-it", "last"]);
     } finally {
       await cleanup(dirs, box, agent, client);
@@ -436,7 +446,7 @@ Deno.test("the box types a keyed send once: repeats, concurrent repeats, and a s
   await box.client.send("s1", "keyed once", { key: "k-3" });
   await box.client.send("s1", "unkeyed");
   await box.client.send("s1", "unkeyed");
-  await until(async () => (await lines(log)).length === 5);
+  await until(async () => (await lines(log)).length === 5, { watch: log });
   assertEquals(await lines(log), ["keyed once", "concurrent", "keyed once", "unkeyed", "unkeyed"]);
 
   // A gate added after a keyed send was typed does not turn its repeat into a refusal: the repeat
@@ -478,7 +488,7 @@ Deno.test("dock session send --queue queues when the box cannot be reached; dock
     const log = await logger(first, "s1");
     const direct = await dock("session", "send", "devbox/s1", "typed at once", "--queue");
     assertEquals(direct.code, 0, direct.stderr);
-    await until(async () => (await lines(log)).includes("typed at once"));
+    await until(async () => (await lines(log)).includes("typed at once"), { watch: log });
     assertEquals(await client.queue(), [], "a reachable box is sent to as usual");
 
     await first.stop();

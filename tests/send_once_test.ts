@@ -40,7 +40,7 @@ Deno.test("a send cut short by a kill -9 of the box is asked again with its key,
       env: cliEnv,
       cwd: dirs.home,
     });
-    await until(() => Deno.stat(pasting).then(() => true));
+    await until(() => Deno.stat(pasting).then(() => true), { watch: pasting });
     await box.stop({ kill: true }); // the paste goes on without it: tmux does not need the daemon
     box = await startBox({ dirs, env });
     const sent = await sending;
@@ -48,7 +48,7 @@ Deno.test("a send cut short by a kill -9 of the box is asked again with its key,
     // send's slot claimed by the killed one's tmux, still on its way: it waits for that paste (or
     // makes it itself), and presses the Enter once.
     assertEquals(sent.code, 0, sent.stderr);
-    await until(async () => (await Deno.readTextFile(out)).includes("\n"));
+    await until(async () => (await Deno.readTextFile(out)).includes("\n"), { watch: out });
     assertEquals(await Deno.readTextFile(out), "typed-once-token\n");
     const screen = (await box.client.screen("s1")).screen;
     assertEquals(screen.split("typed-once-token").length - 1, 1, screen);

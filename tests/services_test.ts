@@ -158,7 +158,9 @@ Deno.test("services survive kill -9 of the daemon: adopted, not duplicated, logs
     return Number(out.at(-1)?.split(" ")[1]);
   };
   const n = await lines();
-  await until(async () => (await lines()) > n + 3);
+  // The file the daemon writes the service's output to.
+  const log = join(box.dirs.state, "box", "logs", "app", "w", "services", "ticker.log");
+  await until(async () => (await lines()) > n + 3, { watch: log });
   // Follow mode streams what it writes next.
   const controller = new AbortController();
   const followed: string[] = [];
@@ -264,9 +266,9 @@ Deno.test("pause stops a counter from advancing; resume lets it go on; the flag 
   const read = counter(wt.path);
   const ticks = async (n: number) => {
     const from = await counter(ref.path)();
-    await until(async () => (await counter(ref.path)()) >= from + n);
+    await until(async () => (await counter(ref.path)()) >= from + n, { watch: join(ref.path, "counter") });
   };
-  await until(async () => (await read()) > 2);
+  await until(async () => (await read()) > 2, { watch: join(wt.path, "counter") });
   const paused = await first.client.pause("app", "w", "pause");
   assertEquals(paused.paused, true);
   // A write under way when the signal went out may still land: wait until every process is stopped.
@@ -289,7 +291,7 @@ Deno.test("pause stops a counter from advancing; resume lets it go on; the flag 
   assert(allStopped(group), "its processes are still stopped");
   assertEquals((await serviceState(box.client, "w", "counter")).state, "running");
   await box.client.pause("app", "w", "resume");
-  await until(async () => (await read()) > frozen + 3);
+  await until(async () => (await read()) > frozen + 3, { watch: join(wt.path, "counter") });
   assertEquals((await box.client.worktree("app", "w")).paused, false);
 });
 
@@ -402,7 +404,7 @@ Deno.test("a service's log is rotated when it grows, and its newest lines stay r
   await box.client.createWorktree("app", { name: "w" });
   await box.client.serviceAction("app", "w", "chatty", "start");
   const log = join(box.dirs.state, "box", "logs", "app", "w", "services", "chatty.log");
-  await until(async () => (await Deno.stat(`${log}.1`).catch(() => null)) !== null);
+  await until(async () => (await Deno.stat(`${log}.1`).catch(() => null)) !== null, { watch: `${log}.1` });
   await box.client.serviceAction("app", "w", "chatty", "stop");
   // The live file may overshoot between two checks, but old output does not pile up.
   const sizes = [(await Deno.stat(log)).size, (await Deno.stat(`${log}.1`)).size];
@@ -443,8 +445,9 @@ Deno.test("services get PORT = DOCK_PORT unless the config's env sets PORT", asy
   await using _ = box;
   const wt = await box.client.createWorktree("app", { name: "w" });
   // The shell creates the file empty before echo writes it: wait for its line.
-  const text = await until(() =>
-    Deno.readTextFile(join(wt.path, "port.txt")).then((t) => t.trim() || undefined, () => undefined)
+  const text = await until(
+    () => Deno.readTextFile(join(wt.path, "port.txt")).then((t) => t.trim() || undefined, () => undefined),
+    { watch: join(wt.path, "port.txt") },
   );
   assertEquals(text.trim(), `4321 ${wt.ports[0]}`);
   await box.client.putConfig("app", { env: { OTHER: "x" } });
@@ -453,6 +456,6 @@ Deno.test("services get PORT = DOCK_PORT unless the config's env sets PORT", asy
   const again = await until(async () => {
     const t = await Deno.readTextFile(join(wt.path, "port.txt")).catch(() => "");
     return t.trim() === `4321 ${wt.ports[0]}` ? t : undefined;
-  });
+  }, { watch: join(wt.path, "port.txt") });
   assertEquals(again.trim(), `4321 ${wt.ports[0]}`);
 });

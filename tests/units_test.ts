@@ -4,6 +4,7 @@
  * after the daemon is killed with -9, restarted with backoff and failed when they keep crashing,
  * stopped as a whole group and forgotten.
  */
+import { join } from "node:path";
 import { assertEquals, assertRejects, assertStringIncludes } from "./assert.ts";
 import { DockError } from "../client/errors.ts";
 import { makeDirs, processesWith, startBox } from "./harness.ts";
@@ -29,13 +30,15 @@ Deno.test("units: run with their environment, survive kill -9 once, restart with
     await untilEvent(box.client, (e) => e.type === "unit.started" && e.data?.unit === "ticker", {
       after: mark,
     });
+    // The file the daemon writes the unit's output to.
+    const log = join(dirs.state, "box", "logs", "units", "ticker.log");
     const logged = await until(async () => {
       const lines: string[] = [];
       for await (const line of box.client.unitLog("ticker", { tail: 5 })) {
         if (line.line) lines.push(line.line);
       }
       return lines.length ? lines : undefined;
-    });
+    }, { watch: log });
     assertEquals(logged.at(-1), "tick hello from-the-daemon ticker");
     assertEquals(processesWith("/bin/sh -c", marker).length, 1);
     const dup = await assertRejects(

@@ -11,6 +11,7 @@ import { join } from "node:path";
 import type { AgentState, PermissionAnswer, Session } from "../../client/wire.ts";
 import { makeDirs, makeRepo, startBox, type TestBox } from "../harness.ts";
 import { until } from "../wait.ts";
+import { paneOutput } from "../pane_output.ts";
 import { connectUnixWebSocket } from "../ws_unix.ts";
 import type { Installed } from "./install.ts";
 import { type ModelServer, startModelServer } from "./model_server.ts";
@@ -93,13 +94,19 @@ export class RealBox {
     return (await this.client.screen(name)).screen;
   }
 
+  /** The file of what the pane prints from now on (a wait on the screen watches it); none for a pane gone. */
+  #printed(name: string): Promise<string | undefined> {
+    return paneOutput(this.box, name).catch(() => undefined);
+  }
+
   /** Waits until the pane shows `pattern`. */
   async shows(name: string, pattern: RegExp | string, timeoutMs = 30_000): Promise<void> {
     const test = (screen: string) =>
       typeof pattern === "string" ? screen.includes(pattern) : pattern.test(screen);
     let last = "";
+    const printed = await this.#printed(name);
     try {
-      await until(async () => test(last = await this.screen(name)), { timeoutMs: timeoutMs });
+      await until(async () => test(last = await this.screen(name)), { timeoutMs: timeoutMs, watch: printed });
     } catch {
       throw new Error(`${name} never showed ${pattern}; screen:\n${last}`);
     }
@@ -200,8 +207,10 @@ export class RealBox {
     try {
       await ws.sendBinary(new TextEncoder().encode(bytes));
       // The socket stays open until the tool took the key: its screen changes away from what it was.
+      const printed = await this.#printed(name);
       const before = await this.screen(name);
-      await until(async () => (await this.screen(name)) !== before, { timeoutMs: 10_000 }).catch(() => {});
+      await until(async () => (await this.screen(name)) !== before, { timeoutMs: 10_000, watch: printed })
+        .catch(() => {});
     } finally {
       await ws.close();
     }
