@@ -296,7 +296,7 @@ Deno.test("the relay reaches the local box, streams answers, and says 503 or 502
     const pending = local.exec({ location: "app", command: `touch ${running}; sleep 5` }).catch((error) =>
       error
     );
-    await until(() => exists(running)); // the command runs: the request is with the box
+    await until(() => exists(running), { watch: running }); // the command runs: the request is with the box
     await box.stop({ kill: true });
     const broken = await pending;
     assert(broken instanceof DockError, String(broken));
@@ -394,7 +394,7 @@ Deno.test("GET /v1/sessions: every box's sessions from the agent's copy, current
     assertEquals((unknown as DockError).status, 404);
     // The box gone: its last known sessions, said to be stale.
     await box.stop({ kill: true });
-    await until(async () => (await client.status()).boxes[0].online === false);
+    await until(async () => (await client.status()).boxes[0].online === false, { on: client });
     const gone = await client.sessions();
     assertEquals([gone[0].box.online, gone[0].stale, gone[0].sessions.length], [false, true, 2]);
   } finally {

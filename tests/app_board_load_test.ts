@@ -84,8 +84,10 @@ Deno.test({
         session: "one",
         data: { path: "/", agent: "claude", session_id: null, reason: "permission" },
       });
-      await until(async () =>
-        (await client.sessions({ box: "local" }))[0].sessions[0].agent_state === "waiting" || undefined
+      await until(
+        async () =>
+          (await client.sessions({ box: "local" }))[0].sessions[0].agent_state === "waiting" || undefined,
+        { on: client },
       );
       release();
       await page.locator('.sessions [data-session="local/one"] .badge[data-state="waiting"]').waitFor();

@@ -214,7 +214,10 @@ Deno.test({
         async () => (await box.client.sessions()).find((s) => s.worktree === "feature" && s.agent === "fake"),
         { on: box },
       );
-      await until(async () => (await Deno.readTextFile(log).catch(() => "")).includes("hello from the page"));
+      await until(
+        async () => (await Deno.readTextFile(log).catch(() => "")).includes("hello from the page"),
+        { watch: log },
+      );
 
       // Hand-off from that session (its terminal and the palette offer it): the new task records
       // `from_session`.

@@ -73,7 +73,7 @@ Deno.test({
       const line = await until(async () => {
         const text = await Deno.readTextFile(shown).catch(() => "");
         return text.split("\n").find((l) => l.includes("devbox/wanted"));
-      });
+      }, { watch: shown });
       assertStringIncludes(line, "--app-name=dock|--|dock: devbox/wanted was opened for you|");
       assertStringIncludes(line, "dock attach devbox/wanted");
     } finally {

@@ -180,7 +180,8 @@ Deno.test({
       await allWithinWidth(page, '.pane[data-session="devbox/phone"] .term-search input', 390);
       await pane.locator(".term").tap();
       await page.keyboard.type("ok");
-      await until(async () => (await Deno.readTextFile(join(dirs.root, "phone.log"))) === "ok");
+      const phoneLog = join(dirs.root, "phone.log");
+      await until(async () => (await Deno.readTextFile(phoneLog)) === "ok", { watch: phoneLog });
       assertEquals(errors, []);
     } finally {
       await browser.close();
@@ -256,7 +257,8 @@ Deno.test({
       // And it takes keys again: the program reads them.
       await t0.locator(".term").click();
       await page.keyboard.type("back");
-      await until(async () => (await Deno.readTextFile(join(dirs.root, "t0.log"))) === "back");
+      const t0Log = join(dirs.root, "t0.log");
+      await until(async () => (await Deno.readTextFile(t0Log)) === "back", { watch: t0Log });
       assertEquals(errors, []);
     } finally {
       await browser.close();

@@ -120,7 +120,7 @@ Deno.test({
       // The wheel sent the program nothing: the first bytes it reads are the ones typed.
       await pane.locator(".term").click();
       await page.keyboard.type("zq");
-      await until(async () => (await Deno.readTextFile(log)) === "zq");
+      await until(async () => (await Deno.readTextFile(log)) === "zq", { watch: log });
 
       // Search finds a line far up in the history.
       await page.keyboard.press("Control+Shift+F");

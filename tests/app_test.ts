@@ -266,7 +266,7 @@ Deno.test({
           .map((line) => JSON.parse(line) as { length: number });
       await until(
         async () => (await prompts()).some((p) => p.length === "while you were away".length),
-        { timeoutMs: 30_000 },
+        { watch: env.FAKE_AGENT_LOG, timeoutMs: 30_000 },
       );
       await page.locator('[data-view="queue"]').click();
       // Nothing left to send: the item was delivered (or has left the list).
@@ -457,7 +457,9 @@ Deno.test({
       await actions.locator('[data-action="edit"]').click();
       await actions.locator('[role="status"]', { hasText: "opened in Visual Studio Code" }).waitFor();
       // The editor is started detached: its record of the call comes when it has run (late on a loaded machine).
-      await until(async () => (await Deno.readTextFile(editorCalls).catch(() => "")).includes(w.path));
+      await until(async () => (await Deno.readTextFile(editorCalls).catch(() => "")).includes(w.path), {
+        watch: editorCalls,
+      });
       await actions.locator('[data-action="pause"]').click();
       await actions.locator('[data-action="resume"]').waitFor();
       assertEquals((await box.client.worktree("app", "w")).paused, true);

@@ -76,11 +76,16 @@ Deno.test("a box paired again (moved, restarted, forgotten) keeps its cursor: no
   })();
   const hookLines = async () =>
     (await Deno.readTextFile(hookLog).catch(() => "")).split("\n").filter(Boolean);
-  const arrived = (type: string, data: (d: Record<string, unknown>) => boolean) =>
-    until(async () => {
-      const event = seen.find((e) => e.box === "alpha" && e.type === type && data(e.data ?? {}));
+  // Woken by the agent's events and by the hook's writes: the event is looked for in what this wait's own
+  // stream brought (the follower above may hear it after the hook has written its line).
+  const arrived = (type: string, data: (d: Record<string, unknown>) => boolean) => {
+    const heard: DockEvent[] = [];
+    return until(async (events) => {
+      heard.push(...events);
+      const event = heard.find((e) => e.box === "alpha" && e.type === type && data(e.data ?? {}));
       return event && (await hookLines()).includes(`alpha ${event.type} ${event.time}`);
-    }, { timeoutMs: 30_000 });
+    }, { on: client, watch: hookLog, timeoutMs: 30_000 });
+  };
   try {
     assertEquals((await client.pairBox(await pairLink(box))).name, "alpha");
     const work = join(box.dirs.home, "work");
@@ -307,7 +312,7 @@ Deno.test("dock add ssh keeps --identity, port and user for ssh-config and --lis
       for (const pid of daemonsUnder(home)) Deno.kill(pid, "SIGKILL");
       await until(
         async () => !(await client.refresh()).boxes.find((b) => b.name === name)!.online,
-        { timeoutMs: 30_000 },
+        { on: client, timeoutMs: 30_000 },
       );
       const again = await add();
       assert(
@@ -319,12 +324,14 @@ Deno.test("dock add ssh keeps --identity, port and user for ssh-config and --lis
     await client.box(name).addLocation({ name: "last", path: await makeRepo(work, "last") });
     const hookLines = async () =>
       (await Deno.readTextFile(hookLog).catch(() => "")).split("\n").filter(Boolean);
-    await until(async () => {
-      const last = seen.find((e) =>
+    const heard: DockEvent[] = [];
+    await until(async (events) => {
+      heard.push(...events);
+      const last = heard.find((e) =>
         e.box === name && e.type === "location.added" && e.data?.location === "last"
       );
       return last && (await hookLines()).includes(`${name} location.added ${last.time}`);
-    }, { timeoutMs: 30_000 });
+    }, { on: client, watch: hookLog, timeoutMs: 30_000 });
     const boxEvents = seen.filter((e) => e.box === name);
     assertEquals(repeated(boxEvents.map((e) => `${e.type} ${e.time} ${JSON.stringify(e.data)}`)), []);
     assertEquals(boxEvents.filter((e) => e.type === "location.added").length, 2);

@@ -72,7 +72,7 @@ async function fence(box: TestBox, log: string, session: string, marker: string)
   return await until(async () => {
     const seen = await prompts(log);
     return seen.includes(marker) ? seen : undefined;
-  }, { timeoutMs: 30_000 });
+  }, { watch: log, timeoutMs: 30_000 });
 }
 
 function outcomes(result: BroadcastResult): string[][] {
@@ -147,7 +147,7 @@ Deno.test("broadcast: variables per session, typed once each, a permission promp
     const all = await until(async () => {
       const logged = await prompts(log);
       return logged.some((p) => p.startsWith("hi s3")) ? logged : undefined;
-    }, { timeoutMs: 30_000 });
+    }, { watch: log, timeoutMs: 30_000 });
     assertEquals(all.filter((p) => p.startsWith("hi s3")), ["hi s3 on devbox in app/app of main"]);
     assertEquals(all.indexOf("hi s3 on devbox in app/app of main") > all.indexOf("ASK-PERMISSION"), true);
     // A retry after delivery answers `sent` from the queue item and types nothing.
@@ -228,7 +228,7 @@ Deno.test("broadcast: where selects over the laptop's view; unknown variables an
     assertStringIncludes(sent.stderr, "--id ");
     const bad = await runCli("dock", ["broadcast", "x", "--where", "colour=red"], { env, cwd: dirs.home });
     assertEquals(bad.code, 2);
-    await until(async () => (await prompts(log)).includes("cli s1"), { timeoutMs: 30_000 });
+    await until(async () => (await prompts(log)).includes("cli s1"), { watch: log, timeoutMs: 30_000 });
   } finally {
     await cleanup(dirs, box, agent, client);
   }
@@ -248,7 +248,10 @@ Deno.test("broadcast: an offline box's sessions are queued with their variables,
 
     await box.stop();
     box = undefined;
-    await until(async () => (await client.refresh()).boxes.every((b) => !b.online), { timeoutMs: 15_000 });
+    await until(async () => (await client.refresh()).boxes.every((b) => !b.online), {
+      on: client,
+      timeoutMs: 15_000,
+    });
     const request = {
       id: "away-1",
       text: "back {{session}} {{branch}}",

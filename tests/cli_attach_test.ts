@@ -95,7 +95,7 @@ async function readCode(file: string): Promise<number> {
   return await until(async () => {
     const text = (await Deno.readTextFile(file).catch(() => "")).trim();
     return text === "" ? undefined : Number(text);
-  }, { timeoutMs: 30_000 });
+  }, { watch: file, timeoutMs: 30_000 });
 }
 
 Deno.test("dock attach: typed keys reach the session, a resize follows the window, Ctrl+] detaches (0), the program's exit code ends it", async () => {

@@ -13,7 +13,9 @@ import { until } from "./wait.ts";
 
 /** What a fake editor or opener wrote into `file`, once it has (they run detached). */
 function wroteTo(file: string): Promise<string> {
-  return until(async () => (await Deno.readTextFile(file).catch(() => "")).trim() || undefined);
+  return until(async () => (await Deno.readTextFile(file).catch(() => "")).trim() || undefined, {
+    watch: file,
+  });
 }
 
 Deno.test("ssh-config writes a Host per box once; dock edit opens a box's file through it", async () => {

@@ -210,7 +210,7 @@ Deno.test("flows: budget, one run per worktree, and a flow's own events never st
 
   // A run in progress in a worktree: the next for the same worktree is skipped.
   await box.client.emit({ type: "ci.slow", data: { location: "app" } });
-  await until(() => Deno.stat(started).then(() => true));
+  await until(() => Deno.stat(started).then(() => true), { watch: started });
   await box.client.emit({ type: "ci.slow", data: { location: "app" } });
   await until(async () => (await runsOf(box.client, "slow")).length === 2, { on: box.client });
   await Deno.writeTextFile(gate, "");
@@ -301,7 +301,7 @@ Deno.test("flows: a run cut off by kill -9 is interrupted at the next start and 
     steps: [{ kind: "run", command: `echo $$ > ${started}; sleep 600; : ${dirs.root}` }],
   }]);
   await first.client.emit({ type: "ci.long", data: { location: "app" } });
-  await until(() => Deno.readTextFile(started).then((text) => text.trim() !== ""));
+  await until(() => Deno.readTextFile(started).then((text) => text.trim() !== ""), { watch: started });
   await first.stop({ kill: true });
   await using box = await startBox({ dirs });
   await barrier(box.client);
@@ -422,7 +422,9 @@ Deno.test("flows: agent.finished → a failing run → prompt the agent with its
 
 Deno.test("flows: start_agent in a new worktree from the run's branch, then prompt and wait address it; no gate applies", async () => {
   const fake = new URL("./fixtures/fake_agent.ts", import.meta.url).pathname;
-  const log = await Deno.makeTempFile({ prefix: "dock-fake-agent-" });
+  // In a folder of its own, watched for the agent's writes.
+  const logDir = await Deno.makeTempDir({ prefix: "dock-fake-agent-" });
+  const log = join(logDir, "prompts.log");
   await using box = await startBox({ env: { FAKE_AGENT_LOG: log, FAKE_AGENT_WORK_MS: "50" } });
   try {
     await withApp(box, {
@@ -503,10 +505,10 @@ Deno.test("flows: start_agent in a new worktree from the run's branch, then prom
     const prompts = await until(async () => {
       const lines = (await Deno.readTextFile(log)).split("\n").filter(Boolean);
       return lines.length === 2 && lines.map((l) => JSON.parse(l) as { length: number });
-    });
+    }, { watch: log });
     assertEquals(prompts.map((p) => p.length), ["first".length, "second".length]);
   } finally {
-    await Deno.remove(log);
+    await Deno.remove(logDir, { recursive: true });
   }
 });
 

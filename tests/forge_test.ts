@@ -50,8 +50,13 @@ async function servePr(box: TestBox, name: string, view: unknown, comments: unkn
   }
 }
 
+/** The fake gh's record of its calls, one line each. */
+function callsLog(box: TestBox): string {
+  return join(ghDir(box.dirs), "calls.log");
+}
+
 async function calls(box: TestBox): Promise<Call[]> {
-  const text = await Deno.readTextFile(join(ghDir(box.dirs), "calls.log")).catch(() => "");
+  const text = await Deno.readTextFile(callsLog(box)).catch(() => "");
   return text.split("\n").filter(Boolean).map((line) => {
     const [poll, folder, ...args] = line.split(" ");
     return { poll: Number(poll), folder, args: args.join(" ") };
@@ -63,7 +68,7 @@ async function pollReached(box: TestBox, poll: number): Promise<Call[]> {
   return await until(async () => {
     const all = await calls(box);
     return all.some((c) => c.poll >= poll) && all;
-  }, { timeoutMs: 20_000 });
+  }, { watch: callsLog(box), timeoutMs: 20_000 });
 }
 
 function forgeFlow(id: string, on: string, extra: Partial<FlowConfig> = {}): FlowConfig {
@@ -171,7 +176,7 @@ Deno.test("forge: the first look replays nothing; a new line comment is one run 
   const on = await until(async () => {
     const all = await calls(box);
     return all.find((c) => c.poll > off && c.args.startsWith("api"))?.poll;
-  }, { timeoutMs: 20_000 });
+  }, { watch: callsLog(box), timeoutMs: 20_000 });
   await pollReached(box, on + 2);
   assertEquals((await runsOf(box, "review")).length, 1);
   assertEquals(await runsOf(box, "merged"), []);
@@ -190,7 +195,7 @@ Deno.test("forge: one poll makes at most 20 gh calls, shared between flows, and 
     const all = await calls(box);
     const asked = new Set(all.filter((c) => c.poll >= 1).map((c) => c.folder));
     return names.every((n) => asked.has(n)) && all.some((c) => c.poll >= 4) && all;
-  }, { timeoutMs: 30_000 });
+  }, { watch: callsLog(box), timeoutMs: 30_000 });
   const perPoll = Map.groupBy(all.filter((c) => c.poll < Math.max(...all.map((c) => c.poll))), (c) => c.poll);
   for (const [poll, made] of perPoll) {
     assert(made.length <= 20, `poll ${poll} made ${made.length} calls`);

@@ -329,7 +329,7 @@ Deno.test("dock mcp: a prompt queued while its box is away waits out a permissio
     const prompts = await until(async () => {
       const lines = (await Deno.readTextFile(log)).trim().split("\n").map((l) => JSON.parse(l).text);
       return lines.length >= 2 ? lines : undefined;
-    }, { timeoutMs: 30_000 });
+    }, { watch: log, timeoutMs: 30_000 });
     assertEquals(prompts, ["ASK-PERMISSION", "when back"]);
   } finally {
     await mcp.close();
@@ -357,7 +357,7 @@ async function restingAgent(session: string) {
     (await Deno.readTextFile(log).catch(() => "")).trim().split("\n").filter(Boolean).map((l) =>
       JSON.parse(l).text as string
     );
-  return { box, dirs, prompts };
+  return { box, dirs, log, prompts };
 }
 
 Deno.test("send_prompt: a permission prompt raised after it looked is not answered (the box checks as it types)", async () => {
@@ -405,7 +405,7 @@ Deno.test("send_prompt: a permission prompt raised after it looked is not answer
 });
 
 Deno.test("POST sessions/{name}/send with unless_waiting: 409 while the agent waits on a permission prompt, strict, a refused key not spent", async () => {
-  const { box, prompts } = await restingAgent("s1");
+  const { box, log, prompts } = await restingAgent("s1");
   await using _box = box;
   const socket = Deno.createHttpClient({ proxy: { transport: "unix", path: box.dirs.socket } });
   const send = async (body: unknown) => {
@@ -451,7 +451,10 @@ Deno.test("POST sessions/{name}/send with unless_waiting: 409 while the agent wa
     await box.client.wait("s1", { states: ["finished"], timeout: "30s" });
     const retried = await send({ text: "after you", unless_waiting: "permission", key: "k-1" });
     assertEquals(retried.status, 200, JSON.stringify(retried.body));
-    await until(async () => (await prompts()).length === 2 ? true : undefined, { timeoutMs: 30_000 });
+    await until(async () => (await prompts()).length === 2 ? true : undefined, {
+      watch: log,
+      timeoutMs: 30_000,
+    });
     assertEquals(await prompts(), ["ASK-PERMISSION", "after you"]);
   } finally {
     socket.close();

@@ -179,7 +179,9 @@ Deno.test("pairing by link through the agent: the relay over TLS, used codes, ta
     stream.abort();
     await refusedWith(client.box("alpha").locations(), 401, "unauthorized");
     assertEquals(JSON.parse((await alpha.cli(["laptops", "--json"])).stdout), []);
-    await until(async () => !(await client.status()).boxes.find((b) => b.name === "alpha")?.online);
+    await until(async () => !(await client.status()).boxes.find((b) => b.name === "alpha")?.online, {
+      on: client,
+    });
 
     // Repeated bad codes from one address end in 429 (alpha is forgotten first: a known box is refused sooner).
     // Forgetting a box that revoked this laptop already counts as unpaired: the box refuses the credential.
@@ -202,7 +204,7 @@ Deno.test("pairing by link through the agent: the relay over TLS, used codes, ta
     const pending = second.exec({ location: "app", command: `touch ${running}; sleep 5` }).catch((error) =>
       error
     );
-    await until(() => exists(running)); // the command runs: the request is with the box
+    await until(() => exists(running), { watch: running }); // the command runs: the request is with the box
     await beta.stop({ kill: true });
     assertEquals([(await pending as DockError).status as number, (await pending as DockError).code], [
       502,

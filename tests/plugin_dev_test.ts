@@ -486,7 +486,7 @@ Deno.test("plugin sharing: with a local box, a box's event reaches one copy of a
   });
   const laptopCopy = () =>
     client.plugins().then((l) => l.find((p) => p.id === "dup" && p.where === "laptop"));
-  const laptopInfo = await until(laptopCopy);
+  const laptopInfo = await until(laptopCopy, { on: client });
   await client.enablePlugin("dup", laptopInfo.permissions ?? {});
 
   /**
@@ -523,7 +523,7 @@ Deno.test("plugin sharing: with a local box, a box's event reaches one copy of a
   // (once the laptop has heard the box enabled it).
   const boxInfo = await box.client.plugin("dup");
   await box.client.enablePlugin("dup", boxInfo.permissions ?? {});
-  await until(async () => await callsInRound() === 1, { timeoutMs: 30_000 });
+  await until(async () => await callsInRound() === 1, { on: client, timeoutMs: 30_000 });
   const k = `r${round}`;
   const boxGot = await untilEvent(
     client,

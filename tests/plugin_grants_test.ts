@@ -145,7 +145,7 @@ Deno.test("plugin shell hooks on the laptop: the consent names the agent's user,
 
     await client.enablePlugin("lshell", listed.permissions!);
     await client.emit({ type: "test.granted", data: {} });
-    await until(async () => (await readOrEmpty(ran)) === "test.granted\n");
+    await until(async () => (await readOrEmpty(ran)) === "test.granted\n", { watch: ran });
   } finally {
     client.close();
   }

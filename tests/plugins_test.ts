@@ -395,15 +395,22 @@ Deno.test("plugins: a bad manifest is listed with its error and never runs; one 
   await enable(box, "broken");
   let since = await announce(box, "test.load");
   await after(box, since, (e) => e.type === "fixed.v1");
+  const edited = since;
   await Deno.writeTextFile(
     join(dir, "main.ts"),
     `export default { async event(ev, ctx) { await ctx.emit("fixed.v2", {}); } };`,
   );
-  const v2 = await until(async () => {
+  // Tried at once, then again on each `plugin.changed` of it (its workers are stopped before that is
+  // announced), not on the events a try itself causes.
+  let changed = true;
+  const v2 = await until(async (events) => {
+    changed ||= events.some((e) => e.type === "plugin.changed" && e.data?.id === "broken");
+    if (!changed) return undefined;
+    changed = false;
     since = await announce(box, "test.load");
     const seen = await after(box, since, (e) => e.type.startsWith("fixed."), 5000);
     return seen.type === "fixed.v2" ? seen : undefined;
-  }, { timeoutMs: 10_000 });
+  }, { on: box, after: edited, timeoutMs: 10_000 });
   assertEquals(v2.origin, "plugin:broken");
 });
 
@@ -442,7 +449,9 @@ Deno.test("plugins: a module gate refuses exec with its reason; a removed plugin
   });
   await enable(box, "shellish");
   await announce(box, "test.shell");
-  await until(async () => (await Deno.readTextFile(out).catch(() => "")).trim() === "test.shell test");
+  await until(async () => (await Deno.readTextFile(out).catch(() => "")).trim() === "test.shell test", {
+    watch: out,
+  });
   await assertRejects(
     () => box.client.exec({ location: "app", command: "echo shellish" }),
     DockError,

@@ -242,7 +242,7 @@ Deno.test("kill -9 of dockd mid-turn keeps the session; hook events fired meanwh
   const socket = join(first.dirs.state, "box", "tmux.sock");
   const tmux = (...args: string[]) => new Deno.Command("tmux", { args: ["-S", socket, ...args] }).output();
   await tmux("send-keys", "-t", "=steady:", "hello while down", "Enter");
-  await until(async () => (await prompts(log)).length === 1, { timeoutMs: 20_000 });
+  await until(async () => (await prompts(log)).length === 1, { watch: log, timeoutMs: 20_000 });
   const spool = join(first.dirs.state, "box", "spool");
   // The turn ends while the daemon is down: its Stop report is spooled after the others.
   const spooled = async () => {
@@ -256,7 +256,10 @@ Deno.test("kill -9 of dockd mid-turn keeps the session; hook events fired meanwh
     }
     return types;
   };
-  await until(async () => (await spooled()).includes("agent.finished"), { timeoutMs: 20_000 });
+  await until(async () => (await spooled()).includes("agent.finished"), {
+    watch: `${spool}/`,
+    timeoutMs: 20_000,
+  });
   assertEquals(await spooled(), ["agent.started", "agent.finished"]);
   await using box = await startBox({ dirs: first.dirs, env: first.env });
   const session = await box.client.session("steady");
@@ -435,7 +438,7 @@ Deno.test("a session whose tmux session takes long to make is not taken for exit
   const lists = async () =>
     (await Deno.readTextFile(calls)).split("\n").filter((l) => l.includes("list-panes")).length;
   const from = await lists();
-  await until(async () => (await lists()) >= from + 3);
+  await until(async () => (await lists()) >= from + 3, { watch: calls });
   const mark = await box.client.emit({ type: "marker" });
   const events: DockEvent[] = [];
   await untilEvent(box.client, (event) => {

@@ -124,7 +124,7 @@ Deno.test("without systemd, dock add ssh leaves a crontab @reboot entry that bri
     await until(async () => {
       const status = (await client.status()).boxes.find((b) => b.name === "devbox");
       return status?.online === false || (await client.box("devbox").info().then(() => false, () => true));
-    }, { timeoutMs: 30_000 });
+    }, { on: client, timeoutMs: 30_000 });
     const command = entry.slice("@reboot ".length).replaceAll("\\%", "%");
     const rebooted = new Deno.Command("sh", {
       args: ["-c", command],
@@ -135,7 +135,7 @@ Deno.test("without systemd, dock add ssh leaves a crontab @reboot entry that bri
       stderr: "null",
     }).spawn();
     rebooted.unref();
-    const back = await until(() => client.box("devbox").info(), { timeoutMs: 60_000 });
+    const back = await until(() => client.box("devbox").info(), { on: client, timeoutMs: 60_000 });
     assertEquals(back.build, build);
     assert(daemons().length > 0);
 

@@ -541,7 +541,7 @@ export const SCENARIOS: Scenario[] = [
             } catch {
               return Promise.resolve(false);
             }
-          }, { timeoutMs: 30_000 }),
+          }, { watch: `${spool}/`, timeoutMs: 30_000 }),
       });
       await t.expect("after restart", "survivor", "finished");
       await t.turn("survivor", "again", "turn after restart");

@@ -155,9 +155,13 @@ Deno.test("worktrees made or removed outside dock are detected; prunable ones ar
   // A worktree whose folder vanished is prunable: it disappears from the list.
   const vanishing = join(box.dirs.home, "work", "vanishing");
   await git(repo, "worktree", "add", "-q", vanishing);
-  await until(async () => (await box.client.location("app")).worktrees.some((w) => w.name === "vanishing"));
+  await until(async () => (await box.client.location("app")).worktrees.some((w) => w.name === "vanishing"), {
+    on: box,
+  });
   await Deno.remove(vanishing, { recursive: true });
-  await until(async () => !(await box.client.location("app")).worktrees.some((w) => w.name === "vanishing"));
+  await until(async () => !(await box.client.location("app")).worktrees.some((w) => w.name === "vanishing"), {
+    on: box,
+  });
 });
 
 Deno.test("setup runs in the worktree with its environment, is logged, and reports how it ended", async () => {
