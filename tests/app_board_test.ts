@@ -19,7 +19,7 @@ import { AgentClient } from "../client/agent.ts";
 import type { PhonePairCode, PhoneState } from "../client/wire.ts";
 import { makeDirs, makeRepo, startAgent, startBox, type TestBox } from "./harness.ts";
 import { until } from "./wait.ts";
-import { paneOutput } from "./pane_output.ts";
+import { paneOutput } from "./tmux_watch.ts";
 
 const DENO = Deno.execPath();
 const FAKE = new URL("./fixtures/fake_agent.ts", import.meta.url).pathname;

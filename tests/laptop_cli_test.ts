@@ -19,7 +19,7 @@ import {
   type TestAgent,
 } from "./harness.ts";
 import { until } from "./wait.ts";
-import { paneOutput } from "./pane_output.ts";
+import { paneOutput } from "./tmux_watch.ts";
 
 /** Runs `dock ARGS` with the agent's environment and returns its exit code and output. */
 function dock(agent: TestAgent, home: string, env: Record<string, string>, args: string[]) {

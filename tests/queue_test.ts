@@ -24,7 +24,7 @@ import {
   type TestBox,
 } from "./harness.ts";
 import { until } from "./wait.ts";
-import { paneOutput } from "./pane_output.ts";
+import { paneOutput } from "./tmux_watch.ts";
 
 const DENO = Deno.execPath();
 const LOGGER = new URL("./fixtures/prompt_logger.ts", import.meta.url).pathname;

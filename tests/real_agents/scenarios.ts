@@ -11,7 +11,7 @@ import { join } from "node:path";
 import type { AgentState, PermissionAnswer, Session } from "../../client/wire.ts";
 import { makeDirs, makeRepo, startBox, type TestBox } from "../harness.ts";
 import { until } from "../wait.ts";
-import { paneOutput } from "../pane_output.ts";
+import { paneOutput } from "../tmux_watch.ts";
 import { connectUnixWebSocket } from "../ws_unix.ts";
 import type { Installed } from "./install.ts";
 import { type ModelServer, startModelServer } from "./model_server.ts";

@@ -1,0 +1,66 @@
+/**
+ * Files that grow as a tmux server changes, for `until`'s `watch` (tests/wait.ts): what a pane prints
+ * (`pipe-pane`), and each client attached, detached or resized (hooks), so a wait on a session's screen
+ * or on its clients re-checks when tmux says something changed, not on a backoff. tmux's control mode
+ * would say so directly, but tmux 3.3a's server crashes when a control client attaches while another
+ * client makes a session (daemon/tmux_clients.ts).
+ *
+ * @module
+ */
+import { join } from "node:path";
+import type { BoxDirs } from "./harness.ts";
+
+/**
+ * Starts copying what session `session`'s pane prints (from now on) into a file of a folder of its own,
+ * and resolves with that file's path: a pane has one pipe, so this ends the file of an earlier call for
+ * the same pane. Throws when tmux refuses (no such session).
+ */
+export async function paneOutput(box: { dirs: BoxDirs }, session: string): Promise<string> {
+  const folder = await Deno.makeTempDir({ dir: box.dirs.root, prefix: "pane-" });
+  const file = join(folder, "out");
+  await Deno.writeFile(file, new Uint8Array());
+  const socket = join(box.dirs.state, "box", "tmux.sock");
+  // tmux's server runs the command with its own environment: the path goes in as text, single-quoted
+  // (a temporary folder of the test's own, which holds no quote).
+  if (file.includes("'")) throw new Error(`a pane's output file cannot be quoted: ${file}`);
+  const output = await new Deno.Command("tmux", {
+    args: ["-S", socket, "pipe-pane", "-t", `=${session}:`, `exec cat >> '${file}'`],
+    stdin: "null",
+  }).output();
+  if (!output.success) {
+    throw new Error(`tmux pipe-pane ${session}: ${new TextDecoder().decode(output.stderr).trim()}`);
+  }
+  return file;
+}
+
+/** The hooks {@linkcode clientChanges} sets: every way a session's clients or its window's size change. */
+const CLIENT_HOOKS = [
+  "client-attached",
+  "client-detached",
+  "client-resized",
+  "client-session-changed",
+  "window-layout-changed",
+];
+
+/**
+ * Sets hooks on the tmux server at `socket` (a test box's: `<state>/box/tmux.sock`, or a test's own) that
+ * append a line to a file of a folder of its own at each client attached, detached or resized and each
+ * window layout change (a size), and resolves with that file's path. The hooks take a slot of their own
+ * (index 90), so hooks of the server's own are kept.
+ */
+export async function clientChanges(socket: string, root: string): Promise<string> {
+  const folder = await Deno.makeTempDir({ dir: root, prefix: "tmux-clients-" });
+  const file = join(folder, "changes");
+  await Deno.writeFile(file, new Uint8Array());
+  if (file.includes("'")) throw new Error(`a changes file cannot be quoted: ${file}`);
+  for (const hook of CLIENT_HOOKS) {
+    const output = await new Deno.Command("tmux", {
+      args: ["-S", socket, "set-hook", "-g", `${hook}[90]`, `run-shell -b "echo ${hook} >> '${file}'"`],
+      stdin: "null",
+    }).output();
+    if (!output.success) {
+      throw new Error(`tmux set-hook ${hook}: ${new TextDecoder().decode(output.stderr).trim()}`);
+    }
+  }
+  return file;
+}
