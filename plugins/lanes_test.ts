@@ -31,10 +31,17 @@ async function readToEnd(conn: Deno.Conn): Promise<string> {
 Deno.test("a lane opens with its ticket's token and carries calls and answers both ways; presented again, a new lane opens", async () => {
   const lanes = new Lanes({ clock: new FakeClock(0), log: new MemoryLog() });
   try {
-    const opened: Lane[] = [];
-    const { ticket } = lanes.ticket((lane) => opened.push(lane));
+    // Each lane as its owner hears of it, in order.
+    const opened: Promise<Lane>[] = [];
+    const next: ((lane: Lane) => void)[] = [];
+    for (let i = 0; i < 2; i++) {
+      const { promise, resolve } = Promise.withResolvers<Lane>();
+      opened.push(promise);
+      next.push(resolve);
+    }
+    const { ticket } = lanes.ticket((lane) => next.shift()?.(lane));
     const conn = await dial(ticket.port, JSON.stringify({ t: "lane", token: ticket.token }));
-    const lane = await until(() => opened[0]);
+    const lane = await opened[0];
     lane.send({ t: "call", id: 7, kind: "event", input: { type: "x" } });
     const buffer = new Uint8Array(4096);
     const n = await conn.read(buffer);
@@ -49,8 +56,7 @@ Deno.test("a lane opens with its ticket's token and carries calls and answers bo
     assertEquals(said.value, { t: "result", id: 7, ok: true, value: null });
     // A worker started again in the same epoch presents it again: its owner gets the new lane.
     const again = await dial(ticket.port, JSON.stringify({ t: "lane", token: ticket.token }));
-    await until(() => opened.length === 2);
-    opened[1].close();
+    (await opened[1]).close();
     assertEquals(await readToEnd(again), "");
     lane.close();
     assertEquals(await readToEnd(conn), "");

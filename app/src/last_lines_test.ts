@@ -1,5 +1,4 @@
 import { assertEquals } from "../../tests/assert.ts";
-import { until } from "../../tests/wait.ts";
 import type { Session } from "../../client/wire.ts";
 import { lastLine, LastLines } from "./last_lines.ts";
 
@@ -7,17 +6,22 @@ const session = (name: string, state: string) =>
   ({ name, agent_state: state, state_time: state, exited: false }) as unknown as Session;
 
 Deno.test("last lines: read two at a time after the hold, once more when the screen settled, with one timer for all", async () => {
+  const realTimeout = globalThis.setTimeout;
   const reads: string[] = [];
   let running = 0, most = 0;
+  // Waits for the count of reads begun, woken by the reader itself (after a turn of the event loop, so
+  // what the read it counts hands back is taken in first).
+  const waiting: [count: number, resolve: () => void][] = [];
+  const readsReach = (count: number) => new Promise<void>((resolve) => waiting.push([count, resolve]));
   const lines = new LastLines(async (box, name) => {
     reads.push(`${box}/${name}`);
     most = Math.max(most, ++running);
     await Promise.resolve();
     running--;
+    for (const [count, resolve] of waiting) if (reads.length >= count) realTimeout(resolve, 0);
     return `prompt of ${name}\n$ ${name} ${reads.length}\n\n   \n`;
   });
   const timers: number[] = [];
-  const realTimeout = globalThis.setTimeout;
   // Counts the timers the reads set (the settle timer comes from clock.ts's `after`).
   globalThis.setTimeout = ((fn: () => void, ms?: number) => {
     timers.push(ms ?? 0);
@@ -29,9 +33,9 @@ Deno.test("last lines: read two at a time after the hold, once more when the scr
     lines.ask("b", many);
     assertEquals(reads, [], "held while the board's lists load");
     lines.hold(false);
-    await until(() => reads.length === 50 || undefined);
+    await readsReach(50);
+    assertEquals(reads.length, 50);
     assertEquals(most, 2, "two at a time");
-    // (The waits here set timers of their own, short and of 10 s: the settle timer is the one of ~1.5 s.)
     assertEquals(
       timers.filter((ms) => ms >= 1000 && ms <= 2000).length,
       1,
@@ -40,8 +44,9 @@ Deno.test("last lines: read two at a time after the hold, once more when the scr
     assertEquals(lastLine("b/s0").value.startsWith("$ s0"), true, lastLine("b/s0").value);
     // A state changed before the screen settled: read now, and that read's settle replaces the old one.
     lines.ask("b", [session("s1", "running")]);
-    await until(() => reads.length === 51 || undefined);
-    await until(() => reads.length === 101 || undefined, { timeoutMs: 10_000 });
+    await readsReach(51);
+    await readsReach(101);
+    assertEquals(reads.length, 101);
     assertEquals(reads.slice(51).filter((r) => r === "b/s1").length, 1, "s1 once more, for its newer state");
     // Asked again for states already read: nothing.
     lines.ask("b", many.slice(2));
