@@ -23,6 +23,7 @@ import {
   type TestBox,
 } from "./harness.ts";
 import { until, untilEvent } from "./wait.ts";
+import { untilGone } from "./process_exits.ts";
 import { startSshBox } from "./ssh_box.ts";
 
 /** A box named `name` listening for laptops on a loopback port the system picks (a new one each start). */
@@ -172,7 +173,7 @@ Deno.test("dock agent status, stop and restart; a setting changed since the agen
     out = await dock(["agent", "stop"]);
     assertEquals(out.code, 0, out.stderr);
     assertStringIncludes(out.stdout, `stopped the agent (pid ${first.pid}`);
-    await until(() => agents().length === 0);
+    await untilGone(agents, { what: "the agent" });
     out = await dock(["agent", "stop"]);
     assertEquals([out.code, out.stdout.trim()], [0, "the agent is not running"]);
 
@@ -214,7 +215,7 @@ Deno.test("dock agent status, stop and restart; a setting changed since the agen
     assertEquals(await replace(third.build), "null");
     assertEquals(agents(), [third.pid]);
     assertEquals(await replace("0.0.1+aaaaaaaaaaaa"), third.build);
-    await until(() => agents().length === 0);
+    await untilGone(agents, { what: "the agent" });
   } finally {
     stopProcessesOf(laptop.state);
   }

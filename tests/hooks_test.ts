@@ -9,6 +9,7 @@ import { DockError } from "../client/errors.ts";
 import type { HooksState } from "../client/wire.ts";
 import { laptopEnv, makeDirs, makeRepo, runCli, startAgent, startBox } from "./harness.ts";
 import { until, untilEvent } from "./wait.ts";
+import { untilGone } from "./process_exits.ts";
 
 async function readJson(path: string): Promise<Record<string, unknown>> {
   return JSON.parse(await Deno.readTextFile(path));
@@ -128,7 +129,7 @@ Deno.test("box hooks: a hook that sleeps forever is killed at its timeout and re
   assertEquals(failed.data?.event, "sleepy");
   assert(!JSON.stringify(failed).includes("SECRET-ish"), "no hook output in the event");
   const pid = Number(await Deno.readTextFile(pidFile));
-  await until(() => !alive(pid));
+  await untilGone(() => alive(pid) ? [pid] : [], { what: "the timed-out hook" });
   const changed = await untilEvent(box.client, (e) => e.type === "hooks.changed", { after });
   assertEquals(changed.origin, "test");
 });

@@ -19,6 +19,7 @@ import {
   type TestAgent,
 } from "./harness.ts";
 import { until } from "./wait.ts";
+import { untilGone } from "./process_exits.ts";
 import { paneOutput } from "./tmux_watch.ts";
 
 /** Runs `dock ARGS` with the agent's environment and returns its exit code and output. */
@@ -165,7 +166,7 @@ Deno.test("a dock command that finds no agent starts one in the background, once
     assertEquals(agentsOf(dirs.state), started);
   } finally {
     for (const pid of agentsOf(dirs.state)) Deno.kill(pid, "SIGTERM");
-    await until(() => agentsOf(dirs.state).length === 0);
+    await untilGone(() => agentsOf(dirs.state), { what: "the agents" });
   }
 });
 
@@ -217,6 +218,6 @@ Deno.test("dock events follows across the agent going away: it starts it again a
     await child.status;
     await stderr;
     for (const pid of agentsOf(dirs.state)) Deno.kill(pid, "SIGTERM");
-    await until(() => agentsOf(dirs.state).length === 0);
+    await untilGone(() => agentsOf(dirs.state), { what: "the agents" });
   }
 });

@@ -9,6 +9,7 @@ import { DockError } from "../client/errors.ts";
 import type { DockEvent, PluginInfo } from "../client/wire.ts";
 import { makeRepo, startBox, type TestBox } from "./harness.ts";
 import { until, untilEvent } from "./wait.ts";
+import { untilGone } from "./process_exits.ts";
 
 const FAST = { DOCK_PLUGIN_SCAN_MS: "100" };
 
@@ -659,7 +660,10 @@ Deno.test("plugins: nothing a plugin started runs on after its last answer (10 s
   assertEquals(host.length, 1, "one plugin host");
   await box.client.disablePlugin("nest");
   // The spinning thread outlives terminate(): its host is recycled, and nothing of it runs on.
-  await until(() => !hostPids(box.dirs.state).includes(host[0]), { timeoutMs: 30_000 });
+  await untilGone(() => hostPids(box.dirs.state).filter((pid) => pid === host[0]), {
+    timeoutMs: 30_000,
+    what: "the plugin host the spinning thread was in",
+  });
   // Everything journaled since the mark (seconds: the idle bound's wait, the host's recycling), up to
   // an event announced now.
   const ticks = await journalBetween(box, mark, await announce(box, "test.end"));

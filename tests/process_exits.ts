@@ -46,7 +46,9 @@ function openLibc(): Libc | null {
 
 /**
  * Resolves once `find` names no process (it is asked at once, then each time one of the processes it
- * named last ends); throws after `timeoutMs`, naming those still running.
+ * named last ends); throws after `timeoutMs`, naming those still running, or at once when `find` throws.
+ * A process that leaves `find`'s list without ending (an exec that drops the marker it was found by) is
+ * seen only at the next end or the deadline: `find` names processes that are to end.
  */
 export async function untilGone(find: () => number[], options: UntilGoneOptions = {}): Promise<void> {
   const timeoutMs = options.timeoutMs ?? 10_000;

@@ -10,6 +10,7 @@ import type { BoxClient } from "../client/box.ts";
 import type { DockEvent } from "../client/wire.ts";
 import { makeRepo, startBox, type TestBox } from "./harness.ts";
 import { until, untilEvent } from "./wait.ts";
+import { untilGone } from "./process_exits.ts";
 
 const DENO = Deno.execPath();
 // A tiny HTTP server on $PORT that answers with the worktree's name.
@@ -181,7 +182,7 @@ Deno.test("services survive kill -9 of the daemon: adopted, not duplicated, logs
   assert(followed.every((l) => l.startsWith("tick ")));
 
   await box.client.serviceAction("app", "w", "ticker", "stop");
-  await until(() => Promise.resolve(processesWith(marker).length === 0));
+  await untilGone(() => processesWith(marker), { what: "the stopped service's processes" });
   void wt;
 });
 

@@ -12,6 +12,7 @@ import { AgentClient } from "../client/agent.ts";
 import { BoxClient } from "../client/box.ts";
 import { makeDirs, makeRepo, processesWith, startAgent } from "./harness.ts";
 import { until, untilEvent } from "./wait.ts";
+import { untilGone } from "./process_exits.ts";
 import { startSshBox } from "./ssh_box.ts";
 
 Deno.test("dock add ssh reaches a box whose port is closed through one SSH connection, which reconnects", async () => {
@@ -85,7 +86,7 @@ Deno.test("dock add ssh reaches a box whose port is closed through one SSH conne
     // Forgotten: the box is told through the transport, which then ends.
     const forgotten = await client.removeBox("devbox");
     assertEquals(forgotten.revoked, true);
-    await until(() => sshPids().length === 0, { timeoutMs: 20_000 });
+    await untilGone(sshPids, { timeoutMs: 20_000, what: "the transport's ssh" });
   } finally {
     client.close();
   }
@@ -120,7 +121,7 @@ Deno.test("without systemd, dock add ssh leaves a crontab @reboot entry that bri
     const before = daemons();
     assert(before.length > 0, "the box's dockd runs");
     for (const pid of before) Deno.kill(pid, "SIGKILL");
-    await until(() => daemons().length === 0);
+    await untilGone(daemons, { what: "the box's dock processes" });
     await until(async () => {
       const status = (await client.status()).boxes.find((b) => b.name === "devbox");
       return status?.online === false || (await client.box("devbox").info().then(() => false, () => true));

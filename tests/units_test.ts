@@ -9,6 +9,7 @@ import { assertEquals, assertRejects, assertStringIncludes } from "./assert.ts";
 import { DockError } from "../client/errors.ts";
 import { makeDirs, processesWith, startBox } from "./harness.ts";
 import { until, untilEvent } from "./wait.ts";
+import { untilGone } from "./process_exits.ts";
 
 Deno.test("units: run with their environment, survive kill -9 once, restart with backoff, fail, stop whole", async () => {
   const dirs = await makeDirs();
@@ -80,7 +81,7 @@ Deno.test("units: run with their environment, survive kill -9 once, restart with
     assertStringIncludes(listed.stdout, "ticker");
     assertStringIncludes(listed.stdout, "crasher");
     await box.client.removeUnit("ticker");
-    await until(() => processesWith("/bin/sh -c", marker).length === 0);
+    await untilGone(() => processesWith("/bin/sh -c", marker), { what: "the removed unit's processes" });
     assertEquals((await assertRejects(() => box.client.unit("ticker"), DockError) as DockError).status, 404);
     assertEquals((await box.client.units()).map((u) => u.name), ["crasher"]);
   } finally {
