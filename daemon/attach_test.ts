@@ -8,14 +8,19 @@
 import { type IPty, spawn } from "@lydell/node-pty";
 import { DockError } from "../client/errors.ts";
 import { assert, assertEquals, assertStringIncludes, assertThrows } from "../tests/assert.ts";
+import { clientChanges } from "../tests/tmux_watch.ts";
 import { until } from "../tests/wait.ts";
 import { type AttachOptions, attachSession, attachSize } from "./attach.ts";
 
 const encoder = new TextEncoder();
 
-/** A tmux server on its own socket, with one session `t` running `sh`. */
+/**
+ * A tmux server on its own socket, with one session `t` running `sh`; `changes` grows by a line at each
+ * client attached, detached or resized and each window size change (tests/tmux_watch.ts).
+ */
 interface Tmux {
   sock: string;
+  changes: string;
   run(...args: string[]): Promise<string>;
   running(): Promise<boolean>;
   stop(): Promise<void>;
@@ -50,8 +55,10 @@ async function startTmux(): Promise<Tmux> {
     "window-size",
     "latest",
   );
+  const changes = await clientChanges(sock, dir);
   return {
     sock,
+    changes,
     run,
     async running() {
       const args = ["-S", sock, "list-sessions", "-F", "#{session_name}"];
@@ -219,9 +226,17 @@ async function attach(url: string, options: { keepRaw?: boolean } = {}): Promise
   return client;
 }
 
-/** Waits for tmux state (it has no change events: `until`'s backoff) until `check` holds. */
-function untilTmux(check: () => Promise<boolean>, what: string, timeoutMs = 5000): Promise<true> {
-  return until(async () => await check() || undefined, { what, timeoutMs });
+/**
+ * Waits until `check` of `tmux`'s clients or window sizes holds, re-checked at each change of them that
+ * tmux's hooks report (`tmux.changes`).
+ */
+function untilTmux(
+  tmux: Tmux,
+  check: () => Promise<boolean>,
+  what: string,
+  timeoutMs = 5000,
+): Promise<true> {
+  return until(async () => await check() || undefined, { what, timeoutMs, watch: tmux.changes });
 }
 
 async function clientCount(tmux: Tmux): Promise<number> {
@@ -247,7 +262,7 @@ async function withBridge(
   try {
     await body({ tmux, url: server.url });
     // Every socket is closed by now: wait for their tmux clients to be gone before tearing down.
-    await untilTmux(async () => await clientCount(tmux) === 0, "all tmux clients to detach");
+    await untilTmux(tmux, async () => await clientCount(tmux) === 0, "all tmux clients to detach");
   } finally {
     await server.stop();
     await tmux.stop();
@@ -306,9 +321,10 @@ Deno.test("attach: keystrokes in, raw output out (UTF-8 and escape sequences int
     assertStringIncludes(client.text.slice(mark), "\x1b[31mred-42");
     // Control bytes are keystrokes too: Ctrl-C interrupts a foreground command.
     client.type("sleep 30\r");
-    await untilTmux(
+    // No hook tells when a pane's foreground program changes: on `until`'s backoff.
+    await until(
       async () => await tmux.run("display-message", "-p", "-t", "=t:", "#{pane_current_command}") === "sleep",
-      "sleep to run",
+      { what: "sleep to run", timeoutMs: 5000 },
     );
     client.type("\x03");
     mark = client.text.length;
@@ -333,10 +349,10 @@ Deno.test("attach: a resize message resizes the tmux window", async () => {
     const client = await attach(`${url}/t?cols=90&rows=20`);
     const size = () => tmux.run("display-message", "-p", "-t", "=t:", "#{window_width}x#{window_height}");
     const clientSize = () => tmux.run("list-clients", "-F", "#{client_width}x#{client_height}");
-    await untilTmux(async () => await size() === "90x20", "the window to take the attach size");
+    await untilTmux(tmux, async () => await size() === "90x20", "the window to take the attach size");
     assertEquals(await clientSize(), "90x20");
     client.resize(100, 30);
-    await untilTmux(async () => await size() === "100x30", "the window to be 100x30");
+    await untilTmux(tmux, async () => await size() === "100x30", "the window to be 100x30");
     assertEquals(await clientSize(), "100x30");
     await client.close();
   });
@@ -349,7 +365,7 @@ Deno.test("attach: closing detaches, the session runs on, and attaching again re
     await first.waitFor("redraw-42");
     assertEquals(await clientCount(tmux), 1);
     await first.close();
-    await untilTmux(async () => await clientCount(tmux) === 0, "the tmux client to detach");
+    await untilTmux(tmux, async () => await clientCount(tmux) === 0, "the tmux client to detach");
     await tmux.run("has-session", "-t", "=t");
     // No typing: tmux redraws the whole screen on attach, earlier output included.
     const second = new Client(`${url}/t`);
@@ -362,14 +378,14 @@ Deno.test("attach: two clients at once both see output", async () => {
   await withBridge(async ({ tmux, url }) => {
     const a = await attach(`${url}/t`);
     const b = await attach(`${url}/t`);
-    await untilTmux(async () => await clientCount(tmux) === 2, "two tmux clients");
+    await untilTmux(tmux, async () => await clientCount(tmux) === 2, "two tmux clients");
     a.type("echo from-a-$((6*7))\r");
     await Promise.all([a.waitFor("from-a-42"), b.waitFor("from-a-42")]);
     b.type("echo from-b-$((6*7))\r");
     await Promise.all([a.waitFor("from-b-42"), b.waitFor("from-b-42")]);
     await a.close();
     // The other client is untouched by the first one leaving.
-    await untilTmux(async () => await clientCount(tmux) === 1, "one tmux client left");
+    await untilTmux(tmux, async () => await clientCount(tmux) === 1, "one tmux client left");
     const mark = b.text.length;
     b.type("echo still-$((6*7))\r");
     await b.waitFor("still-42", mark);
@@ -413,7 +429,7 @@ Deno.test("attach: a slow reader pauses the PTY and reading again resumes it", a
       "GET /t?cols=1000&rows=300 HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
         "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
     ));
-    await untilTmux(async () => await clientCount(tmux) === 1, "the tmux client");
+    await untilTmux(tmux, async () => await clientCount(tmux) === 1, "the tmux client");
     const waitFlow = (paused: boolean, what: string) =>
       new Promise<void>((resolve, reject) => {
         const timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), 30_000);
@@ -507,7 +523,7 @@ Deno.test("attach: malformed control frames close only that socket with 1003", a
     client.ws.send('{"type":"ping"}');
     client.type("echo alive-$((6*7))\r");
     await Promise.all([client.waitFor("alive-42"), bystander.waitFor("alive-42")]);
-    await untilTmux(async () => await clientCount(tmux) === 2, "only the two good clients attached");
+    await untilTmux(tmux, async () => await clientCount(tmux) === 2, "only the two good clients attached");
     await client.close();
     await bystander.close();
   });

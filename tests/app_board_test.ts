@@ -302,7 +302,8 @@ Deno.test({
       await trusting?.close();
       await browser.close();
       await agent.stop().catch(() => {});
-      await box.stop().catch(() => {});
+      // Disposed, not only stopped: its tmux server (and a pane's output pipe) goes with it.
+      await box[Symbol.asyncDispose]().catch(() => {});
       await dropShots(SHOTS);
     }
   },

@@ -19,6 +19,7 @@ import { assert, assertEquals, assertStringIncludes } from "./assert.ts";
 import { AgentClient } from "../client/agent.ts";
 import { run } from "../core/runner.ts";
 import { type BoxDirs, git, laptopEnv, makeDirs, makeRepo, runCli, startAgent, startBox } from "./harness.ts";
+import { clientChanges, paneOutput } from "./tmux_watch.ts";
 import { until } from "./wait.ts";
 
 /** The pool's size as app/src/views.ts sets it (that module needs the DOM's types: read, not imported). */
@@ -114,10 +115,13 @@ Deno.test({
         command: await historyScript(dirs, "phone", 60),
         name: "phone",
       });
+      // Re-checked as the pane prints and as the log is made.
+      const printed = await paneOutput(box, "phone");
+      const phoneLog = join(dirs.root, "phone.log");
       await until(async () => {
         assertStringIncludes((await box.client.screen("phone")).screen, "phone line 60");
-        return await Deno.stat(join(dirs.root, "phone.log")).then(() => true, () => false);
-      });
+        return await Deno.stat(phoneLog).then(() => true, () => false);
+      }, { watch: [printed, phoneLog] });
 
       const page = await browser.newPage({
         viewport: { width: 390, height: 844 },
@@ -180,7 +184,6 @@ Deno.test({
       await allWithinWidth(page, '.pane[data-session="devbox/phone"] .term-search input', 390);
       await pane.locator(".term").tap();
       await page.keyboard.type("ok");
-      const phoneLog = join(dirs.root, "phone.log");
       await until(async () => (await Deno.readTextFile(phoneLog)) === "ok", { watch: phoneLog });
       assertEquals(errors, []);
     } finally {
@@ -213,12 +216,14 @@ Deno.test({
           name,
         });
       }
+      // Re-checked as any of the panes prints.
+      const printed = await Promise.all(names.map((name) => paneOutput(box, name)));
       await until(async () => {
         for (const name of names) {
           assertStringIncludes((await box.client.screen(name)).screen, `${name} line 120`);
         }
         return true;
-      }, { timeoutMs: 30_000 });
+      }, { timeoutMs: 30_000, watch: printed });
       const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
       const errors: string[] = [];
       page.on("pageerror", (error) => errors.push(error.message));
@@ -230,9 +235,11 @@ Deno.test({
         await pane(name).locator('[data-link="open"]').waitFor();
       };
 
+      // Each tmux client attached or detached adds a line to `changes`.
+      const changes = await clientChanges(join(dirs.state, "box", "tmux.sock"), dirs.root);
       for (const name of names.slice(0, TERMINAL_POOL)) await openFromBoard(name);
       assertEquals(await page.locator(".pane").count(), TERMINAL_POOL);
-      await until(async () => (await attachedSessions(dirs)).length === TERMINAL_POOL);
+      await until(async () => (await attachedSessions(dirs)).length === TERMINAL_POOL, { watch: changes });
       // The 9th: the oldest (t0) leaves the page and its tmux client goes; the other eight stay.
       await openFromBoard(names[TERMINAL_POOL]);
       assertEquals(await page.locator(".pane").count(), TERMINAL_POOL);
@@ -240,14 +247,14 @@ Deno.test({
       await until(async () => {
         assertEquals(await attachedSessions(dirs), names.slice(1).sort());
         return true;
-      });
+      }, { watch: changes });
 
       // t0 again: attached again (t1, now the oldest, makes room), with what it printed before.
       await openFromBoard("t0");
       await until(async () => {
         assertEquals(await attachedSessions(dirs), [...names.slice(2), "t0"].sort());
         return true;
-      });
+      }, { watch: changes });
       const t0 = pane("t0");
       const row = (text: string) => t0.locator(".xterm-rows > div", { hasText: new RegExp(`^${text}\\s*$`) });
       await row("t0 line 120").waitFor();

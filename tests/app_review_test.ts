@@ -16,6 +16,7 @@ import { assert, assertEquals, assertStringIncludes } from "./assert.ts";
 import { AgentClient } from "../client/agent.ts";
 import { which } from "../core/runner.ts";
 import { git, laptopEnv, makeDirs, makeRepo, runCli, startAgent, startBox } from "./harness.ts";
+import { paneOutput } from "./tmux_watch.ts";
 import { until } from "./wait.ts";
 
 // What runs in the page: this file is type-checked without the DOM's types.
@@ -65,11 +66,13 @@ Deno.test({
         `i=1; while [ $i -le 300 ]; do echo "history line $i"; i=$((i+1)); done\nstty raw -echo\nexec cat > '${log}'\n`,
       );
       await box.client.createSession({ location: "app", command: `sh '${script}'`, name: "reader" });
+      // Re-checked as the pane prints and as the log is made.
+      const printed = await paneOutput(box, "reader");
       await until(async () => {
         assertStringIncludes((await box.client.screen("reader")).screen, "history line 300");
         assert(await Deno.stat(log).then(() => true, () => false), "cat is reading");
         return true;
-      });
+      }, { watch: [printed, log] });
 
       const open = await runCli("dock", ["open", "--print"], { env: laptopEnv(dirs, agent), cwd: dirs.home });
       assertEquals(open.code, 0, open.stderr);
@@ -164,7 +167,8 @@ Deno.test({
     } finally {
       await browser.close();
       await agent.stop();
-      await box.stop();
+      // Disposed, not only stopped: its tmux server (and the pane's output pipe) goes with it.
+      await box[Symbol.asyncDispose]();
       await dropShots(SHOTS);
       await Deno.remove(dirs.root, { recursive: true }).catch(() => {});
     }

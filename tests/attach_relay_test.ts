@@ -11,6 +11,7 @@ import { DockError } from "../client/errors.ts";
 import { attachRelay, type AttachRelayOptions, type BoxTarget } from "../agent/attach_relay.ts";
 import { ensureCertificates } from "../daemon/tls.ts";
 import { makeDirs, makeRepo, startAgent, startBox } from "./harness.ts";
+import { clientChanges } from "./tmux_watch.ts";
 import { until } from "./wait.ts";
 
 const encoder = new TextEncoder();
@@ -112,22 +113,24 @@ Deno.test("attach through the agent: types, resizes, reattaches with a redraw, a
     const local = client.box("local");
     await local.addLocation({ name: "app", path: await makeRepo(join(dirs.home, "work")) });
     await local.createSession({ location: "app", command: "sh", name: "term" });
+    // Each tmux client attached, detached or resized, and each window size change, adds a line here.
+    const changes = await clientChanges(tmuxSocket, dirs.root);
 
     const term = await Term.open(`${base}/term/attach?cols=90&rows=30&token=${agent.token}`);
-    await until(async () => await clientCount(tmuxSocket, "term") === 1);
+    await until(async () => await clientCount(tmuxSocket, "term") === 1, { watch: changes });
     const size = () =>
       tmux(tmuxSocket, "display-message", "-p", "-t", "=term:", "#{window_width}x#{window_height}");
-    await until(async () => await size() === "90x30");
+    await until(async () => await size() === "90x30", { watch: changes });
     term.type("echo relayed-$((6*7))\r");
     await term.waitFor("relayed-42");
     // Text frames are the resize control, passed on to the box as they are.
     term.ws.send(JSON.stringify({ type: "resize", cols: 100, rows: 33 }));
-    await until(async () => await size() === "100x33");
+    await until(async () => await size() === "100x33", { watch: changes });
 
     // Closing detaches: the tmux client goes, the session runs on.
     const closed = await term.close(1000);
     assertEquals(closed.code, 1000);
-    await until(async () => await clientCount(tmuxSocket, "term") === 0);
+    await until(async () => await clientCount(tmuxSocket, "term") === 0, { watch: changes });
     const session = await local.session("term");
     assertEquals(session.exited, false, `the session ended: ${JSON.stringify(session)}`);
     // Attaching again redraws the screen, earlier output included, with nothing typed.
@@ -177,10 +180,9 @@ Deno.test("attach through the agent: types, resizes, reattaches with a redraw, a
     assertEquals([plain.status, (await plain.json()).error.code], [400, "upgrade_required"]);
     // The agent's token is never passed on to the box; only cols and rows are.
     const open = await Term.open(`${base}/other/attach?cols=81&rows=25&token=${agent.token}`);
-    await until(async () =>
-      await tmux(tmuxSocket, "display-message", "-p", "-t", "=other:", "#{window_width}x#{window_height}") ===
-        "81x25"
-    );
+    const otherSize = () =>
+      tmux(tmuxSocket, "display-message", "-p", "-t", "=other:", "#{window_width}x#{window_height}");
+    await until(async () => await otherSize() === "81x25", { watch: changes });
     // The box going away closes the client too (with whatever the box said, or 1011 when it said nothing).
     await box.stop();
     const lost = await open.closed;

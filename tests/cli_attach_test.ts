@@ -20,6 +20,7 @@ import {
   type TestAgent,
   type TestBox,
 } from "./harness.ts";
+import { paneOutput, paneOutputAt } from "./tmux_watch.ts";
 import { until } from "./wait.ts";
 
 const DOCK = new URL("../cli/dock.ts", import.meta.url).pathname;
@@ -27,8 +28,11 @@ const DOCK = new URL("../cli/dock.ts", import.meta.url).pathname;
 /** A tmux server of the test's own, where `dock attach` runs as a person would run it. */
 class Terminal {
   #socket: string;
-  constructor(socket: string) {
+  #root: string;
+  /** The server at `socket`; the files its waits watch go in folders under `root`. */
+  constructor(socket: string, root: string) {
     this.#socket = socket;
+    this.#root = root;
   }
 
   async tmux(...args: string[]): Promise<string> {
@@ -50,12 +54,13 @@ class Terminal {
     return this.tmux("capture-pane", "-p", "-J", "-t", `=${name}:`);
   }
 
-  /** Waits until the window's screen holds `text`; returns the screen. */
+  /** Waits until the window's screen holds `text`, re-checking as its pane prints; returns the screen. */
   async shows(name: string, text: string | RegExp, timeoutMs = 30_000): Promise<string> {
+    const printed = await paneOutputAt(this.#socket, `=${name}:`, this.#root);
     return await until(async () => {
       const screen = await this.screen(name);
       return (typeof text === "string" ? screen.includes(text) : text.test(screen)) ? screen : undefined;
-    }, { timeoutMs: timeoutMs });
+    }, { timeoutMs: timeoutMs, watch: printed });
   }
 
   /** Types `text` literally into the window. */
@@ -103,7 +108,7 @@ Deno.test("dock attach: typed keys reach the session, a resize follows the windo
   const box: TestBox = await startBox({ dirs });
   const agent = await startAgent(dirs);
   const client = new AgentClient({ url: agent.url, token: agent.token, origin: "test" });
-  const terminal = new Terminal(join(dirs.root, "outer.sock"));
+  const terminal = new Terminal(join(dirs.root, "outer.sock"), dirs.root);
   try {
     assertEquals((await client.addLocal("devbox")).online, true);
     await box.client.addLocation({ name: "app", path: await makeRepo(join(dirs.home, "work"), "app") });
@@ -118,7 +123,10 @@ Deno.test("dock attach: typed keys reach the session, a resize follows the windo
       return (await terminal.shows("one", "ATTACHED-42", 2000).catch(() => undefined)) !== undefined;
     }, { timeoutMs: 60_000 });
     // The box's session got the keystrokes (not only the screen here).
-    await until(async () => (await box.client.screen("s1")).screen.includes("ATTACHED-42"));
+    const printed = await paneOutput(box, "s1");
+    await until(async () => (await box.client.screen("s1")).screen.includes("ATTACHED-42"), {
+      watch: printed,
+    });
 
     // The window grows: the session's terminal follows (SIGWINCH → a resize frame → the box's PTY).
     await terminal.tmux("resize-window", "-t", "=one:", "-x", "123", "-y", "37");

@@ -8,6 +8,7 @@ import { assert, assertEquals, assertRejects, assertStringIncludes } from "./ass
 import { DockError } from "../client/errors.ts";
 import type { DockEvent } from "../client/wire.ts";
 import { makeDirs, makeRepo, slowTmux, startBox, type TestBox } from "./harness.ts";
+import { clientChanges, paneOutput } from "./tmux_watch.ts";
 import { until, untilEvent } from "./wait.ts";
 import { connectUnixWebSocket } from "./ws_unix.ts";
 
@@ -65,11 +66,14 @@ Deno.test("a shell session: screen, send, exit status, names, and ending it ends
     null,
     false,
   ]);
+  const printed = await paneOutput(box, "shell-1");
   await box.client.send("shell-1", 'echo "hello-$((6*7)) $DOCK_SESSION $DOCK_WORKTREE_NAME"');
-  await until(async () => (await box.client.screen("shell-1")).screen.includes("hello-42 shell-1 app"));
+  await until(async () => (await box.client.screen("shell-1")).screen.includes("hello-42 shell-1 app"), {
+    watch: printed,
+  });
   // A cooked terminal takes lines of at most 4 KiB (agents read raw; the 100 KB test covers them).
   await box.client.send("shell-1", `echo ${"x".repeat(3000)} | wc -c`);
-  await until(async () => (await box.client.screen("shell-1")).screen.includes("3001"));
+  await until(async () => (await box.client.screen("shell-1")).screen.includes("3001"), { watch: printed });
 
   const dup = await assertRejects(
     () => box.client.createSession({ location: "app", command: "sh", name: "shell-1" }),
@@ -145,7 +149,8 @@ Deno.test("an agent turn: send → running → finished, seen by wait; hooks kee
   await using _ = box;
   const start = (await box.client.emit({ type: "test.mark" })).id!;
   await box.client.createSession({ location: "app", agent: "fake", name: "agent-1" });
-  await until(async () => (await box.client.screen("agent-1")).screen.includes("> "));
+  const printed = await paneOutput(box, "agent-1");
+  await until(async () => (await box.client.screen("agent-1")).screen.includes("> "), { watch: printed });
   const ready = await box.client.wait("agent-1", { states: ["idle"], timeout: "20s" });
   assertEquals(ready.state, "idle");
 
@@ -340,21 +345,24 @@ Deno.test("attach over the box API: shows the screen, types, resizes, and redraw
   const { box } = await agentBox();
   await using _ = box;
   await box.client.createSession({ location: "app", command: "sh", name: "term" });
+  const printed = await paneOutput(box, "term");
   await box.client.send("term", "echo first-$((2+3))");
-  await until(async () => (await box.client.screen("term")).screen.includes("first-5"));
+  await until(async () => (await box.client.screen("term")).screen.includes("first-5"), { watch: printed });
 
+  // Each client attached or resized, and each window size change, adds a line to `changes`.
+  const socket = join(box.dirs.state, "box", "tmux.sock");
+  const changes = await clientChanges(socket, box.dirs.root);
   const ws = await connectUnixWebSocket(box.dirs.socket, "/v1/sessions/term/attach?cols=90&rows=30");
   await ws.readUntil((text) => text.includes("first-5"));
   await ws.sendBinary(new TextEncoder().encode("echo typed-$((6*7))\r"));
   await ws.readUntil((text) => text.includes("typed-42"));
   await ws.sendText(JSON.stringify({ type: "resize", cols: 100, rows: 33 }));
-  const socket = join(box.dirs.state, "box", "tmux.sock");
   await until(async () => {
     const out = await new Deno.Command("tmux", {
       args: ["-S", socket, "display-message", "-p", "-t", "=term:", "#{window_width}x#{window_height}"],
     }).output();
     return new TextDecoder().decode(out.stdout).trim() === "100x33";
-  });
+  }, { watch: changes });
   await ws.close();
   // Detached, not ended: the session runs on, and a new attach redraws what is on screen.
   assertEquals((await box.client.session("term")).exited, false);
@@ -429,8 +437,11 @@ Deno.test("a session whose tmux session takes long to make is not taken for exit
   const after = (await box.client.emit({ type: "marker" })).id!;
   const session = await box.client.createSession({ location: "app", name: "slow", command: "cat" });
   assertEquals(session.exited, false);
+  const printed = await paneOutput(box, "slow");
   await box.client.send("slow", "still here");
-  await until(async () => (await box.client.screen("slow")).screen.includes("still here"));
+  await until(async () => (await box.client.screen("slow")).screen.includes("still here"), {
+    watch: printed,
+  });
   assertEquals((await box.client.session("slow")).exited, false);
   // Let the watcher judge the session twice more: its polls run one at a time, so the third list
   // started from now on means two whole polls after the session was made.
@@ -454,6 +465,7 @@ Deno.test("session send --no-enter types without pressing Enter (spec 4.4)", asy
   const repo = await makeRepo(join(box.dirs.home, "work"), "app");
   await box.client.addLocation({ name: "app", path: repo });
   await box.client.createSession({ location: "app", name: "typing", command: "cat" });
+  const printed = await paneOutput(box, "typing");
   const partial = await box.cli(["session", "send", "typing", "first-half-", "--no-enter"]);
   assertEquals(partial.code, 0, partial.stderr);
   await box.cli(["session", "send", "typing", "second-half"]);
@@ -461,7 +473,7 @@ Deno.test("session send --no-enter types without pressing Enter (spec 4.4)", asy
   await until(async () => {
     const screen = (await box.client.screen("typing")).screen;
     return screen.split("first-half-second-half").length - 1 === 2;
-  });
+  }, { watch: printed });
   await box.client.removeSession("typing");
 });
 

@@ -14,6 +14,7 @@
 import { join } from "node:path";
 import type { AgentState, Session } from "../client/wire.ts";
 import { makeDirs, makeRepo, startBox, type TestBox } from "./harness.ts";
+import { paneOutput } from "./tmux_watch.ts";
 import { until } from "./wait.ts";
 import { connectUnixWebSocket } from "./ws_unix.ts";
 
@@ -101,7 +102,7 @@ export class Truth {
   /** Starts a session of `agent`; its name is unique to the scenario. */
   async create(name: string, agent = "fake"): Promise<Session> {
     const session = await this.box.client.createSession({ location: "app", agent, name });
-    await until(async () => (await this.screen(name)).includes("> "), { timeoutMs: 30_000 });
+    await this.shows(name, "> ");
     return session;
   }
 
@@ -146,9 +147,10 @@ export class Truth {
     return (await this.box.client.screen(name)).screen;
   }
 
-  /** Waits until the pane shows `text` (the fake agent got that far). */
+  /** Waits until the pane shows `text` (the fake agent got that far), re-checking as the pane prints. */
   async shows(name: string, text: string): Promise<void> {
-    await until(async () => (await this.screen(name)).includes(text), { timeoutMs: 30_000 });
+    const printed = await paneOutput(this.box, name);
+    await until(async () => (await this.screen(name)).includes(text), { timeoutMs: 30_000, watch: printed });
   }
 
   /** Runs `dock hook TOOL EVENT` with a fixture payload, as the tool would from inside the session. */

@@ -16,19 +16,26 @@ import type { BoxDirs } from "./harness.ts";
  * the same pane. Throws when tmux refuses (no such session).
  */
 export async function paneOutput(box: { dirs: BoxDirs }, session: string): Promise<string> {
-  const folder = await Deno.makeTempDir({ dir: box.dirs.root, prefix: "pane-" });
+  return await paneOutputAt(join(box.dirs.state, "box", "tmux.sock"), `=${session}:`, box.dirs.root);
+}
+
+/**
+ * {@linkcode paneOutput} for a pane of any tmux server: the pane `target` names (as tmux's `-t` takes it,
+ * `=name:`) on the server at `socket` (a test's own), its file in a folder made under `root`.
+ */
+export async function paneOutputAt(socket: string, target: string, root: string): Promise<string> {
+  const folder = await Deno.makeTempDir({ dir: root, prefix: "pane-" });
   const file = join(folder, "out");
   await Deno.writeFile(file, new Uint8Array());
-  const socket = join(box.dirs.state, "box", "tmux.sock");
   // tmux's server runs the command with its own environment: the path goes in as text, single-quoted
   // (a temporary folder of the test's own, which holds no quote).
   if (file.includes("'")) throw new Error(`a pane's output file cannot be quoted: ${file}`);
   const output = await new Deno.Command("tmux", {
-    args: ["-S", socket, "pipe-pane", "-t", `=${session}:`, `exec cat >> '${file}'`],
+    args: ["-S", socket, "pipe-pane", "-t", target, `exec cat >> '${file}'`],
     stdin: "null",
   }).output();
   if (!output.success) {
-    throw new Error(`tmux pipe-pane ${session}: ${new TextDecoder().decode(output.stderr).trim()}`);
+    throw new Error(`tmux pipe-pane ${target}: ${new TextDecoder().decode(output.stderr).trim()}`);
   }
   return file;
 }

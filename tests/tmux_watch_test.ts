@@ -5,7 +5,7 @@
  */
 import { assertEquals, assertRejects, assertStringIncludes } from "./assert.ts";
 import { makeDirs, makeRepo, startBox } from "./harness.ts";
-import { clientChanges, paneOutput } from "./tmux_watch.ts";
+import { clientChanges, paneOutput, paneOutputAt } from "./tmux_watch.ts";
 import { until } from "./wait.ts";
 
 Deno.test("paneOutput: a file that grows with what the pane prints; an unknown session is refused", async () => {
@@ -41,6 +41,26 @@ Deno.test("clientChanges: a line for each change of a tmux server's windows' siz
       return text.includes("window-layout-changed") && text;
     }, { watch: changes, what: "the resize in the changes file" });
     assertStringIncludes(lines, "window-layout-changed\n");
+  } finally {
+    await tmux("kill-server");
+    await Deno.remove(root, { recursive: true });
+  }
+});
+
+Deno.test("paneOutputAt: the same for a pane of a tmux server of the test's own", async () => {
+  const root = await Deno.makeTempDir();
+  const socket = `${root}/tmux.sock`;
+  const tmux = (...args: string[]) =>
+    new Deno.Command("tmux", { args: ["-S", socket, "-f", "/dev/null", ...args], stdin: "null" }).output();
+  try {
+    assertEquals((await tmux("new-session", "-d", "-s", "own", "-x", "80", "-y", "24", "sh")).success, true);
+    const printed = await paneOutputAt(socket, "=own:", root);
+    assertEquals((await tmux("send-keys", "-t", "=own:", "echo own-$((6*7))", "Enter")).success, true);
+    await until(async () => (await Deno.readTextFile(printed)).includes("own-42\r\n"), {
+      watch: printed,
+      what: "the echo in the pane's output file",
+    });
+    await assertRejects(() => paneOutputAt(socket, "=nobody:", root), Error, "nobody");
   } finally {
     await tmux("kill-server");
     await Deno.remove(root, { recursive: true });
