@@ -320,23 +320,31 @@ Deno.test("merged events carry the box, and resume after the box restarts and wi
   try {
     await client.addLocal();
     const seen: DockEvent[] = [];
+    // The stream under test is what the waits read: its reader says when it brought one more.
+    const heard = new EventTarget();
     const controller = new AbortController();
     const reading = (async () => {
-      for await (const event of client.events({ after: 0, signal: controller.signal })) seen.push(event);
+      for await (const event of client.events({ after: 0, signal: controller.signal })) {
+        seen.push(event);
+        heard.dispatchEvent(new Event("change"));
+      }
     })();
     await first.client.emit({ type: "build.one", data: { n: 1 } });
     await client.emit({ type: "laptop.thing", data: { n: 2 } });
-    const one = await until(() => seen.find((e) => e.type === "build.one"));
+    const one = await until(() => seen.find((e) => e.type === "build.one"), { wake: heard });
     assertEquals([one.box, one.origin, one.data], ["local", "test", { n: 1 }]);
-    const own = await until(() => seen.find((e) => e.type === "laptop.thing"));
+    const own = await until(() => seen.find((e) => e.type === "laptop.thing"), { wake: heard });
     assertEquals(own.box, undefined);
 
     // The box goes away and comes back; what it journaled meanwhile is not lost.
     await first.stop({ kill: true });
-    await until(() => seen.some((e) => e.type === "box.offline"));
+    await until(() => seen.some((e) => e.type === "box.offline"), { wake: heard });
     await using second = await startBox({ dirs });
     await second.client.emit({ type: "build.two", data: { n: 3 } });
-    const two = await until(() => seen.find((e) => e.type === "build.two"), { timeoutMs: 15_000 });
+    const two = await until(() => seen.find((e) => e.type === "build.two"), {
+      wake: heard,
+      timeoutMs: 15_000,
+    });
     assertEquals(two.box, "local");
     assert(seen.some((e) => e.type === "box.online"));
     controller.abort();

@@ -22,6 +22,8 @@ class Term {
   readonly opened: Promise<void>;
   readonly closed: Promise<CloseEvent>;
   text = "";
+  /** Dispatches `change` as `text` grows (a wait's `wake`). */
+  readonly changes = new EventTarget();
   #decoder = new TextDecoder();
 
   constructor(url: string) {
@@ -30,6 +32,7 @@ class Term {
     this.ws.onmessage = (event) => {
       assert(event.data instanceof ArrayBuffer, "terminal output arrives as binary frames");
       this.text += this.#decoder.decode(new Uint8Array(event.data), { stream: true });
+      this.changes.dispatchEvent(new Event("change"));
     };
     this.closed = new Promise((resolve) => this.ws.addEventListener("close", (event) => resolve(event)));
     this.opened = new Promise((resolve, reject) => {
@@ -54,7 +57,7 @@ class Term {
   }
 
   async waitFor(needle: string, timeoutMs = 10_000): Promise<void> {
-    await until(() => this.text.includes(needle), { timeoutMs: timeoutMs }).catch(() => {
+    await until(() => this.text.includes(needle), { wake: this.changes, timeoutMs: timeoutMs }).catch(() => {
       throw new Error(`no ${JSON.stringify(needle)} in ${JSON.stringify(this.text.slice(-500))}`);
     });
   }
@@ -204,6 +207,8 @@ interface FakeBox {
   caPem: string;
   /** What the box received and how its sockets closed. */
   seen: { binary: string[]; text: string[]; closes: { code: number; reason: string }[]; paths: string[] };
+  /** Dispatches `change` as `seen` or `sockets` grows (a wait's `wake`). */
+  changes: EventTarget;
   /** The box's side of each attach, in the order they opened. */
   sockets: WebSocket[];
   opened: (count: number) => Promise<void>;
@@ -219,6 +224,8 @@ async function fakeTlsBox(dir: string): Promise<FakeBox> {
   const certs = await ensureCertificates(join(dir, "tls"), { addresses: ["127.0.0.1", "localhost"] });
   const seen: FakeBox["seen"] = { binary: [], text: [], closes: [], paths: [] };
   const sockets: WebSocket[] = [];
+  const changes = new EventTarget();
+  const changed = () => changes.dispatchEvent(new Event("change"));
   const decoder = new TextDecoder();
   const server = Deno.serve(
     { port: 0, hostname: "127.0.0.1", cert: certs.certPem, key: certs.keyPem, onListen() {} },
@@ -238,19 +245,25 @@ async function fakeTlsBox(dir: string): Promise<FakeBox> {
       const { socket, response } = Deno.upgradeWebSocket(request);
       socket.binaryType = "arraybuffer";
       sockets.push(socket);
+      changed();
       socket.onmessage = (event) => {
         if (typeof event.data === "string") {
           seen.text.push(event.data);
+          changed();
           return;
         }
         const keys = decoder.decode(new Uint8Array(event.data));
         seen.binary.push(keys);
+        changed();
         const close = /^close:(\d+)$/.exec(keys);
         if (close) socket.close(Number(close[1]), "box says bye");
         else if (keys === "flood") flood(socket);
         else socket.send(encoder.encode(`echo:${keys}`));
       };
-      socket.onclose = (event) => seen.closes.push({ code: event.code, reason: event.reason });
+      socket.onclose = (event) => {
+        seen.closes.push({ code: event.code, reason: event.reason });
+        changed();
+      };
       return response;
     },
   );
@@ -258,8 +271,9 @@ async function fakeTlsBox(dir: string): Promise<FakeBox> {
     port: server.addr.port,
     caPem: certs.caPem,
     seen,
+    changes,
     sockets,
-    opened: (count) => until(() => sockets.length >= count).then(() => {}),
+    opened: (count) => until(() => sockets.length >= count, { wake: changes }).then(() => {}),
     stop: () => server.shutdown(),
   };
 }
@@ -318,14 +332,14 @@ Deno.test("the relay over TLS: pinned CA and credential, frames both ways, close
     await term.waitFor("echo:hello");
     // Binary frames arrive unchanged, bytes that are not UTF-8 included.
     term.ws.send(new Uint8Array([0xff, 0x00, 0x1b, 0x5b]));
-    await until(() => box.seen.binary.length === 2);
+    await until(() => box.seen.binary.length === 2, { wake: box.changes });
     assertEquals(encoder.encode(box.seen.binary[1]).length > 0, true);
     term.ws.send(JSON.stringify({ type: "resize", cols: 100, rows: 33 }));
-    await until(() => box.seen.text.length === 1);
+    await until(() => box.seen.text.length === 1, { wake: box.changes });
     assertEquals(JSON.parse(box.seen.text[0]), { type: "resize", cols: 100, rows: 33 });
     // The client's close code and reason reach the box.
     await term.close(4005, "client says bye");
-    await until(() => box.seen.closes.length === 1);
+    await until(() => box.seen.closes.length === 1, { wake: box.changes });
     assertEquals(box.seen.closes[0], { code: 4005, reason: "client says bye" });
 
     // The box's close code and reason reach the client.
@@ -366,9 +380,10 @@ Deno.test("the relay stops reading the box while the client is not reading, and 
   const dir = await Deno.makeTempDir({ prefix: "dock-relay-flow-" });
   const box = await fakeTlsBox(dir);
   const flow: boolean[] = [];
+  const flowChanges = new EventTarget();
   const relay = relayServer(
     { kind: "tls", hostname: "127.0.0.1", port: box.port, caCerts: [box.caPem], credential: CREDENTIAL },
-    { onFlow: (paused) => flow.push(paused) },
+    { onFlow: (paused) => (flow.push(paused), flowChanges.dispatchEvent(new Event("change"))) },
   );
   // A client that sends `flood` and then does not read: its socket buffers fill, then the relay's.
   const conn = await Deno.connect({ hostname: "127.0.0.1", port: relay.port });
@@ -380,7 +395,7 @@ Deno.test("the relay stops reading the box while the client is not reading, and 
     await box.opened(1);
     // One masked binary frame "flood" (mask 0: the payload as it is).
     await conn.write(new Uint8Array([0x82, 0x85, 0, 0, 0, 0, ...encoder.encode("flood")]));
-    await until(() => flow.includes(true), { timeoutMs: 30_000 });
+    await until(() => flow.includes(true), { wake: flowChanges, timeoutMs: 30_000 });
     // Paused: the relay holds at most its high-water mark; the rest waits on the box's side.
     await until(() => box.sockets[0].bufferedAmount > 1024 * 1024, { timeoutMs: 30_000 })
       .catch(() => {});
@@ -393,7 +408,7 @@ Deno.test("the relay stops reading the box while the client is not reading, and 
         while (await conn.read(buffer) !== null) { /* discard */ }
       } catch { /* closed */ }
     })();
-    await until(() => flow.at(-1) === false, { timeoutMs: 30_000 });
+    await until(() => flow.at(-1) === false, { wake: flowChanges, timeoutMs: 30_000 });
     box.sockets[0].close(1000);
     conn.close();
     await reading;

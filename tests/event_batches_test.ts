@@ -23,10 +23,15 @@ Deno.test("events sent at once keep the box's order through its journal, the mer
     await client.addLocal();
     const live: DockEvent[][] = [[], []];
     const ready = [false, false];
+    // The readers are the streams under test: they say when they brought one more.
+    const heard = new EventTarget();
     const readers = live.map((seen, k) =>
       (async () => {
         for await (const event of client.events({ signal: controller.signal })) {
-          if (event.type === "batch.e") seen.push(event);
+          if (event.type === "batch.e") {
+            seen.push(event);
+            heard.dispatchEvent(new Event("change"));
+          }
           if (event.type === "batch.ready") ready[k] = true;
         }
       })()
@@ -50,7 +55,7 @@ Deno.test("events sent at once keep the box's order through its journal, the mer
     // The box's order: its ids. Every client must see exactly that order, each event once.
     const order = taken.toSorted((a, b) => a.id! - b.id!).map((event) => event.data!.seq);
     assertEquals(new Set(order).size, WAVES * PER_WAVE);
-    await until(() => live.every((seen) => seen.length >= order.length), { timeoutMs: 30_000 });
+    await until(() => live.every((seen) => seen.length >= order.length), { wake: heard, timeoutMs: 30_000 });
     for (const seen of live) {
       assertEquals(seen.map((event) => event.data!.seq), order);
       assert(seen.every((event, i) => event.box === "local" && (i === 0 || event.id! > seen[i - 1].id!)));

@@ -162,14 +162,16 @@ Deno.test("pairing by link through the agent: the relay over TLS, used codes, ta
 
     // Revoking the laptop on alpha ends its open event stream through the agent, and the next request is 401.
     const seen: DockEvent[] = [];
+    const heard = new EventTarget();
     const stream = new AbortController();
     const reading = (async () => {
       for await (const event of client.box("alpha").events({ after: 0, signal: stream.signal })) {
         seen.push(event);
+        heard.dispatchEvent(new Event("change"));
       }
     })().then(() => "ended", () => "ended");
     await alpha.client.emit({ type: "build.started", data: { n: 1 } });
-    await until(() => seen.some((e) => e.type === "build.started"));
+    await until(() => seen.some((e) => e.type === "build.started"), { wake: heard });
     const [mine] = JSON.parse((await alpha.cli(["laptops", "--json"])).stdout);
     assertEquals(mine.name, Deno.hostname());
     const revoked = await alpha.cli(["revoke", mine.id]);

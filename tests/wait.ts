@@ -1,7 +1,7 @@
 /**
  * The one wait of the tests: {@linkcode until} re-checks a condition whenever the box's or the agent's
- * event stream reports something, or a watched file or folder changes (inotify), and only where neither
- * can tell (a process, a port, a screen) on a plain backoff. It replaced `eventually` (a check every 50 ms whatever happened), `waitForEvent` and the
+ * event stream reports something, a watched file or folder changes (inotify), or a test's own state says
+ * it changed (`wake`), and only where none can tell on a plain backoff. It replaced `eventually` (a check every 50 ms whatever happened), `waitForEvent` and the
  * loops of `setTimeout` written in place.
  *
  * @module
@@ -34,6 +34,11 @@ export interface UntilOptions {
    * deeper once it is made. Where nothing can be watched, the backoff takes over.
    */
   watch?: string | string[];
+  /**
+   * Re-check whenever this dispatches a `change` event: for state a test holds itself (a fake's record of
+   * what it was sent, a stream reader's events), whose writer says when it changed.
+   */
+  wake?: EventTarget;
   /** The event id the stream starts after. @default {0} */
   after?: number;
   /** @default {10_000} */
@@ -106,11 +111,15 @@ export async function until<T>(check: Check<T>, options: UntilOptions = {}): Pro
       }
     } catch { /* the stream ended (aborted, or its daemon stopped) */ }
   };
+  const onWake = () => void run();
+  options.wake?.addEventListener("change", onWake);
   (async () => {
     await run();
-    // The backoff takes over once a wake source ends (a daemon stopped, a watch failed); with none, at once.
+    // The backoff takes over once a stream or a watch ends (a daemon stopped, a watch failed), or at once
+    // with no wake source at all; a `wake` never ends.
     const sources = [...(source ? [streamed()] : []), ...(watching ? [watching.ended] : [])];
     if (sources.length) await Promise.race(sources);
+    else if (options.wake) return;
     for (let pause = BACKOFF_MS[0]; !stop.signal.aborted; pause = Math.min(pause * 2, BACKOFF_MS[1])) {
       await new Promise((r) => setTimeout(r, pause));
       if (!stop.signal.aborted) await run();
@@ -123,6 +132,7 @@ export async function until<T>(check: Check<T>, options: UntilOptions = {}): Pro
     stop.abort();
     source?.close();
     watching?.close();
+    options.wake?.removeEventListener("change", onWake);
   }
 }
 

@@ -155,3 +155,18 @@ Deno.test("until: a watched folder made after the wait began is watched once it 
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("until: with `wake`, a `change` the test's own state dispatches wakes the check; nothing else does", async () => {
+  const changes = new EventTarget();
+  let state = 0;
+  const quiet = until(() => state === 1, { wake: changes, timeoutMs: 150, what: "quiet" });
+  state = 1; // changed, but nobody said so: no backoff re-checks it
+  assertStringIncludes((await assertRejects(() => quiet)).message, "(1 checks)");
+  state = 0;
+  const waiting = until(() => state === 2 && "two", { wake: changes });
+  state = 1;
+  changes.dispatchEvent(new Event("change"));
+  state = 2;
+  changes.dispatchEvent(new Event("change"));
+  assertEquals(await waiting, "two");
+});
