@@ -24,11 +24,16 @@ const PACKAGES = [
   "@xterm/addon-search",
 ];
 
-/** What goes into the bundle, read in a fixed order: app/src, this script, the packages' versions. */
+/**
+ * What goes into the bundle, read in a fixed order: app/src (not its tests, which no bundle holds: a test
+ * changed does not make the bundle stale), this script, the packages' versions.
+ */
 async function sources(): Promise<[string, string][]> {
   const files: [string, string][] = [];
   const names: string[] = [];
-  for await (const entry of Deno.readDir(SRC)) if (entry.isFile) names.push(entry.name);
+  for await (const entry of Deno.readDir(SRC)) {
+    if (entry.isFile && !/_test\.tsx?$/.test(entry.name)) names.push(entry.name);
+  }
   for (const name of names.sort()) files.push([`src/${name}`, await Deno.readTextFile(join(SRC, name))]);
   files.push(["build.ts", await Deno.readTextFile(join(APP, "build.ts"))]);
   const imports = JSON.parse(await Deno.readTextFile(join(ROOT, "deno.json"))).imports ?? {};
