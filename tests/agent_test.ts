@@ -13,7 +13,7 @@ import { clientPaths } from "../core/paths.ts";
 import { DockError } from "../client/errors.ts";
 import type { DockEvent } from "../client/wire.ts";
 import { makeDirs, makeRepo, startAgent, startBox } from "./harness.ts";
-import { until, untilEvent } from "./wait.ts";
+import { Changes, until, untilEvent } from "./wait.ts";
 
 /** Every route of the agent's API (the relay's with two methods), as registered: `:params` and `*` filled in below. */
 const ROUTES: [string, string][] = [
@@ -321,12 +321,12 @@ Deno.test("merged events carry the box, and resume after the box restarts and wi
     await client.addLocal();
     const seen: DockEvent[] = [];
     // The stream under test is what the waits read: its reader says when it brought one more.
-    const heard = new EventTarget();
+    const heard = new Changes();
     const controller = new AbortController();
     const reading = (async () => {
       for await (const event of client.events({ after: 0, signal: controller.signal })) {
         seen.push(event);
-        heard.dispatchEvent(new Event("change"));
+        heard.changed();
       }
     })();
     await first.client.emit({ type: "build.one", data: { n: 1 } });

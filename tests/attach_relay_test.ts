@@ -12,7 +12,7 @@ import { attachRelay, type AttachRelayOptions, type BoxTarget } from "../agent/a
 import { ensureCertificates } from "../daemon/tls.ts";
 import { makeDirs, makeRepo, startAgent, startBox } from "./harness.ts";
 import { clientChanges } from "./tmux_watch.ts";
-import { until } from "./wait.ts";
+import { Changes, until } from "./wait.ts";
 
 const encoder = new TextEncoder();
 
@@ -23,7 +23,7 @@ class Term {
   readonly closed: Promise<CloseEvent>;
   text = "";
   /** Dispatches `change` as `text` grows (a wait's `wake`). */
-  readonly changes = new EventTarget();
+  readonly changes = new Changes();
   #decoder = new TextDecoder();
 
   constructor(url: string) {
@@ -32,7 +32,7 @@ class Term {
     this.ws.onmessage = (event) => {
       assert(event.data instanceof ArrayBuffer, "terminal output arrives as binary frames");
       this.text += this.#decoder.decode(new Uint8Array(event.data), { stream: true });
-      this.changes.dispatchEvent(new Event("change"));
+      this.changes.changed();
     };
     this.closed = new Promise((resolve) => this.ws.addEventListener("close", (event) => resolve(event)));
     this.opened = new Promise((resolve, reject) => {
@@ -208,7 +208,7 @@ interface FakeBox {
   /** What the box received and how its sockets closed. */
   seen: { binary: string[]; text: string[]; closes: { code: number; reason: string }[]; paths: string[] };
   /** Dispatches `change` as `seen` or `sockets` grows (a wait's `wake`). */
-  changes: EventTarget;
+  changes: Changes;
   /** The box's side of each attach, in the order they opened. */
   sockets: WebSocket[];
   opened: (count: number) => Promise<void>;
@@ -224,8 +224,7 @@ async function fakeTlsBox(dir: string): Promise<FakeBox> {
   const certs = await ensureCertificates(join(dir, "tls"), { addresses: ["127.0.0.1", "localhost"] });
   const seen: FakeBox["seen"] = { binary: [], text: [], closes: [], paths: [] };
   const sockets: WebSocket[] = [];
-  const changes = new EventTarget();
-  const changed = () => changes.dispatchEvent(new Event("change"));
+  const changes = new Changes();
   const decoder = new TextDecoder();
   const server = Deno.serve(
     { port: 0, hostname: "127.0.0.1", cert: certs.certPem, key: certs.keyPem, onListen() {} },
@@ -245,16 +244,16 @@ async function fakeTlsBox(dir: string): Promise<FakeBox> {
       const { socket, response } = Deno.upgradeWebSocket(request);
       socket.binaryType = "arraybuffer";
       sockets.push(socket);
-      changed();
+      changes.changed();
       socket.onmessage = (event) => {
         if (typeof event.data === "string") {
           seen.text.push(event.data);
-          changed();
+          changes.changed();
           return;
         }
         const keys = decoder.decode(new Uint8Array(event.data));
         seen.binary.push(keys);
-        changed();
+        changes.changed();
         const close = /^close:(\d+)$/.exec(keys);
         if (close) socket.close(Number(close[1]), "box says bye");
         else if (keys === "flood") flood(socket);
@@ -262,7 +261,7 @@ async function fakeTlsBox(dir: string): Promise<FakeBox> {
       };
       socket.onclose = (event) => {
         seen.closes.push({ code: event.code, reason: event.reason });
-        changed();
+        changes.changed();
       };
       return response;
     },
@@ -380,10 +379,10 @@ Deno.test("the relay stops reading the box while the client is not reading, and 
   const dir = await Deno.makeTempDir({ prefix: "dock-relay-flow-" });
   const box = await fakeTlsBox(dir);
   const flow: boolean[] = [];
-  const flowChanges = new EventTarget();
+  const flowChanges = new Changes();
   const relay = relayServer(
     { kind: "tls", hostname: "127.0.0.1", port: box.port, caCerts: [box.caPem], credential: CREDENTIAL },
-    { onFlow: (paused) => (flow.push(paused), flowChanges.dispatchEvent(new Event("change"))) },
+    { onFlow: (paused) => (flow.push(paused), flowChanges.changed()) },
   );
   // A client that sends `flood` and then does not read: its socket buffers fill, then the relay's.
   const conn = await Deno.connect({ hostname: "127.0.0.1", port: relay.port });

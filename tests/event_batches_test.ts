@@ -7,7 +7,7 @@ import { assert, assertEquals } from "./assert.ts";
 import { AgentClient } from "../client/agent.ts";
 import type { DockEvent } from "../client/wire.ts";
 import { makeDirs, startAgent, startBox } from "./harness.ts";
-import { until } from "./wait.ts";
+import { Changes, until } from "./wait.ts";
 
 /** Events the box takes, in waves sent at once. */
 const WAVES = 8;
@@ -24,13 +24,13 @@ Deno.test("events sent at once keep the box's order through its journal, the mer
     const live: DockEvent[][] = [[], []];
     const ready = [false, false];
     // The readers are the streams under test: they say when they brought one more.
-    const heard = new EventTarget();
+    const heard = new Changes();
     const readers = live.map((seen, k) =>
       (async () => {
         for await (const event of client.events({ signal: controller.signal })) {
           if (event.type === "batch.e") {
             seen.push(event);
-            heard.dispatchEvent(new Event("change"));
+            heard.changed();
           }
           if (event.type === "batch.ready") ready[k] = true;
         }

@@ -24,7 +24,7 @@ import {
   startBox,
   type TestBox,
 } from "./harness.ts";
-import { until } from "./wait.ts";
+import { Changes, until } from "./wait.ts";
 
 const LISTEN = { DOCK_LISTEN: "127.0.0.1:0" };
 
@@ -162,12 +162,12 @@ Deno.test("pairing by link through the agent: the relay over TLS, used codes, ta
 
     // Revoking the laptop on alpha ends its open event stream through the agent, and the next request is 401.
     const seen: DockEvent[] = [];
-    const heard = new EventTarget();
+    const heard = new Changes();
     const stream = new AbortController();
     const reading = (async () => {
       for await (const event of client.box("alpha").events({ after: 0, signal: stream.signal })) {
         seen.push(event);
-        heard.dispatchEvent(new Event("change"));
+        heard.changed();
       }
     })().then(() => "ended", () => "ended");
     await alpha.client.emit({ type: "build.started", data: { n: 1 } });

@@ -64,9 +64,6 @@ async function logger(box: TestBox, name: string): Promise<string> {
  */
 async function lines(log: string, count = 0): Promise<string[]> {
   const read = async () => (await Deno.readTextFile(log).catch(() => "")).split("\n").filter(Boolean);
-  // Read at once when enough are there (every call with no count): no watch opened for it.
-  const now = await read();
-  if (now.length >= count) return now;
   return await until(async () => {
     const found = await read();
     return found.length >= count ? found : undefined;

@@ -15,6 +15,13 @@ export interface EventSource {
   events(options: { after?: number; signal?: AbortSignal }): AsyncGenerator<DockEvent>;
 }
 
+/** A test's own state saying it changed, for `until`'s `wake`: `changed()` re-checks the waits woken by it. */
+export class Changes extends EventTarget {
+  changed(): void {
+    this.dispatchEvent(new Event("change"));
+  }
+}
+
 /** What a wait re-checks on: an event source, a test box (its client), or a test agent (its URL and token). */
 export type WaitOn = EventSource | { client: EventSource } | { url: string; token: string };
 
@@ -35,8 +42,8 @@ export interface UntilOptions {
    */
   watch?: string | string[];
   /**
-   * Re-check whenever this dispatches a `change` event: for state a test holds itself (a fake's record of
-   * what it was sent, a stream reader's events), whose writer says when it changed.
+   * Re-check whenever this dispatches a `change` event ({@linkcode Changes}): for state a test holds itself
+   * (a fake's record of what it was sent, a stream reader's events), whose writer says when it changed.
    */
   wake?: EventTarget;
   /** The event id the stream starts after. @default {0} */
@@ -57,8 +64,9 @@ export type Check<T> = (events: DockEvent[]) => T | undefined | false | Promise<
 const BACKOFF_MS: [number, number] = [5, 100];
 
 /**
- * Resolves with `check`'s first value that is neither `undefined` nor `false`, checked at once and then on
- * each event of `options.on` (or on a backoff); throws after `timeoutMs` with the last error `check` threw.
+ * Resolves with `check`'s first value that is neither `undefined` nor `false`, checked at once and then
+ * whenever a wake source says something changed (`on`, `watch`, `wake`), or on a backoff where none is
+ * given or once a stream or a watch ends; throws after `timeoutMs` with the last error `check` threw.
  */
 export async function until<T>(check: Check<T>, options: UntilOptions = {}): Promise<T> {
   const timeoutMs = options.timeoutMs ?? 10_000;
@@ -70,6 +78,7 @@ export async function until<T>(check: Check<T>, options: UntilOptions = {}): Pro
   let pending: DockEvent[] = [];
   let running = false;
   let due = false;
+  let met = false;
   const run = async () => {
     if (running) return void (due = true); // coalesced: once more when this check ends
     running = true;
@@ -81,7 +90,10 @@ export async function until<T>(check: Check<T>, options: UntilOptions = {}): Pro
         pending = [];
         try {
           const value = await check(events);
-          if (value !== undefined && value !== false) return resolve(value as T);
+          if (value !== undefined && value !== false) {
+            met = true;
+            return resolve(value as T);
+          }
         } catch (error) {
           last = error;
         }
@@ -100,8 +112,7 @@ export async function until<T>(check: Check<T>, options: UntilOptions = {}): Pro
     );
   }, timeoutMs);
   const source = options.on ? eventSource(options.on) : undefined;
-  // Opened before the first check, so a change between that check and the watch is not missed.
-  const watching = options.watch === undefined ? undefined : watchFolders(options.watch, () => void run());
+  let watching: ReturnType<typeof watchFolders> | undefined;
   const streamed = async () => {
     try {
       for await (const event of source!.stream.events({ after: options.after ?? 0, signal: stop.signal })) {
@@ -115,6 +126,14 @@ export async function until<T>(check: Check<T>, options: UntilOptions = {}): Pro
   options.wake?.addEventListener("change", onWake);
   (async () => {
     await run();
+    if (met || stop.signal.aborted) return;
+    if (options.watch !== undefined) {
+      // Opened only for a wait the first check did not end (each watch is an inotify instance, of 128 a
+      // user here), and checked once more: a change between that check and the watch is not missed.
+      watching = watchFolders(options.watch, () => void run());
+      if (stop.signal.aborted) watching.close(); // timed out during the first check
+      await run();
+    }
     // The backoff takes over once a stream or a watch ends (a daemon stopped, a watch failed), or at once
     // with no wake source at all; a `wake` never ends.
     const sources = [...(source ? [streamed()] : []), ...(watching ? [watching.ended] : [])];
@@ -161,12 +180,13 @@ function watchFolders(
   (async () => {
     let folders = open();
     while (folders && !closed) {
+      // Watched through an ancestor: a folder waited for is not there yet.
+      const early = wanted.some((folder) => !folders!.includes(folder));
       try {
         for await (const _ of watcher!) {
           onChange();
           // A folder waited for was made: watch it instead of its ancestor.
-          const now = wanted.map(nearestFolder);
-          if (now.some((folder) => !folders!.includes(folder))) break;
+          if (early && wanted.some((folder) => !folders!.includes(nearestFolder(folder)))) break;
         }
       } catch { /* closed, or the watch failed */ }
       if (closed) break;

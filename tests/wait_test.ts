@@ -5,7 +5,7 @@
  */
 import { assert, assertEquals, assertRejects, assertStringIncludes } from "./assert.ts";
 import type { DockEvent } from "../client/wire.ts";
-import { until, untilEvent } from "./wait.ts";
+import { Changes, until, untilEvent } from "./wait.ts";
 
 /** A stream of events pushed by hand, replaying what was pushed before a reader came (as `after: 0` does). */
 class Events {
@@ -125,10 +125,18 @@ Deno.test("until: with `watch`, a file written in the watched folder wakes the c
   try {
     const file = `${dir}/out.txt`;
     let met = false;
-    const quiet = until(() => met, { watch: file, timeoutMs: 150, what: "quiet" });
-    // Met after the first check, but nothing on disk changes: with a watch and no backoff, that check is all.
+    let checks = 0;
+    const watchOpened = Promise.withResolvers<void>();
+    // Checked at once, and once more as the watch opens (a change in between is not missed).
+    const quiet = until(() => (++checks === 2 && watchOpened.resolve(), met), {
+      watch: file,
+      timeoutMs: 150,
+      what: "quiet",
+    });
+    await watchOpened.promise;
+    // Met after those checks, but nothing on disk changes: with a watch and no backoff, they are all.
     met = true;
-    assertStringIncludes((await assertRejects(() => quiet)).message, "(1 checks)");
+    assertStringIncludes((await assertRejects(() => quiet)).message, "(2 checks)");
     const read = () => Deno.readTextFile(file).catch(() => "");
     const waiting = until(async () => (await read()).includes("done") && "seen", { watch: file });
     await Deno.writeTextFile(file, "working\n");
@@ -157,7 +165,7 @@ Deno.test("until: a watched folder made after the wait began is watched once it 
 });
 
 Deno.test("until: with `wake`, a `change` the test's own state dispatches wakes the check; nothing else does", async () => {
-  const changes = new EventTarget();
+  const changes = new Changes();
   let state = 0;
   const quiet = until(() => state === 1, { wake: changes, timeoutMs: 150, what: "quiet" });
   state = 1; // changed, but nobody said so: no backoff re-checks it
@@ -165,8 +173,8 @@ Deno.test("until: with `wake`, a `change` the test's own state dispatches wakes 
   state = 0;
   const waiting = until(() => state === 2 && "two", { wake: changes });
   state = 1;
-  changes.dispatchEvent(new Event("change"));
+  changes.changed();
   state = 2;
-  changes.dispatchEvent(new Event("change"));
+  changes.changed();
   assertEquals(await waiting, "two");
 });
