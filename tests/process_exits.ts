@@ -7,6 +7,7 @@
  *
  * @module
  */
+import { isAlive } from "../daemon/procs.ts";
 import { until } from "./wait.ts";
 
 /** Options of {@linkcode untilGone}. */
@@ -45,19 +46,34 @@ function openLibc(): Libc | null {
 }
 
 /**
- * Resolves once `find` names no process (it is asked at once, then each time one of the processes it
- * named last ends); throws after `timeoutMs`, naming those still running, or at once when `find` throws.
- * A process that leaves `find`'s list without ending (an exec that drops the marker it was found by) is
- * seen only at the next end or the deadline: `find` names processes that are to end.
+ * Resolves once the processes `pids` names have all ended: a list, or a `find` that names those still to
+ * end (asked at once, then each time one it named last ends). Throws after `timeoutMs`, naming those still
+ * running, or at once when `find` throws. A process that leaves `find`'s list without ending (an exec that
+ * drops the marker it was found by) is seen only at the next end or the deadline: `find` names processes
+ * that are to end.
  */
-export async function untilGone(find: () => number[], options: UntilGoneOptions = {}): Promise<void> {
+export async function untilGone(
+  pids: number[] | (() => number[]),
+  options: UntilGoneOptions = {},
+): Promise<void> {
   const timeoutMs = options.timeoutMs ?? 10_000;
   const what = options.what ?? "processes";
+  const find = Array.isArray(pids) ? () => pids : pids;
+  // Ended as the kernel said (its pidfd readable, or none to be had for a pid gone): a zombie not yet
+  // reaped, which `/proc` and `kill -0` still show, counts as gone.
+  const ended = new Set<number>();
+  const running = () => find().filter((pid) => !ended.has(pid));
+  const started = performance.now();
+  // Where pidfds are not to be had (not Linux, an old kernel, another user's process): `until`'s backoff,
+  // for the time left.
+  const backoff = () =>
+    until(() => running().every((pid) => !isAlive(pid)), {
+      timeoutMs: Math.max(0, timeoutMs - (performance.now() - started)),
+      what: `${what} gone`,
+    });
   const calls = openLibc();
   const cancel = calls ? calls.eventfd(0, 0) : -1;
-  if (!calls || cancel < 0) {
-    return void await until(() => find().length === 0, { timeoutMs, what: `${what} gone` });
-  }
+  if (!calls || cancel < 0) return void await backoff();
   let timedOut = false;
   let polling: Promise<unknown> = Promise.resolve();
   const timer = setTimeout(() => {
@@ -65,10 +81,6 @@ export async function untilGone(find: () => number[], options: UntilGoneOptions 
     // The eventfd turns readable: the poll in flight returns, and each after it at once.
     calls.write(cancel, new BigUint64Array([1n]), 8n);
   }, timeoutMs);
-  // Ended as the kernel said (its pidfd readable, or none to be had for a pid gone): a zombie not yet
-  // reaped, which `/proc` and `kill -0` still show, counts as gone.
-  const ended = new Set<number>();
-  const running = () => find().filter((pid) => !ended.has(pid));
   try {
     for (let left = running(); left.length; left = running()) {
       if (timedOut) throw new Error(`${what} not gone in ${timeoutMs} ms: ${left.join(", ")} still running`);
@@ -76,11 +88,11 @@ export async function untilGone(find: () => number[], options: UntilGoneOptions 
       for (const pid of left) {
         const fd = Number(calls.syscall(BigInt(SYS_PIDFD_OPEN), BigInt(pid), 0n));
         if (fd >= 0) watched.push([pid, fd]);
-        else if (exists(pid)) {
-          // There, but no pidfd for it (an old kernel, another user's): the backoff, as `until` does.
+        else if (!isAlive(pid)) ended.add(pid);
+        else {
           for (const [, open] of watched) calls.close(open);
-          return void await until(() => running().length === 0, { timeoutMs, what: `${what} gone` });
-        } else ended.add(pid);
+          return void await backoff();
+        }
       }
       if (watched.length === 0) continue;
       const set = new DataView(new ArrayBuffer(8 * (watched.length + 1)));
@@ -99,15 +111,5 @@ export async function untilGone(find: () => number[], options: UntilGoneOptions 
     clearTimeout(timer);
     await polling;
     calls.close(cancel);
-  }
-}
-
-/** Whether a process `pid` is there (a zombie too). */
-function exists(pid: number): boolean {
-  try {
-    Deno.statSync(`/proc/${pid}`);
-    return true;
-  } catch {
-    return false;
   }
 }

@@ -24,15 +24,13 @@ Deno.test("untilGone: wakes as each process ends, until none is left; one gone b
   // A look at the start, one per wake-up: no more than one per process that ended, and one more
   // when both ended before the first wake-up was seen.
   assertEquals(looks >= 2 && looks <= 3, true, `${looks} looks`);
-  await untilGone(() => [a.pid]); // reaped already: nothing to wait for
+  await untilGone([a.pid]); // reaped already: nothing to wait for
 });
 
 Deno.test("untilGone: at its deadline, names what still runs", async () => {
   const child = sleeper();
   try {
-    const error = await assertRejects(() =>
-      untilGone(() => [child.pid], { timeoutMs: 100, what: "the sleeper" })
-    );
+    const error = await assertRejects(() => untilGone([child.pid], { timeoutMs: 100, what: "the sleeper" }));
     assertStringIncludes(error.message, `the sleeper not gone in 100 ms: ${child.pid} still running`);
   } finally {
     child.kill("SIGKILL");

@@ -55,7 +55,7 @@ Deno.test("shares: a tunnel's public URL on request, 422 without a tunnel CLI, e
 
     // Ended on request: the tunnel stops, the share is gone.
     await box.client.unshare(share.id);
-    await untilGone(() => isAlive(pid) ? [pid] : [], { what: "the unshared tunnel" });
+    await untilGone([pid], { what: "the unshared tunnel" });
     assertEquals(await box.client.shares(), []);
     const closed = await untilEvent(box.client, (e) => e.type === "share.closed", { after: mark });
     assertEquals(closed.data?.why, "closed");
@@ -68,7 +68,7 @@ Deno.test("shares: a tunnel's public URL on request, 422 without a tunnel CLI, e
     const secondPid = Number(/fake-(\d+)-/.exec(second.url!)![1]);
     const beforeRemove = (await box.client.emit({ type: "test.mark" })).id!;
     await box.client.removeWorktree("app", "w", { force: true });
-    await untilGone(() => isAlive(secondPid) ? [secondPid] : [], { what: "the removed worktree's tunnel" });
+    await untilGone([secondPid], { what: "the removed worktree's tunnel" });
     assertEquals(await box.client.shares(), []);
     const ended = await untilEvent(box.client, (e) => e.type === "share.closed", { after: beforeRemove });
     assertEquals(ended.data?.why, "worktree removed");
@@ -162,7 +162,7 @@ Deno.test("shares: after an upgrade from a daemon that kept tunnels in the share
     store.run("DELETE FROM tunnels");
     store.close();
     Deno.kill(lostPid, "SIGKILL"); // this tunnel ended while no daemon ran
-    await untilGone(() => isAlive(lostPid) ? [lostPid] : [], { what: "the killed tunnel" });
+    await untilGone([lostPid], { what: "the killed tunnel" });
     box = await startBox({ dirs, env });
     await until(async () => (await box.client.shares()).length === 1, { on: box });
     assertEquals((await box.client.shares()).map((s) => s.id), [kept.id]);
@@ -171,7 +171,7 @@ Deno.test("shares: after an upgrade from a daemon that kept tunnels in the share
     assert(isAlive(keptPid));
     // The adopted tunnel is the supervisor's: ending the share stops it.
     await box.client.unshare(kept.id);
-    await untilGone(() => isAlive(keptPid) ? [keptPid] : [], { what: "the adopted tunnel" });
+    await untilGone([keptPid], { what: "the adopted tunnel" });
     assertEquals(await box.client.shares(), []);
   } finally {
     await box[Symbol.asyncDispose]();
