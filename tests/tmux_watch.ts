@@ -24,19 +24,8 @@ export async function paneOutput(box: { dirs: BoxDirs }, session: string): Promi
  * `=name:`) on the server at `socket` (a test's own), its file in a folder made under `root`.
  */
 export async function paneOutputAt(socket: string, target: string, root: string): Promise<string> {
-  const folder = await Deno.makeTempDir({ dir: root, prefix: "pane-" });
-  const file = join(folder, "out");
-  await Deno.writeFile(file, new Uint8Array());
-  // tmux's server runs the command with its own environment: the path goes in as text, single-quoted
-  // (a temporary folder of the test's own, which holds no quote).
-  if (file.includes("'")) throw new Error(`a pane's output file cannot be quoted: ${file}`);
-  const output = await new Deno.Command("tmux", {
-    args: ["-S", socket, "pipe-pane", "-t", target, `exec cat >> '${file}'`],
-    stdin: "null",
-  }).output();
-  if (!output.success) {
-    throw new Error(`tmux pipe-pane ${target}: ${new TextDecoder().decode(output.stderr).trim()}`);
-  }
+  const file = await emptyFile(root, "pane-", "out");
+  await tmux(socket, ["pipe-pane", "-t", target, `exec cat >> '${file}'`]);
   return file;
 }
 
@@ -56,18 +45,37 @@ const CLIENT_HOOKS = [
  * (index 90), so hooks of the server's own are kept.
  */
 export async function clientChanges(socket: string, root: string): Promise<string> {
-  const folder = await Deno.makeTempDir({ dir: root, prefix: "tmux-clients-" });
-  const file = join(folder, "changes");
-  await Deno.writeFile(file, new Uint8Array());
-  if (file.includes("'")) throw new Error(`a changes file cannot be quoted: ${file}`);
-  for (const hook of CLIENT_HOOKS) {
-    const output = await new Deno.Command("tmux", {
-      args: ["-S", socket, "set-hook", "-g", `${hook}[90]`, `run-shell -b "echo ${hook} >> '${file}'"`],
-      stdin: "null",
-    }).output();
-    if (!output.success) {
-      throw new Error(`tmux set-hook ${hook}: ${new TextDecoder().decode(output.stderr).trim()}`);
-    }
-  }
+  const file = await emptyFile(root, "tmux-clients-", "changes");
+  // One tmux client sets them all: commands apart by a `;` argument.
+  await tmux(
+    socket,
+    CLIENT_HOOKS.flatMap((hook, i) => [
+      ...(i ? [";"] : []),
+      "set-hook",
+      "-g",
+      `${hook}[90]`,
+      `run-shell -b "echo ${hook} >> '${file}'"`,
+    ]),
+  );
   return file;
+}
+
+/**
+ * An empty file `name` in a new folder under `root` (a watch of it wakes on nothing else), whose path
+ * may go into a tmux command's text: tmux's server runs such a command with its own environment, so the
+ * path goes in single-quoted, and a path holding a quote is refused.
+ */
+async function emptyFile(root: string, prefix: string, name: string): Promise<string> {
+  const file = join(await Deno.makeTempDir({ dir: root, prefix }), name);
+  if (file.includes("'")) throw new Error(`a path tmux cannot be given quoted: ${file}`);
+  await Deno.writeFile(file, new Uint8Array());
+  return file;
+}
+
+/** Runs one tmux client on the server at `socket`; throws with its stderr when it fails. */
+async function tmux(socket: string, args: string[]): Promise<void> {
+  const output = await new Deno.Command("tmux", { args: ["-S", socket, ...args], stdin: "null" }).output();
+  if (!output.success) {
+    throw new Error(`tmux ${args[0]}: ${new TextDecoder().decode(output.stderr).trim()}`);
+  }
 }
