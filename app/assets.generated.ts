@@ -6,7 +6,7 @@
  */
 
 /** SHA-256 of the sources this was built from (`app/assets_test.ts` compares it). */
-export const APP_SOURCE_HASH = "cb569a75b018da921bd312551ccc88b74a0e13d9356d1ced0c6ba508787f4117";
+export const APP_SOURCE_HASH = "7025daca317a47cb79fcc3eb46884666e0e9090ca4a8833d5450cec215abe4fd";
 
 /** The files under `/app/`, by path: media type and text. */
 export const APP_ASSETS: Readonly<Record<string, { type: string; body: string }>> = {

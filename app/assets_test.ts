@@ -6,10 +6,23 @@
  */
 import { assert, assertEquals } from "../tests/assert.ts";
 import { APP_ASSETS, APP_SOURCE_HASH } from "./assets.generated.ts";
-import { sourceHash, staticImports, withPreloads } from "./build.ts";
+import { sourceHash, sources, staticImports, withPreloads } from "./build.ts";
 
 Deno.test("app: the embedded bundle is built from the current sources (run deno task app)", async () => {
   assert(APP_SOURCE_HASH === await sourceHash(), "app/assets.generated.ts is stale: run deno task app");
+});
+
+Deno.test("app: the sources hashed are what a bundle holds: app/src without its tests, the build, the packages", async () => {
+  const names = (await sources()).map(([name]) => name);
+  assert(
+    names.includes("src/main.tsx") && names.includes("build.ts") && names.includes("packages"),
+    names.join(),
+  );
+  assertEquals(
+    names.filter((name) => /_test\.tsx?$/.test(name)),
+    [],
+    "a test edited leaves the bundle current",
+  );
 });
 
 Deno.test("app: index.html loads only the bundle's own files, with no inline script", () => {

@@ -28,7 +28,7 @@ const PACKAGES = [
  * What goes into the bundle, read in a fixed order: app/src (not its tests, which no bundle holds: a test
  * changed does not make the bundle stale), this script, the packages' versions.
  */
-async function sources(): Promise<[string, string][]> {
+export async function sources(): Promise<[string, string][]> {
   const files: [string, string][] = [];
   const names: string[] = [];
   for await (const entry of Deno.readDir(SRC)) {
