@@ -182,11 +182,15 @@ function watchFolders(
     while (folders && !closed) {
       // Watched through an ancestor: a folder waited for is not there yet.
       const early = wanted.some((folder) => !folders!.includes(folder));
+      // A folder waited for was made: watch it instead of its ancestor. Looked at once the watch is on
+      // too: one made between the look that chose the ancestor and the watch sent it no event.
+      const made = () => early && wanted.some((folder) => !folders!.includes(nearestFolder(folder)));
       try {
-        for await (const _ of watcher!) {
-          onChange();
-          // A folder waited for was made: watch it instead of its ancestor.
-          if (early && wanted.some((folder) => !folders!.includes(nearestFolder(folder)))) break;
+        if (!made()) {
+          for await (const _ of watcher!) {
+            onChange();
+            if (made()) break;
+          }
         }
       } catch { /* closed, or the watch failed */ }
       if (closed) break;
