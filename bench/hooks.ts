@@ -240,6 +240,39 @@ class FifoCopies {
   }
 }
 
+/**
+ * The same program started by hand: `count` copies of `tee -a FIFO` spawned one after another from this
+ * process, each given an event's JSON on stdin, until the `count`-th copy arrived. What starting one and
+ * ten programs costs on this machine from one Deno event loop, whatever starts them; the two take turns.
+ */
+async function plainTee(copies: FifoCopies, n: number): Promise<{ one: number[]; ten: number[] }> {
+  const samples = { one: [] as number[], ten: [] as number[] };
+  const encoder = new TextEncoder();
+  for (let i = 0; i < n + 5; i++) {
+    for (const [key, count] of [["one", 1], ["ten", 10]] as const) {
+      const id = `plain-${key}${i}`;
+      const started = performance.now();
+      const arrived = copies.copies(id, count);
+      const children = Array.from({ length: count }, () => {
+        const child = new Deno.Command("tee", {
+          args: ["-a", copies.path],
+          stdin: "piped",
+          stdout: "null",
+          stderr: "null",
+        }).spawn();
+        const writer = child.stdin.getWriter();
+        writer.write(encoder.encode(JSON.stringify({ type: "bench.plain", data: { n: id } })))
+          .then(() => writer.close()).catch(() => {});
+        return child;
+      });
+      const stamp = await arrived;
+      await Promise.all(children.map((child) => child.status));
+      if (i >= 5) samples[key].push(stamp - started);
+    }
+  }
+  return samples;
+}
+
 async function plainSpawn(stamps: FifoStamps, n: number): Promise<number[]> {
   const samples: number[] = [];
   for (let i = 0; i < n + 5; i++) {
@@ -372,6 +405,8 @@ export async function benchHooks(options: HooksBenchOptions = {}): Promise<Row[]
     const plain = summarize(await plainSpawn(stamps, n));
     const sse = summarize(await emitToSse(box.client, n));
     const hooks = await eventToHooks(box, stamps, copies, n);
+    const byHand = await plainTee(copies, n);
+    const [teeOne, teeTen] = [summarize(byHand.one), summarize(byHand.ten)];
     const [one, ten, plainOne, plainTen] = ["one", "ten", "directOne", "directTen"].map((key) =>
       summarize(hooks.get(key)!)
     );
@@ -406,7 +441,20 @@ export async function benchHooks(options: HooksBenchOptions = {}): Promise<Row[]
           `goal ≤ ${TEN_GOAL}× one matching: ${
             plainTen.p50 / plainOne.p50 <= TEN_GOAL ? "met" : "NOT met"
           }; ` +
-          `${(plainTen.p50 / one.p50).toFixed(2)}× one shell hook`,
+          `${(plainTen.p50 / one.p50).toFixed(2)}× one shell hook; by hand (below) ${
+            (teeTen.p50 / teeOne.p50).toFixed(2)
+          }×`,
+      },
+      {
+        label: "hooks: by hand: spawn `tee -a FIFO` with an event on stdin, 1 (plain)",
+        summary: teeOne,
+        isBaseline: true,
+      },
+      {
+        label: "hooks: by hand: spawn 10 × `tee -a FIFO`, one after another, until the 10th copy (plain)",
+        summary: teeTen,
+        baseline: teeOne,
+        note: "what ten program starts cost against one on this machine, whoever starts them",
       },
     ];
     for (const share of [0.01, 0.1]) {
