@@ -34,7 +34,7 @@ import {
 } from "../tests/harness.ts";
 import { benchAttach } from "./attach_relay.ts";
 import { benchEvents } from "./events.ts";
-import { ms, type Row, summarize, time } from "./stats.ts";
+import { cpuMs, ms, type Row, summarize, time } from "./stats.ts";
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /** A difference with its sign: `+0.420`, `-0.130`. */
@@ -81,7 +81,7 @@ export async function inBatches<T, R>(items: T[], limit: number, fn: (item: T, i
 // 1. Relay overhead
 
 /** Starts `bare_proxy.ts` in front of `socket`; resolves with its client once it answers. */
-async function bareProxy(socket: string): Promise<{ client: BoxClient; stop(): void }> {
+async function bareProxy(socket: string): Promise<{ client: BoxClient; pid: number; stop(): void }> {
   const port = freePort();
   const file = new URL("./bare_proxy.ts", import.meta.url).pathname;
   const child = launch(Deno.execPath(), ["run", "-A", "--cached-only", file, socket, String(port)]);
@@ -94,7 +94,7 @@ async function bareProxy(socket: string): Promise<{ client: BoxClient; stop(): v
   for (;;) {
     try {
       await client.info();
-      return { client, stop };
+      return { client, pid: child.pid, stop };
     } catch (error) {
       if (performance.now() > deadline) {
         stop();
@@ -166,28 +166,40 @@ export async function benchRelay(options: { quick: boolean }): Promise<Row[]> {
       } ms) over direct; the agent's own work is the rest`,
     });
 
-    // 50 at once, repeated; per-request latency. The sides alternate burst by burst.
-    const burst = async (fn: () => Promise<unknown>, into: number[]) => {
-      into.push(...await Promise.all(Array.from({ length: CONCURRENCY }, () => time(fn))));
-    };
-    const burstAgent: number[] = [];
-    const burstStraight: number[] = [];
+    // 50 at once, repeated; per-request latency. The three sides take turns burst by burst, and each
+    // side's bursts are timed for the CPU each process spent on them: the relay's work runs in the agent
+    // while dockd works too, and on two cores what three processes spend is what the wait becomes.
+    const pids = { agent: agent.process.pid, box: box.process.pid, proxy: bare.pid, bench: "self" as const };
+    const sides = { agent: () => local.info(), straight: () => direct.info(), proxy: () => proxy.info() };
+    const bursts = { agent: [] as number[], straight: [] as number[], proxy: [] as number[] };
+    const cpu = Object.fromEntries(
+      Object.keys(sides).map((side) => [side, { agent: 0, box: 0, proxy: 0, bench: 0 }]),
+    ) as Record<keyof typeof sides, Record<keyof typeof pids, number>>;
     for (let i = 0; i < nBursts; i++) {
-      if (i % 2 === 0) {
-        await burst(() => local.info(), burstAgent);
-        await burst(() => direct.info(), burstStraight);
-      } else {
-        await burst(() => direct.info(), burstStraight);
-        await burst(() => local.info(), burstAgent);
+      const order = Object.keys(sides) as (keyof typeof sides)[];
+      for (let k = 0; k < order.length; k++) {
+        const side = order[(i + k) % order.length];
+        const before = Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, cpuMs(pid)]));
+        bursts[side].push(...await Promise.all(Array.from({ length: CONCURRENCY }, () => time(sides[side]))));
+        for (const [name, pid] of Object.entries(pids)) {
+          cpu[side][name as keyof typeof pids] += cpuMs(pid) - before[name];
+        }
       }
     }
-    const burstStraightSummary = summarize(burstStraight);
-    const burstAgentSummary = summarize(burstAgent);
+    const perRequest = (side: keyof typeof sides) =>
+      Object.entries(cpu[side]).filter(([, spent]) => spent * 1000 / (nBursts * CONCURRENCY) >= 1)
+        .map(([name, spent]) => `${name} ${(spent * 1000 / (nBursts * CONCURRENCY)).toFixed(0)}`).join(", ");
+    const total = (side: keyof typeof sides) =>
+      Object.values(cpu[side]).reduce((sum, spent) => sum + spent, 0);
+    const burstStraightSummary = summarize(bursts.straight);
+    const burstAgentSummary = summarize(bursts.agent);
+    const burstProxySummary = summarize(bursts.proxy);
     const burstRatio = burstAgentSummary.p50 / burstStraightSummary.p50;
     rows.push({
       label: `\`GET info\` straight to the box socket (${CONCURRENCY} at once × ${nBursts})`,
       summary: burstStraightSummary,
       isBaseline: true,
+      note: `CPU µs a request: ${perRequest("straight")}`,
     });
     rows.push({
       label: `\`GET info\` through the agent relay (${CONCURRENCY} at once × ${nBursts})`,
@@ -197,7 +209,19 @@ export async function benchRelay(options: { quick: boolean }): Promise<Row[]> {
         signed(burstAgentSummary.p99 - burstStraightSummary.p99)
       } ms over direct; goal ≤ ${BURST_GOAL_RATIO}× direct p50: ${burstRatio.toFixed(2)}×, ${
         burstRatio <= BURST_GOAL_RATIO ? "met" : "missed"
-      }`,
+      }; CPU µs a request: ${perRequest("agent")} (${
+        (total("agent") / total("straight")).toFixed(2)
+      }× direct's)`,
+    });
+    rows.push({
+      label: `\`GET info\` through a bare Deno proxy (${CONCURRENCY} at once × ${nBursts})`,
+      summary: burstProxySummary,
+      baseline: burstStraightSummary,
+      note: `the plain hop at the same load: ${
+        (burstProxySummary.p50 / burstStraightSummary.p50).toFixed(2)
+      }× direct p50; CPU µs a request: ${perRequest("proxy")} (${
+        (total("proxy") / total("straight")).toFixed(2)
+      }× direct's)`,
     });
     return rows;
   } finally {

@@ -33,7 +33,7 @@ import {
   type TestAgent,
   type TestBox,
 } from "../tests/harness.ts";
-import { ms, type Row, summarize, table } from "./stats.ts";
+import { cpuMs, ms, type Row, summarize, table } from "./stats.ts";
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const encoder = new TextEncoder();
@@ -53,13 +53,6 @@ const EMIT_TICK_MS = 10;
 const SUSTAINED_P99_MS = 1000;
 /** How often the agent's resident memory is read during a phase. */
 const RSS_EVERY_MS = 50;
-
-/** CPU time (user + system) a process has used so far, in ms; `self` for this one. */
-function cpuMs(pid: number | "self"): number {
-  const fields = Deno.readTextFileSync(`/proc/${pid}/stat`).split(") ")[1].split(" ");
-  // utime and stime, in clock ticks of 10 ms (USER_HZ is 100 on Linux).
-  return (Number(fields[11]) + Number(fields[12])) * 10;
-}
 
 /** `VmRSS` of a process, in MiB. */
 function rssMiB(pid: number): number {

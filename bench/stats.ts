@@ -104,3 +104,21 @@ export function table(rows: Row[]): string {
   }
   return lines.join("\n");
 }
+
+/**
+ * CPU time a process has used so far, in ms (`self`: this one): each of its threads' time on a CPU from
+ * `/proc/<pid>/task/<tid>/schedstat`, in nanoseconds. A thread that ended is no longer counted, so read it
+ * around a phase whose threads live through it.
+ */
+export function cpuMs(pid: number | "self"): number {
+  const root = `/proc/${pid === "self" ? Deno.pid : pid}/task`;
+  let ns = 0;
+  for (const task of Deno.readDirSync(root)) {
+    try {
+      ns += Number(Deno.readTextFileSync(`${root}/${task.name}/schedstat`).split(" ")[0]);
+    } catch {
+      // the thread ended while this read the folder
+    }
+  }
+  return ns / 1e6;
+}
