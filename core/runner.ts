@@ -135,11 +135,14 @@ export async function run(cmd: string, args: string[], options: RunOptions = {})
   const combined = new TailBuffer(maxOutput);
   const stdout = new TailBuffer(maxOutput);
   const stderr = new TailBuffer(maxOutput);
+  // A reader read to its end and not released: `for await` releases it when the stream ends, and the
+  // release builds a TypeError (with its stack) for the reader's closed promise, ~85 µs of every run.
   const pump = async (stream: ReadableStream<Uint8Array>, own: TailBuffer, name: "stdout" | "stderr") => {
-    for await (const chunk of stream) {
-      own.push(chunk);
-      combined.push(chunk);
-      options.onOutput?.(chunk, name);
+    const reader = stream.getReader();
+    for (let read = await reader.read(); !read.done; read = await reader.read()) {
+      own.push(read.value);
+      combined.push(read.value);
+      options.onOutput?.(read.value, name);
     }
   };
   const [status] = await Promise.all([

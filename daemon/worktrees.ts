@@ -136,6 +136,17 @@ export class Worktrees {
     return rows.map((row) => toWorktree(row, ports.get(`${row.location}/${row.name}`) ?? []));
   }
 
+  /**
+   * What the location's main checkout has out (null: detached, or not known yet). One row: the whole list
+   * with every worktree's ports was a create's largest step after git's spawn, growing with the list.
+   */
+  #mainBranch(location: string): string | null {
+    return this.#o.store.get<{ branch: string | null }>(
+      "SELECT branch FROM worktrees WHERE location = ? AND main = 1",
+      location,
+    )?.branch ?? null;
+  }
+
   /** One worktree; 404 when unknown. */
   get(location: string, name: string): Worktree {
     this.#o.locations.get(location);
@@ -194,7 +205,7 @@ export class Worktrees {
       location: loc,
       name,
       request,
-      mainBranch: () => this.list(location).find((w) => w.main)?.branch ?? null,
+      mainBranch: () => this.#mainBranch(location),
     });
     const setupState: SetupState = nextSetup("new", config.setup ? "plan" : "skip", this.#o.log);
     this.#creating.add(path);

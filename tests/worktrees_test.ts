@@ -66,6 +66,19 @@ Deno.test("existing branches, refs and bases are honoured", async () => {
   assertEquals(names.includes("nope"), false);
 });
 
+Deno.test("with no origin and no base, a new worktree starts from the branch the main checkout has out", async () => {
+  await using box = await startBox();
+  const repo = await makeRepo(join(box.dirs.home, "work"));
+  await git(repo, "checkout", "-q", "-b", "trunk");
+  await git(repo, "commit", "-q", "--allow-empty", "-m", "on trunk");
+  const trunk = (await git(repo, "rev-parse", "HEAD")).trim();
+  await box.client.addLocation({ name: "app", path: repo });
+
+  const fresh = await box.client.createWorktree("app", { name: "fresh" });
+  assertEquals([fresh.branch, fresh.base], ["fresh", "trunk"]);
+  assertEquals((await git(fresh.path, "rev-parse", "HEAD")).trim(), trunk);
+});
+
 Deno.test("worktree names that could escape or collide are refused", async () => {
   await using box = await startBox();
   const repo = await makeRepo(join(box.dirs.home, "work"));
