@@ -212,10 +212,18 @@ export async function readLimited(
 ): Promise<Uint8Array<ArrayBuffer>> {
   const chunks: Uint8Array[] = [];
   let size = 0;
-  for await (const chunk of stream ?? []) {
-    size += chunk.length;
-    if (size > limit) throw tooLarge();
-    chunks.push(chunk);
+  if (stream) {
+    // A reader read to its end and not released: `for await` releases it at the end, and the release
+    // builds a TypeError (with its stack) for the reader's closed promise, 10 µs of every POST's body.
+    const reader = stream.getReader();
+    for (let read = await reader.read(); !read.done; read = await reader.read()) {
+      size += read.value.length;
+      if (size > limit) {
+        reader.cancel().catch(() => {}); // the rest is not wanted (as `for await`'s early exit did)
+        throw tooLarge();
+      }
+      chunks.push(read.value);
+    }
   }
   const bytes = new Uint8Array(size);
   let offset = 0;

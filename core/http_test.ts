@@ -2,9 +2,9 @@ import { Hono } from "hono";
 import { z } from "zod";
 import { DockError } from "../client/errors.ts";
 import { BOX_EVENT } from "../client/schemas.ts";
-import { assertEquals, assertThrows } from "../tests/assert.ts";
+import { assertEquals, assertRejects, assertThrows } from "../tests/assert.ts";
 import type { GateContext } from "./hooks.ts";
-import { body, errorResponse, json, mount, RouteTable } from "./http.ts";
+import { body, errorResponse, json, mount, readLimited, RouteTable } from "./http.ts";
 import { MemoryLog, STDERR_LOG } from "./log.ts";
 
 const NOTE = z.object({ text: z.string(), secret: z.boolean().optional() });
@@ -183,4 +183,32 @@ Deno.test("errorResponse: an unexpected error is a 500 said to the given log; a 
   assertEquals(refused.status, 404);
   await refused.body?.cancel();
   assertEquals(log.records.length, 1, "an answered refusal is not an error of the process");
+});
+
+Deno.test("readLimited: a body whole under its limit; past it, refused at the chunk that passes and the rest cancelled", async () => {
+  const chunks = (cancelled: string[], parts = 3) => {
+    let sent = 0;
+    return new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (sent === parts) return controller.close();
+        controller.enqueue(new TextEncoder().encode(`part${sent++};`));
+      },
+      cancel() {
+        cancelled.push(`after ${sent}`);
+      },
+    });
+  };
+  const kept: string[] = [];
+  const whole = await readLimited(chunks(kept), 100, () => new Error("too large"));
+  assertEquals([new TextDecoder().decode(whole), kept], ["part0;part1;part2;", []]);
+  assertEquals((await readLimited(null, 100, () => new Error("too large"))).length, 0);
+
+  const cancelled: string[] = [];
+  // Six parts of 6 bytes: the third passes 12, and the stream, not yet at its end, is cancelled once.
+  await assertRejects(
+    () => readLimited(chunks(cancelled, 6), 12, () => new Error("too large")),
+    Error,
+    "too large",
+  );
+  assertEquals(cancelled.length, 1);
 });
