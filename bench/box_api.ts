@@ -55,7 +55,7 @@ export async function benchFirstBox(chosen: Set<string>, options: FirstBoxOption
       // The plain warm-up worktrees are detected into the location; let the watcher settle first.
       await new Promise((r) => setTimeout(r, 1500));
     }
-    rows.push(...await benchCreate(client, plainRepo, plainDir, options));
+    rows.push(...await benchCreate(client, plainRepo, plainDir, { ...options, daemonPid: box.process.pid }));
     rows.push(...await profileCreate(options));
     // A sanity check that the benchmark measured real worktrees.
     const listed = (await git(repo, "worktree", "list", "--porcelain")).match(/^worktree /gm)?.length ?? 0;
