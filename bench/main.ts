@@ -11,7 +11,8 @@
  *    plain side; `--same-repo` adds the plain worktrees to the registered repository instead). The two
  *    alternate, and which goes first alternates too. The goal is an API/plain ratio of medians of at most
  *    1.1×. A second, smaller pass on a separate box records every git process with `GIT_TRACE2_EVENT` to show
- *    where the API's time goes: inside git, or around it (process spawns, the daemon's own work, HTTP).
+ *    where the API's time goes: inside git, or around it (process spawns, the daemon's own work, HTTP). The
+ *    first pass also reads the daemon's own CPU over its creates, beside the paired overhead.
  * 2. **`GET locations` and `GET info`** (bench/box_api.ts, as is 3). `client.locations()` (1 location,
  *    main checkout plus five worktrees) and `client.info()` (the agent's health check), and a raw `fetch` of
  *    `/v1/locations` over its own unix-socket `Deno.HttpClient`, against the floor: a bare `Deno.serve`
@@ -29,7 +30,8 @@
  *    ≤ 1.5×); hook → its event on the box's SSE; send → text visible in `screen` against tmux directly;
  *    attach echo latency and bulk output against `tmux attach` in a PTY directly.
  * 12. and on. **The laptop agent** (bench/agent.ts): relay overhead against the box's socket (sequential
- *    and 50 at once); events from 5 boxes at 1,000/s each into 10 SSE clients on the merged stream
+ *    and 50 at once, each beside a bare Deno proxy, the bursts with the CPU each process spends a
+ *    request); events from 5 boxes at 1,000/s each into 10 SSE clients on the merged stream
  *    (none lost; the highest rate sustained when that is too much for the machine); `GET /v1/status`
  *    and the agent's memory with no box and with 50 paired boxes; attach echo and bulk output through
  *    the agent to a paired box (TLS) and to the box's socket, against the box's socket and a direct
@@ -45,7 +47,8 @@
  * and dockd, counting prompts lost and duplicated (bench/queue_soak.ts, also run alone).
  *
  * **Hooks** (bench/hooks.ts): event → hook process started, 1 and 10 matching, for shell hooks and
- * for hooks that need no shell, in turn, against spawning the same shell directly; 1,000 events/s
+ * for hooks that need no shell, in turn, against spawning the same shell directly, and ten such programs
+ * started by hand against one (what ten starts cost on the machine, whoever starts them); 1,000 events/s
  * with hooks attached (1 % and 10 % of events hooked): rate achieved, SSE lag and the hook backlog.
  *
  * **Plugins** (bench/plugins.ts, also run alone): event → module hook against a shell hook; `fetch`
