@@ -139,10 +139,15 @@ export async function run(cmd: string, args: string[], options: RunOptions = {})
   // release builds a TypeError (with its stack) for the reader's closed promise, ~85 µs of every run.
   const pump = async (stream: ReadableStream<Uint8Array>, own: TailBuffer, name: "stdout" | "stderr") => {
     const reader = stream.getReader();
-    for (let read = await reader.read(); !read.done; read = await reader.read()) {
-      own.push(read.value);
-      combined.push(read.value);
-      options.onOutput?.(read.value, name);
+    try {
+      for (let read = await reader.read(); !read.done; read = await reader.read()) {
+        own.push(read.value);
+        combined.push(read.value);
+        options.onOutput?.(read.value, name);
+      }
+    } catch (error) {
+      reader.cancel().catch(() => {}); // an `onOutput` that threw: the pipe is not read on (as before)
+      throw error;
     }
   };
   const [status] = await Promise.all([
