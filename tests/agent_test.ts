@@ -377,7 +377,15 @@ Deno.test("GET /v1/sessions: every box's sessions from the agent's copy, current
     await client.addLocal();
     const repo = await makeRepo(join(dirs.home, "work"));
     await box.client.addLocation({ name: "app", path: repo });
+    // The agent may have read the box's list already (on `box.added`): its copy has "one" once the
+    // box's event for it has come through, which a read made sooner does not wait for.
+    const start = await client.emit({ type: "test.marker", data: {} });
     await box.client.createSession({ location: "app", command: "sh", name: "one" });
+    await untilEvent(
+      { client },
+      (e) => e.box === "local" && e.type === "session.created" && e.data?.session === "one",
+      { after: start.id },
+    );
     const names = async () => (await client.sessions())[0].sessions.map((s) => s.name).sort();
     const first = await client.sessions();
     assertEquals(first.map((b) => [b.box.name, b.box.online, b.stale, b.error]), [[
