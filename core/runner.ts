@@ -136,7 +136,8 @@ export async function run(cmd: string, args: string[], options: RunOptions = {})
   const stdout = new TailBuffer(maxOutput);
   const stderr = new TailBuffer(maxOutput);
   // A reader read to its end and not released: `for await` releases it when the stream ends, and the
-  // release builds a TypeError (with its stack) for the reader's closed promise, ~85 µs of every run.
+  // release builds a TypeError (with its stack) for the reader's closed promise: 60–70 µs of a run of
+  // `git --version` for its two pipes (measured interleaved).
   const pump = async (stream: ReadableStream<Uint8Array>, own: TailBuffer, name: "stdout" | "stderr") => {
     const reader = stream.getReader();
     try {
