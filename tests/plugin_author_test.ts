@@ -164,7 +164,7 @@ Deno.test("an outside author: plugin new, typed with the SDK, its test passing, 
     assert(!(info.log ?? []).some((line) => line.includes(secret)), "the secret never reaches the log");
   } finally {
     await agent.stop();
-    await box.stop();
-    await Deno.remove(box.dirs.root, { recursive: true }).catch(() => {});
+    // Disposed, not only stopped: the session's tmux server outlives its daemon (a run left it behind).
+    await box[Symbol.asyncDispose]();
   }
 });
