@@ -10,6 +10,7 @@
 import type { Context, Hono } from "hono";
 import { z } from "zod";
 import { DockError } from "../client/errors.ts";
+import { concatBytes } from "./bytes.ts";
 import type { GateAction, GateContext } from "./hooks.ts";
 import { checkSchema } from "./user_files.ts";
 import { errorText, type Log } from "./log.ts";
@@ -225,13 +226,7 @@ export async function readLimited(
       chunks.push(read.value);
     }
   }
-  const bytes = new Uint8Array(size);
-  let offset = 0;
-  for (const chunk of chunks) {
-    bytes.set(chunk, offset);
-    offset += chunk.length;
-  }
-  return bytes;
+  return concatBytes(chunks);
 }
 
 /**

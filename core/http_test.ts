@@ -212,3 +212,30 @@ Deno.test("readLimited: a body whole under its limit; past it, refused at the ch
   );
   assertEquals(cancelled.length, 1);
 });
+
+Deno.test("body: past its limit a 413, whether the body declares its length or streams without one", async () => {
+  const app = new Hono();
+  app.onError((error) => errorResponse(error, STDERR_LOG));
+  app.post("/", async (c) => json(await body(c, NOTE, { limit: 64 })));
+  const text = JSON.stringify({ text: "x".repeat(100) });
+  const streamed = () =>
+    new ReadableStream<Uint8Array>({
+      start(controller) {
+        for (let at = 0; at < text.length; at += 16) {
+          controller.enqueue(new TextEncoder().encode(text.slice(at, at + 16)));
+        }
+        controller.close();
+      },
+    });
+  for (
+    const init of [
+      { body: text, headers: { "content-length": String(text.length) } },
+      { body: streamed(), duplex: "half" },
+    ]
+  ) {
+    const response = await app.request("/", { method: "POST", ...init } as RequestInit);
+    assertEquals([response.status, (await response.json()).error.code], [413, "too_large"]);
+  }
+  const small = await app.request("/", { method: "POST", body: JSON.stringify({ text: "ok" }) });
+  assertEquals([small.status, await small.json()], [200, { text: "ok" }]);
+});

@@ -137,14 +137,16 @@ export class Worktrees {
   }
 
   /**
-   * What the location's main checkout has out (null: detached, or not known yet). One row: the whole list
-   * with every worktree's ports was a create's largest step after git's spawn, growing with the list.
+   * The location's main checkout, read as its own row: the whole list with every worktree's ports, which
+   * finding it took before, was a create's largest step after git's spawn and grew with the list (and
+   * `target` is asked for every event with a location).
    */
-  #mainBranch(location: string): string | null {
-    return this.#o.store.get<{ branch: string | null }>(
-      "SELECT branch FROM worktrees WHERE location = ? AND main = 1",
+  #main(location: string): Worktree | undefined {
+    const row = this.#o.store.get<WorktreeRow>(
+      "SELECT * FROM worktrees WHERE location = ? AND main = 1 ORDER BY name LIMIT 1",
       location,
-    )?.branch ?? null;
+    );
+    return row && toWorktree(row, this.#o.ports.portsOf(location, row.name));
   }
 
   /** One worktree; 404 when unknown. */
@@ -184,7 +186,7 @@ export class Worktrees {
     }
     if (name !== undefined) return this.get(location, name);
     this.#o.locations.get(location);
-    const main = this.list(location).find((w) => w.main);
+    const main = this.#main(location);
     if (!main) throw notFound("main checkout of location", location);
     return main;
   }
@@ -205,7 +207,7 @@ export class Worktrees {
       location: loc,
       name,
       request,
-      mainBranch: () => this.#mainBranch(location),
+      mainBranch: () => this.#main(location)?.branch ?? null,
     });
     const setupState: SetupState = nextSetup("new", config.setup ? "plan" : "skip", this.#o.log);
     this.#creating.add(path);
