@@ -175,8 +175,8 @@ export async function benchRelay(options: { quick: boolean }): Promise<Row[]> {
     const cpu = Object.fromEntries(
       Object.keys(sides).map((side) => [side, { agent: 0, box: 0, proxy: 0, bench: 0 }]),
     ) as Record<keyof typeof sides, Record<keyof typeof pids, number>>;
+    const order = Object.keys(sides) as (keyof typeof sides)[];
     for (let i = 0; i < nBursts; i++) {
-      const order = Object.keys(sides) as (keyof typeof sides)[];
       for (let k = 0; k < order.length; k++) {
         const side = order[(i + k) % order.length];
         const before = Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, cpuMs(pid)]));
@@ -186,9 +186,12 @@ export async function benchRelay(options: { quick: boolean }): Promise<Row[]> {
         }
       }
     }
+    // µs a request, for the processes that spent at least 1 µs a request on that side's bursts.
     const perRequest = (side: keyof typeof sides) =>
-      Object.entries(cpu[side]).filter(([, spent]) => spent * 1000 / (nBursts * CONCURRENCY) >= 1)
-        .map(([name, spent]) => `${name} ${(spent * 1000 / (nBursts * CONCURRENCY)).toFixed(0)}`).join(", ");
+      Object.entries(cpu[side]).map(([name, spent]) =>
+        [name, spent * 1000 / (nBursts * CONCURRENCY)] as const
+      )
+        .filter(([, us]) => us >= 1).map(([name, us]) => `${name} ${us.toFixed(0)}`).join(", ");
     const total = (side: keyof typeof sides) =>
       Object.values(cpu[side]).reduce((sum, spent) => sum + spent, 0);
     const burstStraightSummary = summarize(bursts.straight);

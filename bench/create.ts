@@ -77,8 +77,8 @@ export async function benchCreate(
   const SAME_REPO = options.sameRepo;
   const api: number[] = [];
   const plain: number[] = [];
-  // What dockd itself spends on a create (its CPU while the API creates run): the rest of the overhead
-  // over git is waiting, on the HTTP round trip and on git's process start and end.
+  // What dockd itself spends on a create (its CPU while the API creates run), beside the paired overhead:
+  // how much of that overhead is the daemon working rather than waiting (on HTTP, on git's start and end).
   let daemonCpu = 0;
   for (let i = 0; i < N_CREATE; i++) {
     const runApi = async () => {
@@ -103,7 +103,7 @@ export async function benchCreate(
   // happens to be on the machine at the time, which the ratio does.
   const overhead = summarize(api.map((x, i) => x - plain[i])).p50;
   const verdict = `goal ≤ ${ratio(CREATE_GOAL)}: ${r <= CREATE_GOAL ? "met" : "**not met**"}; ` +
-    `median paired overhead +${ms(overhead)} ms, of which dockd's own CPU ${
+    `median paired overhead +${ms(overhead)} ms; dockd's own CPU ${
       ms(daemonCpu / N_CREATE)
     } ms a create (mean)`;
   return [

@@ -105,20 +105,32 @@ export function table(rows: Row[]): string {
   return lines.join("\n");
 }
 
+/** Per process: each thread's CPU last read (ns), and what threads seen before and gone since had used. */
+const threadTimes = new Map<number, { gone: number; threads: Map<string, number> }>();
+
 /**
- * CPU time a process has used so far, in ms (`self`: this one): each of its threads' time on a CPU from
- * `/proc/<pid>/task/<tid>/schedstat`, in nanoseconds. A thread that ended is no longer counted, so read it
- * around a phase whose threads live through it.
+ * CPU time a process has used so far, in ms (`self`: this one): its threads' time on a CPU from
+ * `/proc/<pid>/task/<tid>/schedstat`, in nanoseconds (`/proc/<pid>/stat` counts 10 ms ticks). A thread
+ * that has ended keeps counting with what it had used when last read, so the figure never goes back
+ * when a runtime's idle thread exits between two reads.
  */
 export function cpuMs(pid: number | "self"): number {
-  const root = `/proc/${pid === "self" ? Deno.pid : pid}/task`;
-  let ns = 0;
+  const id = pid === "self" ? Deno.pid : pid;
+  const known = threadTimes.get(id) ?? { gone: 0, threads: new Map<string, number>() };
+  threadTimes.set(id, known);
+  const now = new Map<string, number>();
+  const root = `/proc/${id}/task`;
   for (const task of Deno.readDirSync(root)) {
     try {
-      ns += Number(Deno.readTextFileSync(`${root}/${task.name}/schedstat`).split(" ")[0]);
+      now.set(task.name, Number(Deno.readTextFileSync(`${root}/${task.name}/schedstat`).split(" ")[0]));
     } catch {
       // the thread ended while this read the folder
     }
   }
+  // Gone, or its id taken by a new thread (whose time starts again from 0).
+  for (const [tid, ns] of known.threads) if ((now.get(tid) ?? -1) < ns) known.gone += ns;
+  known.threads = now;
+  let ns = known.gone;
+  for (const spent of now.values()) ns += spent;
   return ns / 1e6;
 }
