@@ -92,6 +92,27 @@ function inCgroup(cmd: string, args: string[], folder: string | undefined): { cm
     : { cmd: "/bin/sh", args: ["-c", ENTER_CGROUP, "dock-cgroup", folder, cmd, ...args] };
 }
 
+/** The most a child's pipe is read in one go: the chunk size of Deno's own pipe streams. */
+const PIPE_READ_BYTES = 64 * 1024;
+/** Read buffers kept between runs: two pipes of a few runs at once. */
+const SPARE_READ_BUFFERS = 8;
+const spareReadBuffers: ArrayBuffer[] = [];
+
+/**
+ * A buffer for reading a child's pipe. Measured on `git --version` (200 runs a variant, three rounds):
+ * the default reader's fresh buffer for each read cost 520–680 µs of CPU a run and ~20 page faults,
+ * one reused buffer 420–510 µs, as little as `Deno.Command.output()` (which reads unbounded).
+ */
+function readBuffer(): ArrayBuffer {
+  return spareReadBuffers.pop() ?? new ArrayBuffer(PIPE_READ_BYTES);
+}
+
+function returnReadBuffer(buffer: ArrayBufferLike): void {
+  if (buffer instanceof ArrayBuffer && buffer.byteLength === PIPE_READ_BYTES) {
+    if (spareReadBuffers.length < SPARE_READ_BUFFERS) spareReadBuffers.push(buffer);
+  }
+}
+
 /** Runs `cmd` with `args` to completion. Never throws for a non-zero exit; throws if it cannot start. */
 export async function run(cmd: string, args: string[], options: RunOptions = {}): Promise<RunResult> {
   const started = performance.now();
@@ -137,14 +158,26 @@ export async function run(cmd: string, args: string[], options: RunOptions = {})
   const stderr = new TailBuffer(maxOutput);
   // A reader read to its end and not released: `for await` releases it when the stream ends, and the
   // release builds a TypeError (with its stack) for the reader's closed promise: 60–70 µs of a run of
-  // `git --version` for its two pipes (measured interleaved).
+  // `git --version` for its two pipes (measured interleaved). A BYOB reader into a buffer kept from run
+  // to run: the default reader gives every read a fresh, zeroed 64 KiB buffer (and every chunk kept its
+  // whole buffer alive); see `readBuffer`.
   const pump = async (stream: ReadableStream<Uint8Array>, own: TailBuffer, name: "stdout" | "stderr") => {
-    const reader = stream.getReader();
+    const reader = stream.getReader({ mode: "byob" });
+    let buffer = readBuffer();
     try {
-      for (let read = await reader.read(); !read.done; read = await reader.read()) {
-        own.push(read.value);
-        combined.push(read.value);
-        options.onOutput?.(read.value, name);
+      for (;;) {
+        const read = await reader.read(new Uint8Array(buffer));
+        if (read.done) {
+          // A stream that ended gives its buffer back (a cancelled one does not).
+          if (read.value) returnReadBuffer(read.value.buffer);
+          return;
+        }
+        // The bytes are copied out: the buffer is read into again, and the kept chunks must not change.
+        const chunk = read.value.slice();
+        buffer = read.value.buffer;
+        own.push(chunk);
+        combined.push(chunk);
+        options.onOutput?.(chunk, name);
       }
     } catch (error) {
       reader.cancel().catch(() => {}); // an `onOutput` that threw: the pipe is not read on (as before)

@@ -52,3 +52,38 @@ Deno.test("shell runs through a login shell; which finds commands", async () => 
   assert(which("sh")?.endsWith("/sh"));
   assertEquals(which("no-such-command-here"), null);
 });
+
+Deno.test("run: output read in many chunks keeps every chunk whole, across runs at once", async () => {
+  // ~290 KB on stdout takes several reads of the pipe; a chunk handed to onOutput is kept by the
+  // caller, so a read after it must not change it (the runner reads into a buffer it reuses).
+  const expected = Array.from({ length: 50_000 }, (_, i) => `${i + 1}\n`).join("");
+  const kept: Uint8Array[] = [];
+  const [big, other] = await Promise.all([
+    run("seq", ["1", "50000"], { group: false, onOutput: (chunk) => kept.push(chunk) }),
+    run("sh", ["-c", "seq 1 50000 >&2"], { group: false }),
+  ]);
+  assert(kept.length > 1, `one chunk only (${kept.length}): the test needs several reads`);
+  const decoder = new TextDecoder();
+  assertEquals(kept.map((chunk) => decoder.decode(chunk)).join(""), expected);
+  assertEquals(big.stdout, expected);
+  assertEquals(other.stderr, expected);
+  // The next runs take the buffers back: their output is theirs alone.
+  const again = await Promise.all([
+    run("echo", ["one"], { group: false }),
+    run("echo", ["two"], { group: false }),
+  ]);
+  assertEquals(again.map((result) => result.stdout), ["one\n", "two\n"]);
+  assertEquals(decoder.decode(kept[0]).slice(0, 8), "1\n2\n3\n4\n");
+});
+
+Deno.test("run: an onOutput that throws rejects the run with its error, and later runs are unharmed", async () => {
+  const error = await run("seq", ["1", "50000"], {
+    group: false,
+    onOutput: () => {
+      throw new Error("consumer failed");
+    },
+  }).then(() => null, (caught: Error) => caught);
+  assertEquals(error?.message, "consumer failed");
+  // The next run of the process still works (no buffer or pipe left in a bad state).
+  assertEquals((await run("echo", ["after"], { group: false })).stdout, "after\n");
+});
