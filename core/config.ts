@@ -287,8 +287,11 @@ export function mergeConfigs(layers: (DockConfig | null | undefined)[]): DockCon
     if (layer.hooks) out.hooks = [...(out.hooks ?? []), ...layer.hooks];
     if (layer.flows) out.flows = mergeByKey(out.flows, layer.flows, (flow) => flow.id);
   }
-  // The effective config is handed around and edited; it must not share objects with the layers.
-  return structuredClone(out);
+  // The effective config is handed around and edited; it must not share objects with the layers. A
+  // copy through JSON, which every layer was parsed from: structuredClone took 34 µs a call in the
+  // daemon (measured over 200 calls, about three a worktree create and one a gated request), the copy
+  // through JSON a few.
+  return JSON.parse(JSON.stringify(out));
 }
 
 /** Options of {@linkcode readRepoConfig}. */

@@ -989,3 +989,19 @@ Deno.test("a kit or config file with a NUL in a command, an env value or a file'
     "config.json: setup: must not contain a NUL",
   );
 });
+
+Deno.test("mergeConfigs: the effective config shares no object with its layers (it is edited by its users)", () => {
+  const repo: DockConfig = { env: { A: "1" }, services: [{ name: "web", run: "serve" }], hooks: [] };
+  const local: DockConfig = { env: { B: "2" }, services: [{ name: "db", run: "db" }] };
+  const effective = mergeConfigs([repo, null, local]);
+  assertEquals(effective, {
+    env: { A: "1", B: "2" },
+    services: [{ name: "web", run: "serve" }, { name: "db", run: "db" }],
+    hooks: [],
+  });
+  effective.env!.A = "changed";
+  effective.services![0].run = "changed";
+  effective.hooks!.push({ on: "worktree.created", run: "true" });
+  assertEquals(repo, { env: { A: "1" }, services: [{ name: "web", run: "serve" }], hooks: [] });
+  assertEquals(local, { env: { B: "2" }, services: [{ name: "db", run: "db" }] });
+});
