@@ -51,6 +51,7 @@ import type {
   SyncRequest,
   TaskRequest,
   UnitCreate,
+  WaitingReason,
   WorktreeCreate,
 } from "./wire.ts";
 import { KEY_NAMES } from "./wire.ts";
@@ -85,7 +86,16 @@ export const AGENT_REPORT_TYPES: readonly AgentReportType[] = [
   "agent.finished",
 ];
 
-const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/;
+/** An RFC 3339 time such as `2026-01-02T03:04:05Z` (an agent report's `time`). */
+export const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/;
+/** A tool's hook event name (an agent report's `data.hook`), such as `Stop` or `agent-turn-complete`. */
+export const HOOK_EVENT_NAME = /^[A-Za-z][A-Za-z0-9._-]*$/;
+/** Why an agent waits (an agent report's `data.reason`). */
+export const WAITING_REASONS = [
+  "permission",
+  "question",
+  "input",
+] as const satisfies readonly WaitingReason[];
 
 /** An agent's state report, as `dock hook` posts it and the spool keeps it. */
 export const AGENT_REPORT = z.strictObject({
@@ -96,8 +106,8 @@ export const AGENT_REPORT = z.strictObject({
     path: z.string().max(4096),
     agent: z.string().max(64),
     session_id: z.string().max(256).nullable(),
-    hook: z.string().max(64).regex(/^[A-Za-z][A-Za-z0-9._-]*$/, "must be a hook event name").optional(),
-    reason: z.enum(["permission", "question", "input"]).optional(),
+    hook: z.string().max(64).regex(HOOK_EVENT_NAME, "must be a hook event name").optional(),
+    reason: z.enum(WAITING_REASONS).optional(),
   }),
   session: z.string().max(64).optional(),
   // When the hook ran, on its machine's clock: only used to order a late (spooled) report, and never

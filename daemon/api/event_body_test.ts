@@ -1,6 +1,6 @@
 import { BOX_EVENT, isAgentReport } from "../../client/schemas.ts";
 import { assert, assertEquals } from "../../tests/assert.ts";
-import { plainAnnounce } from "./event_body.ts";
+import { agentReport, plainAnnounce } from "./event_body.ts";
 
 /**
  * Bodies as a stranger may send them, parsed from JSON as `body()` parses them: every combination of
@@ -111,4 +111,113 @@ Deno.test("plainAnnounce leaves agent reports, unknown fields and bad values to 
   assertEquals(plainAnnounce({ type: "bench.load", dataa: {} }), undefined);
   assertEquals(plainAnnounce({ type: "Bench" }), undefined);
   assertEquals(plainAnnounce({ type: "a", data: [] }), undefined);
+});
+
+/** Agent reports as a stranger may send them: every field at and past its limit, missing, mistyped. */
+function reportCorpus(): unknown[] {
+  const base = {
+    type: "agent.finished",
+    origin: "claude",
+    data: { path: "/home/u/app", agent: "claude", session_id: "abc" },
+  };
+  const variants: Record<string, unknown>[] = [base];
+  const set = (path: string[], value: unknown) => {
+    const copy = JSON.parse(JSON.stringify(base));
+    let at = copy;
+    for (const key of path.slice(0, -1)) at = at[key];
+    if (value === undefined) delete at[path[path.length - 1]];
+    else at[path[path.length - 1]] = value;
+    variants.push(copy);
+  };
+  for (
+    const type of ["agent.started", "agent.ready", "agent.waiting", "agent.other", "bench.load", 5, null]
+  ) {
+    set(["type"], type);
+  }
+  for (const origin of [undefined, "", "o".repeat(64), "o".repeat(65), 7, null]) set(["origin"], origin);
+  for (const data of [undefined, null, [], "x", {}, { path: "/", agent: "a" }]) set(["data"], data);
+  for (const path of [undefined, "", "p".repeat(4096), "p".repeat(4097), 1, null]) {
+    set(["data", "path"], path);
+  }
+  for (const agent of [undefined, "", "a".repeat(64), "a".repeat(65), false]) set(["data", "agent"], agent);
+  for (const id of [undefined, null, "", "s".repeat(256), "s".repeat(257), 3]) {
+    set(["data", "session_id"], id);
+  }
+  for (
+    const hook of [
+      "Stop",
+      "agent-turn-complete",
+      "a.b_c",
+      "1Stop",
+      "Sto p",
+      "",
+      "h".repeat(64),
+      "h".repeat(65),
+      null,
+      4,
+    ]
+  ) {
+    set(["data", "hook"], hook);
+  }
+  for (const reason of ["permission", "question", "input", "other", "", null]) {
+    set(["data", "reason"], reason);
+  }
+  for (const session of ["s1", "", "s".repeat(64), "s".repeat(65), null, 1]) set(["session"], session);
+  for (
+    const time of [
+      "2026-01-02T03:04:05Z",
+      "2026-01-02T03:04:05.123456789+02:00",
+      "2026-01-02T03:04:05.1234567890Z",
+      "2026-01-02 03:04:05Z",
+      "garbage-time",
+      "",
+      null,
+      12,
+    ]
+  ) set(["time"], time);
+  set(["extra"], 1);
+  set(["data", "extra"], 1);
+  variants.push(
+    {
+      ...base,
+      data: { ...base.data, hook: "Stop", reason: "input" },
+      session: "s",
+      time: "2026-01-02T03:04:05Z",
+    },
+    JSON.parse(
+      '{"type":"agent.ready","origin":"o","data":{"path":"/","agent":"a","session_id":null},"__proto__":{}}',
+    ),
+    JSON.parse(
+      '{"type":"agent.ready","origin":"o","data":{"path":"/","agent":"a","session_id":null,"__proto__":{}}}',
+    ),
+  );
+  return variants.map((body) => JSON.parse(JSON.stringify(body)));
+}
+
+Deno.test("agentReport accepts exactly the agent reports BOX_EVENT accepts, with the same value", () => {
+  let accepted = 0;
+  let refused = 0;
+  const bodies = [...reportCorpus(), ...corpus()];
+  for (const body of bodies) {
+    const fast = agentReport(body);
+    const parsed = BOX_EVENT.safeParse(body);
+    const report = parsed.success && isAgentReport(parsed.data);
+    const label = JSON.stringify(body);
+    if (fast !== undefined) {
+      accepted++;
+      assert(report, `the hand check took what the schema refuses (or a plain announce): ${label}`);
+      assertEquals(fast, parsed.data, `a different value for ${label}`);
+      continue;
+    }
+    refused++;
+    // Declined: the schema decides, and it may accept no report the hand check declined, except one with
+    // an own `__proto__` key, which the schema drops from its copy.
+    const proto = (value: unknown) =>
+      typeof value === "object" && value !== null && Object.hasOwn(value, "__proto__");
+    if (report && (proto(body) || proto((body as { data?: unknown }).data))) continue;
+    assert(!report, `the hand check declined an agent report the schema accepts: ${label}`);
+  }
+  // Both sides are in the corpus: the comparison above is not vacuous.
+  assert(accepted > 20, `only ${accepted} accepted`);
+  assert(refused > 50, `only ${refused} refused`);
 });

@@ -8,7 +8,7 @@ import type { AgentStates } from "../agent_state.ts";
 import { BOX_EVENT, isAgentReport } from "../../client/schemas.ts";
 import type { EventBus } from "../../core/events.ts";
 import { resumeFrom, sse } from "../../core/sse.ts";
-import { plainAnnounce } from "./event_body.ts";
+import { agentReport, plainAnnounce } from "./event_body.ts";
 import { body, json, requestOrigin, RouteTable } from "../../core/http.ts";
 
 /** What the event routes use of the box. */
@@ -23,8 +23,10 @@ export function eventRoutes(box: EventRoutesBackend): RouteTable {
   return new RouteTable("events")
     .add("GET", "/events", (c) => sse(box.bus, resumeFrom(c, box.bus), c.req.raw.signal))
     .add("POST", "/events", async (c) => {
-      // A plain announce is checked by hand (event_body.ts); the schema decides the rest.
-      const announce = await body(c, BOX_EVENT, { fast: plainAnnounce });
+      // A plain announce and an agent report are checked by hand (event_body.ts); the schema decides the rest.
+      const announce = await body(c, BOX_EVENT, {
+        fast: (value) => plainAnnounce(value) ?? agentReport(value),
+      });
       if (isAgentReport(announce)) {
         const event = box.agentStates.ingest(announce);
         return json(event ?? { duplicate: true }, event ? 201 : 200);
