@@ -374,8 +374,11 @@ export function stopProcessesOf(state: string): void {
 }
 
 /**
- * Kills the process groups of everything whose command line names a path under `root`: services
- * outlive their daemon by design, so a test box's services must be ended by the test that made them.
+ * Kills the process groups of everything whose command line names a path under `root`, or that runs in
+ * a folder under it: services outlive their daemon by design, so a test box's services must be ended by
+ * the test that made them. An agent tool in a session's pane names no such path (`node …/cli.js`), and
+ * when its tmux server went it took the SIGHUP and wrote its cache into the box's home after the folder
+ * was removed (a test folder holding only `home/.cache/claude-cli-nodejs` was left after full runs).
  */
 export function killProcessesUnder(root: string): void {
   const pgidOf = (pid: string) =>
@@ -385,13 +388,22 @@ export function killProcessesUnder(root: string): void {
     if (!/^\d+$/.test(entry.name) || Number(entry.name) === Deno.pid) continue;
     try {
       const cmdline = Deno.readTextFileSync(`/proc/${entry.name}/cmdline`);
-      if (!cmdline.includes(`${root}/`)) continue;
+      if (!cmdline.includes(`${root}/`) && !cwdOf(entry.name).startsWith(`${root}/`)) continue;
       const pgid = pgidOf(entry.name);
       // Never the test runner's own group; a process started in it (a test that runs a box's start
       // line itself, as cron would at boot) is killed alone: skipped, it outlived the run.
       if (pgid !== own) Deno.kill(-pgid, "SIGKILL");
       else Deno.kill(Number(entry.name), "SIGKILL");
     } catch { /* gone meanwhile, or not ours to kill */ }
+  }
+}
+
+/** The folder a process runs in ("" when it cannot be read: gone, or not ours). */
+function cwdOf(pid: string): string {
+  try {
+    return Deno.readLinkSync(`/proc/${pid}/cwd`);
+  } catch {
+    return "";
   }
 }
 
