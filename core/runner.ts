@@ -108,10 +108,8 @@ function readBuffer(): ArrayBuffer {
   return spareReadBuffers.pop() ?? new ArrayBuffer(PIPE_READ_BYTES);
 }
 
-function returnReadBuffer(buffer: ArrayBufferLike): void {
-  if (buffer instanceof ArrayBuffer && buffer.byteLength === PIPE_READ_BYTES) {
-    if (spareReadBuffers.length < SPARE_READ_BUFFERS) spareReadBuffers.push(buffer);
-  }
+function returnReadBuffer(buffer: ArrayBuffer): void {
+  if (spareReadBuffers.length < SPARE_READ_BUFFERS) spareReadBuffers.push(buffer);
 }
 
 /** Runs `cmd` with `args` to completion. Never throws for a non-zero exit; throws if it cannot start. */

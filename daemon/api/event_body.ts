@@ -22,6 +22,16 @@ import type { AgentReport, EventAnnounce } from "../../client/wire.ts";
 const REPORT_TYPES = new Set<string>(AGENT_REPORT_TYPES);
 
 /**
+ * `value` as `BOX_EVENT` would give it when it is one of the hot shapes the schema accepts: an agent
+ * report by its type, else a plain announce (each shape's check runs alone, not one after the other);
+ * undefined when the schema must decide.
+ */
+export function handChecked(value: unknown): EventAnnounce | AgentReport | undefined {
+  const type = isRecord(value) ? value.type : undefined;
+  return typeof type === "string" && REPORT_TYPES.has(type) ? agentReport(value) : plainAnnounce(value);
+}
+
+/**
  * `value` as `BOX_EVENT` would give it when it is a plain announce the schema accepts; undefined when
  * the schema must decide (a report, anything refused, a `__proto__` key the schema would drop).
  */

@@ -1,6 +1,6 @@
 import { BOX_EVENT, isAgentReport } from "../../client/schemas.ts";
 import { assert, assertEquals } from "../../tests/assert.ts";
-import { agentReport, plainAnnounce } from "./event_body.ts";
+import { agentReport, handChecked, plainAnnounce } from "./event_body.ts";
 
 /**
  * Bodies as a stranger may send them, parsed from JSON as `body()` parses them: every combination of
@@ -220,4 +220,16 @@ Deno.test("agentReport accepts exactly the agent reports BOX_EVENT accepts, with
   // Both sides are in the corpus: the comparison above is not vacuous.
   assert(accepted > 20, `only ${accepted} accepted`);
   assert(refused > 50, `only ${refused} refused`);
+});
+
+Deno.test("handChecked, what POST events uses, gives each body's own shape's answer, by its type", () => {
+  let reports = 0;
+  let plain = 0;
+  for (const body of [...corpus(), ...reportCorpus()]) {
+    const checked = handChecked(body);
+    assertEquals(checked, plainAnnounce(body) ?? agentReport(body), JSON.stringify(body));
+    if (checked && isAgentReport(checked)) reports++;
+    else if (checked) plain++;
+  }
+  assert(reports > 20 && plain > 50, `reports ${reports}, plain announces ${plain}`);
 });

@@ -8,7 +8,7 @@ import type { AgentStates } from "../agent_state.ts";
 import { BOX_EVENT, isAgentReport } from "../../client/schemas.ts";
 import type { EventBus } from "../../core/events.ts";
 import { resumeFrom, sse } from "../../core/sse.ts";
-import { agentReport, plainAnnounce } from "./event_body.ts";
+import { handChecked } from "./event_body.ts";
 import { body, json, requestOrigin, RouteTable } from "../../core/http.ts";
 
 /** What the event routes use of the box. */
@@ -24,9 +24,7 @@ export function eventRoutes(box: EventRoutesBackend): RouteTable {
     .add("GET", "/events", (c) => sse(box.bus, resumeFrom(c, box.bus), c.req.raw.signal))
     .add("POST", "/events", async (c) => {
       // A plain announce and an agent report are checked by hand (event_body.ts); the schema decides the rest.
-      const announce = await body(c, BOX_EVENT, {
-        fast: (value) => plainAnnounce(value) ?? agentReport(value),
-      });
+      const announce = await body(c, BOX_EVENT, { fast: handChecked });
       if (isAgentReport(announce)) {
         const event = box.agentStates.ingest(announce);
         return json(event ?? { duplicate: true }, event ? 201 : 200);
