@@ -83,88 +83,148 @@ Deno.test("serveGuarded: answers requests, keeps a WebSocket open past the idle 
   });
 });
 
-Deno.test("serveGuarded: a connection that sends nothing, or headers too slowly, is closed at its deadline", async () => {
-  await withServer({ headerMs: 150 }, async (port, stats) => {
-    const silent = await Deno.connect({ hostname: "127.0.0.1", port });
-    const slow = await Deno.connect({ hostname: "127.0.0.1", port });
-    await slow.write(new TextEncoder().encode("GET / HTTP/1.1\r\nHost: x\r\n"));
-    const [a, b] = await Promise.all([readUntilClosed(silent), readUntilClosed(slow)]);
-    assert(a === "" || a === null, `silent got ${a}`);
-    assert(b === "" || b === null || !b.includes("200"), `slow got ${b}`);
-    assertEquals(stats().timedOut, 2);
-    assertEquals(stats().open, 0);
-  });
-});
+/**
+ * The two ways a plain connection is served: by `Deno.serveHttp` (WebSockets served), and by the
+ * runtime's own server (listen_direct.ts) where WebSockets are served elsewhere.
+ */
+const SERVINGS = [["Deno.serveHttp", {}], ["direct", { webSocketsAt: "the WebSocket socket" }]] as const;
 
-Deno.test("serveGuarded: an idle keep-alive connection is closed; one with a request in flight is not", async () => {
-  await withServer({ idleMs: 120, headerMs: 5_000 }, async (port, stats) => {
-    const conn = await Deno.connect({ hostname: "127.0.0.1", port });
-    await conn.write(new TextEncoder().encode("GET /stream HTTP/1.1\r\nHost: x\r\n\r\n"));
-    const text = await readUntilClosed(conn);
-    // The 300 ms stream was answered whole; only then did the idle timeout close the connection.
-    assert(text?.includes("tick 5"), String(text));
-    assertEquals(stats().timedOut, 1);
-  });
-});
-
-for (const [cap, options] of [["per-peer", { maxPerPeer: 3 }], ["total", { maxConnections: 3 }]] as const) {
-  Deno.test(`serveGuarded: connections past the ${cap} cap are closed at once, and room comes back`, async () => {
-    await withServer({ headerMs: 10_000, ...options }, async (port, stats) => {
-      const held = await Promise.all([1, 2, 3].map(() => Deno.connect({ hostname: "127.0.0.1", port })));
-      // The server counts a connection once it accepted it: wait for the three.
-      while (stats().open < 3) await new Promise((resolve) => setTimeout(resolve, 5));
-      const fourth = await Deno.connect({ hostname: "127.0.0.1", port });
-      assertEquals(await readUntilClosed(fourth) ?? "", "");
-      assertEquals(stats().refused, 1);
-      for (const conn of held) conn.close();
-      while (stats().open > 0) await new Promise((resolve) => setTimeout(resolve, 5));
-      const response = await fetch(`http://127.0.0.1:${port}/`);
-      assertEquals(await response.text(), "ok");
+for (const [serving, way] of SERVINGS) {
+  Deno.test(`serveGuarded (${serving}): a connection that sends nothing, or headers too slowly, is closed at its deadline`, async () => {
+    await withServer({ headerMs: 150, ...way }, async (port, stats) => {
+      const silent = await Deno.connect({ hostname: "127.0.0.1", port });
+      const slow = await Deno.connect({ hostname: "127.0.0.1", port });
+      await slow.write(new TextEncoder().encode("GET / HTTP/1.1\r\nHost: x\r\n"));
+      const [a, b] = await Promise.all([readUntilClosed(silent), readUntilClosed(slow)]);
+      assert(a === "" || a === null, `silent got ${a}`);
+      assert(b === "" || b === null || !b.includes("200"), `slow got ${b}`);
+      assertEquals(stats().timedOut, 2);
+      await until(() => stats().open === 0, { what: "both connections given back" });
     });
   });
+
+  Deno.test(`serveGuarded (${serving}): an idle keep-alive connection is closed; one with a request in flight is not`, async () => {
+    await withServer({ idleMs: 120, headerMs: 5_000, ...way }, async (port, stats) => {
+      const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+      await conn.write(new TextEncoder().encode("GET /stream HTTP/1.1\r\nHost: x\r\n\r\n"));
+      const text = await readUntilClosed(conn);
+      // The 300 ms stream was answered whole; only then did the idle timeout close the connection.
+      assert(text?.includes("tick 5"), String(text));
+      assertEquals(stats().timedOut, 1);
+    });
+  });
+
+  for (const [cap, options] of [["per-peer", { maxPerPeer: 3 }], ["total", { maxConnections: 3 }]] as const) {
+    Deno.test(`serveGuarded (${serving}): connections past the ${cap} cap are closed at once, and room comes back`, async () => {
+      await withServer({ headerMs: 10_000, ...options, ...way }, async (port, stats) => {
+        const held = await Promise.all([1, 2, 3].map(() => Deno.connect({ hostname: "127.0.0.1", port })));
+        // The server counts a connection once it accepted it: wait for the three.
+        while (stats().open < 3) await new Promise((resolve) => setTimeout(resolve, 5));
+        const fourth = await Deno.connect({ hostname: "127.0.0.1", port });
+        assertEquals(await readUntilClosed(fourth) ?? "", "");
+        assertEquals(stats().refused, 1);
+        for (const conn of held) conn.close();
+        while (stats().open > 0) await new Promise((resolve) => setTimeout(resolve, 5));
+        const response = await fetch(`http://127.0.0.1:${port}/`);
+        assertEquals(await response.text(), "ok");
+      });
+    });
+  }
 }
 
-Deno.test("serveGuarded: the accept loop survives running out of file descriptors and recovers", async () => {
-  // A child with 64 descriptors and no cap below them: 100 idle connections exhaust them (the default cap,
-  // a quarter of the limit, would refuse them before); after they are dropped it serves again.
-  const script = `
+Deno.test("serveGuarded (direct): answers and streams; a WebSocket request is refused, naming where they are served", async () => {
+  await withServer({ idleMs: 100, webSocketsAt: "/run/box/dockd-ws.sock" }, async (port) => {
+    const response = await fetch(`http://127.0.0.1:${port}/`);
+    assertEquals(await response.text(), "ok");
+    const stream = await fetch(`http://127.0.0.1:${port}/stream`);
+    assertEquals((await stream.text()).split("\n").filter(Boolean).length, 6); // 300 ms, past the 100 ms idle
+    const refused = await fetch(`http://127.0.0.1:${port}/ws`, {
+      headers: {
+        upgrade: "websocket",
+        connection: "upgrade",
+        "sec-websocket-key": "dGhlIHNhbXBsZSBub25jZQ==",
+      },
+    });
+    assertEquals(refused.status, 400);
+    const { error } = await refused.json();
+    assertEquals(error.code, "websocket_elsewhere");
+    assert(error.message.includes("/run/box/dockd-ws.sock"), error.message);
+  });
+});
+
+Deno.test("serveGuarded (direct): connections that end on their own, then deadlines and a shutdown, end nothing else", async () => {
+  // Ending a connection the runtime's server has already ended must not throw (an abort signal's
+  // listener would, uncaught): 20 one-request connections close on their own, 5 more stay idle past
+  // their deadline, and the listener is shut down with one in flight.
+  const server = serveGuarded({ hostname: "127.0.0.1", port: 0 }, hello, {
+    log: () => {},
+    idleMs: 50,
+    webSocketsAt: "elsewhere",
+  });
+  for (let i = 0; i < 20; i++) {
+    const conn = await Deno.connect({ hostname: "127.0.0.1", port: server.addr.port });
+    await conn.write(new TextEncoder().encode("GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"));
+    assert((await readUntilClosed(conn))?.includes("200 OK"));
+  }
+  const idle = await Promise.all([1, 2, 3, 4, 5].map(async () => {
+    const conn = await Deno.connect({ hostname: "127.0.0.1", port: server.addr.port });
+    await conn.write(new TextEncoder().encode("GET / HTTP/1.1\r\nHost: x\r\n\r\n"));
+    return readUntilClosed(conn);
+  }));
+  assert(idle.every((text) => text?.includes("200 OK")), String(idle));
+  assertEquals(server.stats().timedOut, 5);
+  const streaming = await fetch(`http://127.0.0.1:${server.addr.port}/stream`);
+  await server.shutdown();
+  await streaming.body?.cancel();
+  await until(() => server.stats().open === 0, { what: "every connection given back" });
+  assertEquals(server.stats().accepted, 26);
+});
+
+for (const [serving, way] of SERVINGS) {
+  Deno.test(`serveGuarded (${serving}): the accept loop survives running out of file descriptors and recovers`, async () => {
+    // A child with 64 descriptors and no cap below them: 100 idle connections exhaust them (the default cap,
+    // a quarter of the limit, would refuse them before); after they are dropped it serves again.
+    const script = `
     import { serveGuarded } from ${JSON.stringify(new URL("./listen.ts", import.meta.url).href)};
-    const server = serveGuarded({ hostname: "127.0.0.1", port: 0 }, () => new Response("ok"), { headerMs: 60_000, maxConnections: 1000, log: (l) => console.error(l) });
+    const server = serveGuarded({ hostname: "127.0.0.1", port: 0 }, () => new Response("ok"), { headerMs: 60_000, maxConnections: 1000, log: (l) => console.error(l), ...${
+      JSON.stringify(way)
+    } });
     console.log(server.addr.port);
   `;
-  const child = new Deno.Command("/bin/sh", {
-    args: ["-c", `ulimit -n 64 && exec "${Deno.execPath()}" run -A --cached-only -`],
-    stdin: "piped",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  const writer = child.stdin.getWriter();
-  await writer.write(new TextEncoder().encode(script));
-  await writer.close();
-  const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  const port = Number((await lines.read()).value?.trim());
-  try {
-    const hogs: Deno.Conn[] = [];
-    for (let i = 0; i < 100; i++) hogs.push(await Deno.connect({ hostname: "127.0.0.1", port }));
-    // Past the limit the child cannot accept; it must not die.
-    const stuck = await fetch(`http://127.0.0.1:${port}/`, { signal: AbortSignal.timeout(300) }).catch(() =>
-      null
-    );
-    assertEquals(stuck, null);
-    for (const conn of hogs) conn.close();
-    let answer = "";
-    for (let attempt = 0; attempt < 100 && !answer; attempt++) {
-      answer = await fetch(`http://127.0.0.1:${port}/`).then((r) => r.text()).catch(() => "");
+    const child = new Deno.Command("/bin/sh", {
+      args: ["-c", `ulimit -n 64 && exec "${Deno.execPath()}" run -A --cached-only -`],
+      stdin: "piped",
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    const writer = child.stdin.getWriter();
+    await writer.write(new TextEncoder().encode(script));
+    await writer.close();
+    const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+    const port = Number((await lines.read()).value?.trim());
+    try {
+      const hogs: Deno.Conn[] = [];
+      for (let i = 0; i < 100; i++) hogs.push(await Deno.connect({ hostname: "127.0.0.1", port }));
+      // Past the limit the child cannot accept; it must not die.
+      const stuck = await fetch(`http://127.0.0.1:${port}/`, { signal: AbortSignal.timeout(300) }).catch(() =>
+        null
+      );
+      assertEquals(stuck, null);
+      for (const conn of hogs) conn.close();
+      let answer = "";
+      for (let attempt = 0; attempt < 100 && !answer; attempt++) {
+        answer = await fetch(`http://127.0.0.1:${port}/`).then((r) => r.text()).catch(() => "");
+      }
+      assertEquals(answer, "ok");
+    } finally {
+      child.kill("SIGKILL");
+      await child.status;
+      await lines.cancel();
+      const errors = await new Response(child.stderr).text();
+      assert(errors.includes("cannot accept") && !errors.includes("Uncaught"), errors);
     }
-    assertEquals(answer, "ok");
-  } finally {
-    child.kill("SIGKILL");
-    await child.status;
-    await lines.cancel();
-    const errors = await new Response(child.stderr).text();
-    assert(errors.includes("cannot accept") && !errors.includes("Uncaught"), errors);
-  }
-});
+  });
+}
 
 Deno.test("serveGuarded over TLS: served through the loopback hop with the stranger's address; a silent connection is released at the handshake deadline", async () => {
   const dir = await Deno.makeTempDir();

@@ -38,6 +38,15 @@ export interface BoxPaths {
   worktrees: string;
 }
 
+/**
+ * The socket beside a daemon's API socket (`dockd.sock`) that serves its WebSockets, attach and tunnels
+ * (`dockd-ws.sock`): the API socket's connections are served by the runtime's own server, which cannot
+ * carry one (core/listen_direct.ts).
+ */
+export function webSocketsSocket(socket: string): string {
+  return socket.endsWith(".sock") ? `${socket.slice(0, -".sock".length)}-ws.sock` : `${socket}-ws`;
+}
+
 /** Resolves the box's paths from the environment. */
 export function boxPaths(env: { get(key: string): string | undefined } = Deno.env): BoxPaths {
   const userHome = env.get("HOME") ?? "/";

@@ -9,6 +9,7 @@
  * @module
  */
 import { concatBytes } from "./bytes.ts";
+import { webSocketsSocket } from "./paths.ts";
 import {
   ByteQueue,
   ConnWebSocket,
@@ -187,13 +188,16 @@ async function acceptKey(key: string): Promise<string> {
   return btoa(String.fromCharCode(...new Uint8Array(digest)));
 }
 
-/** Opens a WebSocket to `path` on the HTTP server listening on the unix socket `socket`. */
+/**
+ * Opens a WebSocket to `path` on the daemon whose API socket is `socket`: on the socket beside it that
+ * serves WebSockets ({@linkcode webSocketsSocket}).
+ */
 export async function connectUnixWebSocket(
   socket: string,
   path: string,
   options: Omit<WebSocketOptions, "path"> = {},
 ): Promise<ConnWebSocket> {
-  const conn = await Deno.connect({ transport: "unix", path: socket });
+  const conn = await Deno.connect({ transport: "unix", path: webSocketsSocket(socket) });
   return await openWebSocket(conn, { host: "dockd", ...options, path });
 }
 

@@ -11,6 +11,9 @@ import { makeDirs, makeRepo, slowTmux, startBox, type TestBox } from "./harness.
 import { clientChanges, paneOutput } from "./tmux_watch.ts";
 import { until, untilEvent } from "./wait.ts";
 import { connectUnixWebSocket } from "./ws_unix.ts";
+import { openWebSocket } from "../core/ws_client.ts";
+import { WebSocketHandshakeError } from "../core/websocket.ts";
+import { webSocketsSocket } from "../core/paths.ts";
 
 const DENO = Deno.execPath();
 const FAKE = new URL("./fixtures/fake_agent.ts", import.meta.url).pathname;
@@ -378,6 +381,24 @@ Deno.test("attach over the box API: shows the screen, types, resizes, and redraw
     connectUnixWebSocket(box.dirs.socket, "/v1/sessions/term/attach?cols=0")
   );
   assertStringIncludes(badSize.message, "400");
+
+  // Attach went to the socket beside the API's (connectUnixWebSocket dials it): the API socket's own
+  // server cannot carry a WebSocket, and says where they are; both are the box user's alone.
+  const webSockets = webSocketsSocket(box.dirs.socket);
+  assertEquals(webSockets, join(box.dirs.state, "box", "dockd-ws.sock"));
+  for (const path of [box.dirs.socket, webSockets]) {
+    assertEquals((await Deno.stat(path)).mode! & 0o777, 0o600);
+  }
+  const onApiSocket = await assertRejects(
+    async () =>
+      await openWebSocket(await Deno.connect({ transport: "unix", path: box.dirs.socket }), {
+        path: "/v1/sessions/term/attach",
+      }),
+    WebSocketHandshakeError,
+  );
+  assertEquals((onApiSocket as WebSocketHandshakeError).status, 400);
+  const { error } = JSON.parse(new TextDecoder().decode((onApiSocket as WebSocketHandshakeError).body));
+  assertEquals([error.code, error.message.includes(webSockets)], ["websocket_elsewhere", true]);
 });
 
 Deno.test("the CLI: session new, send --wait, wait, screen and list", async () => {

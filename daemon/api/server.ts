@@ -38,6 +38,7 @@ import { skillRoutes } from "./skills.ts";
 import { systemRoutes } from "./system.ts";
 import { worktreeRoutes } from "./worktrees.ts";
 import { pluginRoutes } from "../../plugins/routes.ts";
+import { webSocketsSocket } from "../../core/paths.ts";
 
 /** Options of {@linkcode boxApp}. */
 export interface BoxAppOptions {
@@ -98,23 +99,50 @@ export async function serveSocket(
   box: Box,
   options: { signal?: AbortSignal; limits?: ListenLimits } = {},
 ): Promise<GuardedServer> {
-  const path = box.paths.socket;
-  await Deno.remove(path).catch(() => {});
   const app = boxApp(box);
   // What a plugin asks through `ctx.api` goes to this app, as a request on the daemon's own socket would
   // (gates and all); the plugin host checks its scopes first.
   box.plugins.connectApi(async (request) => await app.fetch(request));
-  // The guarded loop here too: `Deno.serve` ends the whole process when an accept meets EMFILE (measured
-  // on a unix socket at `ulimit -n 64`), and a daemon near its limit must refuse, not die.
-  const server = serveGuarded({ path }, (request) => app.fetch(request), {
-    signal: options.signal,
-    onError: (error) => errorResponse(error, box.log),
-    log: (line) => box.log.warn(line),
-    ...options.limits,
-  });
-  // Created with the process's umask; only the box's user may talk to the daemon.
-  await Deno.chmod(path, 0o600);
-  return server;
+  // The API socket's connections are served by the runtime's own server, which cannot carry a
+  // WebSocket: attach and tunnels have a socket of their own beside it, serving the same app.
+  const path = box.paths.socket;
+  const webSockets = webSocketsSocket(path);
+  const listen = async (at: string, webSocketsAt?: string) => {
+    await Deno.remove(at).catch(() => {});
+    // The guarded loop here too: `Deno.serve` ends the whole process when an accept meets EMFILE
+    // (measured on a unix socket at `ulimit -n 64`), and a daemon near its limit must refuse, not die.
+    const server = serveGuarded({ path: at }, (request) => app.fetch(request), {
+      signal: options.signal,
+      onError: (error) => errorResponse(error, box.log),
+      log: (line) => box.log.warn(line),
+      webSocketsAt,
+      ...options.limits,
+    });
+    // Created with the process's umask; only the box's user may talk to the daemon.
+    await Deno.chmod(at, 0o600);
+    return server;
+  };
+  const upgrades = await listen(webSockets);
+  return bothServers(await listen(path, webSockets), upgrades);
+}
+
+/** One server of two listeners: `main`'s address, both stopped and counted together. */
+function bothServers(main: GuardedServer, other: GuardedServer): GuardedServer {
+  return {
+    addr: main.addr,
+    stats: () => {
+      const [a, b] = [main.stats(), other.stats()];
+      return {
+        open: a.open + b.open,
+        accepted: a.accepted + b.accepted,
+        refused: a.refused + b.refused,
+        timedOut: a.timedOut + b.timedOut,
+        acceptErrors: a.acceptErrors + b.acceptErrors,
+      };
+    },
+    shutdown: async () => void await Promise.all([main.shutdown(), other.shutdown()]),
+    finished: Promise.all([main.finished, other.finished]).then(() => {}),
+  };
 }
 
 /** Options of {@linkcode serveTls}. */
