@@ -56,6 +56,8 @@ export interface DirectServing {
   stats: { timedOut: number };
   /** Where WebSockets are served, said to a WebSocket request here. */
   webSocketsAt: string;
+  /** The requests came over TLS (through the hop), where the runtime saw plain HTTP. */
+  secure: boolean;
 }
 
 /**
@@ -87,10 +89,12 @@ export class DirectConn implements Closable {
 }
 
 /**
- * Serves HTTP on `conn` (a plain socket this listener accepted) by the runtime's server, closing it at the
- * header deadline and when idle, as `Deno.serveHttp`'s connections are; its end gives `slot` back.
+ * Serves HTTP on `socket` (a plain connection this listener accepted, or the loopback end of a TLS pipe:
+ * `piped`) by the runtime's server, closing it at the header deadline and when idle, as `Deno.serveHttp`'s
+ * connections are. Its end gives `slot` back; behind the TLS hop the pipe does, once it has relayed the
+ * last answer (the runtime's server has written it to the pipe, not yet to the stranger).
  */
-export function serveDirect(socket: DirectConn, slot: Slot, serving: DirectServing): void {
+export function serveDirect(socket: DirectConn, slot: Slot, serving: DirectServing, piped = false): void {
   const { deadlines, limits, stats } = serving;
   let inFlight = 0;
   const deadline = deadlines.add(() => {
@@ -113,10 +117,14 @@ export function serveDirect(socket: DirectConn, slot: Slot, serving: DirectServi
         inFlight++;
         // An answer in flight (a stream: SSE, NDJSON) keeps the connection from idling until it is whole.
         served.completed.then(settled, settled);
+        // Behind the TLS hop the runtime says `http:`; the stranger spoke TLS.
+        if (serving.secure) {
+          Object.defineProperty(request, "url", { value: request.url.replace(/^http:/, "https:") });
+        }
         if (request.headers.get("upgrade")?.toLowerCase() === "websocket") {
           const refusal = new DockError(
             "websocket_elsewhere",
-            `WebSockets are not served here: connect to ${serving.webSocketsAt}`,
+            `WebSockets are not served on this connection: they are served on ${serving.webSocketsAt}`,
             { status: 400 },
           );
           return Response.json(refusal.toBody(), { status: refusal.status });
@@ -133,6 +141,6 @@ export function serveDirect(socket: DirectConn, slot: Slot, serving: DirectServi
   );
   server.finished.catch(() => {}).finally(() => {
     deadline.disarm();
-    slot.close();
+    if (!piped) slot.close();
   });
 }

@@ -3,6 +3,8 @@ import { ensureCertificates } from "../daemon/tls.ts";
 import { listeningPorts } from "../tests/harness.ts";
 import { until } from "../tests/wait.ts";
 import { serveGuarded, type ServeGuardedOptions } from "./listen.ts";
+import { mayAskForWebSocket } from "./tls_hop.ts";
+import { connectTlsWebSocket } from "./ws_client.ts";
 
 function hello(request: Request): Response {
   const url = new URL(request.url);
@@ -397,5 +399,83 @@ Deno.test("serveGuarded over TLS: 8 MiB each way cross the hop's pump intact, pa
     client.close();
     await server.shutdown();
     await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("mayAskForWebSocket: a whole head with Upgrade: websocket, or a head not whole yet", () => {
+  const bytes = (text: string) => new TextEncoder().encode(text);
+  const ws = "GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n";
+  assertEquals(mayAskForWebSocket(bytes(ws)), true);
+  assertEquals(mayAskForWebSocket(bytes(ws.replace("Upgrade: websocket", "upgrade:WebSocket"))), true);
+  assertEquals(mayAskForWebSocket(bytes("GET / HTTP/1.1\r\nHost: x\r\n\r\n")), false);
+  // A header that only names it, or a body that says it, asks for nothing.
+  assertEquals(mayAskForWebSocket(bytes("GET / HTTP/1.1\r\nX-Upgrade: websocket\r\n\r\n")), false);
+  assertEquals(
+    mayAskForWebSocket(bytes("POST / HTTP/1.1\r\nContent-Length: 20\r\n\r\n\r\nUpgrade: websocket\r\n")),
+    false,
+  );
+  assertEquals(mayAskForWebSocket(bytes("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")), false);
+  // Not whole: it may yet ask, so the server that can carry one serves it.
+  assertEquals(mayAskForWebSocket(bytes("GET / HTTP/1.1\r\nHost: x\r\n")), true);
+});
+
+Deno.test("serveGuarded over TLS: a first request for a WebSocket gets one; any other connection is served directly, and says where WebSockets are; silence after the handshake is closed at the header deadline", async () => {
+  const dir = await Deno.makeTempDir();
+  const certificates = await ensureCertificates(dir, { addresses: ["127.0.0.1"] });
+  const server = serveGuarded(
+    {
+      hostname: "127.0.0.1",
+      port: 0,
+      cert: certificates.certPem + certificates.caPem,
+      key: certificates.keyPem,
+    },
+    hello,
+    { headerMs: 200, log: () => {} },
+  );
+  const tls = async () => {
+    const conn = await Deno.connectTls({
+      hostname: "127.0.0.1",
+      port: server.addr.port,
+      caCerts: [certificates.caPem],
+    });
+    await conn.handshake();
+    return conn;
+  };
+  try {
+    const ws = await connectTlsWebSocket({
+      hostname: "127.0.0.1",
+      port: server.addr.port,
+      caCerts: [certificates.caPem],
+      path: "/ws",
+    });
+    await ws.sendText("one");
+    assertEquals(new TextDecoder().decode((await ws.next())!.data), "echo:one");
+    await ws.close();
+
+    // A plain first request: the direct server, which refuses a WebSocket later on the connection.
+    const conn = await tls();
+    await conn.write(new TextEncoder().encode(
+      "GET / HTTP/1.1\r\nHost: x\r\n\r\n" +
+        "GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
+        "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\nConnection: close\r\n\r\n",
+    ));
+    // What came before the close (TLS says the close without a close_notify as an error).
+    let text = "";
+    const buffer = new Uint8Array(4096);
+    try {
+      for (let n = await conn.read(buffer); n !== null; n = await conn.read(buffer)) {
+        text += new TextDecoder().decode(buffer.subarray(0, n));
+      }
+    } catch { /* closed */ }
+    conn.close();
+    assert(text.startsWith("HTTP/1.1 200") && text.includes("\r\n\r\nok"), text);
+    assert(text.includes("HTTP/1.1 400") && text.includes("websocket_elsewhere"), text);
+
+    const timedOut = server.stats().timedOut;
+    const silent = await tls();
+    assertEquals(await readUntilClosed(silent) ?? "", "");
+    assertEquals(server.stats().timedOut, timedOut + 1);
+  } finally {
+    await server.shutdown();
   }
 });

@@ -7,6 +7,7 @@ import { assert, assertEquals, assertRejects, assertStringIncludes } from "../te
 import { ensureCertificates } from "../daemon/tls.ts";
 import { WebSocketConnectionError, WebSocketHandshakeError } from "./websocket.ts";
 import { connectTlsWebSocket, connectUnixWebSocket, openWebSocket } from "./ws_client.ts";
+import { webSocketsSocket } from "./paths.ts";
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -35,7 +36,8 @@ Deno.test("unix socket: messages both ways, big ones too, and the close handshak
   const dir = await Deno.makeTempDir({ prefix: "dock-ws-" });
   const path = join(dir, "s.sock");
   const closes: { code: number; reason: string }[] = [];
-  const server = Deno.serve({ path, onListen() {} }, echoHandler(closes));
+  // Served where connectUnixWebSocket dials a daemon whose API socket is `path`: the socket beside it.
+  const server = Deno.serve({ path: webSocketsSocket(path), onListen() {} }, echoHandler(closes));
   try {
     const ws = await connectUnixWebSocket(path, "/x");
     await ws.sendText("hi");
