@@ -45,6 +45,22 @@ async function withServer(
   }
 }
 
+/** A box's certificates for 127.0.0.1, in a folder of their own (`dir`). */
+async function loopbackCertificates() {
+  const dir = await Deno.makeTempDir();
+  return { dir, ...await ensureCertificates(dir, { addresses: ["127.0.0.1"] }) };
+}
+
+/** A TLS listener on a free loopback port with `certificates`. */
+function tlsTarget(certificates: { certPem: string; caPem: string; keyPem: string }) {
+  return {
+    hostname: "127.0.0.1",
+    port: 0,
+    cert: certificates.certPem + certificates.caPem,
+    key: certificates.keyPem,
+  };
+}
+
 /** Resolves with what the server sends until it closes the connection (null on a reset). */
 async function readUntilClosed(conn: Deno.Conn): Promise<string | null> {
   const buffer = new Uint8Array(4096);
@@ -229,15 +245,9 @@ for (const [serving, way] of SERVINGS) {
 }
 
 Deno.test("serveGuarded over TLS: served through the loopback hop with the stranger's address; a silent connection is released at the handshake deadline", async () => {
-  const dir = await Deno.makeTempDir();
-  const certificates = await ensureCertificates(dir, { addresses: ["127.0.0.1"] });
+  const certificates = await loopbackCertificates();
   const server = serveGuarded(
-    {
-      hostname: "127.0.0.1",
-      port: 0,
-      cert: certificates.certPem + certificates.caPem,
-      key: certificates.keyPem,
-    },
+    tlsTarget(certificates),
     (_request, info) => new Response(`${info.remoteAddr.hostname}:${info.remoteAddr.port}`),
     { handshakeMs: 200, log: () => {} },
   );
@@ -273,21 +283,15 @@ Deno.test("serveGuarded over TLS: served through the loopback hop with the stran
     assert(descriptors() <= before, `${descriptors()} descriptors open, ${before} before`);
   } finally {
     await server.shutdown();
-    await Deno.remove(dir, { recursive: true });
+    await Deno.remove(certificates.dir, { recursive: true });
   }
 });
 
 Deno.test("serveGuarded over TLS: the loopback hop closes at once what it did not dial, and a request says https", async () => {
-  const dir = await Deno.makeTempDir();
-  const certificates = await ensureCertificates(dir, { addresses: ["127.0.0.1"] });
+  const certificates = await loopbackCertificates();
   const before = new Set(listeningPorts(Deno.pid));
   const server = serveGuarded(
-    {
-      hostname: "127.0.0.1",
-      port: 0,
-      cert: certificates.certPem + certificates.caPem,
-      key: certificates.keyPem,
-    },
+    tlsTarget(certificates),
     (request) => new Response(new URL(request.url).protocol),
     { log: () => {} },
   );
@@ -318,7 +322,7 @@ Deno.test("serveGuarded over TLS: the loopback hop closes at once what it did no
   } finally {
     client.close();
     await server.shutdown();
-    await Deno.remove(dir, { recursive: true });
+    await Deno.remove(certificates.dir, { recursive: true });
   }
 });
 
@@ -369,19 +373,13 @@ Deno.test("serveGuarded: an accepted TCP connection has Nagle off, so an answer'
 });
 
 Deno.test("serveGuarded over TLS: 8 MiB each way cross the hop's pump intact, past its per-connection window", async () => {
-  const dir = await Deno.makeTempDir();
-  const certificates = await ensureCertificates(dir, { addresses: ["127.0.0.1"] });
+  const certificates = await loopbackCertificates();
   // Thirty-two times the hop's 256 KiB window each way: both directions pause and resume many times.
   const bytes = new Uint8Array(8 * 1024 * 1024).map((_, i) => (i * 7 + (i >> 13)) % 251);
   const digest = async (data: Uint8Array<ArrayBuffer>) =>
     Array.from(new Uint8Array(await crypto.subtle.digest("SHA-256", data)), (b) => b.toString(16)).join("");
   const server = serveGuarded(
-    {
-      hostname: "127.0.0.1",
-      port: 0,
-      cert: certificates.certPem + certificates.caPem,
-      key: certificates.keyPem,
-    },
+    tlsTarget(certificates),
     async (request) =>
       request.method === "POST"
         ? new Response(await digest(new Uint8Array(await request.arrayBuffer())))
@@ -398,7 +396,7 @@ Deno.test("serveGuarded over TLS: 8 MiB each way cross the hop's pump intact, pa
   } finally {
     client.close();
     await server.shutdown();
-    await Deno.remove(dir, { recursive: true });
+    await Deno.remove(certificates.dir, { recursive: true });
   }
 });
 
@@ -420,15 +418,9 @@ Deno.test("mayAskForWebSocket: a whole head with Upgrade: websocket, or a head n
 });
 
 Deno.test("serveGuarded over TLS: a first request for a WebSocket gets one; any other connection is served directly, and says where WebSockets are; silence after the handshake is closed at the header deadline", async () => {
-  const dir = await Deno.makeTempDir();
-  const certificates = await ensureCertificates(dir, { addresses: ["127.0.0.1"] });
+  const certificates = await loopbackCertificates();
   const server = serveGuarded(
-    {
-      hostname: "127.0.0.1",
-      port: 0,
-      cert: certificates.certPem + certificates.caPem,
-      key: certificates.keyPem,
-    },
+    tlsTarget(certificates),
     hello,
     { headerMs: 200, log: () => {} },
   );
@@ -477,5 +469,6 @@ Deno.test("serveGuarded over TLS: a first request for a WebSocket gets one; any 
     assertEquals(server.stats().timedOut, timedOut + 1);
   } finally {
     await server.shutdown();
+    await Deno.remove(certificates.dir, { recursive: true });
   }
 });
