@@ -64,7 +64,12 @@ export abstract class Terminal {
   async until(check: () => boolean, timeoutMs: number, what: string): Promise<void> {
     const deadline = performance.now() + timeoutMs;
     while (!check()) {
-      if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+      if (performance.now() > deadline) {
+        // What came last says where it stopped: mid-output, at a prompt, or with the typed line garbled.
+        throw new Error(
+          `timed out waiting for ${what}; last received: ${JSON.stringify(this.since(this.length - 300))}`,
+        );
+      }
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, 50);
         this.#wake = () => {
