@@ -60,7 +60,7 @@ export async function startBox(
     })
   );
   await box.phone.start();
-  const server = await serveSocket(box, { signal: stopping.signal, limits: listenLimitsFromEnv() });
+  const sockets = await serveSocket(box, { signal: stopping.signal, limits: listenLimitsFromEnv() });
   await box.replaySpool();
   console.error(`dockd: box '${box.settings.name}' serving on ${paths.socket}`);
   const laptops = box.tls
@@ -71,10 +71,12 @@ export async function startBox(
   Deno.addSignalListener("SIGINT", stop);
   Deno.addSignalListener("SIGTERM", stop);
   box.upgrades.attach(stop);
-  const finished = Promise.all([server.finished, tls?.finished]).then(async () => {
-    await box.close();
-    console.error("dockd: stopped");
-  });
+  const finished = Promise.all([sockets.api.finished, sockets.webSockets.finished, tls?.finished]).then(
+    async () => {
+      await box.close();
+      console.error("dockd: stopped");
+    },
+  );
   return { finished, bus: box.bus };
 }
 

@@ -24,7 +24,14 @@ import { DockError } from "../client/errors.ts";
 import { positiveFromEnv } from "./knobs.ts";
 import { type Closable, type Slot, Slots } from "./listen_slots.ts";
 import { TlsHop } from "./tls_hop.ts";
-import { DirectConn, type DirectServing, serveDirect, serveHttpOnConnection } from "./listen_direct.ts";
+import {
+  answer,
+  DirectConn,
+  type DirectServing,
+  type HttpServing,
+  serveDirect,
+  serveHttpOnConnection,
+} from "./listen_direct.ts";
 
 /**
  * The process's soft limit on open files (Deno raises it to the hard limit at start; measured), from
@@ -220,17 +227,6 @@ function limitsOf(target: ListenTarget, options: ListenLimits): Limits {
   };
 }
 
-/** What serving HTTP on a listener's connections needs. */
-interface HttpServing {
-  handler: GuardedHandler;
-  onError?: (error: unknown) => Response;
-  deadlines: Deadlines;
-  limits: Limits;
-  stats: ListenStats;
-  /** The requests came over TLS (through the hop), where the runtime saw plain HTTP. */
-  secure: boolean;
-}
-
 /**
  * Serves HTTP on `conn` (plain, or the loopback end of a TLS pipe: `piped`) for the stranger of `slot`,
  * closing it at the header deadline and when idle.
@@ -280,18 +276,7 @@ async function respond(
   onUpgrade: () => void,
   serving: HttpServing,
 ): Promise<void> {
-  const request = event.request;
-  // Behind the TLS hop the runtime saw plain HTTP and says `http:`; the stranger spoke TLS. The request
-  // itself must stay the runtime's (an upgrade to a WebSocket needs it), so only its `url` is shadowed.
-  if (serving.secure) {
-    Object.defineProperty(request, "url", { value: request.url.replace(/^http:/, "https:") });
-  }
-  let response: Response;
-  try {
-    response = await serving.handler(request, info);
-  } catch (error) {
-    response = serving.onError?.(error) ?? new Response("internal error", { status: 500 });
-  }
+  const response = await answer(event.request, info, serving);
   if (response.status === 101) onUpgrade();
   await event.respondWith(response).catch(() => {});
 }
@@ -388,16 +373,18 @@ export function serveGuarded(
       // A connection whose first request asks for a WebSocket is served by `Deno.serveHttp`, which
       // can carry one; any other by the runtime's own server, ~0.25 ms sooner (listen_direct.ts).
       serve: (conn, slot, webSockets) =>
-        webSockets || !serveHttpOnConnection
+        webSockets || !direct
           ? void serveHttpOn(new ServedConn(conn), slot, true, serving)
-          : serveDirect(new DirectConn(conn), slot, {
-            ...serving,
-            webSocketsAt: "a connection of their own (a first request that asks for one)",
-          }, true),
+          : serveDirect(new DirectConn(conn), slot, direct, true),
     })
     : null;
-  const direct: DirectServing | null = options.webSocketsAt !== undefined && serveHttpOnConnection
-    ? { ...serving, webSocketsAt: options.webSocketsAt }
+  // Served directly: behind the hop, a connection whose first request asks for no WebSocket; on a plain
+  // listener, every connection when WebSockets are served elsewhere.
+  const webSocketsAt = hop
+    ? "a connection of their own (a first request that asks for one)"
+    : options.webSocketsAt;
+  const direct: DirectServing | null = webSocketsAt !== undefined && serveHttpOnConnection
+    ? { ...serving, webSocketsAt }
     : null;
   let stopped = false;
   const accepting: Accepting = { stats, log, stopped: () => stopped };

@@ -14,6 +14,7 @@
 import { DockError } from "../client/errors.ts";
 import type { Deadlines } from "./deadlines.ts";
 import type { Closable, Slot } from "./listen_slots.ts";
+import { isWebSocketUpgrade } from "./websocket.ts";
 
 /** What a request's handler is told of it by the runtime's server. */
 interface ServedRequestInfo {
@@ -47,17 +48,39 @@ export const serveHttpOnConnection: ServeHttpOnConnection | undefined = (() => {
   return typeof found === "function" ? found as ServeHttpOnConnection : undefined;
 })();
 
-/** What serving a connection directly needs from its listener. */
-export interface DirectServing {
+/** What serving HTTP on a listener's connections needs, by either server. */
+export interface HttpServing {
   handler: (request: Request, info: { remoteAddr: Deno.NetAddr }) => Response | Promise<Response>;
   onError?: (error: unknown) => Response;
   deadlines: Deadlines;
   limits: { headerMs: number; idleMs: number };
   stats: { timedOut: number };
-  /** Where WebSockets are served, said to a WebSocket request here. */
-  webSocketsAt: string;
   /** The requests came over TLS (through the hop), where the runtime saw plain HTTP. */
   secure: boolean;
+}
+
+/** What serving a connection directly needs besides. */
+export interface DirectServing extends HttpServing {
+  /** Where WebSockets are served, said to a WebSocket request here. */
+  webSocketsAt: string;
+}
+
+/** The handler's answer to `request` (a handler that threw: `onError`'s), by either server. */
+export async function answer(
+  request: Request,
+  info: { remoteAddr: Deno.NetAddr },
+  serving: HttpServing,
+): Promise<Response> {
+  // Behind the TLS hop the runtime saw plain HTTP and says `http:`; the stranger spoke TLS. The request
+  // itself must stay the runtime's (an upgrade to a WebSocket needs it), so only its `url` is shadowed.
+  if (serving.secure) {
+    Object.defineProperty(request, "url", { value: request.url.replace(/^http:/, "https:") });
+  }
+  try {
+    return await serving.handler(request, info);
+  } catch (error) {
+    return serving.onError?.(error) ?? new Response("internal error", { status: 500 });
+  }
 }
 
 /**
@@ -106,36 +129,25 @@ export function serveDirect(socket: DirectConn, slot: Slot, serving: DirectServi
     if (--inFlight === 0) deadline.arm(limits.idleMs);
   };
   const info = { remoteAddr: slot.peer };
-  const onError = (error: unknown) =>
-    serving.onError?.(error) ?? new Response("internal error", { status: 500 });
+  // A WebSocket would open and be closed at once here: refused, saying where they are served.
+  const refusal = new DockError(
+    "websocket_elsewhere",
+    `WebSockets are not served on this connection: they are served on ${serving.webSocketsAt}`,
+    { status: 400 },
+  ).toBody();
   const server = socket.serve((conn) =>
     serveHttpOnConnection!(
       conn,
       undefined,
-      async (request, served) => {
+      (request, served) => {
         deadline.disarm();
         inFlight++;
         // An answer in flight (a stream: SSE, NDJSON) keeps the connection from idling until it is whole.
         served.completed.then(settled, settled);
-        // Behind the TLS hop the runtime says `http:`; the stranger spoke TLS.
-        if (serving.secure) {
-          Object.defineProperty(request, "url", { value: request.url.replace(/^http:/, "https:") });
-        }
-        if (request.headers.get("upgrade")?.toLowerCase() === "websocket") {
-          const refusal = new DockError(
-            "websocket_elsewhere",
-            `WebSockets are not served on this connection: they are served on ${serving.webSocketsAt}`,
-            { status: 400 },
-          );
-          return Response.json(refusal.toBody(), { status: refusal.status });
-        }
-        try {
-          return await serving.handler(request, info);
-        } catch (error) {
-          return onError(error);
-        }
+        if (isWebSocketUpgrade(request)) return Response.json(refusal, { status: 400 });
+        return answer(request, info, serving);
       },
-      onError,
+      (error) => serving.onError?.(error) ?? new Response("internal error", { status: 500 }),
       () => {},
     )
   );

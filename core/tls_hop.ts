@@ -50,17 +50,26 @@ async function tlsTermination(cert: string, key: string): Promise<TlsTermination
   };
 }
 
-/** Resolves with `event` once `socket` emits it, or with "close" once it closes first. */
-function settled(socket: import("node:tls").TLSSocket, event: string): Promise<string> {
+/**
+ * Resolves with what `socket` emits first with `event` (its first argument), or null once it closes
+ * first. `then` runs as it is emitted: a `data` chunk's taker pauses the socket there, or the chunks
+ * after it flow on to no listener.
+ */
+function emitted<T>(
+  socket: import("node:tls").TLSSocket,
+  event: string,
+  then?: () => void,
+): Promise<{ value: T } | null> {
   return new Promise((resolve) => {
-    if (socket.destroyed) return resolve("close");
-    const done = (what: string) => () => {
+    if (socket.destroyed) return resolve(null);
+    const done = (value: { value: T } | null) => {
       socket.off(event, onEvent);
       socket.off("close", onClose);
-      resolve(what);
+      if (value) then?.();
+      resolve(value);
     };
-    const onEvent = done(event);
-    const onClose = done("close");
+    const onEvent = (value: T) => done({ value });
+    const onClose = () => done(null);
     socket.once(event, onEvent);
     socket.once("close", onClose);
   });
@@ -83,7 +92,6 @@ export function mayAskForWebSocket(first: Uint8Array): boolean {
  */
 function tlsSocketEnd(socket: import("node:tls").TLSSocket, name: string, first: Uint8Array): End {
   let finished = false;
-  let paused = false;
   let drains: { mark: number; resolve: () => void }[] = [];
   const wake = () => {
     drains = drains.filter((drain) => {
@@ -111,19 +119,14 @@ function tlsSocketEnd(socket: import("node:tls").TLSSocket, name: string, first:
       socket.on("data", (chunk: Uint8Array) => reader.message({ binary: true, data: chunk }));
       socket.once("end", () => end(1000));
       socket.once("close", (hadError: boolean) => end(hadError ? 1006 : 1000));
+      // Paused since `first` was read. A resume lets it flow from the next tick, after `first`, and a
+      // pause the pump makes on taking `first` still holds it.
+      socket.resume();
       reader.message({ binary: true, data: first });
-      // Paused since `first` was read: it flows again unless the pump held it meanwhile.
-      if (!paused) socket.resume();
       if (socket.destroyed) end(1006);
     },
-    pause: () => {
-      paused = true;
-      socket.pause();
-    },
-    resume: () => {
-      paused = false;
-      socket.resume();
-    },
+    pause: () => void socket.pause(),
+    resume: () => void socket.resume(),
     // node keeps what it is given until it is written: the pump's messages are bytes of their own.
     send: (message) => void socket.write(message.data),
     get backlog() {
@@ -173,25 +176,6 @@ interface Pipe {
   webSockets: boolean;
 }
 
-/**
- * The first bytes `socket` decrypts, left unread from then on (paused), or null once it closes first.
- */
-function firstBytes(socket: import("node:tls").TLSSocket): Promise<Uint8Array | null> {
-  return new Promise((resolve) => {
-    const onData = (chunk: Uint8Array) => {
-      socket.pause();
-      socket.off("close", onClose);
-      resolve(chunk);
-    };
-    const onClose = () => {
-      socket.off("data", onData);
-      resolve(null);
-    };
-    socket.once("data", onData);
-    socket.once("close", onClose);
-  });
-}
-
 /** One TLS listener's hop: its loopback listener, and the pipes to it by their local port. */
 export class TlsHop {
   /** The loopback listener, whose connections go to {@linkcode TlsHop.handOver}. */
@@ -235,10 +219,11 @@ export class TlsHop {
       if (!slots.has(slot)) return; // the handshake deadline passed while node:tls loaded
       const secure = termination.wrap(outer);
       sockets.unshift({ close: () => secure.destroy() });
-      if (await settled(secure, "secure") === "close") return;
+      if (!await emitted(secure, "secure")) return;
       // The first bytes say which server is to serve the connection; they are due as its headers are.
+      // The rest waits unread (paused) until the pump takes them.
       handshake.arm(this.#options.headerMs);
-      const first = await firstBytes(secure);
+      const first = (await emitted<Uint8Array>(secure, "data", () => secure.pause()))?.value;
       if (!first) return;
       handshake.disarm();
       const inner = await this.#dial();

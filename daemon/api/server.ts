@@ -94,24 +94,23 @@ export function boxRoutes(box: Box, options: BoxAppOptions = {}): RouteTable[] {
   return listener === "phone" ? phoneScoped([...tables, phoneRedeemRoutes(box)]) : tables;
 }
 
-/** Serves the app on the daemon's socket; resolves once it listens. */
+/**
+ * Serves the app on the daemon's socket and, for attach and tunnels, on the socket beside it
+ * ({@linkcode webSocketsSocket}); resolves once both listen.
+ */
 export async function serveSocket(
   box: Box,
   options: { signal?: AbortSignal; limits?: ListenLimits } = {},
-): Promise<GuardedServer> {
+): Promise<{ api: GuardedServer; webSockets: GuardedServer }> {
   const app = boxApp(box);
   // What a plugin asks through `ctx.api` goes to this app, as a request on the daemon's own socket would
   // (gates and all); the plugin host checks its scopes first.
   box.plugins.connectApi(async (request) => await app.fetch(request));
-  // The API socket's connections are served by the runtime's own server, which cannot carry a
-  // WebSocket: attach and tunnels have a socket of their own beside it, serving the same app.
-  const path = box.paths.socket;
-  const webSockets = webSocketsSocket(path);
-  const listen = async (at: string, webSocketsAt?: string) => {
-    await Deno.remove(at).catch(() => {});
+  const listen = async (path: string, webSocketsAt?: string) => {
+    await Deno.remove(path).catch(() => {});
     // The guarded loop here too: `Deno.serve` ends the whole process when an accept meets EMFILE
     // (measured on a unix socket at `ulimit -n 64`), and a daemon near its limit must refuse, not die.
-    const server = serveGuarded({ path: at }, (request) => app.fetch(request), {
+    const server = serveGuarded({ path }, (request) => app.fetch(request), {
       signal: options.signal,
       onError: (error) => errorResponse(error, box.log),
       log: (line) => box.log.warn(line),
@@ -119,30 +118,13 @@ export async function serveSocket(
       ...options.limits,
     });
     // Created with the process's umask; only the box's user may talk to the daemon.
-    await Deno.chmod(at, 0o600);
+    await Deno.chmod(path, 0o600);
     return server;
   };
-  const upgrades = await listen(webSockets);
-  return bothServers(await listen(path, webSockets), upgrades);
-}
-
-/** One server of two listeners: `main`'s address, both stopped and counted together. */
-function bothServers(main: GuardedServer, other: GuardedServer): GuardedServer {
-  return {
-    addr: main.addr,
-    stats: () => {
-      const [a, b] = [main.stats(), other.stats()];
-      return {
-        open: a.open + b.open,
-        accepted: a.accepted + b.accepted,
-        refused: a.refused + b.refused,
-        timedOut: a.timedOut + b.timedOut,
-        acceptErrors: a.acceptErrors + b.acceptErrors,
-      };
-    },
-    shutdown: async () => void await Promise.all([main.shutdown(), other.shutdown()]),
-    finished: Promise.all([main.finished, other.finished]).then(() => {}),
-  };
+  // The API socket's connections are served by the runtime's own server, which cannot carry a
+  // WebSocket: the socket beside it serves the same app by one that can.
+  const webSockets = await listen(webSocketsSocket(box.paths.socket));
+  return { api: await listen(box.paths.socket, webSocketsSocket(box.paths.socket)), webSockets };
 }
 
 /** Options of {@linkcode serveTls}. */
