@@ -133,7 +133,15 @@ export function mount(app: Hono, prefix: string, tables: RouteTable[], options: 
 }
 
 function gated(route: TableRoute, gate: GateRunner | undefined, key: string): Handler {
-  if (route.gates.length === 0) return async (c) => route.handler(c, await route.input(c));
+  if (route.gates.length === 0) {
+    // Its handler runs as soon as its input is read: at once when reading awaits nothing (every `add`).
+    return (c) => {
+      const input = route.input(c);
+      return input instanceof Promise
+        ? input.then((read) => route.handler(c, read))
+        : route.handler(c, input);
+    };
+  }
   if (!gate) {
     throw new Error(`${key} is gated (${route.gates.map((g) => g.action)}) but no gate runner was given`);
   }

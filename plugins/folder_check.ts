@@ -75,12 +75,27 @@ export async function walkFolder(
  */
 export async function unchanged(stamps: Stamps | undefined): Promise<boolean> {
   if (!stamps) return false;
-  const small = stamps.size <= SYNC_STAMPS;
+  if (stamps.size <= SYNC_STAMPS) return unchangedSync(stamps);
   for (const [folder, mtime] of stamps) {
-    const info = small ? lstatOrNull(folder) : await Deno.lstat(folder).catch(() => null);
-    if (!info || !info.isDirectory || info.mtime?.getTime() !== mtime) return false;
+    if (!sameStamp(await Deno.lstat(folder).catch(() => null), mtime)) return false;
   }
   return true;
+}
+
+/**
+ * {@linkcode unchanged} for a folder of up to {@linkcode SYNC_STAMPS} directories, synchronously; false
+ * for a bigger one (or none), which only the asynchronous check looks at.
+ */
+export function unchangedSync(stamps: Stamps | undefined): boolean {
+  if (!stamps || stamps.size > SYNC_STAMPS) return false;
+  for (const [folder, mtime] of stamps) {
+    if (!sameStamp(lstatOrNull(folder), mtime)) return false;
+  }
+  return true;
+}
+
+function sameStamp(info: Deno.FileInfo | null, mtime: number): boolean {
+  return info !== null && info.isDirectory && info.mtime?.getTime() === mtime;
 }
 
 /**

@@ -12,7 +12,14 @@ import { startChild } from "../core/runner.ts";
 import { FrameConnection } from "./frames.ts";
 import type { HostLanes } from "./lanes.ts";
 import { type HostEvent, type HostPhase, type HostPhaseChange, nextHostPhase } from "./host_phase.ts";
-import { type FromHost, laneHost, PROTOCOL_VERSION, type ToHost, type WorkerGrant } from "./protocol.ts";
+import {
+  type FromHost,
+  laneHost,
+  PROTOCOL_VERSION,
+  type ToHost,
+  type WorkerGrant,
+  type WorkerSpec,
+} from "./protocol.ts";
 import { SDK_DIR, writeSdkImportMap } from "./sdk_map.ts";
 
 // Named from plugins/, not "./": in a package this module runs from a bundle in cli/, while the host's
@@ -101,6 +108,10 @@ export class Generation {
   child?: Deno.ChildProcess;
   frames?: FrameConnection<FromHost, ToHost>;
   ready: Promise<void>;
+  /** Set once `ready` resolved: a warm call takes it without awaiting that. */
+  started = false;
+  /** Specs whose grant its own was found to cover (a spec is made once per start of its worker). */
+  readonly covered = new WeakSet<WorkerSpec>();
   /** Keys of the workers it runs. */
   readonly workers = new Set<string>();
   /** The epoch whose spec it was sent, by key (a warm call carries none: protocol.ts). */

@@ -157,7 +157,7 @@ export class ModuleHost {
     if (this.#closed) throw new CallError("crashed", "the plugin host is closed");
     // Known before a host is chosen: a host started meanwhile for another call covers this one too.
     this.#specs.set(spec.key, spec);
-    const generation = await this.#generationFor(spec);
+    const generation = this.#warmGeneration(spec) ?? await this.#generationFor(spec);
     generation.cancelIdle();
     const id = this.#nextCall++;
     const { promise, resolve, reject } = Promise.withResolvers<CallResult>();
@@ -270,6 +270,21 @@ export class ModuleHost {
   }
 
   /**
+   * The current host when it has started, takes calls and covers `spec`'s grant: what
+   * {@linkcode #generationFor} would find after awaiting its start, found without awaiting (a warm call's
+   * path).
+   */
+  #warmGeneration(spec: WorkerSpec): Generation | undefined {
+    const generation = this.#current;
+    if (!generation?.started || generation.retired || generation.ended) return undefined;
+    if (!generation.covered.has(spec)) {
+      if (!covers(generation.grant, spec.grant)) return undefined;
+      generation.covered.add(spec);
+    }
+    return generation;
+  }
+
+  /**
    * The host that runs `spec`: the current one when it covers its grant, else a new one with every
    * grant known (the current one is retired). Calls that were waiting for a host retired before it
    * started try again on the new one.
@@ -317,7 +332,10 @@ export class ModuleHost {
       generation.move("retire");
     }
     this.#generations.add(generation);
-    this.#launch(generation).then(resolve, (error) => {
+    this.#launch(generation).then(() => {
+      generation.started = true;
+      resolve();
+    }, (error) => {
       this.#end(generation, `the plugin host did not start: ${(error as Error).message}`);
       reject(new CallError("crashed", `the plugin host did not start: ${(error as Error).message}`));
     });

@@ -85,13 +85,17 @@ export function listedState(facts: ListedFacts): PluginState {
 type Counters = PluginInfo["counters"];
 
 /** A call waiting for one of its plugin's slots. */
-export interface Job {
+export interface Job extends JobWork {
+  resolve(value: unknown): void;
+  reject(error: unknown): void;
+}
+
+/** What a call runs: a handler of a module, its input, its deadline. */
+export interface JobWork {
   module: string;
   kind: CallKind;
   input: unknown;
   deadlineMs: number;
-  resolve(value: unknown): void;
-  reject(error: unknown): void;
 }
 
 /** One plugin folder, valid or not, and what it is doing. */

@@ -25,7 +25,15 @@ import {
   readManifest,
   satisfies,
 } from "./manifest.ts";
-import { folderSignature, inside, lstatOrNull, symlinkOut, unchanged, walkFolder } from "./folder_check.ts";
+import {
+  folderSignature,
+  inside,
+  lstatOrNull,
+  symlinkOut,
+  unchanged,
+  unchangedSync,
+  walkFolder,
+} from "./folder_check.ts";
 import { listedState, Plugin, type PluginPhaseChange } from "./plugin_state.ts";
 import type { WorkerContext, WorkerGrant, WorkerSpec } from "./protocol.ts";
 import { VERSION } from "../client/version.ts";
@@ -330,9 +338,34 @@ export class PluginRegistry {
    * through a link in its data folder), and measures the data folder against its quota (every
    * {@linkcode MEASURE_MS} at most). What changes stops its workers: they restart with the grant that
    * follows (read-only data while over quota); while unsafe its calls are refused (the next one checks
-   * again, as does each scan). Returns why it may not run, or null.
+   * again, as does each scan). Returns why it may not run, or null: at once, awaiting nothing, when its
+   * stamps say nothing changed (a warm call's path); a promise when something must be walked or measured.
+   *
+   * A data folder its workers are granted nothing of is not theirs to read: a link there leads them
+   * nowhere, so it is looked at only when it is measured (and before every call while a link was found).
    */
-  async guard(plugin: Plugin): Promise<string | null> {
+  guard(plugin: Plugin): string | null | Promise<string | null> {
+    return this.#unchangedSince(plugin) ? null : this.#guard(plugin);
+  }
+
+  /**
+   * Whether the guard's last look still holds: it found nothing, no measure is due, and neither folder the
+   * workers may reach has a directory changed since (a stat of each, synchronous; false when there are
+   * more than `unchanged` stats synchronously, so the full guard does it).
+   */
+  #unchangedSince(plugin: Plugin): boolean {
+    if (plugin.unsafe !== undefined || performance.now() - plugin.measuredAt >= MEASURE_MS) return false;
+    if (plugin.manifest && !unchangedSync(plugin.folderStamps)) return false;
+    return !this.#dataReachable(plugin) ? plugin.dataStamps !== undefined : unchangedSync(plugin.dataStamps);
+  }
+
+  /** Whether a plugin's workers are granted anything in its data folder (to read or to write). */
+  #dataReachable(plugin: Plugin): boolean {
+    const grant = this.#enabled.enabled[plugin.id]?.permissions;
+    return (grant?.read?.length ?? 0) > 0 || (grant?.write?.length ?? 0) > 0;
+  }
+
+  async #guard(plugin: Plugin): Promise<string | null> {
     let unsafe: string | null = null;
     if (plugin.manifest && !await unchanged(plugin.folderStamps)) {
       const found = await walkFolder(plugin.dir, plugin.realDir, false).catch((e) => ({
@@ -344,9 +377,10 @@ export class PluginRegistry {
     }
     const measure = performance.now() - plugin.measuredAt >= MEASURE_MS;
     // The quick check first: a call on a warm path costs a stat per directory, no realPath, no walk.
-    const dataInfo = !unsafe && (measure || !await unchanged(plugin.dataStamps))
-      ? lstatOrNull(plugin.data)
-      : null;
+    const dataChanged = this.#dataReachable(plugin)
+      ? !await unchanged(plugin.dataStamps)
+      : plugin.dataStamps === undefined;
+    const dataInfo = !unsafe && (measure || dataChanged) ? lstatOrNull(plugin.data) : null;
     if (dataInfo?.isSymlink) unsafe = `${plugin.data} is a symlink`;
     const realData = dataInfo?.isDirectory ? await Deno.realPath(plugin.data).catch(() => null) : null;
     if (!unsafe && realData) {

@@ -3,8 +3,9 @@ import type { GateRunner } from "../core/http.ts";
 import { assert, assertEquals } from "../tests/assert.ts";
 import { agentTables, TableApp } from "../tests/route_tables.ts";
 import type { Plugins } from "./plugins.ts";
-import { pluginRoutes } from "./routes.ts";
+import { fnTarget, pluginRoutes } from "./routes.ts";
 
+const FN = ["GET", "POST", "PUT", "PATCH", "DELETE"];
 const GRANT = { read: [], write: [], net: [], env: [], scopes: [] };
 
 /** A fake plugin host with one plugin, `p1`, that records each call it is asked. */
@@ -147,4 +148,63 @@ Deno.test("plugin routes (box): enable, disable, install, remove and config pass
   assertEquals((await tables.call("GET", "/plugins/p1/config")).status, 200);
   assertEquals(gated.length, 6);
   assertEquals(calls, ["install p2 ", "config p1"]);
+});
+
+Deno.test("fnTarget: a fn call it finds is the call the router makes; what it leaves, the router answers", async () => {
+  const calls: string[] = [];
+  const tables = new TableApp([pluginRoutes(fakePlugins(calls))]);
+  const paths = [
+    "/v1/plugins/p1/fn",
+    "/v1/plugins/p1/fn/",
+    "/v1/plugins/p1/fn/a",
+    "/v1/plugins/p1/fn/a/",
+    "/v1/plugins/p1/fn/a/b.json?x=1&y=%2F",
+    "/v1/plugins/p1/fn?q",
+    "/v1/plugins/p1/fn/a#frag",
+    "/v1/plugins/p1/fn//a",
+    "/v1/plugins/p1/fn/../enable",
+    "/v1/plugins/p1/fn/./a",
+    "/v1/plugins/p1/fn/a%2Fb",
+    "/v1/plugins/p1/fn/%2e%2e/x",
+    "/v1/plugins/%70%31/fn/a",
+    "/v1/%70lugins/p1/fn/a",
+    "/v1/plugins/p1/fn/a\\..\\b",
+    "/v1/plugins/P1/fn/a",
+    "/v1/plugins//fn/a",
+    "/v1/plugins/p1/fnx/a",
+    "/v1/plugins/p1/file.html",
+    "/v1/plugins/p1",
+    "/v2/plugins/p1/fn/a",
+  ];
+  const found = new Map<string, string[]>();
+  for (const method of ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]) {
+    for (const path of paths) {
+      const request = new Request(`http://localhost${path}`, { method });
+      const target = fnTarget(request, "/v1");
+      if (!target) continue;
+      found.set(method, [...found.get(method) ?? [], `${path} → ${target.subpath}`]);
+      calls.length = 0;
+      const response = await tables.app.fetch(request.clone());
+      await response.body?.cancel();
+      assertEquals(calls, [`fn ${target.id} ${method} ${target.subpath}`], `${method} ${path}`);
+    }
+  }
+  // Plain paths of a valid id, for each method the routes take (a Request's URL is resolved first: `.`,
+  // and `\` as `/`); the rest is the router's.
+  const plain = [
+    "/v1/plugins/p1/fn → /",
+    "/v1/plugins/p1/fn/ → /",
+    "/v1/plugins/p1/fn/a → /a",
+    "/v1/plugins/p1/fn/a/ → /a/",
+    "/v1/plugins/p1/fn/a/b.json?x=1&y=%2F → /a/b.json",
+    "/v1/plugins/p1/fn?q → /",
+    "/v1/plugins/p1/fn/a#frag → /a",
+    "/v1/plugins/p1/fn/./a → /a",
+    "/v1/plugins/p1/fn/a\\..\\b → /b",
+  ];
+  assertEquals(Object.fromEntries(found), Object.fromEntries(FN.map((method) => [method, plain])));
+  assertEquals(fnTarget(new Request("http://localhost/v1/plugins/p1/fn/a/b/"), "/v1"), {
+    id: "p1",
+    subpath: "/a/b/",
+  });
 });

@@ -37,7 +37,7 @@ import {
   type WorkerSpec,
 } from "./protocol.ts";
 import { answeredHook, failedHook, fetchInput, fetchResponse, fileModuleSpec } from "./module_io.ts";
-import type { Job, Plugin } from "./plugin_state.ts";
+import type { JobWork, Plugin } from "./plugin_state.ts";
 import { modulesOf, type PluginRegistry, workerKey } from "./registry.ts";
 
 /** Failures in a row that make a plugin `failed`. */
@@ -116,8 +116,8 @@ export class PluginSupervisor {
   #host: ModuleHost;
   #incoming: DockEvent[] = [];
   #closed = false;
-  /** The real path of each module of a plugin whose workers run (see `#spec`). */
-  #modulePaths = new WeakMap<Plugin, Map<string, string>>();
+  /** The worker spec of each module of a plugin whose workers run (see `#spec`). */
+  #specs = new WeakMap<Plugin, Map<string, WorkerSpec>>();
   /** Workers' keep-warm deadlines, put off by every call: on one timer (see ClockDeadlines). */
   #warmth: ClockDeadlines;
 
@@ -199,7 +199,7 @@ export class PluginSupervisor {
   /** Stops a plugin's workers (the next call starts them again). */
   stopWorkers(plugin: Plugin): void {
     plugin.context = undefined;
-    this.#modulePaths.delete(plugin);
+    this.#specs.delete(plugin);
     for (const cancel of plugin.idle.values()) cancel();
     plugin.idle.clear();
     for (const key of plugin.workers) this.#host.stop(key);
@@ -217,6 +217,10 @@ export class PluginSupervisor {
     input: unknown,
     deadlineMs: number,
   ): Promise<unknown> {
+    // One that may run now runs at once, and its run's result is the caller's: no queue, no promise around it.
+    if (plugin.queue.length === 0 && plugin.running < this.#concurrency) {
+      return this.#start(plugin, { module, kind, input, deadlineMs });
+    }
     const { promise, resolve, reject } = Promise.withResolvers<unknown>();
     plugin.queue.push({ module, kind, input, deadlineMs, resolve, reject });
     if (plugin.queue.length > PLUGIN_BACKLOG) {
@@ -264,19 +268,31 @@ export class PluginSupervisor {
   }
 
   #next(plugin: Plugin): void {
-    const limit = this.#o.concurrency ?? PLUGIN_CONCURRENCY;
-    while (plugin.running < limit && plugin.queue.length) {
+    while (plugin.running < this.#concurrency && plugin.queue.length) {
       const job = plugin.queue.shift()!;
       if (job.kind === "events") plugin.queuedEvents -= (job.input as DockEvent[]).length;
-      plugin.running++;
-      this.#run(plugin, job).then(job.resolve, job.reject).finally(() => {
-        plugin.running--;
-        this.#next(plugin);
-      });
+      this.#start(plugin, job).then(job.resolve, job.reject);
     }
   }
 
-  async #run(plugin: Plugin, job: Job): Promise<unknown> {
+  /** Calls a plugin runs at once. */
+  get #concurrency(): number {
+    return this.#o.concurrency ?? PLUGIN_CONCURRENCY;
+  }
+
+  /** Runs `job` in one of the plugin's slots, which its end gives back to the next in the queue. */
+  #start(plugin: Plugin, job: JobWork): Promise<unknown> {
+    plugin.running++;
+    const run = this.#run(plugin, job);
+    const done = () => {
+      plugin.running--;
+      this.#next(plugin);
+    };
+    run.then(done, done);
+    return run;
+  }
+
+  async #run(plugin: Plugin, job: JobWork): Promise<unknown> {
     const count = job.kind === "events" ? (job.input as DockEvent[]).length : 1;
     if (!this.#o.registry.runnable(plugin)) {
       if (job.kind === "events") plugin.counters.dropped += count;
@@ -284,12 +300,13 @@ export class PluginSupervisor {
         status: 409,
       });
     }
-    const unsafe = await this.#o.registry.guard(plugin);
+    const guarded = this.#o.registry.guard(plugin);
+    const unsafe = guarded instanceof Promise ? await guarded : guarded;
     if (unsafe) {
       if (job.kind === "events") plugin.counters.dropped += count;
       throw new DockError("plugin_off", `plugin '${plugin.id}' is off: ${unsafe}`, { status: 409 });
     }
-    const spec = await this.#spec(plugin, job.module);
+    const spec = this.#specs.get(plugin)?.get(job.module) ?? await this.#spec(plugin, job.module);
     const cold = !this.#host.running(spec.key);
     if (cold) plugin.starting++;
     plugin.counters.calls += count;
@@ -327,7 +344,7 @@ export class PluginSupervisor {
   }
 
   /** Counts a failed call (`count` events, for a batch) and fails the plugin after too many in a row. */
-  #failure(plugin: Plugin, job: Job, error: unknown, count = 1): void {
+  #failure(plugin: Plugin, job: JobWork, error: unknown, count = 1): void {
     plugin.counters.failures += count;
     const failure = error instanceof CallError ? error.failure : "failed";
     const message = (error as Error).message ?? String(error);
@@ -376,21 +393,27 @@ export class PluginSupervisor {
     plugin.idle.set(key, cancel);
   }
 
+  /**
+   * The spec of a plugin module's worker, made once per start of its workers and kept for its warm calls
+   * (`#run` takes it from `#specs` without awaiting): what it is made of changes only with what stops
+   * them (`stopWorkers` drops it). A module that becomes a link out changes its folder, which the guard
+   * before every call sees; a new grant, new settings or a data folder over its quota are a reload.
+   */
   async #spec(plugin: Plugin, module: string): Promise<WorkerSpec> {
-    // Found once per start of its workers, as the context is: a module that becomes a link out changes
-    // its folder, which the guard before every call sees (and stops the workers, dropping this).
-    let paths = this.#modulePaths.get(plugin);
-    if (!paths) this.#modulePaths.set(plugin, paths = new Map());
-    let path = paths.get(module);
-    if (path === undefined) paths.set(module, path = await this.#o.registry.modulePath(plugin, module));
-    return {
+    // Taken before the awaits: a stop meanwhile drops this map, and what is made with what it stopped is
+    // not kept.
+    let specs = this.#specs.get(plugin);
+    if (!specs) this.#specs.set(plugin, specs = new Map());
+    const spec: WorkerSpec = {
       key: workerKey(plugin, module),
-      module: path,
+      module: await this.#o.registry.modulePath(plugin, module),
       grant: this.#o.registry.workerGrant(plugin),
       label: `plugin:${plugin.id}`,
-      // Read once per start, not per call (a warm call costs no file read): stopWorkers drops it.
+      // Read once per start, not per call (a warm call costs no file read).
       context: plugin.context ??= await this.#o.registry.workerContext(plugin),
     };
+    specs.set(module, spec);
+    return spec;
   }
 
   // -------------------------------------------------------------------------------------------------
@@ -570,7 +593,8 @@ export class PluginSupervisor {
     }
     let answer: FetchOutput;
     try {
-      const input = await fetchInput(id, subpath, request);
+      const read = fetchInput(id, subpath, request);
+      const input = read instanceof Promise ? await read : read;
       answer = await this.#call(
         plugin,
         plugin.manifest.main,

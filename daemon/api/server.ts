@@ -37,7 +37,7 @@ import { sessionRoutes } from "./sessions.ts";
 import { skillRoutes } from "./skills.ts";
 import { systemRoutes } from "./system.ts";
 import { worktreeRoutes } from "./worktrees.ts";
-import { pluginRoutes } from "../../plugins/routes.ts";
+import { fnTarget, pluginRoutes } from "../../plugins/routes.ts";
 import { webSocketsSocket } from "../../core/paths.ts";
 
 /** Options of {@linkcode boxApp}. */
@@ -49,6 +49,9 @@ export interface BoxAppOptions {
   listener?: "socket" | "tls" | "phone";
 }
 
+/** Where the box API's routes are. */
+const API_PREFIX = "/v1";
+
 /** Builds the box API app for one listener. */
 export function boxApp(box: Box, options: BoxAppOptions = {}): Hono {
   const app = new Hono();
@@ -59,7 +62,7 @@ export function boxApp(box: Box, options: BoxAppOptions = {}): Hono {
     )
   );
   // The one place the box's `before:` gates run: each gated route declares its gates in its table.
-  mount(app, "/v1", boxRoutes(box, options), {
+  mount(app, API_PREFIX, boxRoutes(box, options), {
     gate: (action, target, context) => box.hooks.gate(action, target, context),
   });
   return app;
@@ -106,11 +109,16 @@ export async function serveSocket(
   // What a plugin asks through `ctx.api` goes to this app, as a request on the daemon's own socket would
   // (gates and all); the plugin host checks its scopes first.
   box.plugins.connectApi(async (request) => await app.fetch(request));
+  // A plugin's `fn`, a page's hot path, is found before the router: the same call its route makes.
+  const answer = (request: Request) => {
+    const fn = fnTarget(request, API_PREFIX);
+    return fn ? box.plugins.fetch(fn.id, fn.subpath, request) : app.fetch(request);
+  };
   const listen = async (path: string, webSocketsAt?: string) => {
     await Deno.remove(path).catch(() => {});
     // The guarded loop here too: `Deno.serve` ends the whole process when an accept meets EMFILE
     // (measured on a unix socket at `ulimit -n 64`), and a daemon near its limit must refuse, not die.
-    const server = serveGuarded({ path }, (request) => app.fetch(request), {
+    const server = serveGuarded({ path }, answer, {
       signal: options.signal,
       onError: (error) => errorResponse(error, box.log),
       log: (line) => box.log.warn(line),
