@@ -114,12 +114,22 @@ Deno.test("plugins: off until enabled with the permissions shown; a module hook 
       return echo.counters.calls === 1 && echo.counters.cold_starts === 1 ? echo : undefined;
     });
     assert(info.state === "running" || info.state === "idle", info.state);
-    // Its fetch function, with the caller's credentials left out.
-    const response = await fetch(`http://localhost/v1/plugins/echo/fn/a/b?x=1`, {
-      client: Deno.createHttpClient({ proxy: { transport: "unix", path: box.dirs.socket } }),
-      headers: { authorization: "Bearer secret" },
-    } as RequestInit);
-    assertEquals(await response.json(), { path: "/a/b", n: 1, auth: null });
+    // Its fetch function, with the caller's credentials left out: found before the daemon's router, or by
+    // the router (a path with an escape), the same call.
+    const socket = Deno.createHttpClient({ proxy: { transport: "unix", path: box.dirs.socket } });
+    for (const path of ["a/b", "%61/b"]) {
+      const response = await fetch(`http://localhost/v1/plugins/echo/fn/${path}?x=1`, {
+        client: socket,
+        headers: { authorization: "Bearer secret" },
+      } as RequestInit);
+      assertEquals(await response.json(), { path: "/a/b", n: 1, auth: null }, path);
+    }
+    for (const path of ["nope/fn/", "echo/fn/a%2Fb"]) {
+      const refused = await fetch(`http://localhost/v1/plugins/${path}`, { client: socket } as RequestInit);
+      assertEquals(refused.status, path.startsWith("nope") ? 404 : 400, path);
+      assertEquals((await refused.json()).error.code, path.startsWith("nope") ? "not_found" : "invalid_path");
+    }
+    socket.close();
 
     await box.stop();
     box = await startBox({ dirs, env: FAST });
