@@ -185,6 +185,9 @@ const serveHttp = (Deno as unknown as { serveHttp(conn: Deno.Conn): HttpConn }).
 class ServedConn implements Closable {
   #conn: Deno.Conn;
   #http: HttpConn | undefined;
+  #inFlight = 0;
+  #closing = false;
+  #upgraded = false;
 
   constructor(conn: Deno.Conn) {
     this.#conn = conn;
@@ -195,19 +198,38 @@ class ServedConn implements Closable {
     return this.#http ??= serveHttp(this.#conn);
   }
 
+  /** A request came: it is no longer idle. */
+  began(): void {
+    this.#inFlight++;
+  }
+
+  /**
+   * A request's answer went out (`upgraded`: it was a 101, and the socket is a WebSocket's now, which
+   * nothing here closes). Returns whether none is left; when asked to close meanwhile, it ends now.
+   */
+  answered(upgraded: boolean): boolean {
+    if (upgraded) this.#upgraded = true;
+    if (--this.#inFlight > 0) return false;
+    if (this.#closing) this.end();
+    return true;
+  }
+
   /** Ends the connection: the HTTP connection, or the socket while none was served on it. */
   end(): void {
+    if (this.#upgraded) return;
     try {
       (this.#http ?? this.#conn).close();
     } catch { /* closed */ }
   }
 
-  /** What a slot closes: the socket, unless HTTP was served on it (its owner ends that). */
+  /**
+   * What a slot closes (a shutdown, a deadline, the connection's end): the socket while no HTTP was served
+   * on it; once served, the HTTP connection at once when idle, else as its last answer in flight goes out.
+   */
   close(): void {
-    if (this.#http) return;
-    try {
-      this.#conn.close();
-    } catch { /* closed */ }
+    if (!this.#http) return this.end();
+    this.#closing = true;
+    if (this.#inFlight === 0) this.end();
   }
 }
 
@@ -238,7 +260,6 @@ async function serveHttpOn(
   serving: HttpServing,
 ): Promise<void> {
   const { deadlines, limits, stats } = serving;
-  let inFlight = 0;
   let wasUpgraded = false;
   const deadline = deadlines.add(() => {
     stats.timedOut++;
@@ -252,12 +273,12 @@ async function serveHttpOn(
     const info: ConnectionInfo = { remoteAddr: slot.peer };
     for await (const event of http) {
       deadline.disarm();
-      inFlight++;
+      socket.began();
       // Not awaited: an HTTP/2 connection carries requests at once. A 101 (a WebSocket) ends the loop:
       // the connection left HTTP. Behind the TLS hop the pipe keeps the slot until the socket closes;
       // a plain connection is the socket's now.
       respond(event, info, () => wasUpgraded = true, serving).finally(() => {
-        if (--inFlight === 0 && !wasUpgraded) deadline.arm(limits.idleMs);
+        if (socket.answered(wasUpgraded) && !wasUpgraded) deadline.arm(limits.idleMs);
       });
     }
   } catch {

@@ -78,6 +78,18 @@ async function readUntilClosed(conn: Deno.Conn): Promise<string | null> {
   }
 }
 
+/** What the server sends until `marker` has come (the connection stays open). */
+async function readUntil(conn: Deno.Conn, marker: string): Promise<string> {
+  const buffer = new Uint8Array(4096);
+  let text = "";
+  while (!text.includes(marker)) {
+    const n = await conn.read(buffer);
+    if (n === null) throw new Error(`closed before ${marker}: ${text}`);
+    text += new TextDecoder().decode(buffer.subarray(0, n));
+  }
+  return text;
+}
+
 Deno.test("serveGuarded: answers requests, keeps a WebSocket open past the idle timeout", async () => {
   await withServer({ idleMs: 100 }, async (port) => {
     const response = await fetch(`http://127.0.0.1:${port}/`);
@@ -130,6 +142,33 @@ for (const [serving, way] of SERVINGS) {
       assert(text?.includes("tick 5"), String(text));
       assertEquals(stats().timedOut, 1);
     });
+  });
+
+  Deno.test(`serveGuarded (${serving}): a shutdown ends an idle keep-alive connection at once, and one with an answer in flight once it went out`, async () => {
+    const server = serveGuarded({ hostname: "127.0.0.1", port: 0 }, hello, {
+      log: () => {},
+      idleMs: 60_000,
+      headerMs: 60_000,
+      ...way,
+    });
+    const port = server.addr.port;
+    const idle = await Deno.connect({ hostname: "127.0.0.1", port });
+    await idle.write(new TextEncoder().encode("GET / HTTP/1.1\r\nHost: x\r\n\r\n"));
+    assert((await readUntil(idle, "ok")).includes("200 OK"));
+    const busy = await Deno.connect({ hostname: "127.0.0.1", port });
+    await busy.write(new TextEncoder().encode("GET /stream HTTP/1.1\r\nHost: x\r\n\r\n"));
+    const started = await readUntil(busy, "tick 0");
+    const stopped = server.shutdown();
+    // Deadlines stop with the listener: without the shutdown closing them, both would stay open.
+    const bound = (conn: Deno.Conn) =>
+      Promise.race([
+        readUntilClosed(conn),
+        new Promise<string>((resolve) => setTimeout(() => resolve("still open"), 10_000)),
+      ]);
+    const [idleRest, busyRest] = await Promise.all([bound(idle), bound(busy)]);
+    assert(idleRest === "" || idleRest === null, `the idle one got ${idleRest}`);
+    assert((started + busyRest).includes("tick 5"), `the busy one got ${started}${busyRest}`);
+    await stopped;
   });
 
   for (const [cap, options] of [["per-peer", { maxPerPeer: 3 }], ["total", { maxConnections: 3 }]] as const) {
