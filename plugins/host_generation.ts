@@ -7,6 +7,7 @@
  * @module
  */
 import { join } from "../core/posix_path.ts";
+import { type Clock, every } from "../core/clock.ts";
 import type { Log } from "../core/log.ts";
 import { startChild } from "../core/runner.ts";
 import { FrameConnection } from "./frames.ts";
@@ -243,6 +244,52 @@ export async function launchHost(
     listener.close();
     await Deno.remove(socket).catch(() => {});
   }
+}
+
+/** What {@linkcode watchHost} needs besides the generation. */
+export interface HostWatch {
+  clock: Clock;
+  rssLimitMb: number;
+  /** How long it may run more worker threads than workers before it is recycled. */
+  orphanGraceMs: number;
+  /** Says why it was killed or recycled. */
+  say(line: string): void;
+  kill(why: string): void;
+  retire(): void;
+}
+
+/**
+ * Watches a host's process (read from /proc twice a second; elsewhere not watched): past its memory it is
+ * killed; with worker threads no worker of it accounts for (a nested `Worker` left running) for longer
+ * than the grace, recycled. Sets the generation's `cancelWatch`.
+ */
+export function watchHost(generation: Generation, pid: number, watch: HostWatch): void {
+  if (Deno.build.os !== "linux") return;
+  const limit = watch.rssLimitMb * 1024;
+  const clock = watch.clock;
+  generation.cancelWatch = every(clock, 500, () => {
+    const kb = residentKb(pid);
+    if (kb === null) return; // gone: its exit is handled where it is awaited
+    if (kb > limit) {
+      watch.say(`the plugin host used ${Math.round(kb / 1024)} MB, over its ${limit / 1024} MB: killed`);
+      watch.kill(`the plugin host used more than ${limit / 1024} MB`);
+      return;
+    }
+    if (generation.retired) return;
+    const threads = workerThreads(pid);
+    if (threads <= generation.workers.size) {
+      generation.excessSince = undefined;
+      return;
+    }
+    generation.excessSince ??= clock.now();
+    if (clock.now() - generation.excessSince > watch.orphanGraceMs) {
+      watch.say(
+        `the plugin host runs ${threads} worker threads for ${generation.workers.size} workers ` +
+          `(a nested Worker left running?): recycled`,
+      );
+      watch.retire();
+    }
+  });
 }
 
 /** A process's resident memory in KB (Linux), or null when it is gone. */

@@ -19,11 +19,11 @@
  *
  * @module
  */
-import { type Clock, every } from "../core/clock.ts";
+import type { Clock } from "../core/clock.ts";
 import { ClockDeadlines } from "../core/deadlines.ts";
 import type { Log } from "../core/log.ts";
 import { CallError, type CallResult } from "./call_error.ts";
-import { covers, Generation, launchHost, residentKb, unionGrant, workerThreads } from "./host_generation.ts";
+import { covers, Generation, launchHost, unionGrant, watchHost } from "./host_generation.ts";
 import type { HostPhaseChange } from "./host_phase.ts";
 import { HostLanes, type Lane, laneAnswer, type LaneResult, Lanes } from "./lanes.ts";
 import {
@@ -354,41 +354,14 @@ export class ModuleHost {
       onExit: (why) => this.#end(generation, why),
     });
     this.#follow(generation, messages);
-    this.#watch(generation, pid);
-  }
-
-  /**
-   * Kills the host past its memory limit, and recycles it when it has worker threads no worker of it
-   * accounts for (read from /proc twice a second; elsewhere not watched).
-   */
-  #watch(generation: Generation, pid: number): void {
-    if (Deno.build.os !== "linux") return;
-    const limit = (this.#o.rssLimitMb ?? 1024) * 1024;
-    const clock = this.#o.clock;
-    generation.cancelWatch = every(clock, 500, () => {
-      const kb = residentKb(pid);
-      if (kb === null) return; // gone: its exit is handled where it is awaited
-      if (kb > limit) {
-        this.#o.onHostOutput?.(
-          `the plugin host used ${Math.round(kb / 1024)} MB, over its ${limit / 1024} MB: killed`,
-        );
-        this.#kill(generation, `the plugin host used more than ${limit / 1024} MB`);
-        return;
-      }
-      if (generation.retired) return;
-      const threads = workerThreads(pid);
-      if (threads <= generation.workers.size) {
-        generation.excessSince = undefined;
-        return;
-      }
-      generation.excessSince ??= clock.now();
-      if (clock.now() - generation.excessSince > ORPHAN_GRACE_MS) {
-        this.#o.onHostOutput?.(
-          `the plugin host runs ${threads} worker threads for ${generation.workers.size} workers ` +
-            `(a nested Worker left running?): recycled`,
-        );
-        this.#retire(generation);
-      }
+    // Past its memory it is killed; with worker threads no worker of it accounts for, recycled.
+    watchHost(generation, pid, {
+      clock: this.#o.clock,
+      rssLimitMb: this.#o.rssLimitMb ?? 1024,
+      orphanGraceMs: ORPHAN_GRACE_MS,
+      say: (line) => this.#o.onHostOutput?.(line),
+      kill: (why) => this.#kill(generation, why),
+      retire: () => this.#retire(generation),
     });
   }
 

@@ -39,31 +39,16 @@ import {
 import { answeredHook, failedHook, fetchInput, fetchResponse, fileModuleSpec } from "./module_io.ts";
 import type { JobWork, Plugin } from "./plugin_state.ts";
 import { modulesOf, type PluginRegistry, workerKey } from "./registry.ts";
-
-/** Failures in a row that make a plugin `failed`. */
-export const FAILURES_TO_FAIL = 5;
-/**
- * How long a worker lives after its last call answered, at most (as Cloudflare's `waitUntil` allows work
- * after a response, for a bounded time): then it is terminated, and its timers with it. Without a bound,
- * a timer left by a handler ran on for the 5 minutes a worker was kept warm. A cold start costs a worker
- * (not a process: the host is kept for {@linkcode HOST_IDLE_MS}).
- */
-export const WORK_AFTER_RESPONSE_MS = 10_000;
-/** How long the host process is kept with no worker (a worker's cold start then costs no process). */
-export const HOST_IDLE_MS = 5 * 60_000;
-/** Default calls one plugin runs at once. */
-export const PLUGIN_CONCURRENCY = 4;
-/** Default calls one plugin may have waiting (fetch, gates); past it a call is refused with 429. */
-export const PLUGIN_BACKLOG = 1000;
-/**
- * Events one plugin may have waiting; past it the oldest are dropped and counted. As many as the
- * journal keeps: a queued event is the bus's own object, shared by every plugin that waits for it.
- */
-export const PLUGIN_EVENT_BACKLOG = 10_000;
-/** Events one call carries at most. */
-export const EVENT_BATCH = 64;
-/** Deadline of a `fetch` call. */
-export const FETCH_TIMEOUT_MS = 60_000;
+import {
+  EVENT_BATCH,
+  FAILURES_TO_FAIL,
+  FETCH_TIMEOUT_MS,
+  HOST_IDLE_MS,
+  PLUGIN_BACKLOG,
+  PLUGIN_CONCURRENCY,
+  PLUGIN_EVENT_BACKLOG,
+  WORK_AFTER_RESPONSE_MS,
+} from "./knobs.ts";
 
 /** Options of {@linkcode PluginSupervisor}. */
 export interface SupervisorOptions {
@@ -217,7 +202,7 @@ export class PluginSupervisor {
     input: unknown,
     deadlineMs: number,
   ): Promise<unknown> {
-    // One that may run now runs at once, and its run's result is the caller's: no queue, no promise around it.
+    // One that may run now runs at once, its result the caller's: no queue, no promise around its run.
     if (plugin.queue.length === 0 && plugin.running < this.#concurrency) {
       return this.#start(plugin, { module, kind, input, deadlineMs });
     }
