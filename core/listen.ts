@@ -203,15 +203,24 @@ class ServedConn implements Closable {
     this.#inFlight++;
   }
 
+  /** A request was answered with a 101: the socket is a WebSocket's now, which nothing here closes. */
+  upgrade(): void {
+    this.#upgraded = true;
+  }
+
+  /** Whether it was handed to a WebSocket. */
+  get upgraded(): boolean {
+    return this.#upgraded;
+  }
+
   /**
-   * A request's answer went out (`upgraded`: it was a 101, and the socket is a WebSocket's now, which
-   * nothing here closes). Returns whether none is left; when asked to close meanwhile, it ends now.
+   * A request's answer went out. Returns whether the connection is idle now (no answer in flight, still
+   * HTTP's); when asked to close meanwhile, it ends once none is in flight.
    */
-  answered(upgraded: boolean): boolean {
-    if (upgraded) this.#upgraded = true;
+  answered(): boolean {
     if (--this.#inFlight > 0) return false;
     if (this.#closing) this.end();
-    return true;
+    return !this.#upgraded;
   }
 
   /** Ends the connection: the HTTP connection, or the socket while none was served on it. */
@@ -260,7 +269,6 @@ async function serveHttpOn(
   serving: HttpServing,
 ): Promise<void> {
   const { deadlines, limits, stats } = serving;
-  let wasUpgraded = false;
   const deadline = deadlines.add(() => {
     stats.timedOut++;
     socket.end();
@@ -277,16 +285,16 @@ async function serveHttpOn(
       // Not awaited: an HTTP/2 connection carries requests at once. A 101 (a WebSocket) ends the loop:
       // the connection left HTTP. Behind the TLS hop the pipe keeps the slot until the socket closes;
       // a plain connection is the socket's now.
-      respond(event, info, () => wasUpgraded = true, serving).finally(() => {
-        if (socket.answered(wasUpgraded) && !wasUpgraded) deadline.arm(limits.idleMs);
+      respond(event, info, () => socket.upgrade(), serving).finally(() => {
+        if (socket.answered()) deadline.arm(limits.idleMs);
       });
     }
   } catch {
     // A reset, a timeout's close: the connection is done either way.
   } finally {
     deadline.disarm();
-    if (!wasUpgraded) socket.end();
-    if (!wasUpgraded || !piped) slot.close();
+    socket.end(); // not a WebSocket's
+    if (!socket.upgraded || !piped) slot.close();
   }
 }
 

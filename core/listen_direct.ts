@@ -79,8 +79,13 @@ export async function answer(
   try {
     return await serving.handler(request, info);
   } catch (error) {
-    return serving.onError?.(error) ?? new Response("internal error", { status: 500 });
+    return failed(serving, error);
   }
+}
+
+/** The answer when the handler threw (or, on the runtime's server, the answer itself failed). */
+function failed(serving: HttpServing, error: unknown): Response {
+  return serving.onError?.(error) ?? new Response("internal error", { status: 500 });
 }
 
 /**
@@ -147,7 +152,7 @@ export function serveDirect(socket: DirectConn, slot: Slot, serving: DirectServi
         if (isWebSocketUpgrade(request)) return Response.json(refusal, { status: 400 });
         return answer(request, info, serving);
       },
-      (error) => serving.onError?.(error) ?? new Response("internal error", { status: 500 }),
+      (error) => failed(serving, error),
       () => {},
     )
   );

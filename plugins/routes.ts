@@ -129,28 +129,29 @@ export function pluginRoutes(plugins: Plugins, options: PluginRoutesOptions = {}
  * Hono's dispatch and the route's parameters were ~30 µs of a warm call's ~0.45 ms on a 2-core box.
  */
 export function fnTarget(request: Request, prefix: string): { id: string; subpath: string } | null {
-  if (!FN_METHODS.includes(request.method as Method)) return null;
-  const path = requestPath(request.url);
+  // Every request on the socket asks this first (a hook's POST too): most leave at this one search.
   const under = `${prefix}/plugins/`;
+  if (!request.url.includes(under) || !FN_METHODS.includes(request.method as Method)) return null;
+  const path = requestPath(request.url);
   if (!path.startsWith(under) || path.includes("%")) return null;
   const [id, fn, ...rest] = path.slice(under.length).split("/");
   if (fn !== "fn" || !PLUGIN_ID.test(id)) return null;
   try {
-    return {
-      id,
-      subpath: forwardPath("/", pathSegments(rest.join("/"), { trailingSlash: true, empty: true })),
-    };
+    return { id, subpath: forwardPath("/", pathSegments(rest.join("/"), FN_REST)) };
   } catch {
     return null;
   }
 }
+
+/** What follows `/fn`: it may end with `/`, or be nothing (`fn` itself). */
+const FN_REST = { trailingSlash: true, empty: true };
 
 /**
  * What follows `/fn` in the request's path, for the plugin's `fetch` to see: its segments as they came,
  * checked once (`core/forward_path.ts`), so the plugin is asked nothing but a path under its own `fn`.
  */
 function fnPath(c: Context): string {
-  return forwardPath("/", wildcardSegments(c, { trailingSlash: true, empty: true }));
+  return forwardPath("/", wildcardSegments(c, FN_REST));
 }
 
 /**

@@ -227,10 +227,9 @@ async function openLane(ticket: LaneTicket): Promise<void> {
   const run = async (message: ToLane) => {
     try {
       let input = message.input;
-      const request = input as FetchInput;
-      if (message.kind === "fetch" && request.body !== undefined) {
-        input = { ...request, body: fromBase64(request.body) };
-      }
+      // A fetch's body crosses in base64: decoded here, the rest of its input as it came.
+      const request = message.kind === "fetch" ? input as FetchInput : undefined;
+      if (request?.body !== undefined) input = { ...request, body: fromBase64(request.body) };
       const value = await call(message.kind, input);
       if (message.kind === "fetch") {
         const { status, headers, body } = value as {
